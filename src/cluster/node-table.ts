@@ -1,0 +1,58 @@
+// The node table (spec, "Cluster node"). This issue knows one node, the local one; the
+// cluster issue adds peers, the membership state machine and replication of this table.
+
+import { NotFoundError } from '../errors.js';
+import type { Tenant } from './tenants.js';
+
+export type NodeState = 'Pending' | 'Joining' | 'Joined' | 'Leaving' | 'Left';
+
+export interface NodeDocument {
+  name: string;
+  zone: string;
+  /** Base64 of the 32-byte ed25519 public key. */
+  publicKey: string;
+  address: string;
+  /** The peer (gRPC) port: what POST /cluster/nodes uses to reach the node. */
+  port: number;
+  /** The HTTP port, where clients reach the node (an addition to the spec's fields). */
+  httpPort: number;
+  version: { number: string; revision: string };
+  state: NodeState;
+  available: 'true' | 'false';
+}
+
+export interface ClusterDocument {
+  nodes: NodeDocument[];
+  tenants: Tenant[];
+}
+
+export class NodeTable {
+  private readonly nodes = new Map<string, NodeDocument>();
+
+  constructor(readonly localName: string) {}
+
+  upsert(node: NodeDocument): void {
+    this.nodes.set(node.name, node);
+  }
+
+  local(): NodeDocument {
+    return this.get(this.localName);
+  }
+
+  get(name: string): NodeDocument {
+    const node = this.nodes.get(name);
+    if (node === undefined) throw new NotFoundError(`node '${name}' is not in the cluster`);
+    return node;
+  }
+
+  list(): NodeDocument[] {
+    return [...this.nodes.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** Names of the nodes that own data: the ring is built from these. */
+  joinedNames(): string[] {
+    return this.list()
+      .filter((node) => node.state === 'Joined')
+      .map((node) => node.name);
+  }
+}

@@ -1,0 +1,187 @@
+// Node configuration: config/default.json, then an optional --config FILE, then TRIBUTARY_*
+// environment variables, then CLI flags; the last one that sets a key wins. Every key of
+// default.json can be set by all three, by one naming rule:
+//   limits.bodyBytesMax  ⇔  TRIBUTARY_LIMITS_BODY_BYTES_MAX  ⇔  --limits-body-bytes-max
+// A bad config is refused at start with a message that names the key and where it came from.
+
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { NAME_LENGTH_MAX } from './names.js';
+
+const port = z.number().int().min(1).max(65535);
+const name = z
+  .string()
+  .min(1)
+  .max(NAME_LENGTH_MAX)
+  .regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" and "-" only')
+  .refine((value) => !value.includes('..'), 'must not contain ".."');
+
+export const configSchema = z
+  .object({
+    name,
+    zone: z.string().min(1).max(NAME_LENGTH_MAX),
+    host: z.string().min(1),
+    httpPort: port,
+    peerPort: port,
+    /** null: data/<name> below the working directory. */
+    dataDir: z.string().min(1).nullable(),
+    /** Start Pending and wait to be added to a cluster, instead of as a lone Joined node. */
+    join: z.boolean(),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    /** Tenants created on the first start of a lone node. */
+    defaultTenants: z.array(name),
+    /** Serve /_internal reads of raw repository contents (tests and operators). */
+    internalReads: z.boolean(),
+    limits: z
+      .object({
+        bodyBytesMax: z.number().int().min(1024).max(1024 * 1024 * 1024),
+        ingestBatchPayloadsMax: z.number().int().min(1).max(10_000_000),
+        tagTimeoutMs: z.number().int().min(1).max(60_000),
+        tagMemoryMb: z.number().int().min(8).max(4096),
+      })
+      .strict(),
+  })
+  .strict();
+
+export type Config = z.infer<typeof configSchema> & { dataDir: string };
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** A leaf of default.json: its path, and the names it has as a flag and a variable. */
+export interface ConfigKey {
+  path: string[];
+  flag: string;
+  env: string;
+  defaultValue: unknown;
+}
+
+export function defaultConfigPath(): string {
+  // Walk up from this module (src/ under tests, dist/src/ when built) to the package root.
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let depth = 0; depth < 5; depth += 1) {
+    const candidate = join(dir, 'config', 'default.json');
+    if (existsSync(candidate)) return candidate;
+    dir = dirname(dir);
+  }
+  throw new ConfigError('config/default.json not found above ' + fileURLToPath(import.meta.url));
+}
+
+export function readDefaults(): Record<string, unknown> {
+  return readJsonObject(defaultConfigPath());
+}
+
+export function configKeys(defaults: Record<string, unknown>, prefix: string[] = []): ConfigKey[] {
+  const keys: ConfigKey[] = [];
+  for (const [key, value] of Object.entries(defaults)) {
+    const path = [...prefix, key];
+    if (isPlainObject(value)) {
+      keys.push(...configKeys(value, path));
+      continue;
+    }
+    const words = path.flatMap((part) => part.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(' '));
+    keys.push({ path, flag: words.join('-'), env: 'TRIBUTARY_' + words.join('_').toUpperCase(), defaultValue: value });
+  }
+  return keys;
+}
+
+export interface ConfigSources {
+  /** Path of a JSON file merged over the defaults. */
+  configFile?: string | undefined;
+  env: NodeJS.ProcessEnv;
+  /** Flag values by flag name (kebab case), as strings or booleans from the CLI parser. */
+  flags: Record<string, string | boolean | undefined>;
+}
+
+export function loadConfig(sources: ConfigSources): Config {
+  const defaults = readDefaults();
+  let merged: Record<string, unknown> = structuredClone(defaults);
+  if (sources.configFile !== undefined) {
+    merged = deepMerge(merged, readJsonObject(sources.configFile));
+  }
+  for (const key of configKeys(defaults)) {
+    const fromEnv = sources.env[key.env];
+    if (fromEnv !== undefined && fromEnv !== '') {
+      setPath(merged, key.path, parseText(fromEnv, key, key.env));
+    }
+    const fromFlag = sources.flags[key.flag];
+    if (fromFlag !== undefined) {
+      const value = typeof fromFlag === 'boolean' ? fromFlag : parseText(fromFlag, key, `--${key.flag}`);
+      setPath(merged, key.path, value);
+    }
+  }
+  return validate(merged);
+}
+
+function validate(merged: Record<string, unknown>): Config {
+  const result = configSchema.safeParse(merged);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    const key = issue.path.join('.') || '(root)';
+    const hint = issue.code === 'unrecognized_keys' ? `unknown key(s) ${issue.keys.join(', ')}` : issue.message;
+    throw new ConfigError(`invalid config key '${key}': ${hint}`);
+  }
+  const config = result.data;
+  return { ...config, dataDir: config.dataDir ?? join('data', config.name) };
+}
+
+function parseText(text: string, key: ConfigKey, source: string): unknown {
+  const fail = (expected: string): never => {
+    throw new ConfigError(`invalid config key '${key.path.join('.')}' from ${source}: expected ${expected}, got '${text}'`);
+  };
+  const sample = key.defaultValue;
+  if (typeof sample === 'number') {
+    const value = Number(text);
+    return Number.isFinite(value) ? value : fail('a number');
+  }
+  if (typeof sample === 'boolean') {
+    if (['true', '1', 'yes'].includes(text)) return true;
+    if (['false', '0', 'no'].includes(text)) return false;
+    return fail('true or false');
+  }
+  if (Array.isArray(sample)) return text.split(',').map((part) => part.trim()).filter((part) => part !== '');
+  return text;
+}
+
+function readJsonObject(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`cannot read config file ${path}: ${(error as Error).message}`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`config file ${path} is not valid JSON: ${(error as Error).message}`);
+  }
+  if (!isPlainObject(value)) throw new ConfigError(`config file ${path} must hold a JSON object`);
+  return value;
+}
+
+function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    const current = out[key];
+    out[key] = isPlainObject(current) && isPlainObject(value) ? deepMerge(current, value) : value;
+  }
+  return out;
+}
+
+function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
+  let node = target;
+  for (const part of path.slice(0, -1)) {
+    const next = node[part];
+    if (!isPlainObject(next)) node[part] = {};
+    node = node[part] as Record<string, unknown>;
+  }
+  node[path[path.length - 1]!] = value;
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,27 @@
+// The Koa application: error mapping, JSON bodies, and one router per resource family.
+
+import Koa from 'koa';
+import type Router from '@koa/router';
+import type { Logger } from 'pino';
+import { jsonBodyMiddleware } from './body.js';
+import { errorMiddleware } from './errors.js';
+
+export interface AppOptions {
+  log: Logger;
+  bodyBytesMax: number;
+  routers: Router[];
+}
+
+export function createApp({ log, bodyBytesMax, routers }: AppOptions): Koa {
+  const app = new Koa();
+  app.proxy = false;
+  // Errors are answered by errorMiddleware; Koa's own handler would only log them again.
+  app.silent = true;
+  app.use(errorMiddleware(log));
+  app.use(jsonBodyMiddleware(bodyBytesMax));
+  for (const router of routers) {
+    app.use(router.routes());
+    app.use(router.allowedMethods());
+  }
+  return app;
+}

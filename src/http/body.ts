@@ -1,0 +1,50 @@
+// Request bodies: JSON only, bounded in size. Not JSON: 415; too large: 413; does not
+// parse: 400. A request without a body has `undefined` as its body.
+
+import type Koa from 'koa';
+import getRawBody from 'raw-body';
+import { BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../errors.js';
+
+declare module 'koa' {
+  interface Request {
+    body?: unknown;
+  }
+}
+
+const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+export function jsonBodyMiddleware(bodyBytesMax: number): Koa.Middleware {
+  return async (ctx, next) => {
+    if (METHODS_WITH_BODY.has(ctx.method)) ctx.request.body = await readJsonBody(ctx, bodyBytesMax);
+    await next();
+  };
+}
+
+async function readJsonBody(ctx: Koa.Context, bodyBytesMax: number): Promise<unknown> {
+  const headers = ctx.req.headers;
+  const length = headers['content-length'] === undefined ? undefined : Number(headers['content-length']);
+  if (headers['transfer-encoding'] === undefined && (length === undefined || length === 0)) return undefined;
+  // A body without a Content-Type is taken as JSON: the interface has no other kind.
+  const type = ctx.request.type;
+  if (type !== '' && type !== 'application/json' && !type.endsWith('+json')) {
+    throw new UnsupportedMediaTypeError(`Content-Type must be application/json, got ${type}`);
+  }
+  if (length !== undefined && length > bodyBytesMax) throw tooLarge(bodyBytesMax);
+  let text: string;
+  try {
+    text = await getRawBody(ctx.req, { limit: bodyBytesMax, length, encoding: 'utf8' });
+  } catch (error) {
+    if ((error as { type?: string }).type === 'entity.too.large') throw tooLarge(bodyBytesMax);
+    throw new BadRequestError(`could not read the request body: ${(error as Error).message}`);
+  }
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new BadRequestError(`invalid JSON in the request body: ${(error as Error).message}`);
+  }
+}
+
+function tooLarge(bodyBytesMax: number): PayloadTooLargeError {
+  return new PayloadTooLargeError(`the request body is larger than the limit of ${bodyBytesMax} bytes`);
+}

@@ -1,0 +1,90 @@
+// Routes of the Streams table (spec, "Streams"): parse, call one service, shape the answer.
+
+import Router from '@koa/router';
+import { BadRequestError } from '../../errors.js';
+import type { IngestService } from '../../streams/ingest.js';
+import type { PartView, StreamDefinitions } from '../../streams/stream-definitions.js';
+import { streamId } from '../../streams/stream-id.js';
+import type { StreamRuntime } from '../../streams/stream-runtime.js';
+import type { Definition } from '../../storage/definitions.js';
+import { isPlainObject } from '../../config.js';
+import { expectedVersion, setVersionHeaders } from '../version-header.js';
+import type Koa from 'koa';
+
+export interface StreamRoutesDeps {
+  definitions: StreamDefinitions;
+  runtime: StreamRuntime;
+  ingest: IngestService;
+}
+
+const STREAM = '/streams/:tenant/:collection/:name';
+
+export function streamRoutes({ definitions, runtime, ingest }: StreamRoutesDeps): Router {
+  const router = new Router();
+  const idOf = (ctx: Koa.Context) => streamId(ctx.params.tenant, ctx.params.collection, ctx.params.name);
+
+  router.get('/streams/:tenant', (ctx) => {
+    ctx.body = { instances: definitions.collections(ctx.params.tenant!) };
+  });
+  router.get('/streams/:tenant/:collection', (ctx) => {
+    ctx.body = { streams: definitions.streams(ctx.params.tenant!, ctx.params.collection!) };
+  });
+
+  router.get(STREAM, (ctx) => respond(ctx, definitions.getStream(idOf(ctx))));
+  router.put(STREAM, async (ctx) => {
+    respond(ctx, await definitions.putStream(idOf(ctx), ctx.request.body, expectedVersion(ctx)));
+  });
+  router.post(STREAM, async (ctx) => {
+    const body = ctx.request.body;
+    if (body === undefined) throw new BadRequestError('body must be a JSON array of payloads (or one payload object)');
+    const failures = await ingest.ingest(idOf(ctx), Array.isArray(body) ? body : [body]);
+    if (failures.size === 0) {
+      ctx.status = 200;
+      ctx.body = '';
+      return;
+    }
+    ctx.status = 500;
+    ctx.body = Object.fromEntries([...failures].map(([index, msg]) => [String(index), { msg }]));
+  });
+
+  router.get(`${STREAM}/taxonomy`, (ctx) => respondPart(ctx, 'taxonomy', definitions.getTaxonomy(idOf(ctx))));
+  router.put(`${STREAM}/taxonomy`, async (ctx) => {
+    const definition = await definitions.putTaxonomy(idOf(ctx), ctx.request.body, expectedVersion(ctx));
+    respondPart(ctx, 'taxonomy', definition);
+  });
+
+  router.get(`${STREAM}/tags`, (ctx) => respondPart(ctx, 'tags', definitions.getTags(idOf(ctx))));
+  router.put(`${STREAM}/tags`, async (ctx) => {
+    respondPart(ctx, 'tags', await definitions.putTags(idOf(ctx), ctx.request.body, expectedVersion(ctx)));
+  });
+  router.post(`${STREAM}/tags`, async (ctx) => {
+    const payload = ctx.request.body;
+    if (!isPlainObject(payload)) throw new BadRequestError('body must be one payload object');
+    const stream = await runtime.resolve(idOf(ctx));
+    await stream.tags?.apply(payload);
+    ctx.body = payload;
+  });
+
+  router.get(`${STREAM}/repository`, (ctx) => respond(ctx, definitions.getRepository(idOf(ctx))));
+  router.put(`${STREAM}/repository`, async (ctx) => {
+    respond(ctx, await definitions.putRepository(idOf(ctx), ctx.request.body, expectedVersion(ctx)));
+  });
+
+  router.get(`${STREAM}/policy`, (ctx) => respond(ctx, definitions.getPolicy(idOf(ctx))));
+  router.put(`${STREAM}/policy`, async (ctx) => {
+    respond(ctx, await definitions.putPolicy(idOf(ctx), ctx.request.body, expectedVersion(ctx)));
+  });
+
+  return router;
+}
+
+function respond(ctx: Koa.Context, definition: Definition<unknown> | PartView<unknown>): void {
+  setVersionHeaders(ctx, definition.version);
+  ctx.body = definition.value;
+}
+
+/** Taxonomy and tags are wrapped in their name, as the spec's bodies are. */
+function respondPart(ctx: Koa.Context, name: string, definition: Definition<unknown> | PartView<unknown>): void {
+  setVersionHeaders(ctx, definition.version);
+  ctx.body = { [name]: definition.value };
+}

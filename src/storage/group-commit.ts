@@ -1,0 +1,57 @@
+// Group commit: writes that arrive while a synced batch is in flight are merged into the
+// next one, so concurrent requests share one fsync instead of queueing one each. Every
+// caller's promise resolves only after the batch holding its operations is durable.
+
+import type { BatchOperation, Database } from './database.js';
+
+interface Waiter {
+  operations: BatchOperation[];
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+export class GroupCommitter {
+  private queue: Waiter[] = [];
+  private flushing = false;
+
+  constructor(
+    private readonly database: Database,
+    /** Upper bound of operations merged into one batch. */
+    private readonly batchOperationsMax = 50_000,
+  ) {}
+
+  commit(operations: BatchOperation[]): Promise<void> {
+    if (operations.length === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.queue.push({ operations, resolve, reject });
+      if (!this.flushing) void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    while (this.queue.length > 0) {
+      const group = this.takeGroup();
+      try {
+        await this.database.batch(
+          group.flatMap((waiter) => waiter.operations),
+          { sync: true },
+        );
+        for (const waiter of group) waiter.resolve();
+      } catch (error) {
+        for (const waiter of group) waiter.reject(error);
+      }
+    }
+    this.flushing = false;
+  }
+
+  private takeGroup(): Waiter[] {
+    let count = 0;
+    let taken = 0;
+    while (taken < this.queue.length && (taken === 0 || count + this.queue[taken]!.operations.length <= this.batchOperationsMax)) {
+      count += this.queue[taken]!.operations.length;
+      taken += 1;
+    }
+    return this.queue.splice(0, taken);
+  }
+}

@@ -1,0 +1,56 @@
+// The interface both stream repositories implement (STYLE.md, "one contract, many
+// implementations"). A record is one stored payload; its key is assigned once by the node
+// that received it, so every replica stores it under the same key and a replayed write or
+// a transfer of the same record is idempotent.
+
+import type { BatchOperation } from './database.js';
+
+export type RepositoryName = 'ssr' | 'tsr';
+export const REPOSITORY_NAMES: readonly RepositoryName[] = ['ssr', 'tsr'];
+
+export interface StoredRecord {
+  /** "tenant/collection/name" */
+  stream: string;
+  partition: number;
+  /** Event time in epoch milliseconds: the primary timestamp field, else time of receipt. */
+  timestamp: number;
+  /** Unique per record across the cluster (writeIds.ts). */
+  writeId: string;
+  /** The payload as canonical JSON text. */
+  payloadJson: string;
+}
+
+export interface ScanOptions {
+  partition?: number;
+  /** Inclusive bounds, epoch milliseconds. */
+  fromTimestamp?: number;
+  toTimestamp?: number;
+  limit?: number;
+}
+
+export interface Repository {
+  readonly name: RepositoryName;
+  /** Operations that store the records; the caller commits them in one synced batch. */
+  writeOperations(records: readonly StoredRecord[]): BatchOperation[];
+  scan(stream: string, options?: ScanOptions): AsyncIterable<StoredRecord>;
+  /** Records per partition of the stream. */
+  countByPartition(stream: string): Promise<Map<number, number>>;
+  hasData(stream: string): Promise<boolean>;
+}
+
+export const PARTITION_DIGITS = 4;
+// Timestamps are offset so that dates before 1970 still sort as unsigned hex.
+const TIMESTAMP_OFFSET = 2 ** 52;
+const TIMESTAMP_DIGITS = 14;
+
+export function encodePartition(partition: number): string {
+  return partition.toString(16).padStart(PARTITION_DIGITS, '0');
+}
+
+export function encodeTimestamp(timestamp: number): string {
+  return (Math.trunc(timestamp) + TIMESTAMP_OFFSET).toString(16).padStart(TIMESTAMP_DIGITS, '0');
+}
+
+export function decodeTimestamp(hex: string): number {
+  return parseInt(hex, 16) - TIMESTAMP_OFFSET;
+}

@@ -1,0 +1,50 @@
+// Key walking shared by the repositories: both key their records "<stream>/<partition>/…".
+
+import type { Sublevel } from './database.js';
+import { prefixEnd } from './database.js';
+import { encodePartition, PARTITION_DIGITS } from './repository.js';
+
+export function streamPrefix(stream: string): string {
+  return `${stream}/`;
+}
+
+/** The partitions of `stream` that hold data (or just `only`), each with its key prefix. */
+export async function partitionRanges(
+  sublevel: Sublevel,
+  stream: string,
+  only: number | undefined,
+): Promise<Array<[number, string]>> {
+  if (only !== undefined) return [[only, `${streamPrefix(stream)}${encodePartition(only)}/`]];
+  const ranges: Array<[number, string]> = [];
+  const base = streamPrefix(stream);
+  let from = base;
+  // Seek from partition to partition instead of reading every key: one seek per partition.
+  for (;;) {
+    const keys = await sublevel.keys({ gte: from, lt: prefixEnd(base), limit: 1 }).all();
+    const key = keys[0];
+    if (key === undefined) return ranges;
+    const hex = key.slice(base.length, base.length + PARTITION_DIGITS);
+    const partition = parseInt(hex, 16);
+    ranges.push([partition, `${base}${hex}/`]);
+    from = `${base}${hex}/\u007f`;
+  }
+}
+
+export async function countKeysByPartition(sublevel: Sublevel, stream: string): Promise<Map<number, number>> {
+  const counts = new Map<number, number>();
+  for (const [partition, prefix] of await partitionRanges(sublevel, stream, undefined)) {
+    let count = 0;
+    const iterator = sublevel.keys({ gte: prefix, lt: prefixEnd(prefix) });
+    try {
+      for (;;) {
+        const batch = await iterator.nextv(1000);
+        if (batch.length === 0) break;
+        count += batch.length;
+      }
+    } finally {
+      await iterator.close();
+    }
+    counts.set(partition, count);
+  }
+  return counts;
+}

@@ -1,0 +1,95 @@
+// The ingest pipeline (DESIGN.md, "Writes"): for each payload of a batch, run the tags,
+// check the schema, place it in its partition, and write it to every owner; the batch
+// answers with the payloads that failed, by index, and every other payload is durable.
+
+import { canonicalJson, partitionOfCanonical } from '../cluster/partitioner.js';
+import type { PartitionRouter } from '../cluster/partition-router.js';
+import { isPlainObject } from '../config.js';
+import { BadRequestError, ForbiddenError } from '../errors.js';
+import type { StoredRecord } from '../storage/repository.js';
+import type { WriteIdGenerator } from '../storage/write-ids.js';
+import { type StreamId, SYSTEM_COLLECTION } from './stream-id.js';
+import type { CompiledStream, StreamRuntime } from './stream-runtime.js';
+
+/** Messages of the failed payloads, by their index in the request. */
+export type IngestFailures = Map<number, string>;
+
+/** Live consumers of accepted payloads (the execution issue subscribes here). */
+export type PayloadListener = (stream: CompiledStream, payloads: readonly Record<string, unknown>[]) => void;
+
+export interface IngestLimits {
+  batchPayloadsMax: number;
+}
+
+export class IngestService {
+  private readonly listeners = new Set<PayloadListener>();
+
+  constructor(
+    private readonly runtime: StreamRuntime,
+    private readonly router: PartitionRouter,
+    private readonly writeIds: WriteIdGenerator,
+    private readonly limits: IngestLimits,
+    private readonly nowMs: () => number = Date.now,
+  ) {}
+
+  onPayloads(listener: PayloadListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async ingest(id: StreamId, batch: readonly unknown[]): Promise<IngestFailures> {
+    if (id.collection === SYSTEM_COLLECTION) throw new ForbiddenError(`streams of '${SYSTEM_COLLECTION}' are read-only`);
+    if (batch.length > this.limits.batchPayloadsMax) {
+      throw new BadRequestError(`a batch holds at most ${this.limits.batchPayloadsMax} payloads, got ${batch.length}`);
+    }
+    const stream = await this.runtime.resolve(id);
+    const failures: IngestFailures = new Map();
+    const accepted: Array<{ index: number; payload: Record<string, unknown> }> = [];
+    for (let index = 0; index < batch.length; index += 1) {
+      const outcome = await prepare(stream, batch[index]);
+      if (typeof outcome === 'string') failures.set(index, outcome);
+      else accepted.push({ index, payload: outcome });
+    }
+    const written = stream.repository === undefined ? accepted : await this.store(stream, accepted, failures);
+    if (written.length > 0) {
+      const payloads = written.map((entry) => entry.payload);
+      for (const listener of this.listeners) listener(stream, payloads);
+    }
+    return failures;
+  }
+
+  /** Writes the accepted payloads; returns those written, and adds the others to failures. */
+  private async store(
+    stream: CompiledStream,
+    accepted: Array<{ index: number; payload: Record<string, unknown> }>,
+    failures: IngestFailures,
+  ): Promise<Array<{ index: number; payload: Record<string, unknown> }>> {
+    const receivedAt = this.nowMs();
+    const records: StoredRecord[] = accepted.map(({ payload }) => {
+      const payloadJson = canonicalJson(payload);
+      return {
+        stream: stream.key,
+        partition: partitionOfCanonical(payloadJson, stream.policy),
+        timestamp: stream.timestampOf(payload) ?? receivedAt,
+        writeId: this.writeIds.next(),
+        payloadJson,
+      };
+    });
+    const writeFailures = await this.router.write(stream.repository!, stream.policy, records);
+    for (const [position, message] of writeFailures) failures.set(accepted[position]!.index, message);
+    return accepted.filter((_, position) => !writeFailures.has(position));
+  }
+}
+
+/** Tags first, then the schema; a string is the reason the payload is refused. */
+async function prepare(stream: CompiledStream, payload: unknown): Promise<Record<string, unknown> | string> {
+  if (!isPlainObject(payload)) return 'payload must be a JSON object';
+  if (stream.tags !== undefined) {
+    try {
+      await stream.tags.apply(payload);
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+  return stream.validate(payload) ?? payload;
+}

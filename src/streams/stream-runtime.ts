@@ -1,0 +1,105 @@
+// What ingest needs of a stream, compiled once per version of its definitions (DESIGN.md,
+// "compile each script once per definition version, not per payload"): the payload
+// validator, the tag runner, the repository and policy, and the timestamp field.
+
+import type { DistributionPolicy } from '../cluster/partitioner.js';
+import type { SandboxLimits } from '../scripting/sandbox.js';
+import type { DefinitionStore } from '../storage/definitions.js';
+import type { RepositoryName } from '../storage/repository.js';
+import { compileValidator, parseDatetime, type PayloadValidator } from './payload-validator.js';
+import { parseSchema, primaryTimestampField } from './schema.js';
+import { partKey, STREAM_PARTS, type StreamDefinitions } from './stream-definitions.js';
+import type { RepositoryMapping } from './repository-mapping.js';
+import { type StreamId, streamKey } from './stream-id.js';
+import { TagRunner } from './tags.js';
+
+export interface CompiledStream {
+  id: StreamId;
+  key: string;
+  validate: PayloadValidator;
+  tags: TagRunner | undefined;
+  repository: RepositoryName | undefined;
+  policy: DistributionPolicy;
+  /** Event time of a valid payload in epoch ms, or undefined when it has none. */
+  timestampOf: (payload: Record<string, unknown>) => number | undefined;
+}
+
+interface CacheEntry {
+  signature: string;
+  compiled: Promise<CompiledStream>;
+}
+
+// A replaced tag runner may still be running a call for an in-flight request; it is
+// disposed only after every such call has had its time limit many times over.
+const RETIRED_RUNNER_GRACE_MS = 30_000;
+
+export class StreamRuntime {
+  private readonly cache = new Map<string, CacheEntry>();
+
+  constructor(
+    private readonly store: DefinitionStore,
+    private readonly definitions: StreamDefinitions,
+    private readonly sandboxLimits: SandboxLimits,
+  ) {}
+
+  /** The compiled stream; 404 for an unknown tenant or stream. */
+  resolve(id: StreamId): Promise<CompiledStream> {
+    this.definitions.getStream(id);
+    const signature = STREAM_PARTS.map((part) => this.store.get(partKey(part, id))?.version ?? '-').join('.');
+    const key = streamKey(id);
+    const cached = this.cache.get(key);
+    if (cached?.signature === signature) return cached.compiled;
+    if (cached !== undefined) retire(cached);
+    const compiled = this.compile(id);
+    this.cache.set(key, { signature, compiled });
+    compiled.catch(() => this.cache.get(key)?.compiled === compiled && this.cache.delete(key));
+    return compiled;
+  }
+
+  dispose(): void {
+    for (const entry of this.cache.values()) {
+      void entry.compiled.then((stream) => stream.tags?.dispose(), () => undefined);
+    }
+    this.cache.clear();
+  }
+
+  private async compile(id: StreamId): Promise<CompiledStream> {
+    const schema = parseSchema(this.definitions.getStream(id).value.schema);
+    const tagDefinitions = this.definitions.getTags(id).value;
+    const tags = tagDefinitions.some((tag) => tag.enabled)
+      ? await TagRunner.compile(tagDefinitions, this.sandboxLimits)
+      : undefined;
+    const mapping = this.store.get<RepositoryMapping>(partKey('repository', id))?.value;
+    return {
+      id,
+      key: streamKey(id),
+      validate: compileValidator(schema),
+      tags,
+      repository: mapping?.name,
+      policy: this.definitions.getPolicy(id).value,
+      timestampOf: timestampReader(primaryTimestampField(schema)),
+    };
+  }
+}
+
+function retire(entry: CacheEntry): void {
+  void entry.compiled.then(
+    (stream) => {
+      if (stream.tags !== undefined) setTimeout(() => stream.tags?.dispose(), RETIRED_RUNNER_GRACE_MS).unref();
+    },
+    () => undefined,
+  );
+}
+
+function timestampReader(path: string | undefined): CompiledStream['timestampOf'] {
+  if (path === undefined) return () => undefined;
+  const parts = path.split('.');
+  return (payload) => {
+    let value: unknown = payload;
+    for (const part of parts) {
+      if (typeof value !== 'object' || value === null) return undefined;
+      value = (value as Record<string, unknown>)[part];
+    }
+    return typeof value === 'string' ? parseDatetime(value) : undefined;
+  };
+}

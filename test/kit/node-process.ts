@@ -1,0 +1,191 @@
+// Test kit: real node processes on loopback, on ports they pick themselves (STYLE.md,
+// "From nats.js"). Every process a test starts is stopped by cleanup(), even on failure.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const MAIN = join(ROOT, 'dist', 'src', 'main.js');
+const READY_TIMEOUT_MS = 20_000;
+
+export interface StartOptions {
+  name?: string;
+  join?: boolean;
+  dataDir?: string;
+  /** Further CLI arguments after `start`. */
+  args?: string[];
+  env?: Record<string, string>;
+  /** Pass the ports as flags (default), or leave them to env/config in `args`/`env`. */
+  portFlags?: boolean;
+}
+
+const running = new Set<NodeProcess>();
+const dataDirs = new Set<string>();
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export function temporaryDataDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tributary-test-'));
+  dataDirs.add(dir);
+  return dir;
+}
+
+export class NodeProcess {
+  child: ChildProcess | undefined;
+  output = '';
+
+  private constructor(
+    readonly name: string,
+    readonly httpPort: number,
+    readonly peerPort: number,
+    readonly dataDir: string,
+    private readonly options: StartOptions,
+  ) {}
+
+  get url(): string {
+    return `http://127.0.0.1:${this.httpPort}`;
+  }
+
+  static async start(options: StartOptions = {}): Promise<NodeProcess> {
+    const node = new NodeProcess(
+      options.name ?? 'node-1',
+      await freePort(),
+      await freePort(),
+      options.dataDir ?? temporaryDataDir(),
+      options,
+    );
+    running.add(node);
+    await node.launch();
+    return node;
+  }
+
+  /** Spawns the process and waits until it answers HTTP. */
+  async launch(): Promise<void> {
+    const args = ['--no-node-snapshot', MAIN, 'start', '--name', this.name, '--data-dir', this.dataDir];
+    if (this.options.portFlags !== false) {
+      args.push('--http-port', String(this.httpPort), '--peer-port', String(this.peerPort));
+    }
+    if (this.options.join) args.push('--join');
+    args.push('--internal-reads', '--log-level', 'warn', ...(this.options.args ?? []));
+    this.output = '';
+    const child = spawn(process.execPath, args, {
+      cwd: ROOT,
+      env: { ...process.env, ...this.options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child = child;
+    child.stdout!.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+    await this.waitReady(child);
+  }
+
+  private async waitReady(child: ChildProcess): Promise<void> {
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    while (Date.now() < deadline) {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`node ${this.name} exited (${child.exitCode ?? child.signalCode}) before ready:\n${this.output}`);
+      }
+      try {
+        const response = await fetch(`${this.url}/cluster/localNode`);
+        if (response.ok) return;
+      } catch {
+        // Not listening yet.
+      }
+      await sleep(50);
+    }
+    throw new Error(`node ${this.name} not ready after ${READY_TIMEOUT_MS} ms:\n${this.output}`);
+  }
+
+  /** Sends the signal and waits for the process to end; resolves with the time it took. */
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<number> {
+    const child = this.child;
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return 0;
+    const started = Date.now();
+    const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
+    child.kill(signal);
+    await exited;
+    return Date.now() - started;
+  }
+
+  pause(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.child?.kill('SIGCONT');
+  }
+
+  async restart(): Promise<void> {
+    await this.kill('SIGTERM');
+    await this.launch();
+  }
+}
+
+/** Stops every process the kit started and removes every data folder it made. */
+export async function cleanup(): Promise<void> {
+  await Promise.all(
+    [...running].map(async (node) => {
+      node.resume();
+      await node.kill('SIGKILL');
+    }),
+  );
+  running.clear();
+  for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
+  dataDirs.clear();
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
+}
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** The body parsed as JSON, or undefined when it is empty or not JSON. */
+  json: any;
+}
+
+export async function http(
+  url: string,
+  method: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<HttpResult> {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+    (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(url, init);
+  const text = await response.text();
+  let json: unknown;
+  try {
+    json = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, headers: response.headers, text, json };
+}
+
+/** A small client bound to one node. */
+export function client(node: { url: string }) {
+  return {
+    get: (path: string, headers?: Record<string, string>) => http(node.url + path, 'GET', undefined, headers),
+    put: (path: string, body?: unknown, headers?: Record<string, string>) => http(node.url + path, 'PUT', body, headers),
+    post: (path: string, body?: unknown, headers?: Record<string, string>) => http(node.url + path, 'POST', body, headers),
+    delete: (path: string, headers?: Record<string, string>) => http(node.url + path, 'DELETE', undefined, headers),
+  };
+}
