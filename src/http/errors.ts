@@ -13,8 +13,11 @@ export function errorMiddleware(log: Logger): Koa.Middleware {
       await next();
       if (ctx.status >= 400 && ctx.body === undefined) {
         // Nothing answered (no route), or the router refused the method.
-        const message = ctx.status === 404 ? `no route for ${ctx.method} ${ctx.path}` : ctx.message;
-        ctx.body = { error: { type: ctx.status === 404 ? 'NOT_FOUND' : 'HTTP_ERROR', message } };
+        const status = ctx.status;
+        const message = status === 404 ? `no route for ${ctx.method} ${ctx.path}` : ctx.message;
+        ctx.body = { error: { type: status === 404 ? 'NOT_FOUND' : 'HTTP_ERROR', message } };
+        // Koa makes an implicit status 200 once a body is set; keep the one we had.
+        ctx.status = status;
       }
     } catch (error) {
       respondWithError(ctx, error, log);

@@ -20,6 +20,9 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Pass the ports as flags (default), or leave them to env/config in `args`/`env`. */
   portFlags?: boolean;
+  /** The ports to use (default: free ones the kit picks). */
+  httpPort?: number;
+  peerPort?: number;
 }
 
 const running = new Set<NodeProcess>();
@@ -61,8 +64,8 @@ export class NodeProcess {
   static async start(options: StartOptions = {}): Promise<NodeProcess> {
     const node = new NodeProcess(
       options.name ?? 'node-1',
-      await freePort(),
-      await freePort(),
+      options.httpPort ?? (await freePort()),
+      options.peerPort ?? (await freePort()),
       options.dataDir ?? temporaryDataDir(),
       options,
     );

@@ -1,0 +1,52 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { configKeys, loadConfig, readDefaults } from '../../src/config.js';
+import { checkName } from '../../src/names.js';
+
+describe('config - sources', () => {
+  it('defaults give node-1 on 127.0.0.1:8888/8889 with data in data/node-1', () => {
+    const config = loadConfig({ env: {}, flags: {} });
+    expect(config).toMatchObject({ name: 'node-1', host: '127.0.0.1', httpPort: 8888, peerPort: 8889, dataDir: join('data', 'node-1'), join: false });
+  });
+
+  it('names every key as a flag and a TRIBUTARY_ variable by one rule', () => {
+    const keys = configKeys(readDefaults());
+    expect(keys.find((key) => key.path.join('.') === 'limits.bodyBytesMax')).toMatchObject({
+      flag: 'limits-body-bytes-max',
+      env: 'TRIBUTARY_LIMITS_BODY_BYTES_MAX',
+    });
+  });
+
+  it('file, then environment, then flags', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'tributary-config-')), 'c.json');
+    writeFileSync(file, JSON.stringify({ name: 'file', httpPort: 1, limits: { tagTimeoutMs: 7 } }));
+    const config = loadConfig({
+      configFile: file,
+      env: { TRIBUTARY_HTTP_PORT: '2', TRIBUTARY_JOIN: 'true' },
+      flags: { 'http-port': '3' },
+    });
+    expect(config).toMatchObject({ name: 'file', httpPort: 3, join: true, limits: { tagTimeoutMs: 7, tagMemoryMb: 32 } });
+  });
+
+  it('refuses bad values naming the key', () => {
+    expect(() => loadConfig({ env: { TRIBUTARY_PEER_PORT: 'x' }, flags: {} })).toThrow(/'peerPort' from TRIBUTARY_PEER_PORT/);
+    expect(() => loadConfig({ env: {}, flags: { 'http-port': '70000' } })).toThrow(/'httpPort'/);
+    expect(() => loadConfig({ env: {}, flags: { name: 'a/b' } })).toThrow(/'name'/);
+    const file = join(mkdtempSync(join(tmpdir(), 'tributary-config-')), 'c.json');
+    writeFileSync(file, JSON.stringify({ colour: 'blue' }));
+    expect(() => loadConfig({ configFile: file, env: {}, flags: {} })).toThrow(/unknown key\(s\) colour/);
+  });
+});
+
+describe('names - checks', () => {
+  it('accepts ordinary names and refuses /, .., control characters and long ones', () => {
+    expect(checkName('stream', 'cpu-01.load_avg')).toBe('cpu-01.load_avg');
+    expect(() => checkName('stream', 'a/b')).toThrow(/contains '\/'/);
+    expect(() => checkName('stream', 'a..b')).toThrow(/'\.\.'/);
+    expect(() => checkName('stream', 'a\u0000b')).toThrow(/control character/);
+    expect(() => checkName('stream', 'x'.repeat(129))).toThrow(/longer than 128/);
+    expect(() => checkName('stream', '')).toThrow(/non-empty/);
+  });
+});
