@@ -126,6 +126,8 @@ const bootstrapSource = `(function () {
 /** What lives in one isolate; dropped (never touched again) once the isolate is disposed. */
 interface Loaded {
   isolate: ivm.Isolate;
+  /** Held so the context lives as long as the dispatcher, whatever isolated-vm counts as a use. */
+  context: ivm.Context;
   dispatch: ivm.Reference<(operation: string, text: string, functionName?: string) => string>;
 }
 
@@ -182,7 +184,7 @@ async function load(definition: Definition): Promise<Loaded> {
       timeout: limits.timeoutMs,
     })) as Loaded['dispatch'];
     bootstrap.release();
-    const loaded = { isolate, dispatch };
+    const loaded = { isolate, context, dispatch };
     decode(await enter(loaded, definition, ['load', source, functionName]), definition, 'at its top level');
     return loaded;
   } catch (error) {
