@@ -40,8 +40,29 @@ export const configSchema = z
         ingestBatchPayloadsMax: z.number().int().min(1).max(10_000_000),
         tagTimeoutMs: z.number().int().min(1).max(60_000),
         tagMemoryMb: z.number().int().min(8).max(4096),
+        hintBufferBytesMax: z.number().int().min(1024 * 1024),
+        sseClientsMax: z.number().int().min(1).max(100_000),
+        sseClientBufferBytesMax: z.number().int().min(1024),
+        sseKeepAliveMs: z.number().int().min(100).max(600_000),
       })
       .strict(),
+    cluster: z
+      .object({
+        heartbeatIntervalMs: z.number().int().min(10).max(60_000),
+        /** A peer not heard from for this long is unavailable. */
+        failureTimeoutMs: z.number().int().min(50).max(600_000),
+        /** A transfer with no progress for this long is requested again from its last ack. */
+        transferStallMs: z.number().int().min(100).max(3_600_000),
+        transferChunkBytes: z.number().int().min(1024).max(8 * 1024 * 1024),
+        transferWindowChunks: z.number().int().min(1).max(64),
+        /** Peer messages older or newer than this are refused as replays. */
+        peerReplayWindowMs: z.number().int().min(1_000).max(600_000),
+        peerDeadlineMs: z.number().int().min(100).max(600_000),
+      })
+      .strict()
+      .refine((cluster) => cluster.failureTimeoutMs > cluster.heartbeatIntervalMs, {
+        message: 'failureTimeoutMs must exceed heartbeatIntervalMs',
+      }),
   })
   .strict();
 

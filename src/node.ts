@@ -81,7 +81,16 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     bodyBytesMax: config.limits.bodyBytesMax,
     routers: [
       streamRoutes({ definitions, runtime, ingest }),
-      clusterRoutes({ nodes, tenants }),
+      clusterRoutes({
+        nodes,
+        tenants,
+        events,
+        sse: {
+          clientsMax: config.limits.sseClientsMax,
+          keepAliveMs: config.limits.sseKeepAliveMs,
+          clientBufferBytesMax: config.limits.sseClientBufferBytesMax,
+        },
+      }),
       adminRoutes(new VendorService(store, tenants)),
       ...(config.internalReads ? [internalRoutes(repositories)] : []),
     ],

@@ -5,13 +5,13 @@ import { isPlainObject } from '../config.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import { checkName } from '../names.js';
 import type { TenantService } from '../cluster/tenants.js';
-import { definitionKey, type Definition, type DefinitionStore } from '../storage/definitions.js';
+import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';
 
 export type Vendor = Record<string, unknown> & { id: string; key: string };
 
 export class VendorService {
   constructor(
-    private readonly store: DefinitionStore,
+    private readonly store: Definitions,
     private readonly tenants: TenantService,
   ) {}
 

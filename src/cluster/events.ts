@@ -1,5 +1,6 @@
-// Cluster events (spec, "Events"): one discriminated union, delivered to subscribers in
-// the order published. The SSE route of the cluster issue only serialises these.
+// Cluster events (spec, "Events"): one discriminated union, offered to each subscriber as
+// an async iterable in the order published (STYLE.md, "From nats.js"). A subscriber that
+// falls more than `queueEventsMax` behind is dropped rather than buffering without end.
 
 import type { ClusterDocument, NodeState } from './node-table.js';
 
@@ -8,17 +9,77 @@ export type ClusterEvent =
   | { type: 'NODE_STATE_UPDATED'; node: string; state: NodeState }
   | { type: 'TENANT_ADDED'; tenant: { name: string } };
 
-export type ClusterEventListener = (event: ClusterEvent) => void;
+export interface Subscription extends AsyncIterable<ClusterEvent> {
+  /** Ends the iteration; idempotent. */
+  close(): void;
+}
 
 export class ClusterEventBus {
-  private readonly listeners = new Set<ClusterEventListener>();
+  private readonly subscribers = new Set<Subscriber>();
 
-  publish(event: ClusterEvent): void {
-    for (const listener of this.listeners) listener(event);
+  constructor(private readonly queueEventsMax = 1_000) {}
+
+  get subscriberCount(): number {
+    return this.subscribers.size;
   }
 
-  subscribe(listener: ClusterEventListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+  publish(event: ClusterEvent): void {
+    for (const subscriber of this.subscribers) {
+      if (!subscriber.push(event, this.queueEventsMax)) this.subscribers.delete(subscriber);
+    }
+  }
+
+  subscribe(): Subscription {
+    const subscriber = new Subscriber(() => this.subscribers.delete(subscriber));
+    this.subscribers.add(subscriber);
+    return subscriber;
+  }
+}
+
+class Subscriber implements Subscription {
+  private readonly queue: ClusterEvent[] = [];
+  private waiting: ((result: IteratorResult<ClusterEvent>) => void) | undefined;
+  private closed = false;
+
+  constructor(private readonly onClose: () => void) {}
+
+  /** False when the subscriber is too far behind and has been closed. */
+  push(event: ClusterEvent, queueEventsMax: number): boolean {
+    if (this.closed) return false;
+    if (this.waiting !== undefined) {
+      const resolve = this.waiting;
+      this.waiting = undefined;
+      resolve({ value: event, done: false });
+      return true;
+    }
+    if (this.queue.length >= queueEventsMax) {
+      this.close();
+      return false;
+    }
+    this.queue.push(event);
+    return true;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.onClose();
+    this.waiting?.({ value: undefined, done: true });
+    this.waiting = undefined;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<ClusterEvent> {
+    return {
+      next: () => {
+        const event = this.queue.shift();
+        if (event !== undefined) return Promise.resolve({ value: event, done: false });
+        if (this.closed) return Promise.resolve({ value: undefined, done: true });
+        return new Promise((resolve) => (this.waiting = resolve));
+      },
+      return: () => {
+        this.close();
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
   }
 }

@@ -3,7 +3,7 @@
 
 import { NotFoundError } from '../errors.js';
 import { checkName } from '../names.js';
-import { definitionKey, type Definition, type DefinitionStore } from '../storage/definitions.js';
+import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';
 import type { ClusterEventBus } from './events.js';
 
 export interface Tenant {
@@ -14,7 +14,7 @@ const PREFIX = 'tenant/';
 
 export class TenantService {
   constructor(
-    private readonly store: DefinitionStore,
+    private readonly store: Definitions,
     private readonly events: ClusterEventBus,
   ) {}
 

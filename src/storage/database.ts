@@ -22,12 +22,14 @@ export class Database {
   readonly ssr: Sublevel;
   readonly tsr: Sublevel;
   readonly local: Sublevel;
+  readonly hints: Sublevel;
 
   private constructor(private readonly level: ClassicLevel<string, string>) {
     this.kv = openSublevel(level, 'kv');
     this.ssr = openSublevel(level, 'ssr');
     this.tsr = openSublevel(level, 'tsr');
     this.local = openSublevel(level, 'local');
+    this.hints = openSublevel(level, 'hints');
   }
 
   static async open(dataDir: string): Promise<Database> {

@@ -24,8 +24,27 @@ interface StoredRecord {
 
 export type DefinitionListener = (key: string, definition: Definition | undefined) => void;
 
-export class DefinitionStore {
-  private readonly records = new Map<string, StoredRecord>();
+/** A stored key as peers exchange it: its version, and its value or a tombstone. */
+export interface DefinitionRecord {
+  key: string;
+  version: number;
+  /** undefined with `deleted`. */
+  value: unknown;
+  deleted: boolean;
+}
+
+/** What services read and write definitions through, on a lone node or in a cluster. */
+export interface Definitions {
+  get<T>(key: string): Definition<T> | undefined;
+  list<T>(prefix: string): Array<Definition<T>>;
+  put<T>(key: string, value: T, expectedVersion?: string): Promise<Definition<T>>;
+  /** Returns the tombstone's version, or undefined when there was nothing to delete. */
+  delete(key: string, expectedVersion?: string): Promise<string | undefined>;
+  onChange(listener: DefinitionListener): () => void;
+}
+
+export class DefinitionStore implements Definitions {
+  private readonly byKey = new Map<string, StoredRecord>();
   private readonly writeQueues = new Map<string, Promise<unknown>>();
   private readonly listeners = new Set<DefinitionListener>();
 
@@ -34,13 +53,13 @@ export class DefinitionStore {
   static async open(database: Database): Promise<DefinitionStore> {
     const store = new DefinitionStore(database);
     for await (const [key, text] of database.kv.iterator()) {
-      store.records.set(key, parseRecord(key, text));
+      store.byKey.set(key, parseRecord(key, text));
     }
     return store;
   }
 
   get<T>(key: string): Definition<T> | undefined {
-    const record = this.records.get(key);
+    const record = this.byKey.get(key);
     if (record === undefined || record.value === undefined) return undefined;
     return { key, version: String(record.version), value: record.value as T };
   }
@@ -48,7 +67,7 @@ export class DefinitionStore {
   /** Live definitions whose key starts with `prefix`, in key order. */
   list<T>(prefix: string): Array<Definition<T>> {
     const out: Array<Definition<T>> = [];
-    for (const [key, record] of this.records) {
+    for (const [key, record] of this.byKey) {
       if (key.startsWith(prefix) && record.value !== undefined) {
         out.push({ key, version: String(record.version), value: record.value as T });
       }
@@ -63,7 +82,7 @@ export class DefinitionStore {
   put<T>(key: string, value: T, expectedVersion?: string): Promise<Definition<T>> {
     return this.serialised(key, async () => {
       this.checkVersion(key, expectedVersion);
-      const version = (this.records.get(key)?.version ?? 0) + 1;
+      const version = (this.byKey.get(key)?.version ?? 0) + 1;
       await this.persist(key, { version, value });
       const definition = { key, version: String(version), value };
       this.notify(key, definition);
@@ -75,12 +94,37 @@ export class DefinitionStore {
   delete(key: string, expectedVersion?: string): Promise<string | undefined> {
     return this.serialised(key, async () => {
       this.checkVersion(key, expectedVersion);
-      const current = this.records.get(key);
+      const current = this.byKey.get(key);
       if (current === undefined || current.value === undefined) return undefined;
       const version = current.version + 1;
       await this.persist(key, { version, value: undefined });
       this.notify(key, undefined);
       return String(version);
+    });
+  }
+
+  /** Every key with its version, tombstones included: what a joining node receives. */
+  records(): DefinitionRecord[] {
+    return [...this.byKey].map(([key, record]) => toRecord(key, record));
+  }
+
+  record(key: string): DefinitionRecord | undefined {
+    const record = this.byKey.get(key);
+    return record === undefined ? undefined : toRecord(key, record);
+  }
+
+  /**
+   * Applies a record written elsewhere if its version is higher than ours (DESIGN.md: every
+   * node applies the highest version it sees, so all converge). Returns whether it applied.
+   */
+  applyRemote(incoming: DefinitionRecord): Promise<boolean> {
+    return this.serialised(incoming.key, async () => {
+      const current = this.byKey.get(incoming.key);
+      if (current !== undefined && current.version >= incoming.version) return false;
+      const value = incoming.deleted ? undefined : incoming.value;
+      await this.persist(incoming.key, { version: incoming.version, value });
+      this.notify(incoming.key, value === undefined ? undefined : { key: incoming.key, version: String(incoming.version), value });
+      return true;
     });
   }
 
@@ -99,7 +143,7 @@ export class DefinitionStore {
   private async persist(key: string, record: StoredRecord): Promise<void> {
     const text = JSON.stringify(record.value === undefined ? { version: record.version, deleted: true } : record);
     await this.database.batch([{ type: 'put', sublevel: this.database.kv, key, value: text }], { sync: true });
-    this.records.set(key, record);
+    this.byKey.set(key, record);
   }
 
   private notify(key: string, definition: Definition | undefined): void {
@@ -117,6 +161,10 @@ export class DefinitionStore {
     });
     return next;
   }
+}
+
+function toRecord(key: string, record: StoredRecord): DefinitionRecord {
+  return { key, version: record.version, value: record.value, deleted: record.value === undefined };
 }
 
 function parseRecord(key: string, text: string): StoredRecord {

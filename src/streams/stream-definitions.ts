@@ -7,7 +7,7 @@ import { ForbiddenError, NotFoundError, StateConflictError } from '../errors.js'
 import { isPlainObject } from '../config.js';
 import { BadRequestError } from '../errors.js';
 import { checkName } from '../names.js';
-import { definitionKey, type Definition, type DefinitionStore } from '../storage/definitions.js';
+import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';
 import type { Repository, RepositoryName } from '../storage/repository.js';
 import type { SandboxLimits } from '../scripting/sandbox.js';
 import { parsePolicy } from './policy.js';
@@ -37,7 +37,7 @@ export function partKey(part: StreamPart, id: StreamId): string {
 
 export class StreamDefinitions {
   constructor(
-    private readonly store: DefinitionStore,
+    private readonly store: Definitions,
     private readonly tenants: TenantService,
     private readonly repositories: Record<RepositoryName, Repository>,
     private readonly sandboxLimits: SandboxLimits,

@@ -4,7 +4,7 @@
 
 import type { DistributionPolicy } from '../cluster/partitioner.js';
 import type { SandboxLimits } from '../scripting/sandbox.js';
-import type { DefinitionStore } from '../storage/definitions.js';
+import type { Definitions } from '../storage/definitions.js';
 import type { RepositoryName } from '../storage/repository.js';
 import { compileValidator, parseDatetime, type PayloadValidator } from './payload-validator.js';
 import { parseSchema, primaryTimestampField } from './schema.js';
@@ -37,7 +37,7 @@ export class StreamRuntime {
   private readonly cache = new Map<string, CacheEntry>();
 
   constructor(
-    private readonly store: DefinitionStore,
+    private readonly store: Definitions,
     private readonly definitions: StreamDefinitions,
     private readonly sandboxLimits: SandboxLimits,
   ) {}

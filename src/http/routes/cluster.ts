@@ -1,17 +1,33 @@
 // Routes of the Cluster table that this issue serves: the node table as it is, and tenants.
 
 import Router from '@koa/router';
+import type { ClusterEventBus, Subscription } from '../../cluster/events.js';
 import type { NodeTable } from '../../cluster/node-table.js';
 import type { TenantService } from '../../cluster/tenants.js';
+import { TributaryError } from '../../errors.js';
+import { openSse, type SseChannel, type SseOptions } from '../sse.js';
 import { expectedVersion, setVersionHeaders } from '../version-header.js';
 
 export interface ClusterRoutesDeps {
   nodes: NodeTable;
   tenants: TenantService;
+  events: ClusterEventBus;
+  sse: SseOptions & { clientsMax: number };
 }
 
-export function clusterRoutes({ nodes, tenants }: ClusterRoutesDeps): Router {
+export function clusterRoutes({ nodes, tenants, events, sse }: ClusterRoutesDeps): Router {
   const router = new Router();
+
+  // Every client gets CLUSTER_STATE on connect, and so does every other client (spec, "Events").
+  router.get('/output/cluster', (ctx) => {
+    if (events.subscriberCount >= sse.clientsMax) {
+      throw new TributaryError(503, 'TOO_MANY_CLIENTS', `at most ${sse.clientsMax} clients may follow /output/cluster`);
+    }
+    const subscription = events.subscribe();
+    const channel = openSse(ctx, sse);
+    events.publish({ type: 'CLUSTER_STATE', state: { nodes: nodes.list(), tenants: tenants.list() } });
+    void forward(subscription, channel);
+  });
 
   router.get('/cluster', (ctx) => {
     ctx.body = { nodes: nodes.list(), tenants: tenants.list() };
@@ -41,4 +57,12 @@ export function clusterRoutes({ nodes, tenants }: ClusterRoutesDeps): Router {
   });
 
   return router;
+}
+
+async function forward(subscription: Subscription, channel: SseChannel): Promise<void> {
+  void channel.closed.then(() => subscription.close());
+  for await (const event of subscription) {
+    if (!channel.send(event)) break;
+  }
+  channel.close();
 }

@@ -1,0 +1,149 @@
+// The cluster core's vocabulary (STYLE.md, "a pure core, I/O handed out"). The core is a
+// deterministic state machine per node: `core.step(input)` returns effects, and the shell
+// (gRPC, LevelDB, Koa) carries them out in order. Time enters only through `tick` inputs.
+// The same core runs in the seeded simulation (test/sim) and in the real node (node.ts).
+//
+// Data placement: a stream's payload lives in partition p (partitioner.ts) and is owned by
+// the first `replicas` nodes of ring.range(`partition-${p}`) over the Joined nodes. Owners
+// depend only on (p, replicas), never on the stream, so the core plans transfers in
+// "slots": a slot is one (partition, replicas) pair in use by some persisted stream.
+
+export type NodeState = 'Pending' | 'Joining' | 'Joined' | 'Leaving' | 'Left';
+
+/** The allowed edges of a node's state; anything else is a broken invariant. */
+export const NODE_STATE_EDGES: Readonly<Record<NodeState, readonly NodeState[]>> = {
+  Pending: ['Joining'],
+  Joining: ['Joined'],
+  Joined: ['Leaving'],
+  Leaving: ['Left'],
+  Left: [],
+};
+
+export interface Member {
+  name: string;
+  /** Base64 of the ed25519 public key. */
+  publicKey: string;
+  address: string;
+  /** Peer (gRPC) port. */
+  port: number;
+  httpPort: number;
+  zone: string;
+  state: NodeState;
+}
+
+/** A (partition, replicas) pair in use by at least one persisted stream. */
+export interface Slot {
+  partition: number;
+  replicas: number;
+}
+
+export type TransferRepo = 'KV' | 'ssr' | 'tsr';
+
+export interface TransferPlan {
+  /** Unique across the cluster: `${changeId}/${repo}/${from}>${to}`. */
+  id: string;
+  repo: TransferRepo;
+  from: string;
+  to: string;
+  /** The slots whose data moves (empty for KV: everything moves). */
+  slots: Slot[];
+  complete: boolean;
+  /** Reported by the target; 0..100, only ever rises. */
+  percentComplete: number;
+  bytes: number;
+  records: number;
+}
+
+export interface MembershipChange {
+  id: string;
+  kind: 'join' | 'leave';
+  node: string;
+  /** The slots in use when the change was planned. */
+  slots: Slot[];
+  transfers: TransferPlan[];
+}
+
+/**
+ * The replicated node table. `epoch` rises by one on every change; a node applies a table
+ * only if its epoch is higher than the one it has (ties: see core).
+ */
+export interface Membership {
+  epoch: number;
+  members: Member[];
+  change: MembershipChange | undefined;
+}
+
+/** Opaque to the core: what a source read for one chunk, carried to the target unchanged. */
+export interface ChunkData {
+  /** The encoded records (the shell's format). */
+  bytes: Uint8Array;
+  records: number;
+  /** Where the next read continues (the last key read); opaque to the core. */
+  cursor: string;
+}
+
+/** Messages between cores. The shell signs and carries them; the core never sees a forgery. */
+export type PeerMessage =
+  | { type: 'membership'; membership: Membership }
+  | { type: 'heartbeat'; epoch: number }
+  /** Pending node → coordinator: its repositories are open, it can receive data. */
+  | { type: 'ready'; changeId: string }
+  /** Target → source: send chunks of the transfer starting at `seq`, reading after `cursor`. */
+  | { type: 'transfer-request'; transfer: TransferPlan; seq: number; cursor: string | undefined }
+  | { type: 'transfer-chunk'; transferId: string; seq: number; chunk: ChunkData; last: boolean; totalEstimate: number }
+  /** Target → source: chunks up to and including `seq` are durable on the target. */
+  | { type: 'transfer-ack'; transferId: string; seq: number }
+  /** Target → coordinator: progress, and completion when `complete`. */
+  | { type: 'transfer-progress'; transferId: string; percentComplete: number; bytes: number; records: number; complete: boolean };
+
+export type AdminCommand =
+  | { type: 'add'; member: Omit<Member, 'state'> }
+  | { type: 'remove'; name: string };
+
+export type AdminResult = { ok: true; membership: Membership } | { ok: false; status: 400 | 404 | 409; message: string };
+
+export type CoreInput =
+  | { type: 'tick'; now: number }
+  /** An admin command that reached this node's core (the shell forwards it to the coordinator). */
+  | { type: 'admin'; requestId: string; command: AdminCommand }
+  | { type: 'receive'; from: string; message: PeerMessage }
+  /** Source side: the shell read the chunk asked for by a read-chunk effect. */
+  | { type: 'chunk-read'; transferId: string; seq: number; chunk: ChunkData; last: boolean; totalEstimate: number }
+  /** Target side: the chunk of a store-chunk effect is durable. */
+  | { type: 'chunk-stored'; transferId: string; seq: number }
+  /** The shell could not reach a peer for a send (gRPC error): feeds the failure detector. */
+  | { type: 'unreachable'; node: string }
+  /** Streams changed: the slots in use now. */
+  | { type: 'slots'; slots: Slot[] };
+
+export type CoreEffect =
+  | { type: 'send'; to: string; message: PeerMessage }
+  /** Make the core's durable state (persistedState()) durable before any later effect runs. */
+  | { type: 'persist' }
+  | { type: 'read-chunk'; transfer: TransferPlan; seq: number; cursor: string | undefined }
+  | { type: 'store-chunk'; transfer: TransferPlan; seq: number; chunk: ChunkData }
+  /** Delete this node's data of these slots: it no longer owns them and the new owners have it. */
+  | { type: 'drop'; repo: 'ssr' | 'tsr'; slots: Slot[] }
+  | { type: 'node-state'; node: string; state: NodeState }
+  | { type: 'availability'; node: string; available: boolean }
+  | { type: 'admin-result'; requestId: string; result: AdminResult }
+  /** The membership this node acts on changed (the shell rebuilds its router and node table). */
+  | { type: 'membership-changed'; membership: Membership };
+
+/** What survives a crash: the core is rebuilt from it with `restart`. */
+export interface PersistedCoreState {
+  membership: Membership;
+  /** Target side: per incoming transfer, the last durable chunk and where to resume. */
+  incoming: Array<{ transferId: string; seqAcked: number; cursor: string | undefined }>;
+}
+
+export interface CoreConfig {
+  name: string;
+  heartbeatIntervalMs: number;
+  /** A peer not heard from for this long is unavailable. */
+  failureTimeoutMs: number;
+  /** A transfer with no progress for this long is requested again from its last ack. */
+  transferStallMs: number;
+  /** Chunks a source sends ahead of the target's acks. */
+  transferWindowChunks: number;
+}

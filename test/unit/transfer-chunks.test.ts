@@ -1,0 +1,96 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { TransferPlan } from '../../src/cluster/core/types.js';
+import { Database } from '../../src/storage/database.js';
+import type { DefinitionRecord } from '../../src/storage/definitions.js';
+import { TimeSeriesRepository } from '../../src/storage/tsr.js';
+import { TransferChunks } from '../../src/storage/transfer-chunks.js';
+
+const dirs: string[] = [];
+let source: Database;
+let target: Database;
+
+async function open(): Promise<Database> {
+  const dir = mkdtempSync(join(tmpdir(), 'tributary-chunks-'));
+  dirs.push(dir);
+  return Database.open(dir);
+}
+
+const streams = [
+  { key: 'demo/c/a', replicas: 2 },
+  { key: 'demo/c/b', replicas: 3 },
+];
+const definitions: DefinitionRecord[] = [];
+const sources = {
+  streams: () => streams,
+  definitionRecords: () => definitions,
+  applyDefinitions: async (records: DefinitionRecord[]) => void definitions.push(...records),
+};
+
+function plan(slots: TransferPlan['slots']): TransferPlan {
+  return { id: 't1', repo: 'tsr', from: 'a', to: 'b', slots, complete: false, percentComplete: 0, bytes: 0, records: 0 };
+}
+
+beforeEach(async () => {
+  source = await open();
+  target = await open();
+  const tsr = new TimeSeriesRepository(source);
+  const records = [];
+  for (let i = 0; i < 300; i += 1) {
+    records.push({ stream: streams[i % 2]!.key, partition: i % 4, timestamp: 1_000 + i, writeId: `w${String(i).padStart(4, '0')}`, payloadJson: JSON.stringify({ i, pad: 'x'.repeat(50) }) });
+  }
+  await source.batch(tsr.writeOperations(records), { sync: true });
+});
+afterEach(async () => {
+  await source.close();
+  await target.close();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('transfer chunks - read, resume, store, drop', () => {
+  it('moves exactly the records of the slots, in bounded chunks, resuming after each cursor', async () => {
+    const reader = new TransferChunks(source, sources, 2_000);
+    const writer = new TransferChunks(target, sources, 2_000);
+    // Partitions 1 and 2 of replicas-2 streams (stream a: even i, so partition 2 only), and partition 1 of replicas-3 streams (b: odd i).
+    const transfer = plan([{ partition: 1, replicas: 2 }, { partition: 2, replicas: 2 }, { partition: 1, replicas: 3 }]);
+    let cursor: string | undefined;
+    let chunks = 0;
+    let moved = 0;
+    for (;;) {
+      const { chunk, last, totalEstimate } = await reader.read(transfer, cursor);
+      expect(totalEstimate).toBe(150);
+      expect(chunk.bytes.length).toBeLessThanOrEqual(2_000);
+      await writer.store(transfer, chunk);
+      moved += chunk.records;
+      chunks += 1;
+      cursor = chunk.cursor;
+      if (last) break;
+    }
+    expect(chunks).toBeGreaterThan(5);
+    expect(moved).toBe(150);
+    const counts = await new TimeSeriesRepository(target).countByPartition('demo/c/a');
+    expect(Object.fromEntries(counts)).toEqual({ 2: 75 });
+    expect(Object.fromEntries(await new TimeSeriesRepository(target).countByPartition('demo/c/b'))).toEqual({ 1: 75 });
+  });
+
+  it('storing a chunk twice stores its records once', async () => {
+    const reader = new TransferChunks(source, sources, 1_000_000);
+    const writer = new TransferChunks(target, sources, 1_000_000);
+    const transfer = plan([{ partition: 0, replicas: 2 }]);
+    const { chunk, last } = await reader.read(transfer, undefined);
+    expect(last).toBe(true);
+    await writer.store(transfer, chunk);
+    await writer.store(transfer, chunk);
+    expect(Object.fromEntries(await new TimeSeriesRepository(target).countByPartition('demo/c/a'))).toEqual({ 0: 75 });
+  });
+
+  it('drops the slots a node no longer owns and nothing else', async () => {
+    const chunks = new TransferChunks(source, sources, 1_000);
+    await chunks.drop('tsr', [{ partition: 0, replicas: 2 }, { partition: 3, replicas: 3 }]);
+    const tsr = new TimeSeriesRepository(source);
+    expect(Object.fromEntries(await tsr.countByPartition('demo/c/a'))).toEqual({ 2: 75 });
+    expect(Object.fromEntries(await tsr.countByPartition('demo/c/b'))).toEqual({ 1: 75 });
+  });
+});
