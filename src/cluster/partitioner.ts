@@ -36,6 +36,50 @@ export function canonicalJson(value: unknown): string {
   return out + '}';
 }
 
+/**
+ * The first characters of canonicalJson(value): at least `charsMin` of them, or all of it
+ * when it is shorter. Ingest hashes only the first hash_payload.bytes bytes, so it need not
+ * build the whole canonical text of a payload (the JS serialiser is slower than the native
+ * JSON.stringify that stores it).
+ */
+export function canonicalJsonPrefix(value: unknown, charsMin: number): string {
+  const writer = { out: '', charsMin };
+  try {
+    writeCanonical(value, writer);
+  } catch (error) {
+    if (error !== PREFIX_COMPLETE) throw error;
+  }
+  return writer.out;
+}
+
+const PREFIX_COMPLETE = Symbol('prefix complete');
+
+function writeCanonical(value: unknown, writer: { out: string; charsMin: number }): void {
+  const emit = (text: string) => {
+    writer.out += text;
+    if (writer.out.length >= writer.charsMin) throw PREFIX_COMPLETE;
+  };
+  if (value === null || typeof value !== 'object') return emit(JSON.stringify(value) ?? 'null');
+  if (Array.isArray(value)) {
+    emit('[');
+    for (let i = 0; i < value.length; i += 1) {
+      if (i > 0) emit(',');
+      writeCanonical(value[i] ?? null, writer);
+    }
+    return emit(']');
+  }
+  const record = value as Record<string, unknown>;
+  emit('{');
+  let first = true;
+  for (const key of Object.keys(record).sort()) {
+    if (record[key] === undefined) continue;
+    emit((first ? '' : ',') + JSON.stringify(key) + ':');
+    first = false;
+    writeCanonical(record[key], writer);
+  }
+  emit('}');
+}
+
 export function fnv1a32(bytes: Uint8Array): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < bytes.length; i += 1) {
@@ -45,7 +89,7 @@ export function fnv1a32(bytes: Uint8Array): number {
   return hash >>> 0;
 }
 
-/** `canonical` is canonicalJson(payload), passed in because the caller stores it too. */
+/** `canonical` is canonicalJson(payload), or a prefix of it at least `hash_payload.bytes` long. */
 export function partitionOfCanonical(canonical: string, policy: DistributionPolicy): number {
   // Every character is at least one UTF-8 byte, so the first `bytes` characters hold at
   // least `bytes` bytes: encode only those, not the whole payload.
@@ -55,5 +99,5 @@ export function partitionOfCanonical(canonical: string, policy: DistributionPoli
 }
 
 export function partitionOf(payload: unknown, policy: DistributionPolicy): number {
-  return partitionOfCanonical(canonicalJson(payload), policy);
+  return partitionOfCanonical(canonicalJsonPrefix(payload, policy.hash_payload.bytes), policy);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, fnv1a32, partitionOf, partitionOfCanonical } from '../../src/cluster/partitioner.js';
+import { canonicalJson, canonicalJsonPrefix, fnv1a32, partitionOf, partitionOfCanonical } from '../../src/cluster/partitioner.js';
 
 const policy = (ring_size: number, bytes: number) => ({ replicas: 1, ring_size, hash_payload: { bytes } });
 
@@ -39,5 +39,20 @@ describe('partitioner - hash', () => {
     const seen = new Set<number>();
     for (let i = 0; i < 2_000; i += 1) seen.add(partitionOf({ id: i, host: `h${i % 13}` }, policy(32, 128)));
     expect(seen.size).toBe(32);
+  });
+});
+
+describe('partitioner - canonical prefix', () => {
+  it('is a prefix of the canonical JSON, at least as long as asked, and gives the same partition', () => {
+    for (let i = 0; i < 300; i += 1) {
+      const payload = { z: i, a: { nested: [i, 'x'.repeat(i % 17), { q: null, b: true }] }, m: `text ${i}`.repeat(i % 5) };
+      const full = canonicalJson(payload);
+      for (const chars of [1, 16, 40, 128, 10_000]) {
+        const prefix = canonicalJsonPrefix(payload, chars);
+        expect(full.startsWith(prefix)).toBe(true);
+        expect(prefix.length).toBeGreaterThanOrEqual(Math.min(chars, full.length));
+        expect(partitionOfCanonical(prefix, policy(128, chars))).toBe(partitionOfCanonical(full, policy(128, chars)));
+      }
+    }
   });
 });
