@@ -1,19 +1,71 @@
-// Loads proto/peer.proto once; both the server and (later) the client are built from it.
+// Loads proto/peer.proto once, two ways: protobufjs types encode and decode envelope bodies
+// (codec.ts), and proto-loader gives the gRPC service definition (method paths, streaming).
+// gRPC itself moves raw bytes: the transport decodes envelopes with the protobufjs types so
+// that a signature is checked against exactly the bytes that were signed.
 
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import * as grpc from '@grpc/grpc-js';
+import { fileURLToPath } from 'node:url';
+import type * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { defaultConfigPath } from '../config.js';
+import protobuf from 'protobufjs';
 
-export function loadPeerService(): grpc.ServiceClientConstructor {
-  const root = dirname(dirname(defaultConfigPath()));
-  const definition = protoLoader.loadSync(join(root, 'proto', 'peer.proto'), {
-    keepCase: false,
-    longs: String,
-    defaults: true,
-  });
-  const loaded = grpc.loadPackageDefinition(definition) as unknown as {
-    tributary: { peer: { Peer: grpc.ServiceClientConstructor } };
-  };
-  return loaded.tributary.peer.Peer;
+export const PEER_PACKAGE = 'tributary.peer';
+const SERVICE = `${PEER_PACKAGE}.Peer`;
+
+let root: protobuf.Root | undefined;
+let service: grpc.ServiceDefinition | undefined;
+
+export function peerProtoPath(): string {
+  // Walk up from this module (src/peer under tests, dist/src/peer when built) to the package root.
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let depth = 0; depth < 6; depth += 1) {
+    const candidate = join(dir, 'proto', 'peer.proto');
+    if (existsSync(candidate)) return candidate;
+    dir = dirname(dir);
+  }
+  throw new Error('proto/peer.proto not found above ' + fileURLToPath(import.meta.url));
+}
+
+/** The protobufjs types of proto/peer.proto. */
+export function peerRoot(): protobuf.Root {
+  root ??= protobuf.loadSync(peerProtoPath());
+  return root;
+}
+
+export function peerType(name: string): protobuf.Type {
+  return peerRoot().lookupType(`${PEER_PACKAGE}.${name}`);
+}
+
+/**
+ * The Peer service with byte-passing (de)serialisers: handlers and clients see the raw
+ * envelope bytes.
+ */
+export function peerServiceDefinition(): grpc.ServiceDefinition {
+  if (service !== undefined) return service;
+  const definition = protoLoader.loadSync(peerProtoPath(), { keepCase: false, longs: Number, defaults: true });
+  const loaded = definition[SERVICE] as protoLoader.ServiceDefinition | undefined;
+  if (loaded === undefined) throw new Error(`${SERVICE} missing from ${peerProtoPath()}`);
+  const raw: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
+  for (const [name, method] of Object.entries(loaded)) {
+    raw[name] = {
+      ...method,
+      requestSerialize: passBytes,
+      requestDeserialize: passBytes,
+      responseSerialize: passBytes,
+      responseDeserialize: passBytes,
+    };
+  }
+  service = raw;
+  return service;
+}
+
+export function peerMethodPath(method: 'Call' | 'Transfer'): string {
+  const definition = peerServiceDefinition()[method];
+  if (definition === undefined) throw new Error(`${SERVICE}.${method} missing from ${peerProtoPath()}`);
+  return definition.path;
+}
+
+function passBytes(value: Buffer): Buffer {
+  return value;
 }

@@ -1,23 +1,84 @@
-// The gRPC peer port.
+// The peer port of a node: a PeerTransport whose directory is the node table. The cluster
+// shell registers its handlers on `transport`; this file adds what every node answers
+// (Ping) and the one message a Pending node takes from strangers (Admit, see below).
 
 import * as grpc from '@grpc/grpc-js';
+import type { NodeIdentity } from '../cluster/identity.js';
 import type { NodeTable } from '../cluster/node-table.js';
-import { loadPeerService } from './proto.js';
+import type { Logger } from '../log.js';
+import type { Admit } from './messages.js';
+import { PeerTransport, type PeerDirectory } from './transport.js';
 
 export interface PeerServer {
   port: number;
+  /** undefined only while node.ts starts the server without wiring (before issue 3). */
+  transport: PeerTransport | undefined;
   close(graceMs: number): Promise<void>;
 }
 
-export async function startPeerServer(host: string, port: number, nodes: NodeTable): Promise<PeerServer> {
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': 8 * 1024 * 1024 });
-  const Peer = loadPeerService();
-  server.addService(Peer.service, {
-    ping(_call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) {
-      const local = nodes.local();
-      callback(null, { name: local.name, publicKey: local.publicKey, state: local.state });
-    },
+export interface PeerWiring {
+  identity: NodeIdentity;
+  log: Logger;
+  /** config cluster.peerReplayWindowMs */
+  replayWindowMs: number;
+}
+
+/**
+ * Starts the peer port. With `wiring` it serves the signed protocol of proto/peer.proto;
+ * without it (node.ts before issue 3 passes the identity) it only holds the port: every
+ * call is answered UNIMPLEMENTED, since nothing could be signed.
+ */
+export async function startPeerServer(host: string, port: number, nodes: NodeTable, wiring?: PeerWiring): Promise<PeerServer> {
+  if (wiring === undefined) return startBarePort(host, port);
+  const transport = new PeerTransport({
+    name: nodes.localName,
+    identity: wiring.identity,
+    directory: nodeTableDirectory(nodes),
+    replayWindowMs: wiring.replayWindowMs,
+    log: wiring.log,
+    host,
+    port,
+    acceptUnknown: (_kind, sender, admit) =>
+      nodes.local().state === 'Pending' ? admitSenderKey(sender, admit, wiring.identity.publicKeyBase64) : undefined,
   });
+  transport.handle('Ping', async () => {
+    const local = nodes.local();
+    return { name: local.name, publicKey: local.publicKey, state: local.state };
+  });
+  const boundPort = await transport.start();
+  return { port: boundPort, transport, close: (graceMs) => transport.close(graceMs) };
+}
+
+/**
+ * The node table as a peer directory. A Left node is not a peer any more: it serves
+ * nothing (DESIGN.md, "Cluster"), so nothing it sends is accepted.
+ */
+export function nodeTableDirectory(nodes: NodeTable): PeerDirectory {
+  const find = (name: string) => nodes.list().find((node) => node.name === name && node.state !== 'Left');
+  return {
+    publicKeyOf: (name) => find(name)?.publicKey,
+    addressOf: (name) => {
+      const node = find(name);
+      return node === undefined ? undefined : { address: node.address, port: node.port };
+    },
+  };
+}
+
+/**
+ * The key that must have signed an Admit from a sender this node does not know: the
+ * sender's own key in the membership it sends, and only when that Admit names this node's
+ * key as its target (DESIGN.md, "Trust": a Pending node accepts the first cluster whose
+ * request carries its own key). The shell asks only while it is Pending.
+ */
+export function admitSenderKey(sender: string, admit: Admit, ownPublicKey: string): string | undefined {
+  if (admit.targetPublicKey !== ownPublicKey) return undefined;
+  const member = admit.membership.members.find((candidate) => candidate.name === sender);
+  if (member === undefined || member.publicKey === ownPublicKey) return undefined;
+  return member.publicKey;
+}
+
+async function startBarePort(host: string, port: number): Promise<PeerServer> {
+  const server = new grpc.Server();
   const boundPort = await new Promise<number>((resolve, reject) => {
     server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
       error ? reject(new Error(`cannot listen for peers on ${host}:${port}: ${error.message}`)) : resolve(bound),
@@ -25,6 +86,7 @@ export async function startPeerServer(host: string, port: number, nodes: NodeTab
   });
   return {
     port: boundPort,
+    transport: undefined,
     close: (graceMs) =>
       new Promise<void>((resolve) => {
         const timer = setTimeout(() => {

@@ -1,0 +1,519 @@
+// Maps the TypeScript messages (messages.ts, cluster/core/types.ts) to and from the proto
+// messages of proto/peer.proto. Decoding validates as it maps: a field of the wrong type, an
+// int64 beyond 2^53, an unknown enum value or a chunk whose bytes do not match its SHA-256
+// is refused with a TributaryError, never passed on half-checked.
+
+import { createHash } from 'node:crypto';
+import type {
+  AdminCommand,
+  AdminResult,
+  ChunkData,
+  Member,
+  Membership,
+  MembershipChange,
+  NodeState,
+  PeerMessage,
+  Slot,
+  TransferPlan,
+  TransferRepo,
+} from '../cluster/core/types.js';
+import type { RepositoryName, StoredRecord } from '../storage/repository.js';
+import { BadPeerMessageError, ChunkChecksumError } from './errors.js';
+import type { DefinitionRecord, NodeStatusReply, PeerBodies, PeerKind, TransferAck, TransferChunk } from './messages.js';
+import protobuf from 'protobufjs';
+import { peerType } from './proto.js';
+
+export type ProtoObject = Record<string, unknown>;
+
+interface BodyCodec<T> {
+  toProto(value: T): ProtoObject;
+  fromProto(object: ProtoObject): T;
+}
+
+// int64 as JS numbers (checked safe below), enums by name, absent fields as their defaults
+// (except message fields: null, and proto3 `optional` scalars: absent).
+const TO_OBJECT = { longs: Number, enums: String, defaults: true, arrays: true, oneofs: true } as const;
+
+export interface Envelope {
+  sender: string;
+  sentAtMs: number;
+  nonce: Uint8Array;
+  kind: string;
+  body: Uint8Array;
+  signature: Uint8Array;
+  /** Empty on requests; on a reply or ack, the nonce of what it answers. */
+  replyTo: Uint8Array;
+}
+
+export function sha256(bytes: Uint8Array): Buffer {
+  return createHash('sha256').update(bytes).digest();
+}
+
+// ---- Field readers: each checks the type protobufjs gave and names the field it refuses.
+
+function field(object: ProtoObject, key: string): unknown {
+  return object[key];
+}
+
+function refuse(key: string, expected: string): never {
+  throw new BadPeerMessageError(`field ${key}: expected ${expected}`);
+}
+
+function str(object: ProtoObject, key: string): string {
+  const value = field(object, key);
+  return typeof value === 'string' ? value : refuse(key, 'a string');
+}
+
+function optionalStr(object: ProtoObject, key: string): string | undefined {
+  return field(object, key) === undefined ? undefined : str(object, key);
+}
+
+function int(object: ProtoObject, key: string): number {
+  const value = field(object, key);
+  return typeof value === 'number' && Number.isSafeInteger(value) ? value : refuse(key, 'a safe integer');
+}
+
+function num(object: ProtoObject, key: string): number {
+  const value = field(object, key);
+  return typeof value === 'number' && Number.isFinite(value) ? value : refuse(key, 'a finite number');
+}
+
+function bool(object: ProtoObject, key: string): boolean {
+  const value = field(object, key);
+  return typeof value === 'boolean' ? value : refuse(key, 'a boolean');
+}
+
+function bytes(object: ProtoObject, key: string): Uint8Array {
+  const value = field(object, key);
+  return value instanceof Uint8Array ? value : refuse(key, 'bytes');
+}
+
+function optionalMessage(object: ProtoObject, key: string): ProtoObject | undefined {
+  const value = field(object, key);
+  if (value === null || value === undefined) return undefined;
+  return typeof value === 'object' ? (value as ProtoObject) : refuse(key, 'a message');
+}
+
+function message(object: ProtoObject, key: string): ProtoObject {
+  return optionalMessage(object, key) ?? refuse(key, 'a message');
+}
+
+function list<T>(object: ProtoObject, key: string, map: (item: ProtoObject) => T): T[] {
+  const value = field(object, key);
+  if (!Array.isArray(value)) refuse(key, 'a list');
+  return value.map((item: unknown) => (typeof item === 'object' && item !== null ? map(item as ProtoObject) : refuse(key, 'messages')));
+}
+
+function enumOf<T extends string>(object: ProtoObject, key: string, names: Readonly<Record<T, string>>): T {
+  const value = field(object, key);
+  for (const [ts, proto] of Object.entries(names) as Array<[T, string]>) {
+    if (proto === value) return ts;
+  }
+  return refuse(key, `one of ${Object.values(names).join(', ')}`);
+}
+
+// ---- Enums
+
+const NODE_STATES: Readonly<Record<NodeState, string>> = {
+  Pending: 'NODE_STATE_PENDING',
+  Joining: 'NODE_STATE_JOINING',
+  Joined: 'NODE_STATE_JOINED',
+  Leaving: 'NODE_STATE_LEAVING',
+  Left: 'NODE_STATE_LEFT',
+};
+const TRANSFER_REPOS: Readonly<Record<TransferRepo, string>> = { KV: 'REPO_KV', ssr: 'REPO_SSR', tsr: 'REPO_TSR' };
+const DATA_REPOS: Readonly<Record<RepositoryName, string>> = { ssr: 'REPO_SSR', tsr: 'REPO_TSR' };
+const CHANGE_KINDS: Readonly<Record<MembershipChange['kind'], string>> = { join: 'CHANGE_KIND_JOIN', leave: 'CHANGE_KIND_LEAVE' };
+
+// ---- Shared shapes
+
+const slot: BodyCodec<Slot> = {
+  toProto: (value) => ({ partition: value.partition, replicas: value.replicas }),
+  fromProto: (object) => ({ partition: int(object, 'partition'), replicas: int(object, 'replicas') }),
+};
+
+const member: BodyCodec<Member> = {
+  toProto: (value) => ({ ...memberFields(value), state: NODE_STATES[value.state] }),
+  fromProto: (object) => ({ ...memberFieldsFrom(object), state: enumOf(object, 'state', NODE_STATES) }),
+};
+
+function memberFields(value: Omit<Member, 'state'>): ProtoObject {
+  const { name, publicKey, address, port, httpPort, zone } = value;
+  return { name, publicKey, address, port, httpPort, zone };
+}
+
+function memberFieldsFrom(object: ProtoObject): Omit<Member, 'state'> {
+  return {
+    name: str(object, 'name'),
+    publicKey: str(object, 'publicKey'),
+    address: str(object, 'address'),
+    port: int(object, 'port'),
+    httpPort: int(object, 'httpPort'),
+    zone: str(object, 'zone'),
+  };
+}
+
+const transferPlan: BodyCodec<TransferPlan> = {
+  toProto: (value) => ({
+    ...value,
+    repo: TRANSFER_REPOS[value.repo],
+    slots: value.slots.map(slot.toProto),
+  }),
+  fromProto: (object) => ({
+    id: str(object, 'id'),
+    repo: enumOf(object, 'repo', TRANSFER_REPOS),
+    from: str(object, 'from'),
+    to: str(object, 'to'),
+    slots: list(object, 'slots', slot.fromProto),
+    complete: bool(object, 'complete'),
+    percentComplete: num(object, 'percentComplete'),
+    bytes: int(object, 'bytes'),
+    records: int(object, 'records'),
+  }),
+};
+
+const membershipChange: BodyCodec<MembershipChange> = {
+  toProto: (value) => ({
+    id: value.id,
+    kind: CHANGE_KINDS[value.kind],
+    node: value.node,
+    slots: value.slots.map(slot.toProto),
+    transfers: value.transfers.map(transferPlan.toProto),
+  }),
+  fromProto: (object) => ({
+    id: str(object, 'id'),
+    kind: enumOf(object, 'kind', CHANGE_KINDS),
+    node: str(object, 'node'),
+    slots: list(object, 'slots', slot.fromProto),
+    transfers: list(object, 'transfers', transferPlan.fromProto),
+  }),
+};
+
+const membership: BodyCodec<Membership> = {
+  toProto: (value) => ({
+    epoch: value.epoch,
+    members: value.members.map(member.toProto),
+    change: value.change === undefined ? undefined : membershipChange.toProto(value.change),
+  }),
+  fromProto: (object) => {
+    const change = optionalMessage(object, 'change');
+    return {
+      epoch: int(object, 'epoch'),
+      members: list(object, 'members', member.fromProto),
+      change: change === undefined ? undefined : membershipChange.fromProto(change),
+    };
+  },
+};
+
+const chunkData: BodyCodec<ChunkData> = {
+  // The checksum is computed here, from the bytes that go out, so no caller can forget it.
+  toProto: (value) => ({ bytes: value.bytes, records: value.records, cursor: value.cursor, sha256: sha256(value.bytes) }),
+  fromProto: (object) => {
+    const data = bytes(object, 'bytes');
+    if (!sha256(data).equals(bytes(object, 'sha256'))) {
+      throw new ChunkChecksumError(`chunk of ${data.length} bytes does not match its SHA-256`);
+    }
+    return { bytes: data, records: int(object, 'records'), cursor: str(object, 'cursor') };
+  },
+};
+
+// ---- The core's messages
+
+const transferChunk: BodyCodec<TransferChunk> = {
+  toProto: (value) => ({
+    transferId: value.transferId,
+    seq: value.seq,
+    chunk: chunkData.toProto(value.chunk),
+    last: value.last,
+    totalEstimate: value.totalEstimate,
+    fromCursor: value.fromCursor,
+  }),
+  fromProto: (object) => ({
+    type: 'transfer-chunk',
+    transferId: str(object, 'transferId'),
+    seq: int(object, 'seq'),
+    chunk: chunkData.fromProto(message(object, 'chunk')),
+    last: bool(object, 'last'),
+    totalEstimate: int(object, 'totalEstimate'),
+    fromCursor: optionalStr(object, 'fromCursor'),
+  }),
+};
+
+const transferAck: BodyCodec<TransferAck> = {
+  toProto: (value) => ({ transferId: value.transferId, seq: value.seq }),
+  fromProto: (object) => ({ type: 'transfer-ack', transferId: str(object, 'transferId'), seq: int(object, 'seq') }),
+};
+
+const coreMessage: BodyCodec<PeerMessage> = {
+  toProto: coreToProto,
+  fromProto: coreFromProto,
+};
+
+function coreToProto(value: PeerMessage): ProtoObject {
+  switch (value.type) {
+    case 'membership':
+      return { membership: membership.toProto(value.membership) };
+    case 'heartbeat':
+      return { heartbeat: { epoch: value.epoch } };
+    case 'ready':
+      return { ready: { changeId: value.changeId } };
+    case 'transfer-request':
+      return { transferRequest: { transfer: transferPlan.toProto(value.transfer), seq: value.seq, cursor: value.cursor } };
+    case 'transfer-chunk':
+      return { transferChunk: transferChunk.toProto(value) };
+    case 'transfer-ack':
+      return { transferAck: transferAck.toProto(value) };
+    case 'transfer-progress': {
+      const { type: _type, ...progress } = value;
+      return { transferProgress: progress };
+    }
+  }
+}
+
+function coreFromProto(object: ProtoObject): PeerMessage {
+  switch (field(object, 'payload')) {
+    case 'membership':
+      return { type: 'membership', membership: membership.fromProto(message(object, 'membership')) };
+    case 'heartbeat':
+      return { type: 'heartbeat', epoch: int(message(object, 'heartbeat'), 'epoch') };
+    case 'ready':
+      return { type: 'ready', changeId: str(message(object, 'ready'), 'changeId') };
+    case 'transferRequest':
+      return transferRequestFromProto(message(object, 'transferRequest'));
+    case 'transferChunk':
+      return transferChunk.fromProto(message(object, 'transferChunk'));
+    case 'transferAck':
+      return transferAck.fromProto(message(object, 'transferAck'));
+    case 'transferProgress':
+      return transferProgressFromProto(message(object, 'transferProgress'));
+    default:
+      return refuse('payload', 'one of the core messages');
+  }
+}
+
+function transferRequestFromProto(object: ProtoObject): PeerMessage {
+  return {
+    type: 'transfer-request',
+    transfer: transferPlan.fromProto(message(object, 'transfer')),
+    seq: int(object, 'seq'),
+    cursor: optionalStr(object, 'cursor'),
+  };
+}
+
+function transferProgressFromProto(object: ProtoObject): PeerMessage {
+  return {
+    type: 'transfer-progress',
+    transferId: str(object, 'transferId'),
+    percentComplete: num(object, 'percentComplete'),
+    bytes: int(object, 'bytes'),
+    records: int(object, 'records'),
+    complete: bool(object, 'complete'),
+  };
+}
+
+// ---- The shell's messages
+
+const storedRecord: BodyCodec<StoredRecord> = {
+  toProto: (value) => ({ ...value }),
+  fromProto: (object) => ({
+    stream: str(object, 'stream'),
+    partition: int(object, 'partition'),
+    timestamp: int(object, 'timestamp'),
+    writeId: str(object, 'writeId'),
+    payloadJson: str(object, 'payloadJson'),
+  }),
+};
+
+const definitionRecord: BodyCodec<DefinitionRecord> = {
+  toProto: (value) => ({ ...value }),
+  fromProto: (object) => ({
+    key: str(object, 'key'),
+    version: int(object, 'version'),
+    valueJson: str(object, 'valueJson'),
+    deleted: bool(object, 'deleted'),
+  }),
+};
+
+const adminCommand: BodyCodec<AdminCommand> = {
+  toProto: (value) => (value.type === 'add' ? { add: memberFields(value.member) } : { remove: { name: value.name } }),
+  fromProto: (object) => {
+    switch (field(object, 'command')) {
+      case 'add':
+        return { type: 'add', member: memberFieldsFrom(message(object, 'add')) };
+      case 'remove':
+        return { type: 'remove', name: str(message(object, 'remove'), 'name') };
+      default:
+        return refuse('command', 'add or remove');
+    }
+  },
+};
+
+const ADMIN_FAILURE_STATUSES = [400, 404, 409] as const;
+
+const adminReply: BodyCodec<AdminResult> = {
+  toProto: (value) =>
+    value.ok
+      ? { ok: true, membership: membership.toProto(value.membership) }
+      : { ok: false, status: value.status, message: value.message },
+  fromProto: (object) => {
+    if (bool(object, 'ok')) return { ok: true, membership: membership.fromProto(message(object, 'membership')) };
+    const status = ADMIN_FAILURE_STATUSES.find((allowed) => allowed === int(object, 'status'));
+    return status === undefined ? refuse('status', '400, 404 or 409') : { ok: false, status, message: str(object, 'message') };
+  },
+};
+
+const nodeStatusReply: BodyCodec<NodeStatusReply> = {
+  toProto: (value) => ({ name: value.name, publicKey: value.publicKey, state: NODE_STATES[value.state] }),
+  fromProto: (object) => ({
+    name: str(object, 'name'),
+    publicKey: str(object, 'publicKey'),
+    state: enumOf(object, 'state', NODE_STATES),
+  }),
+};
+
+const empty: BodyCodec<PeerBodies['Empty']> = { toProto: () => ({}), fromProto: () => ({}) };
+
+const json: BodyCodec<{ json: string }> = {
+  toProto: (value) => ({ json: value.json }),
+  fromProto: (object) => ({ json: str(object, 'json') }),
+};
+
+const CODECS: { readonly [K in PeerKind]: BodyCodec<PeerBodies[K]> } = {
+  CoreMessage: coreMessage,
+  Empty: empty,
+  WriteRecords: {
+    toProto: (value) => ({ repo: DATA_REPOS[value.repo], records: value.records.map(storedRecord.toProto) }),
+    fromProto: (object) => ({ repo: enumOf(object, 'repo', DATA_REPOS), records: list(object, 'records', storedRecord.fromProto) }),
+  },
+  WriteReply: empty,
+  DefinitionWrite: {
+    toProto: (value) => ({ ...value }),
+    fromProto: (object) => ({
+      key: str(object, 'key'),
+      valueJson: str(object, 'valueJson'),
+      expectedVersion: optionalStr(object, 'expectedVersion'),
+      delete: bool(object, 'delete'),
+    }),
+  },
+  DefinitionWriteReply: {
+    toProto: (value) => ({ version: value.version }),
+    fromProto: (object) => ({ version: optionalStr(object, 'version') }),
+  },
+  DefinitionPush: {
+    toProto: (value) => ({ records: value.records.map(definitionRecord.toProto) }),
+    fromProto: (object) => ({ records: list(object, 'records', definitionRecord.fromProto) }),
+  },
+  AdminCommand: adminCommand,
+  AdminReply: adminReply,
+  Admit: {
+    toProto: (value) => ({ membership: membership.toProto(value.membership), targetPublicKey: value.targetPublicKey }),
+    fromProto: (object) => ({
+      membership: membership.fromProto(message(object, 'membership')),
+      targetPublicKey: str(object, 'targetPublicKey'),
+    }),
+  },
+  AdmitReply: nodeStatusReply,
+  Ping: empty,
+  PingReply: nodeStatusReply,
+  Read: json,
+  ReadReply: json,
+  ErrorReply: {
+    toProto: (value) => ({
+      status: value.status,
+      code: value.code,
+      message: value.message,
+      detailsJson: value.details === undefined ? '' : JSON.stringify(value.details),
+    }),
+    fromProto: (object) => ({
+      status: int(object, 'status'),
+      code: str(object, 'code'),
+      message: str(object, 'message'),
+      details: parseDetails(str(object, 'detailsJson')),
+    }),
+  },
+  TransferChunk: transferChunk,
+  TransferAck: transferAck,
+};
+
+function parseDetails(text: string): Record<string, unknown> | undefined {
+  if (text === '') return undefined;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  } catch {
+    // Falls through to the refusal below: details that do not parse are a broken message.
+  }
+  return refuse('detailsJson', 'a JSON object');
+}
+
+export function isPeerKind(kind: string): kind is PeerKind {
+  return Object.hasOwn(CODECS, kind);
+}
+
+export function encodeBody<K extends PeerKind>(kind: K, value: PeerBodies[K]): Uint8Array {
+  const type = peerType(kind);
+  return type.encode(type.fromObject(CODECS[kind].toProto(value))).finish();
+}
+
+export function decodeBody<K extends PeerKind>(kind: K, body: Uint8Array): PeerBodies[K] {
+  return CODECS[kind].fromProto(decodeProto(kind, body));
+}
+
+export function encodeEnvelope(envelope: Envelope): Uint8Array {
+  const type = peerType('Envelope');
+  return type.encode(type.fromObject({ ...envelope })).finish();
+}
+
+/** The proto object of a TransferChunk body, with its chunk's SHA-256 computed. */
+export function transferChunkProto(chunk: TransferChunk): ProtoObject {
+  return transferChunk.toProto(chunk);
+}
+
+/**
+ * Encodes an envelope whose body is written straight from a proto object, so that a
+ * chunk's bytes are copied once (into the envelope) instead of twice (into a body, then
+ * the envelope): a 256 KiB copy per chunk costs a third of loopback transfer throughput.
+ */
+export function encodeEnvelopeWithBody(envelope: Omit<Envelope, 'body'>, bodyType: string, body: ProtoObject): Uint8Array {
+  const fields = peerType('Envelope').fields;
+  const tag = (name: string, wireType: number) => ((fields[name]?.id ?? refuse(name, 'an Envelope field')) << 3) | wireType;
+  const type = peerType(bodyType);
+  const writer = protobuf.Writer.create();
+  writer.uint32(tag('sender', 2)).string(envelope.sender);
+  writer.uint32(tag('sentAtMs', 0)).int64(envelope.sentAtMs);
+  writer.uint32(tag('nonce', 2)).bytes(envelope.nonce);
+  writer.uint32(tag('kind', 2)).string(envelope.kind);
+  type.encode(type.fromObject(body), writer.uint32(tag('body', 2)).fork()).ldelim();
+  writer.uint32(tag('signature', 2)).bytes(envelope.signature);
+  writer.uint32(tag('replyTo', 2)).bytes(envelope.replyTo);
+  return writer.finish();
+}
+
+export function decodeEnvelope(data: Uint8Array): Envelope {
+  const object = decodeProto('Envelope', data);
+  return {
+    sender: str(object, 'sender'),
+    sentAtMs: int(object, 'sentAtMs'),
+    nonce: bytes(object, 'nonce'),
+    kind: str(object, 'kind'),
+    body: bytes(object, 'body'),
+    signature: bytes(object, 'signature'),
+    replyTo: bytes(object, 'replyTo'),
+  };
+}
+
+/** The plain object of a proto message, for tests that tamper with a field. */
+export function decodeProto(typeName: string, data: Uint8Array): ProtoObject {
+  const type = peerType(typeName);
+  try {
+    return type.toObject(type.decode(data), TO_OBJECT);
+  } catch (error) {
+    throw new BadPeerMessageError(`${typeName} does not decode: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/** Encodes a plain object as the named proto message, for tests that tamper with a field. */
+export function encodeProto(typeName: string, object: ProtoObject): Uint8Array {
+  const type = peerType(typeName);
+  return type.encode(type.fromObject(object)).finish();
+}

@@ -1,0 +1,114 @@
+// The TypeScript side of proto/peer.proto: one type per message kind. A kind is the name of
+// a proto message; an envelope's body is that message's encoding (codec.ts maps both ways).
+// The core's messages are carried exactly as src/cluster/core/types.ts declares them.
+
+import type { AdminCommand, AdminResult, Membership, NodeState, PeerMessage } from '../cluster/core/types.js';
+import type { RepositoryName, StoredRecord } from '../storage/repository.js';
+
+export type Empty = Record<string, never>;
+
+export type TransferChunk = Extract<PeerMessage, { type: 'transfer-chunk' }>;
+export type TransferAck = Extract<PeerMessage, { type: 'transfer-ack' }>;
+
+export interface WriteRecords {
+  repo: RepositoryName;
+  records: StoredRecord[];
+}
+
+export interface DefinitionWrite {
+  key: string;
+  valueJson: string;
+  /** The Service-Config-Version the client sent, if any. */
+  expectedVersion: string | undefined;
+  delete: boolean;
+}
+
+export interface DefinitionWriteReply {
+  /** undefined: a delete found nothing to delete. */
+  version: string | undefined;
+}
+
+export interface DefinitionRecord {
+  key: string;
+  version: number;
+  /** '' on a tombstone. */
+  valueJson: string;
+  deleted: boolean;
+}
+
+export interface DefinitionPush {
+  records: DefinitionRecord[];
+}
+
+export interface Admit {
+  /** The cluster's table, including the sender (whose key verifies this message). */
+  membership: Membership;
+  /** The Pending node's own key: it accepts only an Admit meant for it. */
+  targetPublicKey: string;
+}
+
+/** The reply to Ping and to Admit. */
+export interface NodeStatusReply {
+  name: string;
+  publicKey: string;
+  state: NodeState;
+}
+
+export interface ReadRequest {
+  json: string;
+}
+
+export interface ReadReply {
+  json: string;
+}
+
+export interface ErrorReply {
+  status: number;
+  code: string;
+  message: string;
+  details: Record<string, unknown> | undefined;
+}
+
+/** Every kind an envelope can carry, with its body type. */
+export interface PeerBodies {
+  CoreMessage: PeerMessage;
+  Empty: Empty;
+  WriteRecords: WriteRecords;
+  WriteReply: Empty;
+  DefinitionWrite: DefinitionWrite;
+  DefinitionWriteReply: DefinitionWriteReply;
+  DefinitionPush: DefinitionPush;
+  AdminCommand: AdminCommand;
+  AdminReply: AdminResult;
+  Admit: Admit;
+  AdmitReply: NodeStatusReply;
+  Ping: Empty;
+  PingReply: NodeStatusReply;
+  Read: ReadRequest;
+  ReadReply: ReadReply;
+  ErrorReply: ErrorReply;
+  TransferChunk: TransferChunk;
+  TransferAck: TransferAck;
+}
+
+export type PeerKind = keyof PeerBodies;
+
+/** Request kinds of the Call RPC and the kind of their successful reply. */
+export const REPLY_KIND = {
+  CoreMessage: 'Empty',
+  WriteRecords: 'WriteReply',
+  DefinitionWrite: 'DefinitionWriteReply',
+  DefinitionPush: 'Empty',
+  AdminCommand: 'AdminReply',
+  Admit: 'AdmitReply',
+  Ping: 'PingReply',
+  Read: 'ReadReply',
+} as const satisfies Partial<Record<PeerKind, PeerKind>>;
+
+export type CallKind = keyof typeof REPLY_KIND;
+export type RequestOf<K extends CallKind> = PeerBodies[K];
+export type ReplyOf<K extends CallKind> = PeerBodies[(typeof REPLY_KIND)[K]];
+
+export function isCallKind(kind: string): kind is CallKind {
+  return Object.hasOwn(REPLY_KIND, kind);
+}

@@ -1,0 +1,185 @@
+// Envelope signatures. The keys are tweetnacl's (cluster/identity.ts) and the signatures are
+// byte-identical to tweetnacl's `nacl.sign.detached` (ed25519 is deterministic; see
+// test/unit/peer-signing.test.ts), but node:crypto computes them 30–100× faster
+// (DEPENDENCIES.md, "tweetnacl"). What is signed is a SHA-256 digest of the envelope's
+// metadata and of its body's SHA-256, never the body itself (the layout is in peer.proto).
+// A TransferChunk's body is not hashed whole: its signed content is the chunk's metadata
+// and the SHA-256 of its bytes (DESIGN.md, "Transfers"), so the bytes are hashed once on
+// each side (to make and to check chunk.sha256) rather than twice.
+
+import { createPrivateKey, createPublicKey, randomBytes, sign, verify, type KeyObject } from 'node:crypto';
+import type { NodeIdentity } from '../cluster/identity.js';
+import { decodeProto, sha256, type Envelope } from './codec.js';
+
+export const NONCE_BYTES = 16;
+export const SIGNATURE_BYTES = 64;
+export const PUBLIC_KEY_BYTES = 32;
+const DOMAIN = Buffer.from('tributary.peer.v1\n', 'utf8');
+/** Verifying keys of peers, by base64; a cluster has far fewer members than this. */
+const VERIFYING_KEYS_MAX = 4096;
+const verifyingKeys = new Map<string, KeyObject>();
+
+export type UnsignedEnvelope = Omit<Envelope, 'signature'>;
+
+/** The node's secret key as a node:crypto key (tweetnacl's secret key = seed ‖ public key). */
+export function signingKeyOf(identity: NodeIdentity): KeyObject {
+  const seed = identity.secretKey.subarray(0, 32);
+  return createPrivateKey({
+    key: { kty: 'OKP', crv: 'Ed25519', d: base64Url(seed), x: base64Url(identity.publicKey) },
+    format: 'jwk',
+  });
+}
+
+/** A peer's public key (raw bytes or the node table's base64) as a node:crypto key; cached. */
+export function verifyingKeyOf(publicKey: Uint8Array | string): KeyObject {
+  const base64 = typeof publicKey === 'string' ? publicKey : Buffer.from(publicKey).toString('base64');
+  const cached = verifyingKeys.get(base64);
+  if (cached !== undefined) return cached;
+  const raw = Buffer.from(base64, 'base64');
+  if (raw.length !== PUBLIC_KEY_BYTES) throw new Error(`an ed25519 public key has ${PUBLIC_KEY_BYTES} bytes, not ${raw.length}`);
+  const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: base64Url(raw) }, format: 'jwk' });
+  if (verifyingKeys.size >= VERIFYING_KEYS_MAX) verifyingKeys.clear();
+  verifyingKeys.set(base64, key);
+  return key;
+}
+
+export function signBytes(signingKey: KeyObject, message: Uint8Array): Uint8Array {
+  return sign(null, message, signingKey);
+}
+
+export function verifyBytes(verifyingKey: KeyObject, message: Uint8Array, signature: Uint8Array): boolean {
+  // node:crypto throws on a signature of the wrong length; that is simply a bad signature.
+  if (signature.length !== SIGNATURE_BYTES) return false;
+  return verify(null, message, verifyingKey, signature);
+}
+
+/**
+ * The digest that is signed. `recipientPublicKey` binds a request to the node it was meant
+ * for (so it cannot be replayed to another node); replies pass undefined and are bound to
+ * their request by `replyTo`.
+ */
+export function envelopeDigest(envelope: UnsignedEnvelope, recipientPublicKey: Uint8Array | undefined): Buffer {
+  return digestOf(envelope, contentDigest(envelope.kind, envelope.body), recipientPublicKey);
+}
+
+/** The envelope's metadata and the digest of its content, in the layout of peer.proto. */
+export function digestOf(
+  envelope: Omit<UnsignedEnvelope, 'body'>,
+  content: Uint8Array,
+  recipientPublicKey: Uint8Array | undefined,
+): Buffer {
+  const sentAt = Buffer.alloc(8);
+  sentAt.writeBigInt64BE(BigInt(envelope.sentAtMs));
+  return createHashOf([
+    DOMAIN,
+    lengthPrefixed16(Buffer.from(envelope.kind, 'utf8')),
+    lengthPrefixed16(Buffer.from(envelope.sender, 'utf8')),
+    sentAt,
+    lengthPrefixed8(envelope.nonce),
+    lengthPrefixed8(envelope.replyTo),
+    lengthPrefixed8(recipientPublicKey ?? new Uint8Array(0)),
+    content,
+  ]);
+}
+
+/** SHA-256 of the body, except for TransferChunk (see the top of this file). */
+export function contentDigest(kind: string, body: Uint8Array): Buffer {
+  return kind === 'TransferChunk' ? chunkContentDigest(decodeProto('TransferChunk', body)) : sha256(body);
+}
+
+/**
+ * Every field of TransferChunk and ChunkData except the chunk's bytes, which the receiver
+ * checks against the signed `sha256`. A field added to either message must be added here
+ * (test/unit/peer-signing.test.ts fails until it is).
+ */
+export const CHUNK_SIGNED_FIELDS = {
+  TransferChunk: ['transferId', 'seq', 'chunk', 'last', 'totalEstimate', 'fromCursor'],
+  ChunkData: ['records', 'cursor', 'sha256'],
+} as const;
+
+/** Of a TransferChunk proto object: as decoded by the receiver, or as built by the sender. */
+export function chunkContentDigest(message: Record<string, unknown>): Buffer {
+  const chunk = (message.chunk ?? {}) as Record<string, unknown>;
+  const digest = chunk.sha256 instanceof Uint8Array ? chunk.sha256 : new Uint8Array(0);
+  return createHashOf([
+    lengthPrefixed16(Buffer.from(String(message.transferId ?? ''), 'utf8')),
+    int64(message.seq),
+    Buffer.from([message.last === true ? 1 : 0]),
+    int64(message.totalEstimate),
+    optionalString(message.fromCursor),
+    int64(chunk.records ?? 0),
+    lengthPrefixed16(Buffer.from(String(chunk.cursor ?? ''), 'utf8')),
+    lengthPrefixed8(digest),
+  ]);
+}
+
+/** A presence byte, so that an absent cursor and an empty one sign differently. */
+function optionalString(value: unknown): Buffer {
+  if (value === undefined) return Buffer.from([0]);
+  return Buffer.concat([Buffer.from([1]), lengthPrefixed16(Buffer.from(String(value), 'utf8'))]);
+}
+
+function int64(value: unknown): Buffer {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw new Error('a signed int64 field is not a safe integer');
+  const bytes = Buffer.alloc(8);
+  bytes.writeBigInt64BE(BigInt(value));
+  return bytes;
+}
+
+export interface SealOptions {
+  signingKey: KeyObject;
+  sender: string;
+  kind: string;
+  body: Uint8Array;
+  sentAtMs: number;
+  /** The recipient's public key on requests; undefined on replies. */
+  recipientPublicKey: Uint8Array | undefined;
+  /** Empty on requests. */
+  replyTo: Uint8Array;
+  /** A fresh random nonce unless given (tests replay one). */
+  nonce?: Uint8Array;
+}
+
+export function sealEnvelope(options: SealOptions): Envelope {
+  const unsigned: UnsignedEnvelope = {
+    sender: options.sender,
+    sentAtMs: options.sentAtMs,
+    nonce: options.nonce ?? randomBytes(NONCE_BYTES),
+    kind: options.kind,
+    body: options.body,
+    replyTo: options.replyTo,
+  };
+  const signature = signBytes(options.signingKey, envelopeDigest(unsigned, options.recipientPublicKey));
+  return { ...unsigned, signature };
+}
+
+export function verifyEnvelope(envelope: Envelope, verifyingKey: KeyObject, recipientPublicKey: Uint8Array | undefined): boolean {
+  let digest: Buffer;
+  try {
+    digest = envelopeDigest(envelope, recipientPublicKey);
+  } catch {
+    // A field too long to sign or a chunk that does not decode: nobody signed that.
+    return false;
+  }
+  return verifyBytes(verifyingKey, digest, envelope.signature);
+}
+
+function createHashOf(parts: Uint8Array[]): Buffer {
+  return sha256(Buffer.concat(parts));
+}
+
+function lengthPrefixed16(bytes: Uint8Array): Buffer {
+  if (bytes.length > 0xffff) throw new Error(`a signed field of ${bytes.length} bytes is over 65535`);
+  const prefix = Buffer.alloc(2);
+  prefix.writeUInt16BE(bytes.length);
+  return Buffer.concat([prefix, bytes]);
+}
+
+function lengthPrefixed8(bytes: Uint8Array): Buffer {
+  if (bytes.length > 0xff) throw new Error(`a signed field of ${bytes.length} bytes is over 255`);
+  return Buffer.concat([Buffer.from([bytes.length]), bytes]);
+}
+
+function base64Url(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString('base64url');
+}

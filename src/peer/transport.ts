@@ -1,0 +1,457 @@
+// The peer transport: signed envelopes over gRPC (proto/peer.proto), both ways. Every
+// message is signed by its sender and checked by its receiver against the sender's key in
+// the node table (DESIGN.md, "Cluster"; issue 3, item 1): an unknown sender, a bad
+// signature, a timestamp outside ±replayWindowMs or a nonce seen before is refused with
+// 401 PEER_AUTH and logged. Replies are signed too, and bound to their request's nonce.
+// The one exception is Admit while this node is Pending (acceptUnknown): the coordinator is
+// not yet in the table, and the Admit itself carries its key.
+
+import { randomBytes, type KeyObject } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import type { NodeIdentity } from '../cluster/identity.js';
+import type { Logger } from '../log.js';
+import { TributaryError } from '../errors.js';
+import {
+  decodeBody,
+  decodeEnvelope,
+  encodeBody,
+  encodeEnvelope,
+  encodeEnvelopeWithBody,
+  transferChunkProto,
+  type Envelope,
+} from './codec.js';
+import { BadPeerMessageError, PeerAuthError, PeerBusyError, UnknownPeerError } from './errors.js';
+import {
+  REPLY_KIND,
+  isCallKind,
+  type Admit,
+  type CallKind,
+  type PeerBodies,
+  type PeerKind,
+  type ReplyOf,
+  type RequestOf,
+  type TransferAck,
+  type TransferChunk,
+} from './messages.js';
+import { peerMethodPath, peerServiceDefinition } from './proto.js';
+import { ReplayGuard } from './replay.js';
+import {
+  NONCE_BYTES,
+  SIGNATURE_BYTES,
+  chunkContentDigest,
+  digestOf,
+  sealEnvelope,
+  signBytes,
+  signingKeyOf,
+  verifyEnvelope,
+  verifyingKeyOf,
+} from './signing.js';
+import { serveTransferStream, type ChunkAnswer } from './transfer-inbound.js';
+import { TransferStream, type TransferStreamHandlers } from './transfer-stream.js';
+import { CHANNEL_OPTIONS, RemotePeerError, asBuffer, fromGrpcError, sameBytes, toErrorReply } from './wire.js';
+
+export interface PeerAddress {
+  address: string;
+  port: number;
+}
+
+/** The node table as the transport sees it. */
+export interface PeerDirectory {
+  /** Base64 of the node's ed25519 public key; undefined when the node is not in the table. */
+  publicKeyOf(name: string): string | undefined;
+  addressOf(name: string): PeerAddress | undefined;
+}
+
+/**
+ * Asked only for an Admit whose sender is not in the directory: returns the key that must
+ * have signed it, or undefined to refuse. The shell answers only while Pending
+ * (admitSenderKey does the rest of the check).
+ */
+export type AcceptUnknown = (kind: 'Admit', sender: string, body: Admit) => string | undefined;
+
+export interface PeerTransportOptions {
+  name: string;
+  identity: NodeIdentity;
+  directory: PeerDirectory;
+  replayWindowMs: number;
+  log: Logger;
+  host: string;
+  /** 0: any free port (tests); the bound one is `port` after start(). */
+  port: number;
+  acceptUnknown?: AcceptUnknown;
+  /** Epoch ms for envelope timestamps and the replay window (not gRPC deadlines). */
+  clock?: () => number;
+  /** Bound of the replay guard's memory. */
+  nonceEntriesMax?: number;
+}
+
+export interface CallOptions {
+  /** Relative to now; the call fails with PeerUnavailableError when it passes. */
+  deadlineMs: number;
+}
+
+export type CallHandler<K extends CallKind> = (sender: string, body: RequestOf<K>) => Promise<ReplyOf<K>>;
+export type TransferHandler = (sender: string, chunk: TransferChunk) => Promise<TransferAck>;
+
+/** What the caller of a Call or the writer of a stream expects of the answer. */
+export interface AnswerExpectation {
+  /** For messages and logs. */
+  node: string;
+  /** undefined: any sender name (callUnknown does not know it), as long as the key matches. */
+  sender: string | undefined;
+  key: KeyObject;
+}
+
+interface InboundStream {
+  /** Pinned by the first chunk: one stream, one sender. */
+  sender: string | undefined;
+}
+
+type RawHandler = (sender: string, body: Uint8Array) => Promise<{ kind: PeerKind; body: Uint8Array }>;
+
+const NONCE_ENTRIES_MAX = 100_000;
+const EMPTY = new Uint8Array(0);
+
+export class PeerTransport {
+  private readonly server = new grpc.Server(CHANNEL_OPTIONS);
+  private readonly clients = new Map<string, grpc.Client>();
+  private readonly handlers = new Map<string, RawHandler>();
+  private transferHandler: TransferHandler | undefined;
+  private readonly replay: ReplayGuard;
+  private readonly signingKey: KeyObject;
+  private readonly clock: () => number;
+  private readonly log: Logger;
+  private boundPort: number | undefined;
+
+  constructor(private readonly options: PeerTransportOptions) {
+    this.replay = new ReplayGuard(options.replayWindowMs, options.nonceEntriesMax ?? NONCE_ENTRIES_MAX);
+    this.signingKey = signingKeyOf(options.identity);
+    this.clock = options.clock ?? Date.now;
+    this.log = options.log;
+    this.server.addService(peerServiceDefinition(), {
+      Call: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => this.serveCall(call, callback),
+      Transfer: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => this.serveTransfer(call),
+    });
+  }
+
+  get name(): string {
+    return this.options.name;
+  }
+
+  /** The bound peer port (after start). */
+  get port(): number {
+    if (this.boundPort === undefined) throw new Error('PeerTransport.port read before start()');
+    return this.boundPort;
+  }
+
+  async start(): Promise<number> {
+    const { host, port } = this.options;
+    this.boundPort = await new Promise<number>((resolve, reject) => {
+      this.server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
+        error ? reject(new Error(`cannot listen for peers on ${host}:${port}: ${error.message}`)) : resolve(bound),
+      );
+    });
+    return this.boundPort;
+  }
+
+  async close(graceMs: number): Promise<void> {
+    for (const client of this.clients.values()) client.close();
+    this.clients.clear();
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.server.forceShutdown();
+        resolve();
+      }, graceMs);
+      this.server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  // ---- Receiving ---------------------------------------------------------------------
+
+  handle<K extends CallKind>(kind: K, handler: CallHandler<K>): void {
+    this.handlers.set(kind, async (sender, body) => {
+      const reply = await handler(sender, decodeBody(kind, body));
+      const replyKind: (typeof REPLY_KIND)[K] = REPLY_KIND[kind];
+      return { kind: replyKind, body: encodeBody(replyKind, reply) };
+    });
+  }
+
+  /** Chunks of one stream are handled one at a time, in order; each handler's ack goes back. */
+  handleTransfer(handler: TransferHandler): void {
+    this.transferHandler = handler;
+  }
+
+  private serveCall(call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>): void {
+    const peer = call.getPeer();
+    const envelope = this.decodeIncoming(call.request, peer);
+    if (envelope === undefined) {
+      callback({ code: grpc.status.INVALID_ARGUMENT, details: 'malformed envelope' });
+      return;
+    }
+    this.answer(envelope, peer).then(
+      (reply) => callback(null, reply),
+      (error: unknown) => {
+        this.log.error({ err: error, peer }, 'peer call failed to answer');
+        callback({ code: grpc.status.INTERNAL, details: 'internal error' });
+      },
+    );
+  }
+
+  private async answer(request: Envelope, peer: string): Promise<Buffer> {
+    try {
+      const sender = this.authenticate(request, peer);
+      const handler = isCallKind(request.kind) ? this.handlers.get(request.kind) : undefined;
+      if (handler === undefined) {
+        throw new BadPeerMessageError(`no handler for kind '${request.kind}' on ${this.name}`);
+      }
+      const reply = await handler(sender, request.body);
+      return this.replyBytes(request, reply.kind, reply.body);
+    } catch (error) {
+      this.logHandlerError(error, request, peer);
+      return this.replyBytes(request, 'ErrorReply', encodeBody('ErrorReply', toErrorReply(error)));
+    }
+  }
+
+  /** An envelope too malformed to answer (no valid nonce to bind a reply to) is undefined. */
+  private decodeIncoming(data: Buffer, peer: string): Envelope | undefined {
+    try {
+      const envelope = decodeEnvelope(data);
+      if (envelope.nonce.length === NONCE_BYTES && envelope.signature.length === SIGNATURE_BYTES) return envelope;
+      this.log.warn({ peer, reason: 'nonce or signature of the wrong length' }, 'peer message refused');
+    } catch (error) {
+      this.log.warn({ peer, reason: (error as Error).message }, 'peer message refused');
+    }
+    return undefined;
+  }
+
+  /**
+   * Checks timestamp, sender, signature and nonce, in that order; returns the sender or
+   * throws (and logs) PEER_AUTH. Cheap checks first so that junk costs no verification, but
+   * the nonce is remembered only once the signature holds, so forgeries cannot fill the guard.
+   */
+  private authenticate(envelope: Envelope, peer: string): string {
+    const context = { sender: envelope.sender, kind: envelope.kind, sentAtMs: envelope.sentAtMs, peer };
+    const now = this.clock();
+    if (Math.abs(now - envelope.sentAtMs) > this.options.replayWindowMs) {
+      throw this.refuse(context, `timestamp ${envelope.sentAtMs} outside ±${this.options.replayWindowMs} ms of ${now}`);
+    }
+    const key = this.senderKey(envelope);
+    if (key === undefined) throw this.refuse(context, `unknown sender '${envelope.sender}'`);
+    if (!verifyEnvelope(envelope, key, this.options.identity.publicKey)) {
+      throw this.refuse(context, `bad signature (not by ${envelope.sender}'s key, altered, or not meant for ${this.name})`);
+    }
+    const verdict = this.replay.admit(envelope.nonce, envelope.sentAtMs, now);
+    if (verdict === 'replayed') throw this.refuse(context, 'nonce already seen: a replay');
+    if (verdict === 'stale') throw this.refuse(context, 'timestamp outside the replay window');
+    if (verdict === 'full') {
+      this.log.warn({ ...context, reason: 'replay guard full' }, 'peer message refused');
+      throw new PeerBusyError(`${this.name} has ${this.replay.size} unexpired nonces; retry later`);
+    }
+    return envelope.sender;
+  }
+
+  private senderKey(envelope: Envelope): KeyObject | undefined {
+    const known = this.options.directory.publicKeyOf(envelope.sender);
+    if (known !== undefined) return verifyingKeyOf(known);
+    if (envelope.kind !== 'Admit' || this.options.acceptUnknown === undefined) return undefined;
+    let admit: Admit;
+    try {
+      admit = decodeBody('Admit', envelope.body);
+    } catch {
+      return undefined;
+    }
+    const key = this.options.acceptUnknown('Admit', envelope.sender, admit);
+    return key === undefined ? undefined : verifyingKeyOf(key);
+  }
+
+  private refuse(context: Record<string, unknown>, reason: string): PeerAuthError {
+    this.log.warn({ ...context, reason }, 'peer message refused');
+    return new PeerAuthError(`${this.name} refused ${String(context.kind)} from ${String(context.sender)}: ${reason}`);
+  }
+
+  private logHandlerError(error: unknown, request: Envelope, peer: string): void {
+    if (error instanceof PeerAuthError || error instanceof PeerBusyError) return; // logged at refusal
+    const context = { sender: request.sender, kind: request.kind, peer };
+    if (error instanceof TributaryError && error.status < 500) this.log.debug({ ...context, code: error.code }, error.message);
+    else this.log.error({ ...context, err: error }, 'peer request failed');
+  }
+
+  private replyBytes(request: Envelope, kind: PeerKind, body: Uint8Array): Buffer {
+    return asBuffer(encodeEnvelope(this.seal(kind, body, undefined, request.nonce)));
+  }
+
+  // ---- Transfer streams, receiving side -----------------------------------------------
+
+  /** A refused chunk ends the stream with an ErrorReply; the source resumes from its last ack. */
+  private serveTransfer(call: grpc.ServerDuplexStream<Buffer, Buffer>): void {
+    const peer = call.getPeer();
+    const stream: InboundStream = { sender: undefined };
+    serveTransferStream(call, (data) => this.receiveChunk(data, peer, stream), this.log);
+  }
+
+  /** The signed ack of one chunk, or the ErrorReply that ends the stream (last). */
+  private async receiveChunk(data: Buffer, peer: string, stream: InboundStream): Promise<ChunkAnswer> {
+    const envelope = this.decodeIncoming(data, peer);
+    if (envelope === undefined) return undefined;
+    try {
+      if (envelope.kind !== 'TransferChunk') throw new BadPeerMessageError(`a transfer stream carries TransferChunk, not '${envelope.kind}'`);
+      if (stream.sender !== undefined && envelope.sender !== stream.sender) {
+        throw this.refuse({ sender: envelope.sender, kind: envelope.kind, peer }, `chunk on a stream of ${stream.sender}`);
+      }
+      stream.sender = this.authenticate(envelope, peer);
+      const handler = this.transferHandler;
+      if (handler === undefined) throw new BadPeerMessageError(`${this.name} takes no transfers`);
+      const ack = await handler(stream.sender, this.decodeChunk(envelope, peer));
+      return { bytes: this.replyBytes(envelope, 'TransferAck', encodeBody('TransferAck', ack)), last: false };
+    } catch (error) {
+      this.logHandlerError(error, envelope, peer);
+      return { bytes: this.replyBytes(envelope, 'ErrorReply', encodeBody('ErrorReply', toErrorReply(error))), last: true };
+    }
+  }
+
+  private decodeChunk(envelope: Envelope, peer: string): TransferChunk {
+    try {
+      return decodeBody('TransferChunk', envelope.body);
+    } catch (error) {
+      // A checksum mismatch under a valid signature: the sender read or encoded bad data.
+      this.log.warn({ sender: envelope.sender, kind: envelope.kind, peer, reason: (error as Error).message }, 'peer chunk refused');
+      throw error;
+    }
+  }
+
+  // ---- Sending ------------------------------------------------------------------------
+
+  async call<K extends CallKind>(to: string, kind: K, body: RequestOf<K>, options: CallOptions): Promise<ReplyOf<K>> {
+    const { key, target } = this.peer(to);
+    const request = this.seal(kind, encodeBody(kind, body), key.raw, EMPTY);
+    const reply = await this.exchange(to, target, encodeEnvelope(request), options);
+    return this.openAnswer(reply, request.nonce, { node: to, sender: to, key: key.object }, REPLY_KIND[kind]);
+  }
+
+  /**
+   * A call to a node that is not in the directory yet (the join handshake): the request is
+   * meant for `expectedPublicKey`, and the reply must be signed by it.
+   */
+  async callUnknown<K extends CallKind>(
+    target: PeerAddress,
+    expectedPublicKey: string,
+    kind: K,
+    body: RequestOf<K>,
+    options: CallOptions,
+  ): Promise<ReplyOf<K>> {
+    const node = `${target.address}:${target.port}`;
+    const request = this.seal(kind, encodeBody(kind, body), Buffer.from(expectedPublicKey, 'base64'), EMPTY);
+    const reply = await this.exchange(node, target, encodeEnvelope(request), options);
+    const expectation = { node, sender: undefined, key: verifyingKeyOf(expectedPublicKey) };
+    return this.openAnswer(reply, request.nonce, expectation, REPLY_KIND[kind]);
+  }
+
+  /** Sends envelope bytes as they are (tests: replays, forgeries); the reply is checked as call's. */
+  async sendRawEnvelope(to: string, envelope: Uint8Array, options: CallOptions): Promise<unknown> {
+    const { key, target } = this.peer(to);
+    const request = decodeEnvelope(envelope);
+    const replyKind: PeerKind = isCallKind(request.kind) ? REPLY_KIND[request.kind] : 'Empty';
+    const reply = await this.exchange(to, target, envelope, options);
+    return this.openAnswer(reply, request.nonce, { node: to, sender: to, key: key.object }, replyKind);
+  }
+
+  /** A stream of transfer chunks to `to`; its acks (checked like replies) come to `handlers`. */
+  openTransferStream(to: string, handlers: TransferStreamHandlers, options: CallOptions): TransferStream {
+    const { key, target } = this.peer(to);
+    const call = this.client(target).makeBidiStreamRequest<Buffer, Buffer>(
+      peerMethodPath('Transfer'),
+      asBuffer,
+      asBuffer,
+      new grpc.Metadata(),
+      { deadline: Date.now() + options.deadlineMs },
+    );
+    return new TransferStream(call, handlers, {
+      node: to,
+      seal: (chunk) => this.sealChunk(chunk, key.raw),
+      openAnswer: (data, nonce) => this.openAnswer(data, nonce, { node: to, sender: to, key: key.object }, 'TransferAck'),
+    });
+  }
+
+  /** A signed envelope from this node; `recipient` on requests, `replyTo` on replies. */
+  private seal(kind: PeerKind, body: Uint8Array, recipient: Uint8Array | undefined, replyTo: Uint8Array): Envelope {
+    return sealEnvelope({
+      signingKey: this.signingKey,
+      sender: this.name,
+      kind,
+      body,
+      sentAtMs: this.clock(),
+      recipientPublicKey: recipient,
+      replyTo,
+    });
+  }
+
+  /** Signs the chunk's metadata and SHA-256, and writes its bytes once (codec.ts). */
+  private sealChunk(chunk: TransferChunk, recipient: Uint8Array): { nonce: Uint8Array; bytes: Uint8Array } {
+    const body = transferChunkProto(chunk);
+    const meta = { sender: this.name, sentAtMs: this.clock(), nonce: randomBytes(NONCE_BYTES), kind: 'TransferChunk', replyTo: EMPTY };
+    const signature = signBytes(this.signingKey, digestOf(meta, chunkContentDigest(body), recipient));
+    return { nonce: meta.nonce, bytes: encodeEnvelopeWithBody({ ...meta, signature }, 'TransferChunk', body) };
+  }
+
+  private peer(to: string): { key: { raw: Buffer; object: KeyObject }; target: PeerAddress } {
+    const publicKey = this.options.directory.publicKeyOf(to);
+    const target = this.options.directory.addressOf(to);
+    if (publicKey === undefined || target === undefined) throw new UnknownPeerError(to);
+    return { key: { raw: Buffer.from(publicKey, 'base64'), object: verifyingKeyOf(publicKey) }, target };
+  }
+
+  /** One client (one HTTP/2 channel) per peer address, reused by every call and stream. */
+  private client(target: PeerAddress): grpc.Client {
+    const address = `${target.address}:${target.port}`;
+    let client = this.clients.get(address);
+    if (client === undefined) {
+      client = new grpc.Client(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+      this.clients.set(address, client);
+    }
+    return client;
+  }
+
+  private exchange(node: string, target: PeerAddress, request: Uint8Array, options: CallOptions): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      this.client(target).makeUnaryRequest<Buffer, Buffer>(
+        peerMethodPath('Call'),
+        asBuffer,
+        asBuffer,
+        asBuffer(request),
+        new grpc.Metadata(),
+        { deadline: Date.now() + options.deadlineMs },
+        (error, reply) => (error || reply === undefined ? reject(fromGrpcError(node, error as grpc.ServiceError)) : resolve(reply)),
+      );
+    });
+  }
+
+  /**
+   * Checks a reply (or ack) and decodes it: it must answer `nonce`, come from the expected
+   * sender and be signed by its key. An ErrorReply is rethrown as the remote error.
+   */
+  private openAnswer<R extends PeerKind>(data: Buffer, nonce: Uint8Array, expect: AnswerExpectation, kind: R): PeerBodies[R] {
+    const reply = decodeEnvelope(data);
+    const problem = this.answerProblem(reply, nonce, expect);
+    if (problem !== undefined) {
+      this.log.warn({ node: expect.node, sender: reply.sender, kind: reply.kind, reason: problem }, 'peer reply refused');
+      throw new PeerAuthError(`reply from ${expect.node} refused: ${problem}`);
+    }
+    if (reply.kind === 'ErrorReply') throw remoteError(expect.node, decodeBody('ErrorReply', reply.body));
+    if (reply.kind !== kind) throw new BadPeerMessageError(`${expect.node} answered ${reply.kind}, not ${kind}`);
+    return decodeBody(kind, reply.body);
+  }
+
+  private answerProblem(reply: Envelope, nonce: Uint8Array, expect: AnswerExpectation): string | undefined {
+    if (expect.sender !== undefined && reply.sender !== expect.sender) return `sent by '${reply.sender}'`;
+    if (!sameBytes(reply.replyTo, nonce)) return 'answers another message';
+    if (!verifyEnvelope(reply, expect.key, undefined)) return `bad signature (not by ${expect.node}'s key)`;
+    return undefined;
+  }
+}
+
+function remoteError(node: string, reply: PeerBodies['ErrorReply']): TributaryError {
+  return new RemotePeerError(node, reply);
+}

@@ -1,0 +1,366 @@
+import { createServer } from 'node:net';
+import { pino } from 'pino';
+import nacl from 'tweetnacl';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Membership } from '../../src/cluster/core/types.js';
+import type { NodeIdentity } from '../../src/cluster/identity.js';
+import { VersionConflictError } from '../../src/errors.js';
+import { decodeProto, encodeBody, encodeEnvelope, encodeProto } from '../../src/peer/codec.js';
+import { PeerUnavailableError } from '../../src/peer/errors.js';
+import type { PeerKind, TransferAck, TransferChunk } from '../../src/peer/messages.js';
+import { NodeTable, type NodeDocument } from '../../src/cluster/node-table.js';
+import { admitSenderKey, startPeerServer } from '../../src/peer/server.js';
+import { sealEnvelope, signingKeyOf } from '../../src/peer/signing.js';
+import { PeerTransport, type PeerDirectory } from '../../src/peer/transport.js';
+
+const WINDOW_MS = 5_000;
+const CALL = { deadlineMs: 5_000 };
+const HOST = '127.0.0.1';
+
+interface Peer {
+  identity: NodeIdentity;
+  transport: PeerTransport;
+  logs: Array<Record<string, unknown>>;
+  /** Names this peer knows: name → key and port. */
+  known: Map<string, { publicKey: string; port: number }>;
+}
+
+function identity(): NodeIdentity {
+  const pair = nacl.sign.keyPair();
+  return { ...pair, publicKeyBase64: Buffer.from(pair.publicKey).toString('base64') };
+}
+
+function directoryOf(known: Peer['known']): PeerDirectory {
+  return {
+    publicKeyOf: (name) => known.get(name)?.publicKey,
+    addressOf: (name) => {
+      const entry = known.get(name);
+      return entry === undefined ? undefined : { address: HOST, port: entry.port };
+    },
+  };
+}
+
+async function startPeer(name: string, options: { identity?: NodeIdentity; pending?: () => boolean } = {}): Promise<Peer> {
+  const keys = options.identity ?? identity();
+  const logs: Peer['logs'] = [];
+  const log = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line) as Record<string, unknown>) });
+  const known: Peer['known'] = new Map();
+  const pending = options.pending;
+  const transport = new PeerTransport({
+    name,
+    identity: keys,
+    directory: directoryOf(known),
+    replayWindowMs: WINDOW_MS,
+    log,
+    host: HOST,
+    port: 0,
+    acceptUnknown: pending && ((_kind, sender, admit) => (pending() ? admitSenderKey(sender, admit, keys.publicKeyBase64) : undefined)),
+  });
+  transport.handle('Ping', async () => ({ name, publicKey: keys.publicKeyBase64, state: 'Joined' }));
+  transport.handle('Read', async (sender, request) => {
+    if (request.json === '"hang"') return new Promise(() => undefined);
+    if (request.json === '"conflict"') throw new VersionConflictError('k', '1', '3');
+    return { json: JSON.stringify({ from: sender, echo: JSON.parse(request.json) as unknown }) };
+  });
+  await transport.start();
+  return { identity: keys, transport, logs, known };
+}
+
+function introduce(to: Peer, ...others: Peer[]): void {
+  for (const other of others) to.known.set(other.transport.name, { publicKey: other.identity.publicKeyBase64, port: other.transport.port });
+}
+
+/** A valid envelope from `from` to `to`, built outside the transport so a test can alter it. */
+function envelopeFrom(from: Peer, to: Peer, kind: PeerKind, body: Uint8Array, overrides: { sentAtMs?: number; signer?: NodeIdentity } = {}) {
+  return sealEnvelope({
+    signingKey: signingKeyOf(overrides.signer ?? from.identity),
+    sender: from.transport.name,
+    kind,
+    body,
+    sentAtMs: overrides.sentAtMs ?? Date.now(),
+    recipientPublicKey: to.identity.publicKey,
+    replyTo: new Uint8Array(0),
+  });
+}
+
+const readBody = (json: unknown) => encodeBody('Read', { json: JSON.stringify(json) });
+
+function refusals(peer: Peer): string[] {
+  return peer.logs.filter((line) => line.level === 40 && /refused/.test(String(line.msg))).map((line) => String(line.reason));
+}
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, HOST, resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+let a: Peer;
+let b: Peer;
+let stranger: Peer;
+
+beforeAll(async () => {
+  [a, b, stranger] = await Promise.all([startPeer('a'), startPeer('b'), startPeer('c')]);
+  introduce(a, b);
+  introduce(b, a);
+  introduce(stranger, a);
+});
+
+afterAll(async () => {
+  await Promise.all([a, b, stranger].map((peer) => peer.transport.close(1_000)));
+});
+
+describe('peer transport - calls', () => {
+  it('answers a call both ways, naming the verified sender', async () => {
+    await expect(a.transport.call('b', 'Ping', {}, CALL)).resolves.toEqual({ name: 'b', publicKey: b.identity.publicKeyBase64, state: 'Joined' });
+    const reply = await b.transport.call('a', 'Read', { json: '{"q":1}' }, CALL);
+    expect(JSON.parse(reply.json)).toEqual({ from: 'b', echo: { q: 1 } });
+  });
+
+  it('rethrows the remote error with its status, code, message and details', async () => {
+    const error = await a.transport.call('b', 'Read', { json: '"conflict"' }, CALL).catch((caught: unknown) => caught);
+    const expected = new VersionConflictError('k', '1', '3');
+    expect(error).toMatchObject({ status: 409, code: 'VERSION_CONFLICT', message: expected.message, details: { currentVersion: '3' } });
+  });
+
+  it('refuses a kind nobody handles with 400', async () => {
+    await expect(a.transport.call('b', 'WriteRecords', { repo: 'ssr', records: [] }, CALL)).rejects.toMatchObject({
+      status: 400,
+      code: 'BAD_PEER_MESSAGE',
+    });
+  });
+});
+
+describe('peer transport - refusals', () => {
+  it('refuses and logs a forged message (body altered after signing)', async () => {
+    const envelope = envelopeFrom(a, b, 'Read', readBody({ amount: 1 }));
+    const forged = { ...envelope, body: readBody({ amount: 1_000_000 }) };
+    await expect(a.transport.sendRawEnvelope('b', encodeEnvelope(forged), CALL)).rejects.toMatchObject({ status: 401, code: 'PEER_AUTH' });
+    expect(refusals(b).at(-1)).toMatch(/bad signature/);
+  });
+
+  it('refuses a replayed message (the exact same bytes again)', async () => {
+    const bytes = encodeEnvelope(envelopeFrom(a, b, 'Read', readBody('once')));
+    await expect(a.transport.sendRawEnvelope('b', bytes, CALL)).resolves.toEqual({ json: '{"from":"a","echo":"once"}' });
+    await expect(a.transport.sendRawEnvelope('b', bytes, CALL)).rejects.toMatchObject({ status: 401, code: 'PEER_AUTH' });
+    expect(refusals(b).at(-1)).toMatch(/already seen/);
+  });
+
+  it('refuses a timestamp outside the window, past or future', async () => {
+    for (const skewMs of [-WINDOW_MS - 1_000, WINDOW_MS + 1_000]) {
+      const envelope = envelopeFrom(a, b, 'Ping', encodeBody('Ping', {}), { sentAtMs: Date.now() + skewMs });
+      await expect(a.transport.sendRawEnvelope('b', encodeEnvelope(envelope), CALL)).rejects.toMatchObject({ status: 401, code: 'PEER_AUTH' });
+      expect(refusals(b).at(-1)).toMatch(/outside/);
+    }
+  });
+
+  it("refuses a message signed by a key that is not the sender's", async () => {
+    const envelope = envelopeFrom(a, b, 'Ping', encodeBody('Ping', {}), { signer: stranger.identity });
+    await expect(a.transport.sendRawEnvelope('b', encodeEnvelope(envelope), CALL)).rejects.toMatchObject({ status: 401, code: 'PEER_AUTH' });
+    expect(refusals(b).at(-1)).toMatch(/bad signature/);
+  });
+
+  it('refuses a message meant for another node', async () => {
+    const envelope = envelopeFrom(a, stranger, 'Ping', encodeBody('Ping', {}));
+    await expect(a.transport.sendRawEnvelope('b', encodeEnvelope(envelope), CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+  });
+
+  it('refuses a sender not in the node table', async () => {
+    await expect(stranger.transport.call('a', 'Ping', {}, CALL)).rejects.toMatchObject({ status: 401, code: 'PEER_AUTH' });
+    expect(refusals(a).at(-1)).toMatch(/unknown sender 'c'/);
+  });
+
+  it('rejects a reply signed by a key that is not the callee’s', async () => {
+    // An impostor named 'b' with its own key answers at the address the caller has for b.
+    const impostor = await startPeer('b');
+    introduce(impostor, a);
+    const misled = await startPeer('a', { identity: a.identity });
+    misled.known.set('b', { publicKey: b.identity.publicKeyBase64, port: impostor.transport.port });
+    try {
+      const error = await misled.transport.call('b', 'Ping', {}, CALL).catch((caught: unknown) => caught);
+      expect(error).toMatchObject({ status: 401, code: 'PEER_AUTH', message: expect.stringMatching(/reply from b refused: bad signature/) });
+      expect(misled.logs.some((line) => line.msg === 'peer reply refused')).toBe(true);
+    } finally {
+      await Promise.all([misled.transport.close(1_000), impostor.transport.close(1_000)]);
+    }
+  });
+});
+
+describe('peer transport - Admit from a node not yet known', () => {
+  let pending = true;
+  let joiner: Peer;
+  const admitted: Membership[] = [];
+
+  beforeAll(async () => {
+    joiner = await startPeer('p', { pending: () => pending });
+    joiner.transport.handle('Admit', async (_sender, admit) => {
+      admitted.push(admit.membership);
+      return { name: 'p', publicKey: joiner.identity.publicKeyBase64, state: 'Pending' };
+    });
+  });
+  afterAll(() => joiner.transport.close(1_000));
+
+  const membershipWith = (coordinatorKey: string): Membership => ({
+    epoch: 2,
+    members: [
+      { name: 'a', publicKey: coordinatorKey, address: HOST, port: a.transport.port, httpPort: 1, zone: 'z', state: 'Joined' },
+      { name: 'p', publicKey: joiner.identity.publicKeyBase64, address: HOST, port: joiner.transport.port, httpPort: 2, zone: 'z', state: 'Pending' },
+    ],
+    change: undefined,
+  });
+  const target = () => ({ address: HOST, port: joiner.transport.port });
+
+  it('accepts an Admit for its own key from the sender the membership names, while Pending', async () => {
+    const admit = { membership: membershipWith(a.identity.publicKeyBase64), targetPublicKey: joiner.identity.publicKeyBase64 };
+    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Admit', admit, CALL)).resolves.toEqual({
+      name: 'p',
+      publicKey: joiner.identity.publicKeyBase64,
+      state: 'Pending',
+    });
+    expect(admitted).toHaveLength(1);
+  });
+
+  it('refuses any other kind from an unknown sender, an Admit for another key, and one signed by another key', async () => {
+    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Ping', {}, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+    const elsewhere = { membership: membershipWith(a.identity.publicKeyBase64), targetPublicKey: b.identity.publicKeyBase64 };
+    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Admit', elsewhere, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+    const claimsOtherKey = { membership: membershipWith(b.identity.publicKeyBase64), targetPublicKey: joiner.identity.publicKeyBase64 };
+    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Admit', claimsOtherKey, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+    expect(admitted).toHaveLength(1);
+  });
+
+  it('refuses an Admit from an unknown sender once no longer Pending', async () => {
+    pending = false;
+    const admit = { membership: membershipWith(a.identity.publicKeyBase64), targetPublicKey: joiner.identity.publicKeyBase64 };
+    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Admit', admit, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+    expect(refusals(joiner).at(-1)).toMatch(/unknown sender 'a'/);
+  });
+
+  it('rejects a reply not signed by the expected key', async () => {
+    await expect(a.transport.callUnknown(target(), b.identity.publicKeyBase64, 'Ping', {}, CALL)).rejects.toMatchObject({
+      code: 'PEER_AUTH',
+      message: expect.stringMatching(/reply .* refused/),
+    });
+  });
+});
+
+describe('peer transport - transfer streams', () => {
+  const received: TransferChunk[] = [];
+
+  beforeAll(() => {
+    b.transport.handleTransfer(async (sender, chunk) => {
+      expect(sender).toBe('a');
+      received.push(chunk);
+      return { type: 'transfer-ack', transferId: chunk.transferId, seq: chunk.seq };
+    });
+  });
+
+  const chunkOf = (transferId: string, seq: number): TransferChunk => ({
+    type: 'transfer-chunk',
+    transferId,
+    seq,
+    chunk: { bytes: Buffer.alloc(1_000 + seq, seq), records: seq + 1, cursor: `k${seq}` },
+    last: false,
+    totalEstimate: 10,
+    fromCursor: seq === 0 ? undefined : `k${seq - 1}`,
+  });
+
+  function open(): { acks: TransferAck[]; closed: Promise<unknown>; stream: ReturnType<PeerTransport['openTransferStream']> } {
+    const acks: TransferAck[] = [];
+    let resolveClosed: (error: unknown) => void = () => undefined;
+    const closed = new Promise<unknown>((resolve) => (resolveClosed = resolve));
+    const stream = a.transport.openTransferStream('b', { onAck: (ack) => acks.push(ack), onClose: (error) => resolveClosed(error) }, CALL);
+    return { acks, closed, stream };
+  }
+
+  it('acks every chunk in order and ends cleanly', async () => {
+    const { acks, closed, stream } = open();
+    for (let seq = 0; seq < 20; seq += 1) stream.send(chunkOf('clean', seq));
+    stream.close();
+    await expect(closed).resolves.toBeUndefined();
+    expect(acks.map((ack) => ack.seq)).toEqual([...Array(20).keys()]);
+    const chunks = received.filter((chunk) => chunk.transferId === 'clean');
+    expect(chunks.map((chunk) => chunk.seq)).toEqual([...Array(20).keys()]);
+    expect(Buffer.from(chunks[3]!.chunk.bytes).equals(Buffer.alloc(1_003, 3))).toBe(true);
+  });
+
+  it('refuses a chunk whose SHA-256 does not match, after acking the good ones before it', async () => {
+    const { acks, closed, stream } = open();
+    stream.send(chunkOf('tampered', 0));
+    stream.send(chunkOf('tampered', 1));
+    const proto = decodeProto('TransferChunk', encodeBody('TransferChunk', chunkOf('tampered', 2)));
+    const bytes = Buffer.from((proto.chunk as { bytes: Buffer }).bytes);
+    bytes[0] = bytes[0]! ^ 0xff;
+    const body = encodeProto('TransferChunk', { ...proto, chunk: { ...(proto.chunk as object), bytes } });
+    stream.sendRawEnvelope(encodeEnvelope(envelopeFrom(a, b, 'TransferChunk', body)));
+    stream.send(chunkOf('tampered', 3));
+    await expect(closed).resolves.toMatchObject({ status: 400, code: 'CHUNK_CHECKSUM' });
+    expect(acks.map((ack) => ack.seq)).toEqual([0, 1]);
+    expect(received.filter((chunk) => chunk.transferId === 'tampered').map((chunk) => chunk.seq)).toEqual([0, 1]);
+    expect(b.logs.some((line) => line.msg === 'peer chunk refused' && /SHA-256/.test(String(line.reason)))).toBe(true);
+  });
+
+  it('refuses a chunk whose signature does not hold', async () => {
+    const { acks, closed, stream } = open();
+    const envelope = envelopeFrom(a, b, 'TransferChunk', encodeBody('TransferChunk', chunkOf('forged', 0)), { signer: stranger.identity });
+    stream.sendRawEnvelope(encodeEnvelope(envelope));
+    await expect(closed).resolves.toMatchObject({ status: 401, code: 'PEER_AUTH' });
+    expect(acks).toEqual([]);
+  });
+});
+
+describe('peer transport - unreachable peers', () => {
+  it('fails fast with PeerUnavailableError when nobody listens', async () => {
+    a.known.set('down', { publicKey: stranger.identity.publicKeyBase64, port: await closedPort() });
+    const started = performance.now();
+    const error = await a.transport.call('down', 'Ping', {}, { deadlineMs: 2_000 }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(PeerUnavailableError);
+    expect(error).toMatchObject({ status: 503, code: 'PEER_UNAVAILABLE' });
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
+  it('fails with PeerUnavailableError at the deadline when the peer does not answer', async () => {
+    const started = performance.now();
+    const error = await a.transport.call('b', 'Read', { json: '"hang"' }, { deadlineMs: 200 }).catch((caught: unknown) => caught);
+    const elapsedMs = performance.now() - started;
+    expect(error).toBeInstanceOf(PeerUnavailableError);
+    expect(elapsedMs).toBeGreaterThanOrEqual(190);
+    expect(elapsedMs).toBeLessThan(1_500);
+  });
+
+  it('refuses a destination not in the node table', async () => {
+    await expect(a.transport.call('nobody', 'Ping', {}, CALL)).rejects.toMatchObject({ status: 404, code: 'PEER_UNKNOWN' });
+  });
+});
+
+describe('peer server - the node table as directory', () => {
+  it('answers Ping from a node in the table, and refuses it once the node is Left', async () => {
+    const keys = identity();
+    const nodes = new NodeTable('s');
+    const row = (name: string, publicKey: string, port: number, state: NodeDocument['state']): NodeDocument => ({
+      name,
+      zone: 'z',
+      publicKey,
+      address: HOST,
+      port,
+      httpPort: 1,
+      version: { number: '0', revision: 'x' },
+      state,
+      available: 'true',
+    });
+    const silent = pino({ level: 'silent' });
+    const server = await startPeerServer(HOST, 0, nodes, { identity: keys, log: silent, replayWindowMs: WINDOW_MS });
+    nodes.upsert(row('s', keys.publicKeyBase64, server.port, 'Joined'));
+    nodes.upsert(row('a', a.identity.publicKeyBase64, a.transport.port, 'Joined'));
+    a.known.set('s', { publicKey: keys.publicKeyBase64, port: server.port });
+    try {
+      await expect(a.transport.call('s', 'Ping', {}, CALL)).resolves.toEqual({ name: 's', publicKey: keys.publicKeyBase64, state: 'Joined' });
+      nodes.upsert(row('a', a.identity.publicKeyBase64, a.transport.port, 'Left'));
+      await expect(a.transport.call('s', 'Ping', {}, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+    } finally {
+      await server.close(1_000);
+    }
+  });
+});
