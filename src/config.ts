@@ -22,7 +22,10 @@ export const configSchema = z
   .object({
     name,
     zone: z.string().min(1).max(NAME_LENGTH_MAX),
+    /** The address HTTP and the peer port listen on. */
     host: z.string().min(1),
+    /** The address other nodes reach this one at (null: `host`); set it when host is 0.0.0.0. */
+    advertiseAddress: z.string().min(1).nullable(),
     httpPort: port,
     peerPort: port,
     /** null: data/<name> below the working directory. */

@@ -2,11 +2,23 @@
 // together (DESIGN.md, "Layout"). Everything else receives what it needs.
 
 import type { Server } from 'node:http';
+import { createServer } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import { VendorService } from './admin/vendors.js';
+import { ClusterShell } from './cluster/cluster-shell.js';
+import { ClusterCore } from './cluster/core/core.js';
+import { writeOwners } from './cluster/core/placement.js';
+import type { CoreConfig, Member, Membership, PersistedCoreState, Slot } from './cluster/core/types.js';
+import { ClusterDefinitionPeers, fromWireRecord } from './cluster/definition-peers.js';
 import { ClusterEventBus } from './cluster/events.js';
-import { loadOrCreateIdentity } from './cluster/identity.js';
-import { NodeTable, type NodeDocument, type NodeState } from './cluster/node-table.js';
+import { HintReplayer } from './cluster/hint-replayer.js';
+import { loadOrCreateIdentity, type NodeIdentity } from './cluster/identity.js';
+import { MembershipService } from './cluster/membership-service.js';
+import { NodeTable, type NodeDocument } from './cluster/node-table.js';
+import { DEFAULT_POLICY, type DistributionPolicy } from './cluster/partitioner.js';
 import { PartitionRouter } from './cluster/partition-router.js';
+import { clusterReplicaWriter } from './cluster/replica-writer.js';
+import { ReplicatedDefinitions } from './cluster/replicated-definitions.js';
 import { TenantService } from './cluster/tenants.js';
 import type { Config } from './config.js';
 import { createApp } from './http/app.js';
@@ -15,19 +27,22 @@ import { clusterRoutes } from './http/routes/cluster.js';
 import { internalRoutes } from './http/routes/internal.js';
 import { streamRoutes } from './http/routes/streams.js';
 import type { Logger } from './log.js';
+import type { PeerTransport } from './peer/transport.js';
 import { startPeerServer } from './peer/server.js';
 import { Database } from './storage/database.js';
 import { DefinitionStore } from './storage/definitions.js';
 import { GroupCommitter } from './storage/group-commit.js';
-import { LocalReplica, localOnlyWriter } from './storage/local-replica.js';
+import { HintBuffer } from './storage/hints.js';
+import { LocalReplica } from './storage/local-replica.js';
 import type { Repository, RepositoryName } from './storage/repository.js';
 import { SearchableRepository } from './storage/ssr.js';
+import { TransferChunks } from './storage/transfer-chunks.js';
 import { TimeSeriesRepository } from './storage/tsr.js';
 import { WriteIdGenerator } from './storage/write-ids.js';
 import { IngestService } from './streams/ingest.js';
 import { StreamDefinitions } from './streams/stream-definitions.js';
 import { StreamRuntime } from './streams/stream-runtime.js';
-import { softwareVersion } from './version.js';
+import { softwareVersion, type SoftwareVersion } from './version.js';
 
 export interface RunningNode {
   httpUrl: string;
@@ -35,74 +50,106 @@ export interface RunningNode {
   close(): Promise<void>;
 }
 
-/** How long open HTTP connections get to finish when the node stops. */
-const SHUTDOWN_GRACE_MS = 2_000;
-const MEMBERSHIP_KEY = 'membership';
+/** How long open HTTP connections and peer calls get to finish when the node stops. */
+const SHUTDOWN_GRACE_MS = 1_500;
+const CORE_STATE_KEY = 'cluster-core';
+const HINT_REPLAY_INTERVAL_MS = 1_000;
 
 export async function startNode(config: Config, log: Logger): Promise<RunningNode> {
   const identity = loadOrCreateIdentity(config.dataDir);
   const database = await Database.open(config.dataDir);
   const store = await DefinitionStore.open(database);
+  const hints = await HintBuffer.open(database, config.limits.hintBufferBytesMax);
+  const committer = new GroupCommitter(database);
   const events = new ClusterEventBus();
-  const tenants = new TenantService(store, events);
-
-  const state = await localState(database, config);
   const nodes = new NodeTable(config.name);
-  nodes.upsert({
-    name: config.name,
-    zone: config.zone,
-    publicKey: identity.publicKeyBase64,
-    address: config.host,
-    port: config.peerPort,
-    httpPort: config.httpPort,
-    version: softwareVersion(),
-    state,
-    available: 'true',
+  const version = softwareVersion();
+
+  const persisted = await loadCoreState(database);
+  const core = new ClusterCore(coreConfig(config), persisted, { self: selfMember(config, identity), lone: !config.join });
+  let observeMembership = (_membership: Membership) => {};
+  const applyMembership = (membership: Membership) => {
+    nodes.replaceAll(membership.members.map((member) => toDocument(member, version, member.state !== 'Left' && core.available(member.name))));
+    observeMembership(membership);
+  };
+  applyMembership(core.membership());
+
+  const peer = await startPeerServer(config.host, config.peerPort, nodes, {
+    identity,
+    log,
+    replayWindowMs: config.cluster.peerReplayWindowMs,
   });
-  if (state === 'Joined') {
+  const transport = peer.transport!;
+  const deadline = config.cluster.peerDeadlineMs;
+  const available = (name: string) => core.available(name);
+
+  const peers = new ClusterDefinitionPeers({ localName: config.name, membership: () => core.membership(), available, transport, hints, committer, peerDeadlineMs: deadline });
+  const definitions = new ReplicatedDefinitions(store, peers);
+  const tenants = new TenantService(definitions, events);
+  const repositories: Record<RepositoryName, Repository> = { ssr: new SearchableRepository(database), tsr: new TimeSeriesRepository(database) };
+  const sandboxLimits = { timeoutMs: config.limits.tagTimeoutMs, memoryMb: config.limits.tagMemoryMb };
+  const streamDefinitions = new StreamDefinitions(definitions, tenants, repositories, sandboxLimits);
+
+  const chunks = new TransferChunks(database, {
+    streams: () => storedStreams(definitions),
+    definitionRecords: () => store.records(),
+    applyDefinitions: (records) => definitions.apply(records),
+  }, config.cluster.transferChunkBytes);
+  const shell = new ClusterShell({
+    core, transport, chunks, events, log,
+    saveCoreState: (state) => database.batch([{ type: 'put', sublevel: database.local, key: CORE_STATE_KEY, value: JSON.stringify(state) }], { sync: true }),
+    onMembership: applyMembership,
+    clock: () => Math.floor(performance.now()),
+    heartbeatIntervalMs: config.cluster.heartbeatIntervalMs,
+    peerDeadlineMs: deadline,
+    ackWaitMs: Math.max(500, Math.floor(config.cluster.transferStallMs / 2)),
+  });
+  const membershipService = new MembershipService({ core, shell, transport, peerDeadlineMs: deadline, log });
+  observeMembership = (membership) => membershipService.observe(membership);
+
+  const replica = new LocalReplica(repositories, committer);
+  const writer = clusterReplicaWriter({ localName: config.name, replica, transport, hints, committer, available, peerDeadlineMs: deadline, log });
+  const router = new PartitionRouter(
+    (policy: DistributionPolicy, partition: number) => writeOwners(core.membership(), { partition, replicas: policy.replicas }),
+    writer,
+  );
+  const runtime = new StreamRuntime(definitions, streamDefinitions, sandboxLimits);
+  const ingest = new IngestService(runtime, router, new WriteIdGenerator(config.name), { batchPayloadsMax: config.limits.ingestBatchPayloadsMax });
+
+  servePeers(transport, { shell, definitions, replica, nodes });
+  const replayer = new HintReplayer({
+    hints, committer, transport, available,
+    isMember: (name) => core.membership().members.some((member) => member.name === name && member.state !== 'Left'),
+    peerDeadlineMs: deadline, intervalMs: HINT_REPLAY_INTERVAL_MS, log,
+  });
+  const reportSlots = () => shell.submit({ type: 'slots', slots: slotsInUse(definitions) });
+  definitions.onChange((key) => (key.startsWith('repository/') || key.startsWith('policy/')) && reportSlots());
+  reportSlots();
+  shell.start();
+  replayer.start();
+  if (persisted === undefined && !config.join) {
     for (const tenant of config.defaultTenants) await tenants.put(tenant);
   }
-
-  const repositories: Record<RepositoryName, Repository> = {
-    ssr: new SearchableRepository(database),
-    tsr: new TimeSeriesRepository(database),
-  };
-  const replica = new LocalReplica(repositories, new GroupCommitter(database));
-  const router = new PartitionRouter(() => nodes.joinedNames(), localOnlyWriter(config.name, replica));
-  const sandboxLimits = { timeoutMs: config.limits.tagTimeoutMs, memoryMb: config.limits.tagMemoryMb };
-  const definitions = new StreamDefinitions(store, tenants, repositories, sandboxLimits);
-  const runtime = new StreamRuntime(store, definitions, sandboxLimits);
-  const ingest = new IngestService(runtime, router, new WriteIdGenerator(config.name), {
-    batchPayloadsMax: config.limits.ingestBatchPayloadsMax,
-  });
 
   const app = createApp({
     log,
     bodyBytesMax: config.limits.bodyBytesMax,
     routers: [
-      streamRoutes({ definitions, runtime, ingest }),
-      clusterRoutes({
-        nodes,
-        tenants,
-        events,
-        sse: {
-          clientsMax: config.limits.sseClientsMax,
-          keepAliveMs: config.limits.sseKeepAliveMs,
-          clientBufferBytesMax: config.limits.sseClientBufferBytesMax,
-        },
-      }),
-      adminRoutes(new VendorService(store, tenants)),
+      streamRoutes({ definitions: streamDefinitions, runtime, ingest }),
+      clusterRoutes({ nodes, tenants, events, membership: membershipService, sse: sseOptions(config) }),
+      adminRoutes(new VendorService(definitions, tenants)),
       ...(config.internalReads ? [internalRoutes(repositories)] : []),
     ],
   });
-  const peer = await startPeerServer(config.host, config.peerPort, nodes);
   const http = await listen(app.callback(), config.host, config.httpPort);
-  log.info({ http: `http://${config.host}:${config.httpPort}`, peerPort: peer.port, state }, 'node started');
+  log.info({ http: `http://${config.host}:${config.httpPort}`, peerPort: peer.port, state: nodes.local().state }, 'node started');
 
   return {
     httpUrl: `http://${config.host}:${config.httpPort}`,
     local: nodes.local(),
     async close() {
+      shell.stop();
+      replayer.stop();
       await Promise.all([closeHttp(http), peer.close(SHUTDOWN_GRACE_MS)]);
       runtime.dispose();
       await database.close();
@@ -111,19 +158,102 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   };
 }
 
-/** The node's own membership state survives restarts; a first start is Joined unless --join. */
-async function localState(database: Database, config: Config): Promise<NodeState> {
-  const stored = await database.local.get(MEMBERSHIP_KEY);
-  if (stored !== undefined) return (JSON.parse(stored) as { state: NodeState }).state;
-  const state: NodeState = config.join ? 'Pending' : 'Joined';
-  await database.batch([{ type: 'put', sublevel: database.local, key: MEMBERSHIP_KEY, value: JSON.stringify({ state }) }], {
-    sync: true,
+/** The peer calls this node answers. */
+function servePeers(
+  transport: PeerTransport,
+  parts: { shell: ClusterShell; definitions: ReplicatedDefinitions; replica: LocalReplica; nodes: NodeTable },
+): void {
+  const { shell, definitions, replica, nodes } = parts;
+  transport.handle('CoreMessage', async (sender, message) => {
+    shell.submit({ type: 'receive', from: sender, message });
+    return {};
   });
-  return state;
+  transport.handle('Admit', async (sender, admit) => {
+    shell.submit({ type: 'receive', from: sender, message: { type: 'membership', membership: admit.membership } });
+    const local = nodes.local();
+    return { name: local.name, publicKey: local.publicKey, state: local.state, zone: local.zone, httpPort: local.httpPort };
+  });
+  transport.handle('AdminCommand', (_sender, command) => shell.admin(command));
+  transport.handle('WriteRecords', async (_sender, write) => {
+    await replica.store(write.repo, write.records);
+    return {};
+  });
+  transport.handle('DefinitionWrite', async (_sender, write) => {
+    const value = write.delete ? undefined : (JSON.parse(write.valueJson) as unknown);
+    const record = await definitions.coordinate({ key: write.key, value, expectedVersion: write.expectedVersion, delete: write.delete });
+    return { version: record === undefined ? undefined : String(record.version) };
+  });
+  transport.handle('DefinitionPush', async (_sender, push) => {
+    await definitions.apply(push.records.map(fromWireRecord));
+    return {};
+  });
+  transport.handleTransfer((sender, chunk) => shell.receiveChunk(sender, chunk));
 }
 
-async function listen(handler: Parameters<typeof import('node:http').createServer>[1], host: string, port: number): Promise<Server> {
-  const { createServer } = await import('node:http');
+function coreConfig(config: Config): CoreConfig {
+  return {
+    name: config.name,
+    heartbeatIntervalMs: config.cluster.heartbeatIntervalMs,
+    failureTimeoutMs: config.cluster.failureTimeoutMs,
+    transferStallMs: config.cluster.transferStallMs,
+    transferWindowChunks: config.cluster.transferWindowChunks,
+  };
+}
+
+function selfMember(config: Config, identity: NodeIdentity): Member {
+  return {
+    name: config.name,
+    publicKey: identity.publicKeyBase64,
+    address: config.advertiseAddress ?? config.host,
+    port: config.peerPort,
+    httpPort: config.httpPort,
+    zone: config.zone,
+    state: config.join ? 'Pending' : 'Joined',
+  };
+}
+
+function toDocument(member: Member, version: SoftwareVersion, available: boolean): NodeDocument {
+  const { name, zone, publicKey, address, port, httpPort, state } = member;
+  return { name, zone, publicKey, address, port, httpPort, version, state, available: available ? 'true' : 'false' };
+}
+
+async function loadCoreState(database: Database): Promise<PersistedCoreState | undefined> {
+  const text = await database.local.get(CORE_STATE_KEY);
+  return text === undefined ? undefined : (JSON.parse(text) as PersistedCoreState);
+}
+
+/** Every persisted stream's (partition, replicas) pairs: the slots the ring must place. */
+function slotsInUse(definitions: ReplicatedDefinitions): Slot[] {
+  const seen = new Set<string>();
+  const slots: Slot[] = [];
+  for (const mapping of definitions.list('repository/')) {
+    const policy = definitions.get<DistributionPolicy>(`policy/${mapping.key.slice('repository/'.length)}`)?.value ?? DEFAULT_POLICY;
+    for (let partition = 0; partition < policy.ring_size; partition += 1) {
+      const key = `${partition}/${policy.replicas}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      slots.push({ partition, replicas: policy.replicas });
+    }
+  }
+  return slots;
+}
+
+function storedStreams(definitions: ReplicatedDefinitions) {
+  return definitions.list('stream/').map((stream) => {
+    const key = stream.key.slice('stream/'.length);
+    return { key, replicas: definitions.get<DistributionPolicy>(`policy/${key}`)?.value.replicas ?? DEFAULT_POLICY.replicas };
+  });
+}
+
+function sseOptions(config: Config) {
+  return {
+    clientsMax: config.limits.sseClientsMax,
+    keepAliveMs: config.limits.sseKeepAliveMs,
+    clientBufferBytesMax: config.limits.sseClientBufferBytesMax,
+  };
+}
+
+async function listen(handler: Parameters<typeof createServer>[1], host: string, port: number): Promise<Server> {
   const server = createServer(handler);
   // Bound how long a slow client may take to send its headers and body.
   server.headersTimeout = 30_000;

@@ -1,5 +1,5 @@
-// The node table (spec, "Cluster node"). This issue knows one node, the local one; the
-// cluster issue adds peers, the membership state machine and replication of this table.
+// The node table (spec, "Cluster node"): the documents of the members of the membership
+// this node acts on, with each peer's availability as this node's failure detector sees it.
 
 import { NotFoundError } from '../errors.js';
 import type { Tenant } from './tenants.js';
@@ -33,6 +33,12 @@ export class NodeTable {
 
   upsert(node: NodeDocument): void {
     this.nodes.set(node.name, node);
+  }
+
+  /** Replaces the whole table (a new membership was applied). */
+  replaceAll(nodes: readonly NodeDocument[]): void {
+    this.nodes.clear();
+    for (const node of nodes) this.nodes.set(node.name, node);
   }
 
   local(): NodeDocument {

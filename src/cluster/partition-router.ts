@@ -1,34 +1,30 @@
-// Routes stored records to every owner of their partition (DESIGN.md, "Writes"). The ring
-// is rebuilt only when the set of Joined nodes changes. Owners are reached through one
-// ReplicaWriter: the local repository for this node, gRPC for peers (cluster issue).
+// Routes stored records to every owner of their partition (DESIGN.md, "Writes"). Owners
+// come from the cluster's placement: while a transfer runs, old and new owners alike. A
+// record is written when at least one owner stored it and every other owner either stored
+// it or holds a durable hint for it on this node.
 
-import { StateConflictError } from '../errors.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { DistributionPolicy } from './partitioner.js';
-import { Ring } from './ring.js';
+
+export type ReplicaOutcome = 'stored' | 'hinted';
 
 export interface ReplicaWriter {
-  /** Stores the records on `node`; resolves once they are durable there. */
-  write(node: string, repository: RepositoryName, records: readonly StoredRecord[]): Promise<void>;
+  /** Stores the records on `node`, or hints them for it; resolves once either is durable. */
+  write(node: string, repository: RepositoryName, records: readonly StoredRecord[]): Promise<ReplicaOutcome>;
 }
 
-export class PartitionRouter {
-  private ring: Ring | undefined;
-  private ringMembers = '';
+/** The nodes a write of the partition must reach, first the current owners. */
+export type WriteOwners = (policy: DistributionPolicy, partition: number) => readonly string[];
 
+export class PartitionRouter {
   constructor(
-    private readonly joinedNodes: () => readonly string[],
+    private readonly writeOwners: WriteOwners,
     private readonly writer: ReplicaWriter,
   ) {}
 
-  ownersOf(policy: DistributionPolicy, partition: number): readonly string[] {
-    return this.currentRing().owners(policy.ring_size, policy.replicas)[partition]!;
-  }
-
   /**
    * Writes each record to all owners of its partition. Returns, by position in `records`,
-   * the message of each record that could not be written; the others are durable on every
-   * owner that was written to.
+   * the message of each record that could not be written.
    */
   async write(
     repository: RepositoryName,
@@ -37,36 +33,30 @@ export class PartitionRouter {
   ): Promise<Map<number, string>> {
     const byOwner = new Map<string, number[]>();
     records.forEach((record, position) => {
-      for (const owner of this.ownersOf(policy, record.partition)) {
+      for (const owner of this.writeOwners(policy, record.partition)) {
         let positions = byOwner.get(owner);
         if (positions === undefined) byOwner.set(owner, (positions = []));
         positions.push(position);
       }
     });
     const failures = new Map<number, string>();
+    const storedSomewhere = new Set<number>();
     await Promise.all(
       [...byOwner].map(async ([owner, positions]) => {
         try {
-          await this.writer.write(owner, repository, positions.map((position) => records[position]!));
+          const outcome = await this.writer.write(owner, repository, positions.map((position) => records[position]!));
+          if (outcome === 'stored') for (const position of positions) storedSomewhere.add(position);
         } catch (error) {
           const message = `not written to owner ${owner}: ${(error as Error).message}`;
           for (const position of positions) if (!failures.has(position)) failures.set(position, message);
         }
       }),
     );
-    return failures;
-  }
-
-  private currentRing(): Ring {
-    const members = this.joinedNodes();
-    const signature = members.join('\n');
-    if (this.ring === undefined || signature !== this.ringMembers) {
-      if (members.length === 0) {
-        throw new StateConflictError('this node is not Joined to a cluster yet: it cannot place writes');
+    records.forEach((_, position) => {
+      if (!failures.has(position) && !storedSomewhere.has(position)) {
+        failures.set(position, 'no owner of its partition is reachable (hints kept for them)');
       }
-      this.ring = new Ring(members);
-      this.ringMembers = signature;
-    }
-    return this.ring;
+    });
+    return failures;
   }
 }

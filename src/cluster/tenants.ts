@@ -1,5 +1,6 @@
-// Tenants (spec, "Cluster tenant"): a definition each; adding one publishes TENANT_ADDED,
-// and the tenant is active from then on.
+// Tenants (spec, "Cluster tenant"): a definition each. When a tenant first appears on a
+// node, written here or replicated from its coordinator, that node publishes TENANT_ADDED,
+// so every node's event stream reports it; the tenant is active from then on.
 
 import { NotFoundError } from '../errors.js';
 import { checkName } from '../names.js';
@@ -13,10 +14,21 @@ export interface Tenant {
 const PREFIX = 'tenant/';
 
 export class TenantService {
+  private readonly known = new Set<string>();
+
   constructor(
     private readonly store: Definitions,
     private readonly events: ClusterEventBus,
-  ) {}
+  ) {
+    for (const tenant of this.list()) this.known.add(tenant.name);
+    store.onChange((key, definition) => {
+      if (!key.startsWith(PREFIX) || definition === undefined) return;
+      const name = (definition.value as Tenant).name;
+      if (this.known.has(name)) return;
+      this.known.add(name);
+      this.events.publish({ type: 'TENANT_ADDED', tenant: { name } });
+    });
+  }
 
   list(): Tenant[] {
     return this.store.list<Tenant>(PREFIX).map((definition) => ({ name: definition.value.name }));
@@ -33,13 +45,11 @@ export class TenantService {
     return this.store.get(definitionKey('tenant', name)) !== undefined;
   }
 
-  /** Adds the tenant if it is new (publishing TENANT_ADDED); an existing one is left as it is. */
+  /** Adds the tenant if it is new; an existing one is left as it is. */
   async put(name: string, expectedVersion?: string): Promise<Definition<Tenant>> {
     checkName('tenant', name);
     const existing = this.store.get<Tenant>(definitionKey('tenant', name));
     if (existing !== undefined && expectedVersion === undefined) return existing;
-    const definition = await this.store.put<Tenant>(definitionKey('tenant', name), { name }, expectedVersion);
-    if (existing === undefined) this.events.publish({ type: 'TENANT_ADDED', tenant: { name } });
-    return definition;
+    return this.store.put<Tenant>(definitionKey('tenant', name), { name }, expectedVersion);
   }
 }

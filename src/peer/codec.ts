@@ -363,11 +363,13 @@ const adminReply: BodyCodec<AdminResult> = {
 };
 
 const nodeStatusReply: BodyCodec<NodeStatusReply> = {
-  toProto: (value) => ({ name: value.name, publicKey: value.publicKey, state: NODE_STATES[value.state] }),
+  toProto: (value) => ({ name: value.name, publicKey: value.publicKey, state: NODE_STATES[value.state], zone: value.zone, httpPort: value.httpPort }),
   fromProto: (object) => ({
     name: str(object, 'name'),
     publicKey: str(object, 'publicKey'),
     state: enumOf(object, 'state', NODE_STATES),
+    zone: str(object, 'zone'),
+    httpPort: int(object, 'httpPort'),
   }),
 };
 

@@ -52,6 +52,8 @@ export interface NodeStatusReply {
   name: string;
   publicKey: string;
   state: NodeState;
+  zone: string;
+  httpPort: number;
 }
 
 export interface ReadRequest {

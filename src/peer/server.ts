@@ -43,7 +43,7 @@ export async function startPeerServer(host: string, port: number, nodes: NodeTab
   });
   transport.handle('Ping', async () => {
     const local = nodes.local();
-    return { name: local.name, publicKey: local.publicKey, state: local.state };
+    return { name: local.name, publicKey: local.publicKey, state: local.state, zone: local.zone, httpPort: local.httpPort };
   });
   const boundPort = await transport.start();
   return { port: boundPort, transport, close: (graceMs) => transport.close(graceMs) };

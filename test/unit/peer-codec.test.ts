@@ -101,9 +101,9 @@ const SAMPLES: { [K in PeerKind]: Array<PeerBodies[K]> } = {
     { ok: false, status: 409, message: 'a change is in progress' },
   ],
   Admit: [{ membership, targetPublicKey: member('e', 'Pending').publicKey }],
-  AdmitReply: [{ name: 'e', publicKey: 'key', state: 'Pending' }],
+  AdmitReply: [{ name: 'e', publicKey: 'key', state: 'Pending', zone: 'z1', httpPort: 18080 }],
   Ping: [{}],
-  PingReply: [{ name: 'a', publicKey: 'key', state: 'Joined' }],
+  PingReply: [{ name: 'a', publicKey: 'key', state: 'Joined', zone: 'local', httpPort: 8888 }],
   Read: [{ json: '{"search":"x"}' }],
   ReadReply: [{ json: '[]' }],
   ErrorReply: [

@@ -56,7 +56,7 @@ async function startPeer(name: string, options: { identity?: NodeIdentity; pendi
     port: 0,
     acceptUnknown: pending && ((_kind, sender, admit) => (pending() ? admitSenderKey(sender, admit, keys.publicKeyBase64) : undefined)),
   });
-  transport.handle('Ping', async () => ({ name, publicKey: keys.publicKeyBase64, state: 'Joined' }));
+  transport.handle('Ping', async () => ({ name, publicKey: keys.publicKeyBase64, state: 'Joined', zone: 'local', httpPort: 8888 }));
   transport.handle('Read', async (sender, request) => {
     if (request.json === '"hang"') return new Promise(() => undefined);
     if (request.json === '"conflict"') throw new VersionConflictError('k', '1', '3');
@@ -197,7 +197,7 @@ describe('peer transport - Admit from a node not yet known', () => {
     joiner = await startPeer('p', { pending: () => pending });
     joiner.transport.handle('Admit', async (_sender, admit) => {
       admitted.push(admit.membership);
-      return { name: 'p', publicKey: joiner.identity.publicKeyBase64, state: 'Pending' };
+      return { name: 'p', publicKey: joiner.identity.publicKeyBase64, state: 'Pending', zone: 'local', httpPort: 8888 };
     });
   });
   afterAll(() => joiner.transport.close(1_000));

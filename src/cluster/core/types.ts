@@ -90,7 +90,13 @@ export type PeerMessage =
   | { type: 'ready'; changeId: string }
   /** Target → source: send chunks of the transfer starting at `seq`, reading after `cursor`. */
   | { type: 'transfer-request'; transfer: TransferPlan; seq: number; cursor: string | undefined }
-  | { type: 'transfer-chunk'; transferId: string; seq: number; chunk: ChunkData; last: boolean; totalEstimate: number }
+  /**
+   * `fromCursor` is the cursor the source read this chunk after (the `cursor` of its
+   * read-chunk). The target stores a chunk only if it continues exactly where the last
+   * stored chunk ended: after a re-request, chunks of an older send can still arrive, and
+   * with writes in between their boundaries differ, so seq alone could leave a gap.
+   */
+  | { type: 'transfer-chunk'; transferId: string; seq: number; chunk: ChunkData; last: boolean; totalEstimate: number; fromCursor: string | undefined }
   /** Target → source: chunks up to and including `seq` are durable on the target. */
   | { type: 'transfer-ack'; transferId: string; seq: number }
   /** Target → coordinator: progress, and completion when `complete`. */
@@ -134,7 +140,14 @@ export type CoreEffect =
 export interface PersistedCoreState {
   membership: Membership;
   /** Target side: per incoming transfer, the last durable chunk and where to resume. */
-  incoming: Array<{ transferId: string; seqAcked: number; cursor: string | undefined }>;
+  incoming: Array<{
+    transferId: string;
+    seqAcked: number;
+    cursor: string | undefined;
+    /** Records and bytes durable so far: keep percentComplete rising across a restart. */
+    records?: number;
+    bytes?: number;
+  }>;
 }
 
 export interface CoreConfig {

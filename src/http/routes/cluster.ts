@@ -2,6 +2,7 @@
 
 import Router from '@koa/router';
 import type { ClusterEventBus, Subscription } from '../../cluster/events.js';
+import type { MembershipService } from '../../cluster/membership-service.js';
 import type { NodeTable } from '../../cluster/node-table.js';
 import type { TenantService } from '../../cluster/tenants.js';
 import { TributaryError } from '../../errors.js';
@@ -12,11 +13,25 @@ export interface ClusterRoutesDeps {
   nodes: NodeTable;
   tenants: TenantService;
   events: ClusterEventBus;
+  membership: MembershipService;
   sse: SseOptions & { clientsMax: number };
 }
 
-export function clusterRoutes({ nodes, tenants, events, sse }: ClusterRoutesDeps): Router {
+export function clusterRoutes({ nodes, tenants, events, membership, sse }: ClusterRoutesDeps): Router {
   const router = new Router();
+  const clusterDocument = () => ({ nodes: nodes.list(), tenants: tenants.list() });
+
+  router.post('/cluster/nodes', async (ctx) => {
+    await membership.addNodes(ctx.request.body);
+    ctx.body = clusterDocument();
+  });
+  router.delete('/cluster/nodes/:name', async (ctx) => {
+    await membership.removeNode(ctx.params.name!);
+    ctx.body = clusterDocument();
+  });
+  router.get('/cluster/transfers', (ctx) => {
+    ctx.body = { actions: membership.transfers() };
+  });
 
   // Every client gets CLUSTER_STATE on connect, and so does every other client (spec, "Events").
   router.get('/output/cluster', (ctx) => {
@@ -25,12 +40,12 @@ export function clusterRoutes({ nodes, tenants, events, sse }: ClusterRoutesDeps
     }
     const subscription = events.subscribe();
     const channel = openSse(ctx, sse);
-    events.publish({ type: 'CLUSTER_STATE', state: { nodes: nodes.list(), tenants: tenants.list() } });
+    events.publish({ type: 'CLUSTER_STATE', state: clusterDocument() });
     void forward(subscription, channel);
   });
 
   router.get('/cluster', (ctx) => {
-    ctx.body = { nodes: nodes.list(), tenants: tenants.list() };
+    ctx.body = clusterDocument();
   });
   router.get('/cluster/nodes', (ctx) => {
     ctx.body = { nodes: nodes.list() };

@@ -1,0 +1,231 @@
+// The shell around the cluster core (STYLE.md, "a pure core, I/O handed out"): it feeds
+// the core one input at a time and carries out the effects in the order the core gave
+// them. A `persist` is awaited before any later effect runs, so nothing that depends on a
+// state (an ack, an ownership change) leaves the node before that state is durable.
+// Chunk reads and stores run concurrently with other inputs and come back as inputs.
+
+import type { Logger } from '../log.js';
+import type { PeerTransport } from '../peer/transport.js';
+import type { TransferStream } from '../peer/transfer-stream.js';
+import type { TransferAck, TransferChunk } from '../peer/messages.js';
+import type { TransferChunks } from '../storage/transfer-chunks.js';
+import type { ClusterCore } from './core/core.js';
+import type { AdminCommand, AdminResult, CoreEffect, CoreInput, Membership, PeerMessage, PersistedCoreState } from './core/types.js';
+import type { ClusterEventBus } from './events.js';
+
+export interface ClusterShellDeps {
+  core: ClusterCore;
+  transport: PeerTransport;
+  chunks: TransferChunks;
+  events: ClusterEventBus;
+  log: Logger;
+  saveCoreState(state: PersistedCoreState): Promise<void>;
+  /** The membership (or a node's availability) changed: update the node table and router. */
+  onMembership(membership: Membership): void;
+  /** Monotonic milliseconds. */
+  clock(): number;
+  heartbeatIntervalMs: number;
+  peerDeadlineMs: number;
+  /** How long an inbound chunk waits for its ack before the durable point is sent instead. */
+  ackWaitMs: number;
+}
+
+interface AckWaiter {
+  seq: number;
+  resolve(ack: TransferAck): void;
+}
+
+export class ClusterShell {
+  private readonly queue: CoreInput[] = [];
+  private draining = false;
+  private timer: NodeJS.Timeout | undefined;
+  private requestCounter = 0;
+  private readonly adminWaiters = new Map<string, (result: AdminResult) => void>();
+  /** Inbound chunks waiting for the core's ack, by `${sender}/${transferId}`. */
+  private readonly ackWaiters = new Map<string, AckWaiter[]>();
+  /** Outbound transfer streams, by target node. */
+  private readonly streams = new Map<string, TransferStream>();
+  private stopped = false;
+
+  constructor(private readonly deps: ClusterShellDeps) {}
+
+  start(): void {
+    this.submit({ type: 'tick', now: this.deps.clock() });
+    // Ticks drive heartbeats, failure detection and stalled-transfer retries.
+    this.timer = setInterval(() => this.submit({ type: 'tick', now: this.deps.clock() }), Math.max(10, this.deps.heartbeatIntervalMs / 4));
+    this.timer.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+    for (const stream of this.streams.values()) stream.cancel();
+    this.streams.clear();
+  }
+
+  submit(input: CoreInput): void {
+    if (this.stopped) return;
+    this.queue.push(input);
+    if (!this.draining) void this.drain();
+  }
+
+  /** Runs an admin command on this node's core; the caller forwards when it is not the coordinator. */
+  admin(command: AdminCommand): Promise<AdminResult> {
+    const requestId = `admin-${++this.requestCounter}`;
+    return new Promise((resolve) => {
+      this.adminWaiters.set(requestId, resolve);
+      this.submit({ type: 'admin', requestId, command });
+    });
+  }
+
+  /** An inbound chunk: resolves with the ack once the core has made it durable (or re-acks). */
+  receiveChunk(sender: string, chunk: TransferChunk): Promise<TransferAck> {
+    const key = `${sender}/${chunk.transferId}`;
+    return new Promise((resolve) => {
+      const waiters = this.ackWaiters.get(key) ?? [];
+      const waiter: AckWaiter = { seq: chunk.seq, resolve };
+      waiters.push(waiter);
+      this.ackWaiters.set(key, waiters);
+      // The inbound stream answers chunks in order: one the core never acks (it refused
+      // it) must not block the stream. Past the wait, answer with what is durable.
+      setTimeout(() => {
+        const still = this.ackWaiters.get(key);
+        if (still === undefined || !still.includes(waiter)) return;
+        this.keepWaiters(key, still.filter((other) => other !== waiter));
+        resolve({ type: 'transfer-ack', transferId: chunk.transferId, seq: this.durableSeq(chunk.transferId) });
+      }, this.deps.ackWaitMs).unref();
+      this.submit({ type: 'receive', from: sender, message: chunk });
+      // A chunk the core does not store (a duplicate, or one out of order) gets no ack of
+      // its own: answer it with what is durable, after the core has seen it.
+      this.submit({ type: 'tick', now: this.deps.clock() });
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.queue.length > 0 && !this.stopped) {
+        const input = this.queue.shift()!;
+        const effects = this.deps.core.step(input);
+        for (const effect of effects) await this.execute(effect);
+        if (input.type === 'receive' && input.message.type === 'transfer-chunk') this.settleUnackedChunk(input.from, input.message);
+      }
+    } catch (error) {
+      // A broken core invariant: crash loudly (STYLE.md), never run on with a wrong state.
+      this.deps.log.fatal({ err: error }, 'cluster core failed');
+      process.exit(70);
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private async execute(effect: CoreEffect): Promise<void> {
+    switch (effect.type) {
+      case 'persist':
+        return this.deps.saveCoreState(this.deps.core.persistedState());
+      case 'send':
+        return this.send(effect.to, effect.message);
+      case 'read-chunk':
+        return void this.deps.chunks.read(effect.transfer, effect.cursor).then(
+          (read) => this.submit({ type: 'chunk-read', transferId: effect.transfer.id, seq: effect.seq, ...read }),
+          (error: unknown) => this.deps.log.error({ err: error, transfer: effect.transfer.id }, 'transfer read failed'),
+        );
+      case 'store-chunk':
+        return void this.deps.chunks.store(effect.transfer, effect.chunk).then(
+          () => this.submit({ type: 'chunk-stored', transferId: effect.transfer.id, seq: effect.seq }),
+          (error: unknown) => this.deps.log.error({ err: error, transfer: effect.transfer.id }, 'transfer store failed'),
+        );
+      case 'drop':
+        return void this.deps.chunks.drop(effect.repo, effect.slots).catch((error: unknown) =>
+          this.deps.log.error({ err: error, repo: effect.repo }, 'dropping partitions failed'),
+        );
+      case 'node-state':
+        this.deps.log.info({ node: effect.node, state: effect.state }, 'node state');
+        return this.deps.events.publish({ type: 'NODE_STATE_UPDATED', node: effect.node, state: effect.state });
+      case 'availability':
+        this.deps.log.info({ node: effect.node, available: effect.available }, 'availability');
+        return this.deps.onMembership(this.deps.core.membership());
+      case 'membership-changed':
+        return this.deps.onMembership(effect.membership);
+      case 'admin-result': {
+        const waiter = this.adminWaiters.get(effect.requestId);
+        this.adminWaiters.delete(effect.requestId);
+        return waiter?.(effect.result);
+      }
+    }
+  }
+
+  private send(to: string, message: PeerMessage): void {
+    if (message.type === 'transfer-ack' && this.resolveAck(to, message)) return;
+    if (message.type === 'transfer-chunk') return this.sendChunk(to, message);
+    const deadline = { deadlineMs: this.deps.peerDeadlineMs };
+    const pending = this.isPending(to) && message.type === 'membership'
+      ? // A Pending node knows no one yet: it accepts the cluster only through Admit.
+        this.deps.transport.call(to, 'Admit', { membership: message.membership, targetPublicKey: this.publicKeyOf(to) }, deadline)
+      : this.deps.transport.call(to, 'CoreMessage', message, deadline);
+    pending.catch((error: unknown) => {
+      this.deps.log.debug({ err: error, to, type: message.type }, 'peer send failed');
+      this.submit({ type: 'unreachable', node: to });
+    });
+  }
+
+  private sendChunk(to: string, chunk: TransferChunk): void {
+    let stream = this.streams.get(to);
+    if (stream === undefined) {
+      stream = this.deps.transport.openTransferStream(
+        to,
+        {
+          onAck: (ack) => this.submit({ type: 'receive', from: to, message: ack }),
+          onClose: (error) => {
+            if (this.streams.get(to) === stream) this.streams.delete(to);
+            if (error !== undefined) this.deps.log.debug({ err: error, to }, 'transfer stream closed');
+          },
+        },
+        // A transfer stream lives as long as the transfer; the core retries stalls itself.
+        { deadlineMs: 24 * 60 * 60 * 1000 },
+      );
+      this.streams.set(to, stream);
+    }
+    // A refused send (stream closing) is a lost chunk: the target re-requests after a stall.
+    stream.send(chunk);
+  }
+
+  private resolveAck(to: string, ack: TransferAck): boolean {
+    const key = `${to}/${ack.transferId}`;
+    const waiters = this.ackWaiters.get(key);
+    if (waiters === undefined || waiters.length === 0) return false;
+    const settled = waiters.filter((waiter) => waiter.seq <= ack.seq);
+    if (settled.length === 0) return false;
+    for (const waiter of settled) waiter.resolve(ack);
+    this.keepWaiters(key, waiters.filter((waiter) => waiter.seq > ack.seq));
+    return true;
+  }
+
+  /** After the core saw a chunk and its effects ran: a chunk it did not store gets the current ack. */
+  private settleUnackedChunk(sender: string, chunk: TransferChunk): void {
+    const key = `${sender}/${chunk.transferId}`;
+    const waiters = this.ackWaiters.get(key) ?? [];
+    const acked = this.durableSeq(chunk.transferId);
+    // A chunk at or before the durable point was a duplicate; one far ahead was out of order.
+    const stale = waiters.filter((waiter) => waiter.seq === chunk.seq && (waiter.seq <= acked || waiter.seq > acked + 1));
+    for (const waiter of stale) waiter.resolve({ type: 'transfer-ack', transferId: chunk.transferId, seq: acked });
+    this.keepWaiters(key, waiters.filter((waiter) => !stale.includes(waiter)));
+  }
+
+  private durableSeq(transferId: string): number {
+    return this.deps.core.persistedState().incoming.find((entry) => entry.transferId === transferId)?.seqAcked ?? -1;
+  }
+
+  private keepWaiters(key: string, waiters: AckWaiter[]): void {
+    if (waiters.length === 0) this.ackWaiters.delete(key);
+    else this.ackWaiters.set(key, waiters);
+  }
+
+  private isPending(name: string): boolean {
+    return this.deps.core.membership().members.find((member) => member.name === name)?.state === 'Pending';
+  }
+
+  private publicKeyOf(name: string): string {
+    return this.deps.core.membership().members.find((member) => member.name === name)?.publicKey ?? '';
+  }
+}

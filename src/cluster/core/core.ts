@@ -1,0 +1,525 @@
+// The cluster core of one node (issue 3, item 8; STYLE.md, "a pure core, I/O handed out"):
+// membership, failure detection, change planning and both ends of data transfers as one
+// deterministic state machine. `step(input)` returns effects; the shell carries them out in
+// order. There is no clock, randomness or I/O in here: time arrives in `tick` inputs, ids
+// derive from epochs and names, and the same code runs in test/sim and in the real node.
+//
+// Who decides what (membership.ts explains why this keeps the history linear):
+// - add/remove: only the admin authority, the lowest-named Joined member (placement.ts);
+// - Pending→Joining: any Joined node that receives the joining node's `ready`;
+// - completion (Joined/Left): any Joined node that sees every need covered;
+// - alternatives for a transfer whose source is gone: the coordinator (coordinatorOf).
+// The last three are deterministic or merge as a union, so a dead coordinator never
+// strands a change: whoever is next carries on from the replicated table.
+//
+// Effect ordering the shell must respect: effects of one step run in the order given, and a
+// `persist` (a durable write of persistedState() as it is when the effect runs) completes
+// before any later effect, of this step or a later one, runs.
+
+import {
+  adminAuthorityOf,
+  assert,
+  coordinatorOf,
+  NODE_NAME_FORBIDDEN,
+  normaliseSlots,
+  planAlternatives,
+  planChange,
+  writeOwners,
+} from './placement.js';
+import {
+  assertMembership,
+  assertSuccessor,
+  isReadyToComplete,
+  memberNamed,
+  statePath,
+  structuralKey,
+  withAddedMember,
+  withCompletedChange,
+  withJoiningMember,
+  withLeavingMember,
+  withMergedTransfers,
+} from './membership.js';
+import { SourceTransfers, TargetTransfers, type TransferContext } from './transfers.js';
+import type {
+  AdminCommand,
+  AdminResult,
+  CoreConfig,
+  CoreEffect,
+  CoreInput,
+  Member,
+  Membership,
+  NodeState,
+  PeerMessage,
+  PersistedCoreState,
+  Slot,
+} from './types.js';
+
+type ProgressReport = Extract<PeerMessage, { type: 'transfer-progress' }>;
+type AdminRefusal = Omit<Extract<AdminResult, { ok: false }>, 'ok'>;
+
+/** A transfer source unheard for this many failure timeouts is replaced (issue 3, item 8). */
+const SOURCE_REPLACE_AFTER_FAILURE_TIMEOUTS = 3;
+
+export interface CoreBootstrap {
+  self: Member;
+  /** True for a first start without `--join`: the node makes a cluster of one. */
+  lone: boolean;
+}
+
+export class ClusterCore {
+  private readonly name: string;
+  private current: Membership;
+  /** False only for a `--join` node that has not yet received a membership with itself in it. */
+  private bootstrapped: boolean;
+  private readonly createdLone: boolean;
+  private readonly restarted: boolean;
+  private started = false;
+  private slotsInUse: Slot[] = [];
+  /** The shell has said which slots are in use: a change planned before that would move nothing. */
+  private slotsKnown = false;
+  private catchUpDropsDone = false;
+  private now = 0;
+  private clockStart: number | undefined;
+  private nextHeartbeatAt = 0;
+  /** Something other nodes have not heard yet (progress): the next heartbeat carries the table. */
+  private progressDirty = false;
+  private readonly lastHeard = new Map<string, number>();
+  private readonly reportedAvailable = new Map<string, boolean>();
+  private readonly peerEpochs = new Map<string, number>();
+  private readonly localProgress: ProgressReport[] = [];
+  private readonly target: TargetTransfers;
+  private readonly source: SourceTransfers;
+
+  constructor(
+    private readonly config: CoreConfig,
+    initial: PersistedCoreState | undefined,
+    private readonly bootstrap: CoreBootstrap,
+  ) {
+    assertConfig(config);
+    this.name = config.name;
+    assert(bootstrap.self.name === config.name, `bootstrap member ${bootstrap.self.name} is not ${config.name}`);
+    this.restarted = initial !== undefined;
+    if (initial !== undefined && initial.membership.epoch > 0) {
+      this.current = initial.membership;
+      this.bootstrapped = true;
+      assertMembership(this.current);
+      assert(memberNamed(this.current, this.name) !== undefined, `persisted membership lacks ${this.name}`);
+    } else if (bootstrap.lone) {
+      this.current = { epoch: 1, members: [{ ...bootstrap.self, state: 'Joined' }], change: undefined };
+      this.bootstrapped = true;
+    } else {
+      this.current = { epoch: 0, members: [{ ...bootstrap.self, state: 'Pending' }], change: undefined };
+      this.bootstrapped = false;
+    }
+    this.createdLone = this.bootstrapped && (initial === undefined || initial.membership.epoch === 0);
+    this.target = new TargetTransfers(this.name, this.bootstrapped ? (initial?.incoming ?? []) : []);
+    this.source = new SourceTransfers(this.name);
+  }
+
+  step(input: CoreInput): CoreEffect[] {
+    const effects: CoreEffect[] = [];
+    if (input.type === 'tick') this.advanceClock(input.now);
+    if (!this.started) this.start(effects);
+    switch (input.type) {
+      case 'tick':
+        this.onTick(effects);
+        break;
+      case 'admin':
+        this.onAdmin(input.requestId, input.command, effects);
+        break;
+      case 'receive':
+        this.onReceive(input.from, input.message, effects);
+        break;
+      case 'chunk-read':
+        if (this.bootstrapped) this.source.onChunkRead(input, this.context(), effects);
+        break;
+      case 'chunk-stored':
+        if (this.bootstrapped) this.target.onChunkStored(input.transferId, input.seq, this.context(), effects);
+        break;
+      case 'unreachable':
+        this.onUnreachable(input.node, effects);
+        break;
+      case 'slots':
+        this.onSlots(input.slots, effects);
+        break;
+    }
+    this.afterStep(effects);
+    return effects;
+  }
+
+  persistedState(): PersistedCoreState {
+    return { membership: this.current, incoming: this.target.durableState() };
+  }
+
+  membership(): Membership {
+    return this.current;
+  }
+
+  /** True for self, and for a peer heard from within failureTimeoutMs (everyone, before the first tick). */
+  available(name: string): boolean {
+    if (name === this.name) return true;
+    if (this.clockStart === undefined) return true;
+    return this.now - this.heardAt(name) < this.config.failureTimeoutMs;
+  }
+
+  /** Ids of the transfers this node is receiving (for status pages and tests). */
+  incomingTransfers(): string[] {
+    return this.target.activeIds();
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Lifecycle and clock.
+
+  private advanceClock(now: number): void {
+    assert(this.clockStart === undefined || now >= this.now, `clock went back from ${this.now} to ${now}`);
+    this.now = now;
+    if (this.clockStart === undefined) {
+      this.clockStart = now;
+      this.nextHeartbeatAt = now;
+    }
+  }
+
+  /** The first step announces what the node starts from and resumes its transfers. */
+  private start(effects: CoreEffect[]): void {
+    this.started = true;
+    if (!this.bootstrapped) return;
+    if (this.createdLone) effects.push({ type: 'persist' });
+    effects.push({ type: 'membership-changed', membership: this.current });
+    for (const member of this.current.members) effects.push({ type: 'node-state', node: member.name, state: member.state });
+    this.target.pursue(this.context(), effects);
+    this.sendReadyIfPending(effects);
+  }
+
+  private afterStep(effects: CoreEffect[]): void {
+    while (this.localProgress.length > 0) this.onProgress(this.name, this.localProgress.shift()!, effects);
+    if (this.bootstrapped && this.selfState() === 'Joined' && isReadyToComplete(this.current)) {
+      this.adopt(withCompletedChange(this.current), effects, true);
+    }
+    assert(!this.bootstrapped || this.current.members.some((member) => member.state === 'Joined'), 'no Joined member');
+  }
+
+  private onTick(effects: CoreEffect[]): void {
+    if (!this.bootstrapped) return;
+    this.updateAvailability(effects);
+    if (this.now >= this.nextHeartbeatAt) {
+      this.nextHeartbeatAt = this.now + this.config.heartbeatIntervalMs;
+      // A Left node serves nothing, but keeps heartbeating so that peers answer a stale
+      // epoch with the current table: GET /cluster answers the same on every node.
+      this.sendHeartbeats(effects);
+      this.sendReadyIfPending(effects);
+    }
+    if (this.selfState() === 'Left') return;
+    this.target.onTick(this.context(), effects);
+    if (coordinatorOf(this.current, (name) => this.available(name)) === this.name) this.replaceLostSources(effects);
+  }
+
+  private onSlots(slots: readonly Slot[], effects: CoreEffect[]): void {
+    this.slotsInUse = normaliseSlots(slots);
+    this.slotsKnown = true;
+    // A crash between persisting a table and carrying out its drops leaves data behind:
+    // after a restart, drop what this node's table says it does not own (idempotent).
+    if (!this.restarted || !this.bootstrapped || this.catchUpDropsDone) return;
+    this.catchUpDropsDone = true;
+    const notOwned = this.slotsInUse.filter((slot) => !writeOwners(this.current, slot).includes(this.name));
+    pushDrops(notOwned, effects);
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Failure detection and gossip.
+
+  private heardAt(name: string): number {
+    return this.lastHeard.get(name) ?? this.clockStart ?? this.now;
+  }
+
+  private heard(from: string, effects: CoreEffect[]): void {
+    this.lastHeard.set(from, this.now);
+    if (this.reportedAvailable.get(from) === false) {
+      this.reportedAvailable.set(from, true);
+      effects.push({ type: 'availability', node: from, available: true });
+    }
+  }
+
+  private onUnreachable(node: string, effects: CoreEffect[]): void {
+    if (node === this.name) return;
+    this.lastHeard.set(node, Number.NEGATIVE_INFINITY);
+    this.updateAvailability(effects);
+  }
+
+  private updateAvailability(effects: CoreEffect[]): void {
+    for (const member of this.current.members) {
+      if (member.name === this.name || member.state === 'Left') continue;
+      const available = this.available(member.name);
+      if ((this.reportedAvailable.get(member.name) ?? true) === available) continue;
+      this.reportedAvailable.set(member.name, available);
+      effects.push({ type: 'availability', node: member.name, available });
+    }
+  }
+
+  /** Heartbeats, or the whole table to a peer that has not shown it has this epoch (anti-entropy). */
+  private sendHeartbeats(effects: CoreEffect[]): void {
+    const epoch = this.current.epoch;
+    for (const member of this.current.members) {
+      if (member.name === this.name || member.state === 'Left') continue;
+      const behind = (this.peerEpochs.get(member.name) ?? -1) < epoch;
+      if (behind || this.progressDirty) this.sendMembership(member.name, effects);
+      else this.send(member.name, { type: 'heartbeat', epoch }, effects);
+    }
+    this.progressDirty = false;
+  }
+
+  private sendReadyIfPending(effects: CoreEffect[]): void {
+    const change = this.current.change;
+    if (!this.bootstrapped || this.selfState() !== 'Pending' || change?.kind !== 'join' || change.node !== this.name) return;
+    const coordinator = coordinatorOf(this.current, (name) => this.available(name));
+    if (coordinator !== undefined) this.send(coordinator, { type: 'ready', changeId: change.id }, effects);
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Messages.
+
+  private onReceive(from: string, message: PeerMessage, effects: CoreEffect[]): void {
+    if (!this.bootstrapped) {
+      if (message.type === 'membership') this.onFirstMembership(from, message.membership, effects);
+      return;
+    }
+    // The shell only delivers authenticated peers; a sender missing from our table can
+    // still push a newer table that adds it (a joining node), and nothing else.
+    if (memberNamed(this.current, from) === undefined) {
+      if (message.type === 'membership' && memberNamed(message.membership, from) !== undefined) this.onMembership(from, message.membership, effects);
+      return;
+    }
+    this.heard(from, effects);
+    const context = (): TransferContext => this.context();
+    switch (message.type) {
+      case 'membership':
+        return this.onMembership(from, message.membership, effects);
+      case 'heartbeat':
+        this.notePeerEpoch(from, message.epoch);
+        if (message.epoch < this.current.epoch) this.sendMembership(from, effects);
+        return;
+      case 'ready':
+        return this.onReady(from, message.changeId, effects);
+      case 'transfer-request':
+        if (!message.transfer.id.startsWith(`${this.current.change?.id}/`)) this.sendMembership(from, effects); // one of us is behind
+        return this.source.onRequest(from, message, context(), effects);
+      case 'transfer-chunk':
+        return this.target.onChunk(from, message, context(), effects);
+      case 'transfer-ack':
+        return this.source.onAck(from, message.transferId, message.seq, context(), effects);
+      case 'transfer-progress':
+        return this.onProgress(from, message, effects);
+    }
+  }
+
+  private notePeerEpoch(from: string, epoch: number): void {
+    this.peerEpochs.set(from, Math.max(epoch, this.peerEpochs.get(from) ?? -1));
+  }
+
+  /** A `--join` node accepts the first table that names it with its own key (DESIGN.md, "Trust"). */
+  private onFirstMembership(from: string, membership: Membership, effects: CoreEffect[]): void {
+    const me = memberNamed(membership, this.name);
+    if (me === undefined || me.publicKey !== this.bootstrap.self.publicKey || membership.epoch < 1) return;
+    this.heard(from, effects);
+    this.notePeerEpoch(from, membership.epoch);
+    this.adopt(membership, effects, false);
+  }
+
+  /**
+   * A higher epoch is adopted (keeping what we know of the same change's transfers); an
+   * equal one merges; a lower one is answered with ours. Two tables of one epoch with
+   * different members or change cannot exist (membership.ts), so that is an invariant
+   * failure, not a tie to break.
+   */
+  private onMembership(from: string, incoming: Membership, effects: CoreEffect[]): void {
+    this.notePeerEpoch(from, incoming.epoch);
+    const mine = this.current;
+    if (incoming.epoch < mine.epoch) return this.sendMembership(from, effects);
+    if (incoming.epoch > mine.epoch) {
+      const sameChange = mine.change !== undefined && incoming.change?.id === mine.change.id;
+      return this.adopt(sameChange ? withMergedTransfers(incoming, mine.change!.transfers) : incoming, effects, false);
+    }
+    assert(structuralKey(incoming) === structuralKey(mine), `two different tables at epoch ${mine.epoch} (from ${from})`);
+    const merged = withMergedTransfers(mine, incoming.change?.transfers ?? []);
+    if (merged !== mine) {
+      this.adopt(merged, effects, false);
+      this.progressDirty = true;
+    }
+    if (mine.change !== undefined && withMergedTransfers(incoming, mine.change.transfers) !== incoming) this.sendMembership(from, effects);
+  }
+
+  /** The Pending node has the table and its repositories open: it turns Joining, transfers are planned. */
+  private onReady(from: string, changeId: string, effects: CoreEffect[]): void {
+    const change = this.current.change;
+    if (this.selfState() !== 'Joined' || change === undefined || change.id !== changeId || change.node !== from) return;
+    if (memberNamed(this.current, from)?.state !== 'Pending') return this.sendMembership(from, effects); // it missed the Joining table
+    const available = (name: string): boolean => this.available(name);
+    const next = withJoiningMember(this.current, (draft) => planChange({ membership: draft, available, kvSource: this.name }));
+    this.adopt(next, effects, true);
+  }
+
+  /** A target's progress: merged into the table (percent only rises); completion is spread at once. */
+  private onProgress(from: string, report: ProgressReport, effects: CoreEffect[]): void {
+    const change = this.current.change;
+    const known = change?.transfers.find((transfer) => transfer.id === report.transferId);
+    if (known === undefined) {
+      if (from !== this.name) this.sendMembership(from, effects); // a table behind ours, or ahead: either side catches up
+      return;
+    }
+    if (known.to !== from) return;
+    const update = {
+      ...known,
+      complete: report.complete,
+      percentComplete: report.complete ? 100 : Math.min(99, report.percentComplete),
+      bytes: report.bytes,
+      records: report.records,
+    };
+    const next = withMergedTransfers(this.current, [update]);
+    if (next === this.current) {
+      if (known.complete && from !== this.name) this.sendMembership(from, effects); // it waits to see completion
+      return;
+    }
+    const completes = report.complete && !known.complete;
+    this.adopt(next, effects, completes);
+    if (!completes) this.progressDirty = true;
+  }
+
+  private routeProgress(report: ProgressReport, effects: CoreEffect[]): void {
+    const coordinator = coordinatorOf(this.current, (name) => this.available(name));
+    // Handled at the end of the step, so no table changes under a transfer being updated.
+    if (coordinator === this.name) this.localProgress.push(report);
+    else if (coordinator !== undefined) this.send(coordinator, report, effects);
+  }
+
+  /** Coordinator duty: a transfer whose source is long gone gets another source (issue 3, item 8). */
+  private replaceLostSources(effects: CoreEffect[]): void {
+    if (this.current.change === undefined || this.current.change.transfers.length === 0) return;
+    const limitMs = SOURCE_REPLACE_AFTER_FAILURE_TIMEOUTS * this.config.failureTimeoutMs;
+    const longUnavailable = (name: string): boolean => name !== this.name && this.now - this.heardAt(name) > limitMs;
+    const added = planAlternatives(this.current, (name) => this.available(name), longUnavailable);
+    if (added.length > 0) this.adopt(withMergedTransfers(this.current, added), effects, true);
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Admin commands (forwarded by the shell to the coordinator).
+
+  private onAdmin(requestId: string, command: AdminCommand, effects: CoreEffect[]): void {
+    const decision = this.decideAdmin(command);
+    if ('status' in decision) {
+      effects.push({ type: 'admin-result', requestId, result: { ok: false, ...decision } });
+      return;
+    }
+    this.adopt(decision, effects, true);
+    effects.push({ type: 'admin-result', requestId, result: { ok: true, membership: this.current } });
+  }
+
+  /** The table the command leads to, or why it is refused. */
+  private decideAdmin(command: AdminCommand): Membership | AdminRefusal {
+    const refuse = (status: AdminRefusal['status'], message: string): AdminRefusal => ({ status, message });
+    if (!this.bootstrapped || adminAuthorityOf(this.current) !== this.name) return refuse(409, 'not the coordinator');
+    const change = this.current.change;
+    if (change !== undefined) return refuse(409, `a membership change is in flight: ${change.kind} of ${change.node}`);
+    if (!this.slotsKnown) return refuse(409, 'the slots in use are not known yet');
+    if (command.type === 'add') {
+      const name = command.member.name;
+      if (name.length === 0 || NODE_NAME_FORBIDDEN.test(name)) return refuse(400, `node name '${name}' is not allowed`);
+      if (memberNamed(this.current, name) !== undefined) return refuse(409, `node '${name}' exists`);
+      return withAddedMember(this.current, command.member, this.slotsInUse);
+    }
+    const member = memberNamed(this.current, command.name);
+    if (member === undefined) return refuse(404, `node '${command.name}' is not in the cluster`);
+    if (member.state !== 'Joined') return refuse(409, `node '${command.name}' is ${member.state}`);
+    if (this.current.members.filter((other) => other.state === 'Joined').length === 1) return refuse(409, 'the cluster needs one Joined node');
+    const available = (name: string): boolean => this.available(name);
+    return withLeavingMember(this.current, command.name, this.slotsInUse, (draft) => planChange({ membership: draft, available, kvSource: this.name }));
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Adopting a table.
+
+  /**
+   * Makes `next` this node's table. Effects, in order: persist (when it changed what a
+   * restart must know), membership-changed, node-state per observed move, drops of slots
+   * this node no longer owns (only after the table that says so is durable), the table to
+   * every peer (when this node made it), then transfer requests and `ready`.
+   */
+  private adopt(next: Membership, effects: CoreEffect[], broadcast: boolean): void {
+    const previous = this.current;
+    const wasBootstrapped = this.bootstrapped;
+    assertMembership(next);
+    if (wasBootstrapped) assertSuccessor(previous, next);
+    this.current = next;
+    this.bootstrapped = true;
+    const newEpoch = !wasBootstrapped || previous.epoch !== next.epoch;
+    if (newEpoch || completionCount(previous) !== completionCount(next)) effects.push({ type: 'persist' });
+    effects.push({ type: 'membership-changed', membership: next });
+    if (newEpoch) {
+      pushNodeStates(wasBootstrapped ? previous : undefined, next, effects);
+      if (wasBootstrapped) pushDrops(this.lostSlots(previous, next), effects);
+    }
+    this.source.retain(next);
+    if (broadcast) this.broadcast(effects);
+    this.target.pursue(this.context(), effects);
+    if (newEpoch) this.sendReadyIfPending(effects);
+  }
+
+  /** Slots this node wrote under `previous` and does not under `next`: their moves are complete. */
+  private lostSlots(previous: Membership, next: Membership): Slot[] {
+    const universe = normaliseSlots([...this.slotsInUse, ...(previous.change?.slots ?? []), ...(next.change?.slots ?? [])]);
+    return universe.filter((slot) => writeOwners(previous, slot).includes(this.name) && !writeOwners(next, slot).includes(this.name));
+  }
+
+  /** To every other member, Left ones included (they keep answering GET /cluster). */
+  private broadcast(effects: CoreEffect[]): void {
+    for (const member of this.current.members) this.sendMembership(member.name, effects);
+  }
+
+  private sendMembership(to: string, effects: CoreEffect[]): void {
+    if (to !== this.name && this.bootstrapped) this.send(to, { type: 'membership', membership: this.current }, effects);
+  }
+
+  private send(to: string, message: PeerMessage, effects: CoreEffect[]): void {
+    assert(to !== this.name, `sending ${message.type} to self`);
+    effects.push({ type: 'send', to, message });
+  }
+
+  private selfState(): NodeState {
+    return memberNamed(this.current, this.name)!.state;
+  }
+
+  private context(): TransferContext {
+    return {
+      config: this.config,
+      now: this.now,
+      membership: this.current,
+      send: (to, message, effects) => this.send(to, message, effects),
+      reportProgress: (report, effects) => this.routeProgress(report, effects),
+    };
+  }
+}
+
+function completionCount(membership: Membership): string {
+  const transfers = membership.change?.transfers ?? [];
+  return `${transfers.length}/${transfers.filter((transfer) => transfer.complete).length}`;
+}
+
+/** One node-state per state a member moved through (a table may skip epochs; the events do not). */
+function pushNodeStates(previous: Membership | undefined, next: Membership, effects: CoreEffect[]): void {
+  for (const member of next.members) {
+    const before = previous === undefined ? undefined : memberNamed(previous, member.name)?.state;
+    const states = before === undefined ? [member.state] : statePath(before, member.state);
+    for (const state of states) effects.push({ type: 'node-state', node: member.name, state });
+  }
+}
+
+function pushDrops(slots: Slot[], effects: CoreEffect[]): void {
+  if (slots.length === 0) return;
+  effects.push({ type: 'drop', repo: 'ssr', slots }, { type: 'drop', repo: 'tsr', slots: [...slots] });
+}
+
+function assertConfig(config: CoreConfig): void {
+  for (const key of ['heartbeatIntervalMs', 'failureTimeoutMs', 'transferStallMs', 'transferWindowChunks'] as const) {
+    assert(Number.isFinite(config[key]) && config[key] > 0, `config ${key} must be positive, got ${config[key]}`);
+  }
+  assert(Number.isInteger(config.transferWindowChunks), 'config transferWindowChunks must be an integer');
+  assert(config.failureTimeoutMs > config.heartbeatIntervalMs, 'config failureTimeoutMs must exceed heartbeatIntervalMs');
+}

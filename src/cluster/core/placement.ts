@@ -1,0 +1,338 @@
+// Where data lives and how a membership change moves it (DESIGN.md, "Data and where it
+// lives"; issue 3, items 3 and 8). Pure functions of a Membership: no clock, no I/O.
+//
+// Two rings matter while a change runs:
+// - the *data ring*: members in state Joined or Leaving. A Leaving node still holds (and
+//   serves) its data until it is Left, so reads and transfer sources use this ring;
+// - the *next ring*: the data ring the change leads to (join: plus the joining node;
+//   leave: minus the leaving node).
+// Writes go to the union of both (issue 3, item 3: "while a transfer runs, to old and new
+// owners alike"), so every write that lands after a transfer read past its key still
+// reaches the new owner directly.
+
+import HashRing from 'hashring';
+import type { Member, Membership, Slot, TransferPlan, TransferRepo } from './types.js';
+
+export type Availability = (name: string) => boolean;
+
+/** A piece of data a node must receive before the change may complete. */
+export interface TransferNeed {
+  repo: TransferRepo;
+  to: string;
+  /** Undefined for KV: the whole repository. */
+  slot: Slot | undefined;
+}
+
+/** Separates an alternative transfer's id from the id of the transfer it stands in for. */
+export const ALTERNATIVE_SEPARATOR = '~';
+/** Characters a node name may not hold: they delimit change and transfer ids. */
+export const NODE_NAME_FORBIDDEN = /[/>~\s]/;
+
+const DATA_REPOS: readonly TransferRepo[] = ['ssr', 'tsr'];
+
+export function slotKey(slot: Slot): string {
+  return `${slot.partition}/${slot.replicas}`;
+}
+
+export function compareSlots(a: Slot, b: Slot): number {
+  return a.partition - b.partition || a.replicas - b.replicas;
+}
+
+/** Sorted, without duplicates: the canonical form every plan and change stores. */
+export function normaliseSlots(slots: readonly Slot[]): Slot[] {
+  const byKey = new Map<string, Slot>();
+  for (const slot of slots) {
+    assert(Number.isInteger(slot.partition) && slot.partition >= 0, `bad partition ${slot.partition}`);
+    assert(Number.isInteger(slot.replicas) && slot.replicas >= 1, `bad replicas ${slot.replicas}`);
+    byKey.set(slotKey(slot), { partition: slot.partition, replicas: slot.replicas });
+  }
+  return [...byKey.values()].sort(compareSlots);
+}
+
+// ---------------------------------------------------------------------------------------
+// Rings. Building a HashRing costs ~0.4 ms and a lookup an md5, so both are memoised by the
+// sorted member names; the cache is bounded (STYLE.md: a limit on everything that grows).
+
+const RING_CACHE_ENTRIES_MAX = 256;
+
+interface CachedRing {
+  ring: HashRing;
+  owners: Map<string, readonly string[]>;
+}
+
+const ringCache = new Map<string, CachedRing>();
+/** The same lookup by array identity: the name arrays below are memoised per membership. */
+const ringByNames = new WeakMap<readonly string[], CachedRing>();
+
+function cachedRing(sortedNames: readonly string[]): CachedRing {
+  const known = ringByNames.get(sortedNames);
+  if (known !== undefined) return known;
+  const cacheKey = sortedNames.join('\n');
+  let entry = ringCache.get(cacheKey);
+  if (entry === undefined) {
+    if (ringCache.size >= RING_CACHE_ENTRIES_MAX) ringCache.delete(ringCache.keys().next().value as string);
+    entry = { ring: new HashRing([...sortedNames]), owners: new Map() };
+    ringCache.set(cacheKey, entry);
+  }
+  ringByNames.set(sortedNames, entry);
+  return entry;
+}
+
+// Memberships are immutable values (membership.ts), so what derives from one is computed
+// once per table object. These caches hold no table alive (WeakMap).
+const dataRingMemo = new WeakMap<Membership, readonly string[]>();
+const nextRingMemo = new WeakMap<Membership, readonly string[]>();
+const needsMemo = new WeakMap<Membership, readonly TransferNeed[]>();
+const uncoveredMemo = new WeakMap<Membership, TransferNeed[]>();
+
+function memoised<T>(memo: WeakMap<Membership, T>, membership: Membership, compute: () => T): T {
+  let value = memo.get(membership);
+  if (value === undefined) memo.set(membership, (value = compute()));
+  return value;
+}
+
+/**
+ * Owners of a slot on the ring of `sortedNames`: the same as Ring.ownersOf
+ * (`range('partition-'+p, replicas)`), replicas capped by the number of nodes.
+ */
+export function ringOwners(sortedNames: readonly string[], slot: Slot): readonly string[] {
+  if (sortedNames.length === 0) return [];
+  const entry = cachedRing(sortedNames);
+  const key = slotKey(slot);
+  let owners = entry.owners.get(key);
+  if (owners === undefined) {
+    const copies = Math.min(slot.replicas, sortedNames.length);
+    owners = Object.freeze(entry.ring.range(`partition-${slot.partition}`, copies));
+    // Invariant: `copies` distinct owners (STYLE.md, "assert invariants where state changes").
+    assert(owners.length === copies && new Set(owners).size === copies, `slot ${key} got owners ${owners.join(',')}, wanted ${copies} distinct`);
+    entry.owners.set(key, owners);
+  }
+  return owners;
+}
+
+function namesIn(members: readonly Member[], keep: (member: Member) => boolean): string[] {
+  return members.filter(keep).map((member) => member.name).sort();
+}
+
+/** Members whose data is current: Joined, and Leaving until they are Left. */
+export function dataRingNames(membership: Membership): readonly string[] {
+  return memoised(dataRingMemo, membership, () =>
+    Object.freeze(namesIn(membership.members, (member) => member.state === 'Joined' || member.state === 'Leaving')),
+  );
+}
+
+/** The data ring the change in flight leads to; the data ring itself when none is. */
+export function nextRingNames(membership: Membership): readonly string[] {
+  return memoised(nextRingMemo, membership, () => {
+    const change = membership.change;
+    const current = dataRingNames(membership);
+    if (change === undefined) return current;
+    if (change.kind === 'leave') return Object.freeze(current.filter((name) => name !== change.node));
+    return Object.freeze([...new Set([...current, change.node])].sort());
+  });
+}
+
+/** Current owners of a slot: the data ring (Joined + Leaving), replicas capped by its size. */
+export function ownersOf(membership: Membership, slot: Slot): readonly string[] {
+  return ringOwners(dataRingNames(membership), slot);
+}
+
+/** Owners once the change in flight completes. */
+export function nextOwnersOf(membership: Membership, slot: Slot): readonly string[] {
+  return ringOwners(nextRingNames(membership), slot);
+}
+
+/** Where a write of this slot goes: current owners first, then the owners the change adds. */
+export function writeOwners(membership: Membership, slot: Slot): string[] {
+  const owners = [...ownersOf(membership, slot)];
+  if (membership.change === undefined) return owners;
+  for (const name of nextOwnersOf(membership, slot)) if (!owners.includes(name)) owners.push(name);
+  return owners;
+}
+
+/**
+ * The membership coordinator: the lowest-named available Joined member, else the
+ * lowest-named Joined one. Used to route `ready`, progress and admin commands; it is
+ * *not* what authorises an admin command (see adminAuthorityOf).
+ */
+export function coordinatorOf(membership: Membership, available: Availability): string | undefined {
+  const joined = namesIn(membership.members, (member) => member.state === 'Joined');
+  return joined.find((name) => available(name)) ?? joined[0];
+}
+
+/**
+ * The only node that may accept add/remove at this membership: the lowest-named Joined
+ * member, whatever anyone's failure detector says. A single writer per epoch is what keeps
+ * the membership history linear without a consensus protocol (Riak's claimant works the
+ * same way); every other step of a change is a deterministic function of the membership,
+ * so any node may take it and a dead coordinator never strands a change.
+ */
+export function adminAuthorityOf(membership: Membership): string | undefined {
+  return coordinatorOf(membership, () => false);
+}
+
+// ---------------------------------------------------------------------------------------
+// Planning.
+
+/** What must move for the change in flight: each slot a node gains, per data repo; KV for a join. */
+export function transferNeeds(membership: Membership): readonly TransferNeed[] {
+  return memoised(needsMemo, membership, () => computeNeeds(membership));
+}
+
+function computeNeeds(membership: Membership): TransferNeed[] {
+  const change = membership.change;
+  if (change === undefined) return [];
+  const needs: TransferNeed[] = [];
+  for (const slot of change.slots) {
+    const current = ownersOf(membership, slot);
+    for (const to of nextOwnersOf(membership, slot)) {
+      if (current.includes(to)) continue;
+      for (const repo of DATA_REPOS) needs.push({ repo, to, slot });
+    }
+  }
+  if (change.kind === 'join') needs.push({ repo: 'KV', to: change.node, slot: undefined });
+  return needs;
+}
+
+export function transferCovers(transfer: TransferPlan, need: TransferNeed): boolean {
+  if (transfer.repo !== need.repo || transfer.to !== need.to) return false;
+  if (need.slot === undefined) return true;
+  const key = slotKey(need.slot);
+  return transfer.slots.some((slot) => slotKey(slot) === key);
+}
+
+/** Needs that no *complete* transfer covers yet: the change may complete when this is empty. */
+export function uncoveredNeeds(membership: Membership): readonly TransferNeed[] {
+  return memoised(uncoveredMemo, membership, () => {
+    const complete = (membership.change?.transfers ?? []).filter((transfer) => transfer.complete);
+    return transferNeeds(membership).filter((need) => !complete.some((transfer) => transferCovers(transfer, need)));
+  });
+}
+
+export interface ChangePlanInput {
+  /** The membership with the change set and its node already Joining (join) or Leaving (leave). */
+  membership: Membership;
+  available: Availability;
+  /** The node that sends KV to a joining node: the planner, which is Joined and up. */
+  kvSource: string;
+}
+
+/**
+ * One TransferPlan per (repo, from, to): each slot a node gains comes from one current
+ * owner, the leaving node when it is up (it is the one going away), else the first
+ * available owner in ring order, else the first owner (a stalled transfer is re-planned
+ * later by planAlternatives).
+ */
+export function planChange(input: ChangePlanInput): TransferPlan[] {
+  const { membership, available } = input;
+  const change = membership.change;
+  assert(change !== undefined, 'planChange needs a change in flight');
+  const nodeState = membership.members.find((member) => member.name === change.node)?.state;
+  assert(nodeState === (change.kind === 'join' ? 'Joining' : 'Leaving'), `planChange: ${change.node} is ${nodeState}`);
+  const slotsBySource = new Map<string, Slot[]>(); // key: `${from}>${to}`
+  for (const need of transferNeeds(membership)) {
+    if (need.slot === undefined || need.repo !== 'ssr') continue; // tsr mirrors ssr; KV below
+    const current = ownersOf(membership, need.slot);
+    const leaving = change.kind === 'leave' && current.includes(change.node) && available(change.node) ? change.node : undefined;
+    const from = leaving ?? current.find((name) => name !== change.node && available(name)) ?? current[0];
+    assert(from !== undefined, `slot ${slotKey(need.slot)} has no current owner`);
+    const key = `${from}>${need.to}`;
+    slotsBySource.set(key, [...(slotsBySource.get(key) ?? []), need.slot]);
+  }
+  const plans: TransferPlan[] = [];
+  for (const [pair, slots] of slotsBySource) {
+    const [from, to] = pair.split('>') as [string, string];
+    for (const repo of DATA_REPOS) plans.push(newTransfer(`${change.id}/${repo}/${from}>${to}`, repo, from, to, slots));
+  }
+  if (change.kind === 'join') plans.push(newTransfer(`${change.id}/KV/${input.kvSource}>${change.node}`, 'KV', input.kvSource, change.node, []));
+  return plans.sort((a, b) => compareText(a.id, b.id));
+}
+
+function newTransfer(id: string, repo: TransferRepo, from: string, to: string, slots: readonly Slot[]): TransferPlan {
+  assert(from !== to, `transfer ${id} from a node to itself`);
+  return { id, repo, from, to, slots: normaliseSlots(slots), complete: false, percentComplete: 0, bytes: 0, records: 0 };
+}
+
+/** The plan transfer an alternative stands in for (itself for a plan transfer). */
+export function rootTransferId(transferId: string): string {
+  const at = transferId.indexOf(ALTERNATIVE_SEPARATOR);
+  return at < 0 ? transferId : transferId.slice(0, at);
+}
+
+/**
+ * New transfers standing in for those whose source has been unreachable for long
+ * (`isLongUnavailable`): each uncovered slot of such a transfer gets another current owner
+ * that is available. An alternative's id is `${root id}~${source}` and its slots are the
+ * root's slots that source owns, so two nodes that re-plan the same thing produce the same
+ * transfer and merging memberships stays a plain union by id.
+ */
+export function planAlternatives(membership: Membership, available: Availability, isLongUnavailable: Availability): TransferPlan[] {
+  const change = membership.change;
+  if (change === undefined) return [];
+  const transfers = change.transfers;
+  const byId = new Map(transfers.map((transfer) => [transfer.id, transfer]));
+  const uncovered = uncoveredNeeds(membership);
+  const added: TransferPlan[] = [];
+  for (const stalled of transfers) {
+    if (stalled.complete || !isLongUnavailable(stalled.from)) continue;
+    const root = byId.get(rootTransferId(stalled.id));
+    assert(root !== undefined, `transfer ${stalled.id} has no root in the plan`);
+    // Needs of this transfer that nothing complete covers and no live transfer pursues.
+    const open = uncovered.filter(
+      (need) =>
+        transferCovers(stalled, need) &&
+        ![...transfers, ...added].some((other) => !other.complete && !isLongUnavailable(other.from) && transferCovers(other, need)),
+    );
+    for (const alternative of alternativesFor(membership, root, open, available, isLongUnavailable)) {
+      if (byId.has(alternative.id) || added.some((other) => other.id === alternative.id)) continue;
+      added.push(alternative);
+    }
+  }
+  return added;
+}
+
+function alternativesFor(
+  membership: Membership,
+  root: TransferPlan,
+  open: readonly TransferNeed[],
+  available: Availability,
+  isLongUnavailable: Availability,
+): TransferPlan[] {
+  const usable = (name: string): boolean => name !== root.to && available(name) && !isLongUnavailable(name);
+  if (root.repo === 'KV') {
+    if (open.length === 0) return [];
+    const source = namesIn(membership.members, (member) => member.state === 'Joined').find((name) => name !== root.from && usable(name));
+    return source === undefined ? [] : [newTransfer(`${root.id}${ALTERNATIVE_SEPARATOR}${source}`, 'KV', source, root.to, [])];
+  }
+  let remaining = open.map((need) => need.slot!).filter((slot) => slot !== undefined);
+  const result: TransferPlan[] = [];
+  while (remaining.length > 0) {
+    const candidates = new Map<string, number>();
+    for (const slot of remaining) for (const name of ownersOf(membership, slot)) if (usable(name)) candidates.set(name, (candidates.get(name) ?? 0) + 1);
+    const best = [...candidates].sort((a, b) => b[1] - a[1] || compareText(a[0], b[0]))[0];
+    if (best === undefined) break; // no live owner holds these slots: wait for one to come back
+    const source = best[0];
+    const slots = root.slots.filter((slot) => ownersOf(membership, slot).includes(source));
+    result.push(newTransfer(`${root.id}${ALTERNATIVE_SEPARATOR}${source}`, root.repo, source, root.to, slots));
+    remaining = remaining.filter((slot) => !ownersOf(membership, slot).includes(source));
+  }
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------
+
+export function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+export class InvariantError extends Error {
+  readonly code = 'CLUSTER_CORE_INVARIANT';
+  constructor(message: string) {
+    super(`cluster core invariant broken: ${message}`);
+    this.name = 'InvariantError';
+  }
+}
+
+export function assert(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new InvariantError(message);
+}

@@ -1,0 +1,302 @@
+// The two ends of a data transfer (issue 3, item 4; DESIGN.md, "Transfers"). Both are
+// plain state owned by ClusterCore; they never do I/O, they push effects.
+//
+// Target: asks its source for chunks from `seqAcked + 1`, stores them strictly in order
+// (one store in flight, so `seqAcked` and `cursor` are always one consistent prefix), and
+// only after a chunk is durable *and* that fact is persisted does it ack the source and
+// report progress. A kill of either end loses at most the unacked chunks: the target
+// resumes from its persisted `seqAcked`/`cursor`, and a source keeps no durable state at all.
+//
+// Source: reads one chunk at a time (a read continues from the previous chunk's cursor),
+// and stays at most `transferWindowChunks` chunks ahead of the target's acks.
+
+import { assert, compareText, transferCovers, uncoveredNeeds } from './placement.js';
+import type { ChunkData, CoreConfig, CoreEffect, Membership, PeerMessage, TransferPlan } from './types.js';
+
+type ChunkMessage = Extract<PeerMessage, { type: 'transfer-chunk' }>;
+type RequestMessage = Extract<PeerMessage, { type: 'transfer-request' }>;
+
+/** What a transfer end needs from its core. */
+export interface TransferContext {
+  readonly config: CoreConfig;
+  readonly now: number;
+  readonly membership: Membership;
+  send(to: string, message: PeerMessage, effects: CoreEffect[]): void;
+  /** Hands a progress report to the coordinator (locally when this node is it). */
+  reportProgress(report: Extract<PeerMessage, { type: 'transfer-progress' }>, effects: CoreEffect[]): void;
+}
+
+export interface DurableIncoming {
+  transferId: string;
+  seqAcked: number;
+  cursor: string | undefined;
+  records?: number;
+  bytes?: number;
+}
+
+interface IncomingTransfer {
+  plan: TransferPlan;
+  // Durable (persisted with the core's state).
+  seqAcked: number;
+  cursor: string | undefined;
+  records: number;
+  bytes: number;
+  // This incarnation only.
+  /** Chunks received ahead of the one being stored; at most transferWindowChunks. */
+  buffer: Map<number, ChunkMessage>;
+  storing: ChunkMessage | undefined;
+  /** Last time a chunk arrived that moved the transfer on, or a request went out. */
+  lastActivityAt: number;
+  totalEstimate: number;
+  percentReported: number;
+  /** The last chunk is durable: only the coordinator's acknowledgement is missing. */
+  done: boolean;
+  lastProgressAt: number;
+}
+
+/** Incoming transfers, by id: the transfers of the change in flight that this node receives. */
+export class TargetTransfers {
+  private readonly transfers = new Map<string, IncomingTransfer>();
+  /** Durable progress read at start, claimed by pursue() once the membership says the transfer still runs. */
+  private readonly resumable = new Map<string, DurableIncoming>();
+
+  constructor(private readonly self: string, persisted: readonly DurableIncoming[]) {
+    for (const entry of persisted) this.resumable.set(entry.transferId, entry);
+  }
+
+  durableState(): DurableIncoming[] {
+    const entries: DurableIncoming[] = [...this.resumable.values()];
+    for (const [transferId, transfer] of this.transfers) {
+      entries.push({ transferId, seqAcked: transfer.seqAcked, cursor: transfer.cursor, records: transfer.records, bytes: transfer.bytes });
+    }
+    return entries.sort((a, b) => compareText(a.transferId, b.transferId));
+  }
+
+  /** Ids of transfers still being received (for tests and the shell's status page). */
+  activeIds(): string[] {
+    return [...this.transfers.keys()].sort(compareText);
+  }
+
+  /**
+   * Starts every transfer of the membership that this node must receive and forgets the
+   * rest: one no longer in the change, marked complete, or whose data another complete
+   * transfer already brought (an alternative won).
+   */
+  pursue(context: TransferContext, effects: CoreEffect[]): void {
+    const wanted = wantedTransfers(context.membership, this.self);
+    for (const id of [...this.transfers.keys()]) if (!wanted.has(id)) this.transfers.delete(id);
+    for (const id of [...this.resumable.keys()]) if (!wanted.has(id)) this.resumable.delete(id);
+    for (const plan of wanted.values()) {
+      const known = this.transfers.get(plan.id);
+      if (known !== undefined) {
+        known.plan = plan;
+        continue;
+      }
+      const resumed = this.resumable.get(plan.id);
+      this.resumable.delete(plan.id);
+      const transfer: IncomingTransfer = {
+        plan,
+        seqAcked: resumed?.seqAcked ?? 0,
+        cursor: resumed?.cursor,
+        records: resumed?.records ?? 0,
+        bytes: resumed?.bytes ?? 0,
+        buffer: new Map(),
+        storing: undefined,
+        lastActivityAt: context.now,
+        totalEstimate: 0,
+        percentReported: plan.percentComplete,
+        done: false,
+        lastProgressAt: context.now,
+      };
+      this.transfers.set(plan.id, transfer);
+      this.request(transfer, context, effects);
+    }
+  }
+
+  onChunk(from: string, message: ChunkMessage, context: TransferContext, effects: CoreEffect[]): void {
+    const transfer = this.transfers.get(message.transferId);
+    if (transfer === undefined || transfer.done || from !== transfer.plan.from) return;
+    if (message.seq <= transfer.seqAcked) {
+      // A duplicate of a durable chunk: its ack may have been lost, so repeat it.
+      context.send(from, { type: 'transfer-ack', transferId: message.transferId, seq: transfer.seqAcked }, effects);
+      return;
+    }
+    if (message.seq > transfer.seqAcked + context.config.transferWindowChunks) return; // beyond the window: the source resends on re-request
+    // The newest copy of a seq wins: after a re-request it is the one from the current send.
+    transfer.buffer.set(message.seq, message);
+    transfer.lastActivityAt = context.now;
+    this.storeNext(transfer, effects);
+  }
+
+  onChunkStored(transferId: string, seq: number, context: TransferContext, effects: CoreEffect[]): void {
+    const transfer = this.transfers.get(transferId);
+    const chunk = transfer?.storing;
+    if (transfer === undefined || chunk === undefined || chunk.seq !== seq) return; // from before a restart of this core
+    assert(seq === transfer.seqAcked + 1, `transfer ${transferId} stored seq ${seq} after ${transfer.seqAcked}`);
+    transfer.storing = undefined;
+    transfer.seqAcked = seq;
+    transfer.cursor = chunk.chunk.cursor;
+    transfer.records += chunk.chunk.records;
+    transfer.bytes += chunk.chunk.bytes.length;
+    transfer.totalEstimate = chunk.totalEstimate;
+    transfer.lastActivityAt = context.now;
+    if (chunk.last) {
+      transfer.done = true;
+      transfer.buffer.clear();
+    }
+    // Order (STYLE.md): the new seqAcked is durable before the source may forget the chunk.
+    effects.push({ type: 'persist' });
+    context.send(transfer.plan.from, { type: 'transfer-ack', transferId, seq }, effects);
+    this.sendProgress(transfer, context, effects);
+    this.storeNext(transfer, effects);
+  }
+
+  /** Re-requests stalled transfers and repeats completion reports until the membership shows them. */
+  onTick(context: TransferContext, effects: CoreEffect[]): void {
+    for (const transfer of this.transfers.values()) {
+      if (transfer.done) {
+        if (context.now - transfer.lastProgressAt >= context.config.heartbeatIntervalMs) this.sendProgress(transfer, context, effects);
+      } else if (transfer.storing === undefined && context.now - transfer.lastActivityAt >= context.config.transferStallMs) {
+        this.request(transfer, context, effects);
+      }
+    }
+  }
+
+  private request(transfer: IncomingTransfer, context: TransferContext, effects: CoreEffect[]): void {
+    transfer.buffer.clear();
+    transfer.lastActivityAt = context.now;
+    const message: RequestMessage = { type: 'transfer-request', transfer: transfer.plan, seq: transfer.seqAcked + 1, cursor: transfer.cursor };
+    context.send(transfer.plan.from, message, effects);
+  }
+
+  private storeNext(transfer: IncomingTransfer, effects: CoreEffect[]): void {
+    if (transfer.storing !== undefined || transfer.done) return;
+    const next = transfer.buffer.get(transfer.seqAcked + 1);
+    if (next === undefined) return;
+    transfer.buffer.delete(next.seq);
+    // A chunk read after another cursor than the one we hold would leave a gap or overlap
+    // at its start: drop it, the stall timer re-requests from our cursor.
+    if (next.fromCursor !== transfer.cursor) return;
+    transfer.storing = next;
+    effects.push({ type: 'store-chunk', transfer: transfer.plan, seq: next.seq, chunk: next.chunk });
+  }
+
+  private sendProgress(transfer: IncomingTransfer, context: TransferContext, effects: CoreEffect[]): void {
+    const estimate = Math.max(transfer.totalEstimate, transfer.records, 1);
+    const measured = transfer.done ? 100 : Math.min(99, Math.floor((100 * transfer.records) / estimate));
+    // percentComplete only rises (issue 3, item 4), also when the estimate grows or after a restart.
+    transfer.percentReported = Math.max(transfer.percentReported, transfer.plan.percentComplete, measured);
+    if (!transfer.done) transfer.percentReported = Math.min(transfer.percentReported, 99);
+    transfer.lastProgressAt = context.now;
+    context.reportProgress(
+      {
+        type: 'transfer-progress',
+        transferId: transfer.plan.id,
+        percentComplete: transfer.percentReported,
+        bytes: transfer.bytes,
+        records: transfer.records,
+        complete: transfer.done,
+      },
+      effects,
+    );
+  }
+}
+
+/** Transfers to `self` that are incomplete and still needed (no complete transfer covers all they bring). */
+function wantedTransfers(membership: Membership, self: string): Map<string, TransferPlan> {
+  const wanted = new Map<string, TransferPlan>();
+  const change = membership.change;
+  if (change === undefined) return wanted;
+  const open = uncoveredNeeds(membership).filter((need) => need.to === self);
+  for (const transfer of change.transfers) {
+    if (transfer.to !== self || transfer.complete) continue;
+    if (open.some((need) => transferCovers(transfer, need))) wanted.set(transfer.id, transfer);
+  }
+  return wanted;
+}
+
+interface OutgoingTransfer {
+  plan: TransferPlan;
+  acked: number;
+  /** The one read the shell is carrying out; its chunk-read answers it (one per transfer). */
+  reading: { seq: number; cursor: string | undefined } | undefined;
+  /** The read to issue next, once the window and the read in flight allow. */
+  nextRead: { seq: number; cursor: string | undefined } | undefined;
+}
+
+/** Outgoing transfers, by id. Nothing here is durable: the target holds the cursor. */
+export class SourceTransfers {
+  private readonly transfers = new Map<string, OutgoingTransfer>();
+
+  constructor(private readonly self: string) {}
+
+  /** Forgets transfers that are no longer part of the change in flight. */
+  retain(membership: Membership): void {
+    const live = new Set((membership.change?.transfers ?? []).filter((transfer) => !transfer.complete).map((transfer) => transfer.id));
+    for (const id of [...this.transfers.keys()]) if (!live.has(id)) this.transfers.delete(id);
+  }
+
+  /** A (re-)request starts a new send from the target's last durable chunk. */
+  onRequest(from: string, message: RequestMessage, context: TransferContext, effects: CoreEffect[]): void {
+    const plan = message.transfer;
+    if (plan.from !== this.self || plan.to !== from || !isRunning(context.membership, plan)) return;
+    const wanted = { seq: message.seq, cursor: message.cursor };
+    const known = this.transfers.get(plan.id);
+    const inFlight = known?.reading;
+    // The read in flight already is the one asked for (a duplicate or repeated request).
+    const answered = inFlight !== undefined && inFlight.seq === wanted.seq && inFlight.cursor === wanted.cursor;
+    const transfer: OutgoingTransfer = { plan, acked: message.seq - 1, reading: inFlight, nextRead: answered ? undefined : wanted };
+    this.transfers.set(plan.id, transfer);
+    this.readNext(transfer, context, effects);
+  }
+
+  onChunkRead(
+    read: { transferId: string; seq: number; chunk: ChunkData; last: boolean; totalEstimate: number },
+    context: TransferContext,
+    effects: CoreEffect[],
+  ): void {
+    const transfer = this.transfers.get(read.transferId);
+    if (transfer === undefined || transfer.reading === undefined || transfer.reading.seq !== read.seq) return;
+    const answered = transfer.reading;
+    transfer.reading = undefined;
+    // While a read is in flight, nextRead is set only by a request that asked for another
+    // start: the read belongs to an older send and its chunk is not what the target wants.
+    const overtaken = transfer.nextRead !== undefined;
+    if (!overtaken) {
+      const chunk: ChunkMessage = {
+        type: 'transfer-chunk',
+        transferId: read.transferId,
+        seq: read.seq,
+        chunk: read.chunk,
+        last: read.last,
+        totalEstimate: read.totalEstimate,
+        fromCursor: answered.cursor,
+      };
+      context.send(transfer.plan.to, chunk, effects);
+      transfer.nextRead = read.last ? undefined : { seq: read.seq + 1, cursor: read.chunk.cursor };
+    }
+    this.readNext(transfer, context, effects);
+  }
+
+  onAck(from: string, transferId: string, seq: number, context: TransferContext, effects: CoreEffect[]): void {
+    const transfer = this.transfers.get(transferId);
+    if (transfer === undefined || from !== transfer.plan.to) return;
+    transfer.acked = Math.max(transfer.acked, seq);
+    this.readNext(transfer, context, effects);
+  }
+
+  private readNext(transfer: OutgoingTransfer, context: TransferContext, effects: CoreEffect[]): void {
+    const next = transfer.nextRead;
+    if (transfer.reading !== undefined || next === undefined) return;
+    if (next.seq > transfer.acked + context.config.transferWindowChunks) return;
+    transfer.reading = next;
+    transfer.nextRead = undefined;
+    effects.push({ type: 'read-chunk', transfer: transfer.plan, seq: next.seq, cursor: next.cursor });
+  }
+}
+
+/** The source serves a transfer only while its own membership has that change in flight. */
+function isRunning(membership: Membership, plan: TransferPlan): boolean {
+  const change = membership.change;
+  return change !== undefined && plan.id.startsWith(`${change.id}/`);
+}

@@ -1,0 +1,83 @@
+// The cluster side of definition replication: which node coordinates a key, and the peer
+// calls that forward a write, push records and keep hints (replicated-definitions.ts).
+
+import HashRing from 'hashring';
+import { StateConflictError } from '../errors.js';
+import type { DefinitionRecord as WireDefinitionRecord } from '../peer/messages.js';
+import type { PeerTransport } from '../peer/transport.js';
+import type { DefinitionRecord } from '../storage/definitions.js';
+import type { GroupCommitter } from '../storage/group-commit.js';
+import type { HintBuffer } from '../storage/hints.js';
+import type { Membership } from './core/types.js';
+import type { DefinitionPeers, DefinitionWrite } from './replicated-definitions.js';
+
+export interface ClusterDefinitionPeersDeps {
+  localName: string;
+  membership(): Membership;
+  available(node: string): boolean;
+  transport: PeerTransport;
+  hints: HintBuffer;
+  committer: GroupCommitter;
+  peerDeadlineMs: number;
+}
+
+export function toWireRecord(record: DefinitionRecord): WireDefinitionRecord {
+  return { key: record.key, version: record.version, deleted: record.deleted, valueJson: record.deleted ? '' : JSON.stringify(record.value ?? null) };
+}
+
+export function fromWireRecord(record: WireDefinitionRecord): DefinitionRecord {
+  return { key: record.key, version: record.version, deleted: record.deleted, value: record.deleted ? undefined : JSON.parse(record.valueJson) };
+}
+
+export class ClusterDefinitionPeers implements DefinitionPeers {
+  readonly localName: string;
+  private ring: { epoch: number; names: string[]; ring: HashRing | undefined } = { epoch: -1, names: [], ring: undefined };
+
+  constructor(private readonly deps: ClusterDefinitionPeersDeps) {
+    this.localName = deps.localName;
+  }
+
+  /** The first available node of the key's ring range over Joined nodes (DESIGN.md). */
+  coordinatorOf(key: string): string {
+    const { names, ring } = this.currentRing();
+    if (ring === undefined) throw new StateConflictError('this node has not joined a cluster yet: definitions cannot be written here');
+    const candidates = ring.range(key, names.length);
+    return candidates.find((name) => this.deps.available(name)) ?? candidates[0]!;
+  }
+
+  replicaNodes(): string[] {
+    return this.deps
+      .membership()
+      .members.filter((member) => member.name !== this.localName && ['Joining', 'Joined', 'Leaving'].includes(member.state))
+      .map((member) => member.name);
+  }
+
+  async forwardWrite(node: string, write: DefinitionWrite): Promise<DefinitionRecord | undefined> {
+    const reply = await this.deps.transport.call(
+      node,
+      'DefinitionWrite',
+      { key: write.key, valueJson: write.delete ? '' : JSON.stringify(write.value), expectedVersion: write.expectedVersion, delete: write.delete },
+      { deadlineMs: this.deps.peerDeadlineMs },
+    );
+    if (reply.version === undefined) return undefined;
+    return { key: write.key, version: Number(reply.version), value: write.delete ? undefined : write.value, deleted: write.delete };
+  }
+
+  async push(node: string, records: DefinitionRecord[]): Promise<void> {
+    await this.deps.transport.call(node, 'DefinitionPush', { records: records.map(toWireRecord) }, { deadlineMs: this.deps.peerDeadlineMs });
+  }
+
+  async hint(node: string, records: DefinitionRecord[]): Promise<void> {
+    await this.deps.committer.commit(this.deps.hints.add(node, { repository: 'KV', records }));
+  }
+
+  private currentRing() {
+    const membership = this.deps.membership();
+    if (this.ring.epoch !== membership.epoch) {
+      const names = membership.members.filter((member) => member.state === 'Joined').map((member) => member.name).sort();
+      this.ring = { epoch: membership.epoch, names, ring: names.length === 0 ? undefined : new HashRing(names) };
+    }
+    return this.ring;
+  }
+}
+

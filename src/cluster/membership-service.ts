@@ -1,0 +1,175 @@
+// Adding and removing nodes (spec, "Cluster"; DESIGN.md, "Cluster"). Any node takes the
+// request; the membership coordinator runs it. Before a node is added, its identity is
+// proved: it must answer at the given address with a reply signed by the given key.
+
+import { isPlainObject } from '../config.js';
+import { BadRequestError, NotFoundError, StateConflictError, TributaryError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { checkName } from '../names.js';
+import { PeerAuthError } from '../peer/errors.js';
+import type { PeerTransport } from '../peer/transport.js';
+import type { ClusterShell } from './cluster-shell.js';
+import type { ClusterCore } from './core/core.js';
+import { coordinatorOf, NODE_NAME_FORBIDDEN } from './core/placement.js';
+import type { AdminCommand, AdminResult, Member, Membership, TransferPlan } from './core/types.js';
+
+export interface NodeEntry {
+  name: string;
+  publicKey: string;
+  address: string;
+  port: number;
+}
+
+/** One row of GET /cluster/transfers (spec, "Data transfer action"). */
+export interface TransferAction {
+  type: 'repo_data_transfer';
+  repo: string;
+  from: string;
+  to: string;
+  complete: boolean;
+  percentComplete: number;
+  info: { id: string; bytes: number; payloads: number; partitions: number };
+}
+
+const ENTRIES_MAX = 16;
+const TRANSFER_HISTORY_MAX = 256;
+
+export class MembershipService {
+  /** Every transfer seen in a membership, latest progress kept after its change completes. */
+  private readonly history = new Map<string, TransferPlan>();
+  private queued: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly deps: {
+      core: ClusterCore;
+      shell: ClusterShell;
+      transport: PeerTransport;
+      peerDeadlineMs: number;
+      log: Logger;
+    },
+  ) {}
+
+  /**
+   * Checks every entry, asks the coordinator to add the first, and adds the others in the
+   * background, each once the change before it is complete (one change at a time).
+   */
+  async addNodes(body: unknown): Promise<Membership> {
+    const entries = parseEntries(body);
+    const members = [];
+    for (const entry of entries) members.push(await this.proveIdentity(entry));
+    const first = await this.runAdmin({ type: 'add', member: members[0]! });
+    for (const member of members.slice(1)) {
+      this.queued = this.queued.then(() => this.addWhenIdle(member));
+    }
+    return first;
+  }
+
+  removeNode(name: string): Promise<Membership> {
+    checkName('node', name);
+    return this.runAdmin({ type: 'remove', name });
+  }
+
+  /** Transfers of the current change and of earlier ones this node has seen. */
+  transfers(): TransferAction[] {
+    this.observe(this.deps.core.membership());
+    return [...this.history.values()].map((plan) => ({
+      type: 'repo_data_transfer',
+      repo: plan.repo,
+      from: plan.from,
+      to: plan.to,
+      complete: plan.complete,
+      percentComplete: plan.percentComplete,
+      info: { id: plan.id, bytes: plan.bytes, payloads: plan.records, partitions: plan.slots.length },
+    }));
+  }
+
+  /** Called on every membership change: a completed change's transfers are complete. */
+  observe(membership: Membership): void {
+    const current = new Set(membership.change?.transfers.map((plan) => plan.id) ?? []);
+    for (const plan of membership.change?.transfers ?? []) this.history.set(plan.id, { ...plan });
+    for (const [id, plan] of this.history) {
+      if (!current.has(id) && !plan.complete && membership.change === undefined) {
+        this.history.set(id, { ...plan, complete: true, percentComplete: 100 });
+      }
+    }
+    while (this.history.size > TRANSFER_HISTORY_MAX) this.history.delete(this.history.keys().next().value!);
+  }
+
+  private async proveIdentity(entry: NodeEntry): Promise<Omit<Member, 'state'>> {
+    const where = `${entry.address}:${entry.port}`;
+    let reply;
+    try {
+      reply = await this.deps.transport.callUnknown({ address: entry.address, port: entry.port }, entry.publicKey, 'Ping', {}, {
+        deadlineMs: this.deps.peerDeadlineMs,
+      });
+    } catch (error) {
+      if (error instanceof PeerAuthError) {
+        throw new BadRequestError(`the node at ${where} does not hold the private key of publicKey ${entry.publicKey}`);
+      }
+      throw new TributaryError(502, 'NODE_UNREACHABLE', `cannot reach a node at ${where}: ${(error as Error).message}`);
+    }
+    if (reply.name !== entry.name) throw new BadRequestError(`the node at ${where} is named '${reply.name}', not '${entry.name}'`);
+    if (reply.state !== 'Pending') {
+      throw new StateConflictError(`node '${entry.name}' is ${reply.state}, not Pending: start it with --join to add it`);
+    }
+    return { name: entry.name, publicKey: entry.publicKey, address: entry.address, port: entry.port, httpPort: reply.httpPort, zone: reply.zone };
+  }
+
+  private async addWhenIdle(member: Omit<Member, 'state'>): Promise<void> {
+    for (;;) {
+      try {
+        await this.runAdmin({ type: 'add', member });
+        return;
+      } catch (error) {
+        if (!(error instanceof StateConflictError)) {
+          this.deps.log.error({ err: error, node: member.name }, 'queued add failed');
+          return;
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+
+  /** Runs the command on the coordinator: this node's core, or the coordinator's over gRPC. */
+  private async runAdmin(command: AdminCommand): Promise<Membership> {
+    const membership = this.deps.core.membership();
+    const coordinator = coordinatorOf(membership, (name) => this.deps.core.available(name));
+    if (coordinator === undefined) throw new StateConflictError('this node is not part of a cluster yet');
+    const result: AdminResult =
+      coordinator === this.deps.transport.name
+        ? await this.deps.shell.admin(command)
+        : await this.deps.transport.call(coordinator, 'AdminCommand', command, { deadlineMs: this.deps.peerDeadlineMs });
+    if (result.ok) return result.membership;
+    if (result.status === 404) throw new NotFoundError(result.message);
+    if (result.status === 409) throw new StateConflictError(result.message);
+    throw new BadRequestError(result.message);
+  }
+}
+
+function parseEntries(body: unknown): NodeEntry[] {
+  const nodes = isPlainObject(body) ? body.nodes : undefined;
+  if (!Array.isArray(nodes) || nodes.length === 0 || nodes.length > ENTRIES_MAX) {
+    throw new BadRequestError(`body must be { nodes: [ { name, publicKey, address, port } ] } with 1 to ${ENTRIES_MAX} nodes`);
+  }
+  return nodes.map((node, index) => parseEntry(node, `nodes[${index}]`));
+}
+
+function parseEntry(node: unknown, where: string): NodeEntry {
+  if (!isPlainObject(node)) throw new BadRequestError(`${where} must be an object`);
+  const name = checkName('node', node.name);
+  if (NODE_NAME_FORBIDDEN.test(name)) throw new BadRequestError(`${where}.name must not contain '>', '~' or white space`);
+  const publicKey = node.publicKey;
+  if (typeof publicKey !== 'string' || Buffer.from(publicKey, 'base64').length !== 32) {
+    throw new BadRequestError(`${where}.publicKey must be the base64 of a 32-byte ed25519 public key`);
+  }
+  // Clients of the interface send `host` or `address` (spec, "Cluster"): both are accepted.
+  const address = node.address ?? node.host;
+  if (typeof address !== 'string' || address === '' || address.length > 255) {
+    throw new BadRequestError(`${where}.address (or host) must be a host name or IP address`);
+  }
+  const port = node.port;
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new BadRequestError(`${where}.port must be the node's peer port, an integer from 1 to 65535`);
+  }
+  return { name, publicKey, address, port };
+}
