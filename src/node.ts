@@ -34,7 +34,7 @@ import { DefinitionStore } from './storage/definitions.js';
 import { GroupCommitter } from './storage/group-commit.js';
 import { HintBuffer } from './storage/hints.js';
 import { LocalReplica } from './storage/local-replica.js';
-import type { Repository, RepositoryName } from './storage/repository.js';
+import type { Repository, RepositoryName, StoredRecord } from './storage/repository.js';
 import { SearchableRepository } from './storage/ssr.js';
 import { TransferChunks } from './storage/transfer-chunks.js';
 import { TimeSeriesRepository } from './storage/tsr.js';
@@ -116,7 +116,18 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const runtime = new StreamRuntime(definitions, streamDefinitions, sandboxLimits);
   const ingest = new IngestService(runtime, router, new WriteIdGenerator(config.name), { batchPayloadsMax: config.limits.ingestBatchPayloadsMax });
 
-  servePeers(transport, { shell, definitions, replica, nodes });
+  // A write that a peer routed with an older membership may reach a node that no longer owns
+  // the partition (it has dropped it): such records are not stored there; the owners in the
+  // writer's own view have them.
+  const ownsForWrites = (record: StoredRecord, replicas: number) =>
+    writeOwners(core.membership(), { partition: record.partition, replicas }).includes(config.name);
+  const replicasOf = (streamKey: string) => definitions.get<DistributionPolicy>(`policy/${streamKey}`)?.value.replicas ?? DEFAULT_POLICY.replicas;
+  servePeers(transport, {
+    shell,
+    definitions,
+    nodes,
+    storeRecords: (repository, records) => replica.store(repository, records.filter((record) => ownsForWrites(record, replicasOf(record.stream)))),
+  });
   const replayer = new HintReplayer({
     hints, committer, transport, available,
     isMember: (name) => core.membership().members.some((member) => member.name === name && member.state !== 'Left'),
@@ -161,9 +172,14 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
 /** The peer calls this node answers. */
 function servePeers(
   transport: PeerTransport,
-  parts: { shell: ClusterShell; definitions: ReplicatedDefinitions; replica: LocalReplica; nodes: NodeTable },
+  parts: {
+    shell: ClusterShell;
+    definitions: ReplicatedDefinitions;
+    nodes: NodeTable;
+    storeRecords(repository: RepositoryName, records: StoredRecord[]): Promise<void>;
+  },
 ): void {
-  const { shell, definitions, replica, nodes } = parts;
+  const { shell, definitions, nodes, storeRecords } = parts;
   transport.handle('CoreMessage', async (sender, message) => {
     shell.submit({ type: 'receive', from: sender, message });
     return {};
@@ -175,7 +191,7 @@ function servePeers(
   });
   transport.handle('AdminCommand', (_sender, command) => shell.admin(command));
   transport.handle('WriteRecords', async (_sender, write) => {
-    await replica.store(write.repo, write.records);
+    await storeRecords(write.repo, write.records);
     return {};
   });
   transport.handle('DefinitionWrite', async (_sender, write) => {

@@ -10,7 +10,8 @@ import type { TransferStream } from '../peer/transfer-stream.js';
 import type { TransferAck, TransferChunk } from '../peer/messages.js';
 import type { TransferChunks } from '../storage/transfer-chunks.js';
 import type { ClusterCore } from './core/core.js';
-import type { AdminCommand, AdminResult, CoreEffect, CoreInput, Membership, PeerMessage, PersistedCoreState } from './core/types.js';
+import { writeOwners } from './core/placement.js';
+import type { AdminCommand, AdminResult, CoreEffect, CoreInput, Membership, PeerMessage, PersistedCoreState, Slot } from './core/types.js';
 import type { ClusterEventBus } from './events.js';
 
 export interface ClusterShellDeps {
@@ -136,9 +137,7 @@ export class ClusterShell {
           (error: unknown) => this.deps.log.error({ err: error, transfer: effect.transfer.id }, 'transfer store failed'),
         );
       case 'drop':
-        return void this.deps.chunks.drop(effect.repo, effect.slots).catch((error: unknown) =>
-          this.deps.log.error({ err: error, repo: effect.repo }, 'dropping partitions failed'),
-        );
+        return this.drop(effect.repo, effect.slots);
       case 'node-state':
         this.deps.log.info({ node: effect.node, state: effect.state }, 'node state');
         return this.deps.events.publish({ type: 'NODE_STATE_UPDATED', node: effect.node, state: effect.state });
@@ -153,6 +152,22 @@ export class ClusterShell {
         return waiter?.(effect.result);
       }
     }
+  }
+
+  /**
+   * Deletes the slots now, and once more after a peer deadline: a write accepted under the
+   * old membership may still be in flight when the ownership changes.
+   */
+  private drop(repo: 'ssr' | 'tsr', slots: Slot[]): void {
+    const run = (dropping: Slot[]) =>
+      this.deps.chunks.drop(repo, dropping).catch((error: unknown) => this.deps.log.error({ err: error, repo }, 'dropping partitions failed'));
+    void run(slots);
+    setTimeout(() => {
+      // Only what is still not ours: a later change may have given a slot back, with data.
+      const membership = this.deps.core.membership();
+      const self = this.deps.transport.name;
+      void run(slots.filter((slot) => !writeOwners(membership, slot).includes(self)));
+    }, 2 * this.deps.peerDeadlineMs).unref();
   }
 
   private send(to: string, message: PeerMessage): void {

@@ -60,6 +60,8 @@ export interface PeerDirectory {
   /** Base64 of the node's ed25519 public key; undefined when the node is not in the table. */
   publicKeyOf(name: string): string | undefined;
   addressOf(name: string): PeerAddress | undefined;
+  /** Whether requests from this node are taken (default: every node with a key). */
+  acceptsRequestsFrom?(name: string): boolean;
 }
 
 /**
@@ -239,6 +241,9 @@ export class PeerTransport {
       throw this.refuse(context, `timestamp ${envelope.sentAtMs} outside ±${this.options.replayWindowMs} ms of ${now}`);
     }
     const key = this.senderKey(envelope);
+    // Ping answers only what GET /cluster/localNode shows anyone, and its purpose is the
+    // signed reply: an operator adding a node proves the node holds the key they were given.
+    if (key === undefined && envelope.kind === 'Ping') return envelope.sender;
     if (key === undefined) throw this.refuse(context, `unknown sender '${envelope.sender}'`);
     if (!verifyEnvelope(envelope, key, this.options.identity.publicKey)) {
       throw this.refuse(context, `bad signature (not by ${envelope.sender}'s key, altered, or not meant for ${this.name})`);
@@ -254,8 +259,10 @@ export class PeerTransport {
   }
 
   private senderKey(envelope: Envelope): KeyObject | undefined {
-    const known = this.options.directory.publicKeyOf(envelope.sender);
-    if (known !== undefined) return verifyingKeyOf(known);
+    const directory = this.options.directory;
+    const known = directory.publicKeyOf(envelope.sender);
+    if (known !== undefined && (directory.acceptsRequestsFrom?.(envelope.sender) ?? true)) return verifyingKeyOf(known);
+    if (known !== undefined) return undefined;
     if (envelope.kind !== 'Admit' || this.options.acceptUnknown === undefined) return undefined;
     let admit: Admit;
     try {

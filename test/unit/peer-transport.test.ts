@@ -114,7 +114,7 @@ afterAll(async () => {
 
 describe('peer transport - calls', () => {
   it('answers a call both ways, naming the verified sender', async () => {
-    await expect(a.transport.call('b', 'Ping', {}, CALL)).resolves.toEqual({ name: 'b', publicKey: b.identity.publicKeyBase64, state: 'Joined' });
+    await expect(a.transport.call('b', 'Ping', {}, CALL)).resolves.toEqual({ name: 'b', publicKey: b.identity.publicKeyBase64, state: 'Joined', zone: 'local', httpPort: 8888 });
     const reply = await b.transport.call('a', 'Read', { json: '{"q":1}' }, CALL);
     expect(JSON.parse(reply.json)).toEqual({ from: 'b', echo: { q: 1 } });
   });
@@ -168,7 +168,7 @@ describe('peer transport - refusals', () => {
   });
 
   it('refuses a sender not in the node table', async () => {
-    await expect(stranger.transport.call('a', 'Ping', {}, CALL)).rejects.toMatchObject({ status: 401, code: 'PEER_AUTH' });
+    await expect(stranger.transport.call('a', 'Read', { json: '{}' }, CALL)).rejects.toMatchObject({ status: 401, code: 'PEER_AUTH' });
     expect(refusals(a).at(-1)).toMatch(/unknown sender 'c'/);
   });
 
@@ -218,17 +218,25 @@ describe('peer transport - Admit from a node not yet known', () => {
       name: 'p',
       publicKey: joiner.identity.publicKeyBase64,
       state: 'Pending',
+      zone: 'local',
+      httpPort: 8888,
     });
     expect(admitted).toHaveLength(1);
   });
 
   it('refuses any other kind from an unknown sender, an Admit for another key, and one signed by another key', async () => {
-    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Ping', {}, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Read', { json: '{}' }, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
     const elsewhere = { membership: membershipWith(a.identity.publicKeyBase64), targetPublicKey: b.identity.publicKeyBase64 };
     await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Admit', elsewhere, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
     const claimsOtherKey = { membership: membershipWith(b.identity.publicKeyBase64), targetPublicKey: joiner.identity.publicKeyBase64 };
     await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Admit', claimsOtherKey, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
     expect(admitted).toHaveLength(1);
+  });
+
+  it('answers a Ping from anyone, and the caller proves who answered by the reply signature', async () => {
+    const reply = await a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Ping', {}, CALL);
+    expect(reply.name).toBe('p');
+    await expect(a.transport.callUnknown(target(), b.identity.publicKeyBase64, 'Ping', {}, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
   });
 
   it('refuses an Admit from an unknown sender once no longer Pending', async () => {
@@ -336,7 +344,7 @@ describe('peer transport - unreachable peers', () => {
 });
 
 describe('peer server - the node table as directory', () => {
-  it('answers Ping from a node in the table, and refuses it once the node is Left', async () => {
+  it('answers Ping, and refuses other calls from a node once it is Left', async () => {
     const keys = identity();
     const nodes = new NodeTable('s');
     const row = (name: string, publicKey: string, port: number, state: NodeDocument['state']): NodeDocument => ({
@@ -356,9 +364,9 @@ describe('peer server - the node table as directory', () => {
     nodes.upsert(row('a', a.identity.publicKeyBase64, a.transport.port, 'Joined'));
     a.known.set('s', { publicKey: keys.publicKeyBase64, port: server.port });
     try {
-      await expect(a.transport.call('s', 'Ping', {}, CALL)).resolves.toEqual({ name: 's', publicKey: keys.publicKeyBase64, state: 'Joined' });
+      await expect(a.transport.call('s', 'Ping', {}, CALL)).resolves.toEqual({ name: 's', publicKey: keys.publicKeyBase64, state: 'Joined', zone: 'z', httpPort: 1 });
       nodes.upsert(row('a', a.identity.publicKeyBase64, a.transport.port, 'Left'));
-      await expect(a.transport.call('s', 'Ping', {}, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+      await expect(a.transport.call('s', 'Read', { json: '{}' }, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
     } finally {
       await server.close(1_000);
     }

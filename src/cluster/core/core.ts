@@ -5,16 +5,35 @@
 // derive from epochs and names, and the same code runs in test/sim and in the real node.
 //
 // Who decides what (membership.ts explains why this keeps the history linear):
-// - add/remove: only the admin authority, the lowest-named Joined member (placement.ts);
+// - add/remove, and planning their transfers: only the admin authority, the lowest-named
+//   Joined member (placement.ts);
 // - Pending→Joining: any Joined node that receives the joining node's `ready`;
 // - completion (Joined/Left): any Joined node that sees every need covered;
 // - alternatives for a transfer whose source is gone: the coordinator (coordinatorOf).
 // The last three are deterministic or merge as a union, so a dead coordinator never
 // strands a change: whoever is next carries on from the replicated table.
 //
-// Effect ordering the shell must respect: effects of one step run in the order given, and a
-// `persist` (a durable write of persistedState() as it is when the effect runs) completes
-// before any later effect, of this step or a later one, runs.
+// The shell's contract (test/sim/cluster.ts plays the shell exactly this way):
+// 1. Step inputs one at a time and run each step's effects in the order given, before the
+//    effects of any later step. `persist` writes persistedState() as it is when the effect
+//    runs and is synced before any later effect runs: a table is durable before it is
+//    sent, answered to an admin command, or acted on by a `drop`; a chunk's seqAcked is
+//    durable before its ack and progress go out.
+// 2. Answer every read-chunk with exactly one chunk-read and every store-chunk with exactly
+//    one chunk-stored (retry I/O errors inside the shell; crash if they persist). The core
+//    keeps one read and one store in flight per transfer, so answers cannot overtake. A
+//    store-chunk is durable (synced) before its chunk-stored. `send` is fire-and-forget; a
+//    failed connection may be reported as `unreachable`.
+// 3. Feed `tick` with a monotonic clock (performance.now()-like), every 10–100 ms.
+// 4. Feed `slots` at start, before any admin command is forwarded, and whenever a persisted
+//    stream brings a new (partition, replicas) pair.
+// 5. Treat every Membership the core hands out as read-only (the core memoises by identity).
+// 6. The write path (not in the core): send a write to every writeOwners() of the local
+//    table, tagged with its epoch; an owner whose table has a higher epoch refuses it and
+//    answers with its table (feed it to the core as a `membership` receive), and the writer
+//    retries. A hint is replayed by writing the record again to the *current* writeOwners
+//    with the current epoch, and kept until all of them stored it. The simulation shows
+//    acknowledged writes are lost without the epoch check.
 
 import {
   adminAuthorityOf,
@@ -52,6 +71,7 @@ import type {
   PeerMessage,
   PersistedCoreState,
   Slot,
+  TransferPlan,
 } from './types.js';
 
 type ProgressReport = Extract<PeerMessage, { type: 'transfer-progress' }>;
@@ -170,9 +190,10 @@ export class ClusterCore {
   // -------------------------------------------------------------------------------------
   // Lifecycle and clock.
 
+  /** `now` should come from a monotonic clock; a step back (a wall clock set back) is held, not trusted. */
   private advanceClock(now: number): void {
-    assert(this.clockStart === undefined || now >= this.now, `clock went back from ${this.now} to ${now}`);
-    this.now = now;
+    assert(Number.isFinite(now), `tick at ${now}`);
+    this.now = this.clockStart === undefined ? now : Math.max(this.now, now);
     if (this.clockStart === undefined) {
       this.clockStart = now;
       this.nextHeartbeatAt = now;
@@ -255,13 +276,19 @@ export class ClusterCore {
     }
   }
 
-  /** Heartbeats, or the whole table to a peer that has not shown it has this epoch (anti-entropy). */
+  /**
+   * Heartbeats, or the whole table (anti-entropy) to a peer that has not shown it has our
+   * epoch, and, while a change is in flight, to the coordinator: tables of one epoch can
+   * differ in transfer progress, which heartbeats do not carry, and a completion report
+   * merged by a node whose broadcast was lost must still reach whoever completes the change.
+   */
   private sendHeartbeats(effects: CoreEffect[]): void {
     const epoch = this.current.epoch;
+    const coordinator = this.current.change === undefined ? undefined : coordinatorOf(this.current, (name) => this.available(name));
     for (const member of this.current.members) {
       if (member.name === this.name || member.state === 'Left') continue;
       const behind = (this.peerEpochs.get(member.name) ?? -1) < epoch;
-      if (behind || this.progressDirty) this.sendMembership(member.name, effects);
+      if (behind || this.progressDirty || member.name === coordinator) this.sendMembership(member.name, effects);
       else this.send(member.name, { type: 'heartbeat', epoch }, effects);
     }
     this.progressDirty = false;
@@ -347,20 +374,20 @@ export class ClusterCore {
     if (mine.change !== undefined && withMergedTransfers(incoming, mine.change.transfers) !== incoming) this.sendMembership(from, effects);
   }
 
-  /** The Pending node has the table and its repositories open: it turns Joining, transfers are planned. */
+  /** The Pending node has the table and its repositories open: it turns Joining and its transfers start. */
   private onReady(from: string, changeId: string, effects: CoreEffect[]): void {
     const change = this.current.change;
     if (this.selfState() !== 'Joined' || change === undefined || change.id !== changeId || change.node !== from) return;
     if (memberNamed(this.current, from)?.state !== 'Pending') return this.sendMembership(from, effects); // it missed the Joining table
-    const available = (name: string): boolean => this.available(name);
-    const next = withJoiningMember(this.current, (draft) => planChange({ membership: draft, available, kvSource: this.name }));
-    this.adopt(next, effects, true);
+    this.adopt(withJoiningMember(this.current), effects, true);
   }
 
   /** A target's progress: merged into the table (percent only rises); completion is spread at once. */
   private onProgress(from: string, report: ProgressReport, effects: CoreEffect[]): void {
     const change = this.current.change;
-    const known = change?.transfers.find((transfer) => transfer.id === report.transferId);
+    // Progress belongs to the data phase: a table still showing the node Pending is behind.
+    const running = change !== undefined && memberNamed(this.current, change.node)?.state !== 'Pending';
+    const known = running ? change.transfers.find((transfer) => transfer.id === report.transferId) : undefined;
     if (known === undefined) {
       if (from !== this.name) this.sendMembership(from, effects); // a table behind ours, or ahead: either side catches up
       return;
@@ -392,7 +419,8 @@ export class ClusterCore {
 
   /** Coordinator duty: a transfer whose source is long gone gets another source (issue 3, item 8). */
   private replaceLostSources(effects: CoreEffect[]): void {
-    if (this.current.change === undefined || this.current.change.transfers.length === 0) return;
+    const change = this.current.change;
+    if (change === undefined || change.transfers.length === 0 || memberNamed(this.current, change.node)?.state === 'Pending') return;
     const limitMs = SOURCE_REPLACE_AFTER_FAILURE_TIMEOUTS * this.config.failureTimeoutMs;
     const longUnavailable = (name: string): boolean => name !== this.name && this.now - this.heardAt(name) > limitMs;
     const added = planAlternatives(this.current, (name) => this.available(name), longUnavailable);
@@ -423,14 +451,18 @@ export class ClusterCore {
       const name = command.member.name;
       if (name.length === 0 || NODE_NAME_FORBIDDEN.test(name)) return refuse(400, `node name '${name}' is not allowed`);
       if (memberNamed(this.current, name) !== undefined) return refuse(409, `node '${name}' exists`);
-      return withAddedMember(this.current, command.member, this.slotsInUse);
+      return withAddedMember(this.current, command.member, this.slotsInUse, (draft) => this.plan(draft));
     }
     const member = memberNamed(this.current, command.name);
     if (member === undefined) return refuse(404, `node '${command.name}' is not in the cluster`);
     if (member.state !== 'Joined') return refuse(409, `node '${command.name}' is ${member.state}`);
     if (this.current.members.filter((other) => other.state === 'Joined').length === 1) return refuse(409, 'the cluster needs one Joined node');
-    const available = (name: string): boolean => this.available(name);
-    return withLeavingMember(this.current, command.name, this.slotsInUse, (draft) => planChange({ membership: draft, available, kvSource: this.name }));
+    return withLeavingMember(this.current, command.name, this.slotsInUse, (draft) => this.plan(draft));
+  }
+
+  /** The authority plans with its own view of who is up, and sends KV itself (it is Joined and up). */
+  private plan(draft: Membership): TransferPlan[] {
+    return planChange({ membership: draft, available: (name) => this.available(name), kvSource: this.name });
   }
 
   // -------------------------------------------------------------------------------------

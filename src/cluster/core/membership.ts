@@ -3,15 +3,17 @@
 // table handed out in an effect or a message never changes under its holder.
 //
 // Why the history stays linear without a consensus protocol: from a table with no change in
-// flight, only the admin authority (the lowest-named Joined member) makes the next epoch;
-// from a table with a change in flight, the next epoch is a deterministic function of the
-// table (Pending→Joining, then completion), so whoever makes it makes the same one. Only
-// transfer details may differ between two makers (a source chosen by availability, an
-// alternative, progress); those merge as a join-semilattice at equal epochs (union of
+// flight, only the admin authority (the lowest-named Joined member) makes the next epoch,
+// and it plans the change's transfers then, with its own view of who is up; from a table
+// with a change in flight, the next epoch is a deterministic function of the table
+// (Pending→Joining, then completion), so whoever makes it makes the same one. What may
+// differ between nodes at one epoch is only added transfers (alternatives, whose content
+// is a function of their id) and progress; those merge as a join-semilattice (union of
 // transfers by id, complete = or, percent/bytes/records = max).
 
 import {
   assert,
+  compareSlots,
   compareText,
   dataRingNames,
   normaliseSlots,
@@ -72,7 +74,8 @@ export function assertMembership(membership: Membership): void {
   assert(inMotion.length === 1 && inMotion[0]!.name === change.node, `epoch ${membership.epoch}: change ${change.id} but in motion: ${inMotion.map((member) => member.name).join(',')}`);
   const state = inMotion[0]!.state;
   assert(change.kind === 'join' ? state === 'Pending' || state === 'Joining' : state === 'Leaving', `change ${change.id} (${change.kind}) with ${change.node} ${state}`);
-  assert(state !== 'Pending' || change.transfers.length === 0, `change ${change.id} planned before its node is ready`);
+  // Data moves only once the joining node is ready (Joining).
+  assert(state !== 'Pending' || change.transfers.every((transfer) => !transfer.complete && transfer.percentComplete === 0), `change ${change.id} moved data before its node was ready`);
   assert(dataRingNames(membership).length > 0, `change ${change.id} leaves no data ring`);
   for (const slot of change.slots) {
     const owners = ownersOf(membership, slot);
@@ -104,12 +107,17 @@ function withState(members: readonly Member[], name: string, state: NodeState): 
   return members.map((member) => (member.name === name ? { ...member, state } : member));
 }
 
-/** POST /cluster/nodes: the node enters Pending and a join change starts (no transfers yet). */
-export function withAddedMember(membership: Membership, member: Omit<Member, 'state'>, slots: readonly Slot[]): Membership {
+/**
+ * POST /cluster/nodes: the node enters Pending and a join change starts. `plan` computes
+ * its transfers now, while the admin authority is the only writer; they run once the node
+ * is ready (Joining).
+ */
+export function withAddedMember(membership: Membership, member: Omit<Member, 'state'>, slots: readonly Slot[], plan: (draft: Membership) => TransferPlan[]): Membership {
   assert(membership.change === undefined, 'add while a change is in flight');
   const epoch = membership.epoch + 1;
   const change: MembershipChange = { id: `e${epoch}-join-${member.name}`, kind: 'join', node: member.name, slots: normaliseSlots(slots), transfers: [] };
-  return withMembers(membership, [...membership.members, { ...member, state: 'Pending' }], change, epoch);
+  const draft = withMembers(membership, [...membership.members, { ...member, state: 'Pending' }], change, epoch);
+  return { ...draft, change: { ...change, transfers: plan(draft) } };
 }
 
 /** DELETE /cluster/nodes/:name: the node turns Leaving; `plan` computes its transfers. */
@@ -121,12 +129,12 @@ export function withLeavingMember(membership: Membership, name: string, slots: r
   return { ...draft, change: { ...change, transfers: plan(draft) } };
 }
 
-/** The Pending node is ready: it turns Joining and the transfers are planned. */
-export function withJoiningMember(membership: Membership, plan: (draft: Membership) => TransferPlan[]): Membership {
+/** The Pending node is ready: it turns Joining and its transfers start. Deterministic: any node may take this step. */
+export function withJoiningMember(membership: Membership): Membership {
   const change = membership.change;
   assert(change !== undefined && change.kind === 'join', 'joining without a join in flight');
-  const draft = withMembers(membership, withState(membership.members, change.node, 'Joining'), { ...change, transfers: [] }, membership.epoch + 1);
-  return { ...draft, change: { ...change, transfers: plan(draft) } };
+  assert(memberNamed(membership, change.node)?.state === 'Pending', `${change.node} is not Pending`);
+  return withMembers(membership, withState(membership.members, change.node, 'Joining'), change, membership.epoch + 1);
 }
 
 /** Every need is covered by a complete transfer: the node turns Joined (or Left), the change ends. */
@@ -157,7 +165,11 @@ function mergeTransfer(a: TransferPlan, b: TransferPlan): TransferPlan {
   };
 }
 
-/** True when `news` tells nothing `known` does not already say. */
+function sameContent(a: TransferPlan, b: TransferPlan): boolean {
+  return a.repo === b.repo && a.from === b.from && a.to === b.to && a.slots.length === b.slots.length && a.slots.every((slot, index) => compareSlots(slot, b.slots[index]!) === 0);
+}
+
+/** True when `news` tells something `known` does not already say. */
 function adds(known: TransferPlan, news: TransferPlan): boolean {
   return (news.complete && !known.complete) || news.percentComplete > known.percentComplete || news.bytes > known.bytes || news.records > known.records;
 }
@@ -174,6 +186,9 @@ export function withMergedTransfers(membership: Membership, transfers: readonly 
   for (const incoming of transfers) {
     if (!incoming.id.startsWith(`${change.id}/`)) continue;
     const known = byId.get(incoming.id);
+    // A transfer id names one content: two plans under one id would let a completion of
+    // one vouch for the other's data.
+    assert(known === undefined || sameContent(known, incoming), `transfer ${incoming.id} has two contents`);
     if (known !== undefined && !adds(known, incoming)) continue;
     byId.set(incoming.id, known === undefined ? incoming : mergeTransfer(known, incoming));
     changed = true;

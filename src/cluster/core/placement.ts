@@ -210,7 +210,7 @@ export function uncoveredNeeds(membership: Membership): readonly TransferNeed[] 
 }
 
 export interface ChangePlanInput {
-  /** The membership with the change set and its node already Joining (join) or Leaving (leave). */
+  /** The membership with the change set and its node already Pending (join) or Leaving (leave). */
   membership: Membership;
   available: Availability;
   /** The node that sends KV to a joining node: the planner, which is Joined and up. */
@@ -219,16 +219,17 @@ export interface ChangePlanInput {
 
 /**
  * One TransferPlan per (repo, from, to): each slot a node gains comes from one current
- * owner, the leaving node when it is up (it is the one going away), else the first
- * available owner in ring order, else the first owner (a stalled transfer is re-planned
- * later by planAlternatives).
+ * owner: the leaving node when it is up (it is the one going away), else the first
+ * available owner in ring order, else the first owner (planAlternatives re-plans a
+ * transfer whose source stays away). Only the admin authority plans (membership.ts), so a
+ * transfer id names one content everywhere.
  */
 export function planChange(input: ChangePlanInput): TransferPlan[] {
   const { membership, available } = input;
   const change = membership.change;
   assert(change !== undefined, 'planChange needs a change in flight');
   const nodeState = membership.members.find((member) => member.name === change.node)?.state;
-  assert(nodeState === (change.kind === 'join' ? 'Joining' : 'Leaving'), `planChange: ${change.node} is ${nodeState}`);
+  assert(nodeState === (change.kind === 'join' ? 'Pending' : 'Leaving'), `planChange: ${change.node} is ${nodeState}`);
   const slotsBySource = new Map<string, Slot[]>(); // key: `${from}>${to}`
   for (const need of transferNeeds(membership)) {
     if (need.slot === undefined || need.repo !== 'ssr') continue; // tsr mirrors ssr; KV below
@@ -304,7 +305,7 @@ function alternativesFor(
     const source = namesIn(membership.members, (member) => member.state === 'Joined').find((name) => name !== root.from && usable(name));
     return source === undefined ? [] : [newTransfer(`${root.id}${ALTERNATIVE_SEPARATOR}${source}`, 'KV', source, root.to, [])];
   }
-  let remaining = open.map((need) => need.slot!).filter((slot) => slot !== undefined);
+  let remaining = open.flatMap((need) => (need.slot === undefined ? [] : [need.slot]));
   const result: TransferPlan[] = [];
   while (remaining.length > 0) {
     const candidates = new Map<string, number>();

@@ -206,7 +206,8 @@ export class TargetTransfers {
 function wantedTransfers(membership: Membership, self: string): Map<string, TransferPlan> {
   const wanted = new Map<string, TransferPlan>();
   const change = membership.change;
-  if (change === undefined) return wanted;
+  // Nothing moves before the joining node is ready (Joining).
+  if (change === undefined || membership.members.find((member) => member.name === change.node)?.state === 'Pending') return wanted;
   const open = uncoveredNeeds(membership).filter((need) => need.to === self);
   for (const transfer of change.transfers) {
     if (transfer.to !== self || transfer.complete) continue;
