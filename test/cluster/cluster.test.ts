@@ -27,6 +27,7 @@ const SSR = '/streams/demo/cluster/docs';
 let one: NodeProcess;
 let two: NodeProcess;
 let three: NodeProcess;
+let four: NodeProcess;
 const events: Array<{ type: string; node?: string; state?: string }> = [];
 let eventSource: EventSource;
 const acknowledged = { tsr: [] as object[], ssr: [] as object[] };
@@ -128,6 +129,30 @@ describe('cluster - growing 1 → 3 while writing', () => {
   });
 });
 
+describe('cluster - definitions through the per-key coordinator', () => {
+  it('two concurrent PUTs with the same version on two nodes: one 200, one 409, every node ends with the winner', async () => {
+    for (let round = 0; round < 5; round += 1) {
+      const path = `/streams/demo/cluster/race-${round}`;
+      const created = await client(one).put(path, { schema });
+      const version = created.headers.get('service-config-version')!;
+      const bodies = [2, 3].map((n) => ({ schema: { ...schema, version: `from-node-${n}` } }));
+      const [a, b] = await Promise.all([
+        client(two).put(path, bodies[0], { 'Service-Config-Version': version }),
+        client(three).put(path, bodies[1], { 'Service-Config-Version': version }),
+      ]);
+      expect([a.status, b.status].sort()).toEqual([200, 409]);
+      const winner = a.status === 200 ? a : b;
+      const loser = a.status === 200 ? b : a;
+      expect(loser.text).toContain(`Valo-Config-Version: ${winner.headers.get('service-config-version')} `);
+      await until('every node to hold the winner', async () => {
+        const views = await Promise.all([one, two, three].map((node) => client(node).get(path)));
+        return views.every((view) => view.json.schema.version === winner.json.schema.version &&
+          view.headers.get('service-config-version') === winner.headers.get('service-config-version'));
+      }, 5_000);
+    }
+  });
+});
+
 describe('cluster - a node down during writes', () => {
   it('marks a SIGSTOPped node unavailable within 5 s, keeps writing with hints, and replays them', async () => {
     await writeWhile(() => [one, three], async () => {
@@ -165,7 +190,7 @@ describe('cluster - removing a node', () => {
 describe('cluster - kill -9 mid-transfer', () => {
   it('a joining node killed mid-transfer resumes after restart and ends Joined with every payload', async () => {
     // Small chunks make the transfer long enough to be caught in the middle.
-    const four = await startClusterNode('node-4', { join: true });
+    four = await startClusterNode('node-4', { join: true });
     const slowArgs = ['--cluster-transfer-chunk-bytes', '2048'];
     await one.kill('SIGTERM');
     one = await restartWith(one, slowArgs);
@@ -184,6 +209,35 @@ describe('cluster - kill -9 mid-transfer', () => {
     await expectEverythingPlaced([one, two, four]);
   });
 });
+
+describe('cluster - identity and a killed source', () => {
+  it('refuses to add a node whose public key is not the one its process holds', async () => {
+    const five = await startClusterNode('node-5', { join: true, args: ['--cluster-transfer-chunk-bytes', '2048'] });
+    const wrongKey = (await client(one).get('/cluster/localNode')).json.node.publicKey;
+    const response = await client(one).post('/cluster/nodes', { nodes: [{ name: 'node-5', publicKey: wrongKey, host: '127.0.0.1', port: five.peerPort }] });
+    expect(response.status).toBe(400);
+    expect(response.json.error.message).toMatch(/does not hold the private key/);
+    expect((await client(five).get('/cluster/localNode')).json.node.state).toBe('Pending');
+    expect((await client(one).get('/cluster/nodes')).json.nodes.map((node: { name: string }) => node.name)).not.toContain('node-5');
+    nodeFive = five;
+  });
+
+  it('a transfer whose source is killed mid-way resumes once the source is back', async () => {
+    const five = nodeFive!;
+    expect((await addNode(one, five)).status).toBe(200);
+    const caught = await until('a transfer to node-5 in the middle', async () => {
+      const actions = (await client(one).get('/cluster/transfers')).json.actions as Array<{ from: string; to: string; repo: string; percentComplete: number; complete: boolean }>;
+      return actions.find((action) => action.to === 'node-5' && action.repo !== 'KV' && action.percentComplete > 0 && action.percentComplete < 100 && !action.complete);
+    }, 30_000);
+    const source = [one, two, four].find((node) => node.name === caught.from)!;
+    await source.kill('SIGKILL');
+    await source.launch();
+    await waitState(five, 'Joined', 120_000);
+    await expectEverythingPlaced([one, two, four, five]);
+  });
+});
+
+let nodeFive: NodeProcess | undefined;
 
 /** Restarts a node with the same data, ports and name, and extra flags. */
 async function restartWith(node: NodeProcess, args: string[]): Promise<NodeProcess> {
