@@ -43,6 +43,9 @@ import { IngestService } from './streams/ingest.js';
 import { StreamDefinitions } from './streams/stream-definitions.js';
 import { StreamRuntime } from './streams/stream-runtime.js';
 import { softwareVersion, type SoftwareVersion } from './version.js';
+import { checkService, localDetails, type MonitoringDeps, type MonitoringService, type NodeDetails } from './monitoring/monitoring.js';
+import { monitoringRoutes } from './http/routes/monitoring.js';
+import { BadRequestError, NotFoundError } from './errors.js';
 
 export interface RunningNode {
   httpUrl: string;
@@ -133,6 +136,12 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     isMember: (name) => core.membership().members.some((member) => member.name === name && member.state !== 'Left'),
     peerDeadlineMs: deadline, intervalMs: HINT_REPLAY_INTERVAL_MS, log,
   });
+  const monitoring: MonitoringDeps = { localName: config.name, hints, core, version, startedAtMs: Date.now() };
+  transport.handle('Read', async (_sender, read) => {
+    const request = JSON.parse(read.json) as { monitoring?: unknown };
+    if (typeof request.monitoring !== 'string') throw new BadRequestError('unknown read');
+    return { json: JSON.stringify(localDetails(checkService(request.monitoring), monitoring)) };
+  });
   const reportSlots = () => shell.submit({ type: 'slots', slots: slotsInUse(definitions) });
   definitions.onChange((key) => (key.startsWith('repository/') || key.startsWith('policy/')) && reportSlots());
   reportSlots();
@@ -149,6 +158,12 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       streamRoutes({ definitions: streamDefinitions, runtime, ingest }),
       clusterRoutes({ nodes, tenants, events, membership: membershipService, sse: sseOptions(config) }),
       adminRoutes(new VendorService(definitions, tenants)),
+      monitoringRoutes({
+        tenants,
+        localName: config.name,
+        local: (service) => localDetails(service, monitoring),
+        remote: (service, node) => remoteDetails(transport, core, service, node, deadline),
+      }),
       ...(config.internalReads ? [internalRoutes(repositories)] : []),
     ],
   });
@@ -204,6 +219,29 @@ function servePeers(
     return {};
   });
   transport.handleTransfer((sender, chunk) => shell.receiveChunk(sender, chunk));
+}
+
+/** Monitoring details from one named peer, or from every other member that is not Left. */
+async function remoteDetails(
+  transport: PeerTransport,
+  core: ClusterCore,
+  service: MonitoringService,
+  node: string | undefined,
+  deadlineMs: number,
+): Promise<NodeDetails[]> {
+  const members = core.membership().members.filter((member) => member.state !== 'Left' && member.name !== transport.name);
+  if (node !== undefined && !members.some((member) => member.name === node)) throw new NotFoundError(`node '${node}' is not in the cluster`);
+  const asked = node === undefined ? members.map((member) => member.name) : [node];
+  return Promise.all(
+    asked.map(async (name) => {
+      try {
+        const reply = await transport.call(name, 'Read', { json: JSON.stringify({ monitoring: service }) }, { deadlineMs });
+        return JSON.parse(reply.json) as NodeDetails;
+      } catch (error) {
+        return { node: name, details: { error: `unreachable: ${(error as Error).message}` } };
+      }
+    }),
+  );
 }
 
 function coreConfig(config: Config): CoreConfig {

@@ -161,6 +161,7 @@ describe('cluster - a node down during writes', () => {
       await until('node-2 unavailable', async () => (await client(one).get('/cluster/nodes/node-2')).json.node.available === 'false', 10_000);
       expect(Date.now() - pausedAt).toBeLessThan(5_000);
       await sleep(1_000);
+      expect(await hintedFor('node-2')).toBeGreaterThan(0);
       two.resume();
       await until('node-2 available', async () => (await client(one).get('/cluster/nodes/node-2')).json.node.available === 'true', 10_000);
     });
@@ -169,6 +170,7 @@ describe('cluster - a node down during writes', () => {
       await expectEverythingPlaced([one, two, three]);
       return true;
     }, 20_000);
+    await until('hint buffers empty', async () => (await hintedFor('node-2')) === 0, 10_000);
   });
 });
 
@@ -238,6 +240,17 @@ describe('cluster - identity and a killed source', () => {
 });
 
 let nodeFive: NodeProcess | undefined;
+
+/** Records hinted for `target`, summed over the hand-off buffers of every node (monitoring). */
+async function hintedFor(target: string): Promise<number> {
+  const response = await client(one).get('/monitoring/demo/handoff');
+  expect(response.status).toBe(200);
+  let records = 0;
+  for (const node of response.json.nodes as Array<{ details: { targets?: Array<{ target: string; records: number }> } }>) {
+    for (const entry of node.details.targets ?? []) if (entry.target === target) records += entry.records;
+  }
+  return records;
+}
 
 /** Restarts a node with the same data, ports and name, and extra flags. */
 async function restartWith(node: NodeProcess, args: string[]): Promise<NodeProcess> {

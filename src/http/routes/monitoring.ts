@@ -1,0 +1,39 @@
+// Routes of the Monitoring table.
+
+import Router from '@koa/router';
+import type { TenantService } from '../../cluster/tenants.js';
+import { BadRequestError } from '../../errors.js';
+import { checkService, MONITORING_SERVICES, type MonitoringService, type NodeDetails } from '../../monitoring/monitoring.js';
+
+export interface MonitoringRoutesDeps {
+  tenants: TenantService;
+  localName: string;
+  local(service: MonitoringService): NodeDetails;
+  /** Details from one named peer, or from every live peer when `node` is undefined. */
+  remote(service: MonitoringService, node: string | undefined): Promise<NodeDetails[]>;
+}
+
+export function monitoringRoutes(deps: MonitoringRoutesDeps): Router {
+  const router = new Router();
+  const checkTenant = (tenant: string) => tenant === 'system' || deps.tenants.get(tenant);
+
+  router.get('/monitoring/:tenant', (ctx) => {
+    checkTenant(ctx.params.tenant!);
+    ctx.body = { instances: [...MONITORING_SERVICES] };
+  });
+  router.get('/monitoring/:tenant/:service', async (ctx) => {
+    checkTenant(ctx.params.tenant!);
+    const service = checkService(ctx.params.service!);
+    const node = ctx.query.node;
+    if (Array.isArray(node)) throw new BadRequestError('give the query parameter node at most once');
+    if (node === 'local' || node === deps.localName) {
+      ctx.body = { nodes: [deps.local(service)] };
+    } else if (node !== undefined) {
+      ctx.body = { nodes: await deps.remote(service, node) };
+    } else {
+      ctx.body = { nodes: [deps.local(service), ...(await deps.remote(service, undefined))] };
+    }
+  });
+
+  return router;
+}
