@@ -1,0 +1,378 @@
+// The cluster core, step by step (issue 3, item 8): placement and planning as pure
+// functions, then scripted scenarios that read like the operator's and the network's
+// script (`add b`, `settle`, `crash b`, `tick 300`, `expect b Joined`), each with the
+// effects it must produce. test/unit/cluster-core.sim.test.ts runs the random scenarios.
+
+import { describe, expect, it } from 'vitest';
+import {
+  coordinatorOf,
+  ownersOf,
+  planAlternatives,
+  planChange,
+  slotKey,
+  transferNeeds,
+  writeOwners,
+} from '../../src/cluster/core/placement.js';
+import { withAddedMember, withJoiningMember, withLeavingMember } from '../../src/cluster/core/membership.js';
+import { Ring } from '../../src/cluster/ring.js';
+import type { Member, Membership, NodeState, Slot } from '../../src/cluster/core/types.js';
+import { link, ScriptedCluster } from '../sim/script.js';
+
+function member(name: string, state: NodeState = 'Joined'): Member {
+  return { name, publicKey: `key-${name}`, address: '127.0.0.1', port: 9000, httpPort: 8000, zone: 'z1', state };
+}
+
+function table(members: Member[], epoch = 5): Membership {
+  return { epoch, members, change: undefined };
+}
+
+const everyone = (): boolean => true;
+const slotsOf = (replicas: number, partitions = 8): Slot[] => Array.from({ length: partitions }, (_, partition) => ({ partition, replicas }));
+
+/** Every acknowledged record is on each owner of its slot under `observer`'s table. */
+function missingRecords(script: ScriptedCluster, observer: string): string[] {
+  const membership = script.sim.node(observer).core!.membership();
+  const missing: string[] = [];
+  for (const record of script.sim.acked) {
+    for (const owner of ownersOf(membership, record.slot)) {
+      if (!script.sim.node(owner).storage.has(record.repo, slotKey(record.slot), record.id)) missing.push(`${record.id}@${owner}`);
+    }
+  }
+  return missing;
+}
+
+describe('cluster core - placement', () => {
+  it('owns slots exactly as Ring does, over the Joined members', () => {
+    const membership = table([member('a'), member('b'), member('c'), member('d', 'Pending')]);
+    const ring = new Ring(['a', 'b', 'c']);
+    for (const slot of slotsOf(2, 16)) expect(ownersOf(membership, slot)).toEqual(ring.owners(16, 2)[slot.partition]);
+  });
+
+  it('caps replicas by the number of data members', () => {
+    expect(ownersOf(table([member('a')]), { partition: 3, replicas: 3 })).toEqual(['a']);
+  });
+
+  it('writes to old and new owners alike while a join runs, current owners first', () => {
+    const joining = withAddedMember(table([member('a'), member('b')]), member('c'), slotsOf(1), () => []);
+    for (const slot of slotsOf(1)) {
+      const current = ownersOf(joining, slot);
+      const next = new Ring(['a', 'b', 'c']).owners(8, 1)[slot.partition]!;
+      expect(writeOwners(joining, slot)).toEqual([...new Set([...current, ...next])]);
+    }
+  });
+
+  it('keeps the leaving node an owner until it is Left', () => {
+    const base = table([member('a'), member('b'), member('c')]);
+    const leaving = withLeavingMember(base, 'c', slotsOf(1), () => []);
+    for (const slot of slotsOf(1)) expect(ownersOf(leaving, slot)).toEqual(ownersOf(base, slot));
+  });
+
+  it('names the lowest available Joined member coordinator', () => {
+    const membership = table([member('a'), member('b'), member('c', 'Pending')]);
+    expect(coordinatorOf(membership, everyone)).toBe('a');
+    expect(coordinatorOf(membership, (name) => name !== 'a')).toBe('b');
+    expect(coordinatorOf(membership, () => false)).toBe('a');
+  });
+
+  it('plans one transfer per (repo, from, to) for every slot a node gains, and KV for a join', () => {
+    const added = withAddedMember(table([member('a'), member('b')]), member('c'), slotsOf(1), (draft) => planChange({ membership: draft, available: everyone, kvSource: 'a' }));
+    const joining = withJoiningMember(added);
+    expect(joining.change!.transfers).toEqual(added.change!.transfers); // planned by the authority at add, started at ready
+    const transfers = joining.change!.transfers;
+    const gained = slotsOf(1).filter((slot) => ownersOf({ ...joining, change: undefined, members: joining.members.map((m) => ({ ...m, state: 'Joined' as const })) }, slot)[0] === 'c');
+    expect(gained.length).toBeGreaterThan(0);
+    expect(transfers.find((transfer) => transfer.repo === 'KV')).toMatchObject({ from: 'a', to: 'c', slots: [] });
+    for (const repo of ['ssr', 'tsr'] as const) {
+      const ofRepo = transfers.filter((transfer) => transfer.repo === repo);
+      expect(new Set(ofRepo.map((transfer) => `${transfer.from}>${transfer.to}`)).size).toBe(ofRepo.length);
+      expect(ofRepo.flatMap((transfer) => transfer.slots).map(slotKey).sort()).toEqual(gained.map(slotKey).sort());
+      for (const transfer of ofRepo) for (const slot of transfer.slots) expect(ownersOf(joining, slot)).toContain(transfer.from);
+    }
+    expect(transfers.every((transfer) => transfer.id.startsWith(`${joining.change!.id}/`) && !transfer.complete && transfer.percentComplete === 0)).toBe(true);
+  });
+
+  it('takes a leaving node’s data from the node itself while it is up, else from another owner', () => {
+    const base = table([member('a'), member('b'), member('c')]);
+    const fromLeaver = withLeavingMember(base, 'c', slotsOf(2), (draft) => planChange({ membership: draft, available: everyone, kvSource: 'a' }));
+    expect(fromLeaver.change!.transfers.length).toBeGreaterThan(0);
+    expect(fromLeaver.change!.transfers.every((transfer) => transfer.from === 'c')).toBe(true);
+    const leaverDown = withLeavingMember(base, 'c', slotsOf(2), (draft) => planChange({ membership: draft, available: (name) => name !== 'c', kvSource: 'a' }));
+    expect(leaverDown.change!.transfers.every((transfer) => transfer.from !== 'c')).toBe(true);
+    expect(transferNeeds(leaverDown).every((need) => need.repo !== 'KV')).toBe(true);
+  });
+
+  it('re-plans a transfer whose source is long gone from another current owner, with a derived id', () => {
+    const base = table([member('a'), member('b'), member('c')]);
+    const leaving = withLeavingMember(base, 'c', slotsOf(2), (draft) => planChange({ membership: draft, available: everyone, kvSource: 'a' }));
+    const gone = (name: string): boolean => name === 'c';
+    const alternatives = planAlternatives(leaving, (name) => !gone(name), gone);
+    expect(alternatives.length).toBeGreaterThan(0);
+    for (const alternative of alternatives) {
+      expect(alternative.id).toMatch(/~[ab]$/);
+      expect(alternative.from).not.toBe('c');
+      for (const slot of alternative.slots) expect(ownersOf(leaving, slot)).toContain(alternative.from);
+    }
+    expect(planAlternatives(leaving, (name) => !gone(name), gone)).toEqual(alternatives); // deterministic
+    expect(planAlternatives(leaving, everyone, () => false)).toEqual([]);
+  });
+});
+
+describe('cluster core - scripted scenarios', () => {
+  it('join - Pending → Joining → Joined, only after every transfer to the node is complete', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(1, 4) }).lone('a');
+    for (const slot of s.slots) s.write('a', slot, 3);
+    s.spawn('b');
+    expect(s.add('b')).toMatchObject({ ok: true }); //                         add b
+    expect(s.stateOf('b', 'a')).toBe('Pending'); //                            expect b Pending
+    const releaseChunks = s.hold(link('a', 'b', 'transfer-chunk'));
+    s.settle(); //                                                             deliver a→b, b→a: table, ready
+    expect(s.stateOf('b', 'a')).toBe('Joining'); //                            expect b Joining
+    s.tick(1_000); //                                                          chunks held: no completion
+    expect(s.stateOf('b', 'a')).toBe('Joining');
+    expect(s.effects('a', 'drop')).toEqual([]);
+    releaseChunks();
+    s.settle().tick(100); //                                                   deliver a→b chunks; acks, progress
+    expect(s.stateOf('b', 'a')).toBe('Joined'); //                             expect b Joined
+    expect(s.stateOf('b', 'b')).toBe('Joined');
+    const seenByA = s.effects('a', 'node-state').filter((effect) => effect.node === 'b').map((effect) => effect.state);
+    expect(seenByA).toEqual(['Pending', 'Joining', 'Joined']);
+    expect(missingRecords(s, 'a')).toEqual([]);
+    expect(s.sim.node('b').storage.kv.has('kv/streams/s1')).toBe(true);
+    expect(s.failures()).toEqual([]);
+  });
+
+  it('admin - a second add while a change is in flight gets 409, and works once it completes', () => {
+    const s = new ScriptedCluster().lone('a').spawn('b').spawn('c');
+    expect(s.add('b')).toMatchObject({ ok: true, membership: { epoch: 2 } });
+    expect(s.add('c')).toEqual({ ok: false, status: 409, message: 'a membership change is in flight: join of b' });
+    expect(s.remove('a')).toMatchObject({ ok: false, status: 409 });
+    s.settle().tick(100);
+    expect(s.stateOf('b', 'a')).toBe('Joined');
+    expect(s.add('c')).toMatchObject({ ok: true });
+    expect(s.failures()).toEqual([]);
+  });
+
+  it('admin - refusals: not the coordinator, unknown node, last Joined node, bad or taken name', () => {
+    const s = new ScriptedCluster().lone('a').spawn('b');
+    expect(s.remove('zed')).toMatchObject({ ok: false, status: 404 });
+    expect(s.remove('a')).toMatchObject({ ok: false, status: 409, message: 'the cluster needs one Joined node' });
+    expect(s.add('a')).toMatchObject({ ok: false, status: 409, message: "node 'a' exists" });
+    s.add('b');
+    s.settle().tick(100);
+    expect(s.add('b', 'b')).toEqual({ ok: false, status: 409, message: 'not the coordinator' });
+    const bad = s.sim.admin('a', 'bad-name', { type: 'add', member: { ...s.sim.node('b').member, name: 'x/y' } });
+    expect(bad).toMatchObject({ ok: false, status: 400 });
+  });
+
+  it('join - a --join node accepts only a table that carries its own key', () => {
+    const s = new ScriptedCluster().lone('a').spawn('b');
+    const forged = { ...s.sim.node('b').member, publicKey: 'someone-else' };
+    const { state: _state, ...withoutState } = forged;
+    s.sim.admin('a', 'forged', { type: 'add', member: withoutState });
+    s.settle().tick(200);
+    expect(s.sim.node('b').core!.membership().epoch).toBe(0); // still waiting
+    expect(s.stateOf('b', 'a')).toBe('Pending');
+  });
+
+  it('transfer - a killed target resumes from its last acknowledged chunk; chunks before it are not stored again', () => {
+    // A partition that moves from a to b when b joins.
+    const partition = new Ring(['a', 'b']).owners(16, 1).findIndex((owners) => owners[0] === 'b');
+    const slot = { partition, replicas: 1 };
+    const s = new ScriptedCluster({ slots: [slot], chunkRecords: 1, transferWindowChunks: 1 }).lone('a');
+    s.write('a', slot, 6);
+    s.spawn('b');
+    s.add('b');
+    const ssrChunk = (waiting: { message: { type: string } & Record<string, unknown> }): boolean =>
+      waiting.message.type === 'transfer-chunk' && String(waiting.message.transferId).includes('/ssr/');
+    const release = s.hold(ssrChunk);
+    s.settle();
+    const transfer = s.sim.node('b').core!.membership().change!.transfers.find((plan) => plan.repo === 'ssr')!;
+    expect(transfer).toMatchObject({ from: 'a', to: 'b', slots: [slot] });
+    for (let chunk = 0; chunk < 3; chunk += 1) {
+      expect(s.deliverFirst(ssrChunk)).toBe(true); //                          deliver a→b one chunk
+      s.settle(); //                                                           store, persist, ack
+    }
+    expect(s.effects('b', 'store-chunk').filter((effect) => effect.transfer.repo === 'ssr').map((effect) => effect.seq)).toEqual([1, 2, 3]);
+    s.crash('b'); //                                                           crash b
+    expect(s.sim.node('b').persisted!.incoming.find((entry) => entry.transferId === transfer.id)).toMatchObject({ seqAcked: 3 });
+    release();
+    s.restart('b').settle().tick(100); //                                       restart b
+    const storedAfterRestart = s.effects('b', 'store-chunk').filter((effect) => effect.transfer.repo === 'ssr').map((effect) => effect.seq);
+    expect(storedAfterRestart[0]).toBe(4);
+    expect(storedAfterRestart.every((seq) => seq > 3)).toBe(true);
+    expect(s.sent('b', 'transfer-request').find((sent) => sent.message.transfer.id === transfer.id)?.message.seq).toBe(4);
+    expect(s.stateOf('b', 'a')).toBe('Joined');
+    expect(missingRecords(s, 'a')).toEqual([]);
+    expect(s.failures()).toEqual([]);
+  });
+
+  it('transfer - a killed source resumes from the target’s cursor once it is back', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(1, 4), chunkRecords: 1, transferWindowChunks: 1, transferStallMs: 300 }).lone('a');
+    for (const slot of s.slots) s.write('a', slot, 4);
+    s.spawn('b');
+    s.add('b');
+    const chunks = link('a', 'b', 'transfer-chunk');
+    const release = s.hold(chunks);
+    s.settle();
+    expect(s.deliverFirst(chunks)).toBe(true);
+    expect(s.deliverFirst(chunks)).toBe(true);
+    s.settle();
+    s.crash('a'); //                                                           crash a (source and coordinator)
+    release(); //                                                              chunks already on the wire still arrive
+    s.tick(500); //                                                            b re-requests into the void
+    expect(s.stateOf('b', 'b')).toBe('Joining');
+    const acked = s.sim.node('b').core!.persistedState().incoming.filter((entry) => entry.seqAcked > 0);
+    expect(acked.length).toBeGreaterThan(0);
+    s.restart('a').mark().tick(400); //                                        a back, b re-requests after the stall
+    // Transfers still running resume where b's durable state says; done ones only await the coordinator.
+    const resumed = acked.filter((entry) => s.sent('b', 'transfer-request').some((sent) => sent.message.transfer.id === entry.transferId));
+    expect(resumed.length).toBeGreaterThan(0);
+    for (const entry of resumed) {
+      const firstRead = s.effects('a', 'read-chunk').find((effect) => effect.transfer.id === entry.transferId);
+      expect(firstRead).toMatchObject({ seq: entry.seqAcked + 1, cursor: entry.cursor });
+    }
+    s.tick(1_000);
+    expect(s.stateOf('b', 'a')).toBe('Joined');
+    expect(missingRecords(s, 'a')).toEqual([]);
+    expect(s.failures()).toEqual([]);
+  });
+
+  it('transfer - a stalled transfer is requested again from its last ack after transferStallMs', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(1, 4), transferStallMs: 300, tickMs: 10 }).lone('a');
+    for (const slot of s.slots) s.write('a', slot, 2);
+    s.spawn('b');
+    s.add('b');
+    const restore = s.lose(link('a', 'b', 'transfer-chunk')); //              the network loses every chunk
+    s.settle();
+    expect(s.stateOf('b', 'a')).toBe('Joining');
+    const firstRequests = s.sent('b', 'transfer-request').length;
+    expect(firstRequests).toBeGreaterThan(0);
+    s.mark().tick(290); //                                                     tick 290: not yet
+    expect(s.sent('b', 'transfer-request')).toEqual([]);
+    s.tick(10); //                                                             tick 10: stalled for 300 ms
+    const again = s.sent('b', 'transfer-request');
+    expect(again.length).toBe(firstRequests);
+    expect(again.every((sent) => sent.to === 'a' && sent.message.seq === 1 && sent.message.cursor === undefined)).toBe(true);
+    restore();
+    s.tick(700);
+    expect(s.stateOf('b', 'a')).toBe('Joined');
+    expect(s.failures()).toEqual([]);
+  });
+
+  it('transfer - percentComplete rises from 0 to 100 and reaches 100 only with the last chunk durable', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(1, 4), chunkRecords: 1 }).lone('a');
+    for (const slot of s.slots) s.write('a', slot, 5);
+    s.spawn('b');
+    s.add('b');
+    s.settle().tick(200);
+    expect(s.stateOf('b', 'a')).toBe('Joined');
+    const reports = s.sent('b', 'transfer-progress').map((sent) => sent.message);
+    const byTransfer = new Map<string, typeof reports>();
+    for (const report of reports) byTransfer.set(report.transferId, [...(byTransfer.get(report.transferId) ?? []), report]);
+    expect(byTransfer.size).toBeGreaterThan(0);
+    for (const series of byTransfer.values()) {
+      const percents = series.map((report) => report.percentComplete);
+      expect(percents).toEqual([...percents].sort((x, y) => x - y));
+      expect(series.at(-1)).toMatchObject({ percentComplete: 100, complete: true });
+      expect(series.filter((report) => report.percentComplete === 100).every((report) => report.complete)).toBe(true);
+    }
+  });
+
+  it('transfer - a chunk read after another cursor than the target holds is not stored', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(1, 4), chunkRecords: 1 }).lone('a');
+    for (const slot of s.slots) s.write('a', slot, 3);
+    s.spawn('b');
+    s.add('b');
+    const chunks = link('a', 'b', 'transfer-chunk');
+    const release = s.hold(chunks);
+    s.settle();
+    const waiting = s.sim.pending.find(chunks)!;
+    expect(waiting.message).toMatchObject({ seq: 1, fromCursor: undefined });
+    s.mark();
+    s.sim.deliver('a', 'b', { ...waiting.message, fromCursor: 'a later key' } as typeof waiting.message);
+    s.settle();
+    expect(s.effects('b', 'store-chunk')).toEqual([]);
+    release();
+    s.settle().tick(200);
+    expect(s.stateOf('b', 'a')).toBe('Joined');
+  });
+
+  it('drop - a node drops the slots it lost only once the change is complete', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(1, 8) }).lone('a');
+    for (const slot of s.slots) s.write('a', slot, 2);
+    s.spawn('b');
+    s.add('b');
+    const release = s.hold(link('a', 'b', 'transfer-chunk'));
+    s.settle().tick(500);
+    expect(s.stateOf('b', 'a')).toBe('Joining');
+    expect(s.effects('a', 'drop')).toEqual([]); //                            nothing dropped mid-transfer
+    release();
+    s.settle().tick(100);
+    expect(s.stateOf('b', 'a')).toBe('Joined');
+    const final = s.sim.node('a').core!.membership();
+    const lost = s.slots.filter((slot) => !ownersOf(final, slot).includes('a')).map(slotKey);
+    expect(lost.length).toBeGreaterThan(0);
+    const drops = s.effects('a', 'drop');
+    expect(drops.map((effect) => effect.repo).sort()).toEqual(['ssr', 'tsr']);
+    for (const drop of drops) expect(drop.slots.map(slotKey)).toEqual(lost);
+    // The table that says so was durable before the first drop ran.
+    const effects = s.sim.node('a').effects.map((entry) => entry.effect.type);
+    expect(effects.indexOf('persist')).toBeLessThan(effects.indexOf('drop'));
+    expect(missingRecords(s, 'a')).toEqual([]);
+  });
+
+  it('leave - Leaving → Left after another source takes over from the killed leaving node', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(2, 8), failureTimeoutMs: 200 }).lone('a');
+    s.spawn('b');
+    s.add('b');
+    s.settle().tick(100);
+    s.spawn('c');
+    s.add('c');
+    s.settle().tick(100);
+    expect(s.stateOf('c', 'a')).toBe('Joined');
+    for (const slot of s.slots) s.write('a', slot, 3);
+    expect(s.remove('c')).toMatchObject({ ok: true }); //                      remove c
+    expect(s.stateOf('c', 'a')).toBe('Leaving');
+    const plan = s.sim.node('a').core!.membership().change!.transfers;
+    expect(plan.length).toBeGreaterThan(0);
+    expect(plan.every((transfer) => transfer.from === 'c')).toBe(true);
+    s.hold(link('c', '*', 'transfer-chunk'));
+    s.settle();
+    s.crash('c'); //                                                           crash c mid-transfer
+    s.tick(1_200); //                                                          c unheard for > 3 × failureTimeoutMs
+    const after = s.sim.node('a').core!.membership();
+    expect(after.members.find((candidate) => candidate.name === 'c')?.state).toBe('Left'); // expect c Left
+    expect(s.effects('a', 'membership-changed').some((effect) => effect.membership.change?.transfers.some((transfer) => transfer.id.includes('~')))).toBe(true);
+    expect(missingRecords(s, 'a')).toEqual([]);
+    s.restart('c').tick(200); //                                                c comes back, learns it is Left, drops all
+    expect(s.stateOf('c', 'c')).toBe('Left');
+    expect(s.sim.node('c').storage.recordCount()).toBe(0);
+    expect(s.failures()).toEqual([]);
+  });
+
+  it('failover - a change goes on when the coordinator dies; add/remove wait for it', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(2, 8), failureTimeoutMs: 200 }).lone('a');
+    s.spawn('b');
+    s.add('b');
+    s.settle().tick(100);
+    for (const slot of s.slots) s.write('a', slot, 2);
+    s.spawn('c');
+    s.add('c');
+    const release = s.hold(link('*', 'c', 'transfer-chunk'));
+    s.settle();
+    expect(s.stateOf('c', 'b')).toBe('Joining');
+    s.crash('a'); //                                                           crash a, the coordinator
+    release();
+    s.tick(1_500);
+    expect(s.stateOf('c', 'b')).toBe('Joined'); //                             b finished the change
+    expect(s.stateOf('c', 'c')).toBe('Joined');
+    expect(missingRecords(s, 'b')).toEqual([]);
+    s.spawn('d');
+    // Only the lowest-named Joined node may accept a change (one writer per epoch).
+    expect(s.add('d', 'b')).toEqual({ ok: false, status: 409, message: 'not the coordinator' });
+    s.restart('a').tick(200);
+    expect(s.stateOf('c', 'a')).toBe('Joined');
+    expect(s.add('d')).toMatchObject({ ok: true });
+    expect(s.failures()).toEqual([]);
+  });
+});
