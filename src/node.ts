@@ -17,7 +17,7 @@ import { MembershipService } from './cluster/membership-service.js';
 import { NodeTable, type NodeDocument } from './cluster/node-table.js';
 import { DEFAULT_POLICY, type DistributionPolicy } from './cluster/partitioner.js';
 import { PartitionRouter } from './cluster/partition-router.js';
-import { clusterReplicaWriter } from './cluster/replica-writer.js';
+import { clusterReplicaWriter, STALE_EPOCH } from './cluster/replica-writer.js';
 import { ReplicatedDefinitions } from './cluster/replicated-definitions.js';
 import { TenantService } from './cluster/tenants.js';
 import type { Config } from './config.js';
@@ -45,7 +45,8 @@ import { StreamRuntime } from './streams/stream-runtime.js';
 import { softwareVersion, type SoftwareVersion } from './version.js';
 import { checkService, localDetails, type MonitoringDeps, type MonitoringService, type NodeDetails } from './monitoring/monitoring.js';
 import { monitoringRoutes } from './http/routes/monitoring.js';
-import { BadRequestError, NotFoundError } from './errors.js';
+import { BadRequestError, NotFoundError, TributaryError } from './errors.js';
+import type { WriteRecords } from './peer/messages.js';
 
 export interface RunningNode {
   httpUrl: string;
@@ -93,6 +94,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const sandboxLimits = { timeoutMs: config.limits.tagTimeoutMs, memoryMb: config.limits.tagMemoryMb };
   const streamDefinitions = new StreamDefinitions(definitions, tenants, repositories, sandboxLimits);
 
+  const replicasOf = (streamKey: string) => definitions.get<DistributionPolicy>(`policy/${streamKey}`)?.value.replicas ?? DEFAULT_POLICY.replicas;
   const chunks = new TransferChunks(database, {
     streams: () => storedStreams(definitions),
     definitionRecords: () => store.records(),
@@ -111,28 +113,42 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   observeMembership = (membership) => membershipService.observe(membership);
 
   const replica = new LocalReplica(repositories, committer);
-  const writer = clusterReplicaWriter({ localName: config.name, replica, transport, hints, committer, available, peerDeadlineMs: deadline, log });
-  const router = new PartitionRouter(
-    (policy: DistributionPolicy, partition: number) => writeOwners(core.membership(), { partition, replicas: policy.replicas }),
-    writer,
-  );
+  const writerDeps = {
+    localName: config.name, replica, transport, hints, committer, available, peerDeadlineMs: deadline, log,
+    epoch: () => core.membership().epoch,
+    adopt: (from: string, membership: Membership) => shell.adopt(from, membership),
+  };
+  const ownersOf = (policy: DistributionPolicy, partition: number) => writeOwners(core.membership(), { partition, replicas: policy.replicas });
+  const router = new PartitionRouter(ownersOf, clusterReplicaWriter(writerDeps, { hint: true }));
+  // Hints are delivered without hinting again: an owner still down keeps the hint here.
+  const redeliveryRouter = new PartitionRouter(ownersOf, clusterReplicaWriter(writerDeps, { hint: false }));
+  const redeliver = async (repository: RepositoryName, records: StoredRecord[]) => {
+    for (const stream of new Set(records.map((record) => record.stream))) {
+      // Owners depend on the partition and the stream's replicas only.
+      const policy = { ...DEFAULT_POLICY, replicas: replicasOf(stream) };
+      const failures = await redeliveryRouter.write(repository, policy, records.filter((record) => record.stream === stream));
+      if (failures.size > 0) throw new Error([...failures.values()][0]);
+    }
+  };
   const runtime = new StreamRuntime(definitions, streamDefinitions, sandboxLimits);
   const ingest = new IngestService(runtime, router, new WriteIdGenerator(config.name), { batchPayloadsMax: config.limits.ingestBatchPayloadsMax });
 
-  // A write that a peer routed with an older membership may reach a node that no longer owns
-  // the partition (it has dropped it): such records are not stored there; the owners in the
-  // writer's own view have them.
-  const ownsForWrites = (record: StoredRecord, replicas: number) =>
-    writeOwners(core.membership(), { partition: record.partition, replicas }).includes(config.name);
-  const replicasOf = (streamKey: string) => definitions.get<DistributionPolicy>(`policy/${streamKey}`)?.value.replicas ?? DEFAULT_POLICY.replicas;
   servePeers(transport, {
     shell,
     definitions,
     nodes,
-    storeRecords: (repository, records) => replica.store(repository, records.filter((record) => ownsForWrites(record, replicasOf(record.stream)))),
+    storeRecords: async (write) => {
+      // A writer with an older table than ours may be routing to nodes that gave the
+      // partition up: refuse, with our table, and it routes again (the epoch fence).
+      const membership = core.membership();
+      if (write.epoch < membership.epoch) {
+        throw new TributaryError(409, STALE_EPOCH, `writer epoch ${write.epoch} is older than ${membership.epoch}`, { details: { membership } });
+      }
+      await replica.store(write.repo, write.records);
+    },
   });
   const replayer = new HintReplayer({
-    hints, committer, transport, available,
+    hints, committer, transport, available, redeliver,
     isMember: (name) => core.membership().members.some((member) => member.name === name && member.state !== 'Left'),
     peerDeadlineMs: deadline, intervalMs: HINT_REPLAY_INTERVAL_MS, log,
   });
@@ -191,7 +207,7 @@ function servePeers(
     shell: ClusterShell;
     definitions: ReplicatedDefinitions;
     nodes: NodeTable;
-    storeRecords(repository: RepositoryName, records: StoredRecord[]): Promise<void>;
+    storeRecords(write: WriteRecords): Promise<void>;
   },
 ): void {
   const { shell, definitions, nodes, storeRecords } = parts;
@@ -206,7 +222,7 @@ function servePeers(
   });
   transport.handle('AdminCommand', (_sender, command) => shell.admin(command));
   transport.handle('WriteRecords', async (_sender, write) => {
-    await storeRecords(write.repo, write.records);
+    await storeRecords(write);
     return {};
   });
   transport.handle('DefinitionWrite', async (_sender, write) => {

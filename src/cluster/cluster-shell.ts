@@ -79,6 +79,15 @@ export class ClusterShell {
     });
   }
 
+  /** Feeds a table a peer answered with; resolves once this node acts on it (or on a newer one). */
+  async adopt(from: string, membership: Membership): Promise<void> {
+    this.submit({ type: 'receive', from, message: { type: 'membership', membership } });
+    const deadline = Date.now() + this.deps.peerDeadlineMs;
+    while (this.deps.core.membership().epoch < membership.epoch && Date.now() < deadline && !this.stopped) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+
   /** An inbound chunk: resolves with the ack once the core has made it durable (or re-acks). */
   receiveChunk(sender: string, chunk: TransferChunk): Promise<TransferAck> {
     const key = `${sender}/${chunk.transferId}`;

@@ -1,17 +1,22 @@
-// Replays hints to their owners once the owners answer again (DESIGN.md, "Writes"). Writes
-// are idempotent (records keep their keys), so a hint replayed twice does no harm; a hint
-// is deleted only after its owner confirmed it.
+// Replays hints once their owner answers again (DESIGN.md, "Writes"). Stream records are
+// delivered to the partition's owners of the *current* table, not only to the node they
+// were kept for: the table may have changed while it was down. Writes are idempotent
+// (records keep their keys), so a hint delivered twice does no harm; a hint is deleted only
+// after every owner confirmed it.
 
 import type { Logger } from '../log.js';
 import type { PeerTransport } from '../peer/transport.js';
 import type { GroupCommitter } from '../storage/group-commit.js';
 import type { Hint, HintBuffer } from '../storage/hints.js';
+import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import { toWireRecord } from './definition-peers.js';
 
 export interface HintReplayerDeps {
   hints: HintBuffer;
   committer: GroupCommitter;
   transport: PeerTransport;
+  /** Writes the records to every current owner of their partitions; throws if one is missed. */
+  redeliver(repository: RepositoryName, records: StoredRecord[]): Promise<void>;
   available(node: string): boolean;
   /** Whether the node still exists (not Left, not removed): hints for a Left node are dropped. */
   isMember(node: string): boolean;
@@ -78,7 +83,7 @@ export class HintReplayer {
     if (hint.repository === 'KV') {
       return this.deps.transport.call(hint.target, 'DefinitionPush', { records: hint.records.map(toWireRecord) }, options);
     }
-    return this.deps.transport.call(hint.target, 'WriteRecords', { repo: hint.repository, records: hint.records }, options);
+    return this.deps.redeliver(hint.repository, hint.records);
   }
 
   private async discard(target: string): Promise<void> {

@@ -384,8 +384,12 @@ const CODECS: { readonly [K in PeerKind]: BodyCodec<PeerBodies[K]> } = {
   CoreMessage: coreMessage,
   Empty: empty,
   WriteRecords: {
-    toProto: (value) => ({ repo: DATA_REPOS[value.repo], records: value.records.map(storedRecord.toProto) }),
-    fromProto: (object) => ({ repo: enumOf(object, 'repo', DATA_REPOS), records: list(object, 'records', storedRecord.fromProto) }),
+    toProto: (value) => ({ repo: DATA_REPOS[value.repo], records: value.records.map(storedRecord.toProto), epoch: value.epoch }),
+    fromProto: (object) => ({
+      repo: enumOf(object, 'repo', DATA_REPOS),
+      records: list(object, 'records', storedRecord.fromProto),
+      epoch: int(object, 'epoch'),
+    }),
   },
   WriteReply: empty,
   DefinitionWrite: {

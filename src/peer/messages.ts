@@ -13,6 +13,8 @@ export type TransferAck = Extract<PeerMessage, { type: 'transfer-ack' }>;
 export interface WriteRecords {
   repo: RepositoryName;
   records: StoredRecord[];
+  /** The writer's membership epoch (an owner with a newer table refuses the write). */
+  epoch: number;
 }
 
 export interface DefinitionWrite {

@@ -69,12 +69,13 @@ const SAMPLES: { [K in PeerKind]: Array<PeerBodies[K]> } = {
   WriteRecords: [
     {
       repo: 'tsr',
+      epoch: 7,
       records: [
         { stream: 't/c/s', partition: 7, timestamp: -86_400_000, writeId: 'w1', payloadJson: '{"a":1}' },
         { stream: 't/c/s', partition: 0, timestamp: 1_700_000_000_123, writeId: 'w2', payloadJson: '{}' },
       ],
     },
-    { repo: 'ssr', records: [] },
+    { repo: 'ssr', records: [], epoch: 3 },
   ],
   WriteReply: [{}],
   DefinitionWrite: [
