@@ -44,40 +44,54 @@ export function canonicalJson(value: unknown): string {
  */
 export function canonicalJsonPrefix(value: unknown, charsMin: number): string {
   const writer = { out: '', charsMin };
-  try {
-    writeCanonical(value, writer);
-  } catch (error) {
-    if (error !== PREFIX_COMPLETE) throw error;
-  }
+  writeCanonical(value, writer);
   return writer.out;
 }
 
-const PREFIX_COMPLETE = Symbol('prefix complete');
+interface PrefixWriter {
+  out: string;
+  charsMin: number;
+}
 
-function writeCanonical(value: unknown, writer: { out: string; charsMin: number }): void {
-  const emit = (text: string) => {
-    writer.out += text;
-    if (writer.out.length >= writer.charsMin) throw PREFIX_COMPLETE;
-  };
-  if (value === null || typeof value !== 'object') return emit(JSON.stringify(value) ?? 'null');
+/** Appends canonical JSON of `value`; true once the writer holds `charsMin` characters. */
+function writeCanonical(value: unknown, writer: PrefixWriter): boolean {
+  if (typeof value === 'string') return writeString(value, writer);
+  if (value === null || typeof value !== 'object') return emit(JSON.stringify(value) ?? 'null', writer);
   if (Array.isArray(value)) {
-    emit('[');
+    if (emit('[', writer)) return true;
     for (let i = 0; i < value.length; i += 1) {
-      if (i > 0) emit(',');
-      writeCanonical(value[i] ?? null, writer);
+      if ((i > 0 && emit(',', writer)) || writeCanonical(value[i] ?? null, writer)) return true;
     }
-    return emit(']');
+    return emit(']', writer);
   }
   const record = value as Record<string, unknown>;
-  emit('{');
+  if (emit('{', writer)) return true;
   let first = true;
   for (const key of Object.keys(record).sort()) {
     if (record[key] === undefined) continue;
-    emit((first ? '' : ',') + JSON.stringify(key) + ':');
+    if (emit((first ? '' : ',') + JSON.stringify(key) + ':', writer) || writeCanonical(record[key], writer)) return true;
     first = false;
-    writeCanonical(record[key], writer);
   }
-  emit('}');
+  return emit('}', writer);
+}
+
+function emit(text: string, writer: PrefixWriter): boolean {
+  writer.out += text;
+  return writer.out.length >= writer.charsMin;
+}
+
+/**
+ * A long string is encoded only as far as needed: JSON escapes each character on its own
+ * (to one character or more), so the first `remaining + 1` characters are enough; a cut
+ * is never made inside a surrogate pair, whose halves would be escaped differently alone.
+ */
+function writeString(value: string, writer: PrefixWriter): boolean {
+  let needed = writer.charsMin - writer.out.length + 1;
+  if (value.length <= needed) return emit(JSON.stringify(value), writer);
+  const code = value.charCodeAt(needed - 1);
+  if (code >= 0xd800 && code <= 0xdbff) needed += 1;
+  const encoded = JSON.stringify(value.slice(0, needed));
+  return emit(encoded.slice(0, -1), writer);
 }
 
 export function fnv1a32(bytes: Uint8Array): number {

@@ -16,7 +16,7 @@ export interface StoredRecord {
   timestamp: number;
   /** Unique per record across the cluster (writeIds.ts). */
   writeId: string;
-  /** The payload as JSON text (as stored; not canonical). */
+  /** The payload as canonical JSON text. */
   payloadJson: string;
 }
 

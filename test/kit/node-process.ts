@@ -2,12 +2,13 @@
 // "From nats.js"). Every process a test starts is stopped by cleanup(), even on failure.
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 
-const ROOT = resolve(import.meta.dirname, '..', '..');
+/** The package root, from test/kit under vitest or dist/test/kit when compiled (the bench). */
+const ROOT = packageRoot(import.meta.dirname);
 const MAIN = join(ROOT, 'dist', 'src', 'main.js');
 const READY_TIMEOUT_MS = 20_000;
 
@@ -18,6 +19,8 @@ export interface StartOptions {
   /** Further CLI arguments after `start`. */
   args?: string[];
   env?: Record<string, string>;
+  /** Node flags before the script (e.g. --cpu-prof). */
+  execArgv?: string[];
   /** Pass the ports as flags (default), or leave them to env/config in `args`/`env`. */
   portFlags?: boolean;
   /** The ports to use (default: free ones the kit picks). */
@@ -76,7 +79,7 @@ export class NodeProcess {
 
   /** Spawns the process and waits until it answers HTTP. */
   async launch(): Promise<void> {
-    const args = ['--no-node-snapshot', MAIN, 'start', '--name', this.name, '--data-dir', this.dataDir];
+    const args = ['--no-node-snapshot', ...(this.options.execArgv ?? []), MAIN, 'start', '--name', this.name, '--data-dir', this.dataDir];
     if (this.options.portFlags !== false) {
       args.push('--http-port', String(this.httpPort), '--peer-port', String(this.peerPort));
     }
@@ -147,6 +150,13 @@ export async function cleanup(): Promise<void> {
   running.clear();
   for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
   dataDirs.clear();
+}
+
+function packageRoot(from: string): string {
+  for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+  }
+  throw new Error(`no package.json above ${from}`);
 }
 
 export function sleep(ms: number): Promise<void> {

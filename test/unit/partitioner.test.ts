@@ -56,3 +56,18 @@ describe('partitioner - canonical prefix', () => {
     }
   });
 });
+
+describe('partitioner - canonical prefix of strings', () => {
+  it('matches the canonical JSON through escapes, quotes and surrogate pairs cut anywhere', () => {
+    const texts = ['plain text that goes on', 'quote " and \\ backslash\n newline\t tab', '😀😀😀 emoji pairs 😀', '\u0001\u001f control', 'é'.repeat(40)];
+    for (const text of texts) {
+      const payload = { a: text, b: [text, { c: text }] };
+      const full = canonicalJson(payload);
+      for (let chars = 1; chars < full.length + 2; chars += 1) {
+        const prefix = canonicalJsonPrefix(payload, chars);
+        expect(full.startsWith(prefix), `${JSON.stringify(text)} at ${chars}`).toBe(true);
+        expect(prefix.length).toBeGreaterThanOrEqual(Math.min(chars, full.length));
+      }
+    }
+  });
+});

@@ -1,0 +1,80 @@
+// Benchmark dispatcher (issue 2, item 10): `node dist/bench/run.js <name> [options]`, or
+// `npm run bench -- <name> [options]`, which builds first. Each benchmark is a module with
+// one run function; the options common to them are parsed here, once.
+
+import { parseArgs } from 'node:util';
+import { runIngestBench } from './ingest.js';
+
+export interface BenchOptions {
+  /** Payloads written per measured run. */
+  payloads: number;
+  /** Payloads per request (and per raw LevelDB batch). */
+  batch: number;
+  /** Requests (or raw batches) in flight at once; 1 is strictly sequential. */
+  concurrency: number;
+  /** A second, concurrent run to report beside the headline one; 0 skips it. */
+  extraConcurrency: number;
+}
+
+type BenchRun = (options: BenchOptions) => Promise<void>;
+
+// Search, transfer and query join this map when their issues land.
+const BENCHES: Record<string, BenchRun> = {
+  ingest: runIngestBench,
+};
+
+const USAGE = `usage: node dist/bench/run.js <name> [--payloads N] [--batch N] [--concurrency N] [--extra-concurrency N]
+benchmarks: ${Object.keys(BENCHES).join(', ')}`;
+
+function positiveInteger(name: string, text: string | undefined, fallback: number, allowZero = false): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < (allowZero ? 0 : 1)) {
+    throw new Error(`--${name} must be an integer of at least ${allowZero ? 0 : 1}, got '${text}'`);
+  }
+  return value;
+}
+
+function parseOptions(argv: string[]): { name: string | undefined; options: BenchOptions } {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      payloads: { type: 'string' },
+      batch: { type: 'string' },
+      concurrency: { type: 'string' },
+      'extra-concurrency': { type: 'string' },
+    },
+  });
+  return {
+    name: positionals[0],
+    options: {
+      payloads: positiveInteger('payloads', values.payloads, 200_000),
+      batch: positiveInteger('batch', values.batch, 500),
+      concurrency: positiveInteger('concurrency', values.concurrency, 1),
+      extraConcurrency: positiveInteger('extra-concurrency', values['extra-concurrency'], 4, true),
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  let parsed: ReturnType<typeof parseOptions>;
+  try {
+    parsed = parseOptions(process.argv.slice(2));
+  } catch (error) {
+    console.error(`${(error as Error).message}\n${USAGE}`);
+    process.exit(2);
+  }
+  const run = parsed.name === undefined ? undefined : BENCHES[parsed.name];
+  if (run === undefined) {
+    console.error(`${parsed.name === undefined ? 'no benchmark named' : `unknown benchmark '${parsed.name}'`}\n${USAGE}`);
+    process.exit(2);
+  }
+  await run(parsed.options);
+}
+
+main().catch((error: unknown) => {
+  console.error((error as Error).stack ?? String(error));
+  process.exit(1);
+});
