@@ -3,8 +3,10 @@
 // key the target made durable; a target stores a chunk's records under the same keys, so a
 // chunk sent twice is stored once. A node drops the slots it no longer owns.
 //
-// Chunk bytes are the JSON text of [key, value] pairs of the repository's sublevel: keys
-// already carry stream, partition and writeId, so the target needs nothing else.
+// Chunk bytes are the repository sublevel's [key, value] pairs, each as two length-prefixed
+// UTF-8 strings (u32 big-endian byte length, then the bytes): keys already carry stream,
+// partition and writeId, so the target needs nothing else, and values (JSON text) are
+// copied, not escaped and parsed again. KV chunks are JSON: few, small, and structured.
 
 import type { ChunkData, Slot, TransferPlan } from '../cluster/core/types.js';
 import type { Database, Sublevel } from './database.js';
@@ -55,9 +57,9 @@ export class TransferChunks {
       if (cursor !== undefined && prefixEnd(prefix) <= cursor) continue;
       const range = cursor !== undefined && cursor >= prefix ? { gt: cursor, lt: prefixEnd(prefix) } : { gte: prefix, lt: prefixEnd(prefix) };
       for await (const [key, value] of sublevel.iterator(range)) {
-        // The size the pair takes in the chunk's JSON; a record that does not fit is left
-        // for the next chunk (the cursor stays before it), unless it is the only one.
-        const size = JSON.stringify(key).length + JSON.stringify(value).length + 4;
+        // A record that does not fit is left for the next chunk (the cursor stays before
+        // it), unless it is the only one.
+        const size = pairBytes(key, value);
         if (pairs.length > 0 && bytes + size > this.chunkBytesMax) return this.chunk(pairs, false, totalEstimate);
         pairs.push([key, value]);
         bytes += size;
@@ -68,13 +70,12 @@ export class TransferChunks {
 
   /** Stores a chunk's records durably (synced) under their keys. */
   async store(transfer: TransferPlan, chunk: ChunkData): Promise<void> {
-    const text = Buffer.from(chunk.bytes).toString('utf8');
     if (transfer.repo === 'KV') {
-      await this.sources.applyDefinitions(JSON.parse(text) as DefinitionRecord[]);
+      await this.sources.applyDefinitions(JSON.parse(Buffer.from(chunk.bytes).toString('utf8')) as DefinitionRecord[]);
       return;
     }
     const sublevel = this.sublevelOf(transfer.repo);
-    const pairs = JSON.parse(text) as Array<[string, string]>;
+    const pairs = decodePairs(chunk.bytes);
     await this.database.batch(
       pairs.map(([key, value]) => ({ type: 'put', sublevel, key, value })),
       { sync: true },
@@ -143,7 +144,7 @@ export class TransferChunks {
 
   private chunk(pairs: Array<[string, string]>, last: boolean, totalEstimate: number): ChunkRead {
     return {
-      chunk: { bytes: Buffer.from(JSON.stringify(pairs), 'utf8'), records: pairs.length, cursor: pairs.at(-1)?.[0] ?? '' },
+      chunk: { bytes: encodePairs(pairs), records: pairs.length, cursor: pairs.at(-1)?.[0] ?? '' },
       last,
       totalEstimate,
     };
@@ -152,4 +153,45 @@ export class TransferChunks {
   private sublevelOf(repo: 'ssr' | 'tsr'): Sublevel {
     return repo === 'ssr' ? this.database.ssr : this.database.tsr;
   }
+}
+
+const LENGTH_BYTES = 4;
+
+function pairBytes(key: string, value: string): number {
+  return 2 * LENGTH_BYTES + Buffer.byteLength(key) + Buffer.byteLength(value);
+}
+
+export function encodePairs(pairs: ReadonlyArray<readonly [string, string]>): Buffer {
+  let size = 0;
+  for (const [key, value] of pairs) size += pairBytes(key, value);
+  const buffer = Buffer.allocUnsafe(size);
+  let offset = 0;
+  const put = (text: string) => {
+    const length = buffer.write(text, offset + LENGTH_BYTES, 'utf8');
+    buffer.writeUInt32BE(length, offset);
+    offset += LENGTH_BYTES + length;
+  };
+  for (const [key, value] of pairs) {
+    put(key);
+    put(value);
+  }
+  return buffer;
+}
+
+/** The inverse of encodePairs; throws on bytes that are not a whole number of pairs. */
+export function decodePairs(bytes: Uint8Array): Array<[string, string]> {
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const pairs: Array<[string, string]> = [];
+  let offset = 0;
+  const take = (): string => {
+    if (offset + LENGTH_BYTES > buffer.length) throw new Error('transfer chunk: truncated length');
+    const length = buffer.readUInt32BE(offset);
+    const end = offset + LENGTH_BYTES + length;
+    if (end > buffer.length) throw new Error('transfer chunk: truncated string');
+    const text = buffer.toString('utf8', offset + LENGTH_BYTES, end);
+    offset = end;
+    return text;
+  };
+  while (offset < buffer.length) pairs.push([take(), take()]);
+  return pairs;
 }

@@ -94,3 +94,13 @@ describe('transfer chunks - read, resume, store, drop', () => {
     expect(Object.fromEntries(await tsr.countByPartition('demo/c/b'))).toEqual({ 1: 75 });
   });
 });
+
+describe('transfer chunks - encoding', () => {
+  it('round-trips pairs with any text, and refuses truncated bytes', async () => {
+    const { decodePairs, encodePairs } = await import('../../src/storage/transfer-chunks.js');
+    const pairs: Array<[string, string]> = [['a/b/c/0001/x', '{"é":"😀","q":"\\"quoted\\""}'], ['', ''], ['k', 'v'.repeat(70_000)]];
+    const bytes = encodePairs(pairs);
+    expect(decodePairs(bytes)).toEqual(pairs);
+    expect(() => decodePairs(bytes.subarray(0, bytes.length - 1))).toThrow(/truncated/);
+  });
+});
