@@ -4,20 +4,22 @@ import Koa from 'koa';
 import type Router from '@koa/router';
 import type { Logger } from 'pino';
 import { jsonBodyMiddleware } from './body.js';
-import { errorMiddleware } from './errors.js';
+import { errorMiddleware, type ErrorRenderer } from './errors.js';
 
 export interface AppOptions {
   log: Logger;
   bodyBytesMax: number;
   routers: Router[];
+  /** Error formats of interfaces mounted under their own path prefix. */
+  errorRenderers?: ErrorRenderer[];
 }
 
-export function createApp({ log, bodyBytesMax, routers }: AppOptions): Koa {
+export function createApp({ log, bodyBytesMax, routers, errorRenderers = [] }: AppOptions): Koa {
   const app = new Koa();
   app.proxy = false;
   // Errors are answered by errorMiddleware; Koa's own handler would only log them again.
   app.silent = true;
-  app.use(errorMiddleware(log));
+  app.use(errorMiddleware(log, errorRenderers));
   app.use(jsonBodyMiddleware(bodyBytesMax));
   for (const router of routers) {
     app.use(router.routes());

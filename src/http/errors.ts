@@ -1,13 +1,29 @@
 // The one error middleware (STYLE.md, "From Koa"): domain errors become their status and a
-// JSON body `{ error: { type, message } }`; anything unknown is a 500 with no details, and
-// is logged. No response ever carries a stack trace.
+// body; anything unknown is a 500 with no details, and is logged. No response ever carries
+// a stack trace. The platform interface answers `{ error: { type, message } }` (DESIGN.md,
+// "Errors"); an interface mounted elsewhere (the brain interface's RFC 7807 problems)
+// renders the same error shape its own way, chosen by path prefix.
 
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { TributaryError } from '../errors.js';
 import { setVersionHeaders } from './version-header.js';
 
-export function errorMiddleware(log: Logger): Koa.Middleware {
+/** An error as a client may see it. */
+export interface ErrorShape {
+  status: number;
+  code: string;
+  message: string;
+  details?: Record<string, unknown> | undefined;
+}
+
+export interface ErrorRenderer {
+  pathPrefix: string;
+  render(ctx: Koa.Context, error: ErrorShape): void;
+}
+
+export function errorMiddleware(log: Logger, renderers: readonly ErrorRenderer[] = []): Koa.Middleware {
+  const renderFor = (ctx: Koa.Context) => renderers.find((renderer) => ctx.path.startsWith(renderer.pathPrefix))?.render ?? renderPlatformError;
   return async (ctx, next) => {
     try {
       await next();
@@ -15,38 +31,36 @@ export function errorMiddleware(log: Logger): Koa.Middleware {
         // Nothing answered (no route), or the router refused the method.
         const status = ctx.status;
         const message = status === 404 ? `no route for ${ctx.method} ${ctx.path}` : ctx.message;
-        ctx.body = { error: { type: status === 404 ? 'NOT_FOUND' : 'HTTP_ERROR', message } };
+        renderFor(ctx)(ctx, { status, code: status === 404 ? 'NOT_FOUND' : 'HTTP_ERROR', message });
         // Koa makes an implicit status 200 once a body is set; keep the one we had.
         ctx.status = status;
       }
     } catch (error) {
-      respondWithError(ctx, error, log);
+      const shape = toShape(error, ctx, log);
+      renderFor(ctx)(ctx, shape);
+      ctx.status = shape.status;
+      if (shape.status === 413) ctx.set('Connection', 'close');
     }
   };
 }
 
-function respondWithError(ctx: Koa.Context, error: unknown, log: Logger): void {
+function toShape(error: unknown, ctx: Koa.Context, log: Logger): ErrorShape {
   if (error instanceof TributaryError) {
-    ctx.status = error.status;
-    ctx.body = { error: { type: error.code, message: error.message }, ...error.details };
-    const current = error.details?.currentVersion;
-    if (typeof current === 'string') setVersionHeaders(ctx, current);
-    if (error.status === 413) ctx.set('Connection', 'close');
-    return;
+    return { status: error.status, code: error.code, message: error.message, details: error.details };
   }
   const status = (error as { status?: unknown }).status;
   if (typeof status === 'number' && status >= 400 && status < 500 && (error as { expose?: unknown }).expose) {
     // Errors of Koa and its helpers that are safe to show (http-errors with expose).
-    ctx.status = status;
-    ctx.body = { error: { type: 'HTTP_ERROR', message: (error as Error).message } };
-    return;
+    return { status, code: 'HTTP_ERROR', message: (error as Error).message };
   }
-  if (error instanceof URIError) {
-    ctx.status = 400;
-    ctx.body = { error: { type: 'BAD_REQUEST', message: 'malformed percent-encoding in the path' } };
-    return;
-  }
+  if (error instanceof URIError) return { status: 400, code: 'BAD_REQUEST', message: 'malformed percent-encoding in the path' };
   log.error({ err: error, method: ctx.method, path: ctx.path }, 'unexpected error');
-  ctx.status = 500;
-  ctx.body = { error: { type: 'INTERNAL', message: 'internal error; see the node log' } };
+  return { status: 500, code: 'INTERNAL', message: 'internal error; see the node log' };
+}
+
+function renderPlatformError(ctx: Koa.Context, error: ErrorShape): void {
+  ctx.status = error.status;
+  ctx.body = { error: { type: error.code, message: error.message }, ...error.details };
+  const current = error.details?.currentVersion;
+  if (typeof current === 'string') setVersionHeaders(ctx, current);
 }
