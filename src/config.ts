@@ -4,11 +4,12 @@
 //   limits.bodyBytesMax  ⇔  TRIBUTARY_LIMITS_BODY_BYTES_MAX  ⇔  --limits-body-bytes-max
 // A bad config is refused at start with a message that names the key and where it came from.
 
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { z } from 'zod';
+import { isPlainObject } from './json.js';
 import { NAME_LENGTH_MAX } from './names.js';
+import { packageRoot } from './package-root.js';
 
 const port = z.number().int().min(1).max(65535);
 const name = z
@@ -84,14 +85,7 @@ export interface ConfigKey {
 }
 
 export function defaultConfigPath(): string {
-  // Walk up from this module (src/ under tests, dist/src/ when built) to the package root.
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let depth = 0; depth < 5; depth += 1) {
-    const candidate = join(dir, 'config', 'default.json');
-    if (existsSync(candidate)) return candidate;
-    dir = dirname(dir);
-  }
-  throw new ConfigError('config/default.json not found above ' + fileURLToPath(import.meta.url));
+  return join(packageRoot(), 'config', 'default.json');
 }
 
 export function readDefaults(): Record<string, unknown> {
@@ -204,8 +198,4 @@ function setPath(target: Record<string, unknown>, path: string[], value: unknown
     node = node[part] as Record<string, unknown>;
   }
   node[path[path.length - 1]!] = value;
-}
-
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -2,8 +2,8 @@
 // revision it was built from (TRIBUTARY_REVISION, else read from .git without a subprocess).
 
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { defaultConfigPath } from './config.js';
+import { join } from 'node:path';
+import { packageRoot } from './package-root.js';
 
 export interface SoftwareVersion {
   number: string;
@@ -11,7 +11,7 @@ export interface SoftwareVersion {
 }
 
 export function softwareVersion(env: NodeJS.ProcessEnv = process.env): SoftwareVersion {
-  const root = dirname(dirname(defaultConfigPath()));
+  const root = packageRoot();
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
   return { number: pkg.version, revision: env.TRIBUTARY_REVISION ?? gitRevision(root) ?? 'unknown' };
 }

@@ -1,7 +1,7 @@
 // Approved vendors of a tenant (spec, "Vendor"): free-form documents with a required `id`
 // and `key`; extra fields are kept as sent.
 
-import { isPlainObject } from '../config.js';
+import { isPlainObject } from '../json.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import { checkName } from '../names.js';
 import type { TenantService } from '../cluster/tenants.js';

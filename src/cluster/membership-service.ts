@@ -2,7 +2,7 @@
 // request; the membership coordinator runs it. Before a node is added, its identity is
 // proved: it must answer at the given address with a reply signed by the given key.
 
-import { isPlainObject } from '../config.js';
+import { isPlainObject } from '../json.js';
 import { BadRequestError, NotFoundError, StateConflictError, TributaryError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { checkName } from '../names.js';

@@ -3,9 +3,9 @@
 // gRPC itself moves raw bytes: the transport decodes envelopes with the protobufjs types so
 // that a signature is checked against exactly the bytes that were signed.
 
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+
+import { join } from 'node:path';
+import { packageRoot } from '../package-root.js';
 import type * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
@@ -17,14 +17,7 @@ let root: protobuf.Root | undefined;
 let service: grpc.ServiceDefinition | undefined;
 
 export function peerProtoPath(): string {
-  // Walk up from this module (src/peer under tests, dist/src/peer when built) to the package root.
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let depth = 0; depth < 6; depth += 1) {
-    const candidate = join(dir, 'proto', 'peer.proto');
-    if (existsSync(candidate)) return candidate;
-    dir = dirname(dir);
-  }
-  throw new Error('proto/peer.proto not found above ' + fileURLToPath(import.meta.url));
+  return join(packageRoot(), 'proto', 'peer.proto');
 }
 
 /** The protobufjs types of proto/peer.proto. */

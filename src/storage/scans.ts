@@ -48,3 +48,9 @@ export async function countKeysByPartition(sublevel: Sublevel, stream: string): 
   }
   return counts;
 }
+
+export async function holdsAnyKey(sublevel: Sublevel, stream: string): Promise<boolean> {
+  const prefix = streamPrefix(stream);
+  const keys = await sublevel.keys({ gte: prefix, lt: prefixEnd(prefix), limit: 1 }).all();
+  return keys.length > 0;
+}

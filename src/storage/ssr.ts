@@ -6,7 +6,7 @@ import type { BatchOperation, Database, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';
 import type { Repository, ScanOptions, StoredRecord } from './repository.js';
 import { encodePartition } from './repository.js';
-import { countKeysByPartition, partitionRanges, streamPrefix } from './scans.js';
+import { countKeysByPartition, holdsAnyKey, partitionRanges } from './scans.js';
 
 export class SearchableRepository implements Repository {
   readonly name = 'ssr' as const;
@@ -51,9 +51,8 @@ export class SearchableRepository implements Repository {
     return countKeysByPartition(this.sublevel, stream);
   }
 
-  async hasData(stream: string): Promise<boolean> {
-    const prefix = streamPrefix(stream);
-    const keys = await this.sublevel.keys({ gte: prefix, lt: prefixEnd(prefix), limit: 1 }).all();
-    return keys.length > 0;
+  hasData(stream: string): Promise<boolean> {
+    return holdsAnyKey(this.sublevel, stream);
   }
+
 }

@@ -4,7 +4,7 @@
 
 import { canonicalJson, partitionOfCanonical } from '../cluster/partitioner.js';
 import type { PartitionRouter } from '../cluster/partition-router.js';
-import { isPlainObject } from '../config.js';
+import { isPlainObject } from '../json.js';
 import { BadRequestError, ForbiddenError } from '../errors.js';
 import type { StoredRecord } from '../storage/repository.js';
 import type { WriteIdGenerator } from '../storage/write-ids.js';

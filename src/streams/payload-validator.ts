@@ -4,6 +4,7 @@
 // name per payload, and nothing allocates unless a payload is invalid.
 
 import { isIP } from 'node:net';
+import { isPlainObject, jsonTypeName, quoteForMessage } from '../json.js';
 import type { FieldType, ScalarKind, StreamSchema } from './schema.js';
 
 /**
@@ -33,7 +34,6 @@ interface CompiledField {
   check: Check;
 }
 
-const quotedCharsMax = 64;
 const contributorCharsMax = 128;
 const emailCharsMax = 254;
 
@@ -41,7 +41,7 @@ const emailCharsMax = 254;
 export function compileValidator(schema: StreamSchema): PayloadValidator {
   const checkFields = compileFields(schema.topDef.properties);
   return (payload) => {
-    if (!isObject(payload)) return `payload: expected object, got ${jsonTypeName(payload)}`;
+    if (!isPlainObject(payload)) return `payload: expected object, got ${jsonTypeName(payload)}`;
     const failure = checkFields(payload);
     return failure === undefined ? undefined : `field '${failure.path}': ${failure.problem}`;
   };
@@ -76,7 +76,7 @@ function compileType(type: FieldType): Check {
   switch (type.kind) {
     case 'record': {
       const checkFields = compileFields(type.properties);
-      return (value) => (isObject(value) ? checkFields(value) : mismatch('record', value));
+      return (value) => (isPlainObject(value) ? checkFields(value) : mismatch('record', value));
     }
     case 'array':
       return compileArray(type.element);
@@ -147,7 +147,7 @@ function stringCheck(kind: ScalarKind, format: string, isValid: (text: string) =
   const expected = `${kind} (${format})`;
   return (value) => {
     if (typeof value !== 'string') return mismatch(kind, value);
-    return isValid(value) ? undefined : invalid(expected, quote(value));
+    return isValid(value) ? undefined : invalid(expected, quoteForMessage(value));
   };
 }
 
@@ -165,9 +165,9 @@ function checkGeoPoint(value: unknown): Failure | undefined {
   if (typeof value === 'string') {
     const match = GEO_POINT_PATTERN.exec(value);
     const valid = match !== null && isLatLon(Number(match[1]), Number(match[2]));
-    return valid ? undefined : invalid(GEO_POINT_EXPECTED, quote(value));
+    return valid ? undefined : invalid(GEO_POINT_EXPECTED, quoteForMessage(value));
   }
-  if (!isObject(value)) return mismatch('geoPoint', value);
+  if (!isPlainObject(value)) return mismatch('geoPoint', value);
   const lat = value.lat ?? value.latitude;
   const lon = value.lon ?? value.longitude;
   if (typeof lat !== 'number') return invalid(GEO_POINT_EXPECTED, 'object without numeric lat');
@@ -284,18 +284,3 @@ function invalid(expected: string, found: string): Failure {
   return { path: '', problem: `expected ${expected}, got ${found}` };
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function jsonTypeName(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'array';
-  return typeof value;
-}
-
-/** A client's string, shortened and with control characters escaped, for an error message. */
-function quote(text: string): string {
-  const shortened = text.length > quotedCharsMax ? `${text.slice(0, quotedCharsMax)}…` : text;
-  return `'${JSON.stringify(shortened).slice(1, -1)}'`;
-}

@@ -2,7 +2,7 @@
 
 import type { DistributionPolicy } from '../cluster/partitioner.js';
 import { BadRequestError } from '../errors.js';
-import { isPlainObject } from '../config.js';
+import { isPlainObject } from '../json.js';
 
 /** Bounds that keep the owners table and partition keys small (4 hex digits). */
 export const RING_SIZE_MAX = 65_536;

@@ -1,6 +1,6 @@
 // Which repository persists a stream (spec, "Repository mapping"). No mapping: not persisted.
 
-import { isPlainObject } from '../config.js';
+import { isPlainObject } from '../json.js';
 import { BadRequestError } from '../errors.js';
 import { REPOSITORY_NAMES, type RepositoryName } from '../storage/repository.js';
 

@@ -2,6 +2,7 @@
 // typed tree and answers the questions other modules ask of it (a field's type, the primary
 // timestamp, the contributor fields). Pure code: no I/O, no clock.
 
+import { isPlainObject, jsonTypeName, quoteForMessage } from '../json.js';
 import { BadRequestError } from '../errors.js';
 import { checkName } from '../names.js';
 
@@ -61,7 +62,6 @@ const annotationsPerFieldMax = 64;
 const annotationCharsMax = 256;
 const versionCharsMax = 256;
 // How much of a client's text an error message repeats.
-const quotedCharsMax = 64;
 
 // C0 and C1 control characters: invisible in messages and logs, and never meant in a name.
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
@@ -78,14 +78,14 @@ interface ParseContext {
  * `where` is the path prefix (default 'schema').
  */
 export function parseSchema(value: unknown, where = 'schema'): StreamSchema {
-  if (!isObject(value)) throw problem(where, `expected object, got ${jsonTypeName(value)}`);
+  if (!isPlainObject(value)) throw problem(where, `expected object, got ${jsonTypeName(value)}`);
   const version = parseVersion(value.version, `${where}.version`);
   const topPath = `${where}.topDef`;
   const rawTop = value.topDef;
   if (rawTop === undefined || rawTop === null) throw problem(topPath, 'missing root type definition');
   // Say "must be a record" before anything inside a non-record root could be complained about.
-  if (isObject(rawTop) && typeof rawTop.type === 'string' && rawTop.type !== 'record') {
-    throw problem(`${topPath}.type`, `root type must be 'record', got ${quote(rawTop.type)}`);
+  if (isPlainObject(rawTop) && typeof rawTop.type === 'string' && rawTop.type !== 'record') {
+    throw problem(`${topPath}.type`, `root type must be 'record', got ${quoteForMessage(rawTop.type)}`);
   }
   const topDef = parseTypeDef(rawTop, topPath, { fieldCount: 0 }, 0);
   if (topDef.kind !== 'record') throw problem(`${topPath}.type`, `root type must be 'record'`);
@@ -145,13 +145,13 @@ function parseVersion(raw: unknown, path: string): string {
 }
 
 function parseTypeDef(raw: unknown, path: string, context: ParseContext, depth: number): FieldType {
-  if (!isObject(raw)) throw problem(path, `expected type definition object, got ${jsonTypeName(raw)}`);
+  if (!isPlainObject(raw)) throw problem(path, `expected type definition object, got ${jsonTypeName(raw)}`);
   if (depth > schemaDepthMax) throw problem(path, `types nested deeper than ${schemaDepthMax} levels`);
   const type = raw.type;
   if (type === undefined || type === null) throw problem(`${path}.type`, 'missing type');
   if (typeof type !== 'string') throw problem(`${path}.type`, `expected string, got ${jsonTypeName(type)}`);
   if (!SCALAR_KINDS.has(type) && !['record', 'contributor', 'sequence', 'array'].includes(type)) {
-    throw problem(`${path}.type`, `unknown type ${quote(type)}`);
+    throw problem(`${path}.type`, `unknown type ${quoteForMessage(type)}`);
   }
   const optional = parseOptional(raw.optional, `${path}.optional`);
   const annotations = parseAnnotations(raw.annotations, `${path}.annotations`);
@@ -173,7 +173,7 @@ function parseTypeDef(raw: unknown, path: string, context: ParseContext, depth: 
 
 function parseProperties(raw: unknown, path: string, context: ParseContext, depth: number): Array<[string, FieldType]> {
   if (raw === undefined || raw === null) throw problem(path, 'missing properties of record');
-  if (!isObject(raw)) throw problem(path, `expected object, got ${jsonTypeName(raw)}`);
+  if (!isPlainObject(raw)) throw problem(path, `expected object, got ${jsonTypeName(raw)}`);
   const properties: Array<[string, FieldType]> = [];
   // Object.entries keeps insertion order, except that integer-like names come first (JS rule).
   for (const [name, definition] of Object.entries(raw)) {
@@ -188,7 +188,7 @@ function parseProperties(raw: unknown, path: string, context: ParseContext, dept
 }
 
 function checkFieldName(name: string, path: string): void {
-  const invalid = (why: string): BadRequestError => problem(path, `invalid field name ${quote(name)}: ${why}`);
+  const invalid = (why: string): BadRequestError => problem(path, `invalid field name ${quoteForMessage(name)}: ${why}`);
   if (name.length === 0) throw invalid('must not be empty');
   if (name.length > fieldNameCharsMax) throw invalid(`longer than ${fieldNameCharsMax} characters`);
   // A '.' would make dotted field paths (taxonomies, tsField, error messages) ambiguous.
@@ -219,7 +219,7 @@ function parseContributor(raw: RawObject, path: string): Omit<ContributorType, '
   const contributor: Omit<ContributorType, 'optional' | 'annotations'> = { kind: 'contributor' };
   if (raw.uri !== undefined && raw.uri !== null) {
     const uriPath = `${path}.uri`;
-    if (!isObject(raw.uri)) throw problem(uriPath, `expected object, got ${jsonTypeName(raw.uri)}`);
+    if (!isPlainObject(raw.uri)) throw problem(uriPath, `expected object, got ${jsonTypeName(raw.uri)}`);
     contributor.uri = {
       tenant: parseName('tenant', raw.uri.tenant, `${uriPath}.tenant`),
       collection: parseName('collection', raw.uri.collection, `${uriPath}.collection`),
@@ -262,18 +262,3 @@ function problem(path: string, message: string): BadRequestError {
   return new BadRequestError(`${path}: ${message}`);
 }
 
-function isObject(value: unknown): value is RawObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function jsonTypeName(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'array';
-  return typeof value;
-}
-
-/** A client's string, shortened and with control characters escaped, for an error message. */
-function quote(text: string): string {
-  const shortened = text.length > quotedCharsMax ? `${text.slice(0, quotedCharsMax)}…` : text;
-  return `'${JSON.stringify(shortened).slice(1, -1)}'`;
-}

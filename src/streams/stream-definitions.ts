@@ -4,7 +4,7 @@
 import { DEFAULT_POLICY, type DistributionPolicy } from '../cluster/partitioner.js';
 import type { TenantService } from '../cluster/tenants.js';
 import { ForbiddenError, NotFoundError, StateConflictError } from '../errors.js';
-import { isPlainObject } from '../config.js';
+import { isPlainObject } from '../json.js';
 import { BadRequestError } from '../errors.js';
 import { checkName } from '../names.js';
 import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';

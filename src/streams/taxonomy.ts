@@ -1,7 +1,7 @@
 // A stream's taxonomy: named hierarchies of facet levels (spec, "Taxonomy"). Each level is
 // a field path of the schema or year/month/day of a datetime field.
 
-import { isPlainObject } from '../config.js';
+import { isPlainObject } from '../json.js';
 import { BadRequestError } from '../errors.js';
 import { fieldAt, type StreamSchema } from './schema.js';
 

@@ -2,13 +2,14 @@
 // "From nats.js"). Every process a test starts is stopped by cleanup(), even on failure.
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
+import { packageRoot } from '../../src/package-root.js';
 
 /** The package root, from test/kit under vitest or dist/test/kit when compiled (the bench). */
-const ROOT = packageRoot(import.meta.dirname);
+const ROOT = packageRoot();
 const MAIN = join(ROOT, 'dist', 'src', 'main.js');
 const READY_TIMEOUT_MS = 20_000;
 
@@ -150,13 +151,6 @@ export async function cleanup(): Promise<void> {
   running.clear();
   for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
   dataDirs.clear();
-}
-
-function packageRoot(from: string): string {
-  for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) {
-    if (existsSync(join(dir, 'package.json'))) return dir;
-  }
-  throw new Error(`no package.json above ${from}`);
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -7,7 +7,7 @@ import type { PartView, StreamDefinitions } from '../../streams/stream-definitio
 import { streamId } from '../../streams/stream-id.js';
 import type { StreamRuntime } from '../../streams/stream-runtime.js';
 import type { Definition } from '../../storage/definitions.js';
-import { isPlainObject } from '../../config.js';
+import { isPlainObject } from '../../json.js';
 import { expectedVersion, setVersionHeaders } from '../version-header.js';
 import type Koa from 'koa';
 
