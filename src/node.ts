@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { VendorService } from './admin/vendors.js';
 import { ClusterShell } from './cluster/cluster-shell.js';
 import { ClusterCore } from './cluster/core/core.js';
-import { writeOwners } from './cluster/core/placement.js';
+import { ownersOf as currentOwners, writeOwners } from './cluster/core/placement.js';
 import type { CoreConfig, Member, Membership, PersistedCoreState, Slot } from './cluster/core/types.js';
 import { ClusterDefinitionPeers, fromWireRecord } from './cluster/definition-peers.js';
 import { ClusterEventBus } from './cluster/events.js';
@@ -43,10 +43,23 @@ import { IngestService } from './streams/ingest.js';
 import { StreamDefinitions } from './streams/stream-definitions.js';
 import { StreamRuntime } from './streams/stream-runtime.js';
 import { softwareVersion, type SoftwareVersion } from './version.js';
+import { searchLocally, type LocalSearchRequest, type LocalSearchResult } from './search/local-search.js';
+import { SearchService } from './search/search-service.js';
+import { SsrIndex } from './search/ssr-index.js';
+import { searchRoutes } from './http/routes/search.js';
+import type { RepositoryMapping } from './streams/repository-mapping.js';
 import { checkService, localDetails, type MonitoringDeps, type MonitoringService, type NodeDetails } from './monitoring/monitoring.js';
 import { monitoringRoutes } from './http/routes/monitoring.js';
 import { BadRequestError, NotFoundError, TributaryError } from './errors.js';
 import type { WriteRecords } from './peer/messages.js';
+import { AccountService } from './api-v1/accounts.js';
+import { AdminGate, ApiSwitch } from './api-v1/access.js';
+import { BrainService } from './api-v1/brains.js';
+import { DocsAssets } from './api-v1/docs.js';
+import { LicencePool } from './api-v1/licence.js';
+import { problemRenderer } from './api-v1/problems.js';
+import { brainApiRoutes } from './api-v1/routes.js';
+import { loadBrainTemplates } from './api-v1/templates.js';
 
 export interface RunningNode {
   httpUrl: string;
@@ -94,11 +107,15 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const sandboxLimits = { timeoutMs: config.limits.tagTimeoutMs, memoryMb: config.limits.tagMemoryMb };
   const streamDefinitions = new StreamDefinitions(definitions, tenants, repositories, sandboxLimits);
 
+  const ssrIndex = new SsrIndex(repositories.ssr, (streamKey) =>
+    definitions.get<RepositoryMapping>(`repository/${streamKey}`)?.value.config.defaultStringAnalyzer === 'keyword' ? 'keyword' : 'standard',
+  );
   const replicasOf = (streamKey: string) => definitions.get<DistributionPolicy>(`policy/${streamKey}`)?.value.replicas ?? DEFAULT_POLICY.replicas;
   const chunks = new TransferChunks(database, {
     streams: () => storedStreams(definitions),
     definitionRecords: () => store.records(),
     applyDefinitions: (records) => definitions.apply(records),
+    partitionChanged: (repo, stream, partition) => repo === 'ssr' && ssrIndex.invalidate(stream, partition),
   }, config.cluster.transferChunkBytes);
   const shell = new ClusterShell({
     core, transport, chunks, events, log,
@@ -112,7 +129,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const membershipService = new MembershipService({ core, shell, transport, peerDeadlineMs: deadline, log });
   observeMembership = (membership) => membershipService.observe(membership);
 
-  const replica = new LocalReplica(repositories, committer);
+  const replica = new LocalReplica(repositories, committer, (repository, records) => repository === 'ssr' && ssrIndex.onStored(records));
   const writerDeps = {
     localName: config.name, replica, transport, hints, committer, available, peerDeadlineMs: deadline, log,
     epoch: () => core.membership().epoch,
@@ -154,7 +171,8 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   });
   const monitoring: MonitoringDeps = { localName: config.name, hints, core, version, startedAtMs: Date.now() };
   transport.handle('Read', async (_sender, read) => {
-    const request = JSON.parse(read.json) as { monitoring?: unknown };
+    const request = JSON.parse(read.json) as { monitoring?: unknown; search?: LocalSearchRequest };
+    if (request.search !== undefined) return { json: JSON.stringify(await searchLocally(ssrIndex, request.search)) };
     if (typeof request.monitoring !== 'string') throw new BadRequestError('unknown read');
     return { json: JSON.stringify(localDetails(checkService(request.monitoring), monitoring)) };
   });
@@ -167,13 +185,39 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     for (const tenant of config.defaultTenants) await tenants.put(tenant);
   }
 
+  // The brain management interface under /api/v1 (issue 6): accounts, settings, the licence
+  // pool and brains all live in the definitions store. A cluster's first node writes the
+  // empty licence pool once, when the cluster is born (licence.ts).
+  const brainTemplates = loadBrainTemplates(config.brainApi.templatesFile);
+  const licencePool = new LicencePool(definitions, config.licence);
+  if (persisted === undefined && !config.join) await licencePool.initialise();
+  const brainApi = brainApiRoutes({
+    accounts: new AccountService(definitions),
+    apiSwitch: new ApiSwitch(definitions, config.brainApi.enabled),
+    adminGate: new AdminGate(config.adminSecret),
+    brains: new BrainService({ store: definitions, templates: brainTemplates, pool: licencePool }),
+    templates: brainTemplates,
+    pool: licencePool,
+    docs: new DocsAssets(),
+  });
+
   const app = createApp({
     log,
     bodyBytesMax: config.limits.bodyBytesMax,
+    errorRenderers: [problemRenderer],
     routers: [
+      brainApi,
       streamRoutes({ definitions: streamDefinitions, runtime, ingest }),
       clusterRoutes({ nodes, tenants, events, membership: membershipService, sse: sseOptions(config) }),
       adminRoutes(new VendorService(definitions, tenants)),
+      searchRoutes(new SearchService(streamDefinitions, {
+        localName: config.name,
+        owners: (partition, replicas) => currentOwners(core.membership(), { partition, replicas }),
+        available,
+        runLocal: (request) => searchLocally(ssrIndex, request),
+        runRemote: async (node, request) =>
+          JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ search: request }) }, { deadlineMs: deadline })).json) as LocalSearchResult,
+      }), tenants),
       monitoringRoutes({
         tenants,
         localName: config.name,
@@ -325,8 +369,11 @@ function sseOptions(config: Config) {
 
 async function listen(handler: Parameters<typeof createServer>[1], host: string, port: number): Promise<Server> {
   const server = createServer(handler);
-  // Bound how long a slow client may take to send its headers and body.
-  server.headersTimeout = 30_000;
+  // Bound how long a slow client may take to send its headers and body; keep idle
+  // connections for 30 s (Node's 5 s races clients that pause between requests: they reuse
+  // a socket the server is closing). headersTimeout must exceed keepAliveTimeout.
+  server.keepAliveTimeout = 30_000;
+  server.headersTimeout = 31_000;
   server.requestTimeout = 300_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error) => reject(new Error(`cannot listen for HTTP on ${host}:${port}: ${error.message}`)));

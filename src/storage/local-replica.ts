@@ -8,9 +8,12 @@ export class LocalReplica {
   constructor(
     private readonly repositories: Record<RepositoryName, Repository>,
     private readonly committer: GroupCommitter,
+    /** Told of records once they are durable (the ssr index follows ingest this way). */
+    private readonly onStored: (repository: RepositoryName, records: readonly StoredRecord[]) => void = () => {},
   ) {}
 
-  store(repository: RepositoryName, records: readonly StoredRecord[]): Promise<void> {
-    return this.committer.commit(this.repositories[repository].writeOperations(records));
+  async store(repository: RepositoryName, records: readonly StoredRecord[]): Promise<void> {
+    await this.committer.commit(this.repositories[repository].writeOperations(records));
+    this.onStored(repository, records);
   }
 }

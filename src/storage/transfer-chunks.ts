@@ -33,6 +33,8 @@ export interface TransferChunkSources {
   definitionRecords(): DefinitionRecord[];
   /** Stores definition records received in a KV transfer. */
   applyDefinitions(records: DefinitionRecord[]): Promise<void>;
+  /** A partition's stored data changed under a transfer or a drop (indexes over it are stale). */
+  partitionChanged(repo: 'ssr' | 'tsr', stream: string, partition: number): void;
 }
 
 export class TransferChunks {
@@ -80,12 +82,23 @@ export class TransferChunks {
       pairs.map(([key, value]) => ({ type: 'put', sublevel, key, value })),
       { sync: true },
     );
+    const touched = new Set(pairs.map(([key]) => `${key.split('/', 4).join('/')}/`));
+    for (const prefix of touched) this.tellChanged(transfer.repo, prefix);
   }
 
   /** Deletes this node's records of the slots (it no longer owns them). */
   async drop(repo: 'ssr' | 'tsr', slots: readonly Slot[]): Promise<void> {
     const sublevel = this.sublevelOf(repo);
-    for (const prefix of this.ranges(slots)) await sublevel.clear({ gte: prefix, lt: prefixEnd(prefix) });
+    for (const prefix of this.ranges(slots)) {
+      await sublevel.clear({ gte: prefix, lt: prefixEnd(prefix) });
+      this.tellChanged(repo, prefix);
+    }
+  }
+
+  /** `prefix` is "tenant/collection/name/<partition hex>/". */
+  private tellChanged(repo: 'ssr' | 'tsr', prefix: string): void {
+    const parts = prefix.split('/');
+    this.sources.partitionChanged(repo, parts.slice(0, 3).join('/'), parseInt(parts[3]!, 16));
   }
 
   /** The key prefixes of every (stream, partition) of the slots, in key order. */

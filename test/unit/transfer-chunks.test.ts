@@ -27,6 +27,7 @@ const sources = {
   streams: () => streams,
   definitionRecords: () => definitions,
   applyDefinitions: async (records: DefinitionRecord[]) => void definitions.push(...records),
+  partitionChanged: () => {},
 };
 
 function plan(slots: TransferPlan['slots']): TransferPlan {
