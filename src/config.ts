@@ -67,6 +67,26 @@ export const configSchema = z
       .refine((cluster) => cluster.failureTimeoutMs > cluster.heartbeatIntervalMs, {
         message: 'failureTimeoutMs must exceed heartbeatIntervalMs',
       }),
+    /**
+     * The secret the accounts CLI authenticates with on /api/v1/admin (issue 6). null: the
+     * admin endpoints are closed (403). Short secrets are refused: they can be guessed.
+     */
+    adminSecret: z.string().min(16, 'must be at least 16 characters').max(1024).nullable(),
+    brainApi: z
+      .object({
+        /** The hive-wide switch of /api/v1 until an administrator sets it with the CLI. */
+        enabled: z.boolean(),
+        /** null: config/brain-templates.json of the package. */
+        templatesFile: z.string().min(1).nullable(),
+      })
+      .strict(),
+    licence: z
+      .object({
+        tier: z.enum(['free', 'paid']),
+        /** Brains the whole cluster may hold (one pool); soft-deleted brains do not count. */
+        brainAllowance: z.number().int().min(0).max(1_000_000),
+      })
+      .strict(),
   })
   .strict();
 

@@ -1,0 +1,78 @@
+// Interactive documentation (issue 6, item 6): Swagger UI from the swagger-ui-dist package,
+// served by the node itself so it works without internet. Only the files the page needs are
+// served (no directory is exposed), read once and kept in memory. The page's own script is
+// a file too, so the Content-Security-Policy can forbid inline scripts and every other origin.
+
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+
+export const DOCS_PATH = '/api/v1/docs';
+export const OPENAPI_PATH = '/api/v1/openapi.json';
+
+export interface DocsAsset {
+  contentType: string;
+  body: Buffer | string;
+}
+
+/** Swagger UI's files this page uses, by the name they are served under. */
+const PACKAGED_ASSETS: Record<string, string> = {
+  'swagger-ui.css': 'text/css; charset=utf-8',
+  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
+  'favicon-32x32.png': 'image/png',
+};
+
+const INITIALISER = `window.onload = function () {
+  window.ui = SwaggerUIBundle({
+    url: '${OPENAPI_PATH}',
+    dom_id: '#swagger-ui',
+    deepLinking: true,
+    // No call to the public validator: the page must work without internet.
+    validatorUrl: null,
+    presets: [SwaggerUIBundle.presets.apis],
+    layout: 'BaseLayout',
+  });
+};
+`;
+
+const PAGE = `<!DOCTYPE html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8">
+    <title>Tributary brain management interface (/api/v1)</title>
+    <link rel="stylesheet" href="${DOCS_PATH}/swagger-ui.css">
+    <link rel="icon" type="image/png" href="${DOCS_PATH}/favicon-32x32.png">
+  </head>
+  <body>
+    <div id="swagger-ui"></div>
+    <script src="${DOCS_PATH}/swagger-ui-bundle.js"></script>
+    <script src="${DOCS_PATH}/initialiser.js"></script>
+  </body>
+</html>
+`;
+
+/** Same origin only; Swagger UI sets inline styles and shows data: images. */
+export const DOCS_CONTENT_SECURITY_POLICY =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+export class DocsAssets {
+  private readonly cache = new Map<string, DocsAsset>();
+  private readonly folder = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+
+  page(): DocsAsset {
+    return { contentType: 'text/html; charset=utf-8', body: PAGE };
+  }
+
+  /** A file of the page by name, or undefined when it is not one of them. */
+  asset(name: string): DocsAsset | undefined {
+    if (name === 'initialiser.js') return { contentType: 'text/javascript; charset=utf-8', body: INITIALISER };
+    const contentType = PACKAGED_ASSETS[name];
+    if (contentType === undefined) return undefined;
+    let asset = this.cache.get(name);
+    if (asset === undefined) {
+      asset = { contentType, body: readFileSync(join(this.folder, name)) };
+      this.cache.set(name, asset);
+    }
+    return asset;
+  }
+}
