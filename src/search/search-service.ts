@@ -103,12 +103,14 @@ export class SearchService {
       histogram: result.histogram ?? null,
       streams: result.streams.map((stream) => {
         const resolved = streams.find((candidate) => candidate.key === stream.stream)!;
+        // Each node sent its best topN: the merged list is cut to topN after the merge.
+        const values = stream.hits.slice(0, resultsTopN);
         return {
           name: streamUri(resolved.id),
-          atLeastNMoreResults: Math.max(0, stream.total - stream.hits.length),
+          atLeastNMoreResults: stream.total - values.length,
           schema: resolved.schema,
           facets: resolved.taxonomy.nodes.map((node) => renderTaxonomyFacet(stream.trees.get(node.name) ?? emptyTree(), facets.find((facet) => facet.dimension === node.name)!)),
-          values: stream.hits.map((hit) => ({ score: hit.score, data: hit.data })),
+          values: values.map((hit) => ({ score: hit.score, data: hit.data })),
         };
       }),
     };
