@@ -105,7 +105,7 @@ const schemas: Record<string, Schema> = {
       type: {
         type: 'string',
         format: 'uri',
-        description: `${PROBLEM_TYPE_BASE}<code>, codes: ${Object.keys(PROBLEMS).join(', ')}`,
+        description: `${PROBLEM_TYPE_BASE}<code>, codes: ${Object.keys(PROBLEMS).join(', ')}; about:blank for a status none of them names.`,
       },
       title: { type: 'string' },
       status: { type: 'integer' },

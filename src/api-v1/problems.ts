@@ -4,6 +4,7 @@
 // problem has a stable code; its `type` is PROBLEM_TYPE_BASE + code and its `title` is fixed
 // per code (RFC 7807 §3.1: the title does not change from occurrence to occurrence).
 
+import { STATUS_CODES } from 'node:http';
 import type Koa from 'koa';
 import { TributaryError, type ErrorOptions } from '../errors.js';
 import type { ErrorRenderer, ErrorShape } from '../http/errors.js';
@@ -65,17 +66,16 @@ const FOREIGN_CODES: Record<string, ProblemCode> = {
   INTERNAL: 'internal-error',
 };
 
+// Statuses whose meaning does not depend on who raised them. Anything else unnamed (501,
+// say) is `about:blank` with the status phrase as title (RFC 7807 §4.2).
 const BY_STATUS: Record<number, ProblemCode> = {
   400: 'invalid-request',
-  401: 'unauthenticated',
-  402: 'licence-brain-allowance-exceeded',
-  403: 'api-disabled',
   404: 'not-found',
   405: 'method-not-allowed',
   409: 'conflict',
   413: 'payload-too-large',
   415: 'unsupported-media-type',
-  422: 'invalid-request',
+  500: 'internal-error',
   503: 'unavailable',
 };
 
@@ -87,8 +87,7 @@ export function toProblem(error: ErrorShape, instance: string): ProblemDocument 
   const known = code === undefined ? undefined : PROBLEMS[code];
   const problem: ProblemDocument = {
     type: code === undefined ? 'about:blank' : PROBLEM_TYPE_BASE + code,
-    // A status this interface does not name (501, say) is `about:blank` with the status phrase.
-    title: known?.title ?? error.message,
+    title: known?.title ?? STATUS_CODES[error.status] ?? 'Error',
     status: error.status,
     detail: error.message,
     instance,
@@ -104,7 +103,6 @@ function problemCode(error: ErrorShape): ProblemCode | undefined {
   if (error.code in PROBLEMS && PROBLEMS[error.code as ProblemCode].status === error.status) return error.code as ProblemCode;
   const foreign = FOREIGN_CODES[error.code];
   if (foreign !== undefined && PROBLEMS[foreign].status === error.status) return foreign;
-  if (error.status >= 500) return error.status === 503 ? 'unavailable' : 'internal-error';
   return BY_STATUS[error.status];
 }
 
