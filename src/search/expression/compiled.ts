@@ -42,7 +42,8 @@ export interface FunctionDefinition {
   readonly maxArgs: number;
   /**
    * Whether a call with constant arguments is itself a constant, computed once at compile
-   * time (default true). False for now() and for search(pattern), which reads the row.
+   * time. Off unless set: a function may read the row without an argument saying so
+   * (search(pattern), an aggregate like count()) or change over time (now()).
    */
   readonly constantFolding?: boolean;
   readonly resultKind?: (argKinds: readonly NumericKind[]) => NumericKind;

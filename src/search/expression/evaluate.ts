@@ -19,7 +19,14 @@
 //   Division or remainder by zero gives null. `+` also joins two strings.
 
 import type { BinaryOperator, CallExpr, ComparisonOperator, Expr, NumericKind, Value } from './ast.js';
-import { combineKinds, type CompiledNode, type CompileOptions, type Evaluator, type FunctionContext, type Row } from './compiled.js';
+import {
+  combineKinds,
+  type CompiledNode,
+  type CompileOptions,
+  type Evaluator,
+  type FunctionContext,
+  type Row,
+} from './compiled.js';
 import { datetimeMs } from './datetime.js';
 import { ExpressionSyntaxError, MissingVariableError, UnknownFunctionError } from './errors.js';
 import { builtinFunctions } from './functions.js';
@@ -78,8 +85,10 @@ class Compiler implements FunctionContext {
         return { ...constantNode(expr.value, expr.numericKind ?? 'unknown'), foldable: false };
       case 'variable':
         return { ...constantNode(this.variable(expr.name, expr), 'unknown'), foldable: false };
-      case 'field':
-        return { evaluate: this.fieldAccessor(expr.path), constant: false, kind: this.options.numericKindOf?.(expr.path) ?? 'unknown', foldable: false };
+      case 'field': {
+        const kind = this.options.numericKindOf?.(expr.path) ?? 'unknown';
+        return { evaluate: this.fieldAccessor(expr.path), constant: false, kind, foldable: false };
+      }
       case 'unary':
         return this.withFolding([expr.operand], ([operand]) => unaryNode(expr.operator, operand as CompiledNode));
       case 'binary':
@@ -106,14 +115,16 @@ class Compiler implements FunctionContext {
     const definition = ownValue(this.options.functions, expr.name) ?? ownValue(builtinFunctions, expr.name.toLowerCase());
     if (definition === undefined) throw new UnknownFunctionError(expr.position, expr.name);
     const count = expr.args.length;
-    if (count < definition.minArgs || count > definition.maxArgs) {
-      const expected = definition.minArgs === definition.maxArgs ? `${definition.minArgs}` : `${definition.minArgs} to ${definition.maxArgs}`;
-      throw new ExpressionSyntaxError(expr.position, `${expr.name}() takes ${expected} argument${expected === '1' ? '' : 's'} but got ${count}`);
+    const { minArgs, maxArgs } = definition;
+    if (count < minArgs || count > maxArgs) {
+      const expected = minArgs === maxArgs ? `${minArgs}` : `${minArgs} to ${maxArgs}`;
+      const noun = expected === '1' ? 'argument' : 'arguments';
+      throw new ExpressionSyntaxError(expr.position, `${expr.name}() takes ${expected} ${noun} but got ${count}`);
     }
     const args = expr.args.map((arg) => this.compile(arg));
     const evaluate = definition.compile(args, expr, this);
     const kind = definition.resultKind?.(args.map((arg) => arg.kind)) ?? 'unknown';
-    const foldable = (definition.constantFolding ?? true) && args.every((arg) => arg.constant);
+    const foldable = definition.constantFolding === true && args.every((arg) => arg.constant);
     return { evaluate, constant: false, kind, foldable };
   }
 
@@ -137,7 +148,9 @@ function ownValue<T>(record: Readonly<Record<string, T>> | undefined, key: strin
 
 /** A node whose operands are all constants is evaluated once, here. */
 function fold(node: CompiledNode & { foldable?: boolean }): CompiledNode {
-  if (node.constant || node.foldable !== true) return { evaluate: node.evaluate, constant: node.constant, kind: node.kind };
+  if (node.constant || node.foldable !== true) {
+    return { evaluate: node.evaluate, constant: node.constant, kind: node.kind };
+  }
   return constantNode(node.evaluate(null), node.kind);
 }
 
@@ -168,9 +181,17 @@ function property(value: unknown, key: string): Value {
 function unaryNode(operator: '!' | '-', operand: CompiledNode): Omit<CompiledNode, 'constant'> {
   const inner = operand.evaluate;
   if (operator === '!') {
-    return { kind: 'unknown', evaluate: (row) => { const v = inner(row); return v === true ? false : v === false ? true : null; } };
+    const not = (row: Row): Value => {
+      const v = inner(row);
+      return v === true ? false : v === false ? true : null;
+    };
+    return { kind: 'unknown', evaluate: not };
   }
-  return { kind: operand.kind, evaluate: (row) => { const v = inner(row); return typeof v === 'number' ? -v : null; } };
+  const negate = (row: Row): Value => {
+    const v = inner(row);
+    return typeof v === 'number' ? -v : null;
+  };
+  return { kind: operand.kind, evaluate: negate };
 }
 
 function logicalNode(operator: '&&' | '||', operands: readonly CompiledNode[]): Omit<CompiledNode, 'constant'> {
@@ -203,7 +224,11 @@ function binaryNode(operator: BinaryOperator, left: CompiledNode, right: Compile
   }
 }
 
-function arithmeticNode(operator: '+' | '-' | '*' | '/' | '%', left: CompiledNode, right: CompiledNode): Omit<CompiledNode, 'constant'> {
+function arithmeticNode(
+  operator: '+' | '-' | '*' | '/' | '%',
+  left: CompiledNode,
+  right: CompiledNode,
+): Omit<CompiledNode, 'constant'> {
   const l = left.evaluate;
   const r = right.evaluate;
   const kind = combineKinds(left.kind, right.kind);
@@ -242,7 +267,15 @@ const SIGN_TESTS: Record<ComparisonOperator, (sign: number) => boolean> = {
   '>=': (s) => s >= 0,
   '>': (s) => s > 0,
 };
-const MIRRORED: Record<ComparisonOperator, ComparisonOperator> = { '<': '>', '<=': '>=', '==': '==', '!=': '!=', '>=': '<=', '>': '<' };
+/** The operator that gives the same answer with the operands swapped. */
+const MIRRORED: Record<ComparisonOperator, ComparisonOperator> = {
+  '<': '>',
+  '<=': '>=',
+  '==': '==',
+  '!=': '!=',
+  '>=': '<=',
+  '>': '<',
+};
 
 function comparisonEvaluator(operator: ComparisonOperator, left: CompiledNode, right: CompiledNode): Evaluator {
   // Against a constant, the constant's kind and datetime parse are settled once here.

@@ -26,6 +26,7 @@ function unary(apply: (value: Present) => Value, resultKind?: FunctionDefinition
   return {
     minArgs: 1,
     maxArgs: 1,
+    constantFolding: true,
     resultKind,
     compile: ([arg]) => {
       const evaluate = (arg as CompiledNode).evaluate;
@@ -41,6 +42,7 @@ function binary(apply: (a: Present, b: Present) => Value): FunctionDefinition {
   return {
     minArgs: 2,
     maxArgs: 2,
+    constantFolding: true,
     compile: ([a, b]) => {
       const left = (a as CompiledNode).evaluate;
       const right = (b as CompiledNode).evaluate;
@@ -56,6 +58,7 @@ function binary(apply: (a: Present, b: Present) => Value): FunctionDefinition {
 const ifNull: FunctionDefinition = {
   minArgs: 2,
   maxArgs: 2,
+  constantFolding: true,
   resultKind: ([a, b]) => combineKinds(a ?? 'unknown', b ?? 'unknown'),
   compile: ([value, fallback]) => {
     const read = (value as CompiledNode).evaluate;
@@ -67,7 +70,6 @@ const ifNull: FunctionDefinition = {
 const now: FunctionDefinition = {
   minArgs: 0,
   maxArgs: 0,
-  constantFolding: false,
   compile: (_args, call, context) => {
     const clock = context.options.clock;
     if (clock === undefined) throw new ExpressionSyntaxError(call.position, 'now() is not available here (no clock)');
@@ -113,10 +115,16 @@ const scalarFunctions: Record<string, FunctionDefinition> = {
     const n = parseNumber(value);
     return n === null ? null : Math.trunc(n) + 0;
   }, intKind),
-  tostring: unary((value) => (typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value))),
+  tostring: unary((value) => {
+    if (typeof value === 'string') return value;
+    return typeof value === 'object' ? JSON.stringify(value) : String(value);
+  }),
   lower: text((s) => s.toLowerCase()),
   upper: text((s) => s.toUpperCase()),
-  length: unary((value) => (typeof value === 'string' ? codePointCount(value) : Array.isArray(value) ? value.length : null), intKind),
+  length: unary((value) => {
+    if (typeof value === 'string') return codePointCount(value);
+    return Array.isArray(value) ? value.length : null;
+  }, intKind),
   abs: numeric(Math.abs, sameKind),
   // `+ 0` turns the -0 of round(-0.4) into 0.
   round: numeric((n) => Math.round(n) + 0, intKind),

@@ -141,9 +141,11 @@ export class ExpressionParser {
   private primary(): Expr {
     const token = this.peek();
     switch (token.kind) {
-      case 'number':
+      case 'number': {
         this.advance();
-        return this.build({ kind: 'literal', value: token.value as number, numericKind: token.numericKind ?? 'double', position: token.position }, []);
+        const numericKind = token.numericKind ?? 'double';
+        return this.build({ kind: 'literal', value: token.value as number, numericKind, position: token.position }, []);
+      }
       case 'string':
         this.advance();
         return this.build({ kind: 'literal', value: token.value as string, position: token.position }, []);

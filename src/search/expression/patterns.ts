@@ -109,6 +109,9 @@ export function compileTermPattern(pattern: string): TermPattern {
 export function parseSearchPattern(pattern: string, analyzer: Analyzer): TermPattern[] {
   if (analyzer === 'keyword') return pattern.length === 0 ? [] : [compileTermPattern(pattern)];
   const lower = pattern.toLowerCase();
+  // Offsets are found in the lowercased text; a few characters change length when
+  // lowercased ('İ'), and then the source of a term is shown lowercased.
+  const original = lower.length === pattern.length ? pattern : lower;
   const terms: TermPattern[] = [];
   const termPart = /[\p{L}\p{M}\p{N}*?]+/uy;
   for (let i = 0; i < lower.length; ) {
@@ -128,10 +131,11 @@ export function parseSearchPattern(pattern: string, analyzer: Analyzer): TermPat
       i += 1 + similarityText.length;
     }
     if (terms.length === searchPatternTermsMax) throw new PatternError(start, `more than ${searchPatternTermsMax} terms`);
-    const source = pattern.slice(start, i);
+    const source = original.slice(start, i);
     const glob = parseGlob(found[0], false);
     const tildeIndex = i - (similarityText?.length ?? 0) - 1;
-    terms.push(similarityText === undefined ? globTerm(source, glob) : fuzzyTerm(source, glob, similarityText, start, tildeIndex));
+    const term = similarityText === undefined ? globTerm(source, glob) : fuzzyTerm(source, glob, similarityText, start, tildeIndex);
+    terms.push(term);
   }
   return terms;
 }

@@ -42,8 +42,7 @@ export function compileSearchArgument<T>(call: CallExpr, index: number, pattern:
 const search: FunctionDefinition = {
   minArgs: 1,
   maxArgs: 2,
-  // search(pattern) reads the whole row, so constant arguments do not make it a constant.
-  constantFolding: false,
+  // No constant folding: search(pattern) reads the whole row with a constant argument.
   compile: (args, call, context) => {
     const patternIndex = args.length - 1;
     const pattern = constantStringArgument(args, call, patternIndex, 'a pattern');
@@ -59,6 +58,7 @@ const search: FunctionDefinition = {
 const like: FunctionDefinition = {
   minArgs: 2,
   maxArgs: 2,
+  constantFolding: true,
   compile: (args, call) => {
     const pattern = constantStringArgument(args, call, 1, 'a pattern');
     const term = compileSearchArgument(call, 1, pattern, compileTermPattern);
@@ -69,6 +69,7 @@ const like: FunctionDefinition = {
 const prefix: FunctionDefinition = {
   minArgs: 2,
   maxArgs: 2,
+  constantFolding: true,
   compile: (args, call) => {
     const start = constantStringArgument(args, call, 1, 'a prefix');
     return wholeValueEvaluator((args[0] as CompiledNode).evaluate, prefixPattern(start));
@@ -94,11 +95,8 @@ function wholeValueEvaluator(read: Evaluator, term: TermPattern): Evaluator {
 function searchEvaluator(read: Evaluator, terms: readonly TermPattern[], analyzer: Analyzer): Evaluator {
   const [only] = terms;
   if (terms.length === 1 && only !== undefined) {
-    return (row) =>
-      someString(read(row), (text) => {
-        const lower = text.toLowerCase();
-        return textHasTerm(lower, only, () => tokensOfLowercase(lower, analyzer));
-      });
+    const test = (text: string): boolean => textHasTerm(text.toLowerCase(), only, analyzer, undefined);
+    return (row) => someString(read(row), test);
   }
   return (row) => {
     // Terms still to be found; each may match in a different string of the row.
@@ -106,9 +104,11 @@ function searchEvaluator(read: Evaluator, terms: readonly TermPattern[], analyze
     return someString(read(row), (text) => {
       const lower = text.toLowerCase();
       let tokens: string[] | undefined;
-      const tokensOnce = (): string[] => (tokens ??= tokensOfLowercase(lower, analyzer));
       for (let i = pending.length - 1; i >= 0; i--) {
-        if (textHasTerm(lower, pending[i] as TermPattern, tokensOnce)) pending.splice(i, 1);
+        const term = pending[i] as TermPattern;
+        if (term.requiredFragment !== '' && !lower.includes(term.requiredFragment)) continue;
+        tokens ??= tokensOfLowercase(lower, analyzer);
+        if (textHasTerm(lower, term, analyzer, tokens)) pending.splice(i, 1);
       }
       return pending.length === 0;
     });
@@ -116,27 +116,25 @@ function searchEvaluator(read: Evaluator, terms: readonly TermPattern[], analyze
 }
 
 /** Whether a token of lowercased text matches; the required fragment rejects most texts first. */
-function textHasTerm(lower: string, term: TermPattern, tokens: () => string[]): boolean {
+function textHasTerm(lower: string, term: TermPattern, analyzer: Analyzer, tokens: string[] | undefined): boolean {
   if (term.requiredFragment !== '' && !lower.includes(term.requiredFragment)) return false;
-  for (const token of tokens()) if (term.matches(token)) return true;
+  for (const token of tokens ?? tokensOfLowercase(lower, analyzer)) if (term.matches(token)) return true;
   return false;
 }
 
 /**
  * Whether `test` holds for some string in a value: the value itself, or any string in its
- * arrays and records, depth-first. An explicit stack, so a deep row cannot overflow ours.
+ * arrays and records, depth-first. Recursion stops at searchDepthMax levels.
  */
-function someString(value: unknown, test: (text: string) => boolean): boolean {
+function someString(value: unknown, test: (text: string) => boolean, depth = 0): boolean {
   if (typeof value === 'string') return test(value);
-  const stack: Array<[unknown, number]> = [[value, 0]];
-  for (let entry = stack.pop(); entry !== undefined; entry = stack.pop()) {
-    const [current, depth] = entry;
-    if (typeof current === 'string') {
-      if (test(current)) return true;
-    } else if (typeof current === 'object' && current !== null && depth < searchDepthMax) {
-      const items = Array.isArray(current) ? current : Object.values(current);
-      for (let i = items.length - 1; i >= 0; i--) stack.push([items[i], depth + 1]);
-    }
+  if (typeof value !== 'object' || value === null || depth >= searchDepthMax) return false;
+  if (Array.isArray(value)) {
+    for (const item of value) if (someString(item, test, depth + 1)) return true;
+    return false;
+  }
+  for (const key in value) {
+    if (Object.hasOwn(value, key) && someString((value as Record<string, unknown>)[key], test, depth + 1)) return true;
   }
   return false;
 }
