@@ -2,6 +2,7 @@
 // taxonomies, posted to ssr streams. Tests compute their expected answers from these
 // arrays with plain JavaScript.
 
+import { Prng } from '../sim/prng.js';
 import { client, type NodeProcess } from './node-process.js';
 
 export const WORDS = ['storm', 'sunny', 'rain', 'ruin', 'stream', 'strum', 'cloudy', 'windy', 'snow', 'fog', 'clear', 'storms'];
@@ -24,19 +25,10 @@ export interface LogLine {
   at: string;
 }
 
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export function weather(count: number, seed = 7): Weather[] {
-  const random = prng(seed);
-  const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)]!;
+  const prng = new Prng(seed);
+  const random = () => prng.next();
+  const pick = <T>(items: readonly T[]) => prng.pick(items);
   return Array.from({ length: count }, (_, i) => {
     const [country, city] = pick(CITIES);
     return {
@@ -51,8 +43,9 @@ export function weather(count: number, seed = 7): Weather[] {
 }
 
 export function logs(count: number, seed = 11): LogLine[] {
-  const random = prng(seed);
-  const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)]!;
+  const prng = new Prng(seed);
+  const random = () => prng.next();
+  const pick = <T>(items: readonly T[]) => prng.pick(items);
   return Array.from({ length: count }, (_, i) => ({
     host: `web-${i % 9}`,
     level: pick(LEVELS),

@@ -12,17 +12,12 @@ import {
   type TermPattern,
 } from '../../src/search/expression/patterns.js';
 import { BadRequestError } from '../../src/errors.js';
+import { Prng } from '../sim/prng.js';
 
-/** mulberry32: a small seeded PRNG, so a failing case replays from its seed. */
+/** A seeded PRNG (the simulation's), so a failing case replays from its seed. */
 function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const source = new Prng(seed);
+  return () => source.next();
 }
 
 function matcher(pattern: string): (value: string) => boolean {

@@ -20,6 +20,7 @@ import {
 } from '../../src/search/expression/index.js';
 import { BadRequestError } from '../../src/errors.js';
 import { parseDatetime as parseDatetimeForReference } from '../../src/streams/payload-validator.js';
+import { Prng } from '../sim/prng.js';
 
 /** Fully parenthesized form of a tree, to check how text was grouped. */
 function show(expr: Expr): string {
@@ -598,16 +599,10 @@ describe('search-expression - terms for the index', () => {
 // Replay a failure with its seed: EXPRESSION_SEED=<seed> npx vitest run test/unit/search-expression.test.ts
 // ---------------------------------------------------------------------------------------
 
-/** mulberry32: a small seeded PRNG. */
+/** A seeded PRNG (the simulation's), so a failing case replays from its seed. */
 function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const source = new Prng(seed);
+  return () => source.next();
 }
 
 interface PatternTerm {
