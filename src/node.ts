@@ -60,6 +60,11 @@ import { LicencePool } from './api-v1/licence.js';
 import { problemRenderer } from './api-v1/problems.js';
 import { brainApiRoutes } from './api-v1/routes.js';
 import { loadBrainTemplates } from './api-v1/templates.js';
+import { ContributorService } from './contributors/contributor-service.js';
+import { PublishedIndex } from './contributors/published-index.js';
+import { DomainService } from './domains/domain-service.js';
+import { contributorRoutes } from './http/routes/contributors.js';
+import { domainRoutes } from './http/routes/domains.js';
 
 export interface RunningNode {
   httpUrl: string;
@@ -150,6 +155,13 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const runtime = new StreamRuntime(definitions, streamDefinitions, sandboxLimits);
   const ingest = new IngestService(runtime, router, new WriteIdGenerator(config.name), { batchPayloadsMax: config.limits.ingestBatchPayloadsMax });
 
+  // Contributors and domains (issue 5): definitions like any other; the published-to index
+  // learns from every batch this node accepts, and domains limit searches by contributor.
+  const published = new PublishedIndex(definitions, log);
+  ingest.onPayloads((stream, payloads) => published.record(stream, payloads));
+  const contributors = new ContributorService(definitions, tenants, published);
+  const domains = new DomainService(definitions, tenants, contributors, published);
+
   servePeers(transport, {
     shell,
     definitions,
@@ -217,7 +229,9 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
         runLocal: (request) => searchLocally(ssrIndex, request),
         runRemote: async (node, request) =>
           JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ search: request }) }, { deadlineMs: deadline })).json) as LocalSearchResult,
-      }), tenants),
+      }, domains), tenants),
+      contributorRoutes(contributors),
+      domainRoutes(domains),
       monitoringRoutes({
         tenants,
         localName: config.name,

@@ -25,6 +25,12 @@ export interface StreamSearchPart {
   rangeFacets: RangeFacetRequest[];
   /** The histogram's time field (dotted path); undefined: the stored primary timestamp. */
   tsField: string | undefined;
+  /**
+   * With a domain (issue 5): the contributor fields, each with the names of the id sets of
+   * the request's `contributorIds` its value may be in. A payload passes when one of its
+   * fields holds an allowed id; empty: no payload passes.
+   */
+  contributorFields?: Array<{ path: string; ids: string[] }>;
 }
 
 export interface LocalSearchRequest {
@@ -34,6 +40,8 @@ export interface LocalSearchRequest {
   /** Best hits to return per stream (from + count of the page asked). */
   hitsMax: number;
   histogram: { start: number; end: number; frequency: Frequency } | undefined;
+  /** With a domain: the allowed contributor ids, by the set names the parts use. */
+  contributorIds?: Record<string, readonly string[]>;
 }
 
 export interface Hit {
@@ -64,11 +72,30 @@ export interface LocalSearchResult {
 export async function searchLocally(index: SsrIndex, request: LocalSearchRequest): Promise<LocalSearchResult> {
   const histogram = request.histogram && emptyHistogram(request.histogram.start, request.histogram.end, request.histogram.frequency);
   const streams: StreamSearchResult[] = [];
-  for (const part of request.parts) streams.push(await searchStream(index, part, request, histogram));
+  const idSets = new Map<string, Set<string>>();
+  for (const [name, ids] of Object.entries(request.contributorIds ?? {})) idSets.set(name, new Set(ids));
+  for (const part of request.parts) streams.push(await searchStream(index, part, request, histogram, idSets));
   return { streams, histogram };
 }
 
-async function searchStream(index: SsrIndex, part: StreamSearchPart, request: LocalSearchRequest, histogram: Histogram | undefined): Promise<StreamSearchResult> {
+async function searchStream(
+  index: SsrIndex,
+  part: StreamSearchPart,
+  request: LocalSearchRequest,
+  histogram: Histogram | undefined,
+  idSets: ReadonlyMap<string, ReadonlySet<string>>,
+): Promise<StreamSearchResult> {
+  const fromContributor = contributorFilter(part, idSets);
+  // A domain none of whose contributors can appear in this stream: nothing to read.
+  if (fromContributor === false) {
+    return {
+      stream: part.stream,
+      total: 0,
+      hits: [],
+      facets: part.taxonomyFacets.map((facet) => ({ dimension: facet.dimension, tree: treeToJson(emptyTree()) })),
+      ranges: part.rangeFacets.map((facet) => countRanges(facet, [])),
+    };
+  }
   const query = compileQuery(part);
   const facetTrees = part.taxonomyFacets.map(() => emptyTree());
   const facetLevels = part.taxonomyFacets.map((facet) => facet.levels.map(levelReader));
@@ -81,6 +108,7 @@ async function searchStream(index: SsrIndex, part: StreamSearchPart, request: Lo
     const partitionIndex = await index.partition(part.stream, partition);
     for (const [document, score] of query.candidates(partitionIndex)) {
       if (request.range && (document.timestamp < request.range.start || document.timestamp > request.range.end)) continue;
+      if (fromContributor !== undefined && !fromContributor(document.payload)) continue;
       if (!query.accepts(document.payload)) continue;
       if (!drilldowns.every(({ readers, values }) => values.every((value, level) => readers[level]?.(document.payload) === value))) continue;
       total += 1;
@@ -101,6 +129,29 @@ async function searchStream(index: SsrIndex, part: StreamSearchPart, request: Lo
     facets: part.taxonomyFacets.map((facet, position) => ({ dimension: facet.dimension, tree: treeToJson(facetTrees[position]!) })),
     ranges: part.rangeFacets.map((facet, position) => countRanges(facet, rangeValues[position]!)),
   };
+}
+
+/**
+ * The domain's test of a payload: one of its contributor fields holds an allowed id.
+ * undefined: no domain; false: no payload can pass.
+ */
+function contributorFilter(part: StreamSearchPart, idSets: ReadonlyMap<string, ReadonlySet<string>>): ((payload: Record<string, unknown>) => boolean) | undefined | false {
+  if (part.contributorFields === undefined) return undefined;
+  const fields = part.contributorFields
+    .map((field) => ({
+      read: fieldReader(field.path),
+      sets: field.ids.flatMap((name) => {
+        const ids = idSets.get(name);
+        return ids === undefined || ids.size === 0 ? [] : [ids];
+      }),
+    }))
+    .filter((field) => field.sets.length > 0);
+  if (fields.length === 0) return false;
+  return (payload) =>
+    fields.some(({ read, sets }) => {
+      const value = read(payload);
+      return typeof value === 'string' && sets.some((ids) => ids.has(value));
+    });
 }
 
 interface CompiledQuery {

@@ -8,7 +8,7 @@ import { BadRequestError, TributaryError } from '../errors.js';
 import { isPlainObject } from '../json.js';
 import { parseStreamUri, streamKey, streamUri, type StreamId } from '../streams/stream-id.js';
 import type { StreamDefinitions } from '../streams/stream-definitions.js';
-import { parseSchema, primaryTimestampField, fieldAt } from '../streams/schema.js';
+import { parseSchema, primaryTimestampField, fieldAt, type StreamSchema } from '../streams/schema.js';
 import { compileExpression } from './expression/evaluate.js';
 import type { Analyzer } from './expression/patterns.js';
 import { emptyTree, mergeTrees, parseFacetRequests, renderTaxonomyFacet, taxonomyLevels, type CountTree, type FacetNode, type FacetRequest, type RangeFacetRequest, type TaxonomyFacetRequest } from './facets.js';
@@ -24,6 +24,24 @@ export interface SearchPlacement {
   runRemote(node: string, request: LocalSearchRequest): Promise<LocalSearchResult>;
 }
 
+/**
+ * What a domain lets a search see (issue 5, item 4): payloads whose contributor field holds
+ * a contributor of the domain; `_discover` also only the streams those published to.
+ */
+export interface DomainScope {
+  /** The stream's contributor fields, each with the names of the id sets its value may be in. */
+  fieldsOf(stream: StreamId, schema: StreamSchema): Array<{ path: string; ids: string[] }>;
+  /** The ids of a set named by fieldsOf. */
+  idSet(name: string): readonly string[];
+  /** Keys ("tenant/collection/name") of the streams the domain's contributors published to. */
+  streams: ReadonlySet<string>;
+}
+
+export interface SearchDomains {
+  /** The scope of a search in `tenant` limited to the domain URI; 404 for an unknown domain. */
+  scope(tenant: string, domain: string): DomainScope;
+}
+
 interface ResolvedStream {
   id: StreamId;
   key: string;
@@ -31,6 +49,7 @@ interface ResolvedStream {
   ringSize: number;
   analyzer: Analyzer;
   schema: unknown;
+  parsedSchema: StreamSchema;
   primaryTimestamp: string | undefined;
   hasField(path: string): boolean;
   taxonomy: ReturnType<StreamDefinitions['getTaxonomy']>['value'];
@@ -50,6 +69,7 @@ export class SearchService {
   constructor(
     private readonly definitions: StreamDefinitions,
     private readonly placement: SearchPlacement,
+    private readonly domains?: SearchDomains,
   ) {}
 
   async search(tenant: string, body: unknown): Promise<{ total: number; values: Array<{ score: number; data: unknown }> }> {
@@ -58,7 +78,8 @@ export class SearchService {
     const query = parseQuery(request.query);
     const count = integerIn(request.count, 10, 0, COUNT_MAX, 'count');
     const from = integerIn(request.from, 0, 0, FROM_MAX, 'from');
-    const result = await this.run(streams, query, { range: parseRange(request.range), hitsMax: from + count, facets: [] });
+    const domain = this.domainScope(tenant, request.domain);
+    const result = await this.run(streams, query, { range: parseRange(request.range), hitsMax: from + count, facets: [], domain });
     const hits = result.streams.flatMap((stream) => stream.hits);
     hits.sort(compareHits);
     return { total: result.total, values: hits.slice(from, from + count).map((hit) => ({ score: hit.score, data: hit.data })) };
@@ -68,7 +89,8 @@ export class SearchService {
     const request = requireObject(body);
     const streams = this.resolveStreams(tenant, request.uris, false);
     const facets = parseFacetRequests(request.facets ?? []);
-    const result = await this.run(streams, parseQuery(request.query), { range: parseRange(request.range), hitsMax: 0, facets });
+    const domain = this.domainScope(tenant, request.domain);
+    const result = await this.run(streams, parseQuery(request.query), { range: parseRange(request.range), hitsMax: 0, facets, domain });
     const rangeFacets = facets.filter((facet) => facet.type === 'range');
     return { facets: facets.map((facet) => renderFacet(facet, result, rangeFacets.indexOf(facet as RangeFacetRequest))) };
   }
@@ -83,14 +105,17 @@ export class SearchService {
       tsField === undefined ? stream.primaryTimestamp !== undefined : stream.hasField(tsField),
     );
     const frequency = histogramFrequency(request, range);
-    const result = await this.run(streams, parseQuery(request.query), { range, hitsMax: 0, facets: [], histogram: { ...range, frequency }, tsField });
+    const domain = this.domainScope(tenant, request.domain);
+    const result = await this.run(streams, parseQuery(request.query), { range, hitsMax: 0, facets: [], histogram: { ...range, frequency }, tsField, domain });
     return { histogram: result.histogram ?? emptyHistogramOf(range, frequency) };
   }
 
   async discover(tenant: string, body: unknown): Promise<unknown> {
     const request = requireObject(body);
     const range = parseRange(request.range);
-    const streams = this.resolveStreams(tenant, request.uris, true);
+    const domain = this.domainScope(tenant, request.domain);
+    // With a domain, only the streams its contributors published to (spec, "_discover").
+    const streams = this.resolveStreams(tenant, request.uris, true).filter((stream) => domain === undefined || domain.streams.has(stream.key));
     const resultsTopN = integerIn(isPlainObject(request.results) ? request.results.topN : undefined, 10, 0, COUNT_MAX, 'results.topN');
     const facetsTopN = integerIn(isPlainObject(request.facets) ? request.facets.topN : undefined, 5, 1, COUNT_MAX, 'facets.topN');
     const histogramOptions = isPlainObject(request.histogram) ? request.histogram : {};
@@ -98,7 +123,7 @@ export class SearchService {
     const facets: TaxonomyFacetRequest[] = [...new Set(streams.flatMap((stream) => stream.taxonomy.nodes.map((node) => node.name)))].map((dimension) => ({
       type: 'taxonomy', dimension, topN: facetsTopN, depth: 3, include: [],
     }));
-    const result = await this.run(streams, parseQuery(request.query), { range, hitsMax: resultsTopN, facets, histogram });
+    const result = await this.run(streams, parseQuery(request.query), { range, hitsMax: resultsTopN, facets, histogram, domain });
     return {
       histogram: result.histogram ?? null,
       streams: result.streams.map((stream) => {
@@ -120,11 +145,12 @@ export class SearchService {
   private async run(
     streams: ResolvedStream[],
     query: QueryParts,
-    options: { range: { start: number; end: number } | undefined; hitsMax: number; facets: FacetRequest[]; histogram?: LocalSearchRequest['histogram']; tsField?: string | undefined },
+    options: { range: { start: number; end: number } | undefined; hitsMax: number; facets: FacetRequest[]; histogram?: LocalSearchRequest['histogram']; tsField?: string | undefined; domain: DomainScope | undefined },
   ): Promise<MergedResult> {
     if (query.base !== undefined) checkExpression(query.base, streams[0]?.analyzer ?? 'standard');
     const parts = streams.map((stream) => toPart(stream, query, options.facets, options.tsField));
     const request: Omit<LocalSearchRequest, 'parts'> = { range: options.range, hitsMax: options.hitsMax, histogram: options.histogram };
+    if (options.domain !== undefined) applyDomain(options.domain, streams, parts, request);
     const results = await this.fanOut(streams, parts, request);
     return merge(results, streams);
   }
@@ -173,6 +199,14 @@ export class SearchService {
     return new Map([...byNode].map(([node, nodeParts]) => [node, [...nodeParts.values()]]));
   }
 
+  /** The domain a request names (`domain`: a URI; omitted, null or '': no domain). */
+  private domainScope(tenant: string, domain: unknown): DomainScope | undefined {
+    if (domain === undefined || domain === null || domain === '') return undefined;
+    if (typeof domain !== 'string') throw new BadRequestError('domain must be a domain URI (/domain/<tenant>/<collection>/<name>)');
+    if (this.domains === undefined) throw new BadRequestError('domains are not available on this node');
+    return this.domains.scope(tenant, domain);
+  }
+
   /** The ssr streams named by `uris` (all of the tenant's when omitted and allowed). */
   private resolveStreams(tenant: string, uris: unknown, everyWhenOmitted: boolean): ResolvedStream[] {
     let ids: StreamId[];
@@ -210,6 +244,7 @@ export class SearchService {
       ringSize: policy.ring_size,
       analyzer: mapping.config.defaultStringAnalyzer === 'keyword' ? 'keyword' : 'standard',
       schema: definition.value.schema,
+      parsedSchema: schema,
       primaryTimestamp: primaryTimestampField(schema),
       hasField: (path) => fieldAt(schema, path) !== undefined,
       taxonomy: this.definitions.getTaxonomy(id).value,
@@ -296,6 +331,21 @@ function toPart(stream: ResolvedStream, query: QueryParts, facets: FacetRequest[
     rangeFacets,
     tsField,
   };
+}
+
+/**
+ * Limits every part to payloads of the domain's contributors: each part names its
+ * contributor fields and their id sets; the request carries each set used, once.
+ */
+function applyDomain(domain: DomainScope, streams: ResolvedStream[], parts: StreamSearchPart[], request: Omit<LocalSearchRequest, 'parts'>): void {
+  // No prototype: set names come from type names, which may be '__proto__'.
+  const contributorIds: Record<string, readonly string[]> = Object.create(null) as Record<string, readonly string[]>;
+  parts.forEach((part, position) => {
+    const stream = streams[position]!;
+    part.contributorFields = domain.fieldsOf(stream.id, stream.parsedSchema);
+    for (const field of part.contributorFields) for (const name of field.ids) contributorIds[name] ??= domain.idSet(name);
+  });
+  request.contributorIds = contributorIds;
 }
 
 /** A drilldown on a dimension the stream does not have: no payload of it has that path. */

@@ -14,8 +14,12 @@ import type { CompiledStream, StreamRuntime } from './stream-runtime.js';
 /** Messages of the failed payloads, by their index in the request. */
 export type IngestFailures = Map<number, string>;
 
-/** Live consumers of accepted payloads (the execution issue subscribes here). */
-export type PayloadListener = (stream: CompiledStream, payloads: readonly Record<string, unknown>[]) => void;
+/**
+ * Live consumers of accepted payloads (the execution issue subscribes here). A listener may
+ * return a promise: the batch answers once it settles, so what it records at ingest (the
+ * contributors' published-to index, issue 5) is visible when the client gets its 200.
+ */
+export type PayloadListener = (stream: CompiledStream, payloads: readonly Record<string, unknown>[]) => void | Promise<void>;
 
 export interface IngestLimits {
   batchPayloadsMax: number;
@@ -53,7 +57,7 @@ export class IngestService {
     const written = stream.repository === undefined ? accepted : await this.store(stream, accepted, failures);
     if (written.length > 0) {
       const payloads = written.map((entry) => entry.payload);
-      for (const listener of this.listeners) listener(stream, payloads);
+      await Promise.all([...this.listeners].map((listener) => listener(stream, payloads)));
     }
     return failures;
   }
