@@ -18,21 +18,21 @@ import type { BenchOptions } from './run.js';
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
 const RESULTS_PATH = join(PACKAGE_ROOT, 'bench', 'results', 'ingest.json');
 const TSR_RATIO_MIN = 0.4;
-const SEED = 0x7a1b;
+export const SEED = 0x7a1b;
 // Payload size: a message of words is grown until the canonical JSON reaches a target drawn
 // uniformly from [min, min + spread), so the average lands near 1 KiB.
 const PAYLOAD_CHARS_MIN = 980;
 const PAYLOAD_CHARS_SPREAD = 100;
-const PAYLOAD_BYTES_AVG_RANGE = [1000, 1100] as const;
+export const PAYLOAD_BYTES_AVG_RANGE = [1000, 1100] as const;
 // A few batches into a throwaway stream before timing: the node's first requests pay for
 // JIT compilation and the stream's compile, which a long-running node has long paid.
 const WARMUP_BATCHES = 4;
-const TENANT = 'demo';
-const COLLECTION = 'bench';
+export const TENANT = 'demo';
+export const COLLECTION = 'bench';
 const FIRST_EVENT_MS = Date.UTC(2024, 0, 1);
 const EVENT_SPACING_MS = 100;
 
-const SCHEMA = {
+export const SCHEMA = {
   version: '1',
   topDef: {
     type: 'record',
@@ -114,7 +114,7 @@ function makePayload(seq: number, random: () => number): Payload {
 
 // ---------------------------------------------------------------- batches
 
-interface PreparedBatch {
+export interface PreparedBatch {
   /** The request body, serialised and encoded once, before any timing. */
   body: Buffer;
   /** The canonical JSON of each payload: what a repository stores. */
@@ -123,7 +123,7 @@ interface PreparedBatch {
   payloadBytes: number;
 }
 
-function prepareBatches(options: BenchOptions): PreparedBatch[] {
+export function prepareBatches(options: BenchOptions): PreparedBatch[] {
   const random = seededRandom(SEED);
   const batches: PreparedBatch[] = [];
   for (let first = 0; first < options.payloads; first += options.batch) {
@@ -140,19 +140,19 @@ function prepareBatches(options: BenchOptions): PreparedBatch[] {
   return batches;
 }
 
-function payloadBytesOf(batches: readonly PreparedBatch[]): number {
+export function payloadBytesOf(batches: readonly PreparedBatch[]): number {
   return batches.reduce((sum, batch) => sum + batch.payloadBytes, 0);
 }
 
 // ---------------------------------------------------------------- timing
 
-interface Timing {
+export interface Timing {
   elapsedMs: number;
   latenciesMs: number[];
 }
 
 /** Sends every batch with `concurrency` of them in flight; times the whole and each one. */
-async function runBatches(count: number, concurrency: number, send: (index: number) => Promise<void>): Promise<Timing> {
+export async function runBatches(count: number, concurrency: number, send: (index: number) => Promise<void>): Promise<Timing> {
   const latenciesMs = new Array<number>(count);
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -213,7 +213,7 @@ async function runRaw(batches: readonly PreparedBatch[], concurrency: number): P
  * BENCH_NODE_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof'. NODE_OPTIONS would also reach the
  * bench process and npm. The node is stopped with SIGTERM, so a profile gets written.
  */
-function nodeFlags(): string[] {
+export function nodeFlags(): string[] {
   return (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter((flag) => flag !== '');
 }
 
@@ -227,9 +227,9 @@ async function stopNode(node: NodeProcess): Promise<void> {
 
 // ---------------------------------------------------------------- over HTTP
 
-type Api = ReturnType<typeof client>;
+export type Api = ReturnType<typeof client>;
 
-async function expectOk(what: string, result: Promise<{ status: number; text: string }>): Promise<void> {
+export async function expectOk(what: string, result: Promise<{ status: number; text: string }>): Promise<void> {
   const { status, text } = await result;
   if (status !== 200) throw new Error(`${what}: HTTP ${status} ${text.slice(0, 500)}`);
 }
@@ -241,7 +241,7 @@ async function defineStream(api: Api, name: string, repository: 'tsr' | 'ssr'): 
   return path;
 }
 
-async function postBatch(url: string, body: Buffer): Promise<void> {
+export async function postBatch(url: string, body: Buffer): Promise<void> {
   const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
   const text = await response.text();
   if (response.status !== 200) throw new Error(`POST ${url}: HTTP ${response.status} ${text.slice(0, 500)}`);
@@ -277,7 +277,7 @@ async function warmUp(node: NodeProcess, batches: readonly PreparedBatch[]): Pro
 
 // ---------------------------------------------------------------- results
 
-interface StoreResult {
+export interface StoreResult {
   payloads: number;
   payloadBytes: number;
   seconds: number;
@@ -300,12 +300,12 @@ function percentile(sorted: readonly number[], fraction: number): number {
   return sorted[Math.max(0, Math.ceil(fraction * sorted.length) - 1)]!;
 }
 
-function round(value: number, digits: number): number {
+export function round(value: number, digits: number): number {
   const scale = 10 ** digits;
   return Math.round(value * scale) / scale;
 }
 
-function summarise(timing: Timing, payloads: number, payloadBytes: number, rawPayloadsPerSecond?: number): StoreResult {
+export function summarise(timing: Timing, payloads: number, payloadBytes: number, rawPayloadsPerSecond?: number): StoreResult {
   const seconds = timing.elapsedMs / 1000;
   const sorted = [...timing.latenciesMs].sort((a, b) => a - b);
   const payloadsPerSecond = payloads / seconds;
@@ -372,7 +372,7 @@ function markdownTable(sets: readonly RunSet[], report: { params: object; machin
   ].join('\n');
 }
 
-function log(message: string): void {
+export function log(message: string): void {
   process.stderr.write(`${message}\n`);
 }
 

@@ -4,6 +4,8 @@
 
 import { parseArgs } from 'node:util';
 import { runIngestBench } from './ingest.js';
+import { runSearchBench } from './search.js';
+import { runTransferBench } from './transfer.js';
 
 export interface BenchOptions {
   /** Payloads written per measured run. */
@@ -14,16 +16,26 @@ export interface BenchOptions {
   concurrency: number;
   /** A second, concurrent run to report beside the headline one; 0 skips it. */
   extraConcurrency: number;
+  /** Measured runs of each query (search). */
+  runs: number;
 }
 
 type BenchRun = (options: BenchOptions) => Promise<void>;
 
-// Search, transfer and query join this map when their issues land.
+// Query joins this map when its issue lands.
 const BENCHES: Record<string, BenchRun> = {
   ingest: runIngestBench,
+  transfer: runTransferBench,
+  search: runSearchBench,
 };
 
-const USAGE = `usage: node dist/bench/run.js <name> [--payloads N] [--batch N] [--concurrency N] [--extra-concurrency N]
+const DEFAULTS: BenchOptions = { payloads: 200_000, batch: 500, concurrency: 1, extraConcurrency: 4, runs: 100 };
+/** Where a benchmark's defaults differ (search: --concurrency is the load's). */
+const BENCH_DEFAULTS: Record<string, Partial<BenchOptions>> = {
+  search: { payloads: 1_000_000, batch: 1000, concurrency: 2 },
+};
+
+const USAGE = `usage: node dist/bench/run.js <name> [--payloads N] [--batch N] [--concurrency N] [--extra-concurrency N] [--runs N]
 benchmarks: ${Object.keys(BENCHES).join(', ')}`;
 
 function positiveInteger(name: string, text: string | undefined, fallback: number, allowZero = false): number {
@@ -45,15 +57,19 @@ function parseOptions(argv: string[]): { name: string | undefined; options: Benc
       batch: { type: 'string' },
       concurrency: { type: 'string' },
       'extra-concurrency': { type: 'string' },
+      runs: { type: 'string' },
     },
   });
+  const name = positionals[0];
+  const defaults = { ...DEFAULTS, ...(name === undefined ? {} : BENCH_DEFAULTS[name]) };
   return {
-    name: positionals[0],
+    name,
     options: {
-      payloads: positiveInteger('payloads', values.payloads, 200_000),
-      batch: positiveInteger('batch', values.batch, 500),
-      concurrency: positiveInteger('concurrency', values.concurrency, 1),
-      extraConcurrency: positiveInteger('extra-concurrency', values['extra-concurrency'], 4, true),
+      payloads: positiveInteger('payloads', values.payloads, defaults.payloads),
+      batch: positiveInteger('batch', values.batch, defaults.batch),
+      concurrency: positiveInteger('concurrency', values.concurrency, defaults.concurrency),
+      extraConcurrency: positiveInteger('extra-concurrency', values['extra-concurrency'], defaults.extraConcurrency, true),
+      runs: positiveInteger('runs', values.runs, defaults.runs),
     },
   };
 }

@@ -1,0 +1,503 @@
+// Transfer benchmark (issue 3, item 10): the rate (MB/s) at which a joining node receives
+// 200k stored payloads of ~1 KiB, against a raw gRPC bidi stream of the same bytes over
+// loopback in the same run; then replicated ingest (replicated.ts). Goals: the transfer at
+// 50% or more of raw, replicated ingest at 40% or more of one node. Results go to
+// bench/results/transfer.json and markdown tables to stdout.
+//
+// The raw baseline runs in two child processes of this same module (`node
+// dist/bench/transfer.js raw-sink | raw-source …`), so that, like the two nodes, each end
+// has a process of its own, and neither shares this process's heap of prepared payloads.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import * as grpc from '@grpc/grpc-js';
+import { CHANNEL_OPTIONS } from '../src/peer/wire.js';
+import { addNode, localNode, startClusterNode } from '../test/kit/cluster.js';
+import { cleanup, client, type NodeProcess, sleep } from '../test/kit/node-process.js';
+import {
+  expectOk,
+  log,
+  nodeFlags,
+  PAYLOAD_BYTES_AVG_RANGE,
+  payloadBytesOf,
+  postBatch,
+  prepareBatches,
+  round,
+  runBatches,
+  SEED,
+} from './ingest.js';
+import {
+  BENCH_POLICY,
+  CLUSTER_NODES,
+  defineBenchStream,
+  REPLICATED_RATIO_MIN,
+  replicatedTable,
+  runReplicatedSet,
+  storedOn,
+  type ReplicatedSet,
+} from './replicated.js';
+import type { BenchOptions } from './run.js';
+
+// dist/bench/transfer.js → the package root, so results land in the source tree's bench/results.
+const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
+const RESULTS_PATH = join(PACKAGE_ROOT, 'bench', 'results', 'transfer.json');
+const THIS_FILE = fileURLToPath(import.meta.url);
+const TRANSFER_RATIO_MIN = 0.5;
+const STREAM = 'transfer';
+const SOURCE = 'node-1';
+const TARGET = 'node-2';
+/** Loading node-1 is not timed: as fast as it goes. */
+const LOAD_CONCURRENCY = 4;
+/** How often the join is polled (node-2's state, node-1's transfer list): the timing's resolution. */
+const POLL_INTERVAL_MS = 100;
+const JOIN_TIMEOUT_MS = 180_000;
+/** Raw runs in a row (a fresh source process and connection each); the median is the figure. */
+const RAW_RUNS = 3;
+const RAW_METHOD_PATH = '/tributary.bench.Raw/Transfer';
+const CHILD_READY_TIMEOUT_MS = 20_000;
+/** A raw run's whole time, with the child's start. */
+const CHILD_ANSWER_TIMEOUT_MS = 120_000;
+
+// ---------------------------------------------------------------- CPU time of a process
+
+/** Linux's clock ticks per second for /proc/<pid>/stat (USER_HZ, 100 on every common build). */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/**
+ * User + system CPU seconds a child process has used so far, all its threads included
+ * (LevelDB's compaction thread too); undefined off Linux. A 2-core machine runs out of
+ * CPU before it runs out of loopback bandwidth, so this says what a transfer costs.
+ */
+function processCpuSeconds(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+function cpuSpent(before: number | undefined, after: number | undefined): number | undefined {
+  return before === undefined || after === undefined ? undefined : round(after - before, 2);
+}
+
+// ---------------------------------------------------------------- the node's transfer settings
+
+interface TransferSettings {
+  chunkBytes: number;
+  windowChunks: number;
+}
+
+/** The nodes run with config/default.json's values; the raw stream copies them. */
+function transferSettings(): TransferSettings {
+  const config = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'config', 'default.json'), 'utf8')) as {
+    cluster: { transferChunkBytes: number; transferWindowChunks: number };
+  };
+  return { chunkBytes: config.cluster.transferChunkBytes, windowChunks: config.cluster.transferWindowChunks };
+}
+
+// ---------------------------------------------------------------- raw gRPC, the child processes
+
+const passBytes = (bytes: Buffer): Buffer => bytes;
+
+/** One bidi method moving raw bytes: no proto, no envelope, no signature, no storage. */
+const RAW_SERVICE: grpc.ServiceDefinition = {
+  Transfer: {
+    path: RAW_METHOD_PATH,
+    requestStream: true,
+    responseStream: true,
+    requestSerialize: passBytes,
+    requestDeserialize: passBytes,
+    responseSerialize: passBytes,
+    responseDeserialize: passBytes,
+  },
+};
+
+/** The receiving end: a 4-byte ack (the chunk's number) per chunk, as soon as it arrives. */
+async function serveRawSink(): Promise<void> {
+  const server = new grpc.Server(CHANNEL_OPTIONS);
+  server.addService(RAW_SERVICE, {
+    Transfer: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+      let received = 0;
+      call.on('data', () => {
+        const ack = Buffer.allocUnsafe(4);
+        ack.writeUInt32BE(received);
+        received += 1;
+        call.write(ack);
+      });
+      call.on('end', () => call.end());
+      call.on('error', () => undefined);
+    },
+  });
+  const port = await new Promise<number>((resolvePort, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolvePort(bound))),
+  );
+  process.on('SIGTERM', () => {
+    server.forceShutdown();
+    process.exit(0);
+  });
+  process.stdout.write(`${JSON.stringify({ port })}\n`);
+}
+
+interface RawRun {
+  bytes: number;
+  chunks: number;
+  seconds: number;
+  megabytesPerSecond: number;
+  /** CPU seconds of each end while it ran (the sink's includes its idle wait for the source's start). */
+  cpuSeconds: { source: number; sink: number | undefined };
+}
+
+/**
+ * The sending end: `bytes` in chunks of `chunkBytes`, at most `windowChunks` unacked, as
+ * the node's source keeps its window. Timed from the first write to the last ack, on a
+ * channel that is already connected (the nodes' is too).
+ */
+async function runRawSource(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: { port: { type: 'string' }, bytes: { type: 'string' }, 'chunk-bytes': { type: 'string' }, window: { type: 'string' } },
+  });
+  const bytes = Number(values.bytes);
+  const chunkBytes = Number(values['chunk-bytes']);
+  const windowChunks = Number(values.window);
+  const rawClient = new grpc.Client(`127.0.0.1:${values.port}`, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+  await new Promise<void>((resolveReady, reject) =>
+    rawClient.waitForReady(Date.now() + CHILD_READY_TIMEOUT_MS, (error) => (error ? reject(error) : resolveReady())),
+  );
+  // Payload-like bytes; gRPC copies each message into its own frame buffer anyway.
+  const template = Buffer.alloc(chunkBytes, '{"at":"2024-01-01T00:00:00.000Z","host":"host-042","message":"ingest partition"} ');
+  const chunks = Math.ceil(bytes / chunkBytes);
+  const call = rawClient.makeBidiStreamRequest<Buffer, Buffer>(RAW_METHOD_PATH, passBytes, passBytes, new grpc.Metadata(), {
+    deadline: Date.now() + 10 * 60_000,
+  });
+  const cpuBefore = process.cpuUsage();
+  const started = performance.now();
+  const seconds = await new Promise<number>((resolveDone, reject) => {
+    let sent = 0;
+    let acked = 0;
+    const pump = (): void => {
+      while (sent < chunks && sent - acked < windowChunks) {
+        const size = Math.min(chunkBytes, bytes - sent * chunkBytes);
+        call.write(template.subarray(0, size));
+        sent += 1;
+      }
+    };
+    call.on('data', () => {
+      acked += 1;
+      if (acked === chunks) resolveDone((performance.now() - started) / 1000);
+      else pump();
+    });
+    call.on('error', reject);
+    pump();
+  });
+  const cpu = process.cpuUsage(cpuBefore);
+  call.end();
+  rawClient.close();
+  const run: RawRun = {
+    bytes,
+    chunks,
+    seconds: round(seconds, 3),
+    megabytesPerSecond: round(bytes / 1e6 / seconds, 2),
+    // The parent fills in the sink's.
+    cpuSeconds: { source: round((cpu.user + cpu.system) / 1e6, 2), sink: undefined },
+  };
+  process.stdout.write(`${JSON.stringify(run)}\n`);
+}
+
+// ---------------------------------------------------------------- raw gRPC, from the bench
+
+function spawnRole(role: string, args: string[] = []): ChildProcess {
+  return spawn(process.execPath, [THIS_FILE, role, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+}
+
+/** The child's first line of output, as JSON. */
+function firstLine<T>(child: ChildProcess, what: string): Promise<T> {
+  return new Promise((resolveLine, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    const timer = setTimeout(() => reject(new Error(`${what}: no answer after ${CHILD_ANSWER_TIMEOUT_MS} ms`)), CHILD_ANSWER_TIMEOUT_MS);
+    lines.once('line', (line) => {
+      clearTimeout(timer);
+      lines.close();
+      try {
+        resolveLine(JSON.parse(line) as T);
+      } catch (error) {
+        reject(new Error(`${what}: unexpected output '${line}'`, { cause: error }));
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited (${code ?? signal}) before answering`));
+    });
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
+  child.kill('SIGTERM');
+  return exited;
+}
+
+async function runRaw(bytes: number, settings: TransferSettings): Promise<{ runs: RawRun[]; median: RawRun }> {
+  const sink = spawnRole('raw-sink');
+  const runs: RawRun[] = [];
+  try {
+    const { port } = await firstLine<{ port: number }>(sink, 'raw gRPC sink');
+    for (let run = 1; run <= RAW_RUNS; run += 1) {
+      log(`raw gRPC stream, run ${run} of ${RAW_RUNS}…`);
+      const source = spawnRole('raw-source', [
+        '--port', String(port),
+        '--bytes', String(bytes),
+        '--chunk-bytes', String(settings.chunkBytes),
+        '--window', String(settings.windowChunks),
+      ]);
+      try {
+        const sinkCpuBefore = processCpuSeconds(sink.pid);
+        const run = await firstLine<RawRun>(source, 'raw gRPC source');
+        runs.push({ ...run, cpuSeconds: { ...run.cpuSeconds, sink: cpuSpent(sinkCpuBefore, processCpuSeconds(sink.pid)) } });
+      } finally {
+        await stopChild(source);
+      }
+    }
+  } finally {
+    await stopChild(sink);
+  }
+  const sorted = [...runs].sort((a, b) => a.megabytesPerSecond - b.megabytesPerSecond);
+  return { runs, median: sorted[Math.floor(sorted.length / 2)]! };
+}
+
+// ---------------------------------------------------------------- the join
+
+interface TransferAction {
+  type: string;
+  repo: 'KV' | 'ssr' | 'tsr';
+  from: string;
+  to: string;
+  complete: boolean;
+  percentComplete: number;
+  info: { id: string; bytes: number; payloads: number; partitions: number };
+}
+
+/** node-1's tsr transfers to node-2, seen while polling: [ms since the POST, percentComplete, bytes]. */
+type ProgressSample = [number, number, number];
+
+interface JoinResult {
+  seconds: number;
+  bytes: number;
+  payloadsMoved: number;
+  payloadsOnTarget: number;
+  megabytesPerSecond: number;
+  /** CPU seconds each node used from the POST to Joined (with the polling's few requests). */
+  cpuSeconds: { source: number | undefined; target: number | undefined };
+  /** Every transfer of the join as node-1 lists it at the end. */
+  transfers: TransferAction[];
+  /** Distinct samples of the tsr transfer's progress; percentComplete should rise. */
+  progress: ProgressSample[];
+  percentRose: boolean;
+}
+
+async function transfersTo(node: NodeProcess, target: string): Promise<TransferAction[]> {
+  const response = await client(node).get('/cluster/transfers');
+  if (response.status !== 200) throw new Error(`GET /cluster/transfers: HTTP ${response.status}`);
+  return (response.json.actions as TransferAction[]).filter((action) => action.to === target);
+}
+
+function tsrProgress(actions: readonly TransferAction[]): [number, number] {
+  const tsr = actions.filter((action) => action.repo === 'tsr');
+  const percent = tsr.length === 0 ? 0 : Math.min(...tsr.map((action) => action.percentComplete));
+  return [percent, tsr.reduce((sum, action) => sum + action.info.bytes, 0)];
+}
+
+/** Polls node-2's state and node-1's transfer list together until node-2 is Joined. */
+async function followJoin(source: NodeProcess, target: NodeProcess, started: number): Promise<{ seconds: number; progress: ProgressSample[] }> {
+  const progress: ProgressSample[] = [];
+  for (;;) {
+    const [state, actions] = await Promise.all([localNode(target).then((node) => node.state), transfersTo(source, TARGET)]);
+    const elapsedMs = performance.now() - started;
+    if (state === 'Joined') return { seconds: elapsedMs / 1000, progress };
+    const [percent, bytes] = tsrProgress(actions);
+    const last = progress.at(-1);
+    if (actions.length > 0 && (last === undefined || last[1] !== percent || last[2] !== bytes)) progress.push([Math.round(elapsedMs), percent, bytes]);
+    if (elapsedMs > JOIN_TIMEOUT_MS) throw new Error(`${TARGET} not Joined after ${JOIN_TIMEOUT_MS} ms; transfers: ${JSON.stringify(actions)}`);
+    await sleep(POLL_INTERVAL_MS);
+  }
+}
+
+/**
+ * node-1 alone holds the payloads of a tsr stream with 2 replicas; node-2 joins, and as
+ * the second owner of every partition it receives all of them. Timed from POST
+ * /cluster/nodes to node-2 Joined.
+ */
+async function runJoin(options: BenchOptions, batches: ReturnType<typeof prepareBatches>): Promise<JoinResult> {
+  const nodes: NodeProcess[] = [];
+  try {
+    const source = await startClusterNode(SOURCE, { execArgv: nodeFlags() });
+    nodes.push(source);
+    const path = await defineBenchStream(client(source), STREAM);
+    log(`loading ${options.payloads} payloads into ${SOURCE} (not timed)…`);
+    await runBatches(batches.length, LOAD_CONCURRENCY, (index) => postBatch(source.url + path, batches[index]!.body));
+    const loaded = await storedOn(source, STREAM);
+    if (loaded !== options.payloads) throw new Error(`${SOURCE} holds ${loaded} payloads, ${options.payloads} were posted`);
+    const target = await startClusterNode(TARGET, { join: true, execArgv: nodeFlags() });
+    nodes.push(target);
+
+    log(`${TARGET} joins; timing the transfer…`);
+    const cpuBefore = [processCpuSeconds(source.child?.pid), processCpuSeconds(target.child?.pid)];
+    const started = performance.now();
+    await expectOk(`POST /cluster/nodes (${TARGET})`, addNode(source, target));
+    const { seconds, progress } = await followJoin(source, target, started);
+    const cpuSeconds = {
+      source: cpuSpent(cpuBefore[0], processCpuSeconds(source.child?.pid)),
+      target: cpuSpent(cpuBefore[1], processCpuSeconds(target.child?.pid)),
+    };
+
+    const transfers = await transfersTo(source, TARGET);
+    const moved = transfers.filter((action) => action.repo === 'ssr' || action.repo === 'tsr');
+    const bytes = moved.reduce((sum, action) => sum + action.info.bytes, 0);
+    const payloadsMoved = moved.reduce((sum, action) => sum + action.info.payloads, 0);
+    const payloadsOnTarget = await storedOn(target, STREAM);
+    if (payloadsOnTarget !== payloadsMoved) throw new Error(`${TARGET} holds ${payloadsOnTarget} payloads, the transfers moved ${payloadsMoved}`);
+    const percents = progress.map((sample) => sample[1]);
+    return {
+      seconds: round(seconds, 3),
+      bytes,
+      payloadsMoved,
+      payloadsOnTarget,
+      megabytesPerSecond: round(bytes / 1e6 / seconds, 2),
+      cpuSeconds,
+      transfers,
+      progress,
+      percentRose: percents.every((percent, index) => index === 0 || percent >= percents[index - 1]!) && percents.at(-1)! > percents[0]!,
+    };
+  } finally {
+    // SIGTERM, so that nodes started with --cpu-prof write their profiles.
+    await Promise.all(nodes.map((node) => node.kill('SIGTERM')));
+    await cleanup();
+  }
+}
+
+// ---------------------------------------------------------------- results
+
+function transferTable(join: JoinResult, raw: { runs: RawRun[]; median: RawRun }, settings: TransferSettings): string {
+  const kib = settings.chunkBytes / 1024;
+  const spread = raw.runs.map((run) => run.megabytesPerSecond.toFixed(1)).join(', ');
+  return [
+    '| transfer | bytes | payloads | seconds | MB/s | CPU s (source + target) | ratio to raw |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    `| raw gRPC bidi stream, ${kib} KiB chunks, window ${settings.windowChunks} (median of ${spread}) | ` +
+      `${raw.median.bytes.toLocaleString('en-US')} | – | ${raw.median.seconds.toFixed(2)} | ${raw.median.megabytesPerSecond.toFixed(1)} | ` +
+      `${cpuCell(raw.median.cpuSeconds.source, raw.median.cpuSeconds.sink)} | 1.00 |`,
+    `| join: ${SOURCE} → ${TARGET}, POST /cluster/nodes → Joined | ${join.bytes.toLocaleString('en-US')} | ` +
+      `${join.payloadsMoved.toLocaleString('en-US')} | ${join.seconds.toFixed(2)} | ${join.megabytesPerSecond.toFixed(1)} | ` +
+      `${cpuCell(join.cpuSeconds.source, join.cpuSeconds.target)} | ${(join.megabytesPerSecond / raw.median.megabytesPerSecond).toFixed(2)} |`,
+  ].join('\n');
+}
+
+function cpuCell(source: number | undefined, target: number | undefined): string {
+  return source === undefined || target === undefined ? '–' : `${source.toFixed(1)} + ${target.toFixed(1)}`;
+}
+
+/** At most `count` samples, evenly spaced, the last one always: enough to see the rise. */
+function thinned<T>(samples: readonly T[], count: number): T[] {
+  if (samples.length <= count) return [...samples];
+  const step = (samples.length - 1) / (count - 1);
+  return Array.from({ length: count }, (_, index) => samples[Math.round(index * step)]!);
+}
+
+function machine(loadAverageBefore: number) {
+  const cpus = os.cpus();
+  return {
+    cpus: cpus.length,
+    model: cpus[0]?.model ?? 'unknown',
+    node: process.version,
+    loadAverage1m: { before: round(loadAverageBefore, 2), after: round(os.loadavg()[0]!, 2) },
+  };
+}
+
+// ---------------------------------------------------------------- entry point
+
+export async function runTransferBench(options: BenchOptions): Promise<void> {
+  const settings = transferSettings();
+  const batches = prepareBatches(options);
+  const payloadBytesAvg = payloadBytesOf(batches) / options.payloads;
+  if (payloadBytesAvg < PAYLOAD_BYTES_AVG_RANGE[0] || payloadBytesAvg > PAYLOAD_BYTES_AVG_RANGE[1]) {
+    throw new Error(`payloads average ${payloadBytesAvg.toFixed(0)} bytes, outside ${PAYLOAD_BYTES_AVG_RANGE.join('–')}`);
+  }
+  log(`${options.payloads} payloads (${payloadBytesAvg.toFixed(0)} bytes on average) in ${batches.length} batches`);
+  // Other processes on a small machine move these figures a lot; the load says how busy it was.
+  const loadAverageBefore = os.loadavg()[0]!;
+
+  const join = await runJoin(options, batches);
+  const raw = await runRaw(join.bytes, settings);
+  const transferRatio = round(join.megabytesPerSecond / raw.median.megabytesPerSecond, 3);
+  const replicated: ReplicatedSet[] = [await runReplicatedSet(batches, options.concurrency)];
+  if (options.extraConcurrency > 0 && options.extraConcurrency !== options.concurrency) {
+    replicated.push(await runReplicatedSet(batches, options.extraConcurrency));
+  }
+  const headline = replicated[0]!;
+
+  const report = {
+    date: new Date().toISOString(),
+    machine: machine(loadAverageBefore),
+    params: {
+      payloads: options.payloads,
+      batch: options.batch,
+      payloadBytesAvg: Math.round(payloadBytesAvg),
+      seed: SEED,
+      policy: BENCH_POLICY,
+      repository: 'tsr',
+      transferChunkBytes: settings.chunkBytes,
+      transferWindowChunks: settings.windowChunks,
+      loadConcurrency: LOAD_CONCURRENCY,
+      pollIntervalMs: POLL_INTERVAL_MS,
+      rawRuns: RAW_RUNS,
+      clusterNodes: CLUSTER_NODES,
+      ingestConcurrency: replicated.map((set) => set.concurrency),
+    },
+    transfer: { join, raw, ratioToRaw: transferRatio },
+    replicated: { headline, ...(replicated.length > 1 ? { concurrent: replicated[1] } : {}) },
+    goals: {
+      transfer: { ratioMin: TRANSFER_RATIO_MIN, ratio: transferRatio, met: transferRatio >= TRANSFER_RATIO_MIN },
+      replicated: {
+        ratioMin: REPLICATED_RATIO_MIN,
+        ratio: headline.threeNodes.ratioToRaw,
+        met: headline.threeNodes.ratioToRaw >= REPLICATED_RATIO_MIN,
+      },
+    },
+  };
+  mkdirSync(dirname(RESULTS_PATH), { recursive: true });
+  writeFileSync(RESULTS_PATH, JSON.stringify(report, null, 2) + '\n');
+
+  const load = `load average ${report.machine.loadAverage1m.before} → ${report.machine.loadAverage1m.after}`;
+  const samples = thinned(join.progress, 12).map(([ms, percent]) => `${percent}% @ ${(ms / 1000).toFixed(1)} s`).join(', ');
+  console.log(transferTable(join, raw, settings));
+  console.log(
+    `\ntsr percentComplete, ${join.progress.length} distinct samples polling every ${POLL_INTERVAL_MS} ms (all in the JSON): ` +
+      `${samples || 'none seen'} (rose: ${join.percentRose}).`,
+  );
+  console.log(`\n${replicatedTable(replicated)}`);
+  console.log(`\nParams: ${JSON.stringify(report.params)}. Machine: ${report.machine.cpus} × ${report.machine.model}, Node ${report.machine.node}, ${load}.`);
+  const verdict = (goal: { met: boolean; ratio: number }) => `${goal.met ? 'met' : 'NOT met'} (${goal.ratio})`;
+  console.log(`\nGoal transfer ≥ ${TRANSFER_RATIO_MIN} × raw: ${verdict(report.goals.transfer)}.`);
+  console.log(`Goal replicated ingest ≥ ${REPLICATED_RATIO_MIN} × one node: ${verdict(report.goals.replicated)}.`);
+  log(`results written to ${RESULTS_PATH}`);
+}
+
+// ---------------------------------------------------------------- as a child process
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === THIS_FILE) {
+  const [role, ...rest] = process.argv.slice(2);
+  const run = role === 'raw-sink' ? serveRawSink() : role === 'raw-source' ? runRawSource(rest) : Promise.reject(new Error(`unknown role '${role}'`));
+  run.catch((error: unknown) => {
+    console.error((error as Error).stack ?? String(error));
+    process.exit(1);
+  });
+}
