@@ -18,3 +18,16 @@ export function quoteForMessage(text: string): string {
   const shortened = text.length > QUOTED_CHARS_MAX ? `${text.slice(0, QUOTED_CHARS_MAX)}…` : text;
   return `'${JSON.stringify(shortened).slice(1, -1)}'`;
 }
+
+/** Reads a dotted path ("position.latitude") of a payload's own fields; undefined when a part is missing. */
+export function pathReader(path: string): (payload: Record<string, unknown>) => unknown {
+  const parts = path.split('.');
+  return (payload) => {
+    let value: unknown = payload;
+    for (const part of parts) {
+      if (typeof value !== 'object' || value === null || !Object.hasOwn(value, part)) return undefined;
+      value = (value as Record<string, unknown>)[part];
+    }
+    return value;
+  };
+}

@@ -3,7 +3,7 @@
 // code: no I/O.
 
 import { BadRequestError } from '../errors.js';
-import { isPlainObject, jsonTypeName } from '../json.js';
+import { isPlainObject, jsonTypeName, pathReader } from '../json.js';
 import { checkName } from '../names.js';
 import { compileValidator, type PayloadValidator } from '../streams/payload-validator.js';
 import { contributorFields, fieldAt, parseSchema, type FieldType, type StreamSchema } from '../streams/schema.js';
@@ -149,18 +149,6 @@ export function contributorFieldTargets(streamTenant: string, schema: StreamSche
   });
 }
 
-/** Reads a dotted path of a payload; undefined when a part is missing or not an object. */
-export function pathReader(path: string): (payload: Record<string, unknown>) => unknown {
-  const parts = path.split('.');
-  return (payload) => {
-    let value: unknown = payload;
-    for (const part of parts) {
-      if (typeof value !== 'object' || value === null || !Object.hasOwn(value, part)) return undefined;
-      value = (value as Record<string, unknown>)[part];
-    }
-    return value;
-  };
-}
 
 function describe(value: unknown): string {
   if (typeof value === 'string') return `'${value.length > 64 ? `${value.slice(0, 64)}…` : value.replace(/[\u0000-\u001f\u007f]/g, '?')}'`;

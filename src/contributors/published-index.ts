@@ -10,7 +10,8 @@ import type { Definitions } from '../storage/definitions.js';
 import { parseSchema } from '../streams/schema.js';
 import { partKey, type StreamDocument } from '../streams/stream-definitions.js';
 import { streamUri, type StreamId } from '../streams/stream-id.js';
-import { contributorFieldTargets, isContributorId, pathReader } from './contributor-schema.js';
+import { pathReader } from '../json.js';
+import { contributorFieldTargets, isContributorId } from './contributor-schema.js';
 import { parseKey, PUBLISHED_PREFIX, PUBLISHED_UNTYPED_PREFIX, publishedKey } from './keys.js';
 
 export interface PublishedLimits {

@@ -11,6 +11,7 @@ import { countPath, countRanges, emptyTree, type CountTree, type FacetNode, type
 import { addToHistogram, emptyHistogram, type Frequency, type Histogram } from './histogram.js';
 import type { SsrDocument } from './partition-index.js';
 import type { SsrIndex } from './ssr-index.js';
+import { pathReader } from '../json.js';
 
 export interface StreamSearchPart {
   /** "tenant/collection/name" */
@@ -101,7 +102,8 @@ async function searchStream(
   const facetLevels = part.taxonomyFacets.map((facet) => facet.levels.map(levelReader));
   const rangeValues: unknown[][] = part.rangeFacets.map(() => []);
   const drilldowns = part.drilldowns.map((drilldown) => ({ readers: drilldown.levels.map(levelReader), values: drilldown.values }));
-  const timeOf = part.tsField === undefined ? undefined : fieldReader(part.tsField);
+  const timeOf = part.tsField === undefined ? undefined : pathReader(part.tsField);
+  const rangeReaders = part.rangeFacets.map((facet) => pathReader(facet.field));
   const hits: Hit[] = [];
   let total = 0;
   for (const partition of part.partitions) {
@@ -114,7 +116,7 @@ async function searchStream(
       total += 1;
       if (request.hitsMax > 0) hits.push({ score, writeId: document.writeId, data: document.payload });
       facetLevels.forEach((readers, facet) => countPath(facetTrees[facet]!, readers.map((read) => read(document.payload))));
-      part.rangeFacets.forEach((facet, position) => rangeValues[position]!.push(fieldReader(facet.field)(document.payload)));
+      rangeReaders.forEach((read, position) => rangeValues[position]!.push(read(document.payload)));
       if (histogram && request.histogram) {
         const at = timeOf === undefined ? document.timestamp : datetimeOf(timeOf(document.payload));
         if (at !== undefined) addToHistogram(histogram, request.histogram.start, request.histogram.end, at);
@@ -139,7 +141,7 @@ function contributorFilter(part: StreamSearchPart, idSets: ReadonlyMap<string, R
   if (part.contributorFields === undefined) return undefined;
   const fields = part.contributorFields
     .map((field) => ({
-      read: fieldReader(field.path),
+      read: pathReader(field.path),
       sets: field.ids.flatMap((name) => {
         const ids = idSets.get(name);
         return ids === undefined || ids.size === 0 ? [] : [ids];
@@ -189,13 +191,13 @@ const DATE_PART = /^(year|month|day)\(\s*([^()\s]+)\s*\)$/;
 export function levelReader(level: string): (payload: Record<string, unknown>) => string | undefined {
   const datePart = DATE_PART.exec(level.trim());
   if (datePart === null) {
-    const read = fieldReader(level.trim());
+    const read = pathReader(level.trim());
     return (payload) => {
       const value = read(payload);
       return value === undefined || value === null || typeof value === 'object' ? undefined : String(value);
     };
   }
-  const read = fieldReader(datePart[2]!);
+  const read = pathReader(datePart[2]!);
   const part = datePart[1];
   return (payload) => {
     const ms = datetimeOf(read(payload));
@@ -206,17 +208,6 @@ export function levelReader(level: string): (payload: Record<string, unknown>) =
   };
 }
 
-export function fieldReader(path: string): (payload: Record<string, unknown>) => unknown {
-  const parts = path.split('.');
-  return (payload) => {
-    let value: unknown = payload;
-    for (const part of parts) {
-      if (typeof value !== 'object' || value === null || !Object.hasOwn(value, part)) return undefined;
-      value = (value as Record<string, unknown>)[part];
-    }
-    return value;
-  };
-}
 
 function datetimeOf(value: unknown): number | undefined {
   return typeof value === 'string' ? (datetimeMs(value) ?? undefined) : undefined;
