@@ -13,6 +13,7 @@ import { encodePartition, encodeTimestamp } from '../src/storage/repository.js';
 import { WriteIdGenerator } from '../src/storage/write-ids.js';
 import { cleanup, client, NodeProcess } from '../test/kit/node-process.js';
 import type { BenchOptions } from './run.js';
+import { machine } from './machine.js';
 
 // dist/bench/ingest.js → the package root, so results land in the source tree's bench/results.
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
@@ -394,15 +395,9 @@ export async function runIngestBench(options: BenchOptions): Promise<void> {
       ? await runSet(batches, options.extraConcurrency)
       : undefined;
 
-  const cpus = os.cpus();
   const report = {
     date: new Date().toISOString(),
-    machine: {
-      cpus: cpus.length,
-      model: cpus[0]?.model ?? 'unknown',
-      node: process.version,
-      loadAverage1m: { before: round(loadAverageBefore, 2), after: round(os.loadavg()[0]!, 2) },
-    },
+    machine: machine(loadAverageBefore),
     params: {
       payloads: options.payloads,
       batch: options.batch,

@@ -18,6 +18,7 @@ import { cleanup, client, NodeProcess } from '../test/kit/node-process.js';
 import { expectOk, log, nodeFlags, postBatch, round, type Api } from './ingest.js';
 import { findPostgres, startPostgres, type PostgresCluster } from './postgres.js';
 import type { BenchOptions } from './run.js';
+import { machine } from './machine.js';
 
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
 const RESULTS_PATH = join(PACKAGE_ROOT, 'bench', 'results', 'search.json');
@@ -745,15 +746,9 @@ export async function runSearchBench(options: BenchOptions): Promise<void> {
       throw new Error(`${mismatches.length} answers differ from PostgreSQL's:\n${mismatches.slice(0, 10).join('\n')}`);
     }
 
-    const cpus = os.cpus();
     const report = {
       date: new Date().toISOString(),
-      machine: {
-        cpus: cpus.length,
-        model: cpus[0]?.model ?? 'unknown',
-        node: process.version,
-        loadAverage1m: { before: round(loadAverageBefore, 2), after: round(os.loadavg()[0]!, 2) },
-      },
+      machine: machine(loadAverageBefore),
       params: {
         payloads: options.payloads,
         payloadBytesAvg: load.payloadBytesAvg,

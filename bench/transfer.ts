@@ -43,6 +43,7 @@ import {
   type ReplicatedSet,
 } from './replicated.js';
 import type { BenchOptions } from './run.js';
+import { machine } from './machine.js';
 
 // dist/bench/transfer.js → the package root, so results land in the source tree's bench/results.
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
@@ -410,16 +411,6 @@ function thinned<T>(samples: readonly T[], count: number): T[] {
   if (samples.length <= count) return [...samples];
   const step = (samples.length - 1) / (count - 1);
   return Array.from({ length: count }, (_, index) => samples[Math.round(index * step)]!);
-}
-
-function machine(loadAverageBefore: number) {
-  const cpus = os.cpus();
-  return {
-    cpus: cpus.length,
-    model: cpus[0]?.model ?? 'unknown',
-    node: process.version,
-    loadAverage1m: { before: round(loadAverageBefore, 2), after: round(os.loadavg()[0]!, 2) },
-  };
 }
 
 // ---------------------------------------------------------------- entry point

@@ -4,7 +4,7 @@
 // the test computes itself.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addNode, startClusterNode, waitState } from '../kit/cluster.js';
+import { startJoinedCluster } from '../kit/cluster.js';
 import { cleanup, client, type NodeProcess } from '../kit/node-process.js';
 import { tokens } from '../kit/search-fixture.js';
 import { Prng } from '../sim/prng.js';
@@ -56,14 +56,7 @@ async function ok(response: Promise<{ status: number; text: string }>, what: str
 }
 
 beforeAll(async () => {
-  const one = await startClusterNode('node-1');
-  const two = await startClusterNode('node-2', { join: true });
-  const three = await startClusterNode('node-3', { join: true });
-  for (const node of [two, three]) {
-    expect((await addNode(one, node)).status).toBe(200);
-    await waitState(node, 'Joined');
-  }
-  nodes = [one, two, three];
+  nodes = await startJoinedCluster(3);
   const on = (i: number) => client(nodes[i % 3]!);
   await ok(on(0).put('/contributors/demo/board', { schema: { type: 'record', properties: { id: { type: 'contributor' }, region: { type: 'string' }, slots: { type: 'int' } } } }), 'board type');
   await ok(on(1).put('/contributors/demo/sensor', { schema: { type: 'record', properties: { contributor: { type: 'contributor' }, site: { type: 'string' } } } }), 'sensor type');

@@ -2,7 +2,7 @@
 // every search the same and completely, also while one node is killed during the queries.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addNode, startClusterNode, waitState } from '../kit/cluster.js';
+import { startJoinedCluster } from '../kit/cluster.js';
 import { cleanup, client, type NodeProcess } from '../kit/node-process.js';
 import { loadFixture, logs, tokens, weather } from '../kit/search-fixture.js';
 
@@ -11,15 +11,8 @@ const WEATHER = '/streams/demo/fixture/weather';
 let nodes: NodeProcess[];
 
 beforeAll(async () => {
-  const one = await startClusterNode('node-1');
-  const two = await startClusterNode('node-2', { join: true });
-  const three = await startClusterNode('node-3', { join: true });
-  for (const node of [two, three]) {
-    expect((await addNode(one, node)).status).toBe(200);
-    await waitState(node, 'Joined');
-  }
-  nodes = [one, two, three];
-  await loadFixture(one, data, { replicas: 2, ring_size: 16, hash_payload: { bytes: 64 } });
+  nodes = await startJoinedCluster(3);
+  await loadFixture(nodes[0]!, data, { replicas: 2, ring_size: 16, hash_payload: { bytes: 64 } });
 }, 180_000);
 afterAll(cleanup);
 

@@ -45,6 +45,18 @@ export async function waitState(node: NodeProcess, state: string, timeoutMs = 60
   await until(`${node.name} to be ${state}`, async () => (await localNode(node)).state === state, timeoutMs);
 }
 
+/** A lone first node and `count - 1` --join nodes added through it, all Joined. */
+export async function startJoinedCluster(count: number): Promise<NodeProcess[]> {
+  const nodes = [await startClusterNode('node-1')];
+  for (let index = 2; index <= count; index += 1) nodes.push(await startClusterNode(`node-${index}`, { join: true }));
+  for (const node of nodes.slice(1)) {
+    const response = await addNode(nodes[0]!, node);
+    if (response.status !== 200) throw new Error(`adding ${node.name}: ${response.status} ${response.text}`);
+    await waitState(node, 'Joined');
+  }
+  return nodes;
+}
+
 export async function partitionCounts(node: NodeProcess, repo: string, stream: string): Promise<Record<string, number>> {
   const response = await client(node).get(`/_internal/repos/${repo}/${stream}`);
   expect(response.status).toBe(200);
