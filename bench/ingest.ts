@@ -14,6 +14,7 @@ import { WriteIdGenerator } from '../src/storage/write-ids.js';
 import { cleanup, client, NodeProcess } from '../test/kit/node-process.js';
 import type { BenchOptions } from './run.js';
 import { machine } from './machine.js';
+import { Prng } from '../test/sim/prng.js';
 
 // dist/bench/ingest.js → the package root, so results land in the source tree's bench/results.
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
@@ -74,16 +75,10 @@ const WORDS = (
 const REGIONS = ['eu-west-1', 'eu-central-1', 'us-east-1', 'us-west-2', 'ap-south-1', 'ap-northeast-1'];
 const TAGS = ['prod', 'staging', 'canary', 'edge', 'core', 'batch', 'web', 'db', 'cache', 'queue'];
 
-/** mulberry32: a small seeded PRNG, so every run writes the same payloads. */
+/** The simulation's seeded PRNG: every run writes the same payloads. */
 function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const prng = new Prng(seed);
+  return () => prng.next();
 }
 
 function pick<T>(random: () => number, items: readonly T[]): T {

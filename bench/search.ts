@@ -19,6 +19,7 @@ import { expectOk, log, nodeFlags, postBatch, round, type Api } from './ingest.j
 import { findPostgres, startPostgres, type PostgresCluster } from './postgres.js';
 import type { BenchOptions } from './run.js';
 import { machine } from './machine.js';
+import { Prng } from '../test/sim/prng.js';
 
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
 const RESULTS_PATH = join(PACKAGE_ROOT, 'bench', 'results', 'search.json');
@@ -89,16 +90,10 @@ interface Observation {
   temperature: number;
 }
 
-/** mulberry32, as in the ingest bench: every run writes the same payloads. */
+/** The simulation's seeded PRNG: every run writes the same payloads. */
 function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const prng = new Prng(seed);
+  return () => prng.next();
 }
 
 const ONSETS = ['b', 'c', 'd', 'f', 'g', 'h', 'k', 'l', 'm', 'n', 'p', 'r', 's', 't', 'v', 'w', 'z', 'br', 'cr', 'dr', 'gr', 'pl', 'st', 'tr', 'sh', 'ch', 'th'];

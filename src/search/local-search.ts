@@ -3,7 +3,7 @@
 // stream's best hits, facet count trees, range counts and histogram buckets.
 
 import { datetimeMs } from './expression/datetime.js';
-import { compileExpression, matches, type Evaluator } from './expression/evaluate.js';
+import { compile, matches, type Evaluator } from './expression/evaluate.js';
 import { termsOf } from './expression/analysis.js';
 import { parseExpression } from './expression/parser.js';
 import type { Analyzer, TermPattern } from './expression/patterns.js';
@@ -167,8 +167,9 @@ function compileQuery(part: StreamSearchPart): CompiledQuery {
     return { accepts: () => true, candidates: (index) => index.all().map((document) => [document, 0] as [SsrDocument, number]) };
   }
   const options = { analyzer: part.analyzer };
-  const evaluator: Evaluator = compileExpression(part.base, options);
-  const required = termsOf(parseExpression(part.base), options).required.filter((term) => term.function === 'search');
+  const expression = parseExpression(part.base);
+  const evaluator: Evaluator = compile(expression, options);
+  const required = termsOf(expression, options).required.filter((term) => term.function === 'search');
   const patterns = required.flatMap((term) => term.terms);
   return {
     accepts: (payload) => matches(evaluator, payload),

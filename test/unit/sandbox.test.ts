@@ -6,6 +6,7 @@ import {
   type SandboxedFunction,
   type SandboxLimits,
 } from '../../src/scripting/sandbox.js';
+import { scriptFailure } from '../kit/script-errors.js';
 
 const limits: SandboxLimits = { timeoutMs: 50, memoryMb: 16 };
 // V8 spends 40-300 ms in garbage collection before it gives up on a full heap (measured), so
@@ -23,15 +24,6 @@ async function compile(source: string, chosenLimits = limits): Promise<Sandboxed
   const sandboxed = await compileFunction(source, 'f', "script 'test'", chosenLimits);
   created.push(sandboxed);
   return sandboxed;
-}
-
-async function failure(promise: Promise<unknown>): Promise<ScriptError> {
-  const error: unknown = await promise.then(
-    () => undefined,
-    (rejection: unknown) => rejection,
-  );
-  expect(error).toBeInstanceOf(ScriptError);
-  return error as ScriptError;
 }
 
 async function timed<T>(promise: Promise<T>): Promise<{ value: T; elapsedMs: number }> {
@@ -106,7 +98,7 @@ describe('sandbox', () => {
   it('sandbox - an infinite loop is stopped at the time limit and the next call works', async () => {
     const sandboxed = await compile('function f(loop) { if (loop) for (;;); return "after" }');
     const started = performance.now();
-    const error = await failure(sandboxed.call([true]));
+    const error = await scriptFailure(sandboxed.call([true]));
     const elapsedMs = performance.now() - started;
     expect(error.message).toBe("script 'test' exceeded its time limit of 50 ms");
     expect(error.status).toBe(400);
@@ -121,7 +113,7 @@ describe('sandbox', () => {
     let timerFiredAtMs: number | undefined;
     const started = performance.now();
     setTimeout(() => (timerFiredAtMs = performance.now() - started), 5);
-    const error = await failure(sandboxed.call([]));
+    const error = await scriptFailure(sandboxed.call([]));
     const callEndedAtMs = performance.now() - started;
     expect(error.message).toMatch(/time limit/);
     expect(timerFiredAtMs).toBeDefined();
@@ -131,13 +123,13 @@ describe('sandbox', () => {
 
   it('sandbox - runaway memory gives the memory error and the next call runs in a rebuilt isolate', async () => {
     const sandboxed = await compile(memoryHog, memoryLimits);
-    const { value: error, elapsedMs } = await timed(failure(sandboxed.call([true])));
+    const { value: error, elapsedMs } = await timed(scriptFailure(sandboxed.call([true])));
     expect(error.message).toBe("script 'test' exceeded its memory limit of 16 MiB");
     expect(elapsedMs).toBeGreaterThan(1);
     expect(elapsedMs).toBeLessThan(memoryLimits.timeoutMs);
     expect(await sandboxed.call([false])).toBe('fine');
     // The rebuilt isolate has the same limit.
-    expect((await failure(sandboxed.call([true]))).message).toMatch(/memory limit/);
+    expect((await scriptFailure(sandboxed.call([true]))).message).toMatch(/memory limit/);
     expect(await sandboxed.call([false])).toBe('fine');
   });
 
@@ -147,7 +139,7 @@ describe('sandbox', () => {
       const kept = [];
       for (;;) kept.push(new Float64Array(1 << 20));
     }`);
-    expect((await failure(sandboxed.call([true]))).message).toBe(
+    expect((await scriptFailure(sandboxed.call([true]))).message).toBe(
       "script 'test' threw: RangeError: Array buffer allocation failed",
     );
     expect(await sandboxed.call([false])).toBe('fine');
@@ -155,75 +147,75 @@ describe('sandbox', () => {
 
   it('sandbox - a thrown error is reported with its name and message', async () => {
     const sandboxed = await compile('function f(payload) { return payload.missing.field }');
-    const error = await failure(sandboxed.call([{}]));
+    const error = await scriptFailure(sandboxed.call([{}]));
     expect(error.message).toBe("script 'test' threw: TypeError: Cannot read properties of undefined (reading 'field')");
-    expect(await failure(sandboxed.call([{}]))).toBeInstanceOf(ScriptError);
+    expect(await scriptFailure(sandboxed.call([{}]))).toBeInstanceOf(ScriptError);
   });
 
   it('sandbox - a thrown non-error value is described', async () => {
     const sandboxed = await compile('function f() { throw "boom" }');
-    expect((await failure(sandboxed.call([]))).message).toBe("script 'test' threw: boom");
+    expect((await scriptFailure(sandboxed.call([]))).message).toBe("script 'test' threw: boom");
   });
 
   it('sandbox - a thrown object whose getter loops hits the time limit instead of hanging', async () => {
     const sandboxed = await compile('function f() { throw { get message() { for (;;); } } }');
-    const { value: error, elapsedMs } = await timed(failure(sandboxed.call([])));
+    const { value: error, elapsedMs } = await timed(scriptFailure(sandboxed.call([])));
     expect(error.message).toMatch(/time limit of 50 ms/);
     expect(elapsedMs).toBeLessThan(limits.timeoutMs * 10);
   });
 
   it('sandbox - a result whose getter loops hits the time limit instead of hanging', async () => {
     const sandboxed = await compile('function f() { return { get x() { for (;;); } } }');
-    const { value: error, elapsedMs } = await timed(failure(sandboxed.call([])));
+    const { value: error, elapsedMs } = await timed(scriptFailure(sandboxed.call([])));
     expect(error.message).toMatch(/time limit of 50 ms/);
     expect(elapsedMs).toBeLessThan(limits.timeoutMs * 10);
   });
 
   it('sandbox - an async function gives a clear error instead of hanging', async () => {
     const sandboxed = await compile('async function f() { return ["a"] }');
-    expect((await failure(sandboxed.call([]))).message).toBe(
+    expect((await scriptFailure(sandboxed.call([]))).message).toBe(
       "script 'test' returned a promise; it must return its result synchronously",
     );
   });
 
   it('sandbox - functions, symbols and cycles in a result give a clear error', async () => {
     const withFunction = await compile('function f() { return [1, () => 2] }');
-    expect((await failure(withFunction.call([]))).message).toBe(
+    expect((await scriptFailure(withFunction.call([]))).message).toBe(
       "script 'test' returned a function, which cannot be copied out of the sandbox",
     );
     const withSymbol = await compile('function f() { return { s: Symbol("s") } }');
-    expect((await failure(withSymbol.call([]))).message).toMatch(/returned a symbol/);
+    expect((await scriptFailure(withSymbol.call([]))).message).toMatch(/returned a symbol/);
     const withCycle = await compile('function f() { const list = []; list.push(list); return list }');
-    expect((await failure(withCycle.call([]))).message).toMatch(/cannot be copied out of the sandbox: TypeError: Converting circular/);
+    expect((await scriptFailure(withCycle.call([]))).message).toMatch(/cannot be copied out of the sandbox: TypeError: Converting circular/);
   });
 
   it('sandbox - a syntax error fails at compile with its position', async () => {
-    const error = await failure(compile('function f() {\n  return 1 +;\n}'));
+    const error = await scriptFailure(compile('function f() {\n  return 1 +;\n}'));
     expect(error.message).toBe("script 'test' does not compile: SyntaxError: Unexpected token ';' (line 2, column 13)");
   });
 
   it('sandbox - a missing function fails at compile', async () => {
-    const error = await failure(compile('function g() {}'));
+    const error = await scriptFailure(compile('function g() {}'));
     expect(error.message).toBe("script 'test' does not define a function named 'f'");
-    expect((await failure(compile('var f = 1;'))).message).toMatch(/does not define a function named 'f'/);
+    expect((await scriptFailure(compile('var f = 1;'))).message).toMatch(/does not define a function named 'f'/);
   });
 
   it('sandbox - an infinite loop at the top level fails at compile within the limit', async () => {
-    const { value: error, elapsedMs } = await timed(failure(compile('for (;;); function f() {}')));
+    const { value: error, elapsedMs } = await timed(scriptFailure(compile('for (;;); function f() {}')));
     expect(error.message).toBe("script 'test' exceeded its time limit of 50 ms");
     expect(elapsedMs).toBeGreaterThanOrEqual(limits.timeoutMs * 0.8);
     expect(elapsedMs).toBeLessThan(limits.timeoutMs * 10);
   });
 
   it('sandbox - a throw or a memory blow-up at the top level fails at compile', async () => {
-    expect((await failure(compile('throw new RangeError("nope"); function f() {}'))).message).toBe(
+    expect((await scriptFailure(compile('throw new RangeError("nope"); function f() {}'))).message).toBe(
       "script 'test' threw at its top level: RangeError: nope",
     );
-    expect((await failure(compile(`${memoryHog}\nf(true);`, memoryLimits))).message).toMatch(/memory limit of 16 MiB/);
+    expect((await scriptFailure(compile(`${memoryHog}\nf(true);`, memoryLimits))).message).toMatch(/memory limit of 16 MiB/);
   });
 
   it('sandbox - a source larger than 64 KiB is refused', async () => {
-    const error = await failure(compile(`function f() {}\n//${'x'.repeat(sourceBytesMax)}`));
+    const error = await scriptFailure(compile(`function f() {}\n//${'x'.repeat(sourceBytesMax)}`));
     expect(error.message).toMatch(/at most 65536 are allowed/);
   });
 
@@ -244,7 +236,7 @@ describe('sandbox', () => {
     const started = performance.now();
     sandboxed.dispose();
     sandboxed.dispose();
-    const error = await failure(running);
+    const error = await scriptFailure(running);
     expect(error.message).toBe("script 'test' was removed while it was running");
     expect(performance.now() - started).toBeLessThan(1_000);
     await expect(sandboxed.call([])).rejects.toThrow(/after dispose/);

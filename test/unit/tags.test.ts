@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { BadRequestError } from '../../src/errors.js';
-import { ScriptError, type SandboxLimits } from '../../src/scripting/sandbox.js';
+import type { SandboxLimits } from '../../src/scripting/sandbox.js';
 import { parseTags, TagRunner, type TagDefinition } from '../../src/streams/tags.js';
+import { scriptFailure } from '../kit/script-errors.js';
 
 const limits: SandboxLimits = { timeoutMs: 50, memoryMb: 16 };
 // V8 may spend longer than 50 ms collecting garbage before it gives up on a full heap.
@@ -25,15 +26,6 @@ async function runnerWith(chosenLimits: SandboxLimits, ...tags: TagDefinition[])
   const runner = await TagRunner.compile(tags, chosenLimits);
   runners.push(runner);
   return runner;
-}
-
-async function failure(promise: Promise<unknown>): Promise<ScriptError> {
-  const error: unknown = await promise.then(
-    () => undefined,
-    (rejection: unknown) => rejection,
-  );
-  expect(error).toBeInstanceOf(ScriptError);
-  return error as ScriptError;
 }
 
 function badRequest(body: unknown): string {
@@ -125,21 +117,21 @@ describe('tags', () => {
     ];
     for (const [body, expected] of cases) {
       const runner = await runnerFor(tag('bad', `function tag() { ${body} }`));
-      expect((await failure(runner.apply({}))).message).toMatch(expected);
+      expect((await scriptFailure(runner.apply({}))).message).toMatch(expected);
     }
   });
 
   it('tags - a failing tag leaves the payload untouched', async () => {
     const runner = await runnerFor(words, tag('bad', 'function tag() { throw new Error("no") }'));
     const payload: Record<string, unknown> = { text: 'a b' };
-    expect((await failure(runner.apply(payload))).message).toBe("tag 'bad' threw: Error: no");
+    expect((await scriptFailure(runner.apply(payload))).message).toBe("tag 'bad' threw: Error: no");
     expect(payload).toEqual({ text: 'a b' });
   });
 
   it('tags - a looping tag is stopped at the time limit and the runner keeps working', async () => {
     const runner = await runnerFor(tag('slow', 'function tag(payload) { if (payload.loop) for (;;); return ["ok"] }'));
     const started = performance.now();
-    const error = await failure(runner.apply({ loop: true }));
+    const error = await scriptFailure(runner.apply({ loop: true }));
     const elapsedMs = performance.now() - started;
     expect(error.message).toBe("tag 'slow' exceeded its time limit of 50 ms");
     expect(elapsedMs).toBeGreaterThanOrEqual(limits.timeoutMs * 0.8);
@@ -158,7 +150,7 @@ describe('tags', () => {
         for (;;) { text = text + text; kept.push(text.slice(1)); }
       }`),
     );
-    expect((await failure(runner.apply({ explode: true }))).message).toBe(
+    expect((await scriptFailure(runner.apply({ explode: true }))).message).toBe(
       "tag 'hog' exceeded its memory limit of 16 MiB",
     );
     const payload: Record<string, unknown> = {};
