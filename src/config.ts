@@ -67,6 +67,26 @@ export const configSchema = z
       .refine((cluster) => cluster.failureTimeoutMs > cluster.heartbeatIntervalMs, {
         message: 'failureTimeoutMs must exceed heartbeatIntervalMs',
       }),
+    execution: z
+      .object({
+        /** Queries, variables and functions a session may hold, each. */
+        sessionQueriesMax: z.number().int().min(1).max(10_000),
+        /** Groups (keys × open windows) one query may hold. */
+        queryGroupsMax: z.number().int().min(1).max(10_000_000),
+        /** Rows a query may hold to order them or to group grouped rows again. */
+        queryRowsHeldMax: z.number().int().min(1).max(100_000_000),
+        /** Rows an output keeps for a subscriber that connects late (a finished historical query's result). */
+        outputRetainedRowsMax: z.number().int().min(0).max(10_000_000),
+        /** Messages an output keeps for other nodes' subscribers to catch up on. */
+        outputLogMessagesMax: z.number().int().min(16).max(1_000_000),
+        /** Payloads waiting to be forwarded to one node's live queries; beyond it they are dropped and counted. */
+        liveForwardQueuePayloadsMax: z.number().int().min(1).max(10_000_000),
+        /** Records per page a historical query reads from a partition owner. */
+        historicalPageRecords: z.number().int().min(1).max(100_000),
+        /** Time a session function gets per call (it runs in the tag sandbox). */
+        functionTimeoutMs: z.number().int().min(1).max(60_000),
+      })
+      .strict(),
     /**
      * The secret the accounts CLI authenticates with on /api/v1/admin (issue 6). null: the
      * admin endpoints are closed (403). Short secrets are refused: they can be guessed.

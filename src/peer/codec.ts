@@ -423,6 +423,10 @@ const CODECS: { readonly [K in PeerKind]: BodyCodec<PeerBodies[K]> } = {
   PingReply: nodeStatusReply,
   Read: json,
   ReadReply: json,
+  LivePayloads: {
+    toProto: (value) => ({ ...value }),
+    fromProto: (object) => ({ stream: str(object, 'stream'), payloadsJson: str(object, 'payloadsJson') }),
+  },
   ErrorReply: {
     toProto: (value) => ({
       status: value.status,

@@ -66,6 +66,11 @@ export interface ReadReply {
   json: string;
 }
 
+export interface LivePayloads {
+  stream: string;
+  payloadsJson: string;
+}
+
 export interface ErrorReply {
   status: number;
   code: string;
@@ -90,6 +95,7 @@ export interface PeerBodies {
   PingReply: NodeStatusReply;
   Read: ReadRequest;
   ReadReply: ReadReply;
+  LivePayloads: LivePayloads;
   ErrorReply: ErrorReply;
   TransferChunk: TransferChunk;
   TransferAck: TransferAck;
@@ -107,6 +113,7 @@ export const REPLY_KIND = {
   Admit: 'AdmitReply',
   Ping: 'PingReply',
   Read: 'ReadReply',
+  LivePayloads: 'Empty',
 } as const satisfies Partial<Record<PeerKind, PeerKind>>;
 
 export type CallKind = keyof typeof REPLY_KIND;

@@ -29,6 +29,12 @@ export class ScriptError extends TributaryError {
 export interface SandboxedFunction {
   /** Calls the function with JSON-like args copied in and its result copied out as JSON. */
   call(args: unknown[]): Promise<unknown>;
+  /**
+   * The same call, blocking the event loop for at most the time limit: for callers that
+   * must answer synchronously (a session function inside a query expression). Throws
+   * ScriptError when the isolate is being rebuilt after a memory kill: call() rebuilds it.
+   */
+  callSync(args: unknown[]): unknown;
   /** Frees the isolate; idempotent. */
   dispose(): void;
 }
@@ -233,6 +239,28 @@ async function enter(
   }
 }
 
+/** enter() on the calling thread: the event loop waits for at most the time limit. */
+function enterSync(loaded: Loaded, definition: Definition, args: [operation: string, text: string]): string {
+  const { label, limits } = definition;
+  try {
+    const reply: unknown = loaded.dispatch.applySync(undefined, args, {
+      timeout: limits.timeoutMs,
+      arguments: { copy: true },
+      result: { copy: true },
+    });
+    if (typeof reply !== 'string') throw new Error(`sandbox dispatcher returned ${typeof reply}`);
+    return reply;
+  } catch (error) {
+    if (loaded.isolate.isDisposed) {
+      throw new ScriptError(`${label} exceeded its memory limit of ${limits.memoryMb} MiB`, { cause: error });
+    }
+    if (/timed out/i.test(errorMessage(error))) {
+      throw new ScriptError(`${label} exceeded its time limit of ${limits.timeoutMs} ms`, { cause: error });
+    }
+    throw error;
+  }
+}
+
 /** Turns a dispatcher reply into the value, or the ScriptError it stands for. */
 function decode(reply: string, definition: Definition, where: string): unknown {
   const { label, functionName } = definition;
@@ -289,6 +317,21 @@ class IsolateFunction implements SandboxedFunction {
     let reply: string;
     try {
       reply = await enter(loaded, this.definition, ['call', argsJson]);
+    } catch (error) {
+      throw this.afterFailure(loaded, error);
+    }
+    return decode(reply, this.definition, '');
+  }
+
+  callSync(args: unknown[]): unknown {
+    const loaded = this.current;
+    if (this.disposed || loaded === undefined || loaded.isolate.isDisposed) {
+      if (!this.disposed) void this.instance().catch(() => undefined);
+      throw new ScriptError(`${this.definition.label} is not loaded (it is being rebuilt after exceeding its memory limit)`);
+    }
+    let reply: string;
+    try {
+      reply = enterSync(loaded, this.definition, ['call', JSON.stringify(args)]);
     } catch (error) {
       throw this.afterFailure(loaded, error);
     }

@@ -26,6 +26,8 @@ export interface ScanOptions {
   fromTimestamp?: number;
   toTimestamp?: number;
   limit?: number;
+  /** Resume after this record (a page boundary); only with `partition`. */
+  after?: { timestamp: number; writeId: string };
 }
 
 export interface Repository {

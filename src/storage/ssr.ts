@@ -29,7 +29,8 @@ export class SearchableRepository implements Repository {
   async *scan(stream: string, options: ScanOptions = {}): AsyncIterable<StoredRecord> {
     let remaining = options.limit ?? Infinity;
     for (const [partition, prefix] of await partitionRanges(this.sublevel, stream, options.partition)) {
-      for await (const [key, value] of this.sublevel.iterator({ gte: prefix, lt: prefixEnd(prefix) })) {
+      const start = options.after === undefined ? { gte: prefix } : { gt: prefix + options.after.writeId };
+      for await (const [key, value] of this.sublevel.iterator({ ...start, lt: prefixEnd(prefix) })) {
         const timestamp = Number(value.slice(5, value.indexOf(',')));
         if (options.fromTimestamp !== undefined && timestamp < options.fromTimestamp) continue;
         if (options.toTimestamp !== undefined && timestamp > options.toTimestamp) continue;

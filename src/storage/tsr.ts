@@ -27,8 +27,10 @@ export class TimeSeriesRepository implements Repository {
   async *scan(stream: string, options: ScanOptions = {}): AsyncIterable<StoredRecord> {
     let remaining = options.limit ?? Infinity;
     for (const [partition, prefix] of await partitionRanges(this.sublevel, stream, options.partition)) {
+      const after = options.after === undefined ? undefined : `${prefix}${encodeTimestamp(options.after.timestamp)}/${options.after.writeId}`;
+      const from = options.fromTimestamp === undefined ? prefix : prefix + encodeTimestamp(options.fromTimestamp);
       const range = {
-        gte: options.fromTimestamp === undefined ? prefix : prefix + encodeTimestamp(options.fromTimestamp),
+        ...(after !== undefined && after >= from ? { gt: after } : { gte: from }),
         lt: options.toTimestamp === undefined ? prefixEnd(prefix) : prefix + encodeTimestamp(options.toTimestamp + 1),
       };
       for await (const [key, value] of this.sublevel.iterator(range)) {

@@ -107,6 +107,7 @@ const SAMPLES: { [K in PeerKind]: Array<PeerBodies[K]> } = {
   PingReply: [{ name: 'a', publicKey: 'key', state: 'Joined', zone: 'local', httpPort: 8888 }],
   Read: [{ json: '{"search":"x"}' }],
   ReadReply: [{ json: '[]' }],
+  LivePayloads: [{ stream: 'demo/c/s', payloadsJson: '[{"a":1}]' }],
   ErrorReply: [
     { status: 409, code: 'VERSION_CONFLICT', message: 'version conflict', details: { currentVersion: '3' } },
     { status: 503, code: 'PEER_UNAVAILABLE', message: 'down', details: undefined },

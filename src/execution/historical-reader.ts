@@ -1,0 +1,184 @@
+// Reads a stream's stored payloads for a historical query (issue 7 item 4): each partition
+// from one of its owners (this node when it is one, else the first available), a page at a
+// time, merged across partitions by event time so that `first`/`last` and windows see the
+// payloads in time order (a tsr partition is in time order; an ssr partition in order of
+// receipt, which the merge keeps). A bound on the timestamp narrows each partition's scan.
+
+import type { RepositoryName } from '../storage/repository.js';
+
+export interface ScanRequest {
+  readonly repo: RepositoryName;
+  readonly stream: string;
+  readonly partition: number;
+  readonly fromMs?: number;
+  readonly toMs?: number;
+  readonly after?: { readonly timestamp: number; readonly writeId: string };
+  readonly limit: number;
+}
+
+export interface ScannedRecord {
+  readonly timestamp: number;
+  readonly writeId: string;
+  readonly payloadJson: string;
+}
+
+export interface ScanPage {
+  readonly records: readonly ScannedRecord[];
+  /** No records after these. */
+  readonly done: boolean;
+}
+
+export interface HistoricalDeps {
+  readonly localName: string;
+  ownersOf(partition: number, replicas: number): readonly string[];
+  available(node: string): boolean;
+  scanLocal(request: ScanRequest): Promise<ScanPage>;
+  scanRemote(node: string, request: ScanRequest): Promise<ScanPage>;
+}
+
+export interface HistoricalSource {
+  readonly stream: string;
+  readonly repo: RepositoryName;
+  readonly ringSize: number;
+  readonly replicas: number;
+  readonly fromMs?: number;
+  readonly toMs?: number;
+}
+
+interface Cursor {
+  readonly partition: number;
+  records: readonly ScannedRecord[];
+  index: number;
+  done: boolean;
+}
+
+/** Pages fetched at once when the read starts. */
+const FIRST_PAGE_CONCURRENCY = 8;
+
+/** Yields the payloads in batches of about `pageRecords`, oldest first. */
+export async function* readHistorical(deps: HistoricalDeps, source: HistoricalSource, pageRecords: number): AsyncGenerator<Record<string, unknown>[]> {
+  const cursors: Cursor[] = [];
+  const partitions = Array.from({ length: source.ringSize }, (_, partition) => partition);
+  for (let start = 0; start < partitions.length; start += FIRST_PAGE_CONCURRENCY) {
+    const batch = partitions.slice(start, start + FIRST_PAGE_CONCURRENCY);
+    const pages = await Promise.all(batch.map((partition) => fetchPage(deps, source, partition, undefined, pageRecords)));
+    batch.forEach((partition, index) => {
+      const page = pages[index]!;
+      if (page.records.length > 0) cursors.push({ partition, records: page.records, index: 0, done: page.done });
+    });
+  }
+  const heap = new CursorHeap(cursors);
+  let batch: Record<string, unknown>[] = [];
+  while (heap.size > 0) {
+    const cursor = heap.peek();
+    const record = cursor.records[cursor.index]!;
+    batch.push(JSON.parse(record.payloadJson) as Record<string, unknown>);
+    cursor.index += 1;
+    if (cursor.index === cursor.records.length) {
+      if (cursor.done) heap.pop();
+      else {
+        const page = await fetchPage(deps, source, cursor.partition, record, pageRecords);
+        if (page.records.length === 0) heap.pop();
+        else {
+          cursor.records = page.records;
+          cursor.index = 0;
+          cursor.done = page.done;
+          heap.siftDown();
+        }
+      }
+    } else heap.siftDown();
+    if (batch.length >= pageRecords) {
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length > 0) yield batch;
+}
+
+async function fetchPage(deps: HistoricalDeps, source: HistoricalSource, partition: number, after: ScannedRecord | undefined, limit: number): Promise<ScanPage> {
+  const request: ScanRequest = {
+    repo: source.repo,
+    stream: source.stream,
+    partition,
+    limit,
+    ...(source.fromMs === undefined ? {} : { fromMs: source.fromMs }),
+    ...(source.toMs === undefined ? {} : { toMs: source.toMs }),
+    ...(after === undefined ? {} : { after: { timestamp: after.timestamp, writeId: after.writeId } }),
+  };
+  const owners = deps.ownersOf(partition, source.replicas);
+  if (owners.includes(deps.localName)) return deps.scanLocal(request);
+  let lastError: unknown = new Error(`no owner of partition ${partition} of ${source.stream} is available`);
+  for (const owner of owners.filter((name) => deps.available(name))) {
+    try {
+      return await deps.scanRemote(owner, request);
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  throw lastError;
+}
+
+/** A min-heap of cursors by their current record's (timestamp, writeId). */
+class CursorHeap {
+  constructor(private readonly items: Cursor[]) {
+    for (let index = Math.floor(items.length / 2) - 1; index >= 0; index -= 1) this.siftDown(index);
+  }
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  peek(): Cursor {
+    return this.items[0]!;
+  }
+
+  pop(): void {
+    const last = this.items.pop()!;
+    if (this.items.length === 0) return;
+    this.items[0] = last;
+    this.siftDown();
+  }
+
+  siftDown(start = 0): void {
+    const items = this.items;
+    let index = start;
+    for (;;) {
+      const left = 2 * index + 1;
+      const right = left + 1;
+      let smallest = index;
+      if (left < items.length && before(items[left]!, items[smallest]!)) smallest = left;
+      if (right < items.length && before(items[right]!, items[smallest]!)) smallest = right;
+      if (smallest === index) return;
+      [items[index], items[smallest]] = [items[smallest]!, items[index]!];
+      index = smallest;
+    }
+  }
+}
+
+function before(a: Cursor, b: Cursor): boolean {
+  const x = a.records[a.index]!;
+  const y = b.records[b.index]!;
+  return x.timestamp < y.timestamp || (x.timestamp === y.timestamp && x.writeId < y.writeId);
+}
+
+/** The owner side: one page of one partition from a local repository's scan. */
+export async function scanPage(
+  scan: (stream: string, options: { partition: number; fromTimestamp?: number; toTimestamp?: number; limit: number; after?: { timestamp: number; writeId: string } }) => AsyncIterable<ScannedRecord>,
+  request: ScanRequest,
+  limitMax: number,
+): Promise<ScanPage> {
+  const limit = Math.max(1, Math.min(request.limit, limitMax));
+  const records: ScannedRecord[] = [];
+  const options = {
+    partition: request.partition,
+    limit: limit + 1,
+    ...(request.fromMs === undefined ? {} : { fromTimestamp: request.fromMs }),
+    ...(request.toMs === undefined ? {} : { toTimestamp: request.toMs }),
+    ...(request.after === undefined ? {} : { after: request.after }),
+  };
+  for await (const record of scan(request.stream, options)) {
+    records.push({ timestamp: record.timestamp, writeId: record.writeId, payloadJson: record.payloadJson });
+  }
+  const done = records.length <= limit;
+  return { records: done ? records : records.slice(0, limit), done };
+}

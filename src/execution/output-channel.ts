@@ -1,0 +1,177 @@
+// One query output of type OUTPUT_CHANNEL (QUERY-LANGUAGE.md "Outputs"): the messages a
+// query sends (`sos`, `increment`, `eos`), handed to local subscribers as they come, kept
+// in a bounded log that other nodes poll (any node serves any output, DESIGN.md), and the
+// current state a subscriber that connects late is given first: the schema, the current
+// table of a grouped query or the retained rows of a bounded one, and `eos` if it ended.
+// Nothing grows without bound: the log keeps its last `logMessagesMax` messages (a poller
+// further behind starts over from the state), retained rows stop at `retainedRowsMax`.
+
+import { randomUUID } from 'node:crypto';
+
+export interface ChangeItem {
+  readonly action: 'add' | 'update' | 'remove';
+  readonly data: Record<string, unknown>;
+}
+
+export type OutputMessage =
+  | { readonly type: 'sos'; readonly schema: Record<string, unknown> }
+  | { readonly type: 'increment'; readonly items: readonly ChangeItem[] }
+  | { readonly type: 'eos' };
+
+/** What a late subscriber is given of the rows: the table, the rows of a bounded query, or nothing. */
+export type Retention = 'table' | 'rows' | 'none';
+
+/** A log entry: a message, and with a `sos` the retention that follows it. */
+export interface LogEntry {
+  readonly message: OutputMessage;
+  readonly retention?: Retention;
+}
+
+export interface ChannelCursor {
+  readonly epoch: string;
+  readonly seq: number;
+}
+
+export interface PollReply {
+  readonly epoch: string;
+  /** The cursor's next seq. */
+  readonly seq: number;
+  /** The entries start over from the state (the cursor was of another epoch or too far behind). */
+  readonly reset: boolean;
+  readonly entries: readonly LogEntry[];
+}
+
+export interface ChannelLimits {
+  readonly logMessagesMax: number;
+  readonly retainedRowsMax: number;
+}
+
+export type OutputListener = (message: OutputMessage) => void;
+
+export class OutputChannel {
+  /** Names this channel object; a poller with another epoch's cursor starts over. */
+  readonly epoch = randomUUID();
+  private sos: LogEntry | undefined;
+  private ended = false;
+  private retention: Retention = 'none';
+  private keys: readonly string[] = [];
+  private readonly table = new Map<string, Record<string, unknown>>();
+  private rows: Record<string, unknown>[] = [];
+  private readonly log: LogEntry[] = [];
+  private logStartSeq = 0;
+  private readonly listeners = new Set<OutputListener>();
+  private waiters: Array<() => void> = [];
+
+  constructor(
+    readonly outputId: string,
+    private readonly limits: ChannelLimits,
+  ) {}
+
+  get subscriberCount(): number {
+    return this.listeners.size;
+  }
+
+  /** A query (re)starts: a new schema, and nothing of the previous run is kept. */
+  begin(schema: Record<string, unknown>, retention: Retention): void {
+    this.apply({ message: { type: 'sos', schema }, retention });
+  }
+
+  increment(items: readonly ChangeItem[]): void {
+    if (items.length > 0) this.apply({ message: { type: 'increment', items } });
+  }
+
+  end(): void {
+    this.apply({ message: { type: 'eos' } });
+  }
+
+  /** Applies one entry from the query here, or from the host's log on a mirror. */
+  apply(entry: LogEntry): void {
+    const message = entry.message;
+    if (message.type === 'sos') this.reset(message.schema, entry.retention ?? 'none', entry);
+    else if (message.type === 'increment') this.retain(message.items);
+    else this.ended = true;
+    this.log.push(entry);
+    if (this.log.length > this.limits.logMessagesMax) {
+      this.log.splice(0, this.log.length - this.limits.logMessagesMax);
+      this.logStartSeq = this.nextSeq() - this.log.length;
+    }
+    for (const listener of this.listeners) listener(message);
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  /** Listens from now on, after being given the current state. */
+  subscribe(listener: OutputListener): () => void {
+    for (const entry of this.stateEntries()) listener(entry.message);
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** What a poller at `cursor` has not seen; the whole state when it cannot continue. */
+  poll(cursor: ChannelCursor | undefined, entriesMax: number): PollReply {
+    const next = this.nextSeq();
+    if (cursor === undefined || cursor.epoch !== this.epoch || cursor.seq < this.logStartSeq || cursor.seq > next) {
+      return { epoch: this.epoch, seq: next, reset: true, entries: this.stateEntries() };
+    }
+    const from = cursor.seq - this.logStartSeq;
+    const entries = this.log.slice(from, from + entriesMax);
+    return { epoch: this.epoch, seq: cursor.seq + entries.length, reset: false, entries };
+  }
+
+  /** Resolves when an entry past `cursor` exists, or after `waitMs`. */
+  async waitPast(cursor: ChannelCursor | undefined, waitMs: number): Promise<void> {
+    if (cursor === undefined || cursor.epoch !== this.epoch || cursor.seq < this.nextSeq()) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, waitMs);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.waiters.push(done);
+    });
+  }
+
+  private nextSeq(): number {
+    return this.logStartSeq + this.log.length;
+  }
+
+  private stateEntries(): LogEntry[] {
+    if (this.sos === undefined) return [];
+    const entries: LogEntry[] = [this.sos];
+    const held = this.retention === 'table' ? [...this.table.values()] : this.rows;
+    if (held.length > 0) entries.push({ message: { type: 'increment', items: held.map((data) => ({ action: 'add', data })) } });
+    if (this.ended) entries.push({ message: { type: 'eos' } });
+    return entries;
+  }
+
+  private reset(schema: Record<string, unknown>, retention: Retention, entry: LogEntry): void {
+    this.sos = entry;
+    this.ended = false;
+    this.retention = retention;
+    const config = schema.config as { key?: unknown } | undefined;
+    this.keys = Array.isArray(config?.key) ? (config.key as string[]) : [];
+    this.table.clear();
+    this.rows = [];
+  }
+
+  private retain(items: readonly ChangeItem[]): void {
+    if (this.retention === 'rows') {
+      for (const item of items) if (item.action === 'add' && this.rows.length < this.limits.retainedRowsMax) this.rows.push(item.data);
+      return;
+    }
+    if (this.retention !== 'table') return;
+    for (const item of items) {
+      const key = this.keyOf(item.data);
+      if (item.action === 'remove') this.table.delete(key);
+      else if (item.action === 'update' && this.keys.length === 0 && this.table.size === 1) this.table.set([...this.table.keys()][0]!, item.data);
+      else if (this.table.size < this.limits.retainedRowsMax || this.table.has(key)) this.table.set(key, item.data);
+    }
+  }
+
+  /** A row's identity: its key fields, or (no keys) the whole row. */
+  private keyOf(data: Record<string, unknown>): string {
+    if (this.keys.length === 0) return JSON.stringify(data);
+    return JSON.stringify(this.keys.map((key) => data[key] ?? null));
+  }
+}

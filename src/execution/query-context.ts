@@ -1,0 +1,137 @@
+// What a tenant's queries are checked and compiled against, read from the definitions every
+// node holds: its streams (schema and repository), its contributor types and instances
+// (for `contributor.user.name`), its domains; and the compile options of one query: its
+// variables, the session's functions (sandboxed, issue 7 item 7), following contributor
+// fields, and the domain's filter of input payloads.
+
+import type { DomainScope } from '../search/search-service.js';
+import { pathReader } from '../json.js';
+import { propertyOf } from '../query/types.js';
+import {
+  variableValue,
+  type RecordValueType,
+  type SessionVariable,
+  type StreamInfo,
+} from '../query/index.js';
+import type { CompileOptions, FieldAccessor, FunctionDefinition, Value } from '../search/expression/index.js';
+import type { SandboxedFunction } from '../scripting/sandbox.js';
+import type { Definitions } from '../storage/definitions.js';
+import { parseSchema, type StreamSchema } from '../streams/schema.js';
+import type { RepositoryMapping } from '../streams/repository-mapping.js';
+import type { StreamId } from '../streams/stream-id.js';
+import type { SessionWorld } from './session-analysis.js';
+
+export interface TenantWorld extends SessionWorld {
+  /** Parsed schemas of the tenant's streams by URI. */
+  schemaOf(uri: string): StreamSchema | undefined;
+  contributorInstance(type: string, id: string): Record<string, unknown> | undefined;
+}
+
+/** The tenant's world as the definitions hold it now. */
+export function tenantWorld(definitions: Definitions, tenant: string): TenantWorld {
+  const streams = new Map<string, StreamInfo>();
+  const schemas = new Map<string, StreamSchema>();
+  for (const stream of definitions.list<{ schema: unknown }>(`stream/${tenant}/`)) {
+    const key = stream.key.slice('stream/'.length);
+    const repository = definitions.get<RepositoryMapping>(`repository/${key}`)?.value.name;
+    try {
+      const schema = parseSchema(stream.value.schema);
+      schemas.set(`/streams/${key}`, schema);
+      streams.set(`/streams/${key}`, repository === undefined ? { schema } : { schema, repository });
+    } catch {
+      // A stored schema was valid when it was stored; one that no longer parses is left out.
+    }
+  }
+  const contributorTypes = new Map<string, unknown>();
+  for (const type of definitions.list<{ schema: unknown }>(`contributor-type/${tenant}/`)) {
+    contributorTypes.set(type.key.slice(`contributor-type/${tenant}/`.length), type.value.schema);
+  }
+  return {
+    streams,
+    contributorTypes,
+    domainExists: (uri) => uri.startsWith(`/domain/${tenant}/`) && definitions.get(`domain/${uri.slice('/domain/'.length)}`) !== undefined,
+    schemaOf: (uri) => schemas.get(uri),
+    contributorInstance: (type, id) => definitions.get<Record<string, unknown>>(`contributor/${tenant}/${type}/${id}`)?.value,
+  };
+}
+
+export interface QueryCompileParts {
+  readonly world: TenantWorld;
+  /** The rows the query's first stage reads, when it reads a physical stream. */
+  readonly sourceRow: RecordValueType | undefined;
+  readonly sessionVariables: readonly SessionVariable[];
+  readonly queryVariables: readonly SessionVariable[];
+  readonly functions: ReadonlyMap<string, SandboxedFunction>;
+  readonly clock: () => number;
+}
+
+export function compileOptionsOf(parts: QueryCompileParts): CompileOptions {
+  const variables = new Map<string, Value | undefined>();
+  for (const variable of [...parts.sessionVariables, ...parts.queryVariables]) variables.set(variable.id, variableValue(variable));
+  return {
+    variable: (name) => variables.get(name),
+    clock: parts.clock,
+    functions: sessionFunctions(parts.functions),
+    resolveField: (path) => (parts.sourceRow === undefined ? undefined : contributorAccessor(parts.sourceRow, path, parts.world)),
+  };
+}
+
+/** Session functions as expression functions: each call runs in the sandbox, within its time limit. */
+function sessionFunctions(functions: ReadonlyMap<string, SandboxedFunction>): Record<string, FunctionDefinition> {
+  const definitions: Record<string, FunctionDefinition> = {};
+  for (const [id, fn] of functions) {
+    definitions[id] = {
+      minArgs: 0,
+      maxArgs: 32,
+      compile: (args) => (row) => toValue(fn.callSync(args.map((arg) => arg.evaluate(row)))),
+    };
+  }
+  return definitions;
+}
+
+function toValue(result: unknown): Value {
+  return result === undefined ? null : (result as Value);
+}
+
+/**
+ * A path that crosses a contributor field of a known type reads on in the instance it
+ * names: `contributor.user.name` is `user.name` of the contributor whose id the row holds.
+ * Undefined for any other path (the default reader serves it).
+ */
+function contributorAccessor(row: RecordValueType, path: readonly string[], world: TenantWorld): FieldAccessor | undefined {
+  let current: RecordValueType = row;
+  for (let index = 0; index < path.length - 1; index += 1) {
+    const type = propertyOf(current, path[index]!);
+    if (type === undefined) return undefined;
+    if (type.kind === 'contributor') {
+      const definition = type.definition;
+      if (definition === undefined) return undefined;
+      const readId = pathReader(path.slice(0, index + 1).join('.'));
+      const readRest = pathReader(path.slice(index + 1).join('.'));
+      return (input) => {
+        const id = readId(input as Record<string, unknown>);
+        const instance = typeof id === 'string' ? world.contributorInstance(definition, id) : undefined;
+        return instance === undefined ? null : readRest(instance);
+      };
+    }
+    if (type.kind !== 'record') return undefined;
+    current = type;
+  }
+  return undefined;
+}
+
+/** The domain's test of a payload: a contributor field holds a contributor of the domain. */
+export function domainFilter(scope: DomainScope, stream: StreamId, schema: StreamSchema): (payload: Record<string, unknown>) => boolean {
+  const fields = scope
+    .fieldsOf(stream, schema)
+    .map((field) => ({ read: pathReader(field.path), ids: field.ids.flatMap((name) => scope.idSet(name)) }))
+    .filter((field) => field.ids.length > 0)
+    .map((field) => ({ read: field.read, ids: new Set(field.ids) }));
+  if (fields.length === 0) return () => false;
+  return (payload) =>
+    fields.some(({ read, ids }) => {
+      const value = read(payload);
+      return typeof value === 'string' && ids.has(value);
+    });
+}
+

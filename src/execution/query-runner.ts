@@ -1,0 +1,204 @@
+// Runs one query of a hosted session (issue 7 items 3 to 5): feeds its input (live
+// payloads, the stored data of a historical query, or a logical stream of the session)
+// through its pipeline and hands the changes to its output (an output channel, a logical
+// stream, or a physical stream through the ingest path). A runner runs once: a restart is
+// a new runner. A failure at run time (a limit, a session function that throws, rows the
+// target stream refuses) stops it in state `failed` with the error.
+
+import type { QueryCheck } from '../query/index.js';
+import type { CompileOptions } from '../search/expression/index.js';
+import type { Logger } from '../log.js';
+import { outputSchemaToJson } from '../query/index.js';
+import type { HistoricalSource } from './historical-reader.js';
+import type { LiveFeed, LogicalBus, Payload } from './live-feed.js';
+import type { OutputChannel } from './output-channel.js';
+import type { Change, Pipeline, PipelineOptions } from './pipeline/types.js';
+
+export type RunState = 'running' | 'completed' | 'failed' | 'stopped';
+
+/** A failure at run time; QUERY-LANGUAGE.md names no type for it, so it is ours. */
+export interface RuntimeError {
+  readonly type: 'RUNTIME_ERROR';
+  readonly message: string;
+}
+
+export type RunnerInput =
+  | { readonly kind: 'live'; readonly stream: string }
+  | { readonly kind: 'historical'; readonly source: HistoricalSource }
+  | { readonly kind: 'logical'; readonly name: string; readonly writers: readonly string[]; readonly bounded: boolean };
+
+export interface RunnerSpec {
+  readonly queryId: string;
+  readonly check: QueryCheck;
+  readonly compile: CompileOptions;
+  readonly input: RunnerInput;
+  /** The session domain's test of input payloads; undefined: no domain. */
+  readonly filter?: (payload: Payload) => boolean;
+}
+
+export interface RunnerEnvironment {
+  createPipeline(options: PipelineOptions): Pipeline;
+  readonly feed: LiveFeed;
+  readonly bus: LogicalBus;
+  /** The output channel, when the query has no `into`. */
+  readonly channel?: OutputChannel;
+  /** Posts rows to a physical stream through ingest. */
+  writeStream(uri: string, rows: readonly Payload[]): Promise<void>;
+  readHistorical(source: HistoricalSource): AsyncIterable<Payload[]>;
+  readonly limits: { readonly groupsMax: number; readonly rowsHeldMax: number; readonly pendingWriteRowsMax: number };
+  readonly clock: () => number;
+  /** How often live windows are checked for closing by wall-clock time. */
+  readonly tickIntervalMs: number;
+  readonly log: Logger;
+  onState(state: RunState, errors: readonly RuntimeError[]): void;
+}
+
+export class QueryRunner {
+  private state: RunState = 'running';
+  private pipeline: Pipeline | undefined;
+  private readonly cleanups: Array<() => void> = [];
+  private pendingWrite: Promise<void> = Promise.resolve();
+  private pendingWriteRows = 0;
+
+  constructor(
+    private readonly spec: RunnerSpec,
+    private readonly env: RunnerEnvironment,
+  ) {}
+
+  get currentState(): RunState {
+    return this.state;
+  }
+
+  start(): void {
+    const { check, compile, input } = this.spec;
+    const bounded = check.output.outputType === 'BOUNDED';
+    try {
+      this.pipeline = this.env.createPipeline({ check, historical: bounded, compile, limits: this.env.limits });
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    const retention = this.pipeline.mode === 'table' ? 'table' : bounded ? 'rows' : 'none';
+    this.env.channel?.begin(outputSchemaToJson(check.output.schema), retention);
+    if (input.kind === 'live') this.startLive(input.stream);
+    else if (input.kind === 'logical') this.startLogical(input.name, input.writers, input.bounded);
+    else void this.runHistorical(input.source);
+  }
+
+  stop(): void {
+    if (this.state === 'running') this.state = 'stopped';
+    this.release();
+  }
+
+  private startLive(stream: string): void {
+    this.cleanups.push(this.env.feed.subscribe(stream, (payloads) => this.push(payloads)));
+    this.startTicks();
+  }
+
+  private startLogical(name: string, writers: readonly string[], bounded: boolean): void {
+    const waiting = new Set(writers);
+    this.cleanups.push(
+      this.env.bus.subscribe(name, {
+        rows: (rows) => this.push(rows),
+        end: (writerId) => {
+          waiting.delete(writerId);
+          if (bounded && waiting.size === 0) this.complete();
+        },
+      }),
+    );
+    if (!bounded) this.startTicks();
+  }
+
+  private startTicks(): void {
+    const timer = setInterval(() => this.guard(() => this.emit(this.pipeline!.tick(this.env.clock()))), this.env.tickIntervalMs);
+    timer.unref();
+    this.cleanups.push(() => clearInterval(timer));
+  }
+
+  private async runHistorical(source: HistoricalSource): Promise<void> {
+    try {
+      for await (const payloads of this.env.readHistorical(source)) {
+        if (this.state !== 'running') return;
+        this.push(payloads);
+      }
+      if (this.state === 'running') this.complete();
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  private push(payloads: readonly Payload[]): void {
+    if (this.state !== 'running') return;
+    const filter = this.spec.filter;
+    const rows = filter === undefined ? payloads : payloads.filter(filter);
+    if (rows.length === 0) return;
+    this.guard(() => this.emit(this.pipeline!.push(rows, this.env.clock())));
+  }
+
+  private complete(): void {
+    this.guard(() => this.emit(this.pipeline!.finish()));
+    if (this.state !== 'running') return;
+    const target = this.spec.check.output.target;
+    if (target.kind === 'logical') this.env.bus.end(target.name, this.spec.queryId);
+    void this.pendingWrite.then(() => {
+      if (this.state !== 'running') return;
+      this.env.channel?.end();
+      this.state = 'completed';
+      this.release();
+      this.env.onState('completed', []);
+    });
+  }
+
+  private emit(changes: readonly Change[]): void {
+    if (changes.length === 0) return;
+    const target = this.spec.check.output.target;
+    if (target.kind === 'channel') {
+      this.env.channel?.increment(changes);
+      return;
+    }
+    const rows = changes.filter((change) => change.action !== 'remove').map((change) => change.data as Payload);
+    if (rows.length === 0) return;
+    if (target.kind === 'logical') this.env.bus.publish(target.name, rows);
+    else this.write(target.uri, rows);
+  }
+
+  /** Rows for a physical stream go through ingest one batch at a time, in order. */
+  private write(uri: string, rows: readonly Payload[]): void {
+    if (this.pendingWriteRows + rows.length > this.env.limits.pendingWriteRowsMax) {
+      this.fail(new Error(`the stream ${uri} does not take rows as fast as the query writes them (${this.pendingWriteRows} waiting)`));
+      return;
+    }
+    this.pendingWriteRows += rows.length;
+    this.pendingWrite = this.pendingWrite.then(async () => {
+      try {
+        if (this.state === 'running') await this.env.writeStream(uri, rows);
+      } catch (error) {
+        this.fail(error);
+      } finally {
+        this.pendingWriteRows -= rows.length;
+      }
+    });
+  }
+
+  private guard(action: () => void): void {
+    if (this.state !== 'running') return;
+    try {
+      action();
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  private fail(error: unknown): void {
+    if (this.state !== 'running') return;
+    this.state = 'failed';
+    this.release();
+    const message = error instanceof Error ? error.message : String(error);
+    this.env.log.warn({ query: this.spec.queryId, err: message }, 'query failed');
+    this.env.onState('failed', [{ type: 'RUNTIME_ERROR', message }]);
+  }
+
+  private release(): void {
+    for (const cleanup of this.cleanups.splice(0)) cleanup();
+  }
+}

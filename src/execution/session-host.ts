@@ -1,0 +1,249 @@
+// Runs the sessions this node hosts (DESIGN.md, "Queries and execution": a session runs on
+// the ring owner of its id among Joined nodes, and moves when that node leaves or fails).
+// Every node holds every session document; whenever one changes, or the membership does,
+// each node reconciles: it stops what it no longer hosts and makes the runners of what it
+// hosts match the documents (a running query with a new runToken starts again from
+// scratch). Reconciles run one at a time, in order.
+
+import { compileFunction, type SandboxedFunction, type SandboxLimits } from '../scripting/sandbox.js';
+import type { Definitions } from '../storage/definitions.js';
+import type { Logger } from '../log.js';
+import { primaryTimestampPath, streamRowType, type QueryAnalysis, type QueryError } from '../query/index.js';
+import type { DomainScope } from '../search/search-service.js';
+import { parseStreamUri, streamKey } from '../streams/stream-id.js';
+import type { RepositoryName } from '../storage/repository.js';
+import type { HistoricalSource } from './historical-reader.js';
+import { LogicalBus, type LiveFeed, type Payload } from './live-feed.js';
+import type { OutputRegistry } from './output-registry.js';
+import { compileOptionsOf, domainFilter, tenantWorld, type TenantWorld } from './query-context.js';
+import { QueryRunner, type RunnerEnvironment, type RunnerInput, type RunState, type RuntimeError } from './query-runner.js';
+import { analyseSession, type SessionAnalysis } from './session-analysis.js';
+import { upstreamOf, type StoredQuery, type StoredSession } from './session-model.js';
+import { timeBoundsOf } from './time-bounds.js';
+
+/** What the host knows of one query's run: reported in the queries response. */
+export interface RunStatus {
+  readonly runToken: number;
+  readonly state: RunState;
+  readonly errors: readonly (RuntimeError | QueryError)[];
+}
+
+export interface StreamPlacement {
+  readonly repo: RepositoryName | undefined;
+  readonly ringSize: number;
+  readonly replicas: number;
+}
+
+export interface SessionHostDeps {
+  readonly localName: string;
+  readonly definitions: Definitions;
+  /** The node that should host the session now; undefined when none can. */
+  hostOf(sessionId: string): string | undefined;
+  readonly feed: LiveFeed;
+  createPipeline: RunnerEnvironment['createPipeline'];
+  readonly outputs: OutputRegistry;
+  domainScope(tenant: string, uri: string): DomainScope;
+  placementOf(stream: string): StreamPlacement;
+  writeStream(uri: string, rows: readonly Payload[]): Promise<void>;
+  readHistorical(source: HistoricalSource): AsyncIterable<Payload[]>;
+  readonly sandboxLimits: SandboxLimits;
+  readonly limits: { readonly groupsMax: number; readonly rowsHeldMax: number; readonly pendingWriteRowsMax: number };
+  readonly tickIntervalMs: number;
+  readonly log: Logger;
+}
+
+interface HostedSession {
+  document: StoredSession;
+  readonly bus: LogicalBus;
+  readonly runners: Map<string, { runToken: number; runner: QueryRunner }>;
+  readonly statuses: Map<string, RunStatus>;
+  /** Compiled session functions by id, with the source they were compiled from. */
+  readonly functions: Map<string, { body: string; fn: SandboxedFunction }>;
+}
+
+const SESSION_PREFIX = 'session/';
+
+export class SessionHost {
+  private readonly hosted = new Map<string, HostedSession>();
+  private queue: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(private readonly deps: SessionHostDeps) {}
+
+  /** Reconciles one session, or all of them, after the reconciles already asked for. */
+  reconcile(key?: string): Promise<void> {
+    this.queue = this.queue.then(async () => {
+      if (this.closed) return;
+      const keys = key === undefined ? this.allKeys() : [key];
+      for (const each of keys) {
+        try {
+          await this.reconcileOne(each);
+        } catch (error) {
+          this.deps.log.error({ session: each, err: (error as Error).message }, 'session reconcile failed');
+        }
+      }
+    });
+    return this.queue;
+  }
+
+  /** The run statuses of a session hosted here; undefined when it is not. */
+  statuses(key: string): ReadonlyMap<string, RunStatus> | undefined {
+    return this.hosted.get(key)?.statuses;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.queue;
+    for (const key of [...this.hosted.keys()]) this.drop(key);
+  }
+
+  private allKeys(): string[] {
+    const keys = new Set(this.deps.definitions.list(SESSION_PREFIX).map((definition) => definition.key));
+    for (const key of this.hosted.keys()) keys.add(key);
+    return [...keys];
+  }
+
+  private async reconcileOne(key: string): Promise<void> {
+    const document = this.deps.definitions.get<StoredSession>(key)?.value;
+    if (document === undefined || this.deps.hostOf(document.id) !== this.deps.localName) {
+      this.drop(key);
+      return;
+    }
+    let hosted = this.hosted.get(key);
+    if (hosted === undefined) {
+      hosted = { document, bus: new LogicalBus(), runners: new Map(), statuses: new Map(), functions: new Map() };
+      this.hosted.set(key, hosted);
+    }
+    hosted.document = document;
+    await this.compileFunctions(hosted);
+    const world = tenantWorld(this.deps.definitions, document.tenant);
+    const analysis = analyseSession(document, world);
+    this.stopUnwanted(hosted);
+    // Readers subscribe to their logical streams before the writers they read start.
+    const starting = document.queries
+      .filter((query) => query.desired === 'running' && hosted.runners.get(query.id)?.runToken !== query.runToken)
+      .sort((a, b) => upstreamOf(analysis.links, b.id).size - upstreamOf(analysis.links, a.id).size);
+    for (const query of starting) this.startQuery(hosted, query, analysis, world);
+  }
+
+  private stopUnwanted(hosted: HostedSession): void {
+    const wanted = new Map(hosted.document.queries.filter((query) => query.desired === 'running').map((query) => [query.id, query.runToken]));
+    for (const [id, { runToken, runner }] of hosted.runners) {
+      if (wanted.get(id) === runToken) continue;
+      runner.stop();
+      hosted.runners.delete(id);
+    }
+    const present = new Set(hosted.document.queries.map((query) => query.id));
+    for (const id of hosted.statuses.keys()) if (!present.has(id)) hosted.statuses.delete(id);
+  }
+
+  private startQuery(hosted: HostedSession, query: StoredQuery, analysis: SessionAnalysis, world: TenantWorld): void {
+    const result = analysis.queries.get(query.id)!;
+    const setStatus = (state: RunState, errors: readonly (RuntimeError | QueryError)[]) =>
+      hosted.statuses.set(query.id, { runToken: query.runToken, state, errors });
+    if (result.errors.length > 0 || result.check === undefined || result.ast === undefined) {
+      setStatus('failed', result.errors);
+      return;
+    }
+    let runner: QueryRunner;
+    try {
+      runner = this.buildRunner(hosted, query, result, world, (state, errors) => {
+        if (hosted.runners.get(query.id)?.runner === runner) setStatus(state, errors);
+      });
+    } catch (error) {
+      setStatus('failed', [{ type: 'RUNTIME_ERROR', message: (error as Error).message }]);
+      return;
+    }
+    hosted.runners.set(query.id, { runToken: query.runToken, runner });
+    setStatus('running', []);
+    runner.start();
+  }
+
+  private buildRunner(hosted: HostedSession, query: StoredQuery, result: QueryAnalysis, world: TenantWorld, onState: (state: RunState, errors: readonly RuntimeError[]) => void): QueryRunner {
+    const document = hosted.document;
+    const check = result.check!;
+    const source = result.ast!.source;
+    const schema = source.kind === 'physical' ? world.schemaOf(source.uri) : undefined;
+    const sourceRow = schema === undefined ? undefined : streamRowType(schema);
+    const compile = compileOptionsOf({
+      world,
+      sourceRow,
+      sessionVariables: document.variables,
+      queryVariables: query.variables,
+      functions: new Map([...hosted.functions].map(([id, entry]) => [id, entry.fn])),
+      clock: Date.now,
+    });
+    let input: RunnerInput;
+    let filter: ((payload: Payload) => boolean) | undefined;
+    if (source.kind === 'physical') {
+      const id = parseStreamUri(source.uri);
+      const key = streamKey(id);
+      if (document.domain !== null && schema !== undefined) filter = domainFilter(this.deps.domainScope(document.tenant, document.domain), id, schema);
+      if (check.output.isHistorical) {
+        const placement = this.deps.placementOf(key);
+        if (placement.repo === undefined) throw new Error(`the stream ${source.uri} is not persisted: it has no history to read`);
+        const bounds = timeBoundsOf(check.steps, sourceRow === undefined ? undefined : primaryTimestampPath(sourceRow), (name) => compile.variable?.(name));
+        input = { kind: 'historical', source: { stream: key, repo: placement.repo, ringSize: placement.ringSize, replicas: placement.replicas, ...bounds } };
+      } else input = { kind: 'live', stream: key };
+    } else {
+      const writers = check.inputs[0]?.kind === 'logical' ? check.inputs[0].queryIds : [];
+      input = { kind: 'logical', name: source.name, writers, bounded: check.output.isHistorical };
+    }
+    const target = check.output.target;
+    return new QueryRunner(
+      { queryId: query.id, check, compile, input, ...(filter === undefined ? {} : { filter }) },
+      {
+        feed: this.deps.feed,
+        createPipeline: this.deps.createPipeline,
+        bus: hosted.bus,
+        ...(target.kind === 'channel' ? { channel: this.deps.outputs.channel(query.outputId) } : {}),
+        writeStream: this.deps.writeStream,
+        readHistorical: this.deps.readHistorical,
+        limits: this.deps.limits,
+        clock: Date.now,
+        tickIntervalMs: this.deps.tickIntervalMs,
+        log: this.deps.log,
+        onState,
+      },
+    );
+  }
+
+  /** Compiles the session's functions that are new or changed; disposes the ones that went. */
+  private async compileFunctions(hosted: HostedSession): Promise<void> {
+    const wanted = new Map(hosted.document.functions.map((fn) => [fn.id, fn.body]));
+    for (const [id, entry] of hosted.functions) {
+      if (wanted.get(id) === entry.body) continue;
+      entry.fn.dispose();
+      hosted.functions.delete(id);
+    }
+    for (const [id, body] of wanted) {
+      if (hosted.functions.has(id)) continue;
+      try {
+        const fn = await compileFunction(functionSource(id, body), id, `session function '${id}'`, this.deps.sandboxLimits);
+        hosted.functions.set(id, { body, fn });
+      } catch (error) {
+        this.deps.log.warn({ function: id, err: (error as Error).message }, 'session function does not compile');
+      }
+    }
+  }
+
+  private drop(key: string): void {
+    const hosted = this.hosted.get(key);
+    if (hosted === undefined) return;
+    for (const { runner } of hosted.runners.values()) runner.stop();
+    for (const { fn } of hosted.functions.values()) fn.dispose();
+    this.hosted.delete(key);
+  }
+}
+
+/**
+ * A function's `body` as a script defining the global function `id`. Clients send a
+ * declaration (`function double(x) { … }`), a function expression or arrow function, or
+ * the statements of a body that reads `arguments`; all three are accepted (README).
+ */
+export function functionSource(id: string, body: string): string {
+  const trimmed = body.trim();
+  if (new RegExp(`^function\\s+${id.replace(/\$/g, '\\$')}\\s*\\(`).test(trimmed)) return trimmed;
+  if (/^(async\s+)?function\b/.test(trimmed) || /^(\([^)]*\)|[A-Za-z_$][\w$]*)\s*=>/.test(trimmed)) return `var ${id} = (${trimmed});`;
+  return `function ${id}() {\n${trimmed}\n}`;
+}

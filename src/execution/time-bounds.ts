@@ -1,0 +1,71 @@
+// The time range a historical query can possibly keep (issue 7 item 4: "a where on the
+// timestamp narrows the scan"). Pure: from the `where` stages that read the stored rows
+// (before any select changes them), every top-level conjunct comparing the primary
+// timestamp with a constant bounds the range. Anything else leaves it open: the bounds only
+// skip rows the where would drop anyway, and the where still runs on what is read.
+
+import { datetimeMs, type Expr, type Value } from '../search/expression/index.js';
+import type { PlanStep } from '../query/index.js';
+
+export interface TimeBounds {
+  /** Inclusive, epoch milliseconds. */
+  readonly fromMs?: number;
+  readonly toMs?: number;
+}
+
+export function timeBoundsOf(steps: readonly PlanStep[], timestampPath: readonly string[] | undefined, variable: (name: string) => Value | undefined): TimeBounds {
+  if (timestampPath === undefined) return {};
+  let fromMs = -Infinity;
+  let toMs = Infinity;
+  for (const step of steps) {
+    if (step.kind !== 'where') break;
+    for (const conjunct of conjuncts(step.condition)) {
+      const bound = boundOf(conjunct, timestampPath.join('.'), variable);
+      if (bound === undefined) continue;
+      if (bound.fromMs !== undefined) fromMs = Math.max(fromMs, bound.fromMs);
+      if (bound.toMs !== undefined) toMs = Math.min(toMs, bound.toMs);
+    }
+  }
+  return { ...(fromMs === -Infinity ? {} : { fromMs }), ...(toMs === Infinity ? {} : { toMs }) };
+}
+
+function conjuncts(expr: Expr): Expr[] {
+  return expr.kind === 'logical' && expr.operator === '&&' ? expr.operands.flatMap(conjuncts) : [expr];
+}
+
+const MIRRORED = { '<': '>', '<=': '>=', '>': '<', '>=': '<=', '==': '==' } as const;
+
+function boundOf(expr: Expr, path: string, variable: (name: string) => Value | undefined): TimeBounds | undefined {
+  if (expr.kind !== 'binary' || !(expr.operator in MIRRORED)) return undefined;
+  let operator = expr.operator as keyof typeof MIRRORED;
+  let constant: Expr = expr.right;
+  if (!isPath(expr.left, path)) {
+    if (!isPath(expr.right, path)) return undefined;
+    constant = expr.left;
+    operator = MIRRORED[operator];
+  }
+  const ms = constantMs(constant, variable);
+  if (ms === undefined) return undefined;
+  switch (operator) {
+    case '>':
+      return { fromMs: Math.floor(ms) + 1 };
+    case '>=':
+      return { fromMs: Math.ceil(ms) };
+    case '<':
+      return { toMs: Math.ceil(ms) - 1 };
+    case '<=':
+      return { toMs: Math.floor(ms) };
+    case '==':
+      return { fromMs: Math.ceil(ms), toMs: Math.floor(ms) };
+  }
+}
+
+function isPath(expr: Expr, path: string): boolean {
+  return expr.kind === 'field' && expr.path.join('.') === path;
+}
+
+function constantMs(expr: Expr, variable: (name: string) => Value | undefined): number | undefined {
+  const value = expr.kind === 'literal' ? expr.value : expr.kind === 'variable' ? variable(expr.name) : undefined;
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
+  return typeof value === 'string' ? datetimeMs(value) : undefined;
+}

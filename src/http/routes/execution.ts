@@ -1,0 +1,96 @@
+// Routes of the Execution table (spec, "Execution") and the output channels that serve
+// query results as server-sent events (QUERY-LANGUAGE.md "Outputs"): parse, call one
+// service, shape the answer.
+
+import Router from '@koa/router';
+import { NotFoundError, TributaryError } from '../../errors.js';
+import type { ExecutionService } from '../../execution/execution-service.js';
+import type { OutputRegistry } from '../../execution/output-registry.js';
+import { openSse, type SseOptions } from '../sse.js';
+
+const SESSION = '/execution/:tenant/sessions/:id';
+
+export interface ExecutionRoutesDeps {
+  readonly execution: ExecutionService;
+  readonly outputs: OutputRegistry;
+  /** Whether an output id belongs to a query of a session of the tenant. */
+  outputExists(tenant: string, outputId: string): boolean;
+  readonly sse: SseOptions & { clientsMax: number };
+}
+
+export function executionRoutes({ execution, outputs, outputExists, sse }: ExecutionRoutesDeps): Router {
+  const router = new Router();
+
+  router.post('/execution/:tenant/sessions', async (ctx) => {
+    ctx.body = await execution.create(ctx.params.tenant!);
+  });
+  router.get(SESSION, (ctx) => {
+    ctx.body = execution.get(ctx.params.tenant!, ctx.params.id!);
+  });
+  router.put(SESSION, async (ctx) => {
+    ctx.body = await execution.put(ctx.params.tenant!, ctx.params.id!, ctx.request.body);
+  });
+  router.delete(SESSION, async (ctx) => {
+    await execution.delete(ctx.params.tenant!, ctx.params.id!);
+    ctx.body = {};
+  });
+
+  router.get(`${SESSION}/domain`, (ctx) => {
+    ctx.body = execution.getDomain(ctx.params.tenant!, ctx.params.id!);
+  });
+  router.put(`${SESSION}/domain`, async (ctx) => {
+    ctx.body = await execution.putDomain(ctx.params.tenant!, ctx.params.id!, ctx.request.body);
+  });
+  router.delete(`${SESSION}/domain`, async (ctx) => {
+    ctx.body = await execution.deleteDomain(ctx.params.tenant!, ctx.params.id!);
+  });
+
+  router.put(`${SESSION}/variables`, async (ctx) => {
+    ctx.body = await execution.putVariable(ctx.params.tenant!, ctx.params.id!, ctx.request.body);
+  });
+  router.get(`${SESSION}/variables/:variableId`, (ctx) => {
+    ctx.body = execution.getVariable(ctx.params.tenant!, ctx.params.id!, ctx.params.variableId!);
+  });
+  router.delete(`${SESSION}/variables/:variableId`, async (ctx) => {
+    ctx.body = await execution.deleteVariable(ctx.params.tenant!, ctx.params.id!, ctx.params.variableId!);
+  });
+
+  router.put(`${SESSION}/queries`, async (ctx) => {
+    ctx.body = await execution.putQuery(ctx.params.tenant!, ctx.params.id!, ctx.request.body);
+  });
+  router.get(`${SESSION}/queries`, async (ctx) => {
+    ctx.body = await execution.queries(ctx.params.tenant!, ctx.params.id!);
+  });
+  router.get(`${SESSION}/queries/:queryId`, async (ctx) => {
+    ctx.body = await execution.query(ctx.params.tenant!, ctx.params.id!, ctx.params.queryId!);
+  });
+  router.delete(`${SESSION}/queries/:queryId`, async (ctx) => {
+    ctx.body = await execution.deleteQuery(ctx.params.tenant!, ctx.params.id!, ctx.params.queryId!);
+  });
+  router.put(`${SESSION}/queries/:queryId/_start`, async (ctx) => {
+    ctx.body = await execution.start(ctx.params.tenant!, ctx.params.id!, ctx.params.queryId!);
+  });
+  router.put(`${SESSION}/queries/:queryId/_stop`, async (ctx) => {
+    ctx.body = await execution.stop(ctx.params.tenant!, ctx.params.id!, ctx.params.queryId!);
+  });
+
+  let clients = 0;
+  router.get('/output/:tenant/:outputId', async (ctx) => {
+    const { tenant, outputId } = ctx.params;
+    if (!outputExists(tenant!, outputId!)) throw new NotFoundError(`no output /output/${tenant}/${outputId}`);
+    if (clients >= sse.clientsMax) throw new TributaryError(503, 'TOO_MANY_CLIENTS', `at most ${sse.clientsMax} clients may follow outputs of this node`);
+    clients += 1;
+    const channel = openSse(ctx, sse);
+    let dropped = false;
+    const unsubscribe = outputs.subscribe(outputId!, (message) => {
+      // A client that stopped reading is dropped by the SSE channel; stop feeding it.
+      if (!dropped && !channel.send(message)) dropped = true;
+    });
+    void channel.closed.then(() => {
+      unsubscribe();
+      clients -= 1;
+    });
+  });
+
+  return router;
+}
