@@ -58,7 +58,8 @@ export class OutputChannel {
   private readonly table = new Map<string, Record<string, unknown>>();
   private rows: Record<string, unknown>[] = [];
   private readonly log: LogEntry[] = [];
-  private logStartSeq = 0;
+  /** The seq the next entry gets; the log holds the entries just before it. */
+  private seq = 0;
   private readonly listeners = new Set<OutputListener>();
   private waiters: Array<() => void> = [];
 
@@ -91,10 +92,8 @@ export class OutputChannel {
     else if (message.type === 'increment') this.retain(message.items);
     else this.ended = true;
     this.log.push(entry);
-    if (this.log.length > this.limits.logMessagesMax) {
-      this.log.splice(0, this.log.length - this.limits.logMessagesMax);
-      this.logStartSeq = this.nextSeq() - this.log.length;
-    }
+    this.seq += 1;
+    if (this.log.length > this.limits.logMessagesMax) this.log.splice(0, this.log.length - this.limits.logMessagesMax);
     for (const listener of this.listeners) listener(message);
     const waiters = this.waiters;
     this.waiters = [];
@@ -133,7 +132,11 @@ export class OutputChannel {
   }
 
   private nextSeq(): number {
-    return this.logStartSeq + this.log.length;
+    return this.seq;
+  }
+
+  private get logStartSeq(): number {
+    return this.seq - this.log.length;
   }
 
   private stateEntries(): LogEntry[] {

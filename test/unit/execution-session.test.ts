@@ -1,0 +1,280 @@
+// The pure parts of execution sessions: the spec's "Execution queries" transitions table,
+// session bodies, time bounds of historical scans, and output channels.
+
+import { describe, expect, it } from 'vitest';
+import { parseQuery } from '../../src/query/index.js';
+import { analyseSession, type SessionWorld } from '../../src/execution/session-analysis.js';
+import { parseSessionBody, parseQueryEntry, parseVariable } from '../../src/execution/session-document.js';
+import {
+  deleteQuery,
+  downstreamOf,
+  putQuery,
+  resetSession,
+  setDomain,
+  setVariable,
+  startQuery,
+  stopQuery,
+  upstreamOf,
+  type StoredSession,
+} from '../../src/execution/session-model.js';
+import { timeBoundsOf } from '../../src/execution/time-bounds.js';
+import { OutputChannel, type OutputMessage } from '../../src/execution/output-channel.js';
+import { checkQuery } from '../../src/query/index.js';
+
+const LIMITS = { sessionQueriesMax: 10 };
+const CPU_SCHEMA = {
+  version: '1',
+  topDef: {
+    type: 'record',
+    properties: {
+      host: { type: 'string' },
+      user: { type: 'double' },
+      timestamp: { type: 'datetime', annotations: ['urn:itrs:default-timestamp'] },
+    },
+  },
+};
+const world: SessionWorld = {
+  streams: new Map([['/streams/demo/infra/cpu', { schema: CPU_SCHEMA, repository: 'tsr' }]]),
+  contributorTypes: new Map(),
+  domainExists: (uri) => uri === '/domain/demo/c/d',
+};
+
+let ids = 0;
+const newId = () => `out-${++ids}`;
+
+/** a reads cpu into x; b reads x into y; c reads y; v uses @limit; lone reads cpu. */
+function chainSession(): StoredSession {
+  const body = parseSessionBody(
+    {
+      variables: [{ id: 'limit', value: '50', type: 'double' }],
+      queries: [
+        { id: 'a', body: 'from /streams/demo/infra/cpu where user > 1 into x' },
+        { id: 'b', body: 'from x select host, user into y' },
+        { id: 'c', body: 'from y select host' },
+        { id: 'v', body: 'from /streams/demo/infra/cpu where user > @limit select host' },
+        { id: 'lone', body: 'from /streams/demo/infra/cpu select user' },
+      ],
+    },
+    LIMITS,
+  );
+  return resetSession('demo', 's1', body, newId);
+}
+
+function links(session: StoredSession) {
+  return analyseSession(session, world).links;
+}
+
+function states(session: StoredSession): Record<string, string> {
+  return Object.fromEntries(session.queries.map((query) => [query.id, `${query.desired}#${query.runToken}`]));
+}
+
+describe('execution - session transitions (spec "Execution queries")', () => {
+  it('analyses logical streams: dependencies go writer to reader', () => {
+    const session = chainSession();
+    const analysis = analyseSession(session, world);
+    for (const result of analysis.queries.values()) expect(result.errors).toEqual([]);
+    expect(upstreamOf(analysis.links, 'c')).toEqual(new Set(['a', 'b']));
+    expect(downstreamOf(analysis.links, 'a')).toEqual(new Set(['b', 'c']));
+    expect(analysis.queries.get('v')!.check!.dependencies).toEqual([{ type: 'variable', id: 'limit' }]);
+  });
+
+  it('_start starts the query and the queries upstream of it, and nothing else', () => {
+    const session = startQuery(chainSession(), links(chainSession()), 'b');
+    expect(states(session)).toEqual({ a: 'running#1', b: 'running#1', c: 'initialised#0', v: 'initialised#0', lone: 'initialised#0' });
+  });
+
+  it('_start of a running query does not restart it', () => {
+    const once = startQuery(chainSession(), links(chainSession()), 'c');
+    const twice = startQuery(once, links(once), 'c');
+    expect(states(twice)).toEqual(states(once));
+  });
+
+  it('_stop stops the query and the running queries downstream of it', () => {
+    let session = startQuery(chainSession(), links(chainSession()), 'c');
+    session = stopQuery(session, links(session), 'b');
+    expect(states(session)).toMatchObject({ a: 'running#1', b: 'stopped#1', c: 'stopped#1' });
+  });
+
+  it('PUT of an existing running query restarts it and its running dependents only', () => {
+    let session = startQuery(chainSession(), links(chainSession()), 'c');
+    session = startQuery(session, links(session), 'lone');
+    const entry = parseQueryEntry({ id: 'b', body: 'from x select host, user, timestamp into y' });
+    session = putQuery(session, links(session), entry, newId);
+    expect(states(session)).toMatchObject({ a: 'running#1', b: 'running#2', c: 'running#2', lone: 'running#1' });
+    expect(session.queries.find((query) => query.id === 'b')!.body).toContain('timestamp');
+  });
+
+  it('PUT of a new query adds it initialised, with a new output id; an existing one keeps its output id', () => {
+    const before = chainSession();
+    const added = putQuery(before, links(before), parseQueryEntry({ id: 'new', body: 'from x select host' }), newId);
+    expect(added.queries.at(-1)).toMatchObject({ id: 'new', desired: 'initialised', runToken: 0 });
+    const replaced = putQuery(added, links(added), parseQueryEntry({ id: 'a', body: 'from /streams/demo/infra/cpu into x' }), newId);
+    expect(replaced.queries[0]!.outputId).toBe(before.queries[0]!.outputId);
+  });
+
+  it('DELETE of a query removes it and stops its running dependents', () => {
+    let session = startQuery(chainSession(), links(chainSession()), 'c');
+    session = deleteQuery(session, links(session), 'a');
+    expect(states(session)).toEqual({ b: 'stopped#1', c: 'stopped#1', v: 'initialised#0', lone: 'initialised#0' });
+  });
+
+  it('PUT or DELETE of a variable restarts the running queries using it, and only them', () => {
+    let session = startQuery(chainSession(), links(chainSession()), 'v');
+    session = startQuery(session, links(session), 'lone');
+    session = setVariable(session, links(session), parseVariable({ id: 'limit', value: '60', type: 'double' }));
+    expect(states(session)).toMatchObject({ v: 'running#2', lone: 'running#1' });
+    expect(session.variables).toEqual([{ id: 'limit', value: '60', type: 'double' }]);
+    session = setVariable(session, links(session), { id: 'limit', deleted: true });
+    expect(states(session)).toMatchObject({ v: 'running#3', lone: 'running#1' });
+    expect(session.variables).toEqual([]);
+  });
+
+  it('a query variable of the same id hides the session variable: changing that restarts nothing', () => {
+    const body = parseSessionBody(
+      {
+        variables: [{ id: 'limit', value: '50', type: 'double' }],
+        queries: [{ id: 'own', body: 'from /streams/demo/infra/cpu where user > @limit select host', variables: [{ id: 'limit', value: '1', type: 'double' }] }],
+      },
+      LIMITS,
+    );
+    let session = resetSession('demo', 's2', body, newId);
+    session = startQuery(session, links(session), 'own');
+    session = setVariable(session, links(session), parseVariable({ id: 'limit', value: '70', type: 'double' }));
+    expect(states(session)).toEqual({ own: 'running#1' });
+  });
+
+  it('PUT or DELETE of the domain restarts running queries that read physical streams, and their dependents', () => {
+    let session = startQuery(chainSession(), links(chainSession()), 'c');
+    session = setDomain(session, links(session), '/domain/demo/c/d');
+    expect(states(session)).toMatchObject({ a: 'running#2', b: 'running#2', c: 'running#2', lone: 'initialised#0' });
+    session = setDomain(session, links(session), null);
+    expect(session.domain).toBeNull();
+    expect(states(session)).toMatchObject({ a: 'running#3' });
+  });
+
+  it('PUT of the session resets everything: nothing runs and outputs are new', () => {
+    const running = startQuery(chainSession(), links(chainSession()), 'c');
+    const reset = resetSession('demo', 's1', parseSessionBody({ queries: [{ id: 'a', body: 'from /streams/demo/infra/cpu select host' }] }, LIMITS), newId);
+    expect(states(reset)).toEqual({ a: 'initialised#0' });
+    expect(reset.queries[0]!.outputId).not.toBe(running.queries[0]!.outputId);
+  });
+
+  it('a session domain that does not exist is INVALID_DOMAIN on queries reading streams', () => {
+    const session = { ...chainSession(), domain: '/domain/demo/c/missing' };
+    const analysis = analyseSession(session, world);
+    expect(analysis.queries.get('a')!.errors).toContainEqual({ type: 'INVALID_DOMAIN', domain: '/domain/demo/c/missing' });
+    expect(analysis.queries.get('b')!.errors).toEqual([]);
+  });
+
+  it('a cycle of logical streams is INVALID_STREAM_REFERENCE', () => {
+    const body = parseSessionBody({ queries: [{ id: 'p', body: 'from q1 into p1' }, { id: 'q', body: 'from p1 into q1' }] }, LIMITS);
+    const analysis = analyseSession(body, world);
+    const errors = [...analysis.queries.values()].flatMap((result) => result.errors.map((error) => error.type));
+    expect(errors).toContain('INVALID_STREAM_REFERENCE');
+  });
+});
+
+describe('execution - session bodies', () => {
+  it('an empty or absent body is the empty session', () => {
+    expect(parseSessionBody(undefined, LIMITS)).toEqual({ domain: null, variables: [], functions: [], queries: [] });
+    expect(parseSessionBody({}, LIMITS)).toEqual({ domain: null, variables: [], functions: [], queries: [] });
+  });
+
+  it('refuses duplicate query ids, naming the id', () => {
+    const body = { queries: [{ id: 'a', body: 'from x' }, { id: 'a', body: 'from y' }] };
+    expect(() => parseSessionBody(body, LIMITS)).toThrow(/queries: the id 'a' is used twice/);
+  });
+
+  it('names the field that is wrong', () => {
+    expect(() => parseSessionBody({ queries: [{ id: 'a' }] }, LIMITS)).toThrow(/queries\[0\]\.body/);
+    expect(() => parseSessionBody({ queries: 'x' }, LIMITS)).toThrow(/queries: expected an array/);
+    expect(() => parseSessionBody({ functions: [{ id: 'f', language: 'python', body: 'x' }] }, LIMITS)).toThrow(/functions\[0\]\.language/);
+    expect(() => parseSessionBody({ domain: 'nope' }, LIMITS)).toThrow(/domain: expected a domain URI/);
+    expect(() => parseQueryEntry({ id: 'a', body: 'from x', query_type: 'sql' })).toThrow(/query_type/);
+    expect(() => parseVariable({ id: 'v', value: { a: 1 }, type: 'int' })).toThrow(/value/);
+  });
+
+  it('bounds the number of queries', () => {
+    const queries = Array.from({ length: 11 }, (_, index) => ({ id: `q${index}`, body: 'from x' }));
+    expect(() => parseSessionBody({ queries }, LIMITS)).toThrow(/at most 10/);
+  });
+});
+
+describe('execution - time bounds of a historical scan', () => {
+  const steps = (text: string) => checkQuery(parseQuery(text), { streams: world.streams, variables: [{ id: 'since', value: '2024-01-01T00:00:00Z', type: 'datetime' }] }).steps;
+  const bounds = (text: string) => timeBoundsOf(steps(text), ['timestamp'], (name) => (name === 'since' ? '2024-01-01T00:00:00Z' : undefined));
+  const ms = (iso: string) => Date.parse(iso);
+
+  it('narrows on comparisons of the timestamp with constants, both ways round', () => {
+    expect(bounds("from historical /streams/demo/infra/cpu where timestamp >= '2024-01-01T00:00:00Z' && timestamp < '2024-01-02T00:00:00Z'")).toEqual({
+      fromMs: ms('2024-01-01T00:00:00Z'),
+      toMs: ms('2024-01-02T00:00:00Z') - 1,
+    });
+    expect(bounds("from historical /streams/demo/infra/cpu where '2024-01-01T00:00:00Z' < timestamp")).toEqual({ fromMs: ms('2024-01-01T00:00:00Z') + 1 });
+    expect(bounds('from historical /streams/demo/infra/cpu where timestamp > @since')).toEqual({ fromMs: ms('2024-01-01T00:00:00Z') + 1 });
+  });
+
+  it('leaves the range open for anything it cannot prove', () => {
+    expect(bounds("from historical /streams/demo/infra/cpu where timestamp > '2024-01-01T00:00:00Z' || user > 1")).toEqual({});
+    expect(bounds("from historical /streams/demo/infra/cpu select host, timestamp where timestamp > '2024-01-01T00:00:00Z'")).toEqual({});
+    expect(bounds('from historical /streams/demo/infra/cpu where user > 1')).toEqual({});
+  });
+});
+
+describe('execution - output channels', () => {
+  const schema = { version: '1', config: { key: ['host'] }, topDef: {} };
+  const limits = { logMessagesMax: 4, retainedRowsMax: 100 };
+
+  it('gives a late subscriber the schema and the current table, then what follows', () => {
+    const channel = new OutputChannel('o', limits);
+    channel.begin(schema, 'table');
+    channel.increment([{ action: 'add', data: { host: 'a', n: 1 } }, { action: 'add', data: { host: 'b', n: 1 } }]);
+    channel.increment([{ action: 'update', data: { host: 'a', n: 2 } }, { action: 'remove', data: { host: 'b', n: 1 } }]);
+    const seen: OutputMessage[] = [];
+    channel.subscribe((message) => seen.push(message));
+    channel.increment([{ action: 'add', data: { host: 'c', n: 1 } }]);
+    expect(seen).toEqual([
+      { type: 'sos', schema },
+      { type: 'increment', items: [{ action: 'add', data: { host: 'a', n: 2 } }] },
+      { type: 'increment', items: [{ action: 'add', data: { host: 'c', n: 1 } }] },
+    ]);
+  });
+
+  it('a subscriber before the start sees the sos when the query starts; a bounded result ends with eos', () => {
+    const channel = new OutputChannel('o', limits);
+    const seen: OutputMessage[] = [];
+    channel.subscribe((message) => seen.push(message));
+    expect(seen).toEqual([]);
+    channel.begin(schema, 'rows');
+    channel.increment([{ action: 'add', data: { host: 'a' } }]);
+    channel.end();
+    expect(seen.map((message) => message.type)).toEqual(['sos', 'increment', 'eos']);
+    const late: OutputMessage[] = [];
+    channel.subscribe((message) => late.push(message));
+    expect(late.map((message) => message.type)).toEqual(['sos', 'increment', 'eos']);
+  });
+
+  it('a poller continues from its cursor, and starts over from the state when it fell behind the log', () => {
+    const channel = new OutputChannel('o', limits);
+    channel.begin(schema, 'table');
+    const first = channel.poll(undefined, 100);
+    expect(first.reset).toBe(true);
+    channel.increment([{ action: 'add', data: { host: 'a' } }]);
+    const next = channel.poll({ epoch: first.epoch, seq: first.seq }, 100);
+    expect(next).toMatchObject({ reset: false, entries: [{ message: { type: 'increment' } }] });
+    for (let index = 0; index < 10; index += 1) channel.increment([{ action: 'add', data: { host: `h${index}` } }]);
+    const behind = channel.poll({ epoch: next.epoch, seq: next.seq }, 100);
+    expect(behind.reset).toBe(true);
+    expect(behind.entries[0]!.message.type).toBe('sos');
+    expect(channel.poll({ epoch: 'another', seq: 0 }, 100).reset).toBe(true);
+  });
+
+  it('retains at most retainedRowsMax rows of a bounded result', () => {
+    const channel = new OutputChannel('o', { logMessagesMax: 100, retainedRowsMax: 3 });
+    channel.begin(schema, 'rows');
+    channel.increment(Array.from({ length: 5 }, (_, index) => ({ action: 'add' as const, data: { host: `h${index}` } })));
+    const late: OutputMessage[] = [];
+    channel.subscribe((message) => late.push(message));
+    expect(late[1]).toMatchObject({ type: 'increment', items: { length: 3 } });
+  });
+});
