@@ -6,7 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { BadRequestError, NotFoundError, VersionConflictError } from '../errors.js';
 import type { TenantService } from '../cluster/tenants.js';
-import { outputSchemaToJson, type QueryAnalysis, type QueryError } from '../query/index.js';
+import type { QueryAnalysis, QueryError } from '../query/index.js';
+import { decoratedSchema } from './query-runner.js';
 import { compileFunction, ScriptError, type SandboxLimits } from '../scripting/sandbox.js';
 import type { Definitions } from '../storage/definitions.js';
 import type { RunStatus } from './session-host.js';
@@ -272,7 +273,7 @@ export class ExecutionService {
       output: `${this.deps.advertisedHttp}${outputUri}`,
       outputType: output.outputType,
       isHistorical: output.isHistorical,
-      schema: outputSchemaToJson(output.schema),
+      schema: decoratedSchema(result.check!, session.decoration?.queryId === query.id && session.decoration.field !== undefined ? { field: session.decoration.field, ...(session.decoration.definition === undefined ? {} : { definition: session.decoration.definition }) } : undefined),
     };
   }
 

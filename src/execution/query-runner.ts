@@ -32,6 +32,8 @@ export interface RunnerSpec {
   readonly check: QueryCheck;
   readonly compile: CompileOptions;
   readonly input: RunnerInput;
+  /** A field every output row gets (a daemon's contributor decoration). */
+  readonly decorate?: { readonly field: string; readonly value: string; readonly definition?: string };
   /** The session domain's test of input payloads; undefined: no domain. */
   readonly filter?: (payload: Payload) => boolean;
 }
@@ -79,7 +81,7 @@ export class QueryRunner {
       return;
     }
     const retention = this.pipeline.mode === 'table' ? 'table' : bounded ? 'rows' : 'none';
-    this.env.channel?.begin(outputSchemaToJson(check.output.schema), retention);
+    this.env.channel?.begin(decoratedSchema(check, this.spec.decorate), retention);
     if (input.kind === 'live') this.startLive(input.stream);
     else if (input.kind === 'logical') this.startLogical(input.name, input.writers, input.bounded);
     else void this.runHistorical(input.source);
@@ -149,8 +151,10 @@ export class QueryRunner {
     });
   }
 
-  private emit(changes: readonly Change[]): void {
-    if (changes.length === 0) return;
+  private emit(output: readonly Change[]): void {
+    if (output.length === 0) return;
+    const decorate = this.spec.decorate;
+    const changes = decorate === undefined ? output : output.map((change) => ({ action: change.action, data: { ...change.data, [decorate.field]: decorate.value } }));
     const target = this.spec.check.output.target;
     if (target.kind === 'channel') {
       this.env.channel?.increment(changes);
@@ -201,4 +205,13 @@ export class QueryRunner {
   private release(): void {
     for (const cleanup of this.cleanups.splice(0)) cleanup();
   }
+}
+
+/** The output schema as clients see it, with the decoration's field when there is one. */
+export function decoratedSchema(check: QueryCheck, decorate: { field: string; definition?: string } | undefined): Record<string, unknown> {
+  const schema = outputSchemaToJson(check.output.schema);
+  if (decorate === undefined) return schema;
+  const topDef = schema.topDef as { properties?: Record<string, unknown> };
+  const field = decorate.definition === undefined ? { type: 'contributor' } : { type: 'contributor', definition: decorate.definition };
+  return { ...schema, topDef: { ...topDef, properties: { ...topDef.properties, [decorate.field]: field } } };
 }

@@ -190,8 +190,10 @@ export class SessionHost {
       input = { kind: 'logical', name: source.name, writers, bounded: check.output.isHistorical };
     }
     const target = check.output.target;
+    const decoration = document.decoration;
+    const decorate = decoration?.queryId === query.id && decoration.field !== undefined && decoration.value !== undefined ? { field: decoration.field, value: decoration.value, ...(decoration.definition === undefined ? {} : { definition: decoration.definition }) } : undefined;
     return new QueryRunner(
-      { queryId: query.id, check, compile, input, ...(filter === undefined ? {} : { filter }) },
+      { queryId: query.id, check, compile, input, ...(filter === undefined ? {} : { filter }), ...(decorate === undefined ? {} : { decorate }) },
       {
         feed: this.deps.feed,
         createPipeline: this.deps.createPipeline,

@@ -17,6 +17,18 @@ export interface StoredQuery extends QueryEntry {
   readonly runToken: number;
 }
 
+/**
+ * A daemon's session marks its output query; with a contributor setting, every row of that
+ * output gets `field` holding the contributor's id (spec, "Decoration rule").
+ */
+export interface Decoration {
+  readonly queryId: string;
+  readonly field?: string;
+  readonly value?: string;
+  /** The contributor type, which the output schema's field names. */
+  readonly definition?: string;
+}
+
 export interface StoredSession {
   readonly tenant: string;
   readonly id: string;
@@ -24,6 +36,8 @@ export interface StoredSession {
   readonly variables: readonly VariableDocument[];
   readonly functions: readonly FunctionDocument[];
   readonly queries: readonly StoredQuery[];
+  /** Set on a daemon's session only. */
+  readonly decoration?: Decoration;
 }
 
 /** What each query reads from the others and from the session, as its check found. */
