@@ -65,6 +65,20 @@ import { PublishedIndex } from './contributors/published-index.js';
 import { DomainService } from './domains/domain-service.js';
 import { contributorRoutes } from './http/routes/contributors.js';
 import { domainRoutes } from './http/routes/domains.js';
+import { executionRoutes } from './http/routes/execution.js';
+import { daemonRoutes } from './http/routes/daemons.js';
+import { DaemonService } from './execution/daemon-service.js';
+import { createPipeline } from './execution/pipeline/index.js';
+import { ExecutionService } from './execution/execution-service.js';
+import { readHistorical, scanPage, type ScanRequest } from './execution/historical-reader.js';
+import { LiveFeed, LiveForwarder } from './execution/live-feed.js';
+import type { PollReply } from './execution/output-channel.js';
+import { OutputRegistry, type OutputPollRequest } from './execution/output-registry.js';
+import { SessionDirectory } from './execution/session-directory.js';
+import { SessionHost, type RunStatus } from './execution/session-host.js';
+import { sessionKey } from './execution/session-model.js';
+import { sessionHostOf } from './execution/session-placement.js';
+import { parseStreamUri } from './streams/stream-id.js';
 
 export interface RunningNode {
   httpUrl: string;
@@ -182,9 +196,109 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     peerDeadlineMs: deadline, intervalMs: HINT_REPLAY_INTERVAL_MS, log,
   });
   const monitoring: MonitoringDeps = { localName: config.name, hints, core, version, startedAtMs: Date.now() };
+  // Execution (issue 7): sessions run on their host node; payloads reach live queries from
+  // the node that accepted them; outputs are served from every node.
+  const hostOf = (sessionId: string) => sessionHostOf(core.membership(), available, sessionId);
+  const feed = new LiveFeed();
+  const directory = new SessionDirectory(definitions, hostOf, config.name);
+  const outputs = new OutputRegistry({
+    localName: config.name,
+    hostOfOutput: (outputId) => directory.hostOfOutput(outputId),
+    pollRemote: async (node, request) => JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ outputPoll: request }) }, { deadlineMs: deadline })).json) as PollReply,
+    limits: { logMessagesMax: config.execution.outputLogMessagesMax, retainedRowsMax: config.execution.outputRetainedRowsMax },
+    pollWaitMs: Math.min(2_000, Math.floor(deadline / 2)),
+    log,
+  });
+  const forwarder = new LiveForwarder({
+    hostsReading: (stream) => directory.remoteHostsReading(stream),
+    send: async (node, stream, payloads) => void (await transport.call(node, 'LivePayloads', { stream, payloadsJson: JSON.stringify(payloads) }, { deadlineMs: deadline })),
+    queuePayloadsMax: config.execution.liveForwardQueuePayloadsMax,
+    log,
+  });
+  ingest.onPayloads((stream, payloads) => {
+    feed.deliver(stream.key, payloads);
+    forwarder.forward(stream.key, payloads);
+  });
+  transport.handle('LivePayloads', async (_sender, live) => {
+    const payloads: unknown = JSON.parse(live.payloadsJson);
+    if (!Array.isArray(payloads)) throw new BadRequestError('LivePayloads: payloads_json must be a JSON array');
+    feed.deliver(live.stream, payloads as Record<string, unknown>[]);
+    return {};
+  });
+  const placementOf = (stream: string) => {
+    const policy = definitions.get<DistributionPolicy>(`policy/${stream}`)?.value ?? DEFAULT_POLICY;
+    return { repo: definitions.get<RepositoryMapping>(`repository/${stream}`)?.value.name, ringSize: policy.ring_size, replicas: policy.replicas };
+  };
+  const scanLocal = (request: ScanRequest) => scanPage((stream, options) => repositories[request.repo].scan(stream, options), request, config.execution.historicalPageRecords);
+  const historicalDeps = {
+    localName: config.name,
+    ownersOf: (partition: number, replicas: number) => currentOwners(core.membership(), { partition, replicas }),
+    available,
+    scanLocal,
+    scanRemote: async (node: string, request: ScanRequest) => JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ scan: request }) }, { deadlineMs: deadline })).json),
+  };
+  const sessionHost = new SessionHost({
+    localName: config.name,
+    definitions,
+    hostOf,
+    feed,
+    createPipeline,
+    outputs,
+    domainScope: (tenant, uri) => domains.scope(tenant, uri),
+    placementOf,
+    writeStream: async (uri, rows) => {
+      const failures = await ingest.ingest(parseStreamUri(uri), rows);
+      if (failures.size > 0) throw new BadRequestError(`${uri} refused ${failures.size} row(s): ${[...failures.values()][0]}`);
+    },
+    readHistorical: (source) => readHistorical(historicalDeps, source, config.execution.historicalPageRecords),
+    sandboxLimits: { timeoutMs: config.execution.functionTimeoutMs, memoryMb: config.limits.tagMemoryMb },
+    limits: { groupsMax: config.execution.queryGroupsMax, rowsHeldMax: config.execution.queryRowsHeldMax, pendingWriteRowsMax: config.execution.liveForwardQueuePayloadsMax },
+    tickIntervalMs: 1_000,
+    log,
+  });
+  definitions.onChange((key) => key.startsWith('session/') && void sessionHost.reconcile(key));
+  let hostingSignature = '';
+  const previousObserver = observeMembership;
+  observeMembership = (membership) => {
+    previousObserver(membership);
+    const signature = membership.members.filter((member) => member.state === 'Joined' && available(member.name)).map((member) => member.name).sort().join(',');
+    if (signature === hostingSignature) return;
+    hostingSignature = signature;
+    void sessionHost.reconcile();
+  };
+  const localStatuses = (tenant: string, id: string): Record<string, RunStatus> => Object.fromEntries(sessionHost.statuses(sessionKey(tenant, id)) ?? []);
+  const execution = new ExecutionService({
+    definitions,
+    tenants,
+    statuses: async (tenant, id) => {
+      const host = hostOf(id);
+      if (host === undefined) return new Map();
+      if (host === config.name) return new Map(Object.entries(localStatuses(tenant, id)));
+      try {
+        const reply = await transport.call(host, 'Read', { json: JSON.stringify({ executionStatuses: { tenant, id } }) }, { deadlineMs: deadline });
+        return new Map(Object.entries(JSON.parse(reply.json) as Record<string, RunStatus>));
+      } catch {
+        return new Map();
+      }
+    },
+    settle: (tenant, id) => (hostOf(id) === config.name ? sessionHost.reconcile(sessionKey(tenant, id)) : Promise.resolve()),
+    advertisedHttp: `${config.advertiseAddress ?? config.host}:${config.httpPort}`,
+    limits: { sessionQueriesMax: config.execution.sessionQueriesMax },
+    sandboxLimits: { timeoutMs: config.execution.functionTimeoutMs, memoryMb: config.limits.tagMemoryMb },
+  });
+
   transport.handle('Read', async (_sender, read) => {
-    const request = JSON.parse(read.json) as { monitoring?: unknown; search?: LocalSearchRequest };
+    const request = JSON.parse(read.json) as {
+      monitoring?: unknown;
+      search?: LocalSearchRequest;
+      outputPoll?: OutputPollRequest;
+      scan?: ScanRequest;
+      executionStatuses?: { tenant: string; id: string };
+    };
     if (request.search !== undefined) return { json: JSON.stringify(await searchLocally(ssrIndex, request.search)) };
+    if (request.outputPoll !== undefined) return { json: JSON.stringify(await outputs.poll(request.outputPoll)) };
+    if (request.scan !== undefined) return { json: JSON.stringify(await scanLocal(request.scan)) };
+    if (request.executionStatuses !== undefined) return { json: JSON.stringify(localStatuses(request.executionStatuses.tenant, request.executionStatuses.id)) };
     if (typeof request.monitoring !== 'string') throw new BadRequestError('unknown read');
     return { json: JSON.stringify(localDetails(checkService(request.monitoring), monitoring)) };
   });
@@ -192,6 +306,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   definitions.onChange((key) => (key.startsWith('repository/') || key.startsWith('policy/')) && reportSlots());
   reportSlots();
   shell.start();
+  void sessionHost.reconcile();
   replayer.start();
   if (persisted === undefined && !config.join) {
     for (const tenant of config.defaultTenants) await tenants.put(tenant);
@@ -232,6 +347,8 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       }, domains), tenants),
       contributorRoutes(contributors),
       domainRoutes(domains),
+      daemonRoutes(new DaemonService(definitions, tenants, execution, { sessionQueriesMax: config.execution.sessionQueriesMax })),
+      executionRoutes({ execution, outputs, outputExists: (tenant, outputId) => directory.outputExists(tenant, outputId), sse: sseOptions(config) }),
       monitoringRoutes({
         tenants,
         localName: config.name,
@@ -250,6 +367,8 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     async close() {
       shell.stop();
       replayer.stop();
+      outputs.close();
+      await sessionHost.close();
       await Promise.all([closeHttp(http), peer.close(SHUTDOWN_GRACE_MS)]);
       runtime.dispose();
       await database.close();

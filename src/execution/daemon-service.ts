@@ -60,8 +60,11 @@ export class DaemonService {
     const key = daemonKey(tenant, collection, id);
     const document = parseDaemon(body, this.limits);
     const session = this.session(tenant, daemonSessionId(collection, id), document);
-    const stored = await this.definitions.put(key, document, expectedVersion);
+    // GET answers the body as the client sent it (checked), like every definition.
+    const sent = body as { query: unknown; settings: unknown };
+    const stored = await this.definitions.put(key, { query: sent.query, settings: sent.settings } as unknown as DaemonDocument, expectedVersion);
     await this.definitions.put(sessionKey(tenant, session.id), session);
+    await this.execution.settled(tenant, session.id);
     return stored;
   }
 

@@ -50,6 +50,8 @@ export interface ExecutionDeps {
   readonly tenants: TenantService;
   /** Run statuses from the session's host, wherever it is; empty when it cannot be asked. */
   statuses(tenant: string, id: string): Promise<ReadonlyMap<string, RunStatus>>;
+  /** Resolves once a changed session runs as stored, when this node hosts it (so a client may post at once). */
+  settle(tenant: string, id: string): Promise<void>;
   /** `host:port` of this node's HTTP interface, for each output's `output` field. */
   readonly advertisedHttp: string;
   readonly limits: DocumentLimits;
@@ -115,6 +117,7 @@ export class ExecutionService {
     if (errors.length > 0) throw new QueryErrorsError(errors);
     const next = resetSession(tenant, id, parsed, randomUUID);
     await this.deps.definitions.put(sessionKey(tenant, id), next);
+    await this.deps.settle(tenant, id);
     return this.response(next);
   }
 
@@ -206,6 +209,11 @@ export class ExecutionService {
     });
   }
 
+  /** Resolves once the session runs as stored here, when this node hosts it. */
+  settled(tenant: string, id: string): Promise<void> {
+    return this.deps.settle(tenant, id);
+  }
+
   /** The stored session; 404 for an unknown tenant or session. */
   session(tenant: string, id: string): StoredSession {
     this.deps.tenants.get(tenant);
@@ -233,6 +241,7 @@ export class ExecutionService {
       const next = transition(current.value, analysis.links, analysis);
       try {
         await this.deps.definitions.put(sessionKey(tenant, id), next, current.version);
+        await this.deps.settle(tenant, id);
         return await this.response(next);
       } catch (error) {
         if (!(error instanceof VersionConflictError) || attempt === WRITE_ATTEMPTS) throw error;

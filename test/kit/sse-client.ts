@@ -1,0 +1,77 @@
+// A server-sent-events reader for tests of query outputs: collects every `data:` message
+// as parsed JSON, and waits, bounded, for what a test expects.
+
+export interface OutputMessage {
+  type: 'sos' | 'increment' | 'eos';
+  schema?: { config: { key: string[] }; topDef: unknown };
+  items?: Array<{ action: 'add' | 'update' | 'remove'; data: Record<string, unknown> }>;
+}
+
+export class SseClient {
+  readonly messages: OutputMessage[] = [];
+  /** Arrival time (performance.now) of each message. */
+  readonly arrivals: number[] = [];
+  private readonly controller = new AbortController();
+  private opened!: () => void;
+  readonly open = new Promise<void>((resolve) => (this.opened = resolve));
+  status = 0;
+
+  private constructor(readonly url: string) {}
+
+  /** Connects and resolves once the response headers (and the opening comment) arrived. */
+  static async connect(url: string): Promise<SseClient> {
+    const client = new SseClient(url);
+    void client.read();
+    await client.open;
+    return client;
+  }
+
+  /** The rows of every `add` so far, in order. */
+  adds(): Record<string, unknown>[] {
+    return this.items().filter((item) => item.action === 'add').map((item) => item.data);
+  }
+
+  items(): Array<{ action: string; data: Record<string, unknown> }> {
+    return this.messages.flatMap((message) => message.items ?? []);
+  }
+
+  async waitFor(what: string, done: (client: SseClient) => boolean, timeoutMs = 20_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!done(this)) {
+      if (Date.now() > deadline) {
+        throw new Error(`timed out waiting for ${what}; got ${JSON.stringify(this.messages).slice(0, 1500)}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  close(): void {
+    this.controller.abort();
+  }
+
+  private async read(): Promise<void> {
+    try {
+      const response = await fetch(this.url, { signal: this.controller.signal, headers: { accept: 'text/event-stream' } });
+      this.status = response.status;
+      this.opened();
+      if (response.body === null || response.status !== 200) return;
+      const decoder = new TextDecoder();
+      let buffer = '';
+      for await (const chunk of response.body) {
+        buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const event = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          for (const line of event.split('\n')) {
+            if (!line.startsWith('data:')) continue;
+            this.messages.push(JSON.parse(line.slice(5).trim()) as OutputMessage);
+            this.arrivals.push(performance.now());
+          }
+        }
+      }
+    } catch {
+      this.opened();
+    }
+  }
+}
