@@ -195,7 +195,10 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     isMember: (name) => core.membership().members.some((member) => member.name === name && member.state !== 'Left'),
     peerDeadlineMs: deadline, intervalMs: HINT_REPLAY_INTERVAL_MS, log,
   });
-  const monitoring: MonitoringDeps = { localName: config.name, hints, core, version, startedAtMs: Date.now() };
+  const monitoring: MonitoringDeps = {
+    localName: config.name, hints, core, version, startedAtMs: Date.now(),
+    execution: () => ({ sessions: sessionHost.summary(), liveForwardDroppedPayloads: forwarder.dropped }),
+  };
   // Execution (issue 7): sessions run on their host node; payloads reach live queries from
   // the node that accepted them; outputs are served from every node.
   const hostOf = (sessionId: string) => sessionHostOf(core.membership(), available, sessionId);

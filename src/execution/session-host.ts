@@ -18,7 +18,7 @@ import type { OutputRegistry } from './output-registry.js';
 import { compileOptionsOf, domainFilter, tenantWorld, type TenantWorld } from './query-context.js';
 import { QueryRunner, type RunnerEnvironment, type RunnerInput, type RunState, type RuntimeError } from './query-runner.js';
 import { analyseSession, type SessionAnalysis } from './session-analysis.js';
-import { upstreamOf, type StoredQuery, type StoredSession } from './session-model.js';
+import { sessionUri, upstreamOf, type StoredQuery, type StoredSession } from './session-model.js';
 import { timeBoundsOf } from './time-bounds.js';
 
 /** What the host knows of one query's run: reported in the queries response. */
@@ -89,6 +89,14 @@ export class SessionHost {
   /** The run statuses of a session hosted here; undefined when it is not. */
   statuses(key: string): ReadonlyMap<string, RunStatus> | undefined {
     return this.hosted.get(key)?.statuses;
+  }
+
+  /** The sessions hosted here and their queries' run states, for monitoring. */
+  summary(): Array<{ session: string; queries: Array<{ id: string; state: RunState }> }> {
+    return [...this.hosted.values()].map((hosted) => ({
+      session: sessionUri(hosted.document.tenant, hosted.document.id),
+      queries: [...hosted.statuses].map(([id, status]) => ({ id, state: status.state })),
+    }));
   }
 
   async close(): Promise<void> {

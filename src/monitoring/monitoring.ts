@@ -1,14 +1,14 @@
 // Monitoring (spec, "Monitoring"): per service, details from each node. A service answers
 // for the local node; the default view asks every other live node over the peer `Read`
-// call and lists them all. This build serves `handoff` (hint buffers), `cluster` and
-// `system`; the other services of the spec come with the issues that build them.
+// call and lists them all. This build serves `handoff` (hint buffers), `cluster`,
+// `system` and `execution` (the sessions a node hosts); the other services of the spec come with the issues that build them.
 
 import { NotFoundError } from '../errors.js';
 import type { HintBuffer } from '../storage/hints.js';
 import type { ClusterCore } from '../cluster/core/core.js';
 import type { SoftwareVersion } from '../version.js';
 
-export const MONITORING_SERVICES = ['handoff', 'cluster', 'system'] as const;
+export const MONITORING_SERVICES = ['handoff', 'cluster', 'system', 'execution'] as const;
 export type MonitoringService = (typeof MONITORING_SERVICES)[number];
 
 export interface NodeDetails {
@@ -22,6 +22,8 @@ export interface MonitoringDeps {
   core: ClusterCore;
   version: SoftwareVersion;
   startedAtMs: number;
+  /** The sessions this node hosts and what their queries are doing (issue 7). */
+  execution(): Record<string, unknown>;
 }
 
 export function checkService(service: string): MonitoringService {
@@ -38,6 +40,8 @@ export function localDetails(service: MonitoringService, deps: MonitoringDeps): 
       const targets = deps.hints.snapshot();
       return { node: deps.localName, details: { targets, records: targets.reduce((sum, target) => sum + target.records, 0) } };
     }
+    case 'execution':
+      return { node: deps.localName, details: deps.execution() };
     case 'cluster': {
       const membership = deps.core.membership();
       return {

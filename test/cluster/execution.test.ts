@@ -1,0 +1,82 @@
+// Execution across a cluster (issue 7 item 8): three nodes, one session. An SSE client on
+// one node reads a live query hosted on another while payloads are posted to the third;
+// then the host is killed with SIGKILL, the session moves, and the query goes on.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startJoinedCluster, until } from '../kit/cluster.js';
+import { cleanup, client, type NodeProcess } from '../kit/node-process.js';
+import { SseClient } from '../kit/sse-client.js';
+import { Prng } from '../sim/prng.js';
+
+const CPU = '/streams/demo/infra/cpu';
+const prng = new Prng(909);
+const at = (i: number) => new Date(Date.UTC(2024, 0, 1) + i * 1000).toISOString();
+const batch = (from: number, count: number) =>
+  Array.from({ length: count }, (_, i) => ({ host: prng.pick(['a', 'b', 'c']), user: prng.int(0, 100), timestamp: at(from + i) }));
+
+let nodes: NodeProcess[];
+const clients: SseClient[] = [];
+
+beforeAll(async () => {
+  nodes = await startJoinedCluster(3);
+  const api = client(nodes[0]!);
+  const schema = { host: { type: 'string' }, user: { type: 'double' }, timestamp: { type: 'datetime', annotations: ['urn:itrs:default-timestamp'] } };
+  expect((await api.put(CPU, { schema: { version: '1', topDef: { type: 'record', properties: schema } } })).status).toBe(200);
+  expect((await api.put(`${CPU}/repository`, { name: 'tsr', config: {} })).status).toBe(200);
+  expect((await api.put(`${CPU}/policy`, { replicas: 2, ring_size: 16, hash_payload: { bytes: 64 } })).status).toBe(200);
+}, 180_000);
+
+afterAll(async () => {
+  for (const sse of clients) sse.close();
+  await cleanup();
+});
+
+/** The node whose monitoring lists the session as hosted there. */
+async function hostOf(session: string, among: NodeProcess[]): Promise<NodeProcess> {
+  return until(`a host of ${session}`, async () => {
+    for (const node of among) {
+      const response = await client(node).get('/monitoring/demo/execution?node=local');
+      const sessions = response.json?.nodes?.[0]?.details?.sessions as Array<{ session: string; queries: Array<{ state: string }> }> | undefined;
+      if (sessions?.some((each) => each.session === session && each.queries.some((query) => query.state === 'running'))) return node;
+    }
+    return undefined;
+  });
+}
+
+describe('cluster execution - three nodes', () => {
+  it('an SSE client on one node reads a live query hosted elsewhere while payloads go to a third; the session survives kill -9 of its host', async () => {
+    const created = await client(nodes[0]!).post('/execution/demo/sessions');
+    const session = created.json.session as string;
+    const put = await client(nodes[1]!).put(session, { queries: [{ id: 'hot', body: `from ${CPU} where user > 70 select host, user` }] });
+    expect(put.status, put.text).toBe(200);
+    const outputUri = put.json[0].query.outputs[0].outputUri as string;
+    expect((await client(nodes[2]!).put(`${session}/queries/hot/_start`)).status).toBe(200);
+
+    const host = await hostOf(session, nodes);
+    const [reader, writer] = nodes.filter((node) => node !== host) as [NodeProcess, NodeProcess];
+    const sse = await SseClient.connect(`${reader.url}${outputUri}`);
+    clients.push(sse);
+    await sse.waitFor('sos on a node that does not host the query', (c) => c.messages.some((m) => m.type === 'sos'));
+
+    const first = batch(0, 300);
+    for (let i = 0; i < first.length; i += 50) expect((await client(writer).post(CPU, first.slice(i, i + 50))).status).toBe(200);
+    const expectedFirst = first.filter((p) => p.user > 70).map((p) => ({ host: p.host, user: p.user }));
+    await sse.waitFor('rows posted to the third node', (c) => c.adds().length >= expectedFirst.length);
+    expect(sse.adds()).toEqual(expectedFirst);
+
+    await host.kill('SIGKILL');
+    const survivors = nodes.filter((node) => node !== host);
+    const newHost = await hostOf(session, survivors);
+    expect(newHost).not.toBe(host);
+    // The reader's channel starts over from the new host: a new sos.
+    await sse.waitFor('a new sos from the new host', (c) => c.messages.filter((m) => m.type === 'sos').length >= 2, 30_000);
+    const seen = sse.adds().length;
+    const second = batch(1_000, 200);
+    expect((await client(writer).post(CPU, second)).status).toBe(200);
+    const expectedSecond = second.filter((p) => p.user > 70).map((p) => ({ host: p.host, user: p.user }));
+    await sse.waitFor('rows after the host died', (c) => c.adds().length >= seen + expectedSecond.length, 30_000);
+    expect(sse.adds().slice(seen)).toEqual(expectedSecond);
+    const queries = await client(writer).get(`${session}/queries`);
+    expect(queries.json[0].query.state).toBe('running');
+  }, 120_000);
+});
