@@ -4,6 +4,7 @@
 
 import { parseArgs } from 'node:util';
 import { runIngestBench } from './ingest.js';
+import { runQueryBench } from './query.js';
 import { runSearchBench } from './search.js';
 import { runTransferBench } from './transfer.js';
 
@@ -22,11 +23,11 @@ export interface BenchOptions {
 
 type BenchRun = (options: BenchOptions) => Promise<void>;
 
-// Query joins this map when its issue lands.
 const BENCHES: Record<string, BenchRun> = {
   ingest: runIngestBench,
   transfer: runTransferBench,
   search: runSearchBench,
+  query: runQueryBench,
 };
 
 const DEFAULTS: BenchOptions = { payloads: 200_000, batch: 500, concurrency: 1, extraConcurrency: 4, runs: 100 };
