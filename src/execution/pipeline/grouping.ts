@@ -1,0 +1,309 @@
+// A grouping stage: `group by k1..kn [window …]` (or `window …`, or aggregates alone) and
+// the select after it (QUERY-LANGUAGE.md "Grouping and windows"). Rows (or the changes of
+// a table before it) go in; changes of one row per group come out.
+//
+// Decisions the language leaves open:
+// - Changes are coalesced per push(): a group that several rows of one push change gives
+//   one add or update, with its state after the push; an update equal to the row last
+//   emitted is not sent. Changes come out in the order the groups first changed, a
+//   window's pending change and remove when a later row of the push closes it.
+// - Windows follow event time. The watermark is the latest event time the stage has seen;
+//   a window [start, start + size) closes when the watermark reaches its end. tick(now)
+//   closes every open window when no row has reached the stage for one window size of
+//   wall-clock time (the stream went quiet), moving the watermark past them.
+// - A row is late when one of its windows has closed: it still counts in its windows that
+//   are open (hopping windows), is dropped from the closed ones, and counts once in
+//   lateRows. A row whose window key is null or not a datetime (ISO string or epoch
+//   milliseconds) is dropped.
+// - A historical (bounded) grouping emits nothing until finish(): windows never close and
+//   no row is late, as stored rows need not arrive in event-time order. finish() gives
+//   every group's final row, by key order (window key by start), and the pipeline orders
+//   them further when the query says so. All groups are held until then (groupsMax).
+// - A select with aggregates and no keys is one group: live, it appears with the first
+//   row; bounded, it is emitted even over no rows (count() is then 0), as SQL does.
+// - Over a table (a grouping after a grouping), the stage keeps each input row by its key
+//   in its groups; a row that changes or goes leaves its groups, which are rebuilt from
+//   their remaining rows, so every aggregate (min, first, …) is right after retractions. A
+//   keyed group left with no rows is removed.
+
+import type { CompileOptions, Value } from '../../search/expression/index.js';
+import { createAccumulators, planGrouping, type GroupingPlan, type SelectStep } from './grouping-plan.js';
+import { compareGroups, GroupIndex, WindowEnds, type Group } from './group-store.js';
+import type { Budget, Delta, OutputRow, RowConsumer } from './types.js';
+import { eventTimeMs, mapKey, rowsEqual } from './values.js';
+
+export class GroupingOperator implements RowConsumer {
+  private readonly plan: GroupingPlan;
+  private readonly index: GroupIndex;
+  private readonly groups = new Set<Group>();
+  private readonly windows = new WindowEnds();
+  private readonly dirtyGroups: Group[] = [];
+  /** For a table input: the groups each input row (by its key) belongs to. */
+  private readonly memberships = new Map<unknown, Group[]>();
+  private readonly keyScratch: Value[];
+  private readonly firstArguments: Value[];
+  private readonly secondArguments: Value[];
+  private watermarkMs = -Infinity;
+  private lastArrivalMs: number | undefined;
+  lateRows = 0;
+
+  constructor(
+    step: SelectStep,
+    compileOptions: CompileOptions,
+    private readonly historical: boolean,
+    /** Whether the input is a table's changes (rows are kept per group) rather than rows. */
+    private readonly tableInput: boolean,
+    private readonly budget: Budget,
+  ) {
+    this.plan = planGrouping(step, compileOptions);
+    this.index = new GroupIndex(this.plan.keyNames.length);
+    this.keyScratch = new Array<Value>(this.plan.keyNames.length).fill(null);
+    this.firstArguments = new Array<Value>(this.plan.slots.length).fill(null);
+    this.secondArguments = new Array<Value>(this.plan.slots.length).fill(null);
+  }
+
+  pushRows(rows: readonly unknown[], nowMs: number): Delta[] {
+    const out: Delta[] = [];
+    if (rows.length > 0) this.lastArrivalMs = nowMs;
+    for (let i = 0; i < rows.length; i++) this.place(rows[i], undefined, out);
+    return this.flush(out);
+  }
+
+  push(deltas: readonly Delta[], nowMs: number): Delta[] {
+    const out: Delta[] = [];
+    if (deltas.length > 0) this.lastArrivalMs = nowMs;
+    for (const delta of deltas) {
+      if (delta.action !== 'add') this.retract(delta.key);
+      if (delta.action !== 'remove') this.place(delta.data, delta.key, out);
+    }
+    return this.flush(out);
+  }
+
+  tick(nowMs: number): Delta[] {
+    const window = this.plan.window;
+    const out: Delta[] = [];
+    if (this.historical || window === undefined || this.lastArrivalMs === undefined) return out;
+    if (nowMs - this.lastArrivalMs < window.sizeMs) return out;
+    this.watermarkMs = Math.max(this.watermarkMs, this.windows.latestEnd());
+    this.closeDue(out);
+    return out;
+  }
+
+  finish(deltas: readonly Delta[]): Delta[] {
+    this.push(deltas, 0);
+    if (this.plan.keyNames.length === 0 && this.groups.size === 0) this.create(this.index.leaf(this.keyScratch), undefined, NaN);
+    return this.ordered().flatMap((group) => {
+      if (group.members !== undefined && group.members.size === 0 && this.plan.keyNames.length > 0) return [];
+      group.emitted = this.outputRow(group);
+      return [{ action: 'add' as const, key: group, data: group.emitted }];
+    });
+  }
+
+  snapshot(): Delta[] {
+    return this.ordered().flatMap((group) => {
+      const data = this.historical ? this.outputRow(group) : group.emitted;
+      return data === undefined ? [] : [{ action: 'add' as const, key: group, data }];
+    });
+  }
+
+  private ordered(): Group[] {
+    return [...this.groups].sort(compareGroups);
+  }
+
+  /** Puts one input row (of a table when `identity` is set) into its groups. */
+  private place(row: unknown, identity: unknown, out: Delta[]): void {
+    const plan = this.plan;
+    const keys = this.keyScratch;
+    for (let i = 0; i < plan.plainKeys.length; i++) keys[i] = (plan.plainKeys[i] as (row: unknown) => Value)(row);
+    for (let s = 0; s < plan.slots.length; s++) {
+      const slot = plan.slots[s] as GroupingPlan['slots'][number];
+      this.firstArguments[s] = slot.first(row);
+      this.secondArguments[s] = slot.second(row);
+    }
+    const member = identity === undefined ? undefined : { identity, row, groups: [] as Group[] };
+    if (plan.window === undefined) {
+      const leaf = this.index.leaf(keys);
+      const key = mapKey(keys[keys.length - 1]);
+      this.include(leaf.get(key) ?? this.create(leaf, key, NaN), member);
+    } else {
+      const eventMs = eventTimeMs(plan.window.eventTime(row));
+      if (eventMs === undefined) return;
+      this.placeInWindows(eventMs, member, out);
+    }
+    if (member !== undefined && member.groups.length > 0) {
+      this.memberships.set(identity, member.groups);
+      this.budget.addRows(1);
+    }
+  }
+
+  private placeInWindows(eventMs: number, member: Member | undefined, out: Delta[]): void {
+    const { sizeMs, hopMs } = this.plan.window as NonNullable<GroupingPlan['window']>;
+    const leaf = this.index.leaf(this.keyScratch);
+    let late = false;
+    // The windows holding the event start at the multiples of the hop in (event - size,
+    // event], oldest first: src/query/windows.ts windowStartsMs, without its array.
+    for (let start = (Math.floor((eventMs - sizeMs) / hopMs) + 1) * hopMs; start <= eventMs; start += hopMs) {
+      if (!this.historical && start + sizeMs <= this.watermarkMs) {
+        late = true;
+        continue;
+      }
+      this.include(leaf.get(start) ?? this.create(leaf, start, start), member);
+    }
+    if (late) this.lateRows++;
+    if (!this.historical && eventMs > this.watermarkMs) {
+      this.watermarkMs = eventMs;
+      if (this.windows.due(eventMs)) this.closeDue(out);
+    }
+  }
+
+  private include(group: Group, member: Member | undefined): void {
+    if (member !== undefined) {
+      group.members?.set(member.identity, member.row);
+      member.groups.push(group);
+    }
+    if (!group.stale) {
+      const accumulators = group.accumulators;
+      for (let s = 0; s < accumulators.length; s++) {
+        (accumulators[s] as Group['accumulators'][number]).add(this.firstArguments[s] as Value, this.secondArguments[s] as Value);
+      }
+    }
+    if (!group.dirty && !this.historical) {
+      group.dirty = true;
+      this.dirtyGroups.push(group);
+    }
+  }
+
+  /** A new group for the key values in keyScratch, with `windowStartMs` as its window key (NaN: none). */
+  private create(leaf: Map<unknown, Group>, key: unknown, windowStartMs: number): Group {
+    this.budget.addGroup();
+    const plan = this.plan;
+    const keyValues: Value[] = this.keyScratch.slice(0, plan.plainKeys.length);
+    const keyRow: Record<string, Value> = {};
+    keyValues.forEach((value, index) => (keyRow[plan.keyNames[index] as string] = value));
+    const windowed = plan.window !== undefined;
+    if (windowed) {
+      keyValues.push(windowStartMs);
+      keyRow[plan.keyNames[plan.keyNames.length - 1] as string] = new Date(windowStartMs).toISOString();
+    }
+    const group: Group = {
+      keyValues,
+      view: { keys: keyRow, aggregates: new Array<Value>(plan.slots.length).fill(null) },
+      accumulators: createAccumulators(plan),
+      windowEndMs: windowed ? windowStartMs + (plan.window?.sizeMs ?? 0) : Infinity,
+      members: this.tableInput ? new Map() : undefined,
+      dirty: false,
+      stale: false,
+      closed: false,
+      emitted: undefined,
+    };
+    leaf.set(key, group);
+    this.groups.add(group);
+    if (windowed) this.windows.add(group);
+    return group;
+  }
+
+  /** Takes an input row of a table out of its groups, which are rebuilt when next read. */
+  private retract(identity: unknown): void {
+    const groups = this.memberships.get(identity);
+    if (groups === undefined) return;
+    this.memberships.delete(identity);
+    this.budget.releaseRows(1);
+    for (const group of groups) {
+      if (group.closed) continue;
+      group.members?.delete(identity);
+      group.stale = true;
+      if (!group.dirty && !this.historical) {
+        group.dirty = true;
+        this.dirtyGroups.push(group);
+      }
+    }
+  }
+
+  /** Emits the groups the push changed, in the order they first changed. */
+  private flush(out: Delta[]): Delta[] {
+    const keyed = this.plan.keyNames.length > 0;
+    for (const group of this.dirtyGroups) {
+      if (group.closed || !group.dirty) continue;
+      group.dirty = false;
+      if (keyed && group.members !== undefined && group.members.size === 0) {
+        if (group.emitted !== undefined) out.push({ action: 'remove', key: group, data: group.emitted });
+        this.discard(group);
+      } else {
+        this.emit(group, out);
+      }
+    }
+    this.dirtyGroups.length = 0;
+    return out;
+  }
+
+  private emit(group: Group, out: Delta[]): void {
+    const data = this.outputRow(group);
+    const old = group.emitted;
+    if (old === undefined) out.push({ action: 'add', key: group, data });
+    else if (!rowsEqual(old, data, this.plan.itemNames)) out.push({ action: 'update', key: group, data, old });
+    else return;
+    group.emitted = data;
+  }
+
+  /** Closes the windows the watermark has reached: their pending change, then their remove. */
+  private closeDue(out: Delta[]): void {
+    for (const group of this.windows.takeDue(this.watermarkMs)) {
+      if (group.closed) continue;
+      if (group.dirty) {
+        group.dirty = false;
+        this.emit(group, out);
+      }
+      if (group.emitted !== undefined) out.push({ action: 'remove', key: group, data: group.emitted });
+      this.discard(group);
+    }
+  }
+
+  /** Forgets a group; input rows of a table that belonged to no other group are released. */
+  private discard(group: Group): void {
+    group.closed = true;
+    this.index.delete(group);
+    this.groups.delete(group);
+    this.budget.releaseGroup();
+    for (const identity of group.members?.keys() ?? []) {
+      const groups = this.memberships.get(identity);
+      if (groups === undefined) continue;
+      const remaining = groups.filter((other) => other !== group);
+      if (remaining.length > 0) {
+        this.memberships.set(identity, remaining);
+      } else {
+        this.memberships.delete(identity);
+        this.budget.releaseRows(1);
+      }
+    }
+  }
+
+  private outputRow(group: Group): OutputRow {
+    if (group.stale) this.rebuild(group);
+    const plan = this.plan;
+    const aggregates = group.view.aggregates;
+    for (let s = 0; s < aggregates.length; s++) aggregates[s] = (group.accumulators[s] as Group['accumulators'][number]).result();
+    const row: OutputRow = {};
+    for (let i = 0; i < plan.items.length; i++) row[plan.itemNames[i] as string] = (plan.items[i] as (view: unknown) => Value)(group.view);
+    return row;
+  }
+
+  /** Recomputes a group's aggregates from its remaining input rows after a retraction. */
+  private rebuild(group: Group): void {
+    const accumulators = group.accumulators;
+    for (const accumulator of accumulators) accumulator.reset();
+    const slots = this.plan.slots;
+    for (const row of group.members?.values() ?? []) {
+      for (let s = 0; s < slots.length; s++) {
+        const slot = slots[s] as GroupingPlan['slots'][number];
+        (accumulators[s] as Group['accumulators'][number]).add(slot.first(row), slot.second(row));
+      }
+    }
+    group.stale = false;
+  }
+}
+
+interface Member {
+  readonly identity: unknown;
+  readonly row: unknown;
+  readonly groups: Group[];
+}

@@ -1,0 +1,13 @@
+// The query operator runtime (issue 7): pure operators that run a checked query's steps
+// over rows and give output changes. The execution sessions feed it and serve its output.
+
+export { createPipeline } from './pipeline.js';
+export {
+  PipelineLimitError,
+  type Change,
+  type ChangeAction,
+  type OutputRow,
+  type Pipeline,
+  type PipelineLimits,
+  type PipelineOptions,
+} from './types.js';

@@ -1,0 +1,131 @@
+// The shapes of the query operator runtime (issue 7): what a pipeline takes and gives, the
+// error it throws when a query outgrows its bounds, and the internal change records that
+// flow between its operators. Pure: nothing here does I/O or reads a clock.
+
+import { TributaryError } from '../../errors.js';
+import type { QueryCheck } from '../../query/index.js';
+import type { CompileOptions, Value } from '../../search/expression/index.js';
+
+export type ChangeAction = 'add' | 'update' | 'remove';
+
+/** One output row: exactly the output schema's fields, in the order the select lists them. */
+export type OutputRow = Record<string, Value>;
+
+/** One output change, as an SSE `increment` item carries it. */
+export interface Change {
+  readonly action: ChangeAction;
+  readonly data: OutputRow;
+}
+
+export interface PipelineLimits {
+  /** Groups held at once by all the grouping stages of one pipeline. */
+  readonly groupsMax: number;
+  /** Rows held at once for ordering, take over tables and grouping over grouped rows. */
+  readonly rowsHeldMax: number;
+}
+
+export interface PipelineOptions {
+  /** The checked query: its steps and output schema. Must have no errors. */
+  readonly check: QueryCheck;
+  /** Bounded input that ends with finish(). */
+  readonly historical: boolean;
+  /**
+   * Variables, session functions, contributor field resolution, clock and numeric kinds of
+   * the source; passed to every compile. The pipeline adds its aggregates and key scopes.
+   */
+  readonly compile: CompileOptions;
+  readonly limits: PipelineLimits;
+}
+
+export interface Pipeline {
+  /** 'stream': append-only rows (every change is an add); 'table': keyed rows with add/update/remove. */
+  readonly mode: 'stream' | 'table';
+  /** Rows dropped because every window they fell into had closed, or some of them had. */
+  readonly lateRows: number;
+  /** Feeds input rows in arrival order; returns the changes they cause, in order. */
+  push(rows: readonly unknown[], nowMs: number): Change[];
+  /** Wall-clock tick: closes windows that had no events for their length; returns the removes. */
+  tick(nowMs: number): Change[];
+  /** End of a bounded input: what is still to emit (for grouped or ordered queries, the whole result). */
+  finish(): Change[];
+  /** The current output table as adds (table mode), for a late subscriber; [] in stream mode. */
+  snapshot(): Change[];
+}
+
+const LIMIT_NOUNS: Record<keyof PipelineLimits, string> = {
+  groupsMax: 'groups',
+  rowsHeldMax: 'rows held for ordering or regrouping',
+};
+
+/**
+ * A query outgrew a runtime bound. The query fails with it (state `failed`); the pipeline
+ * that threw must not be used again, as the operator that threw stopped half-way.
+ */
+export class PipelineLimitError extends TributaryError {
+  readonly limit: keyof PipelineLimits;
+  readonly max: number;
+
+  constructor(limit: keyof PipelineLimits, max: number) {
+    super(
+      400,
+      'PIPELINE_LIMIT',
+      `the query needs more than ${max} ${LIMIT_NOUNS[limit]} (limit ${limit}); narrow it with where, fewer keys or a smaller window`,
+      { details: { limit, max } },
+    );
+    this.limit = limit;
+    this.max = max;
+  }
+}
+
+/** What a pipeline holds, counted against its limits; shared by all its operators. */
+export class Budget {
+  private groups = 0;
+  private rows = 0;
+
+  constructor(private readonly limits: PipelineLimits) {}
+
+  addGroup(): void {
+    if (++this.groups > this.limits.groupsMax) throw new PipelineLimitError('groupsMax', this.limits.groupsMax);
+  }
+
+  releaseGroup(): void {
+    this.groups--;
+  }
+
+  addRows(count: number): void {
+    this.rows += count;
+    if (this.rows > this.limits.rowsHeldMax) throw new PipelineLimitError('rowsHeldMax', this.limits.rowsHeldMax);
+  }
+
+  releaseRows(count: number): void {
+    this.rows -= count;
+  }
+}
+
+/**
+ * A change between operators. `key` identifies the row in its table (a group, an entry of
+ * an ordered table) because the output's named keys may not: a select may leave a key out.
+ * An update carries the row it replaces, so that where and select after a table need no
+ * state of their own; a remove carries the row as last emitted.
+ */
+export interface Delta {
+  readonly action: ChangeAction;
+  readonly key: unknown;
+  readonly data: OutputRow;
+  readonly old?: OutputRow;
+}
+
+/** An operator over a table's changes. */
+export interface TableOperator {
+  push(deltas: readonly Delta[], nowMs: number): Delta[];
+  tick(nowMs: number): Delta[];
+  /** Bounded input only: takes the last changes of the operator before, returns the final table as adds. */
+  finish(deltas: readonly Delta[]): Delta[];
+  /** The current table as adds, in output order. */
+  snapshot(): Delta[];
+}
+
+/** The first operator after the row stages, which turns rows into a table. */
+export interface RowConsumer extends TableOperator {
+  pushRows(rows: readonly unknown[], nowMs: number): Delta[];
+}

@@ -1,0 +1,157 @@
+import { describe, expect, it } from 'vitest';
+import { createPipeline, type Change, type Pipeline } from '../../src/execution/pipeline/index.js';
+import { analyseQuery, windowStartsMs, type QueryCheck, type StreamInfo, type WindowSpec } from '../../src/query/index.js';
+import { Prng } from '../sim/prng.js';
+
+const EVENTS = '/streams/test/windows/events';
+const STREAMS = new Map<string, StreamInfo>([
+  [
+    EVENTS,
+    {
+      schema: {
+        version: '1.0',
+        topDef: {
+          type: 'record',
+          properties: {
+            k: { type: 'string' },
+            v: { type: 'int', optional: true },
+            ts: { type: 'datetime', optional: true, annotations: ['urn:itrs:default-timestamp'] },
+          },
+        },
+      },
+    },
+  ],
+]);
+
+function start(text: string): { pipeline: Pipeline; check: QueryCheck } {
+  const analysis = analyseQuery(text, { streams: STREAMS });
+  expect(analysis.errors).toEqual([]);
+  const check = analysis.check as QueryCheck;
+  const limits = { groupsMax: 100_000, rowsHeldMax: 100_000 };
+  return { pipeline: createPipeline({ check, historical: check.output.isHistorical, compile: {}, limits }), check };
+}
+
+/** Noon, on a minute (and hour) boundary. */
+const BASE_MS = Date.UTC(2024, 2, 1, 12, 0, 0);
+const at = (seconds: number): string => new Date(BASE_MS + seconds * 1000).toISOString();
+const event = (k: string, seconds: number, v: number | null = 1) => ({ k, v, ts: at(seconds) });
+const add = (data: Record<string, unknown>): Change => ({ action: 'add', data }) as Change;
+const update = (data: Record<string, unknown>): Change => ({ action: 'update', data }) as Change;
+const remove = (data: Record<string, unknown>): Change => ({ action: 'remove', data }) as Change;
+
+describe('query pipeline - tumbling windows', () => {
+  const TUMBLING = `from ${EVENTS} group by k, ts window of 1 minute select k, ts, count() as n, sum(v) as s`;
+
+  it('counts out-of-order rows in open windows, closes on the watermark and drops late rows', () => {
+    const { pipeline, check } = start(TUMBLING);
+    expect(check.output.schema.config.key).toEqual(['k', 'ts']);
+    expect(pipeline.mode).toBe('table');
+    // Out of order inside the open window: a@20 after b@50 still counts.
+    expect(pipeline.push([event('a', 10, 1), event('b', 50, 2), event('a', 20, 3)], 0)).toEqual([
+      add({ k: 'a', ts: at(0), n: 2, s: 4 }),
+      add({ k: 'b', ts: at(0), n: 1, s: 2 }),
+    ]);
+    // a@65 passes the end of 12:00's windows: both are removed with their last rows.
+    expect(pipeline.push([event('a', 65, 5)], 1000)).toEqual([
+      remove({ k: 'a', ts: at(0), n: 2, s: 4 }),
+      remove({ k: 'b', ts: at(0), n: 1, s: 2 }),
+      add({ k: 'a', ts: at(60), n: 1, s: 5 }),
+    ]);
+    expect(pipeline.push([event('b', 30, 7)], 2000)).toEqual([]);
+    expect(pipeline.lateRows).toBe(1);
+    expect(pipeline.push([event('b', 119, 1)], 3000)).toEqual([add({ k: 'b', ts: at(60), n: 1, s: 1 })]);
+    expect(pipeline.snapshot()).toEqual([add({ k: 'a', ts: at(60), n: 1, s: 5 }), add({ k: 'b', ts: at(60), n: 1, s: 1 })]);
+  });
+
+  it('closes every open window on a tick a window length after the last row, and drops rows for them after', () => {
+    const { pipeline } = start(TUMBLING);
+    pipeline.push([event('a', 65, 5), event('b', 119, 1)], 3000);
+    expect(pipeline.tick(3000 + 59_999)).toEqual([]);
+    expect(pipeline.tick(3000 + 60_000)).toEqual([
+      remove({ k: 'a', ts: at(60), n: 1, s: 5 }),
+      remove({ k: 'b', ts: at(60), n: 1, s: 1 }),
+    ]);
+    expect(pipeline.tick(3000 + 120_000)).toEqual([]);
+    expect(pipeline.push([event('a', 100, 1)], 70_000)).toEqual([]);
+    expect(pipeline.lateRows).toBe(1);
+    expect(pipeline.push([event('a', 125, 1)], 71_000)).toEqual([add({ k: 'a', ts: at(120), n: 1, s: 1 })]);
+  });
+
+  it('reads epoch milliseconds as event times and drops rows whose window key is null or not a datetime', () => {
+    const { pipeline } = start(TUMBLING);
+    const rows = [
+      { k: 'a', v: 1, ts: BASE_MS + 5_000 },
+      { k: 'a', v: 1, ts: null },
+      { k: 'a', v: 1, ts: 'yesterday' },
+      { k: 'a', v: 1 },
+      { k: 'a', v: 2, ts: at(7) },
+    ];
+    expect(pipeline.push(rows, 0)).toEqual([add({ k: 'a', ts: at(0), n: 2, s: 3 })]);
+    expect(pipeline.lateRows).toBe(0);
+  });
+
+  it('windows on the primary timestamp when there is no group by', () => {
+    const { pipeline, check } = start(`from ${EVENTS} window of 1 minute select ts, count() as n`);
+    expect(check.output.schema.config.key).toEqual(['ts']);
+    expect(pipeline.push([event('a', 1), event('b', 2), event('c', 61)], 0)).toEqual([
+      add({ ts: at(0), n: 2 }),
+      remove({ ts: at(0), n: 2 }),
+      add({ ts: at(60), n: 1 }),
+    ]);
+  });
+});
+
+describe('query pipeline - hopping windows', () => {
+  const HOPPING = `from ${EVENTS} group by k, ts window of 1 minute every 30 seconds select k, ts, count() as n`;
+
+  it('puts a row into every window holding it, oldest first, and counts a row late only where closed', () => {
+    const { pipeline } = start(HOPPING);
+    expect(pipeline.push([event('a', 40)], 0)).toEqual([add({ k: 'a', ts: at(0), n: 1 }), add({ k: 'a', ts: at(30), n: 1 })]);
+    expect(pipeline.push([event('a', 70)], 0)).toEqual([
+      remove({ k: 'a', ts: at(0), n: 1 }),
+      update({ k: 'a', ts: at(30), n: 2 }),
+      add({ k: 'a', ts: at(60), n: 1 }),
+    ]);
+    // a@50 belongs to 12:00:00, closed, and 12:00:30, open.
+    expect(pipeline.push([event('a', 50)], 0)).toEqual([update({ k: 'a', ts: at(30), n: 3 })]);
+    expect(pipeline.lateRows).toBe(1);
+  });
+
+  it('agrees with windowStartsMs over random events and window shapes, bounded', () => {
+    const prng = new Prng(31);
+    const shapes: Array<[string, WindowSpec]> = [
+      ['1 minute every 20 seconds', spec(60_000, 20_000)],
+      ['10 seconds every 1 minute', spec(10_000, 60_000)],
+      ['1 hour', spec(3_600_000, undefined)],
+      ['90 seconds every 1 minute', spec(90_000, 60_000)],
+    ];
+    for (const [text, window] of shapes) {
+      const rows = Array.from({ length: 300 }, () => event(prng.pick(['a', 'b']), prng.int(-4000, 4000)));
+      const { pipeline } = start(`from historical ${EVENTS} group by k, ts window of ${text} select k, ts, count() as n`);
+      expect(pipeline.push(rows, 0)).toEqual([]);
+      const expected = new Map<string, number>();
+      for (const row of rows) {
+        for (const startMs of windowStartsMs(Date.parse(row.ts), window)) {
+          const key = `${row.k} ${new Date(startMs).toISOString()}`;
+          expected.set(key, (expected.get(key) ?? 0) + 1);
+        }
+      }
+      const result = new Map(pipeline.finish().map(({ data }) => [`${String(data.k)} ${String(data.ts)}`, data.n]));
+      expect(result, text).toEqual(expected);
+    }
+  });
+
+  it('never closes windows of a bounded query: late rows still count', () => {
+    const { pipeline } = start(`from historical ${EVENTS} group by k, ts window of 1 minute select k, ts, count() as n`);
+    pipeline.push([event('a', 500), event('a', 10), event('a', 20)], 0);
+    expect(pipeline.tick(1e12)).toEqual([]);
+    expect(pipeline.finish()).toEqual([add({ k: 'a', ts: at(0), n: 2 }), add({ k: 'a', ts: at(480), n: 1 })]);
+    expect(pipeline.lateRows).toBe(0);
+  });
+});
+
+function spec(sizeMs: number, hopMs: number | undefined): WindowSpec {
+  const position = { offset: 0, line: 1, column: 1 };
+  const duration = (ms: number) => ({ count: ms, unit: 'millisecond' as const, ms });
+  return hopMs === undefined ? { size: duration(sizeMs), position } : { size: duration(sizeMs), hop: duration(hopMs), position };
+}
