@@ -1,8 +1,11 @@
 // The shell around the cluster core (STYLE.md, "a pure core, I/O handed out"): it feeds
 // the core one input at a time and carries out the effects in the order the core gave
 // them. A `persist` is awaited before any later effect runs, so nothing that depends on a
-// state (an ack, an ownership change) leaves the node before that state is durable.
+// state (an ownership change) leaves the node before that state is durable. A chunk is
+// stored with its transfer's progress in one synced batch, and acked only after it.
 // Chunk reads and stores run concurrently with other inputs and come back as inputs.
+// Before the first input, the shell reads the progress stored with chunks and hands it
+// to the core (`resume`), so a restarted target resumes from its last durable chunk.
 
 import type { Logger } from '../log.js';
 import type { PeerTransport } from '../peer/transport.js';
@@ -47,8 +50,15 @@ export class ClusterShell {
   /** Outbound transfer streams, by target node. */
   private readonly streams = new Map<string, TransferStream>();
   private stopped = false;
+  /** The progress stored with chunks, read once; the core steps nothing before it. */
+  private readonly resumed: Promise<void>;
+  /** The change whose transfers' progress entries are kept (null: none seen yet). */
+  private progressChangeId: string | undefined | null = null;
 
-  constructor(private readonly deps: ClusterShellDeps) {}
+  constructor(private readonly deps: ClusterShellDeps) {
+    // drain() awaits this before its first step, so `resume` is the core's first input.
+    this.resumed = deps.chunks.storedProgress().then((incoming) => void this.queue.unshift({ type: 'resume', incoming }));
+  }
 
   start(): void {
     this.submit({ type: 'tick', now: this.deps.clock() });
@@ -114,6 +124,7 @@ export class ClusterShell {
   private async drain(): Promise<void> {
     this.draining = true;
     try {
+      await this.resumed;
       while (this.queue.length > 0 && !this.stopped) {
         const input = this.queue.shift()!;
         const effects = this.deps.core.step(input);
@@ -141,7 +152,7 @@ export class ClusterShell {
           (error: unknown) => this.deps.log.error({ err: error, transfer: effect.transfer.id }, 'transfer read failed'),
         );
       case 'store-chunk':
-        return void this.deps.chunks.store(effect.transfer, effect.chunk).then(
+        return void this.deps.chunks.store(effect.transfer, effect.chunk, effect.progress).then(
           () => this.submit({ type: 'chunk-stored', transferId: effect.transfer.id, seq: effect.seq }),
           (error: unknown) => this.deps.log.error({ err: error, transfer: effect.transfer.id }, 'transfer store failed'),
         );
@@ -154,6 +165,7 @@ export class ClusterShell {
         this.deps.log.info({ node: effect.node, available: effect.available }, 'availability');
         return this.deps.onMembership(this.deps.core.membership());
       case 'membership-changed':
+        this.forgetEndedProgress(effect.membership);
         return this.deps.onMembership(effect.membership);
       case 'admin-result': {
         const waiter = this.adminWaiters.get(effect.requestId);
@@ -177,6 +189,14 @@ export class ClusterShell {
       const self = this.deps.transport.name;
       void run(slots.filter((slot) => !writeOwners(membership, slot).includes(self)));
     }, 2 * this.deps.peerDeadlineMs).unref();
+  }
+
+  /** Once per change: the progress entries of earlier changes' transfers are of no use. */
+  private forgetEndedProgress(membership: Membership): void {
+    const changeId = membership.change?.id;
+    if (changeId === this.progressChangeId) return;
+    this.progressChangeId = changeId;
+    this.deps.chunks.forgetProgress(changeId).catch((error: unknown) => this.deps.log.error({ err: error }, 'forgetting transfer progress failed'));
   }
 
   private send(to: string, message: PeerMessage): void {

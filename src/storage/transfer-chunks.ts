@@ -7,9 +7,16 @@
 // UTF-8 strings (u32 big-endian byte length, then the bytes): keys already carry stream,
 // partition and writeId, so the target needs nothing else, and values (JSON text) are
 // copied, not escaped and parsed again. KV chunks are JSON: few, small, and structured.
+//
+// Both ends handle records as bytes, never as strings: the source reads keys and values as
+// buffers, a batch at a time (nextv), and copies them into the chunk; the target writes
+// subarrays of the chunk at the database's root, its keys prefixed with the sublevel's,
+// in one synced batch with the transfer's progress entry. Decoding 1 MiB to strings and
+// encoding it again, and abstract-level's per-record sublevel work, cost the target more
+// CPU than LevelDB's write itself (issue 3, item 10; README, "Benchmarks").
 
-import type { ChunkData, Slot, TransferPlan } from '../cluster/core/types.js';
-import type { Database, Sublevel } from './database.js';
+import type { ChunkData, DurableIncoming, Slot, TransferPlan } from '../cluster/core/types.js';
+import type { Database, EncodedPut, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';
 import type { DefinitionRecord } from './definitions.js';
 import { encodePartition } from './repository.js';
@@ -37,6 +44,14 @@ export interface TransferChunkSources {
   partitionChanged(repo: 'ssr' | 'tsr', stream: string, partition: number): void;
 }
 
+/** Records asked of LevelDB at once while reading a chunk; the first read asks for fewer. */
+const READ_BATCH_RECORDS_MAX = 1_000;
+const READ_BATCH_RECORDS_FIRST = 64;
+/** Progress entries in the `local` sublevel: `${PROGRESS_PREFIX}${transferId}`. */
+const PROGRESS_PREFIX = 'transfer-progress/';
+
+type BytePair = [Buffer, Buffer];
+
 export class TransferChunks {
   private readonly totals = new Map<string, number>();
 
@@ -53,37 +68,91 @@ export class TransferChunks {
     const sublevel = this.sublevelOf(transfer.repo);
     const ranges = this.ranges(transfer.slots);
     const totalEstimate = await this.total(transfer, sublevel, ranges);
-    const pairs: Array<[string, string]> = [];
-    let bytes = 0;
+    const taken: BytePair[] = [];
+    const state = { bytes: 0, full: false };
     for (const prefix of ranges) {
       if (cursor !== undefined && prefixEnd(prefix) <= cursor) continue;
-      const range = cursor !== undefined && cursor >= prefix ? { gt: cursor, lt: prefixEnd(prefix) } : { gte: prefix, lt: prefixEnd(prefix) };
-      for await (const [key, value] of sublevel.iterator(range)) {
-        // A record that does not fit is left for the next chunk (the cursor stays before
-        // it), unless it is the only one.
-        const size = pairBytes(key, value);
-        if (pairs.length > 0 && bytes + size > this.chunkBytesMax) return this.chunk(pairs, false, totalEstimate);
-        pairs.push([key, value]);
-        bytes += size;
-      }
+      const from = cursor !== undefined && cursor >= prefix ? { gt: Buffer.from(cursor) } : { gte: Buffer.from(prefix) };
+      await this.readRange(sublevel, { ...from, lt: Buffer.from(prefixEnd(prefix)) }, taken, state);
+      if (state.full) return this.chunk(taken, false, totalEstimate);
     }
-    return this.chunk(pairs, true, totalEstimate);
+    return this.chunk(taken, true, totalEstimate);
   }
 
-  /** Stores a chunk's records durably (synced) under their keys. */
-  async store(transfer: TransferPlan, chunk: ChunkData): Promise<void> {
+  /**
+   * Appends the range's records to `taken` until the chunk is full. A record that does not
+   * fit is left for the next chunk (the cursor stays before it), unless it is the only one.
+   * Batches are sized to what the chunk still holds, so little is read and left unused.
+   */
+  private async readRange(sublevel: Sublevel, range: { gt?: Buffer; gte?: Buffer; lt: Buffer }, taken: BytePair[], state: { bytes: number; full: boolean }): Promise<void> {
+    const iterator = sublevel.iterator<Buffer, Buffer>({ ...range, keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    try {
+      let batchRecords = READ_BATCH_RECORDS_FIRST;
+      for (let entries = await iterator.nextv(batchRecords); entries.length > 0; entries = await iterator.nextv(batchRecords)) {
+        for (const [key, value] of entries) {
+          const size = pairBytes(key, value);
+          if (taken.length > 0 && state.bytes + size > this.chunkBytesMax) {
+            state.full = true;
+            return;
+          }
+          taken.push([key, value]);
+          state.bytes += size;
+        }
+        const averageBytes = state.bytes / taken.length;
+        batchRecords = Math.min(READ_BATCH_RECORDS_MAX, Math.max(1, Math.ceil((this.chunkBytesMax - state.bytes) / averageBytes) + 1));
+      }
+    } finally {
+      await iterator.close();
+    }
+  }
+
+  /**
+   * Stores a chunk's records and the transfer's `progress` entry in one synced batch: when
+   * it resolves, both are durable, and neither is without the other.
+   */
+  async store(transfer: TransferPlan, chunk: ChunkData, progress: DurableIncoming): Promise<void> {
+    assertProgress(progress);
+    const progressPut: EncodedPut = {
+      type: 'put',
+      key: Buffer.concat([this.database.prefixOf(this.database.local), Buffer.from(PROGRESS_PREFIX + progress.transferId)]),
+      value: Buffer.from(JSON.stringify(progress)),
+    };
     if (transfer.repo === 'KV') {
+      // Definitions go through their own store (versions, listeners): a KV chunk is small,
+      // and its progress is written after it.
       await this.sources.applyDefinitions(JSON.parse(Buffer.from(chunk.bytes).toString('utf8')) as DefinitionRecord[]);
+      await this.database.batchEncoded([progressPut], { sync: true });
       return;
     }
-    const sublevel = this.sublevelOf(transfer.repo);
     const pairs = decodePairs(chunk.bytes);
-    await this.database.batch(
-      pairs.map(([key, value]) => ({ type: 'put', sublevel, key, value })),
-      { sync: true },
-    );
-    const touched = new Set(pairs.map(([key]) => `${key.split('/', 4).join('/')}/`));
+    const touched = partitionPrefixes(pairs);
+    const puts = prefixedPuts(this.database.prefixOf(this.sublevelOf(transfer.repo)), pairs);
+    puts.push(progressPut);
+    await this.database.batchEncoded(puts, { sync: true });
     for (const prefix of touched) this.tellChanged(transfer.repo, prefix);
+  }
+
+  /** Every progress entry stored with a chunk: what the core resumes from after a restart. */
+  async storedProgress(): Promise<DurableIncoming[]> {
+    const entries: DurableIncoming[] = [];
+    for await (const [key, value] of this.database.local.iterator({ gte: PROGRESS_PREFIX, lt: prefixEnd(PROGRESS_PREFIX) })) {
+      const entry = JSON.parse(value) as DurableIncoming;
+      assertProgress(entry);
+      if (key !== PROGRESS_PREFIX + entry.transferId) throw new Error(`transfer progress under '${key}' is for ${entry.transferId}`);
+      entries.push(entry);
+    }
+    return entries;
+  }
+
+  /** Deletes the progress entries of transfers outside the change in flight (they have ended). */
+  async forgetProgress(changeId: string | undefined): Promise<void> {
+    const keep = changeId === undefined ? undefined : `${PROGRESS_PREFIX}${changeId}/`;
+    const stale: string[] = [];
+    for await (const key of this.database.local.keys({ gte: PROGRESS_PREFIX, lt: prefixEnd(PROGRESS_PREFIX) })) {
+      if (keep === undefined || !key.startsWith(keep)) stale.push(key);
+    }
+    // Not synced: an entry that survives a crash is forgotten by the core and deleted again.
+    await this.database.batch(stale.map((key) => ({ type: 'del', sublevel: this.database.local, key })), { sync: false });
   }
 
   /** Deletes this node's records of the slots (it no longer owns them). */
@@ -155,9 +224,9 @@ export class TransferChunks {
     return { chunk, last, totalEstimate: all.length };
   }
 
-  private chunk(pairs: Array<[string, string]>, last: boolean, totalEstimate: number): ChunkRead {
+  private chunk(pairs: readonly BytePair[], last: boolean, totalEstimate: number): ChunkRead {
     return {
-      chunk: { bytes: encodePairs(pairs), records: pairs.length, cursor: pairs.at(-1)?.[0] ?? '' },
+      chunk: { bytes: encodePairs(pairs), records: pairs.length, cursor: pairs.at(-1)?.[0].toString('utf8') ?? '' },
       last,
       totalEstimate,
     };
@@ -169,20 +238,22 @@ export class TransferChunks {
 }
 
 const LENGTH_BYTES = 4;
+const SLASH = 0x2f;
 
-function pairBytes(key: string, value: string): number {
-  return 2 * LENGTH_BYTES + Buffer.byteLength(key) + Buffer.byteLength(value);
+function pairBytes(key: Uint8Array, value: Uint8Array): number {
+  return 2 * LENGTH_BYTES + key.length + value.length;
 }
 
-export function encodePairs(pairs: ReadonlyArray<readonly [string, string]>): Buffer {
+/** [key, value] byte pairs (UTF-8 text) as the chunk format; see the top of this file. */
+export function encodePairs(pairs: ReadonlyArray<readonly [Uint8Array, Uint8Array]>): Buffer {
   let size = 0;
   for (const [key, value] of pairs) size += pairBytes(key, value);
   const buffer = Buffer.allocUnsafe(size);
   let offset = 0;
-  const put = (text: string) => {
-    const length = buffer.write(text, offset + LENGTH_BYTES, 'utf8');
-    buffer.writeUInt32BE(length, offset);
-    offset += LENGTH_BYTES + length;
+  const put = (bytes: Uint8Array) => {
+    buffer.writeUInt32BE(bytes.length, offset);
+    buffer.set(bytes, offset + LENGTH_BYTES);
+    offset += LENGTH_BYTES + bytes.length;
   };
   for (const [key, value] of pairs) {
     put(key);
@@ -191,20 +262,63 @@ export function encodePairs(pairs: ReadonlyArray<readonly [string, string]>): Bu
   return buffer;
 }
 
-/** The inverse of encodePairs; throws on bytes that are not a whole number of pairs. */
-export function decodePairs(bytes: Uint8Array): Array<[string, string]> {
+/**
+ * The inverse of encodePairs, as subarrays of `bytes` (no copies); throws on bytes that are
+ * not a whole number of pairs.
+ */
+export function decodePairs(bytes: Uint8Array): BytePair[] {
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const pairs: Array<[string, string]> = [];
+  const pairs: BytePair[] = [];
   let offset = 0;
-  const take = (): string => {
+  const take = (): Buffer => {
     if (offset + LENGTH_BYTES > buffer.length) throw new Error('transfer chunk: truncated length');
     const length = buffer.readUInt32BE(offset);
     const end = offset + LENGTH_BYTES + length;
     if (end > buffer.length) throw new Error('transfer chunk: truncated string');
-    const text = buffer.toString('utf8', offset + LENGTH_BYTES, end);
+    const text = buffer.subarray(offset + LENGTH_BYTES, end);
     offset = end;
     return text;
   };
   while (offset < buffer.length) pairs.push([take(), take()]);
   return pairs;
+}
+
+/** Root-level puts of the pairs under the sublevel `prefix`; the prefixed keys share one allocation. */
+function prefixedPuts(prefix: Buffer, pairs: readonly BytePair[]): EncodedPut[] {
+  let keyBytes = 0;
+  for (const [key] of pairs) keyBytes += prefix.length + key.length;
+  const keys = Buffer.allocUnsafe(keyBytes);
+  let offset = 0;
+  return pairs.map(([key, value]) => {
+    const start = offset;
+    prefix.copy(keys, offset);
+    key.copy(keys, offset + prefix.length);
+    offset += prefix.length + key.length;
+    return { type: 'put', key: keys.subarray(start, offset), value };
+  });
+}
+
+/**
+ * The distinct "tenant/collection/name/<partition hex>/" prefixes of the keys. Keys come in
+ * key order, so a key is compared with the last prefix before it is split.
+ */
+function partitionPrefixes(pairs: readonly BytePair[]): Set<string> {
+  const prefixes = new Set<string>();
+  let last: Buffer | undefined;
+  for (const [key] of pairs) {
+    if (last !== undefined && key.length > last.length && key.compare(last, 0, last.length, 0, last.length) === 0) continue;
+    let end = -1;
+    for (let slashes = 0; slashes < 4; slashes += 1) {
+      end = key.indexOf(SLASH, end + 1);
+      if (end < 0) throw new Error(`transfer chunk: key '${key.toString('utf8')}' has no partition`);
+    }
+    last = key.subarray(0, end + 1);
+    prefixes.add(last.toString('utf8'));
+  }
+  return prefixes;
+}
+
+function assertProgress(entry: DurableIncoming): void {
+  const valid = typeof entry.transferId === 'string' && Number.isInteger(entry.seqAcked) && entry.seqAcked >= 1 && (entry.cursor === undefined || typeof entry.cursor === 'string');
+  if (!valid) throw new Error(`transfer progress entry is malformed: ${JSON.stringify(entry)}`);
 }

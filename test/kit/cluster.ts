@@ -84,6 +84,10 @@ export function expectedCounts(payloads: readonly object[], placement: Placement
  * Every acknowledged payload is on each owner of its partition, and nodes that do not own a
  * partition hold none of it. Counts may exceed the acknowledged ones only by payloads whose
  * request failed after being stored (`unacknowledged` of them at most).
+ *
+ * Old owners drop a partition once they adopt the table that completes its transfer, which
+ * can be a heartbeat after the new owner is Joined: the check is repeated for up to
+ * `settleMs` before its last failure is reported.
  */
 export async function expectPlacement(
   nodes: readonly NodeProcess[],
@@ -92,6 +96,26 @@ export async function expectPlacement(
   placement: Placement,
   acknowledged: readonly object[],
   unacknowledged = 0,
+  settleMs = 10_000,
+): Promise<void> {
+  const deadline = performance.now() + settleMs;
+  for (;;) {
+    try {
+      return await checkPlacement(nodes, repo, stream, placement, acknowledged, unacknowledged);
+    } catch (error) {
+      if (performance.now() >= deadline) throw error;
+      await sleep(200);
+    }
+  }
+}
+
+async function checkPlacement(
+  nodes: readonly NodeProcess[],
+  repo: string,
+  stream: string,
+  placement: Placement,
+  acknowledged: readonly object[],
+  unacknowledged: number,
 ): Promise<void> {
   const expected = expectedCounts(acknowledged, placement);
   const owners = new Ring(nodes.map((node) => node.name)).owners(placement.ringSize, placement.replicas);

@@ -14,6 +14,7 @@ import type {
   CoreConfig,
   CoreEffect,
   CoreInput,
+  DurableIncoming,
   Member,
   Membership,
   NodeState,
@@ -63,6 +64,8 @@ export class SimNode {
   incarnation = 0;
   persisted: PersistedCoreState | undefined;
   readonly storage = new FakeStorage();
+  /** The `progress` of each store-chunk, durable with its records (the shell's one synced write). */
+  readonly storedProgress = new Map<string, DurableIncoming>();
   /** Durable hinted writes: records to write again to the current write owners. */
   hints: AckedRecord[] = [];
   everStarted = false;
@@ -207,6 +210,7 @@ export class SimCluster {
     node.announcing = true;
     node.core = new ClusterCore({ ...this.config.core, name }, node.persisted, { self: node.member, lone: node.lone });
     this.log(`${name} starts (incarnation ${node.incarnation}${node.persisted === undefined ? ', fresh' : ''})`);
+    this.stepNode(node, { type: 'resume', incoming: [...node.storedProgress.values()] });
     this.stepNode(node, { type: 'slots', slots: this.config.slots });
     node.announcing = false;
     if (this.config.network === 'random') {
@@ -310,6 +314,7 @@ export class SimCluster {
       case 'store-chunk':
         return this.io(node, () => {
           node.storage.storeChunk(effect.transfer, effect.chunk);
+          node.storedProgress.set(effect.progress.transferId, effect.progress);
           this.stats.chunksStored += 1;
           this.stepNode(node, { type: 'chunk-stored', transferId: effect.transfer.id, seq: effect.seq });
         });

@@ -15,7 +15,7 @@ import {
 } from '../../src/cluster/core/placement.js';
 import { withAddedMember, withJoiningMember, withLeavingMember } from '../../src/cluster/core/membership.js';
 import { Ring } from '../../src/cluster/ring.js';
-import type { Member, Membership, NodeState, Slot } from '../../src/cluster/core/types.js';
+import type { Member, Membership, NodeState, PeerMessage, Slot } from '../../src/cluster/core/types.js';
 import { link, ScriptedCluster } from '../sim/script.js';
 
 function member(name: string, state: NodeState = 'Joined'): Member {
@@ -190,11 +190,11 @@ describe('cluster core - scripted scenarios', () => {
     expect(transfer).toMatchObject({ from: 'a', to: 'b', slots: [slot] });
     for (let chunk = 0; chunk < 3; chunk += 1) {
       expect(s.deliverFirst(ssrChunk)).toBe(true); //                          deliver a→b one chunk
-      s.settle(); //                                                           store, persist, ack
+      s.settle(); //                                                           store (records + progress), ack
     }
     expect(s.effects('b', 'store-chunk').filter((effect) => effect.transfer.repo === 'ssr').map((effect) => effect.seq)).toEqual([1, 2, 3]);
     s.crash('b'); //                                                           crash b
-    expect(s.sim.node('b').persisted!.incoming.find((entry) => entry.transferId === transfer.id)).toMatchObject({ seqAcked: 3 });
+    expect(s.sim.node('b').storedProgress.get(transfer.id)).toMatchObject({ seqAcked: 3 });
     release();
     s.restart('b').settle().tick(100); //                                       restart b
     const storedAfterRestart = s.effects('b', 'store-chunk').filter((effect) => effect.transfer.repo === 'ssr').map((effect) => effect.seq);
@@ -276,6 +276,31 @@ describe('cluster core - scripted scenarios', () => {
       expect(series.at(-1)).toMatchObject({ percentComplete: 100, complete: true });
       expect(series.filter((report) => report.percentComplete === 100).every((report) => report.complete)).toBe(true);
     }
+  });
+
+  it('transfer - progress goes to the coordinator at most once per heartbeat interval, then once at the end', () => {
+    const partition = new Ring(['a', 'b']).owners(16, 1).findIndex((owners) => owners[0] === 'b');
+    const slot = { partition, replicas: 1 };
+    const s = new ScriptedCluster({ slots: [slot], chunkRecords: 1, transferWindowChunks: 1, heartbeatIntervalMs: 50 }).lone('a');
+    s.write('a', slot, 12);
+    s.spawn('b');
+    s.add('b');
+    const chunks = link('a', 'b', 'transfer-chunk');
+    const release = s.hold(chunks);
+    s.settle().mark();
+    while (s.deliverFirst(chunks)) s.settle().tick(10); //                    deliver a→b one chunk, tick 10
+    release();
+    s.settle().tick(100);
+    expect(s.stateOf('b', 'a')).toBe('Joined');
+    const ssr = (message: PeerMessage): boolean => message.type === 'transfer-progress' && message.transferId.includes('/ssr/');
+    const reports = s.sim.node('b').effects.filter((entry) => entry.effect.type === 'send' && ssr(entry.effect.message));
+    const running = reports.filter((entry) => entry.effect.type === 'send' && entry.effect.message.type === 'transfer-progress' && !entry.effect.message.complete);
+    // 12 chunks over ~130 ms: two or three reports on the way (not 12), then completion.
+    expect(running.length).toBeGreaterThanOrEqual(1);
+    expect(running.length).toBeLessThanOrEqual(3);
+    expect(running.every((entry, index) => index === 0 || entry.at - running[index - 1]!.at >= 50)).toBe(true);
+    expect(reports.length).toBeGreaterThan(running.length);
+    expect(s.failures()).toEqual([]);
   });
 
   it('transfer - a chunk read after another cursor than the target holds is not stored', () => {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { TransferPlan } from '../../src/cluster/core/types.js';
+import type { ChunkData, DurableIncoming, TransferPlan } from '../../src/cluster/core/types.js';
 import { Database } from '../../src/storage/database.js';
 import type { DefinitionRecord } from '../../src/storage/definitions.js';
 import { TimeSeriesRepository } from '../../src/storage/tsr.js';
@@ -30,8 +30,13 @@ const sources = {
   partitionChanged: () => {},
 };
 
-function plan(slots: TransferPlan['slots']): TransferPlan {
-  return { id: 't1', repo: 'tsr', from: 'a', to: 'b', slots, complete: false, percentComplete: 0, bytes: 0, records: 0 };
+function plan(slots: TransferPlan['slots'], id = 'c1/tsr/a>b'): TransferPlan {
+  return { id, repo: 'tsr', from: 'a', to: 'b', slots, complete: false, percentComplete: 0, bytes: 0, records: 0 };
+}
+
+/** The target's progress entry once `chunk` (the `seq`th) is stored. */
+function progressOf(transfer: TransferPlan, seq: number, chunk: ChunkData): DurableIncoming {
+  return { transferId: transfer.id, seqAcked: seq, cursor: chunk.cursor, records: chunk.records, bytes: chunk.bytes.length };
 }
 
 beforeEach(async () => {
@@ -63,9 +68,9 @@ describe('transfer chunks - read, resume, store, drop', () => {
       const { chunk, last, totalEstimate } = await reader.read(transfer, cursor);
       expect(totalEstimate).toBe(150);
       expect(chunk.bytes.length).toBeLessThanOrEqual(2_000);
-      await writer.store(transfer, chunk);
-      moved += chunk.records;
       chunks += 1;
+      await writer.store(transfer, chunk, progressOf(transfer, chunks, chunk));
+      moved += chunk.records;
       cursor = chunk.cursor;
       if (last) break;
     }
@@ -82,9 +87,28 @@ describe('transfer chunks - read, resume, store, drop', () => {
     const transfer = plan([{ partition: 0, replicas: 2 }]);
     const { chunk, last } = await reader.read(transfer, undefined);
     expect(last).toBe(true);
-    await writer.store(transfer, chunk);
-    await writer.store(transfer, chunk);
+    await writer.store(transfer, chunk, progressOf(transfer, 1, chunk));
+    await writer.store(transfer, chunk, progressOf(transfer, 1, chunk));
     expect(Object.fromEntries(await new TimeSeriesRepository(target).countByPartition('demo/c/a'))).toEqual({ 0: 75 });
+  });
+
+  it('stores each chunk with its progress entry, which outlives a reopen until its change has ended', async () => {
+    const reader = new TransferChunks(source, sources, 2_000);
+    const transfer = plan([{ partition: 1, replicas: 2 }, { partition: 2, replicas: 2 }]);
+    const first = await reader.read(transfer, undefined);
+    const second = await reader.read(transfer, first.chunk.cursor);
+    expect(second.chunk.cursor > first.chunk.cursor).toBe(true);
+    const writer = new TransferChunks(target, sources, 2_000);
+    await writer.store(transfer, first.chunk, progressOf(transfer, 1, first.chunk));
+    await writer.store(transfer, second.chunk, progressOf(transfer, 2, second.chunk));
+    const older = plan([{ partition: 0, replicas: 2 }], 'c0/tsr/a>b');
+    const olderChunk = (await reader.read(older, undefined)).chunk;
+    await writer.store(older, olderChunk, progressOf(older, 1, olderChunk));
+    expect(await writer.storedProgress()).toEqual([progressOf(older, 1, olderChunk), progressOf(transfer, 2, second.chunk)]);
+    await writer.forgetProgress('c1');
+    expect(await writer.storedProgress()).toEqual([progressOf(transfer, 2, second.chunk)]);
+    await writer.forgetProgress(undefined);
+    expect(await writer.storedProgress()).toEqual([]);
   });
 
   it('drops the slots a node no longer owns and nothing else', async () => {
@@ -99,9 +123,9 @@ describe('transfer chunks - read, resume, store, drop', () => {
 describe('transfer chunks - encoding', () => {
   it('round-trips pairs with any text, and refuses truncated bytes', async () => {
     const { decodePairs, encodePairs } = await import('../../src/storage/transfer-chunks.js');
-    const pairs: Array<[string, string]> = [['a/b/c/0001/x', '{"é":"😀","q":"\\"quoted\\""}'], ['', ''], ['k', 'v'.repeat(70_000)]];
-    const bytes = encodePairs(pairs);
-    expect(decodePairs(bytes)).toEqual(pairs);
+    const texts: Array<[string, string]> = [['a/b/c/0001/x', '{"é":"😀","q":"\\"quoted\\""}'], ['', ''], ['k', 'v'.repeat(70_000)]];
+    const bytes = encodePairs(texts.map(([key, value]) => [Buffer.from(key), Buffer.from(value)]));
+    expect(decodePairs(bytes).map(([key, value]) => [key.toString('utf8'), value.toString('utf8')])).toEqual(texts);
     expect(() => decodePairs(bytes.subarray(0, bytes.length - 1))).toThrow(/truncated/);
   });
 });

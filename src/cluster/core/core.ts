@@ -17,13 +17,17 @@
 // 1. Step inputs one at a time and run each step's effects in the order given, before the
 //    effects of any later step. `persist` writes persistedState() as it is when the effect
 //    runs and is synced before any later effect runs: a table is durable before it is
-//    sent, answered to an admin command, or acted on by a `drop`; a chunk's seqAcked is
-//    durable before its ack and progress go out.
+//    sent, answered to an admin command, or acted on by a `drop`.
 // 2. Answer every read-chunk with exactly one chunk-read and every store-chunk with exactly
 //    one chunk-stored (retry I/O errors inside the shell; crash if they persist). The core
 //    keeps one read and one store in flight per transfer, so answers cannot overtake. A
-//    store-chunk is durable (synced) before its chunk-stored. `send` is fire-and-forget; a
-//    failed connection may be reported as `unreachable`.
+//    store-chunk's records and its `progress` entry are durable together (one synced
+//    write) before its chunk-stored: that is what makes a chunk's seqAcked durable before
+//    its ack goes out. `send` is fire-and-forget; a failed connection may be reported as
+//    `unreachable`.
+// 2a. On every start, step `resume` first, with every `progress` entry stored since the
+//    last time this node's transfers ended (stale entries are harmless: a transfer that
+//    is no longer wanted is forgotten).
 // 3. Feed `tick` with a monotonic clock (performance.now()-like), every 10–100 ms.
 // 4. Feed `slots` at start, before any admin command is forwarded, and whenever a persisted
 //    stream brings a new (partition, replicas) pair.
@@ -138,6 +142,11 @@ export class ClusterCore {
 
   step(input: CoreInput): CoreEffect[] {
     const effects: CoreEffect[] = [];
+    if (input.type === 'resume') {
+      assert(!this.started, 'resume after the first step');
+      // A node that has no table yet can have no transfer to resume (its table is durable before any request).
+      if (this.bootstrapped) this.target.resume(input.incoming);
+    }
     if (input.type === 'tick') this.advanceClock(input.now);
     if (!this.started) this.start(effects);
     switch (input.type) {
@@ -161,6 +170,8 @@ export class ClusterCore {
         break;
       case 'slots':
         this.onSlots(input.slots, effects);
+        break;
+      case 'resume':
         break;
     }
     this.afterStep(effects);
@@ -405,9 +416,11 @@ export class ClusterCore {
       if (known.complete && from !== this.name) this.sendMembership(from, effects); // it waits to see completion
       return;
     }
-    const completes = report.complete && !known.complete;
-    this.adopt(next, effects, completes);
-    if (!completes) this.progressDirty = true;
+    if (report.complete && !known.complete) return this.adopt(next, effects, true);
+    // Progress alone moves no member, owner or completion: there is nothing for adopt() to
+    // check, persist or act on, and the next heartbeat carries the table (progressDirty).
+    this.current = next;
+    this.progressDirty = true;
   }
 
   private routeProgress(report: ProgressReport, effects: CoreEffect[]): void {

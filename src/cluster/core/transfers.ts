@@ -2,16 +2,20 @@
 // plain state owned by ClusterCore; they never do I/O, they push effects.
 //
 // Target: asks its source for chunks from `seqAcked + 1`, stores them strictly in order
-// (one store in flight, so `seqAcked` and `cursor` are always one consistent prefix), and
-// only after a chunk is durable *and* that fact is persisted does it ack the source and
-// report progress. A kill of either end loses at most the unacked chunks: the target
-// resumes from its persisted `seqAcked`/`cursor`, and a source keeps no durable state at all.
+// (one store in flight, so `seqAcked` and `cursor` are always one consistent prefix). A
+// chunk's records and the transfer's new `seqAcked`/`cursor` are made durable by one
+// synced write (store-chunk's `progress`), and only after it does the target ack the
+// source. Progress goes to the coordinator once per heartbeat interval, and at the end:
+// each report changes the replicated table, so one per chunk would cost the coordinator a
+// table update per MiB for a percentage nobody reads that often. A kill of either end
+// loses at most the unacked chunks: the target resumes from its durable `seqAcked`/`cursor`
+// (handed back by `resume`), and a source keeps no durable state at all.
 //
 // Source: reads one chunk at a time (a read continues from the previous chunk's cursor),
 // and stays at most `transferWindowChunks` chunks ahead of the target's acks.
 
 import { assert, compareText, transferCovers, uncoveredNeeds } from './placement.js';
-import type { ChunkData, CoreConfig, CoreEffect, Membership, PeerMessage, TransferPlan } from './types.js';
+import type { ChunkData, CoreConfig, CoreEffect, DurableIncoming, Membership, PeerMessage, TransferPlan } from './types.js';
 
 type ChunkMessage = Extract<PeerMessage, { type: 'transfer-chunk' }>;
 type RequestMessage = Extract<PeerMessage, { type: 'transfer-request' }>;
@@ -24,14 +28,6 @@ export interface TransferContext {
   send(to: string, message: PeerMessage, effects: CoreEffect[]): void;
   /** Hands a progress report to the coordinator (locally when this node is it). */
   reportProgress(report: Extract<PeerMessage, { type: 'transfer-progress' }>, effects: CoreEffect[]): void;
-}
-
-export interface DurableIncoming {
-  transferId: string;
-  seqAcked: number;
-  cursor: string | undefined;
-  records?: number;
-  bytes?: number;
 }
 
 interface IncomingTransfer {
@@ -49,6 +45,8 @@ interface IncomingTransfer {
   lastActivityAt: number;
   totalEstimate: number;
   percentReported: number;
+  /** `records` as of the last progress report: more since means a report is due. */
+  recordsReported: number;
   /** The last chunk is durable: only the coordinator's acknowledgement is missing. */
   done: boolean;
   lastProgressAt: number;
@@ -61,7 +59,21 @@ export class TargetTransfers {
   private readonly resumable = new Map<string, DurableIncoming>();
 
   constructor(private readonly self: string, persisted: readonly DurableIncoming[]) {
-    for (const entry of persisted) this.resumable.set(entry.transferId, entry);
+    this.resume(persisted);
+  }
+
+  /**
+   * Adds durable progress to resume from (before the first pursue()): of two entries for
+   * one transfer, the one further on wins. Both are durable facts, and the store that
+   * wrote the further one also wrote every record before its cursor.
+   */
+  resume(entries: readonly DurableIncoming[]): void {
+    assert(this.transfers.size === 0, 'resume after transfers started');
+    for (const entry of entries) {
+      assert(Number.isInteger(entry.seqAcked) && entry.seqAcked >= 0, `transfer ${entry.transferId} resumes at seq ${entry.seqAcked}`);
+      const known = this.resumable.get(entry.transferId);
+      if (known === undefined || entry.seqAcked > known.seqAcked) this.resumable.set(entry.transferId, entry);
+    }
   }
 
   durableState(): DurableIncoming[] {
@@ -105,6 +117,7 @@ export class TargetTransfers {
         lastActivityAt: context.now,
         totalEstimate: 0,
         percentReported: plan.percentComplete,
+        recordsReported: resumed?.records ?? 0,
         done: false,
         lastProgressAt: context.now,
       };
@@ -144,22 +157,34 @@ export class TargetTransfers {
       transfer.done = true;
       transfer.buffer.clear();
     }
-    // Order (STYLE.md): the new seqAcked is durable before the source may forget the chunk.
-    effects.push({ type: 'persist' });
+    // Order (STYLE.md): the new seqAcked is durable (chunk-stored comes after the store
+    // that wrote it with the records) before the source may forget the chunk.
     context.send(transfer.plan.from, { type: 'transfer-ack', transferId, seq }, effects);
-    this.sendProgress(transfer, context, effects);
+    if (transfer.done || this.progressDue(transfer, context)) this.sendProgress(transfer, context, effects);
     this.storeNext(transfer, effects);
   }
 
-  /** Re-requests stalled transfers and repeats completion reports until the membership shows them. */
+  /**
+   * Re-requests stalled transfers, reports progress not yet reported, and repeats
+   * completion reports until the membership shows them.
+   */
   onTick(context: TransferContext, effects: CoreEffect[]): void {
     for (const transfer of this.transfers.values()) {
+      const reportDue = context.now - transfer.lastProgressAt >= context.config.heartbeatIntervalMs;
       if (transfer.done) {
-        if (context.now - transfer.lastProgressAt >= context.config.heartbeatIntervalMs) this.sendProgress(transfer, context, effects);
-      } else if (transfer.storing === undefined && context.now - transfer.lastActivityAt >= context.config.transferStallMs) {
+        if (reportDue) this.sendProgress(transfer, context, effects);
+        continue;
+      }
+      if (this.progressDue(transfer, context)) this.sendProgress(transfer, context, effects);
+      if (transfer.storing === undefined && context.now - transfer.lastActivityAt >= context.config.transferStallMs) {
         this.request(transfer, context, effects);
       }
     }
+  }
+
+  /** Records stored since the last report, and a heartbeat interval gone by since it. */
+  private progressDue(transfer: IncomingTransfer, context: TransferContext): boolean {
+    return transfer.records > transfer.recordsReported && context.now - transfer.lastProgressAt >= context.config.heartbeatIntervalMs;
   }
 
   private request(transfer: IncomingTransfer, context: TransferContext, effects: CoreEffect[]): void {
@@ -178,7 +203,14 @@ export class TargetTransfers {
     // at its start: drop it, the stall timer re-requests from our cursor.
     if (next.fromCursor !== transfer.cursor) return;
     transfer.storing = next;
-    effects.push({ type: 'store-chunk', transfer: transfer.plan, seq: next.seq, chunk: next.chunk });
+    const progress: DurableIncoming = {
+      transferId: transfer.plan.id,
+      seqAcked: next.seq,
+      cursor: next.chunk.cursor,
+      records: transfer.records + next.chunk.records,
+      bytes: transfer.bytes + next.chunk.bytes.length,
+    };
+    effects.push({ type: 'store-chunk', transfer: transfer.plan, seq: next.seq, chunk: next.chunk, progress });
   }
 
   private sendProgress(transfer: IncomingTransfer, context: TransferContext, effects: CoreEffect[]): void {
@@ -188,6 +220,7 @@ export class TargetTransfers {
     transfer.percentReported = Math.max(transfer.percentReported, transfer.plan.percentComplete, measured);
     if (!transfer.done) transfer.percentReported = Math.min(transfer.percentReported, 99);
     transfer.lastProgressAt = context.now;
+    transfer.recordsReported = transfer.records;
     context.reportProgress(
       {
         type: 'transfer-progress',

@@ -115,8 +115,14 @@ export type CoreInput =
   | { type: 'receive'; from: string; message: PeerMessage }
   /** Source side: the shell read the chunk asked for by a read-chunk effect. */
   | { type: 'chunk-read'; transferId: string; seq: number; chunk: ChunkData; last: boolean; totalEstimate: number }
-  /** Target side: the chunk of a store-chunk effect is durable. */
+  /** Target side: the chunk of a store-chunk effect is durable, with its `progress`. */
   | { type: 'chunk-stored'; transferId: string; seq: number }
+  /**
+   * The first input after a (re)start, before any other: the progress entries the shell
+   * stored with chunks (store-chunk's `progress`). The core resumes each transfer from
+   * the further of this and its persisted state.
+   */
+  | { type: 'resume'; incoming: DurableIncoming[] }
   /** The shell could not reach a peer for a send (gRPC error): feeds the failure detector. */
   | { type: 'unreachable'; node: string }
   /** Streams changed: the slots in use now. */
@@ -127,7 +133,12 @@ export type CoreEffect =
   /** Make the core's durable state (persistedState()) durable before any later effect runs. */
   | { type: 'persist' }
   | { type: 'read-chunk'; transfer: TransferPlan; seq: number; cursor: string | undefined }
-  | { type: 'store-chunk'; transfer: TransferPlan; seq: number; chunk: ChunkData }
+  /**
+   * Store the chunk's records and `progress` (the transfer's durable entry once this chunk
+   * is stored) in one synced write, then answer chunk-stored: records and the point to
+   * resume from are durable together, with one fsync and no persist in between.
+   */
+  | { type: 'store-chunk'; transfer: TransferPlan; seq: number; chunk: ChunkData; progress: DurableIncoming }
   /** Delete this node's data of these slots: it no longer owns them and the new owners have it. */
   | { type: 'drop'; repo: 'ssr' | 'tsr'; slots: Slot[] }
   | { type: 'node-state'; node: string; state: NodeState }
@@ -139,15 +150,21 @@ export type CoreEffect =
 /** What survives a crash: the core is rebuilt from it with `restart`. */
 export interface PersistedCoreState {
   membership: Membership;
-  /** Target side: per incoming transfer, the last durable chunk and where to resume. */
-  incoming: Array<{
-    transferId: string;
-    seqAcked: number;
-    cursor: string | undefined;
-    /** Records and bytes durable so far: keep percentComplete rising across a restart. */
-    records?: number;
-    bytes?: number;
-  }>;
+  /**
+   * Target side: per incoming transfer, the last durable chunk and where to resume, as of
+   * the last persist. Chunks stored since carry newer entries of their own (`resume`).
+   */
+  incoming: DurableIncoming[];
+}
+
+/** Where an incoming transfer resumes: its last durable chunk and the cursor after it. */
+export interface DurableIncoming {
+  transferId: string;
+  seqAcked: number;
+  cursor: string | undefined;
+  /** Records and bytes durable so far: keep percentComplete rising across a restart. */
+  records?: number;
+  bytes?: number;
 }
 
 export interface CoreConfig {
