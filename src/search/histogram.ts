@@ -72,6 +72,58 @@ export function emptyHistogram(startMs: number, endMs: number, frequency: Freque
   return { start: new Date(startMs).toISOString(), end: new Date(endMs).toISOString(), frequency, buckets: new Array<number>(count).fill(0) };
 }
 
+/** The first millisecond of bucket `index`, counted from the bucket of `startMs`. */
+export function bucketBoundary(startMs: number, index: number, frequency: Frequency): number {
+  const fixed = FIXED_MS[frequency];
+  if (fixed !== undefined) return (Math.floor(startMs / fixed) + index) * fixed;
+  const date = new Date(startMs);
+  const year = date.getUTCFullYear();
+  return frequency === 'YEAR' ? Date.UTC(year + index, 0, 1) : Date.UTC(year, date.getUTCMonth() + index, 1);
+}
+
+/**
+ * Counts into the histogram the times in `times[from, to)`, which are sorted ascending:
+ * one binary search per bucket when buckets are fewer than times, else one step per time.
+ */
+export function addSortedTimes(histogram: Histogram, startMs: number, endMs: number, times: Float64Array, from: number, to: number): void {
+  let at = lowerBound(times, startMs, from, to);
+  const end = upperBound(times, endMs, at, to);
+  const buckets = histogram.buckets;
+  if (buckets.length * Math.log2(end - at + 2) > end - at) {
+    for (; at < end; at++) buckets[bucketIndex(startMs, times[at]!, histogram.frequency)]! += 1;
+    return;
+  }
+  for (let index = 0; index < buckets.length && at < end; index++) {
+    const next = index + 1 === buckets.length ? end : lowerBound(times, bucketBoundary(startMs, index + 1, histogram.frequency), at, end);
+    buckets[index]! += next - at;
+    at = next;
+  }
+}
+
+/** The first position in sorted `times[from, to)` holding a time not below `ms` (else `to`). */
+export function lowerBound(times: Float64Array, ms: number, from: number, to: number): number {
+  let low = from;
+  let high = to;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (times[middle]! < ms) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/** The first position in sorted `times[from, to)` holding a time above `ms` (else `to`). */
+export function upperBound(times: Float64Array, ms: number, from: number, to: number): number {
+  let low = from;
+  let high = to;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (times[middle]! <= ms) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
 export function addToHistogram(histogram: Histogram, startMs: number, endMs: number, ms: number): void {
   if (ms < startMs || ms > endMs) return;
   histogram.buckets[bucketIndex(startMs, ms, histogram.frequency)]! += 1;

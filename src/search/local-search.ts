@@ -2,15 +2,18 @@
 // ssr index. The answer is made of parts the node asked can merge exactly: totals, each
 // stream's best hits, facet count trees, range counts and histogram buckets.
 
+import type { Expr } from './expression/ast.js';
+import type { CompileOptions } from './expression/compiled.js';
 import { datetimeMs } from './expression/datetime.js';
-import { compile, matches, type Evaluator } from './expression/evaluate.js';
+import { compile, matches } from './expression/evaluate.js';
 import { termsOf } from './expression/analysis.js';
 import { parseExpression } from './expression/parser.js';
-import type { Analyzer, TermPattern } from './expression/patterns.js';
+import type { Analyzer } from './expression/patterns.js';
 import { countPath, countRanges, emptyTree, type CountTree, type FacetNode, type RangeFacetRequest } from './facets.js';
-import { addToHistogram, emptyHistogram, type Frequency, type Histogram } from './histogram.js';
-import type { SsrDocument } from './partition-index.js';
+import { addSortedTimes, addToHistogram, emptyHistogram, lowerBound, upperBound, type Frequency, type Histogram } from './histogram.js';
+import type { PartitionIndex, ScoredDocuments } from './partition-index.js';
 import type { SsrIndex } from './ssr-index.js';
+import { TopHits } from './top-hits.js';
 import { pathReader } from '../json.js';
 
 export interface StreamSearchPart {
@@ -79,6 +82,8 @@ export async function searchLocally(index: SsrIndex, request: LocalSearchRequest
   return { streams, histogram };
 }
 
+type PayloadTest = (payload: Record<string, unknown>) => boolean;
+
 async function searchStream(
   index: SsrIndex,
   part: StreamSearchPart,
@@ -88,56 +93,145 @@ async function searchStream(
 ): Promise<StreamSearchResult> {
   const fromContributor = contributorFilter(part, idSets);
   // A domain none of whose contributors can appear in this stream: nothing to read.
-  if (fromContributor === false) {
-    return {
-      stream: part.stream,
-      total: 0,
-      hits: [],
-      facets: part.taxonomyFacets.map((facet) => ({ dimension: facet.dimension, tree: treeToJson(emptyTree()) })),
-      ranges: part.rangeFacets.map((facet) => countRanges(facet, [])),
-    };
-  }
+  if (fromContributor === false) return new StreamTally(part, request, undefined).result();
   const query = compileQuery(part);
-  const facetTrees = part.taxonomyFacets.map(() => emptyTree());
-  const facetLevels = part.taxonomyFacets.map((facet) => facet.levels.map(levelReader));
-  const rangeValues: unknown[][] = part.rangeFacets.map(() => []);
-  const drilldowns = part.drilldowns.map((drilldown) => ({ readers: drilldown.levels.map(levelReader), values: drilldown.values }));
-  const timeOf = part.tsField === undefined ? undefined : pathReader(part.tsField);
-  const rangeReaders = part.rangeFacets.map((facet) => pathReader(facet.field));
-  const hits: Hit[] = [];
-  let total = 0;
+  const filter = documentFilter(part, fromContributor);
+  const tally = new StreamTally(part, request, histogram);
   for (const partition of part.partitions) {
-    const partitionIndex = await index.partition(part.stream, partition);
-    for (const [document, score] of query.candidates(partitionIndex)) {
-      if (request.range && (document.timestamp < request.range.start || document.timestamp > request.range.end)) continue;
-      if (fromContributor !== undefined && !fromContributor(document.payload)) continue;
-      if (!query.accepts(document.payload)) continue;
-      if (!drilldowns.every(({ readers, values }) => values.every((value, level) => readers[level]?.(document.payload) === value))) continue;
-      total += 1;
-      if (request.hitsMax > 0) hits.push({ score, writeId: document.writeId, data: document.payload });
-      facetLevels.forEach((readers, facet) => countPath(facetTrees[facet]!, readers.map((read) => read(document.payload))));
-      rangeReaders.forEach((read, position) => rangeValues[position]!.push(read(document.payload)));
-      if (histogram && request.histogram) {
-        const at = timeOf === undefined ? document.timestamp : datetimeOf(timeOf(document.payload));
-        if (at !== undefined) addToHistogram(histogram, request.histogram.start, request.histogram.end, at);
+    const partitionIndex = index.built(part.stream, partition) ?? (await index.partition(part.stream, partition));
+    const plan = query.plan(partitionIndex);
+    searchPartition(partitionIndex, plan.candidates, both(plan.accepts, filter), request.range, tally);
+  }
+  return tally.result();
+}
+
+/**
+ * Tallies the documents of one partition that pass: the candidates (else every document,
+ * in time order when a range is asked), within the range, accepted by the test.
+ */
+function searchPartition(
+  index: PartitionIndex,
+  candidates: ScoredDocuments | undefined,
+  test: PayloadTest | undefined,
+  range: { start: number; end: number } | undefined,
+  tally: StreamTally,
+): void {
+  if (candidates !== undefined) {
+    for (let at = 0; at < candidates.length; at++) {
+      const document = candidates.documents[at]!;
+      if (range !== undefined) {
+        const timestamp = index.timestamp(document);
+        if (timestamp < range.start || timestamp > range.end) continue;
       }
+      if (test !== undefined && !test(index.payload(document))) continue;
+      tally.add(index, document, candidates.scores[at]!);
+    }
+    return;
+  }
+  if (range === undefined) {
+    for (let document = 0; document < index.size; document++) {
+      if (test === undefined || test(index.payload(document))) tally.add(index, document, 0);
+    }
+    return;
+  }
+  const byTime = index.byTime();
+  const from = lowerBound(byTime.times, range.start, 0, byTime.length);
+  const to = upperBound(byTime.times, range.end, from, byTime.length);
+  // Only counts by stored timestamp wanted: the sorted times answer without a document.
+  if (test === undefined && tally.countsTimesOnly) return tally.addSortedTimes(byTime.times, from, to);
+  for (let at = from; at < to; at++) {
+    const document = byTime.documents[at]!;
+    if (test === undefined || test(index.payload(document))) tally.add(index, document, 0);
+  }
+}
+
+/** What one stream's documents add up to on this node: total, best hits, facets, histogram. */
+class StreamTally {
+  private total = 0;
+  private readonly hits: TopHits<Hit>;
+  private readonly facetTrees: CountTree[];
+  private readonly facetLevels: Array<Array<(payload: Record<string, unknown>) => string | undefined>>;
+  private readonly rangeReaders: Array<(payload: Record<string, unknown>) => unknown>;
+  private readonly rangeValues: unknown[][];
+  private readonly timeOf: ((payload: Record<string, unknown>) => unknown) | undefined;
+  private readonly histogramRange: { start: number; end: number } | undefined;
+
+  constructor(
+    private readonly part: StreamSearchPart,
+    request: LocalSearchRequest,
+    private readonly histogram: Histogram | undefined,
+  ) {
+    this.hits = new TopHits<Hit>(request.hitsMax);
+    this.facetTrees = part.taxonomyFacets.map(() => emptyTree());
+    this.facetLevels = part.taxonomyFacets.map((facet) => facet.levels.map(levelReader));
+    this.rangeReaders = part.rangeFacets.map((facet) => pathReader(facet.field));
+    this.rangeValues = part.rangeFacets.map(() => []);
+    this.timeOf = part.tsField === undefined ? undefined : pathReader(part.tsField);
+    this.histogramRange = histogram === undefined ? undefined : request.histogram;
+  }
+
+  /** Whether only the total and a histogram of stored timestamps are wanted. */
+  get countsTimesOnly(): boolean {
+    return this.hits.limit === 0 && this.facetTrees.length === 0 && this.rangeReaders.length === 0 && this.timeOf === undefined;
+  }
+
+  add(index: PartitionIndex, document: number, score: number): void {
+    this.total += 1;
+    if (this.hits.limit > 0) {
+      const writeId = index.writeId(document);
+      if (this.hits.admits(score, writeId)) this.hits.offer({ score, writeId, data: index.payload(document) });
+    }
+    for (let facet = 0; facet < this.facetLevels.length; facet++) {
+      const payload = index.payload(document);
+      countPath(this.facetTrees[facet]!, this.facetLevels[facet]!.map((read) => read(payload)));
+    }
+    for (let facet = 0; facet < this.rangeReaders.length; facet++) this.rangeValues[facet]!.push(this.rangeReaders[facet]!(index.payload(document)));
+    if (this.histogram !== undefined && this.histogramRange !== undefined) {
+      const at = this.timeOf === undefined ? index.timestamp(document) : datetimeOf(this.timeOf(index.payload(document)));
+      if (at !== undefined) addToHistogram(this.histogram, this.histogramRange.start, this.histogramRange.end, at);
     }
   }
-  hits.sort(compareHits);
-  return {
-    stream: part.stream,
-    total,
-    hits: hits.slice(0, request.hitsMax),
-    facets: part.taxonomyFacets.map((facet, position) => ({ dimension: facet.dimension, tree: treeToJson(facetTrees[position]!) })),
-    ranges: part.rangeFacets.map((facet, position) => countRanges(facet, rangeValues[position]!)),
-  };
+
+  /** Counts the documents whose sorted stored timestamps are `times[from, to)`. */
+  addSortedTimes(times: Float64Array, from: number, to: number): void {
+    this.total += to - from;
+    if (this.histogram !== undefined && this.histogramRange !== undefined) {
+      addSortedTimes(this.histogram, this.histogramRange.start, this.histogramRange.end, times, from, to);
+    }
+  }
+
+  result(): StreamSearchResult {
+    return {
+      stream: this.part.stream,
+      total: this.total,
+      hits: this.hits.sorted(),
+      facets: this.part.taxonomyFacets.map((facet, position) => ({ dimension: facet.dimension, tree: treeToJson(this.facetTrees[position]!) })),
+      ranges: this.part.rangeFacets.map((facet, position) => countRanges(facet, this.rangeValues[position]!)),
+    };
+  }
+}
+
+function both(a: PayloadTest | undefined, b: PayloadTest | undefined): PayloadTest | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return (payload) => a(payload) && b(payload);
+}
+
+/** The taxonomy drilldowns and the domain's contributor test; undefined when there are none. */
+function documentFilter(part: StreamSearchPart, fromContributor: PayloadTest | undefined): PayloadTest | undefined {
+  const drilldowns = part.drilldowns.map((drilldown) => ({ readers: drilldown.levels.map(levelReader), values: drilldown.values }));
+  const drilledDown: PayloadTest | undefined =
+    drilldowns.length === 0
+      ? undefined
+      : (payload) => drilldowns.every(({ readers, values }) => values.every((value, level) => readers[level]?.(payload) === value));
+  return both(fromContributor, drilledDown);
 }
 
 /**
  * The domain's test of a payload: one of its contributor fields holds an allowed id.
  * undefined: no domain; false: no payload can pass.
  */
-function contributorFilter(part: StreamSearchPart, idSets: ReadonlyMap<string, ReadonlySet<string>>): ((payload: Record<string, unknown>) => boolean) | undefined | false {
+function contributorFilter(part: StreamSearchPart, idSets: ReadonlyMap<string, ReadonlySet<string>>): PayloadTest | undefined | false {
   if (part.contributorFields === undefined) return undefined;
   const fields = part.contributorFields
     .map((field) => ({
@@ -157,34 +251,59 @@ function contributorFilter(part: StreamSearchPart, idSets: ReadonlyMap<string, R
 }
 
 interface CompiledQuery {
-  accepts(payload: Record<string, unknown>): boolean;
-  candidates(index: { all(): readonly SsrDocument[]; candidates(patterns: readonly TermPattern[]): Map<number, number> | undefined; document(id: number): SsrDocument }): Iterable<[SsrDocument, number]>;
+  /** For one partition: the candidate documents (undefined: all) and the test each must pass (undefined: none). */
+  plan(index: PartitionIndex): { candidates: ScoredDocuments | undefined; accepts: PayloadTest | undefined };
 }
 
-/** The expression compiled once per stream, and the search terms that narrow candidates. */
+/**
+ * The expression compiled once per stream, and the search terms that narrow candidates.
+ * Where the index proves the field-less search() conjuncts (issue 4: their terms were
+ * expanded completely, with the analyzer the expression uses), only the other conjuncts
+ * are evaluated per candidate; `&&` is true exactly when every operand is.
+ */
 function compileQuery(part: StreamSearchPart): CompiledQuery {
-  if (part.base === undefined || part.base.trim() === '') {
-    return { accepts: () => true, candidates: (index) => index.all().map((document) => [document, 0] as [SsrDocument, number]) };
-  }
+  if (part.base === undefined || part.base.trim() === '') return { plan: () => ({ candidates: undefined, accepts: undefined }) };
   const options = { analyzer: part.analyzer };
   const expression = parseExpression(part.base);
-  const evaluator: Evaluator = compile(expression, options);
+  const whole = compile(expression, options);
+  const accepts: PayloadTest = (payload) => matches(whole, payload);
   const required = termsOf(expression, options).required.filter((term) => term.function === 'search');
   const patterns = required.flatMap((term) => term.terms);
+  if (patterns.length === 0) return { plan: () => ({ candidates: undefined, accepts }) };
+  const residual = residualTest(expression, options);
   return {
-    accepts: (payload) => matches(evaluator, payload),
-    candidates: (index) => {
-      const found = patterns.length === 0 ? undefined : index.candidates(patterns);
-      if (found === undefined) return index.all().map((document) => [document, 0] as [SsrDocument, number]);
-      return [...found].map(([id, score]) => [index.document(id), score] as [SsrDocument, number]);
+    plan: (index) => {
+      // An index built with another analyzer than the mapping's now: its terms prove nothing.
+      if (index.analyzer !== part.analyzer) return { candidates: undefined, accepts };
+      const { matched, complete } = index.match(patterns);
+      return { candidates: matched, accepts: complete && matched !== undefined ? residual : accepts };
     },
   };
 }
 
-/** Most relevant first; equal scores in write order, so every page comes back the same. */
-export function compareHits(a: { score: number; writeId: string }, b: { score: number; writeId: string }): number {
-  return b.score - a.score || (a.writeId < b.writeId ? -1 : a.writeId > b.writeId ? 1 : 0);
+/** The top-level conjuncts other than field-less search() calls, as one test; undefined: none. */
+function residualTest(expression: Expr, options: CompileOptions): PayloadTest | undefined {
+  const left = topLevelConjuncts(expression).filter((conjunct) => !isFieldlessSearch(conjunct, options));
+  if (left.length === 0) return undefined;
+  const evaluators = left.map((conjunct) => compile(conjunct, options));
+  return (payload) => {
+    for (const evaluator of evaluators) if (!matches(evaluator, payload)) return false;
+    return true;
+  };
 }
+
+function topLevelConjuncts(expression: Expr): Expr[] {
+  if (expression.kind !== 'logical' || expression.operator !== '&&') return [expression];
+  return expression.operands.flatMap(topLevelConjuncts);
+}
+
+function isFieldlessSearch(conjunct: Expr, options: CompileOptions): boolean {
+  if (conjunct.kind !== 'call') return false;
+  const [term] = termsOf(conjunct, options).required;
+  return term !== undefined && term.function === 'search' && term.field === undefined;
+}
+
+export { compareHits } from './top-hits.js';
 
 const DATE_PART = /^(year|month|day)\(\s*([^()\s]+)\s*\)$/;
 

@@ -1,117 +1,325 @@
 // The full-text index of one (stream, partition) of the ssr (DESIGN.md, "ssr"): the
-// documents, a MiniSearch index of their string values for candidates and BM25 scores,
-// and a term dictionary to expand wildcard and fuzzy terms (MiniSearch has no mid-term
-// wildcard, DEPENDENCIES.md). Candidates are a superset; the compiled expression decides.
+// documents, own postings of their string values' terms (postings.ts) for candidates and
+// BM25 scores, a term dictionary that expands wildcard, prefix and fuzzy terms
+// (term-dictionary.ts), and the documents in timestamp order for time ranges and
+// histograms. Documents are numbered in the order they are added; ingest appends to a
+// built index, and a transfer replaces it (ssr-index.ts).
+//
+// Relevance is BM25 as MiniSearch computed it before this index replaced it (issue 4):
+// k 1.2, b 0.7, d 0.5, a document's length being its number of distinct terms, and a
+// pattern's score being the sum over the terms it expanded to times how many of them the
+// document holds. The average length is the exact mean, so every replica of a partition
+// scores alike whatever order it received the documents in.
 
-import MiniSearch from 'minisearch';
-import SearchableMap from 'minisearch/SearchableMap';
 import type { Analyzer, TermPattern } from './expression/patterns.js';
 import { tokenize } from './expression/patterns.js';
+import { grown, Postings } from './postings.js';
+import { HASH_START, hashStep, lowerAscii, TermDictionary } from './term-dictionary.js';
+
+export { EXPANDED_TERMS_MAX } from './term-dictionary.js';
 
 export interface SsrDocument {
   writeId: string;
-  partition: number;
   /** Epoch ms: the stream's primary timestamp, else the time of receipt. */
   timestamp: number;
   payload: Record<string, unknown>;
 }
 
-interface IndexedText {
-  id: number;
-  text: string;
+/** Documents (ascending ids) with their scores: `length` entries of each array are used. */
+export interface ScoredDocuments {
+  documents: Int32Array;
+  scores: Float64Array;
+  length: number;
 }
 
-/** Separates string values in the indexed text: never part of a token. */
-const VALUE_SEPARATOR = '\u0000';
-/** Bounds the terms one wildcard or fuzzy term may expand to. */
-export const EXPANDED_TERMS_MAX = 10_000;
+export interface TermMatches {
+  /** Documents holding a match of every pattern that could be expanded; undefined: none could. */
+  matched: ScoredDocuments | undefined;
+  /**
+   * True when every pattern was expanded to all of its terms, so `matched` holds exactly
+   * the documents in which each pattern matches some term.
+   */
+  complete: boolean;
+}
+
+/** The documents in timestamp order (ties in document order). */
+export interface TimeOrder {
+  times: Float64Array;
+  documents: Int32Array;
+  length: number;
+}
+
+const BM25_K = 1.2;
+const BM25_B = 0.7;
+const BM25_D = 0.5;
+/** Stops runaway walks through deeply nested payloads, as the evaluator's search() does. */
+const STRING_DEPTH_MAX = 64;
+const NON_ASCII = /[^\u0000-\u007f]/;
 
 export class PartitionIndex {
-  private readonly documents: SsrDocument[] = [];
+  private readonly writeIds: string[] = [];
+  private readonly payloads: Array<Record<string, unknown>> = [];
   private readonly byWriteId = new Set<string>();
-  private readonly text: MiniSearch<IndexedText>;
-  private readonly vocabulary = new SearchableMap<true>();
+  private timestamps = new Float64Array(1024);
+  /** Distinct terms per document: its length for BM25. */
+  private lengths = new Int32Array(1024);
+  private lengthTotal = 0;
+  private readonly dictionary = new TermDictionary();
+  private readonly postings = new Postings();
+  private timeOrder: TimeOrder = { times: new Float64Array(0), documents: new Int32Array(0), length: 0 };
+  /** Per term id while a document is added: its frequency in that document. */
+  private frequencies = new Int32Array(1024);
 
-  constructor(private readonly analyzer: Analyzer) {
-    const split = (text: string) => text.split(VALUE_SEPARATOR).flatMap((value) => tokenize(value, analyzer));
-    this.text = new MiniSearch<IndexedText>({
-      fields: ['text'],
-      tokenize: split,
-      processTerm: (term) => term,
-      searchOptions: { tokenize: (query) => [query], processTerm: (term) => term, prefix: false, fuzzy: false },
-    });
-  }
+  constructor(readonly analyzer: Analyzer) {}
 
   get size(): number {
-    return this.documents.length;
+    return this.writeIds.length;
   }
 
   /** Adds a document once (a record stored twice, by a replay or a transfer, is indexed once). */
   add(document: SsrDocument): void {
     if (this.byWriteId.has(document.writeId)) return;
     this.byWriteId.add(document.writeId);
-    const id = this.documents.length;
-    this.documents.push(document);
-    const text = stringValues(document.payload).join(VALUE_SEPARATOR);
-    this.text.add({ id, text });
-    for (const value of text.split(VALUE_SEPARATOR)) for (const term of tokenize(value, this.analyzer)) this.vocabulary.set(term, true);
+    const id = this.writeIds.length;
+    if (id === this.timestamps.length) {
+      this.timestamps = grown(this.timestamps, id * 2, 0);
+      this.lengths = grown(this.lengths, id * 2, 0);
+    }
+    this.writeIds.push(document.writeId);
+    this.payloads.push(document.payload);
+    this.timestamps[id] = document.timestamp;
+    const length = this.indexTerms(id, document.payload);
+    this.lengths[id] = length;
+    this.lengthTotal += length;
   }
 
-  all(): readonly SsrDocument[] {
-    return this.documents;
+  /** Makes the postings compact after a bulk load; reads work either way. */
+  compact(): void {
+    this.postings.compact();
+  }
+
+  writeId(document: number): string {
+    return this.writeIds[document]!;
+  }
+
+  payload(document: number): Record<string, unknown> {
+    return this.payloads[document]!;
+  }
+
+  timestamp(document: number): number {
+    return this.timestamps[document]!;
   }
 
   /**
-   * Documents that may satisfy every pattern (each pattern a term of a search), with
-   * their summed BM25 scores; a superset of the exact answer.
+   * Documents in which every pattern (each a term of a search) matches some term, scored.
+   * The arrays are scratch space shared by every index: valid until the next match().
    */
-  candidates(patterns: readonly TermPattern[]): Map<number, number> | undefined {
-    let result: Map<number, number> | undefined;
+  match(patterns: readonly TermPattern[]): TermMatches {
+    let matched: ScoredDocuments | undefined;
+    let complete = true;
     for (const pattern of patterns) {
-      const terms = this.expand(pattern);
-      const hits = new Map<number, number>();
-      if (terms.length > 0) {
-        for (const hit of this.text.search({ queries: terms, combineWith: 'OR' })) hits.set(hit.id as number, hit.score);
+      const expansion = this.dictionary.expand(pattern);
+      // A pattern cut short cannot narrow the candidates: the documents of its other terms
+      // would be lost. It is left to the evaluator.
+      if (!expansion.complete) {
+        complete = false;
+        continue;
       }
-      result = result === undefined ? hits : intersect(result, hits);
-      if (result.size === 0) break;
+      const scored = this.score(expansion.ids, scratchOtherThan(matched));
+      matched = matched === undefined ? scored : intersect(matched, scored, scratchOtherThan(matched, scored));
+      if (matched.length === 0) break;
     }
-    return result;
+    return { matched, complete };
   }
 
-  document(id: number): SsrDocument {
-    return this.documents[id]!;
+  /** The documents in timestamp order, brought up to date with documents added since. */
+  byTime(): TimeOrder {
+    const sorted = this.timeOrder;
+    const size = this.writeIds.length;
+    if (sorted.length === size) return sorted;
+    const times = this.timestamps;
+    const added = new Int32Array(size - sorted.length);
+    for (let i = 0; i < added.length; i++) added[i] = sorted.length + i;
+    added.sort((a, b) => times[a]! - times[b]! || a - b);
+    this.timeOrder = mergeByTime(sorted, added, times);
+    return this.timeOrder;
   }
 
-  /** The dictionary terms a pattern matches. */
-  private expand(pattern: TermPattern): string[] {
-    if (pattern.kind === 'exact') return this.vocabulary.has(pattern.text) ? [pattern.text] : [];
-    const terms: string[] = [];
-    const scope = pattern.literalPrefix === '' ? this.vocabulary : this.vocabulary.atPrefix(pattern.literalPrefix);
-    for (const term of scope.keys()) {
-      if (!pattern.matches(term)) continue;
-      terms.push(term);
-      if (terms.length >= EXPANDED_TERMS_MAX) break;
+  /** Interns the document's terms and adds its postings; returns its distinct terms. */
+  private indexTerms(document: number, payload: Record<string, unknown>): number {
+    const touched: number[] = [];
+    const count = (term: number): void => {
+      if (term >= this.frequencies.length) this.frequencies = grown(this.frequencies, Math.max(term + 1, this.frequencies.length * 2), 0);
+      if (this.frequencies[term]!++ === 0) touched.push(term);
+    };
+    forEachString(payload, (text) => this.forEachTerm(text, count), 0);
+    for (const term of touched) {
+      this.postings.add(term, document, this.frequencies[term]!);
+      this.frequencies[term] = 0;
     }
-    return terms;
+    return touched.length;
+  }
+
+  /**
+   * Calls `visit` with the id of each term of `text`, as `tokenize` splits it. ASCII text
+   * with the standard analyzer (runs of ASCII letters and digits, lowercased) is split here,
+   * hashing as it goes, without making a string per token.
+   */
+  private forEachTerm(text: string, visit: (term: number) => void): void {
+    if (this.analyzer !== 'standard' || NON_ASCII.test(text)) {
+      for (const token of tokenize(text, this.analyzer)) visit(this.dictionary.intern(token));
+      return;
+    }
+    let start = -1;
+    let hash = HASH_START;
+    for (let at = 0; at <= text.length; at++) {
+      const code = at < text.length ? lowerAscii(text.charCodeAt(at)) : 0;
+      if ((code >= 97 && code <= 122) || (code >= 48 && code <= 57)) {
+        if (start < 0) {
+          start = at;
+          hash = HASH_START;
+        }
+        hash = hashStep(hash, code);
+      } else if (start >= 0) {
+        visit(this.dictionary.internAscii(text, start, at, hash));
+        start = -1;
+      }
+    }
+  }
+
+  /** The documents holding any of the terms, each scored as the sum over them times their number. */
+  private score(terms: readonly number[], into: ScoredDocuments): ScoredDocuments {
+    const count = this.writeIds.length;
+    const averageLength = this.lengthTotal / count;
+    const lengths = this.lengths;
+    const [only] = terms;
+    if (terms.length === 1 && only !== undefined) {
+      const frequency = this.postings.documentFrequency(only);
+      const { documents, scores } = reserve(into, frequency);
+      const idf = inverseDocumentFrequency(count, frequency);
+      let at = 0;
+      this.postings.read(only, (document, termFrequency) => {
+        documents[at] = document;
+        scores[at] = bm25(idf, termFrequency, lengths[document]!, averageLength);
+        at += 1;
+      });
+      into.length = at;
+      return into;
+    }
+    // Several terms (an expanded wildcard or fuzzy term): dense sums, then one pass in order
+    // that also clears them for the next use.
+    const { sums, held } = denseScratch(count);
+    let matched = 0;
+    for (const term of terms) {
+      const idf = inverseDocumentFrequency(count, this.postings.documentFrequency(term));
+      this.postings.read(term, (document, termFrequency) => {
+        if (held[document]!++ === 0) matched += 1;
+        sums[document]! += bm25(idf, termFrequency, lengths[document]!, averageLength);
+      });
+    }
+    const { documents, scores } = reserve(into, matched);
+    for (let document = 0, at = 0; at < matched; document++) {
+      if (held[document] === 0) continue;
+      documents[at] = document;
+      scores[at] = sums[document]! * held[document]!;
+      held[document] = 0;
+      sums[document] = 0;
+      at += 1;
+    }
+    into.length = matched;
+    return into;
   }
 }
 
-function intersect(a: Map<number, number>, b: Map<number, number>): Map<number, number> {
-  const out = new Map<number, number>();
-  const [small, large] = a.size <= b.size ? [a, b] : [b, a];
-  for (const [id, score] of small) {
-    const other = large.get(id);
-    if (other !== undefined) out.set(id, score + other);
-  }
-  return out;
+// Scratch space for match(): a search asks one partition at a time and reads its matches
+// before it next awaits, so one set serves every index without allocating per partition.
+const SCRATCH: ScoredDocuments[] = [0, 1, 2].map(() => ({ documents: new Int32Array(1024), scores: new Float64Array(1024), length: 0 }));
+let denseSums = new Float64Array(1024);
+let denseHeld = new Int32Array(1024);
+
+function scratchOtherThan(...inUse: Array<ScoredDocuments | undefined>): ScoredDocuments {
+  const free = SCRATCH.find((buffer) => !inUse.includes(buffer));
+  if (free === undefined) throw new Error('match() scratch: every buffer is in use');
+  return free;
 }
 
-/** Every string in a payload, nested records and arrays included. */
-export function stringValues(value: unknown, out: string[] = [], depth = 0): string[] {
-  if (depth > 64) return out;
-  if (typeof value === 'string') out.push(value);
-  else if (Array.isArray(value)) for (const item of value) stringValues(item, out, depth + 1);
-  else if (typeof value === 'object' && value !== null) for (const item of Object.values(value)) stringValues(item, out, depth + 1);
-  return out;
+/** Room for `count` entries (the contents are not kept). */
+function reserve(buffer: ScoredDocuments, count: number): ScoredDocuments {
+  if (buffer.documents.length < count) {
+    const capacity = Math.max(count, buffer.documents.length * 2);
+    buffer.documents = new Int32Array(capacity);
+    buffer.scores = new Float64Array(capacity);
+  }
+  buffer.length = 0;
+  return buffer;
+}
+
+/** Zeroed per-document sums and term counts for `count` documents. */
+function denseScratch(count: number): { sums: Float64Array; held: Int32Array } {
+  if (denseSums.length < count) {
+    denseSums = new Float64Array(Math.max(count, denseSums.length * 2));
+    denseHeld = new Int32Array(denseSums.length);
+  }
+  return { sums: denseSums, held: denseHeld };
+}
+
+function inverseDocumentFrequency(documents: number, holding: number): number {
+  return Math.log(1 + (documents - holding + 0.5) / (holding + 0.5));
+}
+
+function bm25(idf: number, termFrequency: number, length: number, averageLength: number): number {
+  return idf * (BM25_D + (termFrequency * (BM25_K + 1)) / (termFrequency + BM25_K * (1 - BM25_B + (BM25_B * length) / averageLength)));
+}
+
+/** The documents in both, their scores summed. */
+function intersect(a: ScoredDocuments, b: ScoredDocuments, into: ScoredDocuments): ScoredDocuments {
+  const { documents, scores } = reserve(into, Math.min(a.length, b.length));
+  let i = 0;
+  let j = 0;
+  let out = 0;
+  while (i < a.length && j < b.length) {
+    const x = a.documents[i]!;
+    const y = b.documents[j]!;
+    if (x < y) i++;
+    else if (y < x) j++;
+    else {
+      documents[out] = x;
+      scores[out] = a.scores[i++]! + b.scores[j++]!;
+      out += 1;
+    }
+  }
+  into.length = out;
+  return into;
+}
+
+function mergeByTime(sorted: TimeOrder, added: Int32Array, times: Float64Array): TimeOrder {
+  const length = sorted.length + added.length;
+  const merged: TimeOrder = { times: new Float64Array(length), documents: new Int32Array(length), length };
+  let i = 0;
+  let j = 0;
+  for (let out = 0; out < length; out++) {
+    // Old documents have lower ids: on equal times they come first.
+    const takeOld = j >= added.length || (i < sorted.length && sorted.times[i]! <= times[added[j]!]!);
+    const document = takeOld ? sorted.documents[i++]! : added[j++]!;
+    merged.documents[out] = document;
+    merged.times[out] = times[document]!;
+  }
+  return merged;
+}
+
+/**
+ * Calls `visit` for every string in a payload, nested records and arrays included: the
+ * strings search(pattern) looks at (search-functions.ts), down to the same depth.
+ */
+export function forEachString(value: unknown, visit: (text: string) => void, depth: number): void {
+  if (typeof value === 'string') {
+    visit(value);
+    return;
+  }
+  if (typeof value !== 'object' || value === null || depth >= STRING_DEPTH_MAX) return;
+  if (Array.isArray(value)) {
+    for (const item of value) forEachString(item, visit, depth + 1);
+    return;
+  }
+  for (const key in value) if (Object.hasOwn(value, key)) forEachString((value as Record<string, unknown>)[key], visit, depth + 1);
 }

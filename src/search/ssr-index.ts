@@ -2,28 +2,54 @@
 // loaded at start: a partition is indexed from LevelDB the first time a search touches it
 // (so a node starts at once whatever it stores) and kept current by ingest from then on.
 // A transfer or a drop that changes a partition's data invalidates its index, which the
-// next search rebuilds.
+// next search rebuilds. The build reads the partition in batches, the next batch read
+// while one is indexed (issue 4: the first search after a restart pays for every build).
 
 import type { Repository, StoredRecord } from '../storage/repository.js';
 import type { Analyzer } from './expression/patterns.js';
-import { PartitionIndex } from './partition-index.js';
+import { PartitionIndex, type SsrDocument } from './partition-index.js';
+
+/** Records per batch read while building an index. */
+const SCAN_BATCH_RECORDS = 2_000;
+
+/** A repository that can read one partition in batches (the ssr's; fakes may not). */
+interface PartitionBatchScanner {
+  scanPartitionBatches(stream: string, partition: number, batchRecords: number): AsyncIterable<StoredRecord[]>;
+}
 
 export class SsrIndex {
-  private readonly indexes = new Map<string, Promise<PartitionIndex>>();
+  /** Builds under way; an invalidated build finishes but is not kept. */
+  private readonly building = new Map<string, Promise<PartitionIndex>>();
+  private readonly ready = new Map<string, PartitionIndex>();
 
   constructor(
     private readonly repository: Repository,
     private readonly analyzerOf: (stream: string) => Analyzer,
   ) {}
 
+  /** The partition's index when it is built already: a search need not await it. */
+  built(stream: string, partition: number): PartitionIndex | undefined {
+    return this.ready.get(`${stream}/${partition}`);
+  }
+
   /** The partition's index, built on first use. */
   partition(stream: string, partition: number): Promise<PartitionIndex> {
     const key = `${stream}/${partition}`;
-    let index = this.indexes.get(key);
+    const ready = this.ready.get(key);
+    if (ready !== undefined) return Promise.resolve(ready);
+    let index = this.building.get(key);
     if (index === undefined) {
-      index = this.build(stream, partition);
-      this.indexes.set(key, index);
-      index.catch(() => this.indexes.get(key) === index && this.indexes.delete(key));
+      const build = this.build(stream, partition);
+      index = build;
+      this.building.set(key, build);
+      build.then(
+        (built) => {
+          if (this.building.get(key) !== build) return;
+          this.building.delete(key);
+          this.ready.set(key, built);
+        },
+        () => this.building.get(key) === build && this.building.delete(key),
+      );
     }
     return index;
   }
@@ -31,34 +57,51 @@ export class SsrIndex {
   /** Records of this node's ssr just made durable (ingest): indexed where an index exists. */
   onStored(records: readonly StoredRecord[]): void {
     for (const record of records) {
-      const index = this.indexes.get(`${record.stream}/${record.partition}`);
-      if (index === undefined) continue;
-      void index.then((built) => built.add(toDocument(record)), () => undefined);
+      const key = `${record.stream}/${record.partition}`;
+      const ready = this.ready.get(key);
+      if (ready !== undefined) {
+        ready.add(toDocument(record));
+        continue;
+      }
+      // The build registered before its scan started: a record its snapshot misses is added
+      // when it ends (add() ignores one it has).
+      void this.building.get(key)?.then((built) => built.add(toDocument(record)), () => undefined);
     }
   }
 
   /** The partition's data changed under the index (transfer, drop): rebuild on next use. */
   invalidate(stream: string, partition: number): void {
-    this.indexes.delete(`${stream}/${partition}`);
+    const key = `${stream}/${partition}`;
+    this.building.delete(key);
+    this.ready.delete(key);
   }
 
   invalidateAll(): void {
-    this.indexes.clear();
+    this.building.clear();
+    this.ready.clear();
   }
 
   private async build(stream: string, partition: number): Promise<PartitionIndex> {
     const index = new PartitionIndex(this.analyzerOf(stream));
-    // The index is registered (by partition()) before this scan starts, so a record stored
-    // while it runs is added by onStored if the scan's snapshot misses it; add() dedupes.
-    for await (const record of this.repository.scan(stream, { partition })) index.add(toDocument(record));
+    if (isBatchScanner(this.repository)) {
+      for await (const batch of this.repository.scanPartitionBatches(stream, partition, SCAN_BATCH_RECORDS)) {
+        for (const record of batch) index.add(toDocument(record));
+      }
+    } else {
+      for await (const record of this.repository.scan(stream, { partition })) index.add(toDocument(record));
+    }
+    index.compact();
     return index;
   }
 }
 
-function toDocument(record: StoredRecord) {
+function isBatchScanner(repository: Repository): repository is Repository & PartitionBatchScanner {
+  return typeof (repository as Partial<PartitionBatchScanner>).scanPartitionBatches === 'function';
+}
+
+function toDocument(record: StoredRecord): SsrDocument {
   return {
     writeId: record.writeId,
-    partition: record.partition,
     timestamp: record.timestamp,
     payload: JSON.parse(record.payloadJson) as Record<string, unknown>,
   };

@@ -8,6 +8,9 @@ import type { Repository, ScanOptions, StoredRecord } from './repository.js';
 import { encodePartition } from './repository.js';
 import { countKeysByPartition, holdsAnyKey, partitionRanges } from './scans.js';
 
+/** Bounds the bytes one batch of scanPartitionBatches reads ahead. */
+const SCAN_BATCH_BYTES_MAX = 4 * 1024 * 1024;
+
 export class SearchableRepository implements Repository {
   readonly name = 'ssr' as const;
   private readonly sublevel: Sublevel;
@@ -31,20 +34,39 @@ export class SearchableRepository implements Repository {
     for (const [partition, prefix] of await partitionRanges(this.sublevel, stream, options.partition)) {
       const start = options.after === undefined ? { gte: prefix } : { gt: prefix + options.after.writeId };
       for await (const [key, value] of this.sublevel.iterator({ ...start, lt: prefixEnd(prefix) })) {
-        const timestamp = Number(value.slice(5, value.indexOf(',')));
+        const timestamp = timestampOf(value);
         if (options.fromTimestamp !== undefined && timestamp < options.fromTimestamp) continue;
         if (options.toTimestamp !== undefined && timestamp > options.toTimestamp) continue;
         if (remaining <= 0) return;
         remaining -= 1;
-        const payloadStart = value.indexOf(',"p":') + 5;
-        yield {
-          stream,
-          partition,
-          timestamp,
-          writeId: key.slice(prefix.length),
-          payloadJson: value.slice(payloadStart, -1),
-        };
+        yield toRecord(stream, partition, prefix, key, value);
       }
+    }
+  }
+
+  /**
+   * Every record of one partition in key order, in batches of up to `batchRecords`. The
+   * next batch is read from LevelDB (off the main thread) while the caller handles one, so
+   * a caller that indexes what it reads (the search index's build) does not wait for reads.
+   */
+  async *scanPartitionBatches(stream: string, partition: number, batchRecords: number): AsyncIterable<StoredRecord[]> {
+    const prefix = `${stream}/${encodePartition(partition)}/`;
+    // classic-level's own option, which the sublevel passes on but does not declare.
+    const options = { gte: prefix, lt: prefixEnd(prefix), highWaterMarkBytes: SCAN_BATCH_BYTES_MAX };
+    const iterator = this.sublevel.iterator(options);
+    let next: Promise<Array<[string, string]>> | undefined = iterator.nextv(batchRecords);
+    try {
+      for (;;) {
+        const entries: Array<[string, string]> = await next;
+        next = undefined;
+        if (entries.length === 0) return;
+        next = iterator.nextv(batchRecords);
+        yield entries.map(([key, value]) => toRecord(stream, partition, prefix, key, value));
+      }
+    } finally {
+      // A caller that stops early leaves a read in flight: it must end before the close.
+      await next?.catch(() => undefined);
+      await iterator.close();
     }
   }
 
@@ -56,4 +78,20 @@ export class SearchableRepository implements Repository {
     return holdsAnyKey(this.sublevel, stream);
   }
 
+}
+
+/** The stored timestamp of a value `{"t":<ms>,"p":<payload>}`. */
+function timestampOf(value: string): number {
+  return Number(value.slice(5, value.indexOf(',')));
+}
+
+/** A stored document as a record; see writeOperations for the value's layout. */
+function toRecord(stream: string, partition: number, prefix: string, key: string, value: string): StoredRecord {
+  return {
+    stream,
+    partition,
+    timestamp: timestampOf(value),
+    writeId: key.slice(prefix.length),
+    payloadJson: value.slice(value.indexOf(',"p":') + 5, -1),
+  };
 }

@@ -1,0 +1,223 @@
+// The partition index and one node's share of a search (issue 4): own postings scored as
+// MiniSearch scored them, appends read like a bulk build, answers equal a scan of every
+// document with the evaluator, and the fast paths (sorted times, bounded top hits) equal
+// the plain ways.
+
+import MiniSearch from 'minisearch';
+import { describe, expect, it } from 'vitest';
+import { compileExpression, matches, parseSearchPattern, tokenize, type Analyzer, type TermPattern } from '../../src/search/expression/index.js';
+import { addSortedTimes, addToHistogram, emptyHistogram, FREQUENCIES, type Frequency } from '../../src/search/histogram.js';
+import { compareHits, searchLocally, type LocalSearchRequest, type StreamSearchPart } from '../../src/search/local-search.js';
+import { forEachString, PartitionIndex, type SsrDocument } from '../../src/search/partition-index.js';
+import { SsrIndex } from '../../src/search/ssr-index.js';
+import { TopHits } from '../../src/search/top-hits.js';
+import type { Repository, StoredRecord } from '../../src/storage/repository.js';
+import { Prng } from '../sim/prng.js';
+import { logs, weather } from '../kit/search-fixture.js';
+
+const STREAM = 'demo/fixture/weather';
+const PARTITIONS = 4;
+
+function documents(count: number, seed: number): SsrDocument[] {
+  return weather(count, seed).map((row, i) => ({
+    writeId: `${(1_000_000 + i).toString(16).padStart(14, '0')}.node-1`,
+    timestamp: Date.parse(row.observed),
+    payload: { ...row, note: i % 7 === 0 ? 'Ünïcode Straße ÉCOLE storm' : i % 11 === 0 ? ['nested', { deep: 'STORMY Weather' }] : null },
+  }));
+}
+
+function built(docs: readonly SsrDocument[], analyzer: Analyzer = 'standard'): PartitionIndex {
+  const index = new PartitionIndex(analyzer);
+  for (const document of docs) index.add(document);
+  index.compact();
+  return index;
+}
+
+/** The index before its own postings: MiniSearch over the string values, as the old code set it up. */
+function miniSearchScores(docs: readonly SsrDocument[], analyzer: Analyzer, patterns: readonly TermPattern[]): Map<number, number> | undefined {
+  const separator = '\u0000';
+  const text = new MiniSearch<{ id: number; text: string }>({
+    fields: ['text'],
+    tokenize: (value) => value.split(separator).flatMap((part) => tokenize(part, analyzer)),
+    processTerm: (term) => term,
+    searchOptions: { tokenize: (query) => [query], processTerm: (term) => term, prefix: false, fuzzy: false },
+  });
+  const vocabulary = new Set<string>();
+  docs.forEach((document, id) => {
+    const strings: string[] = [];
+    forEachString(document.payload, (value) => strings.push(value), 0);
+    text.add({ id, text: strings.join(separator) });
+    for (const value of strings) for (const term of tokenize(value, analyzer)) vocabulary.add(term);
+  });
+  let result: Map<number, number> | undefined;
+  for (const pattern of patterns) {
+    const terms = [...vocabulary].filter((term) => pattern.matches(term)).sort();
+    const hits = new Map<number, number>();
+    if (terms.length > 0) for (const hit of text.search({ queries: terms, combineWith: 'OR' })) hits.set(hit.id as number, hit.score);
+    result = result === undefined ? hits : new Map([...result].flatMap(([id, score]) => (hits.has(id) ? [[id, score + hits.get(id)!] as [number, number]] : [])));
+  }
+  return result;
+}
+
+function matchedMap(index: PartitionIndex, patterns: readonly TermPattern[]): Map<number, number> {
+  const { matched } = index.match(patterns);
+  const out = new Map<number, number>();
+  for (let at = 0; at < (matched?.length ?? 0); at++) out.set(matched!.documents[at]!, matched!.scores[at]!);
+  return out;
+}
+
+const PATTERNS = ['storm', 'STORM', 'st*m', 'r?in', 'sunyy~', 'cloudz~0.8', '*o*', 'storm then', 'straße', 'ünïcode', 'st-00*', 'nothing', 'stormy weather'];
+
+describe('search index - postings and scores', () => {
+  const docs = documents(3_000, 5);
+
+  it('matches the documents MiniSearch found, with its BM25 scores', () => {
+    for (const analyzer of ['standard', 'keyword'] as const) {
+      const index = built(docs, analyzer);
+      for (const source of [...PATTERNS, 'Paris', 'ST-001']) {
+        const patterns = parseSearchPattern(source, analyzer);
+        const expected = miniSearchScores(docs, analyzer, patterns)!;
+        const actual = matchedMap(index, patterns);
+        expect([...actual.keys()], `${analyzer} ${source}`).toEqual([...expected.keys()].sort((a, b) => a - b));
+        for (const [id, score] of actual) expect(score).toBeCloseTo(expected.get(id)!, 9);
+      }
+    }
+  });
+
+  it('reads appended documents as a bulk build of the same documents does', () => {
+    // Enough postings that some are compacted while others are still pending.
+    const many = documents(6_000, 6);
+    const bulk = built(many);
+    const appended = new PartitionIndex('standard');
+    many.forEach((document, i) => {
+      appended.add(document);
+      appended.add(document); // a replayed record is indexed once
+      if (i % 500 === 0) appended.match(parseSearchPattern('storm', 'standard'));
+    });
+    expect(appended.size).toBe(many.length);
+    for (const source of PATTERNS) {
+      const patterns = parseSearchPattern(source, 'standard');
+      expect(matchedMap(appended, patterns), source).toEqual(matchedMap(bulk, patterns));
+    }
+  });
+
+  it('keeps documents in time order as they are appended', () => {
+    const index = new PartitionIndex('standard');
+    const prng = new Prng(3);
+    for (const document of prng.shuffle(docs)) {
+      index.add(document);
+      if (prng.chance(0.01)) index.byTime();
+    }
+    const order = index.byTime();
+    const times = Array.from(order.times.subarray(0, order.length));
+    expect(times).toEqual(docs.map((document) => document.timestamp).sort((a, b) => a - b));
+    for (let at = 0; at < order.length; at++) expect(index.timestamp(order.documents[at]!)).toBe(order.times[at]);
+  });
+});
+
+describe('search index - histograms and top hits', () => {
+  it('counts sorted times into the buckets each time would go to', () => {
+    const prng = new Prng(9);
+    for (let round = 0; round < 200; round++) {
+      const frequency: Frequency = prng.pick(FREQUENCIES.filter((f) => f !== 'MILLIS' && f !== 'SECOND'));
+      const base = Date.UTC(2023, 10, 1);
+      const times = Float64Array.from({ length: prng.int(0, 400) }, () => base + Math.floor(prng.next() * 500 * 86_400_000)).sort();
+      const start = base + Math.floor(prng.next() * 200 * 86_400_000);
+      const end = start + Math.floor(prng.next() * (frequency === 'MINUTE' ? 2 : 300) * 86_400_000);
+      const expected = emptyHistogram(start, end, frequency);
+      for (const ms of times) addToHistogram(expected, start, end, ms);
+      const actual = emptyHistogram(start, end, frequency);
+      const from = prng.int(0, times.length);
+      addSortedTimes(actual, start, end, times, 0, from);
+      addSortedTimes(actual, start, end, times, from, times.length);
+      expect(actual, `${frequency} ${start} ${end}`).toEqual(expected);
+    }
+  });
+
+  it('keeps the best hits as sorting them all would, ties in write order', () => {
+    const prng = new Prng(4);
+    for (const limit of [0, 1, 5, 50]) {
+      const hits = Array.from({ length: 300 }, (_, i) => ({ score: prng.int(0, 20) / 4, writeId: `w${String(prng.int(0, 10_000)).padStart(5, '0')}-${i}` }));
+      const top = new TopHits<(typeof hits)[number]>(limit);
+      for (const hit of hits) if (top.admits(hit.score, hit.writeId)) top.offer(hit);
+      expect(top.sorted()).toEqual([...hits].sort(compareHits).slice(0, limit));
+    }
+  });
+});
+
+class MemoryRepository implements Repository {
+  readonly name = 'ssr' as const;
+  constructor(private readonly records: StoredRecord[]) {}
+  writeOperations(): never[] {
+    return [];
+  }
+  async *scan(stream: string, options: { partition?: number } = {}): AsyncIterable<StoredRecord> {
+    for (const record of this.records) if (record.stream === stream && (options.partition === undefined || record.partition === options.partition)) yield record;
+  }
+  async countByPartition(): Promise<Map<number, number>> {
+    return new Map();
+  }
+  async hasData(): Promise<boolean> {
+    return this.records.length > 0;
+  }
+}
+
+describe('search local - answers equal a scan of every document', () => {
+  const docs = [...documents(2_000, 12), ...logs(300, 13).map((row, i) => ({ writeId: `${(2_000_000 + i).toString(16).padStart(14, '0')}.node-2`, timestamp: Date.parse(row.at), payload: { ...row } }))];
+  const records: StoredRecord[] = docs.map((document, i) => ({ stream: STREAM, partition: i % PARTITIONS, timestamp: document.timestamp, writeId: document.writeId, payloadJson: JSON.stringify(document.payload) }));
+  const index = new SsrIndex(new MemoryRepository(records), () => 'standard');
+  const part = (base: string | undefined, extra: Partial<StreamSearchPart> = {}): StreamSearchPart => ({
+    stream: STREAM, partitions: [0, 1, 2, 3], analyzer: 'standard', base, drilldowns: [], taxonomyFacets: [], rangeFacets: [], tsField: undefined, ...extra,
+  });
+  const request = (base: string | undefined, extra: Partial<LocalSearchRequest> = {}, partExtra: Partial<StreamSearchPart> = {}): LocalSearchRequest => ({
+    parts: [part(base, partExtra)], range: undefined, hitsMax: 10_000, histogram: undefined, ...extra,
+  });
+  const expected = (base: string | undefined, keep: (document: SsrDocument) => boolean = () => true): string[] => {
+    const evaluator = base === undefined ? undefined : compileExpression(base, { analyzer: 'standard' });
+    return docs.filter((document) => keep(document) && (evaluator === undefined || matches(evaluator, document.payload))).map((document) => document.writeId).sort();
+  };
+
+  it('search, filters, negation, like, prefix and every pattern kind', async () => {
+    const expressions = [
+      "search('storm')", "search('storm') && temperature > 10", "search('st*m') && search('then')", "search('storm') || city == 'Oslo'",
+      "!search('storm') && country == 'FR'", "search(summary, 'fog') && search('paris')", "like(city, 'par*') && search('r?in')",
+      "search('sunyy~') && prefix(station, 'ST-01')", "search('cloudz~0.8')", "search('straße')", "search('stormy') && temperature < 0",
+      "search('storm then rain')", "temperature > 30", "search('took') && search('error')",
+    ];
+    for (const base of expressions) {
+      const answer = await searchLocally(index, request(base));
+      const [stream] = answer.streams;
+      expect(stream!.total, base).toBe(expected(base).length);
+      expect(stream!.hits.map((hit) => hit.writeId).sort(), base).toEqual(expected(base));
+      expect(stream!.hits, base).toEqual([...stream!.hits].sort(compareHits));
+      const top = await searchLocally(index, request(base, { hitsMax: 7 }));
+      expect(top.streams[0]!.hits, base).toEqual(stream!.hits.slice(0, 7));
+    }
+  });
+
+  it('time ranges, histograms, facets and drilldowns', async () => {
+    const range = { start: Date.UTC(2024, 1, 3, 5), end: Date.UTC(2024, 2, 20) - 1 };
+    const inRange = (document: SsrDocument) => document.timestamp >= range.start && document.timestamp <= range.end;
+    for (const base of [undefined, "search('storm')", 'temperature > 5']) {
+      const histogram = { ...range, frequency: 'DAY' as const };
+      const answer = await searchLocally(index, request(base, { range, hitsMax: 0, histogram }));
+      const expectedIds = new Set(expected(base, inRange));
+      const matching = docs.filter((document) => expectedIds.has(document.writeId));
+      expect(answer.streams[0]!.total, base).toBe(matching.length);
+      const buckets = emptyHistogram(range.start, range.end, 'DAY');
+      for (const document of matching) addToHistogram(buckets, range.start, range.end, document.timestamp);
+      expect(answer.histogram, base).toEqual(buckets);
+      const withHits = await searchLocally(index, request(base, { range, hitsMax: 10_000 }));
+      expect(withHits.streams[0]!.hits.map((hit) => hit.writeId).sort()).toEqual(expected(base, inRange));
+    }
+    const faceted = await searchLocally(index, request("search('storm')", { hitsMax: 0 }, {
+      taxonomyFacets: [{ dimension: 'place', levels: ['country', 'city'] }],
+      drilldowns: [{ levels: ['country'], values: ['FR'] }],
+    }));
+    const stormIds = new Set(expected("search('storm') && country == 'FR'"));
+    const storms = docs.filter((document) => stormIds.has(document.writeId));
+    expect(faceted.streams[0]!.total).toBe(storms.length);
+    expect(faceted.streams[0]!.facets[0]!.tree.children.FR!.count).toBe(storms.length);
+    expect(Object.keys(faceted.streams[0]!.facets[0]!.tree.children)).toEqual(['FR']);
+  });
+});
