@@ -48,7 +48,7 @@ import { SearchService } from './search/search-service.js';
 import { SsrIndex } from './search/ssr-index.js';
 import { searchRoutes } from './http/routes/search.js';
 import type { RepositoryMapping } from './streams/repository-mapping.js';
-import { checkService, localDetails, type MonitoringDeps, type MonitoringService, type NodeDetails } from './monitoring/monitoring.js';
+import { checkFilter, checkService, localDetails, type MonitoringDeps, type MonitoringFilter, type MonitoringService, type NodeDetails } from './monitoring/monitoring.js';
 import { monitoringRoutes } from './http/routes/monitoring.js';
 import { BadRequestError, NotFoundError, TributaryError } from './errors.js';
 import type { WriteRecords } from './peer/messages.js';
@@ -293,6 +293,8 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   transport.handle('Read', async (_sender, read) => {
     const request = JSON.parse(read.json) as {
       monitoring?: unknown;
+      tenant?: unknown;
+      uri?: unknown;
       search?: LocalSearchRequest;
       outputPoll?: OutputPollRequest;
       scan?: ScanRequest;
@@ -303,7 +305,8 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     if (request.scan !== undefined) return { json: JSON.stringify(await scanLocal(request.scan)) };
     if (request.executionStatuses !== undefined) return { json: JSON.stringify(localStatuses(request.executionStatuses.tenant, request.executionStatuses.id)) };
     if (typeof request.monitoring !== 'string') throw new BadRequestError('unknown read');
-    return { json: JSON.stringify(localDetails(checkService(request.monitoring), monitoring)) };
+    const service = checkService(request.monitoring);
+    return { json: JSON.stringify(localDetails(service, monitoring, checkFilter(service, request.tenant, request.uri))) };
   });
   const reportSlots = () => shell.submit({ type: 'slots', slots: slotsInUse(definitions) });
   definitions.onChange((key) => (key.startsWith('repository/') || key.startsWith('policy/')) && reportSlots());
@@ -355,8 +358,8 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       monitoringRoutes({
         tenants,
         localName: config.name,
-        local: (service) => localDetails(service, monitoring),
-        remote: (service, node) => remoteDetails(transport, core, service, node, deadline),
+        local: (service, filter) => localDetails(service, monitoring, filter),
+        remote: (service, filter, node) => remoteDetails(transport, core, service, filter, node, deadline),
       }),
       ...(config.internalReads ? [internalRoutes(repositories)] : []),
     ],
@@ -422,6 +425,7 @@ async function remoteDetails(
   transport: PeerTransport,
   core: ClusterCore,
   service: MonitoringService,
+  filter: MonitoringFilter,
   node: string | undefined,
   deadlineMs: number,
 ): Promise<NodeDetails[]> {
@@ -431,7 +435,7 @@ async function remoteDetails(
   return Promise.all(
     asked.map(async (name) => {
       try {
-        const reply = await transport.call(name, 'Read', { json: JSON.stringify({ monitoring: service }) }, { deadlineMs });
+        const reply = await transport.call(name, 'Read', { json: JSON.stringify({ monitoring: service, ...filter }) }, { deadlineMs });
         return JSON.parse(reply.json) as NodeDetails;
       } catch (error) {
         return { node: name, details: { error: `unreachable: ${(error as Error).message}` } };

@@ -2,14 +2,31 @@
 // for the local node; the default view asks every other live node over the peer `Read`
 // call and lists them all. This build serves `handoff` (hint buffers), `cluster`,
 // `system` and `execution` (the sessions a node hosts); the other services of the spec come with the issues that build them.
+// Information is filtered by tenant (the tenant `system` sees every tenant's), and
+// `execution` also by one session URI (`uri`).
 
-import { NotFoundError } from '../errors.js';
+import { BadRequestError, NotFoundError } from '../errors.js';
 import type { HintBuffer } from '../storage/hints.js';
 import type { ClusterCore } from '../cluster/core/core.js';
 import type { SoftwareVersion } from '../version.js';
 
 export const MONITORING_SERVICES = ['handoff', 'cluster', 'system', 'execution'] as const;
 export type MonitoringService = (typeof MONITORING_SERVICES)[number];
+
+/** Services whose details the `uri` query parameter narrows (spec: `execution` and `streams`). */
+const URI_FILTERED: readonly string[] = ['execution'];
+const URI_LENGTH_MAX = 1_024;
+
+/** Who asks and what for: the tenant of the path, and an optional `uri`. */
+export interface MonitoringFilter {
+  tenant: string;
+  uri?: string;
+}
+
+export interface HostedSession {
+  session: string;
+  queries: Array<{ id: string; state: string }>;
+}
 
 export interface NodeDetails {
   node: string;
@@ -23,7 +40,7 @@ export interface MonitoringDeps {
   version: SoftwareVersion;
   startedAtMs: number;
   /** The sessions this node hosts and what their queries are doing (issue 7). */
-  execution(): Record<string, unknown>;
+  execution(): { sessions: HostedSession[]; liveForwardDroppedPayloads: number };
 }
 
 export function checkService(service: string): MonitoringService {
@@ -33,15 +50,39 @@ export function checkService(service: string): MonitoringService {
   return service as MonitoringService;
 }
 
-/** This node's details for one service. Tenant filtering: none of these is per tenant. */
-export function localDetails(service: MonitoringService, deps: MonitoringDeps): NodeDetails {
+/**
+ * The filter of a request (or of a peer's Read, which carries the same fields): a `uri`
+ * only where the service has one, and bounded like any other input.
+ */
+export function checkFilter(service: MonitoringService, tenant: unknown, uri: unknown): MonitoringFilter {
+  if (typeof tenant !== 'string' || tenant === '') throw new BadRequestError('monitoring: tenant must be a non-empty string');
+  if (uri === undefined) return { tenant };
+  if (typeof uri !== 'string' || uri === '' || uri.length > URI_LENGTH_MAX) {
+    throw new BadRequestError(`monitoring: uri must be given once, a non-empty string of at most ${URI_LENGTH_MAX} characters`);
+  }
+  if (!URI_FILTERED.includes(service)) throw new BadRequestError(`monitoring: service '${service}' takes no uri filter (only ${URI_FILTERED.join(', ')})`);
+  return { tenant, uri };
+}
+
+/** The sessions the filter lets through: the tenant's own (every one for `system`), and the `uri` alone if given. */
+export function filterSessions(sessions: readonly HostedSession[], filter: MonitoringFilter): HostedSession[] {
+  const prefix = `/execution/${filter.tenant}/`;
+  return sessions.filter(
+    (each) => (filter.tenant === 'system' || each.session.startsWith(prefix)) && (filter.uri === undefined || each.session === filter.uri),
+  );
+}
+
+/** This node's details for one service. Only `execution` is per tenant; the others are the node's. */
+export function localDetails(service: MonitoringService, deps: MonitoringDeps, filter: MonitoringFilter): NodeDetails {
   switch (service) {
     case 'handoff': {
       const targets = deps.hints.snapshot();
       return { node: deps.localName, details: { targets, records: targets.reduce((sum, target) => sum + target.records, 0) } };
     }
-    case 'execution':
-      return { node: deps.localName, details: deps.execution() };
+    case 'execution': {
+      const execution = deps.execution();
+      return { node: deps.localName, details: { ...execution, sessions: filterSessions(execution.sessions, filter) } };
+    }
     case 'cluster': {
       const membership = deps.core.membership();
       return {

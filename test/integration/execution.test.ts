@@ -299,6 +299,37 @@ describe('execution - running queries', () => {
   }, 60_000);
 });
 
+describe('execution - monitoring', () => {
+  it("lists the tenant's hosted sessions, narrowed by uri; another tenant sees none, system sees all", async () => {
+    const uri = await newSession();
+    await ok(api.put(uri, { queries: [{ id: 'watch', body: `from ${CPU} select host` }] }), 'put');
+    await ok(api.put(`${uri}/queries/watch/_start`), 'start');
+    const other = await newSession();
+    await ok(api.put(other, { queries: [{ id: 'idle', body: `from ${CPU} select user` }] }), 'put other');
+    const sessionsOf = async (path: string) => {
+      const response = await api.get(path);
+      expect(response.status, response.text).toBe(200);
+      return response.json.nodes[0].details.sessions as Array<{ session: string; queries: Array<{ id: string; state: string }> }>;
+    };
+
+    const filtered = await sessionsOf(`/monitoring/demo/execution?uri=${encodeURIComponent(uri)}`);
+    expect(filtered).toEqual([{ session: uri, queries: [{ id: 'watch', state: 'running' }] }]);
+    const all = (await sessionsOf('/monitoring/demo/execution')).map((each) => each.session);
+    expect(all).toEqual(expect.arrayContaining([uri, other]));
+    expect((await sessionsOf('/monitoring/system/execution')).map((each) => each.session)).toEqual(expect.arrayContaining([uri, other]));
+
+    await ok(api.put('/cluster/tenants/elsewhere', {}), 'tenant');
+    expect(await sessionsOf('/monitoring/elsewhere/execution')).toEqual([]);
+    expect(await sessionsOf(`/monitoring/elsewhere/execution?uri=${encodeURIComponent(uri)}`)).toEqual([]);
+
+    const twice = await api.get(`/monitoring/demo/execution?uri=${encodeURIComponent(uri)}&uri=${encodeURIComponent(other)}`);
+    expect(twice.status).toBe(400);
+    const notFiltered = await api.get(`/monitoring/demo/handoff?uri=${encodeURIComponent(uri)}`);
+    expect(notFiltered.status).toBe(400);
+    expect(notFiltered.json.error.message).toMatch(/takes no uri filter/);
+  });
+});
+
 describe('execution - daemons', () => {
   it('a daemon with a STREAM target and a contributor writes decorated rows; details; delete', async () => {
     const daemon = {

@@ -3,14 +3,14 @@
 import Router from '@koa/router';
 import type { TenantService } from '../../cluster/tenants.js';
 import { BadRequestError } from '../../errors.js';
-import { checkService, MONITORING_SERVICES, type MonitoringService, type NodeDetails } from '../../monitoring/monitoring.js';
+import { checkFilter, checkService, MONITORING_SERVICES, type MonitoringFilter, type MonitoringService, type NodeDetails } from '../../monitoring/monitoring.js';
 
 export interface MonitoringRoutesDeps {
   tenants: TenantService;
   localName: string;
-  local(service: MonitoringService): NodeDetails;
+  local(service: MonitoringService, filter: MonitoringFilter): NodeDetails;
   /** Details from one named peer, or from every live peer when `node` is undefined. */
-  remote(service: MonitoringService, node: string | undefined): Promise<NodeDetails[]>;
+  remote(service: MonitoringService, filter: MonitoringFilter, node: string | undefined): Promise<NodeDetails[]>;
 }
 
 export function monitoringRoutes(deps: MonitoringRoutesDeps): Router {
@@ -24,14 +24,15 @@ export function monitoringRoutes(deps: MonitoringRoutesDeps): Router {
   router.get('/monitoring/:tenant/:service', async (ctx) => {
     checkTenant(ctx.params.tenant!);
     const service = checkService(ctx.params.service!);
+    const filter = checkFilter(service, ctx.params.tenant!, ctx.query.uri);
     const node = ctx.query.node;
     if (Array.isArray(node)) throw new BadRequestError('give the query parameter node at most once');
     if (node === 'local' || node === deps.localName) {
-      ctx.body = { nodes: [deps.local(service)] };
+      ctx.body = { nodes: [deps.local(service, filter)] };
     } else if (node !== undefined) {
-      ctx.body = { nodes: await deps.remote(service, node) };
+      ctx.body = { nodes: await deps.remote(service, filter, node) };
     } else {
-      ctx.body = { nodes: [deps.local(service), ...(await deps.remote(service, undefined))] };
+      ctx.body = { nodes: [deps.local(service, filter), ...(await deps.remote(service, filter, undefined))] };
     }
   });
 
