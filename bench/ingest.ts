@@ -170,7 +170,7 @@ export async function runBatches(count: number, concurrency: number, send: (inde
 type RawOperation = { type: 'put'; key: string; value: string };
 
 /** tsr-shaped keys for the same payloads, built before timing as the node builds them per request. */
-function rawOperations(batches: readonly PreparedBatch[]): RawOperation[][] {
+export function rawOperations(batches: readonly PreparedBatch[]): RawOperation[][] {
   const writeIds = new WriteIdGenerator('bench');
   return batches.map((batch) =>
     batch.payloadJsons.map((json, index) => ({

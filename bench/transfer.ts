@@ -9,7 +9,7 @@
 // has a process of its own, and neither shares this process's heap of prepared payloads.
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -17,6 +17,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
+import { ClassicLevel } from 'classic-level';
 import { CHANNEL_OPTIONS } from '../src/peer/wire.js';
 import { addNode, localNode, startClusterNode } from '../test/kit/cluster.js';
 import { cleanup, client, type NodeProcess, sleep } from '../test/kit/node-process.js';
@@ -28,6 +29,7 @@ import {
   payloadBytesOf,
   postBatch,
   prepareBatches,
+  rawOperations,
   round,
   runBatches,
   SEED,
@@ -275,6 +277,97 @@ async function runRaw(bytes: number, settings: TransferSettings): Promise<{ runs
   return { runs, median: sorted[Math.floor(sorted.length / 2)]! };
 }
 
+// ---------------------------------------------------------------- LevelDB alone, the storage ceiling
+
+/**
+ * What LevelDB alone does with the join's records on this machine, in a child process of
+ * its own: the target's side (every record written, in synced batches of one chunk's worth)
+ * and the source's side (every record read back in key order with nextv, as the source
+ * reads its chunks). No gRPC, no signatures, no node. A transfer that lands records in
+ * LevelDB and reads them from LevelDB cannot beat the slower of the two, even with the
+ * source and the target running in parallel on the two cores; the ratio of that to raw
+ * gRPC is the ceiling for the transfer goal.
+ */
+interface StorageCeiling {
+  bytes: number;
+  records: number;
+  write: { seconds: number; megabytesPerSecond: number; cpuSeconds: number };
+  read: { seconds: number; megabytesPerSecond: number; cpuSeconds: number };
+}
+
+const CEILING_READ_BATCH_RECORDS = 1_000;
+
+async function runStorageCeiling(argv: string[]): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: { payloads: { type: 'string' }, batch: { type: 'string' }, 'chunk-bytes': { type: 'string' } } });
+  const chunkBytes = Number(values['chunk-bytes']);
+  const batches = prepareBatches({ payloads: Number(values.payloads), batch: Number(values.batch), concurrency: 1, extraConcurrency: 0, runs: 0 });
+  // The records in key order as buffers, cut into chunk-sized batches, all before timing.
+  const records = rawOperations(batches)
+    .flat()
+    .map((operation) => ({ type: 'put' as const, key: Buffer.from(operation.key), value: Buffer.from(operation.value) }))
+    .sort((a, b) => a.key.compare(b.key));
+  const chunks: Array<typeof records> = [[]];
+  let bytes = 0;
+  let chunkFill = 0;
+  for (const record of records) {
+    const size = record.key.length + record.value.length;
+    if (chunkFill + size > chunkBytes && chunks.at(-1)!.length > 0) {
+      chunks.push([]);
+      chunkFill = 0;
+    }
+    chunks.at(-1)!.push(record);
+    chunkFill += size;
+    bytes += size;
+  }
+  const dir = mkdtempSync(join(os.tmpdir(), 'tributary-bench-ceiling-'));
+  const level = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+  try {
+    await level.open();
+    const timed = async (work: () => Promise<void>) => {
+      const cpuBefore = process.cpuUsage();
+      const started = performance.now();
+      await work();
+      const seconds = (performance.now() - started) / 1000;
+      const cpu = process.cpuUsage(cpuBefore);
+      return { seconds: round(seconds, 3), megabytesPerSecond: round(bytes / 1e6 / seconds, 2), cpuSeconds: round((cpu.user + cpu.system) / 1e6, 2) };
+    };
+    const write = await timed(async () => {
+      for (const chunk of chunks) await level.batch(chunk, { sync: true });
+    });
+    let readBytes = 0;
+    const read = await timed(async () => {
+      const iterator = level.iterator();
+      try {
+        for (let entries = await iterator.nextv(CEILING_READ_BATCH_RECORDS); entries.length > 0; entries = await iterator.nextv(CEILING_READ_BATCH_RECORDS)) {
+          for (const [key, value] of entries) readBytes += key.length + value.length;
+        }
+      } finally {
+        await iterator.close();
+      }
+    });
+    if (readBytes !== bytes) throw new Error(`read back ${readBytes} bytes of ${bytes} written`);
+    const ceiling: StorageCeiling = { bytes, records: records.length, write, read };
+    process.stdout.write(`${JSON.stringify(ceiling)}\n`);
+  } finally {
+    await level.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function measureStorageCeiling(options: BenchOptions, settings: TransferSettings): Promise<StorageCeiling> {
+  log('LevelDB alone: the same records written, then read back…');
+  const child = spawnRole('storage-ceiling', [
+    '--payloads', String(options.payloads),
+    '--batch', String(options.batch),
+    '--chunk-bytes', String(settings.chunkBytes),
+  ]);
+  try {
+    return await firstLine<StorageCeiling>(child, 'LevelDB ceiling');
+  } finally {
+    await stopChild(child);
+  }
+}
+
 // ---------------------------------------------------------------- the join
 
 interface TransferAction {
@@ -387,9 +480,12 @@ async function runJoin(options: BenchOptions, batches: ReturnType<typeof prepare
 
 // ---------------------------------------------------------------- results
 
-function transferTable(join: JoinResult, raw: { runs: RawRun[]; median: RawRun }, settings: TransferSettings): string {
+function transferTable(join: JoinResult, raw: { runs: RawRun[]; median: RawRun }, ceiling: StorageCeiling, settings: TransferSettings): string {
   const kib = settings.chunkBytes / 1024;
   const spread = raw.runs.map((run) => run.megabytesPerSecond.toFixed(1)).join(', ');
+  const ceilingRow = (what: string, side: StorageCeiling['write']) =>
+    `| LevelDB alone: ${what} | ${ceiling.bytes.toLocaleString('en-US')} | ${ceiling.records.toLocaleString('en-US')} | ` +
+    `${side.seconds.toFixed(2)} | ${side.megabytesPerSecond.toFixed(1)} | ${side.cpuSeconds.toFixed(1)} | ${(side.megabytesPerSecond / raw.median.megabytesPerSecond).toFixed(2)} |`;
   return [
     '| transfer | bytes | payloads | seconds | MB/s | CPU s (source + target) | ratio to raw |',
     '|---|---:|---:|---:|---:|---:|---:|',
@@ -399,6 +495,8 @@ function transferTable(join: JoinResult, raw: { runs: RawRun[]; median: RawRun }
     `| join: ${SOURCE} → ${TARGET}, POST /cluster/nodes → Joined | ${join.bytes.toLocaleString('en-US')} | ` +
       `${join.payloadsMoved.toLocaleString('en-US')} | ${join.seconds.toFixed(2)} | ${join.megabytesPerSecond.toFixed(1)} | ` +
       `${cpuCell(join.cpuSeconds.source, join.cpuSeconds.target)} | ${(join.megabytesPerSecond / raw.median.megabytesPerSecond).toFixed(2)} |`,
+    ceilingRow(`write, synced batches of ${kib} KiB (the target's side)`, ceiling.write),
+    ceilingRow(`read, nextv of ${CEILING_READ_BATCH_RECORDS} (the source's side)`, ceiling.read),
   ].join('\n');
 }
 
@@ -428,7 +526,9 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
 
   const join = await runJoin(options, batches);
   const raw = await runRaw(join.bytes, settings);
+  const ceiling = await measureStorageCeiling(options, settings);
   const transferRatio = round(join.megabytesPerSecond / raw.median.megabytesPerSecond, 3);
+  const ceilingRatio = round(Math.min(ceiling.write.megabytesPerSecond, ceiling.read.megabytesPerSecond) / raw.median.megabytesPerSecond, 3);
   const replicated: ReplicatedSet[] = [await runReplicatedSet(batches, options.concurrency)];
   if (options.extraConcurrency > 0 && options.extraConcurrency !== options.concurrency) {
     replicated.push(await runReplicatedSet(batches, options.extraConcurrency));
@@ -453,7 +553,7 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
       clusterNodes: CLUSTER_NODES,
       ingestConcurrency: replicated.map((set) => set.concurrency),
     },
-    transfer: { join, raw, ratioToRaw: transferRatio },
+    transfer: { join, raw, ratioToRaw: transferRatio, storageCeiling: { ...ceiling, ratioToRaw: ceilingRatio } },
     replicated: { headline, ...(replicated.length > 1 ? { concurrent: replicated[1] } : {}) },
     goals: {
       transfer: { ratioMin: TRANSFER_RATIO_MIN, ratio: transferRatio, met: transferRatio >= TRANSFER_RATIO_MIN },
@@ -469,7 +569,7 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
 
   const load = `load average ${report.machine.loadAverage1m.before} → ${report.machine.loadAverage1m.after}`;
   const samples = thinned(join.progress, 12).map(([ms, percent]) => `${percent}% @ ${(ms / 1000).toFixed(1)} s`).join(', ');
-  console.log(transferTable(join, raw, settings));
+  console.log(transferTable(join, raw, ceiling, settings));
   console.log(
     `\ntsr percentComplete, ${join.progress.length} distinct samples polling every ${POLL_INTERVAL_MS} ms (all in the JSON): ` +
       `${samples || 'none seen'} (rose: ${join.percentRose}).`,
@@ -477,7 +577,7 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
   console.log(`\n${replicatedTable(replicated)}`);
   console.log(`\nParams: ${JSON.stringify(report.params)}. Machine: ${report.machine.cpus} × ${report.machine.model}, Node ${report.machine.node}, ${load}.`);
   const verdict = (goal: { met: boolean; ratio: number }) => `${goal.met ? 'met' : 'NOT met'} (${goal.ratio})`;
-  console.log(`\nGoal transfer ≥ ${TRANSFER_RATIO_MIN} × raw: ${verdict(report.goals.transfer)}.`);
+  console.log(`\nGoal transfer ≥ ${TRANSFER_RATIO_MIN} × raw: ${verdict(report.goals.transfer)}; LevelDB alone allows at most ${ceilingRatio} × raw.`);
   console.log(`Goal replicated ingest ≥ ${REPLICATED_RATIO_MIN} × one node: ${verdict(report.goals.replicated)}.`);
   log(`results written to ${RESULTS_PATH}`);
 }
@@ -486,7 +586,12 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === THIS_FILE) {
   const [role, ...rest] = process.argv.slice(2);
-  const run = role === 'raw-sink' ? serveRawSink() : role === 'raw-source' ? runRawSource(rest) : Promise.reject(new Error(`unknown role '${role}'`));
+  const roles: Record<string, (argv: string[]) => Promise<void>> = {
+    'raw-sink': serveRawSink,
+    'raw-source': runRawSource,
+    'storage-ceiling': runStorageCeiling,
+  };
+  const run = roles[role ?? ''] === undefined ? Promise.reject(new Error(`unknown role '${role}'`)) : roles[role!]!(rest);
   run.catch((error: unknown) => {
     console.error((error as Error).stack ?? String(error));
     process.exit(1);
