@@ -1,9 +1,11 @@
-// Execution across a cluster (issue 7 item 8): three nodes, one session. An SSE client on
-// one node reads a live query hosted on another while payloads are posted to the third;
-// then the host is killed with SIGKILL, the session moves, and the query goes on.
+// Execution across a cluster (issue 7 items 1 and 8). Four nodes: a session's host leaves
+// the cluster (DELETE /cluster/nodes) and the session moves to a Joined node, its query
+// still running. Then, on the three left: an SSE client on one node reads a live query
+// hosted on another while payloads are posted to the third; the host is killed with
+// SIGKILL, the session moves, and the query goes on.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startJoinedCluster, until } from '../kit/cluster.js';
+import { startJoinedCluster, until, waitState } from '../kit/cluster.js';
 import { cleanup, client, type NodeProcess } from '../kit/node-process.js';
 import { SseClient } from '../kit/sse-client.js';
 import { Prng } from '../sim/prng.js';
@@ -18,7 +20,7 @@ let nodes: NodeProcess[];
 const clients: SseClient[] = [];
 
 beforeAll(async () => {
-  nodes = await startJoinedCluster(3);
+  nodes = await startJoinedCluster(4);
   const api = client(nodes[0]!);
   const schema = { host: { type: 'string' }, user: { type: 'double' }, timestamp: { type: 'datetime', annotations: ['urn:itrs:default-timestamp'] } };
   expect((await api.put(CPU, { schema: { version: '1', topDef: { type: 'record', properties: schema } } })).status).toBe(200);
@@ -43,7 +45,37 @@ async function hostOf(session: string, among: NodeProcess[]): Promise<NodeProces
   });
 }
 
-describe('cluster execution - three nodes', () => {
+describe('cluster execution - four nodes, then three', () => {
+  it('a session moves off a host that leaves the cluster, and its query goes on', async () => {
+    const created = await client(nodes[0]!).post('/execution/demo/sessions');
+    const session = created.json.session as string;
+    const put = await client(nodes[0]!).put(session, { queries: [{ id: 'all', body: `from ${CPU} select host, user` }] });
+    expect(put.status, put.text).toBe(200);
+    const outputUri = put.json[0].query.outputs[0].outputUri as string;
+    expect((await client(nodes[0]!).put(`${session}/queries/all/_start`)).status).toBe(200);
+
+    const host = await hostOf(session, nodes);
+    const [reader, operator] = nodes.filter((node) => node !== host) as [NodeProcess, NodeProcess];
+    const removed = await client(operator).delete(`/cluster/nodes/${host.name}`);
+    expect(removed.status, removed.text).toBe(200);
+    await waitState(host, 'Left');
+    nodes = nodes.filter((node) => node !== host);
+    await host.kill('SIGTERM');
+
+    const newHost = await hostOf(session, nodes);
+    expect(newHost).not.toBe(host);
+    const sse = await SseClient.connect(`${reader.url}${outputUri}`);
+    clients.push(sse);
+    await sse.waitFor('sos from the new host', (c) => c.messages.some((m) => m.type === 'sos'));
+    const payloads = batch(5_000, 100);
+    expect((await client(operator).post(CPU, payloads)).status).toBe(200);
+    const expected = payloads.map((p) => ({ host: p.host, user: p.user }));
+    await sse.waitFor('rows from the new host', (c) => c.adds().length >= expected.length, 30_000);
+    expect(sse.adds()).toEqual(expected);
+    expect((await client(reader).get(`${session}/queries`)).json[0].query.state).toBe('running');
+    sse.close();
+  }, 120_000);
+
   it('an SSE client on one node reads a live query hosted elsewhere while payloads go to a third; the session survives kill -9 of its host', async () => {
     const created = await client(nodes[0]!).post('/execution/demo/sessions');
     const session = created.json.session as string;
