@@ -34,6 +34,10 @@ export interface ClusterShellDeps {
   ackWaitMs: number;
 }
 
+/** A chunk read or store is tried this many times before the core is told it failed. */
+const CHUNK_IO_ATTEMPTS_MAX = 3;
+const CHUNK_IO_RETRY_MS = 200;
+
 interface AckWaiter {
   seq: number;
   resolve(ack: TransferAck): void;
@@ -146,16 +150,20 @@ export class ClusterShell {
         return this.deps.saveCoreState(this.deps.core.persistedState());
       case 'send':
         return this.send(effect.to, effect.message);
-      case 'read-chunk':
-        return void this.deps.chunks.read(effect.transfer, effect.cursor).then(
-          (read) => this.submit({ type: 'chunk-read', transferId: effect.transfer.id, seq: effect.seq, ...read }),
-          (error: unknown) => this.deps.log.error({ err: error, transfer: effect.transfer.id }, 'transfer read failed'),
+      case 'read-chunk': {
+        const { transfer, seq, cursor } = effect;
+        return void this.withRetries('read', transfer.id, () => this.deps.chunks.read(transfer, cursor)).then(
+          (read) => this.submit({ type: 'chunk-read', transferId: transfer.id, seq, ...read }),
+          () => this.submit({ type: 'chunk-read-failed', transferId: transfer.id, seq }),
         );
-      case 'store-chunk':
-        return void this.deps.chunks.store(effect.transfer, effect.chunk, effect.progress).then(
-          () => this.submit({ type: 'chunk-stored', transferId: effect.transfer.id, seq: effect.seq }),
-          (error: unknown) => this.deps.log.error({ err: error, transfer: effect.transfer.id }, 'transfer store failed'),
+      }
+      case 'store-chunk': {
+        const { transfer, seq, chunk, progress } = effect;
+        return void this.withRetries('store', transfer.id, () => this.deps.chunks.store(transfer, chunk, progress)).then(
+          () => this.submit({ type: 'chunk-stored', transferId: transfer.id, seq }),
+          () => this.submit({ type: 'chunk-store-failed', transferId: transfer.id, seq }),
         );
+      }
       case 'drop':
         return this.drop(effect.repo, effect.slots);
       case 'node-state':
@@ -171,6 +179,24 @@ export class ClusterShell {
         const waiter = this.adminWaiters.get(effect.requestId);
         this.adminWaiters.delete(effect.requestId);
         return waiter?.(effect.result);
+      }
+    }
+  }
+
+  /**
+   * A chunk read or store, tried again after an I/O error (issue 12, item 5): each failure
+   * is logged with what is retried, and the last one is handed to the core, which asks
+   * for the chunk again instead of waiting for it forever.
+   */
+  private async withRetries<T>(what: 'read' | 'store', transferId: string, operation: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await operation();
+      } catch (error) {
+        const last = attempt >= CHUNK_IO_ATTEMPTS_MAX || this.stopped;
+        this.deps.log.warn({ err: error, transfer: transferId, attempt, attemptsMax: CHUNK_IO_ATTEMPTS_MAX }, last ? `transfer chunk ${what} failed; the chunk will be asked for again` : `transfer chunk ${what} failed; retrying`);
+        if (last) throw error;
+        await new Promise((resolve) => setTimeout(resolve, CHUNK_IO_RETRY_MS * attempt));
       }
     }
   }

@@ -133,8 +133,11 @@ const slot: BodyCodec<Slot> = {
 };
 
 const member: BodyCodec<Member> = {
-  toProto: (value) => ({ ...memberFields(value), state: NODE_STATES[value.state] }),
-  fromProto: (object) => ({ ...memberFieldsFrom(object), state: enumOf(object, 'state', NODE_STATES) }),
+  toProto: (value) => ({ ...memberFields(value), state: NODE_STATES[value.state], incarnation: value.incarnation ?? 0 }),
+  fromProto: (object) => {
+    const incarnation = int(object, 'incarnation');
+    return { ...memberFieldsFrom(object), state: enumOf(object, 'state', NODE_STATES), ...(incarnation > 0 ? { incarnation } : {}) };
+  },
 };
 
 function memberFields(value: Omit<Member, 'state'>): ProtoObject {
@@ -179,6 +182,7 @@ const membershipChange: BodyCodec<MembershipChange> = {
     node: value.node,
     slots: value.slots.map(slot.toProto),
     transfers: value.transfers.map(transferPlan.toProto),
+    handedOff: value.handedOff === true,
   }),
   fromProto: (object) => ({
     id: str(object, 'id'),
@@ -186,6 +190,7 @@ const membershipChange: BodyCodec<MembershipChange> = {
     node: str(object, 'node'),
     slots: list(object, 'slots', slot.fromProto),
     transfers: list(object, 'transfers', transferPlan.fromProto),
+    ...(bool(object, 'handedOff') ? { handedOff: true } : {}),
   }),
 };
 
@@ -267,6 +272,8 @@ function coreToProto(value: PeerMessage): ProtoObject {
       const { type: _type, ...progress } = value;
       return { transferProgress: progress };
     }
+    case 'handed-off':
+      return { handedOff: { changeId: value.changeId } };
   }
 }
 
@@ -286,6 +293,8 @@ function coreFromProto(object: ProtoObject): PeerMessage {
       return transferAck.fromProto(message(object, 'transferAck'));
     case 'transferProgress':
       return transferProgressFromProto(message(object, 'transferProgress'));
+    case 'handedOff':
+      return { type: 'handed-off', changeId: str(message(object, 'handedOff'), 'changeId') };
     default:
       return refuse('payload', 'one of the core messages');
   }

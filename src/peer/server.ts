@@ -51,14 +51,15 @@ export async function startPeerServer(host: string, port: number, nodes: NodeTab
 
 /**
  * The node table as a peer directory. A Left node is not a peer any more: it serves
- * nothing (DESIGN.md, "Cluster"), so nothing it sends is accepted; but it can still be
- * reached, to receive the table that tells it it has left (and so drop its data).
+ * nothing (DESIGN.md, "Cluster"), so nothing it sends is accepted but core messages, which
+ * the core answers with the table that tells it it has left (a node removed while it was
+ * down learns it this way, issue 12 item 5); and it can still be reached.
  */
 export function nodeTableDirectory(nodes: NodeTable): PeerDirectory {
   const find = (name: string) => nodes.list().find((node) => node.name === name);
   return {
     publicKeyOf: (name) => find(name)?.publicKey,
-    acceptsRequestsFrom: (name) => find(name)?.state !== 'Left',
+    acceptsRequestsFrom: (name, kind) => find(name)?.state !== 'Left' || kind === 'CoreMessage',
     addressOf: (name) => {
       const node = find(name);
       return node === undefined ? undefined : { address: node.address, port: node.port };

@@ -60,8 +60,8 @@ export interface PeerDirectory {
   /** Base64 of the node's ed25519 public key; undefined when the node is not in the table. */
   publicKeyOf(name: string): string | undefined;
   addressOf(name: string): PeerAddress | undefined;
-  /** Whether requests from this node are taken (default: every node with a key). */
-  acceptsRequestsFrom?(name: string): boolean;
+  /** Whether requests of this kind from this node are taken (default: every node with a key). */
+  acceptsRequestsFrom?(name: string, kind: string): boolean;
 }
 
 /**
@@ -261,7 +261,7 @@ export class PeerTransport {
   private senderKey(envelope: Envelope): KeyObject | undefined {
     const directory = this.options.directory;
     const known = directory.publicKeyOf(envelope.sender);
-    if (known !== undefined && (directory.acceptsRequestsFrom?.(envelope.sender) ?? true)) return verifyingKeyOf(known);
+    if (known !== undefined && (directory.acceptsRequestsFrom?.(envelope.sender, envelope.kind) ?? true)) return verifyingKeyOf(known);
     if (known !== undefined) return undefined;
     if (envelope.kind !== 'Admit' || this.options.acceptUnknown === undefined) return undefined;
     let admit: Admit;

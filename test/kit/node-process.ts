@@ -55,8 +55,8 @@ export class NodeProcess {
 
   private constructor(
     readonly name: string,
-    readonly httpPort: number,
-    readonly peerPort: number,
+    public httpPort: number,
+    public peerPort: number,
     readonly dataDir: string,
     private readonly options: StartOptions,
   ) {}
@@ -137,6 +137,17 @@ export class NodeProcess {
   async restart(): Promise<void> {
     await this.kill('SIGTERM');
     await this.launch();
+  }
+
+  /** Starts the stopped process again on other ports (an operator moving a node). */
+  async launchOn(httpPort: number, peerPort: number): Promise<void> {
+    this.httpPort = httpPort;
+    this.peerPort = peerPort;
+    await this.launch();
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
   }
 }
 

@@ -7,7 +7,7 @@
 
 import { ClusterCore } from '../../src/cluster/core/core.js';
 import { statePath, structuralKey } from '../../src/cluster/core/membership.js';
-import { ownersOf, slotKey, writeOwners } from '../../src/cluster/core/placement.js';
+import { ownersOf, slotKey, uncoveredNeeds, writeOwners } from '../../src/cluster/core/placement.js';
 import type {
   AdminCommand,
   AdminResult,
@@ -242,6 +242,7 @@ export class SimCluster {
     this.queue.push(at, () => {
       if (node.incarnation !== incarnation || !node.alive) return;
       this.replayHints(node);
+      this.reportHandOff(node);
       this.scheduleHintReplay(node, incarnation, this.now + this.config.hintReplayMs);
     });
   }
@@ -478,6 +479,18 @@ export class SimCluster {
       else kept.push(record);
     }
     node.hints = kept;
+  }
+
+  /**
+   * The shell's part of a leave: once this leaving node holds no hints and every transfer
+   * of its change is complete, it says it handed off (issue 12, item 5).
+   */
+  private reportHandOff(node: SimNode): void {
+    const membership = node.core?.membership();
+    const change = membership?.change;
+    if (membership === undefined || change?.kind !== 'leave' || change.node !== node.name || change.handedOff === true) return;
+    if (node.hints.length > 0 || uncoveredNeeds(membership).length > 0) return;
+    this.stepNode(node, { type: 'handoff-done', changeId: change.id });
   }
 
   // -------------------------------------------------------------------------------------

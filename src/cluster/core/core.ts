@@ -47,12 +47,14 @@ import {
   normaliseSlots,
   planAlternatives,
   planChange,
+  uncoveredNeeds,
   writeOwners,
 } from './placement.js';
 import {
   assertMembership,
   assertSuccessor,
   isReadyToComplete,
+  knowsNewerAddresses,
   memberNamed,
   statePath,
   structuralKey,
@@ -60,7 +62,10 @@ import {
   withCompletedChange,
   withJoiningMember,
   withLeavingMember,
+  withHandedOff,
+  withMemberAddresses,
   withMergedTransfers,
+  withReaddressedMember,
 } from './membership.js';
 import { SourceTransfers, TargetTransfers, type TransferContext } from './transfers.js';
 import type {
@@ -90,6 +95,9 @@ export interface CoreBootstrap {
   lone: boolean;
 }
 
+/** A tick this much later than the previous one means this process was paused or starved. */
+const PAUSE_FRACTION_OF_FAILURE_TIMEOUT = 0.5;
+
 export class ClusterCore {
   private readonly name: string;
   private current: Membership;
@@ -113,6 +121,17 @@ export class ClusterCore {
   private readonly localProgress: ProgressReport[] = [];
   private readonly target: TargetTransfers;
   private readonly source: SourceTransfers;
+  /** This start announced a new address for this node: its table goes to every peer at start. */
+  private readdressed = false;
+  /** Peers not heard from since the new address was announced: each heartbeat carries the table to them. */
+  private readonly addressNotSeenBy = new Set<string>();
+  /**
+   * A peer showed this node its table is current since this start (issue 12, item 5: a
+   * node removed while it was down must learn it is Left before it acknowledges anything).
+   */
+  private confirmedByPeer = false;
+  /** The leaving node's shell said it handed off (change id); repeated until the table shows it. */
+  private handedOff: string | undefined;
 
   constructor(
     private readonly config: CoreConfig,
@@ -127,7 +146,9 @@ export class ClusterCore {
       this.current = initial.membership;
       this.bootstrapped = true;
       assertMembership(this.current);
-      assert(memberNamed(this.current, this.name) !== undefined, `persisted membership lacks ${this.name}`);
+      const persistedSelf = memberNamed(this.current, this.name);
+      assert(persistedSelf !== undefined, `persisted membership lacks ${this.name}`);
+      this.announceAddressIfMoved(persistedSelf, bootstrap.self);
     } else if (bootstrap.lone) {
       this.current = { epoch: 1, members: [{ ...bootstrap.self, state: 'Joined' }], change: undefined };
       this.bootstrapped = true;
@@ -138,6 +159,14 @@ export class ClusterCore {
     this.createdLone = this.bootstrapped && (initial === undefined || initial.membership.epoch === 0);
     this.target = new TargetTransfers(this.name, this.bootstrapped ? (initial?.incoming ?? []) : []);
     this.source = new SourceTransfers(this.name);
+  }
+
+  /** A restart on another address or port: the node's own entry takes it, at a higher incarnation. */
+  private announceAddressIfMoved(persisted: Member, self: Member): void {
+    if (persisted.address === self.address && persisted.port === self.port && persisted.httpPort === self.httpPort) return;
+    this.current = withReaddressedMember(this.current, this.name, { address: self.address, port: self.port, httpPort: self.httpPort });
+    this.readdressed = true;
+    for (const member of this.current.members) if (member.name !== this.name && member.state !== 'Left') this.addressNotSeenBy.add(member.name);
   }
 
   step(input: CoreInput): CoreEffect[] {
@@ -164,6 +193,15 @@ export class ClusterCore {
         break;
       case 'chunk-stored':
         if (this.bootstrapped) this.target.onChunkStored(input.transferId, input.seq, this.context(), effects);
+        break;
+      case 'chunk-read-failed':
+        if (this.bootstrapped) this.source.onReadFailed(input.transferId, input.seq);
+        break;
+      case 'chunk-store-failed':
+        if (this.bootstrapped) this.target.onStoreFailed(input.transferId, input.seq, this.context());
+        break;
+      case 'handoff-done':
+        this.onHandoffDone(input.changeId, effects);
         break;
       case 'unreachable':
         this.onUnreachable(input.node, effects);
@@ -193,6 +231,17 @@ export class ClusterCore {
     return this.now - this.heardAt(name) < this.config.failureTimeoutMs;
   }
 
+  /**
+   * Whether this node may act for clients: it is a cluster of one, or a peer has shown it
+   * since this start that its table is not behind (a heartbeat or table at its epoch or
+   * later). A node removed while it was down learns it is Left before this turns true.
+   */
+  confirmed(): boolean {
+    if (!this.bootstrapped) return false;
+    if (this.confirmedByPeer) return true;
+    return this.current.members.every((member) => member.name === this.name || member.state === 'Left');
+  }
+
   /** Ids of the transfers this node is receiving (for status pages and tests). */
   incomingTransfers(): string[] {
     return this.target.activeIds();
@@ -204,22 +253,41 @@ export class ClusterCore {
   /** `now` should come from a monotonic clock; a step back (a wall clock set back) is held, not trusted. */
   private advanceClock(now: number): void {
     assert(Number.isFinite(now), `tick at ${now}`);
-    this.now = this.clockStart === undefined ? now : Math.max(this.now, now);
     if (this.clockStart === undefined) {
+      this.now = now;
       this.clockStart = now;
       this.nextHeartbeatAt = now;
+      return;
     }
+    const gap = now - this.now;
+    this.now = Math.max(this.now, now);
+    if (gap > PAUSE_FRACTION_OF_FAILURE_TIMEOUT * this.config.failureTimeoutMs) this.forgiveSilenceOf(gap);
+  }
+
+  /**
+   * This process did not run for `gap` ms (SIGSTOP, a long GC, a starved machine): peers
+   * were silent to it, not necessarily silent. Their clocks move on by the gap, so a node
+   * resuming from a pause does not take everyone for dead and answer 500 from that stale
+   * view (issue 12, item 6); heartbeats go out at once.
+   */
+  private forgiveSilenceOf(gap: number): void {
+    for (const [name, heardAt] of this.lastHeard) {
+      if (Number.isFinite(heardAt)) this.lastHeard.set(name, Math.min(this.now, heardAt + gap));
+    }
+    this.nextHeartbeatAt = this.now;
   }
 
   /** The first step announces what the node starts from and resumes its transfers. */
   private start(effects: CoreEffect[]): void {
     this.started = true;
     if (!this.bootstrapped) return;
-    if (this.createdLone) effects.push({ type: 'persist' });
+    if (this.createdLone || this.readdressed) effects.push({ type: 'persist' });
     effects.push({ type: 'membership-changed', membership: this.current });
     for (const member of this.current.members) effects.push({ type: 'node-state', node: member.name, state: member.state });
     this.target.pursue(this.context(), effects);
     this.sendReadyIfPending(effects);
+    // Peers reach this node at its new address only once they have the entry that says so.
+    if (this.readdressed) this.broadcast(effects);
   }
 
   private afterStep(effects: CoreEffect[]): void {
@@ -265,6 +333,8 @@ export class ClusterCore {
 
   private heard(from: string, effects: CoreEffect[]): void {
     this.lastHeard.set(from, this.now);
+    // It reached this node, so it has this node's address.
+    this.addressNotSeenBy.delete(from);
     if (this.reportedAvailable.get(from) === false) {
       this.reportedAvailable.set(from, true);
       effects.push({ type: 'availability', node: from, available: true });
@@ -299,10 +369,11 @@ export class ClusterCore {
     for (const member of this.current.members) {
       if (member.name === this.name || member.state === 'Left') continue;
       const behind = (this.peerEpochs.get(member.name) ?? -1) < epoch;
-      if (behind || this.progressDirty || member.name === coordinator) this.sendMembership(member.name, effects);
+      if (behind || this.progressDirty || member.name === coordinator || this.addressNotSeenBy.has(member.name)) this.sendMembership(member.name, effects);
       else this.send(member.name, { type: 'heartbeat', epoch }, effects);
     }
     this.progressDirty = false;
+    this.repeatHandedOff(effects);
   }
 
   private sendReadyIfPending(effects: CoreEffect[]): void {
@@ -322,10 +393,14 @@ export class ClusterCore {
     }
     // The shell only delivers authenticated peers; a sender missing from our table can
     // still push a newer table that adds it (a joining node), and nothing else.
-    if (memberNamed(this.current, from) === undefined) {
+    const sender = memberNamed(this.current, from);
+    if (sender === undefined) {
       if (message.type === 'membership' && memberNamed(message.membership, from) !== undefined) this.onMembership(from, message.membership, effects);
       return;
     }
+    // A Left node serves nothing and is heard from no more; if it speaks, it does not know
+    // it has left (it was removed while it was down): it is told, and nothing else happens.
+    if (sender.state === 'Left' && this.selfState() !== 'Left') return this.sendMembership(from, effects);
     this.heard(from, effects);
     const context = (): TransferContext => this.context();
     switch (message.type) {
@@ -334,7 +409,10 @@ export class ClusterCore {
       case 'heartbeat':
         this.notePeerEpoch(from, message.epoch);
         if (message.epoch < this.current.epoch) this.sendMembership(from, effects);
+        else this.confirmedByPeer = true;
         return;
+      case 'handed-off':
+        return this.onHandedOff(from, message.changeId, effects);
       case 'ready':
         return this.onReady(from, message.changeId, effects);
       case 'transfer-request':
@@ -372,17 +450,50 @@ export class ClusterCore {
     this.notePeerEpoch(from, incoming.epoch);
     const mine = this.current;
     if (incoming.epoch < mine.epoch) return this.sendMembership(from, effects);
+    this.confirmedByPeer = true;
     if (incoming.epoch > mine.epoch) {
       const sameChange = mine.change !== undefined && incoming.change?.id === mine.change.id;
-      return this.adopt(sameChange ? withMergedTransfers(incoming, mine.change!.transfers) : incoming, effects, false);
+      const kept = sameChange ? mergeChangeNews(incoming, mine) : incoming;
+      // What this node knows of addresses (its own above all) survives a newer table.
+      this.adopt(withMemberAddresses(kept, mine), effects, false);
+      if (knowsNewerAddresses(mine, incoming)) this.sendMembership(from, effects);
+      return;
     }
     assert(structuralKey(incoming) === structuralKey(mine), `two different tables at epoch ${mine.epoch} (from ${from})`);
-    const merged = withMergedTransfers(mine, incoming.change?.transfers ?? []);
+    const merged = withMemberAddresses(mergeChangeNews(mine, incoming), incoming);
     if (merged !== mine) {
       this.adopt(merged, effects, false);
       this.progressDirty = true;
     }
-    if (mine.change !== undefined && withMergedTransfers(incoming, mine.change.transfers) !== incoming) this.sendMembership(from, effects);
+    if (mergeChangeNews(incoming, mine) !== incoming || knowsNewerAddresses(mine, incoming)) this.sendMembership(from, effects);
+  }
+
+  /** The leaving node handed off: merged like progress, and spread at once (it may complete the change). */
+  private onHandedOff(from: string, changeId: string, effects: CoreEffect[]): void {
+    const change = this.current.change;
+    if (change === undefined || change.id !== changeId || change.node !== from) return;
+    const next = withHandedOff(this.current, changeId);
+    if (next === this.current) return;
+    this.adopt(next, effects, true);
+  }
+
+  /** This node is leaving and its shell handed everything off: the coordinator is told. */
+  private onHandoffDone(changeId: string, effects: CoreEffect[]): void {
+    const change = this.current.change;
+    if (!this.bootstrapped || change?.id !== changeId || change.node !== this.name || change.kind !== 'leave') return;
+    this.handedOff = changeId;
+    const coordinator = coordinatorOf(this.current, (name) => this.available(name));
+    if (coordinator === this.name) this.onHandedOff(this.name, changeId, effects);
+    else this.repeatHandedOff(effects);
+  }
+
+  /** Until the table shows the hand-off, every heartbeat repeats it (messages get lost). */
+  private repeatHandedOff(effects: CoreEffect[]): void {
+    const change = this.current.change;
+    if (this.handedOff === undefined || change?.id !== this.handedOff || change.handedOff === true) return;
+    const coordinator = coordinatorOf(this.current, (name) => this.available(name));
+    if (coordinator === this.name) this.onHandedOff(this.name, change.id, effects);
+    else if (coordinator !== undefined) this.send(coordinator, { type: 'handed-off', changeId: change.id }, effects);
   }
 
   /** The Pending node has the table and its repositories open: it turns Joining and its transfers start. */
@@ -438,6 +549,20 @@ export class ClusterCore {
     const longUnavailable = (name: string): boolean => name !== this.name && this.now - this.heardAt(name) > limitMs;
     const added = planAlternatives(this.current, (name) => this.available(name), longUnavailable);
     if (added.length > 0) this.adopt(withMergedTransfers(this.current, added), effects, true);
+    this.waiveHandOffOfLostLeaver(longUnavailable, effects);
+  }
+
+  /**
+   * A leaving node that is long gone cannot hand off: once every transfer is complete the
+   * coordinator waives it (as Cassandra's removenode does for a dead node), or the change
+   * would never end. Nothing acknowledged is lost by it: a write is acknowledged only when
+   * two nodes hold it (stored or hinted), so the lost node never held the only copy.
+   */
+  private waiveHandOffOfLostLeaver(longUnavailable: (name: string) => boolean, effects: CoreEffect[]): void {
+    const change = this.current.change;
+    if (change?.kind !== 'leave' || change.handedOff === true || !longUnavailable(change.node)) return;
+    if (uncoveredNeeds(this.current).length > 0) return;
+    this.adopt(withHandedOff(this.current, change.id), effects, true);
   }
 
   // -------------------------------------------------------------------------------------
@@ -544,7 +669,13 @@ export class ClusterCore {
 
 function completionCount(membership: Membership): string {
   const transfers = membership.change?.transfers ?? [];
-  return `${transfers.length}/${transfers.filter((transfer) => transfer.complete).length}`;
+  return `${transfers.length}/${transfers.filter((transfer) => transfer.complete).length}/${membership.change?.handedOff === true}`;
+}
+
+/** `base` with what `news` adds to the same change: transfers and their progress, the hand-off. */
+function mergeChangeNews(base: Membership, news: Membership): Membership {
+  const merged = withMergedTransfers(base, news.change?.transfers ?? []);
+  return news.change?.handedOff === true && news.change.id === base.change?.id ? withHandedOff(merged, news.change.id) : merged;
 }
 
 /** One node-state per state a member moved through (a table may skip epochs; the events do not). */

@@ -50,13 +50,51 @@ export function structuralKey(membership: Membership): string {
   return key;
 }
 
+/**
+ * Addresses are left out: a node announces a new address without a new epoch, and tables
+ * merge it by incarnation (withMemberAddresses). So are transfer progress and handedOff,
+ * which merge as a semilattice.
+ */
 function computeStructuralKey(membership: Membership): string {
   const change = membership.change;
   return JSON.stringify([
     membership.epoch,
-    membership.members,
+    membership.members.map((member) => [member.name, member.publicKey, member.zone, member.state]),
     change === undefined ? null : [change.id, change.kind, change.node, change.slots],
   ]);
+}
+
+/**
+ * `membership` with each member's address taken from `source` where source knows a higher
+ * incarnation of it (the member announced itself again). Returns the same object when
+ * nothing changes, so callers can tell by identity.
+ */
+export function withMemberAddresses(membership: Membership, source: Membership): Membership {
+  let changed = false;
+  const members = membership.members.map((member) => {
+    const other = memberNamed(source, member.name);
+    if (other === undefined || incarnationOf(other) <= incarnationOf(member)) return member;
+    changed = true;
+    return { ...member, address: other.address, port: other.port, httpPort: other.httpPort, incarnation: incarnationOf(other) };
+  });
+  return changed ? { ...membership, members } : membership;
+}
+
+/** True when `a` knows some member's address at a higher incarnation than `b`. */
+export function knowsNewerAddresses(a: Membership, b: Membership): boolean {
+  return withMemberAddresses(b, a) !== b;
+}
+
+export function incarnationOf(member: Member): number {
+  return member.incarnation ?? 0;
+}
+
+/** The table with `name`'s address replaced and its incarnation raised: the node announces itself again. */
+export function withReaddressedMember(membership: Membership, name: string, address: Pick<Member, 'address' | 'port' | 'httpPort'>): Membership {
+  const members = membership.members.map((member) =>
+    member.name === name ? { ...member, ...address, incarnation: incarnationOf(member) + 1 } : member,
+  );
+  return { ...membership, members };
 }
 
 /** Checks a table on its own: run before a table is applied, persisted or sent. */
@@ -146,12 +184,25 @@ export function withCompletedChange(membership: Membership): Membership {
   return withMembers(membership, withState(membership.members, change.node, state), undefined, membership.epoch + 1);
 }
 
+/**
+ * Every need is covered by a complete transfer, and a leaving node has handed off its
+ * hints and pushed its data once more (issue 12, item 5: a node never reaches Left
+ * holding hints or the only copy of anything).
+ */
 export function isReadyToComplete(membership: Membership): boolean {
   const change = membership.change;
   if (change === undefined) return false;
   const state = memberNamed(membership, change.node)?.state;
   if (state !== (change.kind === 'join' ? 'Joining' : 'Leaving')) return false;
+  if (change.kind === 'leave' && change.handedOff !== true) return false;
   return uncoveredNeeds(membership).length === 0;
+}
+
+/** The leaving node has handed off (merged as an or); the same object when it already said so. */
+export function withHandedOff(membership: Membership, changeId: string): Membership {
+  const change = membership.change;
+  if (change === undefined || change.id !== changeId || change.kind !== 'leave' || change.handedOff === true) return membership;
+  return { ...membership, change: { ...change, handedOff: true } };
 }
 
 function mergeTransfer(a: TransferPlan, b: TransferPlan): TransferPlan {

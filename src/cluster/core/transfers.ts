@@ -165,6 +165,20 @@ export class TargetTransfers {
   }
 
   /**
+   * The shell could not store the chunk (an I/O error that outlasted its retries). Nothing
+   * of it is durable: the buffered chunks are dropped and the stall timer asks the source
+   * again from the last durable chunk, so a failing disk slows the transfer instead of
+   * stopping it for good (issue 12, item 5).
+   */
+  onStoreFailed(transferId: string, seq: number, context: TransferContext): void {
+    const transfer = this.transfers.get(transferId);
+    if (transfer === undefined || transfer.storing?.seq !== seq) return;
+    transfer.storing = undefined;
+    transfer.buffer.clear();
+    transfer.lastActivityAt = context.now;
+  }
+
+  /**
    * Re-requests stalled transfers, reports progress not yet reported, and repeats
    * completion reports until the membership shows them.
    */
@@ -310,6 +324,18 @@ export class SourceTransfers {
       transfer.nextRead = read.last ? undefined : { seq: read.seq + 1, cursor: read.chunk.cursor };
     }
     this.readNext(transfer, context, effects);
+  }
+
+  /**
+   * The shell could not read the chunk (after its own retries): the read is forgotten, so
+   * the target's next request (its stall timer) starts a new one instead of waiting on
+   * this one forever.
+   */
+  onReadFailed(transferId: string, seq: number): void {
+    const transfer = this.transfers.get(transferId);
+    if (transfer?.reading?.seq !== seq) return;
+    transfer.reading = undefined;
+    transfer.nextRead = undefined;
   }
 
   onAck(from: string, transferId: string, seq: number, context: TransferContext, effects: CoreEffect[]): void {

@@ -29,6 +29,12 @@ export interface Member {
   httpPort: number;
   zone: string;
   state: NodeState;
+  /**
+   * Rises each time the node itself announces another address or port (a restart on
+   * other ports, issue 12 item 5). Tables merge a member's address by the higher
+   * incarnation, so the announcement spreads without a new epoch. Absent: 0.
+   */
+  incarnation?: number;
 }
 
 /** A (partition, replicas) pair in use by at least one persisted stream. */
@@ -61,6 +67,12 @@ export interface MembershipChange {
   /** The slots in use when the change was planned. */
   slots: Slot[];
   transfers: TransferPlan[];
+  /**
+   * Leave only: the leaving node holds no hints and has pushed its data to the next
+   * owners once more after every transfer completed (issue 12, item 5). The change
+   * completes only then. Merges as an or, like a transfer's `complete`.
+   */
+  handedOff?: boolean;
 }
 
 /**
@@ -100,7 +112,9 @@ export type PeerMessage =
   /** Target → source: chunks up to and including `seq` are durable on the target. */
   | { type: 'transfer-ack'; transferId: string; seq: number }
   /** Target → coordinator: progress, and completion when `complete`. */
-  | { type: 'transfer-progress'; transferId: string; percentComplete: number; bytes: number; records: number; complete: boolean };
+  | { type: 'transfer-progress'; transferId: string; percentComplete: number; bytes: number; records: number; complete: boolean }
+  /** Leaving node → coordinator: it has handed off its hints and its data (MembershipChange.handedOff). */
+  | { type: 'handed-off'; changeId: string };
 
 export type AdminCommand =
   | { type: 'add'; member: Omit<Member, 'state'> }
@@ -123,6 +137,15 @@ export type CoreInput =
    * the further of this and its persisted state.
    */
   | { type: 'resume'; incoming: DurableIncoming[] }
+  /** Source side: the shell could not read the chunk (after its own retries); the target asks again. */
+  | { type: 'chunk-read-failed'; transferId: string; seq: number }
+  /** Target side: the shell could not store the chunk (after its own retries); it is asked for again. */
+  | { type: 'chunk-store-failed'; transferId: string; seq: number }
+  /**
+   * The leaving node's shell: no hints are left here and the final push to the next owners
+   * of the change is done. The core tells the coordinator until the table shows it.
+   */
+  | { type: 'handoff-done'; changeId: string }
   /** The shell could not reach a peer for a send (gRPC error): feeds the failure detector. */
   | { type: 'unreachable'; node: string }
   /** Streams changed: the slots in use now. */

@@ -32,5 +32,19 @@ export function internalRoutes(repositories: Record<RepositoryName, Repository>)
     ctx.body = body;
   });
 
+  // Every record's value of one top-level field, by partition: what the chaos suite's
+  // checker compares (ids of a stream with hundreds of thousands of records).
+  router.get('/_internal/repos/:repo/:tenant/:collection/:name/ids', async (ctx) => {
+    const name = ctx.params.repo as RepositoryName;
+    if (!REPOSITORY_NAMES.includes(name)) throw new BadRequestError(`unknown repository '${name}'`);
+    const field = typeof ctx.query.field === 'string' ? ctx.query.field : 'id';
+    const key = streamKey(streamId(ctx.params.tenant, ctx.params.collection, ctx.params.name));
+    const partitions: Record<number, unknown[]> = {};
+    for await (const record of repositories[name].scan(key)) {
+      (partitions[record.partition] ??= []).push((JSON.parse(record.payloadJson) as Record<string, unknown>)[field] ?? null);
+    }
+    ctx.body = { partitions };
+  });
+
   return router;
 }

@@ -1,0 +1,76 @@
+// `npm run chaos -- [--scenario S|all] [--seeds N] [--seed n] [--duration-ms ms] [--out FILE]`
+// (issue 12, item 1): runs each scenario for N seeds starting at n, prints a line per run
+// and the table of the README, and writes every result to FILE (default
+// bench/results/chaos.json when more than one run is asked for). `--seed n --seeds 1
+// --scenario S` replays one run's schedule. Exit code 1 when any run found a failure.
+
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { packageRoot } from '../../src/package-root.js';
+import { runChaos, type ChaosRunResult } from './run.js';
+import { SCENARIOS, scenarioNamed } from './scenarios.js';
+import { chaosTable } from './report.js';
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      scenario: { type: 'string', default: 'all' },
+      seeds: { type: 'string', default: '1' },
+      seed: { type: 'string', default: '1' },
+      'duration-ms': { type: 'string', default: '60000' },
+      'settle-timeout-ms': { type: 'string', default: '180000' },
+      writers: { type: 'string', default: '4' },
+      out: { type: 'string' },
+      verbose: { type: 'boolean', default: false },
+    },
+  });
+  const scenarios = values.scenario === 'all' ? SCENARIOS : values.scenario!.split(',').map(scenarioNamed);
+  const seeds = integer('seeds', values.seeds!);
+  const firstSeed = integer('seed', values.seed!);
+  const options = { durationMs: integer('duration-ms', values['duration-ms']!), settleTimeoutMs: integer('settle-timeout-ms', values['settle-timeout-ms']!), writers: integer('writers', values.writers!) };
+  if (values.verbose) process.env.CHAOS_VERBOSE = '1';
+  const out = values.out ?? (seeds * scenarios.length > 1 ? join(packageRoot(), 'bench', 'results', 'chaos.json') : undefined);
+  const results: ChaosRunResult[] = [];
+  const startedAt = new Date().toISOString();
+  for (const scenario of scenarios) {
+    for (let seed = firstSeed; seed < firstSeed + seeds; seed += 1) {
+      const result = await runChaos(scenario, seed, options);
+      results.push(result);
+      console.log(summaryLine(result));
+      if (!result.verdict.ok || result.changesCompleted < result.changesPlanned) {
+        for (const example of result.verdict.examples) console.log(`    ${example}`);
+        console.log(`    replay: npm run chaos -- --scenario ${scenario.name} --seed ${seed} --seeds 1 --duration-ms ${options.durationMs}`);
+        if (values.verbose) console.log(result.log.map((line) => `    | ${line}`).join('\n'));
+      }
+      if (out !== undefined) save(out, startedAt, options, results);
+    }
+  }
+  console.log('');
+  console.log(chaosTable(results));
+  const failed = results.filter((result) => !result.verdict.ok || result.changesCompleted < result.changesPlanned);
+  process.exitCode = failed.length > 0 ? 1 : 0;
+}
+
+function summaryLine(result: ChaosRunResult): string {
+  const v = result.verdict;
+  const flag = v.ok && result.changesCompleted === result.changesPlanned ? 'ok  ' : 'FAIL';
+  return `${flag} ${result.scenario} seed ${result.seed}: acknowledged ${v.acknowledged}, unknown ${v.unknown}, lost ${v.lost}, under-replicated ${v.underReplicated}, duplicates ${v.duplicates}, misplaced ${v.misplaced}, phantoms ${v.phantoms}, answer mismatches ${v.answerMismatches}, changes ${result.changesCompleted}/${result.changesPlanned}, 5xx ${result.writes.status5xx}, unavailable ${result.writes.unavailableSeconds}s, repair ${result.repair.records} records in ${result.repair.rounds} rounds, ${result.seconds}s`;
+}
+
+function save(path: string, startedAt: string, options: object, results: ChaosRunResult[]): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const runs = results.map(({ log: _log, ...rest }) => rest);
+  writeFileSync(path, `${JSON.stringify({ startedAt, options, runs }, null, 2)}\n`);
+}
+
+function integer(name: string, text: string): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a positive integer, got '${text}'`);
+  return value;
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 2;
+});

@@ -1,0 +1,65 @@
+// The chaos suite's nemesis (issue 12, item 1): a seeded schedule of faults, drawn before
+// the run starts so that `--seed n` replays the same schedule, and played against real
+// processes by chaos-cluster.ts. Faults: kill -9 and restart after a while, SIGSTOP and
+// SIGCONT, a restart on other ports, and (at most once a run, so at most one replica of a
+// record is ever damaged) a kill -9 followed by truncating or corrupting the node's newest
+// data file before it restarts.
+
+import type { Prng } from '../sim/prng.js';
+
+export type FaultKind = 'kill' | 'pause' | 'move' | 'truncate' | 'corrupt';
+
+export interface Fault {
+  /** Milliseconds after the run starts. */
+  atMs: number;
+  kind: FaultKind;
+  /** Picks the victim among the nodes not already under a fault: index modulo their count. */
+  victim: number;
+  /** How long the node stays down or paused. */
+  durationMs: number;
+  /** For truncate/corrupt: where in the file and how much (fractions, resolved on the file). */
+  damage: { offsetFraction: number; bytes: number };
+}
+
+export interface NemesisOptions {
+  durationMs: number;
+  intervalMs: readonly [number, number];
+  kinds: readonly FaultKind[];
+}
+
+const DAMAGE_KINDS: readonly FaultKind[] = ['truncate', 'corrupt'];
+
+export function faultSchedule(prng: Prng, options: NemesisOptions): Fault[] {
+  const faults: Fault[] = [];
+  let damaged = false;
+  for (let at = prng.int(options.intervalMs[0], options.intervalMs[1]); at < options.durationMs; at += prng.int(options.intervalMs[0], options.intervalMs[1])) {
+    const kinds = damaged ? options.kinds.filter((kind) => !DAMAGE_KINDS.includes(kind)) : options.kinds;
+    if (kinds.length === 0) break;
+    const kind = prng.pick(kinds);
+    damaged ||= DAMAGE_KINDS.includes(kind);
+    faults.push({
+      atMs: at,
+      kind,
+      victim: prng.int(0, 1_000),
+      durationMs: kind === 'pause' ? prng.int(2_000, 8_000) : prng.int(1_000, 5_000),
+      damage: { offsetFraction: prng.next(), bytes: prng.int(16, 4_096) },
+    });
+  }
+  return faults;
+}
+
+export function describeFault(fault: Fault, node: string): string {
+  const seconds = (fault.atMs / 1000).toFixed(1);
+  switch (fault.kind) {
+    case 'kill':
+      return `${seconds}s kill -9 ${node}, restart after ${fault.durationMs} ms`;
+    case 'pause':
+      return `${seconds}s SIGSTOP ${node} for ${fault.durationMs} ms`;
+    case 'move':
+      return `${seconds}s kill -9 ${node}, restart on new ports after ${fault.durationMs} ms`;
+    case 'truncate':
+      return `${seconds}s kill -9 ${node}, truncate its newest data file by ${fault.damage.bytes} bytes, restart`;
+    case 'corrupt':
+      return `${seconds}s kill -9 ${node}, overwrite ${fault.damage.bytes} bytes of its newest data file, restart`;
+  }
+}

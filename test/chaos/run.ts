@@ -1,0 +1,192 @@
+// One chaos run (issue 12, item 1): a scenario and a seed. The cluster is started, the
+// writers and the nemesis run for the fault phase while the scenario's membership changes
+// happen, then every fault heals, the cluster settles (no change in flight, no hints),
+// anti-entropy repair runs until a round finds nothing to repair, and the checker judges
+// what every node holds and answers. Everything started is stopped before it returns.
+
+import { Prng } from '../sim/prng.js';
+import { cleanup, client, sleep } from '../kit/node-process.js';
+import { checkChaos, type AnswerEvidence, type ChaosVerdict, type StreamEvidence } from './checker.js';
+import { ChaosCluster, CHAOS_STREAMS, ownersFunction, TENANT } from './chaos-cluster.js';
+import { faultSchedule } from './nemesis.js';
+import type { Scenario } from './scenarios.js';
+import { CHAOS_SCHEMA, ChaosWriters } from './writers.js';
+
+export interface ChaosRunOptions {
+  /** Length of the fault phase. */
+  durationMs: number;
+  /** Bound on healing, settling and repair together. */
+  settleTimeoutMs: number;
+  writers: number;
+}
+
+export interface ChaosRunResult {
+  scenario: string;
+  seed: number;
+  verdict: ChaosVerdict;
+  /** Membership changes the scenario asked for that completed. */
+  changesCompleted: number;
+  changesPlanned: number;
+  /** Why the cluster did not settle, when it did not. */
+  unsettled: string | undefined;
+  repair: { rounds: number; records: number; converged: boolean; available: boolean };
+  writes: { batches: number; acknowledgedBatches: number; status5xx: number; status503: number; timeouts: number; retries: number; unavailableSeconds: number; p50Ms: number; p99Ms: number };
+  faults: number;
+  seconds: number;
+  log: string[];
+}
+
+const RING_SIZE = 64;
+
+export async function runChaos(scenario: Scenario, seed: number, options: ChaosRunOptions): Promise<ChaosRunResult> {
+  const started = Date.now();
+  const prng = new Prng(seed);
+  const schedule = faultSchedule(prng.fork(), { durationMs: options.durationMs, intervalMs: [3_000, 5_000], kinds: scenario.faults });
+  const writerPrng = prng.fork();
+  const cluster = new ChaosCluster(prng.fork());
+  let changesCompleted = 0;
+  try {
+    await startCluster(cluster, scenario);
+    const writers = new ChaosWriters(
+      {
+        writers: options.writers,
+        streams: CHAOS_STREAMS.map((stream) => stream.path),
+        batchPayloadsMin: 10,
+        batchPayloadsMax: 200,
+        requestTimeoutMs: 8_000,
+        attemptsMax: 3,
+        targets: () => cluster.targets(),
+      },
+      writerPrng,
+    );
+    const phaseStart = Date.now();
+    writers.start();
+    const nemesis = playSchedule(cluster, schedule, phaseStart);
+    const changes = runChanges(cluster, scenario, options.durationMs, phaseStart).then((count) => (changesCompleted = count));
+    await sleep(options.durationMs);
+    await nemesis;
+    await writers.stop();
+    cluster.note(`writers stopped: ${writers.stats.batches} batches`);
+    await cluster.heal();
+    const settleDeadline = Date.now() + options.settleTimeoutMs;
+    await Promise.race([changes, sleep(options.settleTimeoutMs)]);
+    const unsettled = await cluster.settle(Math.max(5_000, settleDeadline - Date.now()));
+    if (unsettled !== undefined) cluster.note(`not settled: ${unsettled}`);
+    const repair = await cluster.repair(Math.max(10_000, settleDeadline - Date.now()));
+    const verdict = await judge(cluster, scenario, writers, phaseStart);
+    return {
+      scenario: scenario.name,
+      seed,
+      verdict,
+      changesCompleted,
+      changesPlanned: scenario.changes.length,
+      unsettled,
+      repair,
+      writes: writeSummary(writers),
+      faults: schedule.length,
+      seconds: Math.round((Date.now() - started) / 1000),
+      log: cluster.log,
+    };
+  } finally {
+    await cleanup();
+  }
+}
+
+async function startCluster(cluster: ChaosCluster, scenario: Scenario): Promise<void> {
+  const first = await cluster.startNode('n1', false);
+  for (let index = 2; index <= scenario.nodes; index += 1) {
+    await cluster.startNode(`n${index}`, true);
+    await cluster.join(`n${index}`, 60_000);
+  }
+  const api = client(first);
+  const ok = async (what: string, answer: Promise<{ status: number; text: string }>) => {
+    const done = await answer;
+    if (done.status !== 200) throw new Error(`${what}: ${done.status} ${done.text.slice(0, 300)}`);
+  };
+  await ok('tenant', api.put(`/cluster/tenants/${TENANT}`));
+  for (const stream of CHAOS_STREAMS) {
+    await ok(stream.path, api.put(stream.path, { schema: CHAOS_SCHEMA }));
+    await ok(`${stream.path} repository`, api.put(`${stream.path}/repository`, { name: stream.repo, config: {} }));
+    await ok(`${stream.path} policy`, api.put(`${stream.path}/policy`, { replicas: scenario.replicas, ring_size: RING_SIZE, hash_payload: { bytes: 128 } }));
+  }
+  // Definitions reach every node before writes start.
+  await sleep(1_000);
+}
+
+async function playSchedule(cluster: ChaosCluster, schedule: ReturnType<typeof faultSchedule>, phaseStart: number): Promise<void> {
+  for (const fault of schedule) {
+    const wait = phaseStart + fault.atMs - Date.now();
+    if (wait > 0) await sleep(wait);
+    cluster.inflict(fault);
+  }
+}
+
+/** The scenario's joins and leaves, one after another, starting a fifth into the fault phase. */
+async function runChanges(cluster: ChaosCluster, scenario: Scenario, durationMs: number, phaseStart: number): Promise<number> {
+  let completed = 0;
+  let next = scenario.nodes + 1;
+  await sleep(Math.max(0, phaseStart + durationMs / 5 - Date.now()));
+  for (const change of scenario.changes) {
+    try {
+      if (change === 'join') {
+        const name = `n${next++}`;
+        await cluster.startNode(name, true);
+        await cluster.join(name, 240_000);
+      } else {
+        const members = cluster.members().map((node) => node.name);
+        // Leave the most recently started member that is not the first node.
+        const name = members.filter((each) => each !== 'n1').at(-1)!;
+        await cluster.leave(name, 240_000);
+      }
+      completed += 1;
+    } catch (error) {
+      cluster.note(`change ${change} failed: ${(error as Error).message}`);
+      return completed;
+    }
+  }
+  return completed;
+}
+
+async function judge(cluster: ChaosCluster, scenario: Scenario, writers: ChaosWriters, phaseStart: number): Promise<ChaosVerdict> {
+  const membership = await cluster.membership();
+  const joined = membership.members.filter((member) => member.state === 'Joined').length;
+  const evidence: StreamEvidence[] = [];
+  for (const stream of CHAOS_STREAMS) {
+    const outcomes = writers.outcomes.get(stream.path)!;
+    evidence.push({
+      stream: stream.key,
+      copies: Math.min(scenario.replicas, joined),
+      acknowledged: outcomes.acknowledged,
+      unknown: outcomes.unknown,
+      refused: outcomes.refused,
+      stored: await cluster.stored(stream),
+      ownersOf: ownersFunction(membership, scenario.replicas),
+    });
+  }
+  const range = { start: new Date(phaseStart - 3_600_000).toISOString(), end: new Date(Date.now() + 3_600_000).toISOString() };
+  const answers: AnswerEvidence[] = [];
+  for (const node of cluster.members()) {
+    const [ssr, tsr] = CHAOS_STREAMS as [typeof CHAOS_STREAMS[0], typeof CHAOS_STREAMS[1]];
+    answers.push({ node: node.name, stream: ssr.key, kind: 'search total', value: await cluster.searchTotal(node, ssr) });
+    answers.push({ node: node.name, stream: ssr.key, kind: 'histogram sum', value: await cluster.histogramSum(node, ssr, range) });
+    answers.push({ node: node.name, stream: tsr.key, kind: 'historical count', value: await cluster.historicalCount(node, tsr) });
+  }
+  return checkChaos(evidence, answers);
+}
+
+function writeSummary(writers: ChaosWriters): ChaosRunResult['writes'] {
+  const stats = writers.stats;
+  const sorted = [...stats.latenciesMs].sort((a, b) => a - b);
+  const quantile = (q: number) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!);
+  return {
+    batches: stats.batches,
+    acknowledgedBatches: stats.batchesAcknowledged,
+    status5xx: stats.status5xx,
+    status503: stats.status503,
+    timeouts: stats.timeouts,
+    retries: stats.retries,
+    unavailableSeconds: stats.unavailableSeconds,
+    p50Ms: quantile(0.5),
+    p99Ms: quantile(0.99),
+  };
+}

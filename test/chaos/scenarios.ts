@@ -1,0 +1,34 @@
+// The chaos suite's scenarios (issue 12, item 1): steady faults, a join under faults, a
+// leave under faults, and a join then a leave, each at replicas 2 and 3. Every run writes
+// to one ssr and one tsr stream, and every run's nemesis may kill, pause, move and damage.
+
+import type { FaultKind } from './nemesis.js';
+
+export interface Scenario {
+  name: string;
+  /** Nodes started (and joined) before the writers start. */
+  nodes: number;
+  replicas: number;
+  /** Membership changes made one after another during the fault phase. */
+  changes: ReadonlyArray<'join' | 'leave'>;
+  faults: readonly FaultKind[];
+}
+
+const ALL_FAULTS: readonly FaultKind[] = ['kill', 'pause', 'move', 'truncate', 'corrupt'];
+
+const SHAPES: ReadonlyArray<Omit<Scenario, 'name' | 'replicas' | 'faults'> & { shape: string }> = [
+  { shape: 'steady', nodes: 3, changes: [] },
+  { shape: 'join', nodes: 3, changes: ['join'] },
+  { shape: 'leave', nodes: 4, changes: ['leave'] },
+  { shape: 'join-leave', nodes: 3, changes: ['join', 'leave'] },
+];
+
+export const SCENARIOS: readonly Scenario[] = SHAPES.flatMap(({ shape, nodes, changes }) =>
+  [2, 3].map((replicas) => ({ name: `${shape}-r${replicas}`, nodes, replicas, changes, faults: ALL_FAULTS })),
+);
+
+export function scenarioNamed(name: string): Scenario {
+  const scenario = SCENARIOS.find((each) => each.name === name);
+  if (scenario === undefined) throw new Error(`no chaos scenario '${name}' (have: ${SCENARIOS.map((each) => each.name).join(', ')})`);
+  return scenario;
+}
