@@ -62,6 +62,10 @@ export const configSchema = z
         /** Peer messages older or newer than this are refused as replays. */
         peerReplayWindowMs: z.number().int().min(1_000).max(600_000),
         peerDeadlineMs: z.number().int().min(100).max(600_000),
+        /** A replica write not answered this soon is hinted and its owner suspected (issue 12, item 6). */
+        writeDeadlineMs: z.number().int().min(50).max(600_000),
+        /** Background anti-entropy: one sweep of every partition this often; 0 turns it off. */
+        repairIntervalMs: z.number().int().min(0).max(7 * 24 * 3_600_000),
       })
       .strict()
       .refine((cluster) => cluster.failureTimeoutMs > cluster.heartbeatIntervalMs, {

@@ -17,11 +17,20 @@ import { MembershipService } from './cluster/membership-service.js';
 import { NodeTable, type NodeDocument } from './cluster/node-table.js';
 import { DEFAULT_POLICY, type DistributionPolicy } from './cluster/partitioner.js';
 import { PartitionRouter } from './cluster/partition-router.js';
-import { clusterReplicaWriter, STALE_EPOCH } from './cluster/replica-writer.js';
+import { NOT_OWNER, ReplicaWriter, STALE_EPOCH } from './cluster/replica-writer.js';
+import { HintKeeper } from './cluster/hint-keeper.js';
+import { PartitionHandOff } from './cluster/partition-handoff.js';
+import { StoredPartitions } from './repair/stored-partitions.js';
+import { RepairService, type Damage, type RepairRunStatus, type RepairStream } from './repair/repair-service.js';
+import type { TransferAction } from './cluster/membership-service.js';
+import { ClusterRepair, toReply } from './repair/cluster-repair.js';
+import type { PeerPartitions } from './repair/partition-sync.js';
+import { keysInSegments } from './repair/key-digest.js';
 import { ReplicatedDefinitions } from './cluster/replicated-definitions.js';
 import { TenantService } from './cluster/tenants.js';
 import type { Config } from './config.js';
 import { createApp } from './http/app.js';
+import { servingGate } from './http/serving-gate.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { clusterRoutes } from './http/routes/cluster.js';
 import { internalRoutes } from './http/routes/internal.js';
@@ -89,7 +98,12 @@ export interface RunningNode {
 /** How long open HTTP connections and peer calls get to finish when the node stops. */
 const SHUTDOWN_GRACE_MS = 1_500;
 const CORE_STATE_KEY = 'cluster-core';
+/** The damage this node found in its own data, until it is refilled (src/repair). */
+const DAMAGE_KEY = 'storage-damage';
 const HINT_REPLAY_INTERVAL_MS = 1_000;
+/** Background repair sweeps pause this long between partitions. */
+const REPAIR_PACING_MS = 100;
+const REPAIR_KEYS_PER_FETCH_MAX = 10_000;
 
 export async function startNode(config: Config, log: Logger): Promise<RunningNode> {
   const identity = loadOrCreateIdentity(config.dataDir);
@@ -130,16 +144,25 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     definitions.get<RepositoryMapping>(`repository/${streamKey}`)?.value.config.defaultStringAnalyzer === 'keyword' ? 'keyword' : 'standard',
   );
   const replicasOf = (streamKey: string) => definitions.get<DistributionPolicy>(`policy/${streamKey}`)?.value.replicas ?? DEFAULT_POLICY.replicas;
+  const replica = new LocalReplica(repositories, committer, (repository, records) => {
+    if (repository === 'ssr') ssrIndex.onStored(records);
+    partitions.staleRecords(repository, records);
+  });
+  const partitions = new StoredPartitions(repositories, replica);
   const chunks = new TransferChunks(database, {
     streams: () => storedStreams(definitions),
     definitionRecords: () => store.records(),
     applyDefinitions: (records) => definitions.apply(records),
-    partitionChanged: (repo, stream, partition) => repo === 'ssr' && ssrIndex.invalidate(stream, partition),
+    partitionChanged: (repo, stream, partition) => {
+      if (repo === 'ssr') ssrIndex.invalidate(stream, partition);
+      partitions.stale(repo, stream, partition);
+    },
   }, config.cluster.transferChunkBytes);
   const shell = new ClusterShell({
     core, transport, chunks, events, log,
     saveCoreState: (state) => database.batch([{ type: 'put', sublevel: database.local, key: CORE_STATE_KEY, value: JSON.stringify(state) }], { sync: true }),
     onMembership: applyMembership,
+    onDrop: (repo, slots) => handOff.schedule(repo, slots),
     clock: () => Math.floor(performance.now()),
     heartbeatIntervalMs: config.cluster.heartbeatIntervalMs,
     peerDeadlineMs: deadline,
@@ -148,24 +171,39 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const membershipService = new MembershipService({ core, shell, transport, peerDeadlineMs: deadline, log });
   observeMembership = (membership) => membershipService.observe(membership);
 
-  const replica = new LocalReplica(repositories, committer, (repository, records) => repository === 'ssr' && ssrIndex.onStored(records));
-  const writerDeps = {
-    localName: config.name, replica, transport, hints, committer, available, peerDeadlineMs: deadline, log,
+  const adopt = (from: string, membership: Membership) => shell.adopt(from, membership);
+  const writeDeadlineMs = config.cluster.writeDeadlineMs;
+  const replicaWriter = new ReplicaWriter({
+    localName: config.name, replica, transport, available, writeDeadlineMs, log, adopt,
     epoch: () => core.membership().epoch,
-    adopt: (from: string, membership: Membership) => shell.adopt(from, membership),
-  };
+    suspect: (node) => shell.submit({ type: 'unreachable', node }),
+  });
+  const keeper = new HintKeeper({
+    localName: config.name, hints, committer, transport, writeDeadlineMs, log,
+    leaving: () => isLeaving(core.membership(), config.name),
+    delegates: () => hintDelegates(core, config.name),
+  });
   const ownersOf = (policy: DistributionPolicy, partition: number) => writeOwners(core.membership(), { partition, replicas: policy.replicas });
-  const router = new PartitionRouter(ownersOf, clusterReplicaWriter(writerDeps, { hint: true }));
-  // Hints are delivered without hinting again: an owner still down keeps the hint here.
-  const redeliveryRouter = new PartitionRouter(ownersOf, clusterReplicaWriter(writerDeps, { hint: false }));
-  const redeliver = async (repository: RepositoryName, records: StoredRecord[]) => {
-    for (const stream of new Set(records.map((record) => record.stream))) {
-      // Owners depend on the partition and the stream's replicas only.
-      const policy = { ...DEFAULT_POLICY, replicas: replicasOf(stream) };
-      const failures = await redeliveryRouter.write(repository, policy, records.filter((record) => record.stream === stream));
-      if (failures.size > 0) throw new Error([...failures.values()][0]);
-    }
-  };
+  const router = new PartitionRouter(ownersOf, replicaWriter, keeper);
+  const repair = new RepairService({
+    localName: config.name, available, log, local: partitions,
+    membership: () => core.membership(),
+    streams: () => repairStreams(definitions),
+    peers: peerPartitions(transport, () => core.membership().epoch, deadline),
+    persistDamage: (damage) => saveDamage(database, damage),
+    intervalMs: config.cluster.repairIntervalMs,
+    pacingMs: REPAIR_PACING_MS,
+  });
+  const handOff = new PartitionHandOff({
+    localName: config.name, chunks, hints, log,
+    membership: () => core.membership(),
+    streams: () => storedStreams(definitions),
+    handOff: (part, replicas, owners) => repair.handOff(part, replicas, owners),
+    holds: async (repo, stream, partition) => (await repositories[repo].partitionKeys(stream, partition)).length > 0,
+    handedOff: (changeId) => shell.submit({ type: 'handoff-done', changeId }),
+    graceMs: 2 * writeDeadlineMs,
+    retryMs: HINT_REPLAY_INTERVAL_MS,
+  });
   const runtime = new StreamRuntime(definitions, streamDefinitions, sandboxLimits);
   const ingest = new IngestService(runtime, router, new WriteIdGenerator(config.name), { batchPayloadsMax: config.limits.ingestBatchPayloadsMax });
 
@@ -180,23 +218,25 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     shell,
     definitions,
     nodes,
-    storeRecords: async (write) => {
-      // A writer with an older table than ours may be routing to nodes that gave the
-      // partition up: refuse, with our table, and it routes again (the epoch fence).
-      const membership = core.membership();
-      if (write.epoch < membership.epoch) {
-        throw new TributaryError(409, STALE_EPOCH, `writer epoch ${write.epoch} is older than ${membership.epoch}`, { details: { membership } });
-      }
-      await replica.store(write.repo, write.records);
-    },
+    storeRecords: (write) => storeReplicaWrite(core, replica, config.name, write),
   });
+  serveHandOffAndRepair(transport, { keeper, partitions, repair, committer, hints });
   const replayer = new HintReplayer({
-    hints, committer, transport, available, redeliver,
-    isMember: (name) => core.membership().members.some((member) => member.name === name && member.state !== 'Left'),
-    peerDeadlineMs: deadline, intervalMs: HINT_REPLAY_INTERVAL_MS, log,
+    localName: config.name, hints, committer, transport, keeper, replica, available, adopt, log,
+    membership: () => core.membership(),
+    replicasOf,
+    peerDeadlineMs: deadline, intervalMs: HINT_REPLAY_INTERVAL_MS,
+  });
+  const clusterRepair = new ClusterRepair({
+    localName: config.name, repair,
+    membership: () => core.membership(),
+    streamExists: (key) => definitions.get(`repository/${key}`) !== undefined,
+    startRemote: async (node, runId, stream) => void (await transport.call(node, 'RepairSweep', { runId, stream }, { deadlineMs: deadline })),
+    statusRemote: (node, runId) => transport.call(node, 'RepairStatus', { runId }, { deadlineMs: deadline }),
   });
   const monitoring: MonitoringDeps = {
     localName: config.name, hints, core, version, startedAtMs: Date.now(),
+    handOff: () => ({ pendingDrops: handOff.pendingDrops(), damaged: repair.damaged() }),
     execution: () => ({ sessions: sessionHost.summary(), liveForwardDroppedPayloads: forwarder.dropped }),
   };
   // Execution (issue 7): sessions run on their host node; payloads reach live queries from
@@ -232,7 +272,15 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     const policy = definitions.get<DistributionPolicy>(`policy/${stream}`)?.value ?? DEFAULT_POLICY;
     return { repo: definitions.get<RepositoryMapping>(`repository/${stream}`)?.value.name, ringSize: policy.ring_size, replicas: policy.replicas };
   };
-  const scanLocal = (request: ScanRequest) => scanPage((stream, options) => repositories[request.repo].scan(stream, options), request, config.execution.historicalPageRecords);
+  const scanLocal = (request: ScanRequest) => {
+    repair.checkServing(`partition ${request.partition} of ${request.stream}`);
+    return scanPage((stream, options) => repositories[request.repo].scan(stream, options), request, config.execution.historicalPageRecords);
+  };
+  // A node refilling damaged data answers no search from it: another owner does.
+  const searchHere = (request: LocalSearchRequest) => {
+    repair.checkServing('this search');
+    return searchLocally(ssrIndex, request);
+  };
   const historicalDeps = {
     localName: config.name,
     ownersOf: (partition: number, replicas: number) => currentOwners(core.membership(), { partition, replicas }),
@@ -300,7 +348,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       scan?: ScanRequest;
       executionStatuses?: { tenant: string; id: string };
     };
-    if (request.search !== undefined) return { json: JSON.stringify(await searchLocally(ssrIndex, request.search)) };
+    if (request.search !== undefined) return { json: JSON.stringify(await searchHere(request.search)) };
     if (request.outputPoll !== undefined) return { json: JSON.stringify(await outputs.poll(request.outputPoll)) };
     if (request.scan !== undefined) return { json: JSON.stringify(await scanLocal(request.scan)) };
     if (request.executionStatuses !== undefined) return { json: JSON.stringify(localStatuses(request.executionStatuses.tenant, request.executionStatuses.id)) };
@@ -314,6 +362,8 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   shell.start();
   void sessionHost.reconcile();
   replayer.start();
+  handOff.start();
+  repair.start(await loadDamage(database));
   if (persisted === undefined && !config.join) {
     for (const tenant of config.defaultTenants) await tenants.put(tenant);
   }
@@ -338,16 +388,20 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     log,
     bodyBytesMax: config.limits.bodyBytesMax,
     errorRenderers: [problemRenderer],
+    gate: servingGate(() => notServingBecause(core, config.name)),
     routers: [
       brainApi,
       streamRoutes({ definitions: streamDefinitions, runtime, ingest }),
-      clusterRoutes({ nodes, tenants, events, membership: membershipService, sse: sseOptions(config) }),
+      clusterRoutes({
+        nodes, tenants, events, membership: membershipService, repair: clusterRepair, sse: sseOptions(config),
+        localActions: () => repairActions(config.name, repair.list()),
+      }),
       adminRoutes(new VendorService(definitions, tenants)),
       searchRoutes(new SearchService(streamDefinitions, {
         localName: config.name,
         owners: (partition, replicas) => currentOwners(core.membership(), { partition, replicas }),
         available,
-        runLocal: (request) => searchLocally(ssrIndex, request),
+        runLocal: searchHere,
         runRemote: async (node, request) =>
           JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ search: request }) }, { deadlineMs: deadline })).json) as LocalSearchResult,
       }, domains), tenants),
@@ -373,6 +427,8 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     async close() {
       shell.stop();
       replayer.stop();
+      handOff.stop();
+      repair.stop();
       outputs.close();
       await sessionHost.close();
       await Promise.all([closeHttp(http), peer.close(SHUTDOWN_GRACE_MS)]);
@@ -418,6 +474,119 @@ function servePeers(
     return {};
   });
   transport.handleTransfer((sender, chunk) => shell.receiveChunk(sender, chunk));
+}
+
+/**
+ * A replica write from a peer. A writer with an older table than ours may be routing to
+ * nodes that gave the partition up, and one whose table names another owner is wrong about
+ * this one: both are refused with our table, and the writer routes again (the epoch fence;
+ * issue 12: nothing lands on a node that does not own it).
+ */
+async function storeReplicaWrite(core: ClusterCore, replica: LocalReplica, localName: string, write: WriteRecords): Promise<void> {
+  const membership = core.membership();
+  if (write.epoch < membership.epoch) {
+    throw new TributaryError(409, STALE_EPOCH, `writer epoch ${write.epoch} is older than ${membership.epoch}`, { details: { membership } });
+  }
+  if (!Number.isInteger(write.replicas) || write.replicas < 1) throw new BadRequestError(`WriteRecords: replicas must be a positive integer, got ${write.replicas}`);
+  for (const record of write.records) {
+    if (!writeOwners(membership, { partition: record.partition, replicas: write.replicas }).includes(localName)) {
+      throw new TributaryError(409, NOT_OWNER, `${localName} does not own partition ${record.partition} of ${record.stream} at epoch ${membership.epoch}`, { details: { membership } });
+    }
+  }
+  await replica.store(write.repo, write.records);
+}
+
+/** The peer calls of hinted hand-off and anti-entropy repair. */
+function serveHandOffAndRepair(
+  transport: PeerTransport,
+  parts: { keeper: HintKeeper; partitions: StoredPartitions; repair: RepairService; committer: GroupCommitter; hints: HintBuffer },
+): void {
+  const { keeper, partitions, repair } = parts;
+  transport.handle('HintStore', async (_sender, store) => {
+    await keeper.keepHere(store.hints.map((entry) => (entry.repository === 'KV' ? { ...entry, records: entry.records.map(fromWireRecord) } : entry)));
+    return {};
+  });
+  transport.handle('RepairDigest', async (_sender, part) => ({ segments: [...(await partitions.digest(part))] }));
+  transport.handle('RepairKeys', async (_sender, request) => ({ keys: keysInSegments(await partitions.keys(request), request.segments) }));
+  transport.handle('RepairFetch', async (_sender, request) => {
+    if (request.keys.length > REPAIR_KEYS_PER_FETCH_MAX) throw new BadRequestError(`RepairFetch: at most ${REPAIR_KEYS_PER_FETCH_MAX} keys, got ${request.keys.length}`);
+    return { records: await partitions.records(request, request.keys) };
+  });
+  transport.handle('RepairSweep', async (_sender, sweep) => {
+    repair.startRun(sweep.runId, sweep.stream);
+    return {};
+  });
+  transport.handle('RepairStatus', async (_sender, request) => toReply(repair.status(request.runId)));
+}
+
+/** The other owners' side of a repair exchange, over the peer port. */
+function peerPartitions(transport: PeerTransport, epoch: () => number, deadlineMs: number): PeerPartitions {
+  const options = { deadlineMs };
+  return {
+    digest: async (peer, part) => (await transport.call(peer, 'RepairDigest', part, options)).segments,
+    keys: async (peer, part, segments) => (await transport.call(peer, 'RepairKeys', { ...part, segments: [...segments] }, options)).keys,
+    fetch: async (peer, part, keys) => (await transport.call(peer, 'RepairFetch', { ...part, keys: [...keys] }, options)).records,
+    push: async (peer, part, replicas, records) => void (await transport.call(peer, 'WriteRecords', { repo: part.repo, records: [...records], epoch: epoch(), replicas }, options)),
+  };
+}
+
+/** Joined, available members other than this node, in name order: where hints may go. */
+function hintDelegates(core: ClusterCore, localName: string): string[] {
+  return core.membership().members.filter((member) => member.state === 'Joined' && member.name !== localName && core.available(member.name)).map((member) => member.name);
+}
+
+function isLeaving(membership: Membership, name: string): boolean {
+  const state = membership.members.find((member) => member.name === name)?.state;
+  return state === 'Leaving' || state === 'Left';
+}
+
+/** Every persisted stream with its repository and placement, as repair walks them. */
+function repairStreams(definitions: ReplicatedDefinitions): RepairStream[] {
+  return definitions.list('repository/').flatMap((mapping) => {
+    const key = mapping.key.slice('repository/'.length);
+    const repo = (mapping.value as RepositoryMapping).name;
+    if (repo !== 'ssr' && repo !== 'tsr') return [];
+    const policy = definitions.get<DistributionPolicy>(`policy/${key}`)?.value ?? DEFAULT_POLICY;
+    return [{ key, repo, replicas: policy.replicas, ringSize: policy.ring_size }];
+  });
+}
+
+async function loadDamage(database: Database): Promise<Damage | undefined> {
+  const text = await database.local.get(DAMAGE_KEY);
+  return text === undefined ? undefined : (JSON.parse(text) as Damage);
+}
+
+function saveDamage(database: Database, damage: Damage | undefined): Promise<void> {
+  const operation = damage === undefined ? { type: 'del' as const, sublevel: database.local, key: DAMAGE_KEY } : { type: 'put' as const, sublevel: database.local, key: DAMAGE_KEY, value: JSON.stringify(damage) };
+  return database.batch([operation], { sync: true });
+}
+
+/** Why this node cannot serve data requests now (http/serving-gate.ts), or undefined. */
+function notServingBecause(core: ClusterCore, localName: string): string | undefined {
+  const state = core.membership().members.find((member) => member.name === localName)?.state;
+  switch (state) {
+    case 'Pending':
+      return `node ${localName} is Pending: it is not part of a cluster yet; ask a Joined node`;
+    case 'Joining':
+      return `node ${localName} is Joining: its definitions and data are still arriving; ask a Joined node or retry`;
+    case 'Left':
+      return `node ${localName} has left the cluster; ask a member`;
+    default:
+      return core.confirmed() ? undefined : `node ${localName} restarted and has not yet confirmed its cluster table with a peer; retry`;
+  }
+}
+
+/** This node's repair runs as rows of GET /cluster/transfers (a repair moves data too). */
+function repairActions(localName: string, runs: readonly RepairRunStatus[]): TransferAction[] {
+  return runs.map((run) => ({
+    type: 'repo_data_transfer',
+    repo: 'ssr,tsr',
+    from: localName,
+    to: 'other owners',
+    complete: run.complete,
+    percentComplete: run.complete ? 100 : run.partitionsTotal === 0 ? 0 : Math.min(99, Math.floor((100 * run.partitionsDone) / run.partitionsTotal)),
+    info: { ...run, bytes: 0, payloads: run.recordsSent + run.recordsReceived, partitions: run.partitionsTotal },
+  }));
 }
 
 /** Monitoring details from one named peer, or from every other member that is not Left. */

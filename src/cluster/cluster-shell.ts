@@ -13,7 +13,6 @@ import type { TransferStream } from '../peer/transfer-stream.js';
 import type { TransferAck, TransferChunk } from '../peer/messages.js';
 import type { TransferChunks } from '../storage/transfer-chunks.js';
 import type { ClusterCore } from './core/core.js';
-import { writeOwners } from './core/placement.js';
 import type { AdminCommand, AdminResult, CoreEffect, CoreInput, Membership, PeerMessage, PersistedCoreState, Slot } from './core/types.js';
 import type { ClusterEventBus } from './events.js';
 
@@ -26,6 +25,8 @@ export interface ClusterShellDeps {
   saveCoreState(state: PersistedCoreState): Promise<void>;
   /** The membership (or a node's availability) changed: update the node table and router. */
   onMembership(membership: Membership): void;
+  /** This node no longer owns the slots: they go once handed off (partition-handoff.ts). */
+  onDrop(repo: 'ssr' | 'tsr', slots: Slot[]): void;
   /** Monotonic milliseconds. */
   clock(): number;
   heartbeatIntervalMs: number;
@@ -165,7 +166,7 @@ export class ClusterShell {
         );
       }
       case 'drop':
-        return this.drop(effect.repo, effect.slots);
+        return this.deps.onDrop(effect.repo, effect.slots);
       case 'node-state':
         this.deps.log.info({ node: effect.node, state: effect.state }, 'node state');
         return this.deps.events.publish({ type: 'NODE_STATE_UPDATED', node: effect.node, state: effect.state });
@@ -199,22 +200,6 @@ export class ClusterShell {
         await new Promise((resolve) => setTimeout(resolve, CHUNK_IO_RETRY_MS * attempt));
       }
     }
-  }
-
-  /**
-   * Deletes the slots now, and once more after a peer deadline: a write accepted under the
-   * old membership may still be in flight when the ownership changes.
-   */
-  private drop(repo: 'ssr' | 'tsr', slots: Slot[]): void {
-    const run = (dropping: Slot[]) =>
-      this.deps.chunks.drop(repo, dropping).catch((error: unknown) => this.deps.log.error({ err: error, repo }, 'dropping partitions failed'));
-    void run(slots);
-    setTimeout(() => {
-      // Only what is still not ours: a later change may have given a slot back, with data.
-      const membership = this.deps.core.membership();
-      const self = this.deps.transport.name;
-      void run(slots.filter((slot) => !writeOwners(membership, slot).includes(self)));
-    }, 2 * this.deps.peerDeadlineMs).unref();
   }
 
   /** Once per change: the progress entries of earlier changes' transfers are of no use. */

@@ -1,25 +1,39 @@
-// Replays hints once their owner answers again (DESIGN.md, "Writes"). Stream records are
-// delivered to the partition's owners of the *current* table, not only to the node they
-// were kept for: the table may have changed while it was down. Writes are idempotent
-// (records keep their keys), so a hint delivered twice does no harm; a hint is deleted only
-// after every owner confirmed it.
+// Replays hints once their owner answers again (DESIGN.md, "Writes"; issue 12, item 5).
+// Each target has its own queue, so one owner that is down never holds back the hints of
+// another. A hint goes to its own target only while that node still owns the record's
+// partition by the current table; a record whose target gave the partition up (or left
+// the cluster) is hinted again, for the partition's current owners. Nothing is ever
+// discarded: a hint ends only when an owner that needs it stored it.
+//
+// A leaving node keeps no hints: it delivers what it can and hands the rest to another
+// member (HintStore) before it may reach Left.
 
 import type { Logger } from '../log.js';
+import type { RemotePeerError } from '../peer/wire.js';
 import type { PeerTransport } from '../peer/transport.js';
 import type { GroupCommitter } from '../storage/group-commit.js';
-import type { Hint, HintBuffer } from '../storage/hints.js';
+import type { HintBuffer } from '../storage/hints.js';
+import type { LocalReplica } from '../storage/local-replica.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
+import { memberNamed } from './core/membership.js';
+import { writeOwners } from './core/placement.js';
+import type { Membership } from './core/types.js';
 import { toWireRecord } from './definition-peers.js';
+import type { HintEntry, HintKeeper } from './hint-keeper.js';
+import { NOT_OWNER, STALE_EPOCH } from './replica-writer.js';
 
 export interface HintReplayerDeps {
+  localName: string;
   hints: HintBuffer;
   committer: GroupCommitter;
   transport: PeerTransport;
-  /** Writes the records to every current owner of their partitions; throws if one is missed. */
-  redeliver(repository: RepositoryName, records: StoredRecord[]): Promise<void>;
+  keeper: HintKeeper;
+  replica: LocalReplica;
+  membership(): Membership;
   available(node: string): boolean;
-  /** Whether the node still exists (not Left, not removed): hints for a Left node are dropped. */
-  isMember(node: string): boolean;
+  /** The stream's replicas (its policy): with the partition, the slot whose owners get it. */
+  replicasOf(stream: string): number;
+  adopt(from: string, membership: Membership): Promise<void>;
   peerDeadlineMs: number;
   intervalMs: number;
   log: Logger;
@@ -29,7 +43,7 @@ const HINTS_PER_ROUND = 32;
 
 export class HintReplayer {
   private timer: NodeJS.Timeout | undefined;
-  private running = false;
+  private running: Promise<number> | undefined;
 
   constructor(private readonly deps: HintReplayerDeps) {}
 
@@ -42,53 +56,123 @@ export class HintReplayer {
     clearInterval(this.timer);
   }
 
-  /** One pass over every owner with hints; returns how many hints were delivered. */
-  async round(): Promise<number> {
-    if (this.running) return 0;
-    this.running = true;
-    let delivered = 0;
-    try {
-      for (const target of this.deps.hints.targets()) {
-        if (!this.deps.isMember(target)) {
-          await this.discard(target);
-        } else if (this.deps.available(target)) {
-          delivered += await this.replay(target);
-        }
-      }
-    } finally {
-      this.running = false;
-    }
-    return delivered;
+  /** One pass over every target with hints; returns how many hints ended. Rounds never overlap. */
+  round(): Promise<number> {
+    if (this.running !== undefined) return this.running;
+    this.running = this.pass().finally(() => (this.running = undefined));
+    return this.running;
   }
 
-  private async replay(target: string): Promise<number> {
-    let delivered = 0;
+  private async pass(): Promise<number> {
+    let ended = 0;
+    const membership = this.deps.membership();
+    const leaving = isLeaving(membership, this.deps.localName);
+    for (const target of this.deps.hints.targets()) {
+      const member = memberNamed(membership, target);
+      // Hints for this node itself (kept for it by others' hand-offs) are simply stored.
+      const gone = member === undefined || member.state === 'Left' || target === this.deps.localName;
+      try {
+        if (gone) ended += await this.drain(target, 'retarget');
+        else if (this.deps.available(target)) ended += await this.drain(target, 'deliver');
+        else if (leaving) ended += await this.drain(target, 'hand-off');
+      } catch (error) {
+        this.deps.log.debug({ err: error, target }, 'hint replay stopped for this round; will retry');
+      }
+    }
+    return ended;
+  }
+
+  /**
+   * Works through `target`'s hints, oldest first: delivered to it, hinted again for the
+   * current owners (its partition moved), or handed to another member (this node leaves).
+   */
+  private async drain(target: string, how: 'deliver' | 'retarget' | 'hand-off'): Promise<number> {
+    let ended = 0;
     for (;;) {
       const hints = await this.deps.hints.oldest(target, HINTS_PER_ROUND);
-      if (hints.length === 0) return delivered;
-      try {
-        for (const hint of hints) await this.deliver(hint);
-      } catch (error) {
-        this.deps.log.debug({ err: error, target }, 'hint replay failed; will retry');
-        return delivered;
+      if (hints.length === 0) return ended;
+      const again: HintEntry[] = [];
+      for (const hint of hints) {
+        if (hint.repository === 'KV') {
+          // Definitions reach every member; a node that left (or this one) needs none.
+          if (how === 'deliver') await this.deps.transport.call(target, 'DefinitionPush', { records: hint.records.map(toWireRecord) }, { deadlineMs: this.deps.peerDeadlineMs });
+          else if (how === 'hand-off') again.push({ target, repository: 'KV', records: hint.records });
+          continue;
+        }
+        again.push(...(await this.settle(target, hint.repository, hint.records, how)));
       }
+      await this.rehome(again.filter((entry) => entry.records.length > 0));
       await this.deps.committer.commit(this.deps.hints.remove(hints));
-      delivered += hints.length;
-      this.deps.log.info({ target, hints: hints.length }, 'hints replayed');
+      ended += hints.length;
+      this.deps.log.info({ target, hints: hints.length, how }, 'hints replayed');
     }
   }
 
-  private deliver(hint: Hint): Promise<unknown> {
-    const options = { deadlineMs: this.deps.peerDeadlineMs };
-    if (hint.repository === 'KV') {
-      return this.deps.transport.call(hint.target, 'DefinitionPush', { records: hint.records.map(toWireRecord) }, options);
+  /**
+   * Delivers to `target` the records it still owns (how = deliver) and returns hints for
+   * the rest: for the partition's other owners when target gave it up, or for target
+   * itself when it cannot be delivered now and this node hands its hints off.
+   */
+  private async settle(target: string, repository: RepositoryName, records: StoredRecord[], how: 'deliver' | 'retarget' | 'hand-off'): Promise<HintEntry[]> {
+    const membership = this.deps.membership();
+    const owned: StoredRecord[] = [];
+    const moved: StoredRecord[] = [];
+    for (const record of records) {
+      const owners = writeOwners(membership, { partition: record.partition, replicas: this.deps.replicasOf(record.stream) });
+      (owners.includes(target) ? owned : moved).push(record);
     }
-    return this.deps.redeliver(hint.repository, hint.records);
+    const entries: HintEntry[] = [];
+    if (owned.length > 0 && how === 'deliver') await this.deliver(target, repository, owned);
+    else if (owned.length > 0) entries.push({ target, repository, records: owned });
+    for (const record of moved) {
+      for (const owner of writeOwners(membership, { partition: record.partition, replicas: this.deps.replicasOf(record.stream) })) {
+        if (owner !== target) entries.push({ target: owner, repository, records: [record] });
+      }
+    }
+    return entries;
   }
 
-  private async discard(target: string): Promise<void> {
-    for (let hints = await this.deps.hints.oldest(target, 1000); hints.length > 0; hints = await this.deps.hints.oldest(target, 1000)) {
-      await this.deps.committer.commit(this.deps.hints.remove(hints));
+  /** One WriteRecords per stream (replicas are per stream), fenced by the current epoch. */
+  private async deliver(target: string, repository: RepositoryName, records: StoredRecord[]): Promise<void> {
+    const byStream = new Map<string, StoredRecord[]>();
+    for (const record of records) byStream.set(record.stream, [...(byStream.get(record.stream) ?? []), record]);
+    for (const [stream, streamRecords] of byStream) {
+      const request = { repo: repository, records: streamRecords, epoch: this.deps.membership().epoch, replicas: this.deps.replicasOf(stream) };
+      try {
+        await this.deps.transport.call(target, 'WriteRecords', request, { deadlineMs: this.deps.peerDeadlineMs });
+      } catch (error) {
+        const code = (error as RemotePeerError).code;
+        // The table moved on: take it; the next round sorts these records by it.
+        if (code === STALE_EPOCH || code === NOT_OWNER) await this.deps.adopt(target, (error as RemotePeerError).details!.membership as Membership);
+        throw error;
+      }
     }
   }
+
+  /**
+   * Hints that must live on: this node's own records are stored here, the others are
+   * kept here, or, when this node is leaving, on another member.
+   */
+  private async rehome(entries: HintEntry[]): Promise<void> {
+    const local = this.deps.localName;
+    for (const entry of entries) {
+      if (entry.target === local && entry.repository !== 'KV') await this.deps.replica.store(entry.repository, entry.records);
+    }
+    const others = entries.filter((each) => each.target !== local);
+    if (others.length === 0) return;
+    if (!isLeaving(this.deps.membership(), local)) return this.deps.keeper.keepHere(others);
+    for (const delegate of this.deps.keeper.delegates()) {
+      try {
+        return await this.deps.keeper.sendTo(delegate, others);
+      } catch (error) {
+        this.deps.log.debug({ err: error, peer: delegate }, 'hand-off of hints to another node failed');
+      }
+    }
+    throw new Error('no other node took the hints of this leaving node');
+  }
+}
+
+function isLeaving(membership: Membership, name: string): boolean {
+  const state = memberNamed(membership, name)?.state;
+  return state === 'Leaving' || state === 'Left';
 }

@@ -28,7 +28,8 @@ export interface TransferAction {
   to: string;
   complete: boolean;
   percentComplete: number;
-  info: { id: string; bytes: number; payloads: number; partitions: number };
+  /** Repair runs (src/repair) add their own counts beside these. */
+  info: { id: string; bytes: number; payloads: number; partitions: number } & Record<string, unknown>;
 }
 
 const ENTRIES_MAX = 16;

@@ -1,12 +1,15 @@
 // Routes stored records to every owner of their partition (DESIGN.md, "Writes"). Owners
-// come from the cluster's placement: while a transfer runs, old and new owners alike. A
-// record is written when at least one owner stored it and every other owner either stored
-// it or holds a durable hint for it on this node.
+// come from the cluster's placement: while a transfer runs, old and new owners alike.
+//
+// When a record counts as written (issue 12, item 5): at least one owner stored it, every
+// other owner stored it or has a durable hint for it, and it is durable on two distinct
+// nodes (stored or hinted) whenever its stream keeps two or more copies. So no single
+// node, lost or damaged, ever takes the only copy of an acknowledged record with it. A
+// record that no owner stored gets no hint: it failed, and nothing will bring it back
+// later behind the client's back (a client that retries it must not find it twice).
 
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { DistributionPolicy } from './partitioner.js';
-
-export type ReplicaOutcome = 'stored' | 'hinted';
 
 /** An owner refused the write because this node's table was old; it has the new one now. */
 export class RouteAgainError extends Error {
@@ -16,9 +19,30 @@ export class RouteAgainError extends Error {
 /** Re-routing rounds before a write is refused (each adopts a newer table). */
 const ROUTE_ATTEMPTS_MAX = 4;
 
-export interface ReplicaWriter {
-  /** Stores the records on `node`, or hints them for it; resolves once either is durable. */
-  write(node: string, repository: RepositoryName, records: readonly StoredRecord[]): Promise<ReplicaOutcome>;
+export interface ReplicaWrites {
+  /** Resolves once durable on `node`; throws RouteAgainError when the table changed, anything else when not written. */
+  write(node: string, repository: RepositoryName, replicas: number, records: readonly StoredRecord[]): Promise<void>;
+}
+
+/** A record stored on some owners and not on others: the others need a hint. */
+export interface HintWant {
+  position: number;
+  record: StoredRecord;
+  /** Owners that did not store it. */
+  missing: string[];
+  /** Owners that did. */
+  storedOn: string[];
+  /** Distinct nodes that must hold it (stored or hinted) before it is acknowledged. */
+  copies: number;
+}
+
+export interface HintKeeping {
+  /**
+   * Makes hints for the wanted records durable, on this node or another, so that each is
+   * held by `copies` distinct nodes. Returns, by position, why a record could not be
+   * covered (its write fails).
+   */
+  keep(repository: RepositoryName, wanted: readonly HintWant[]): Promise<Map<number, string>>;
 }
 
 /** The nodes a write of the partition must reach, first the current owners. */
@@ -27,18 +51,15 @@ export type WriteOwners = (policy: DistributionPolicy, partition: number) => rea
 export class PartitionRouter {
   constructor(
     private readonly writeOwners: WriteOwners,
-    private readonly writer: ReplicaWriter,
+    private readonly writer: ReplicaWrites,
+    private readonly hints: HintKeeping,
   ) {}
 
   /**
    * Writes each record to all owners of its partition. Returns, by position in `records`,
    * the message of each record that could not be written.
    */
-  async write(
-    repository: RepositoryName,
-    policy: DistributionPolicy,
-    records: readonly StoredRecord[],
-  ): Promise<Map<number, string>> {
+  async write(repository: RepositoryName, policy: DistributionPolicy, records: readonly StoredRecord[]): Promise<Map<number, string>> {
     const failures = new Map<number, string>();
     let pending = records.map((_, position) => position);
     for (let attempt = 1; pending.length > 0; attempt += 1) {
@@ -60,35 +81,55 @@ export class PartitionRouter {
     positions: readonly number[],
     failures: Map<number, string>,
   ): Promise<number[]> {
+    const ownersByPosition = new Map<number, readonly string[]>();
     const byOwner = new Map<string, number[]>();
     for (const position of positions) {
-      for (const owner of this.writeOwners(policy, records[position]!.partition)) {
+      const owners = this.writeOwners(policy, records[position]!.partition);
+      ownersByPosition.set(position, owners);
+      for (const owner of owners) {
         let owned = byOwner.get(owner);
         if (owned === undefined) byOwner.set(owner, (owned = []));
         owned.push(position);
       }
     }
-    const storedSomewhere = new Set<number>();
+    const storedOn = new Map<number, string[]>();
+    const notStored = new Map<number, string>();
     const reroute = new Set<number>();
     await Promise.all(
       [...byOwner].map(async ([owner, owned]) => {
         try {
-          const outcome = await this.writer.write(owner, repository, owned.map((position) => records[position]!));
-          if (outcome === 'stored') for (const position of owned) storedSomewhere.add(position);
+          await this.writer.write(owner, repository, policy.replicas, owned.map((position) => records[position]!));
+          for (const position of owned) storedOn.set(position, [...(storedOn.get(position) ?? []), owner]);
         } catch (error) {
-          if (error instanceof RouteAgainError) {
-            for (const position of owned) reroute.add(position);
-            return;
-          }
-          const message = `not written to owner ${owner}: ${(error as Error).message}`;
-          for (const position of owned) if (!failures.has(position)) failures.set(position, message);
+          if (error instanceof RouteAgainError) for (const position of owned) reroute.add(position);
+          else for (const position of owned) if (!notStored.has(position)) notStored.set(position, (error as Error).message);
         }
       }),
     );
+    const wanted: HintWant[] = [];
     for (const position of positions) {
-      if (reroute.has(position) || failures.has(position) || storedSomewhere.has(position)) continue;
-      failures.set(position, 'no owner of its partition is reachable (hints kept for them)');
+      if (reroute.has(position)) continue;
+      const stored = storedOn.get(position) ?? [];
+      if (stored.length === 0) {
+        failures.set(position, `no owner of its partition stored it: ${notStored.get(position) ?? 'no owner is reachable'}`);
+        continue;
+      }
+      const owners = ownersByPosition.get(position)!;
+      const missing = owners.filter((owner) => !stored.includes(owner));
+      const copies = copiesWanted(policy.replicas, owners.length);
+      if (missing.length > 0) wanted.push({ position, record: records[position]!, missing, storedOn: stored, copies });
     }
-    return [...reroute].filter((position) => !failures.has(position));
+    if (wanted.length > 0) {
+      for (const [position, why] of await this.hints.keep(repository, wanted)) failures.set(position, why);
+    }
+    return [...reroute];
   }
+}
+
+/**
+ * Distinct nodes that must hold a record before it is acknowledged: two, unless the
+ * stream keeps one copy or the ring has a single owner for it.
+ */
+export function copiesWanted(replicas: number, owners: number): number {
+  return Math.min(2, replicas, owners);
 }

@@ -1,60 +1,75 @@
 // One owner's share of a write: this node's repository, or a peer over gRPC (DESIGN.md,
-// "Writes"). A peer that is down or does not answer gets a durable hint on this node
-// instead, when the writer hints (client writes); the hint replayer's writer does not.
-// Every peer write carries this node's membership epoch: an owner with a newer table
+// "Writes"). Every peer write carries this node's membership epoch and the stream's
+// replicas: an owner with a newer table, or that does not own the partition by its table,
 // refuses it with that table, which this node adopts before the router routes again.
+//
+// A peer gets `writeDeadlineMs` to answer, much less than the peer deadline: an owner that
+// is paused or slow is suspected at once (the failure detector marks it unavailable until
+// it is heard from again) and hinted, so one stopped node never holds every batch for the
+// whole peer deadline (issue 12, item 6).
 
 import type { Logger } from '../log.js';
 import type { RemotePeerError } from '../peer/wire.js';
 import type { PeerTransport } from '../peer/transport.js';
-import type { GroupCommitter } from '../storage/group-commit.js';
-import type { HintBuffer } from '../storage/hints.js';
 import type { LocalReplica } from '../storage/local-replica.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { Membership } from './core/types.js';
-import { RouteAgainError, type ReplicaOutcome, type ReplicaWriter } from './partition-router.js';
+import { RouteAgainError } from './partition-router.js';
 
 export interface ReplicaWriterDeps {
   localName: string;
   replica: LocalReplica;
   transport: PeerTransport;
-  hints: HintBuffer;
-  committer: GroupCommitter;
   available(node: string): boolean;
   epoch(): number;
   /** Takes a newer table an owner answered with; resolves once this node acts on it. */
   adopt(from: string, membership: Membership): Promise<void>;
-  peerDeadlineMs: number;
+  /** The owner did not answer in time: the failure detector should take it for down. */
+  suspect(node: string): void;
+  writeDeadlineMs: number;
   log: Logger;
 }
 
+/** Codes of a refused replica write: the writer's table is old, or names the wrong owner. */
 export const STALE_EPOCH = 'STALE_EPOCH';
+export const NOT_OWNER = 'NOT_OWNER';
 
-export function clusterReplicaWriter(deps: ReplicaWriterDeps, options: { hint: boolean }): ReplicaWriter {
-  const hint = async (node: string, repository: RepositoryName, records: readonly StoredRecord[], cause: unknown): Promise<ReplicaOutcome> => {
-    if (!options.hint) throw cause;
-    await deps.committer.commit(deps.hints.add(node, { repository, records: [...records] }));
-    return 'hinted';
-  };
-  return {
-    async write(node, repository, records) {
-      if (node === deps.localName) {
-        await deps.replica.store(repository, records);
-        return 'stored';
+/** The owner could not be written (down, unreachable, slow, or it failed). */
+export class ReplicaWriteError extends Error {
+  override name = 'ReplicaWriteError';
+
+  constructor(
+    readonly node: string,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+export class ReplicaWriter {
+  constructor(private readonly deps: ReplicaWriterDeps) {}
+
+  /** Resolves once the records are durable on `node`; throws RouteAgainError or ReplicaWriteError. */
+  async write(node: string, repository: RepositoryName, replicas: number, records: readonly StoredRecord[]): Promise<void> {
+    const deps = this.deps;
+    if (node === deps.localName) {
+      await deps.replica.store(repository, records);
+      return;
+    }
+    // A node known to be down is not waited for.
+    if (!deps.available(node)) throw new ReplicaWriteError(node, `${node} is unavailable`);
+    try {
+      await deps.transport.call(node, 'WriteRecords', { repo: repository, records: [...records], epoch: deps.epoch(), replicas }, { deadlineMs: deps.writeDeadlineMs });
+    } catch (error) {
+      const code = (error as RemotePeerError).code;
+      if (code === STALE_EPOCH || code === NOT_OWNER) {
+        await deps.adopt(node, (error as RemotePeerError).details!.membership as Membership);
+        throw new RouteAgainError(`${node} has another cluster table (${code})`);
       }
-      // A node known to be down is not waited for: its share goes straight to a hint.
-      if (!deps.available(node)) return hint(node, repository, records, new Error(`${node} is unavailable`));
-      try {
-        await deps.transport.call(node, 'WriteRecords', { repo: repository, records: [...records], epoch: deps.epoch() }, { deadlineMs: deps.peerDeadlineMs });
-        return 'stored';
-      } catch (error) {
-        if ((error as RemotePeerError).code === STALE_EPOCH) {
-          await deps.adopt(node, (error as RemotePeerError).details!.membership as Membership);
-          throw new RouteAgainError(`${node} has a newer cluster table`);
-        }
-        deps.log.debug({ err: error, node }, 'replica write failed');
-        return hint(node, repository, records, error);
-      }
-    },
-  };
+      if (code === 'PEER_UNAVAILABLE') deps.suspect(node);
+      deps.log.debug({ err: error, peer: node }, 'replica write failed');
+      throw new ReplicaWriteError(node, `not written to owner ${node}: ${(error as Error).message}`, { cause: error });
+    }
+  }
 }

@@ -106,9 +106,17 @@ async function fetchPage(deps: HistoricalDeps, source: HistoricalSource, partiti
     ...(after === undefined ? {} : { after: { timestamp: after.timestamp, writeId: after.writeId } }),
   };
   const owners = deps.ownersOf(partition, source.replicas);
-  if (owners.includes(deps.localName)) return deps.scanLocal(request);
   let lastError: unknown = new Error(`no owner of partition ${partition} of ${source.stream} is available`);
-  for (const owner of owners.filter((name) => deps.available(name))) {
+  // This node first when it owns the partition; another owner when it cannot answer (it
+  // may be refilling damaged data, issue 12 item 3).
+  if (owners.includes(deps.localName)) {
+    try {
+      return await deps.scanLocal(request);
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  for (const owner of owners.filter((name) => name !== deps.localName && deps.available(name))) {
     try {
       return await deps.scanRemote(owner, request);
     } catch (error) {

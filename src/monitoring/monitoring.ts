@@ -39,6 +39,8 @@ export interface MonitoringDeps {
   core: ClusterCore;
   version: SoftwareVersion;
   startedAtMs: number;
+  /** Partitions waiting to be handed off before they are dropped, and damage being refilled (issue 12). */
+  handOff(): { pendingDrops: number; damaged: { reason: string; sinceMs: number } | undefined };
   /** The sessions this node hosts and what their queries are doing (issue 7). */
   execution(): { sessions: HostedSession[]; liveForwardDroppedPayloads: number };
 }
@@ -77,7 +79,7 @@ export function localDetails(service: MonitoringService, deps: MonitoringDeps, f
   switch (service) {
     case 'handoff': {
       const targets = deps.hints.snapshot();
-      return { node: deps.localName, details: { targets, records: targets.reduce((sum, target) => sum + target.records, 0) } };
+      return { node: deps.localName, details: { targets, records: targets.reduce((sum, target) => sum + target.records, 0), ...deps.handOff() } };
     }
     case 'execution': {
       const execution = deps.execution();

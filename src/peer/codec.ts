@@ -19,7 +19,7 @@ import type {
 } from '../cluster/core/types.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import { BadPeerMessageError, ChunkChecksumError } from './errors.js';
-import type { DefinitionRecord, NodeStatusReply, PeerBodies, PeerKind, TransferAck, TransferChunk } from './messages.js';
+import type { DefinitionRecord, NodeStatusReply, PeerBodies, PeerKind, RepairPartition, TransferAck, TransferChunk, WireHintEntry } from './messages.js';
 import protobuf from 'protobufjs';
 import { peerType } from './proto.js';
 
@@ -343,6 +343,35 @@ const definitionRecord: BodyCodec<DefinitionRecord> = {
   }),
 };
 
+function hintEntryToProto(entry: WireHintEntry): ProtoObject {
+  if (entry.repository === 'KV') return { target: entry.target, repo: TRANSFER_REPOS.KV, records: [], definitions: entry.records.map(definitionRecord.toProto) };
+  return { target: entry.target, repo: DATA_REPOS[entry.repository], records: entry.records.map(storedRecord.toProto), definitions: [] };
+}
+
+function hintEntryFromProto(object: ProtoObject): WireHintEntry {
+  const target = str(object, 'target');
+  const repository = enumOf(object, 'repo', TRANSFER_REPOS);
+  if (repository === 'KV') return { target, repository, records: list(object, 'definitions', definitionRecord.fromProto) };
+  return { target, repository, records: list(object, 'records', storedRecord.fromProto) };
+}
+
+const repairPartition: BodyCodec<RepairPartition> = {
+  toProto: (value) => ({ repo: DATA_REPOS[value.repo], stream: value.stream, partition: value.partition }),
+  fromProto: (object) => ({ repo: enumOf(object, 'repo', DATA_REPOS), stream: str(object, 'stream'), partition: int(object, 'partition') }),
+};
+
+function uints(object: ProtoObject, key: string): number[] {
+  const value = field(object, key);
+  if (!Array.isArray(value) || !value.every((item) => Number.isInteger(item) && item >= 0)) refuse(key, 'a list of unsigned integers');
+  return value as number[];
+}
+
+function strings(object: ProtoObject, key: string): string[] {
+  const value = field(object, key);
+  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) refuse(key, 'a list of strings');
+  return value as string[];
+}
+
 const adminCommand: BodyCodec<AdminCommand> = {
   toProto: (value) => (value.type === 'add' ? { add: memberFields(value.member) } : { remove: { name: value.name } }),
   fromProto: (object) => {
@@ -393,11 +422,12 @@ const CODECS: { readonly [K in PeerKind]: BodyCodec<PeerBodies[K]> } = {
   CoreMessage: coreMessage,
   Empty: empty,
   WriteRecords: {
-    toProto: (value) => ({ repo: DATA_REPOS[value.repo], records: value.records.map(storedRecord.toProto), epoch: value.epoch }),
+    toProto: (value) => ({ repo: DATA_REPOS[value.repo], records: value.records.map(storedRecord.toProto), epoch: value.epoch, replicas: value.replicas }),
     fromProto: (object) => ({
       repo: enumOf(object, 'repo', DATA_REPOS),
       records: list(object, 'records', storedRecord.fromProto),
       epoch: int(object, 'epoch'),
+      replicas: int(object, 'replicas'),
     }),
   },
   WriteReply: empty,
@@ -435,6 +465,55 @@ const CODECS: { readonly [K in PeerKind]: BodyCodec<PeerBodies[K]> } = {
   LivePayloads: {
     toProto: (value) => ({ ...value }),
     fromProto: (object) => ({ stream: str(object, 'stream'), payloadsJson: str(object, 'payloadsJson') }),
+  },
+  HintStore: {
+    toProto: (value) => ({ hints: value.hints.map(hintEntryToProto) }),
+    fromProto: (object) => ({ hints: list(object, 'hints', hintEntryFromProto) }),
+  },
+  RepairDigest: repairPartition,
+  RepairDigestReply: {
+    toProto: (value) => ({ segments: value.segments }),
+    fromProto: (object) => ({ segments: uints(object, 'segments') }),
+  },
+  RepairKeys: {
+    toProto: (value) => ({ ...repairPartition.toProto(value), segments: value.segments }),
+    fromProto: (object) => ({ ...repairPartition.fromProto(object), segments: uints(object, 'segments') }),
+  },
+  RepairKeysReply: {
+    toProto: (value) => ({ keys: value.keys }),
+    fromProto: (object) => ({ keys: strings(object, 'keys') }),
+  },
+  RepairFetch: {
+    toProto: (value) => ({ ...repairPartition.toProto(value), keys: value.keys }),
+    fromProto: (object) => ({ ...repairPartition.fromProto(object), keys: strings(object, 'keys') }),
+  },
+  RepairFetchReply: {
+    toProto: (value) => ({ records: value.records.map(storedRecord.toProto) }),
+    fromProto: (object) => ({ records: list(object, 'records', storedRecord.fromProto) }),
+  },
+  RepairSweep: {
+    toProto: (value) => ({ runId: value.runId, stream: value.stream ?? '' }),
+    fromProto: (object) => {
+      const stream = str(object, 'stream');
+      return { runId: str(object, 'runId'), stream: stream === '' ? undefined : stream };
+    },
+  },
+  RepairStatus: {
+    toProto: (value) => ({ runId: value.runId }),
+    fromProto: (object) => ({ runId: str(object, 'runId') }),
+  },
+  RepairStatusReply: {
+    toProto: (value) => ({ ...value }),
+    fromProto: (object) => ({
+      known: bool(object, 'known'),
+      complete: bool(object, 'complete'),
+      partitionsTotal: int(object, 'partitionsTotal'),
+      partitionsDone: int(object, 'partitionsDone'),
+      partitionsCompared: int(object, 'partitionsCompared'),
+      recordsSent: int(object, 'recordsSent'),
+      recordsReceived: int(object, 'recordsReceived'),
+      failures: int(object, 'failures'),
+    }),
   },
   ErrorReply: {
     toProto: (value) => ({

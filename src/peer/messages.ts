@@ -15,6 +15,53 @@ export interface WriteRecords {
   records: StoredRecord[];
   /** The writer's membership epoch (an owner with a newer table refuses the write). */
   epoch: number;
+  /** The stream's replicas: the slot the receiver checks it owns (NOT_OWNER otherwise). */
+  replicas: number;
+}
+
+/** Hints for one target: stream records, or definitions (src/cluster/hint-keeper.ts). */
+export type WireHintEntry =
+  | { target: string; repository: RepositoryName; records: StoredRecord[] }
+  | { target: string; repository: 'KV'; records: DefinitionRecord[] };
+
+export interface HintStore {
+  hints: WireHintEntry[];
+}
+
+export interface RepairPartition {
+  repo: RepositoryName;
+  stream: string;
+  partition: number;
+}
+
+export interface RepairDigestReply {
+  /** Three numbers per segment: keys, xor of hash one, xor of hash two. */
+  segments: number[];
+}
+
+export interface RepairKeys extends RepairPartition {
+  segments: number[];
+}
+
+export interface RepairFetch extends RepairPartition {
+  keys: string[];
+}
+
+export interface RepairSweep {
+  runId: string;
+  /** undefined: every stream. */
+  stream: string | undefined;
+}
+
+export interface RepairStatusReply {
+  known: boolean;
+  complete: boolean;
+  partitionsTotal: number;
+  partitionsDone: number;
+  partitionsCompared: number;
+  recordsSent: number;
+  recordsReceived: number;
+  failures: number;
 }
 
 export interface DefinitionWrite {
@@ -96,6 +143,16 @@ export interface PeerBodies {
   Read: ReadRequest;
   ReadReply: ReadReply;
   LivePayloads: LivePayloads;
+  HintStore: HintStore;
+  RepairDigest: RepairPartition;
+  RepairDigestReply: RepairDigestReply;
+  RepairKeys: RepairKeys;
+  RepairKeysReply: { keys: string[] };
+  RepairFetch: RepairFetch;
+  RepairFetchReply: { records: StoredRecord[] };
+  RepairSweep: RepairSweep;
+  RepairStatus: { runId: string };
+  RepairStatusReply: RepairStatusReply;
   ErrorReply: ErrorReply;
   TransferChunk: TransferChunk;
   TransferAck: TransferAck;
@@ -114,6 +171,12 @@ export const REPLY_KIND = {
   Ping: 'PingReply',
   Read: 'ReadReply',
   LivePayloads: 'Empty',
+  HintStore: 'Empty',
+  RepairDigest: 'RepairDigestReply',
+  RepairKeys: 'RepairKeysReply',
+  RepairFetch: 'RepairFetchReply',
+  RepairSweep: 'Empty',
+  RepairStatus: 'RepairStatusReply',
 } as const satisfies Partial<Record<PeerKind, PeerKind>>;
 
 export type CallKind = keyof typeof REPLY_KIND;

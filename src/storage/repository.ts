@@ -38,6 +38,13 @@ export interface Repository {
   /** Records per partition of the stream. */
   countByPartition(stream: string): Promise<Map<number, number>>;
   hasData(stream: string): Promise<boolean>;
+  /**
+   * The record keys of one partition, each without its "stream/partition/" prefix, in key
+   * order: what replicas compare in anti-entropy repair (src/repair/).
+   */
+  partitionKeys(stream: string, partition: number): Promise<string[]>;
+  /** The records stored under these keys of one partition (keys not held are skipped). */
+  recordsAt(stream: string, partition: number, keys: readonly string[]): Promise<StoredRecord[]>;
 }
 
 export const PARTITION_DIGITS = 4;

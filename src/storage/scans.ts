@@ -54,3 +54,24 @@ export async function holdsAnyKey(sublevel: Sublevel, stream: string): Promise<b
   const keys = await sublevel.keys({ gte: prefix, lt: prefixEnd(prefix), limit: 1 }).all();
   return keys.length > 0;
 }
+
+/** Keys of one partition without its prefix, in key order, read in batches. */
+export async function partitionKeySuffixes(sublevel: Sublevel, stream: string, partition: number): Promise<string[]> {
+  const prefix = `${streamPrefix(stream)}${encodePartition(partition)}/`;
+  const suffixes: string[] = [];
+  const iterator = sublevel.keys({ gte: prefix, lt: prefixEnd(prefix) });
+  try {
+    for (let keys = await iterator.nextv(1000); keys.length > 0; keys = await iterator.nextv(1000)) {
+      for (const key of keys) suffixes.push(key.slice(prefix.length));
+    }
+  } finally {
+    await iterator.close();
+  }
+  return suffixes;
+}
+
+/** The values under prefix + suffix for each suffix (undefined where nothing is stored). */
+export async function valuesAt(sublevel: Sublevel, stream: string, partition: number, suffixes: readonly string[]): Promise<Array<string | undefined>> {
+  const prefix = `${streamPrefix(stream)}${encodePartition(partition)}/`;
+  return sublevel.getMany(suffixes.map((suffix) => prefix + suffix));
+}

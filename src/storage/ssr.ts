@@ -6,7 +6,7 @@ import type { BatchOperation, Database, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';
 import type { Repository, ScanOptions, StoredRecord } from './repository.js';
 import { encodePartition } from './repository.js';
-import { countKeysByPartition, holdsAnyKey, partitionRanges } from './scans.js';
+import { countKeysByPartition, holdsAnyKey, partitionKeySuffixes, partitionRanges, valuesAt } from './scans.js';
 
 /** Bounds the bytes one batch of scanPartitionBatches reads ahead. */
 const SCAN_BATCH_BYTES_MAX = 4 * 1024 * 1024;
@@ -76,6 +76,20 @@ export class SearchableRepository implements Repository {
 
   hasData(stream: string): Promise<boolean> {
     return holdsAnyKey(this.sublevel, stream);
+  }
+
+  partitionKeys(stream: string, partition: number): Promise<string[]> {
+    return partitionKeySuffixes(this.sublevel, stream, partition);
+  }
+
+  async recordsAt(stream: string, partition: number, keys: readonly string[]): Promise<StoredRecord[]> {
+    const values = await valuesAt(this.sublevel, stream, partition, keys);
+    const prefix = `${stream}/${encodePartition(partition)}/`;
+    const records: StoredRecord[] = [];
+    values.forEach((value, index) => {
+      if (value !== undefined) records.push(toRecord(stream, partition, prefix, prefix + keys[index]!, value));
+    });
+    return records;
   }
 
 }

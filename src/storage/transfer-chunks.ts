@@ -164,6 +164,13 @@ export class TransferChunks {
     }
   }
 
+  /** Deletes this node's records of one partition of one stream. */
+  async dropPartition(repo: 'ssr' | 'tsr', stream: string, partition: number): Promise<void> {
+    const prefix = `${stream}/${encodePartition(partition)}/`;
+    await this.sublevelOf(repo).clear({ gte: prefix, lt: prefixEnd(prefix) });
+    this.tellChanged(repo, prefix);
+  }
+
   /** `prefix` is "tenant/collection/name/<partition hex>/". */
   private tellChanged(repo: 'ssr' | 'tsr', prefix: string): void {
     const parts = prefix.split('/');

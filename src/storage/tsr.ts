@@ -5,7 +5,7 @@ import type { BatchOperation, Database, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';
 import type { Repository, ScanOptions, StoredRecord } from './repository.js';
 import { decodeTimestamp, encodePartition, encodeTimestamp } from './repository.js';
-import { countKeysByPartition, holdsAnyKey, partitionRanges } from './scans.js';
+import { countKeysByPartition, holdsAnyKey, partitionKeySuffixes, partitionRanges, valuesAt } from './scans.js';
 
 export class TimeSeriesRepository implements Repository {
   readonly name = 'tsr' as const;
@@ -55,6 +55,23 @@ export class TimeSeriesRepository implements Repository {
 
   hasData(stream: string): Promise<boolean> {
     return holdsAnyKey(this.sublevel, stream);
+  }
+
+  partitionKeys(stream: string, partition: number): Promise<string[]> {
+    return partitionKeySuffixes(this.sublevel, stream, partition);
+  }
+
+  /** A key is "<timestamp hex>/<writeId>" (see writeOperations). */
+  async recordsAt(stream: string, partition: number, keys: readonly string[]): Promise<StoredRecord[]> {
+    const values = await valuesAt(this.sublevel, stream, partition, keys);
+    const records: StoredRecord[] = [];
+    values.forEach((value, index) => {
+      if (value === undefined) return;
+      const key = keys[index]!;
+      const slash = key.indexOf('/');
+      records.push({ stream, partition, timestamp: decodeTimestamp(key.slice(0, slash)), writeId: key.slice(slash + 1), payloadJson: value });
+    });
+    return records;
   }
 
 }

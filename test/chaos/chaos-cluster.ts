@@ -273,8 +273,10 @@ export class ChaosCluster {
     if (statuses[0]!.change !== null) return `change ${statuses[0]!.change} in flight`;
     for (const node of this.everyone()) {
       const answer = await request(node, 'GET', `/monitoring/system/handoff?node=local`);
-      const records = answer.json?.nodes?.[0]?.details?.records;
-      if (records !== 0) return `${node.name} holds ${records} hinted records`;
+      const details = answer.json?.nodes?.[0]?.details;
+      if (details?.records !== 0) return `${node.name} holds ${details?.records} hinted records`;
+      if (details.pendingDrops > 0) return `${node.name} has ${details.pendingDrops} partitions to hand off before it drops them`;
+      if (details.damaged) return `${node.name} is refilling damaged data (${details.damaged.reason})`;
     }
     return undefined;
   }

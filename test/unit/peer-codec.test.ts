@@ -52,6 +52,8 @@ const CORE: PeerMessage[] = [
   { type: 'membership', membership },
   { type: 'membership', membership: { epoch: 1, members: [member('a', 'Joined')], change: undefined } },
   { type: 'membership', membership: { ...membership, change: { ...membership.change!, kind: 'leave', transfers: [{ ...plan, repo: 'tsr', complete: true }] } } },
+  { type: 'membership', membership: { ...membership, members: [{ ...member('a', 'Joined'), incarnation: 3 }], change: { ...membership.change!, kind: 'leave', handedOff: true } } },
+  { type: 'handed-off', changeId: 'e4-leave-b' },
   { type: 'heartbeat', epoch: 0 },
   { type: 'ready', changeId: 'c1' },
   { type: 'transfer-request', transfer: plan, seq: 0, cursor: undefined },
@@ -70,14 +72,33 @@ const SAMPLES: { [K in PeerKind]: Array<PeerBodies[K]> } = {
     {
       repo: 'tsr',
       epoch: 7,
+      replicas: 2,
       records: [
         { stream: 't/c/s', partition: 7, timestamp: -86_400_000, writeId: 'w1', payloadJson: '{"a":1}' },
         { stream: 't/c/s', partition: 0, timestamp: 1_700_000_000_123, writeId: 'w2', payloadJson: '{}' },
       ],
     },
-    { repo: 'ssr', records: [], epoch: 3 },
+    { repo: 'ssr', records: [], epoch: 3, replicas: 1 },
   ],
   WriteReply: [{}],
+  HintStore: [
+    {
+      hints: [
+        { target: 'b', repository: 'ssr', records: [{ stream: 't/c/s', partition: 3, timestamp: 5, writeId: 'w9', payloadJson: '{"a":2}' }] },
+        { target: 'c', repository: 'KV', records: [{ key: 'k', version: 2, valueJson: '{"v":1}', deleted: false }] },
+      ],
+    },
+    { hints: [] },
+  ],
+  RepairDigest: [{ repo: 'tsr', stream: 't/c/s', partition: 12 }],
+  RepairDigestReply: [{ segments: [0, 0, 0, 3, 4_294_967_295, 17] }, { segments: [] }],
+  RepairKeys: [{ repo: 'ssr', stream: 't/c/s', partition: 0, segments: [1, 63] }],
+  RepairKeysReply: [{ keys: ['000a/w1', 'w2'] }, { keys: [] }],
+  RepairFetch: [{ repo: 'ssr', stream: 't/c/s', partition: 4, keys: ['w1'] }],
+  RepairFetchReply: [{ records: [{ stream: 't/c/s', partition: 4, timestamp: 1, writeId: 'w1', payloadJson: '{}' }] }],
+  RepairSweep: [{ runId: 'r1', stream: 't/c/s' }, { runId: 'r2', stream: undefined }],
+  RepairStatus: [{ runId: 'r1' }],
+  RepairStatusReply: [{ known: true, complete: false, partitionsTotal: 64, partitionsDone: 10, partitionsCompared: 9, recordsSent: 3, recordsReceived: 0, failures: 1 }],
   DefinitionWrite: [
     { key: 'streams/t/c/s', valueJson: '{"x":1}', expectedVersion: '4', delete: false },
     { key: 'k', valueJson: '', expectedVersion: undefined, delete: true },

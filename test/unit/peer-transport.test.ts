@@ -126,7 +126,7 @@ describe('peer transport - calls', () => {
   });
 
   it('refuses a kind nobody handles with 400', async () => {
-    await expect(a.transport.call('b', 'WriteRecords', { repo: 'ssr', records: [], epoch: 3 }, CALL)).rejects.toMatchObject({
+    await expect(a.transport.call('b', 'WriteRecords', { repo: 'ssr', records: [], epoch: 3, replicas: 1 }, CALL)).rejects.toMatchObject({
       status: 400,
       code: 'BAD_PEER_MESSAGE',
     });

@@ -160,6 +160,12 @@ class MemoryRepository implements Repository {
   async hasData(): Promise<boolean> {
     return this.records.length > 0;
   }
+  async partitionKeys(stream: string, partition: number): Promise<string[]> {
+    return this.records.filter((record) => record.stream === stream && record.partition === partition).map((record) => record.writeId);
+  }
+  async recordsAt(stream: string, partition: number, keys: readonly string[]): Promise<StoredRecord[]> {
+    return this.records.filter((record) => record.stream === stream && record.partition === partition && keys.includes(record.writeId));
+  }
 }
 
 describe('search local - answers equal a scan of every document', () => {

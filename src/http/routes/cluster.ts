@@ -2,7 +2,8 @@
 
 import Router from '@koa/router';
 import type { ClusterEventBus, Subscription } from '../../cluster/events.js';
-import type { MembershipService } from '../../cluster/membership-service.js';
+import type { MembershipService, TransferAction } from '../../cluster/membership-service.js';
+import type { ClusterRepair } from '../../repair/cluster-repair.js';
 import type { NodeTable } from '../../cluster/node-table.js';
 import type { TenantService } from '../../cluster/tenants.js';
 import { TributaryError } from '../../errors.js';
@@ -14,10 +15,13 @@ export interface ClusterRoutesDeps {
   tenants: TenantService;
   events: ClusterEventBus;
   membership: MembershipService;
+  repair: ClusterRepair;
+  /** This node's repair runs and pending hand-offs, as rows of GET /cluster/transfers. */
+  localActions(): TransferAction[];
   sse: SseOptions & { clientsMax: number };
 }
 
-export function clusterRoutes({ nodes, tenants, events, membership, sse }: ClusterRoutesDeps): Router {
+export function clusterRoutes({ nodes, tenants, events, membership, repair, localActions, sse }: ClusterRoutesDeps): Router {
   const router = new Router();
   const clusterDocument = () => ({ nodes: nodes.list(), tenants: tenants.list() });
 
@@ -30,7 +34,16 @@ export function clusterRoutes({ nodes, tenants, events, membership, sse }: Clust
     ctx.body = clusterDocument();
   });
   router.get('/cluster/transfers', (ctx) => {
-    ctx.body = { actions: membership.transfers() };
+    ctx.body = { actions: [...membership.transfers(), ...localActions()] };
+  });
+  // Anti-entropy on demand (issue 12, item 3): every member compares its partitions with
+  // the other owners; the run's progress is read back under its id.
+  router.post('/cluster/repair', async (ctx) => {
+    ctx.status = 202;
+    ctx.body = { repair: await repair.start(ctx.request.body) };
+  });
+  router.get('/cluster/repair/:id', async (ctx) => {
+    ctx.body = { repair: await repair.status(ctx.params.id!) };
   });
 
   // Every client gets CLUSTER_STATE on connect, and so does every other client (spec, "Events").

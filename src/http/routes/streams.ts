@@ -37,7 +37,7 @@ export function streamRoutes({ definitions, runtime, ingest }: StreamRoutesDeps)
   router.post(STREAM, async (ctx) => {
     const body = ctx.request.body;
     if (body === undefined) throw new BadRequestError('body must be a JSON array of payloads (or one payload object)');
-    const failures = await ingest.ingest(idOf(ctx), Array.isArray(body) ? body : [body]);
+    const failures = await ingest.ingest(idOf(ctx), Array.isArray(body) ? body : [body], idempotencyKey(ctx));
     if (failures.size === 0) {
       ctx.status = 200;
       ctx.body = '';
@@ -76,6 +76,22 @@ export function streamRoutes({ definitions, runtime, ingest }: StreamRoutesDeps)
   });
 
   return router;
+}
+
+const IDEMPOTENCY_KEY_LENGTH_MAX = 128;
+
+/**
+ * The Idempotency-Key header of a POST of payloads (issue 12, item 6): a client that
+ * retries a batch whose outcome it does not know sends the same key, and no payload is
+ * stored twice. Printable ASCII, at most 128 characters.
+ */
+function idempotencyKey(ctx: Koa.Context): string | undefined {
+  const key = ctx.get('idempotency-key');
+  if (key === '') return undefined;
+  if (key.length > IDEMPOTENCY_KEY_LENGTH_MAX || !/^[\x21-\x7e]+$/.test(key)) {
+    throw new BadRequestError(`Idempotency-Key must be 1 to ${IDEMPOTENCY_KEY_LENGTH_MAX} printable ASCII characters without spaces`);
+  }
+  return key;
 }
 
 function respond(ctx: Koa.Context, definition: Definition<unknown> | PartView<unknown>): void {

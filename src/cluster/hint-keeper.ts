@@ -1,0 +1,115 @@
+// Where hints are kept (DESIGN.md, "Writes"; issue 12, item 5). A record that some owners
+// did not store gets a durable hint for each of them, replayed once they answer
+// (hint-replayer.ts). The hint is kept on this node, the one that received the write,
+// unless that would leave the record on one node only (this node stored it and no other
+// owner did) or this node is leaving: then it goes to another member over the peer port
+// (HintStore), so that no single node ever holds the only copy of an acknowledged record,
+// and a leaving node holds nothing when it goes.
+
+import type { Logger } from '../log.js';
+import type { PeerTransport } from '../peer/transport.js';
+import type { GroupCommitter } from '../storage/group-commit.js';
+import type { HintBuffer, HintPayload } from '../storage/hints.js';
+import type { RepositoryName } from '../storage/repository.js';
+import { toWireRecord } from './definition-peers.js';
+import type { HintKeeping, HintWant } from './partition-router.js';
+
+export interface HintKeeperDeps {
+  localName: string;
+  /** This node is leaving (or has left): hints must not stay here. */
+  leaving(): boolean;
+  hints: HintBuffer;
+  committer: GroupCommitter;
+  transport: PeerTransport;
+  /** Members that may keep hints for this node, best first: Joined, available, not this node. */
+  delegates(): string[];
+  writeDeadlineMs: number;
+  log: Logger;
+}
+
+/** Hints for one target, as the HintStore message carries them. */
+export type HintEntry = HintPayload & { target: string };
+
+/** Other members tried, at most, before a record that needs a second holder fails. */
+const DELEGATES_TRIED_MAX = 3;
+
+export class HintKeeper implements HintKeeping {
+  constructor(private readonly deps: HintKeeperDeps) {}
+
+  async keep(repository: RepositoryName, wanted: readonly HintWant[]): Promise<Map<number, string>> {
+    const failures = new Map<number, string>();
+    const here = !this.deps.leaving();
+    const localEntries: HintEntry[] = [];
+    const needDelegate: HintWant[] = [];
+    for (const want of wanted) {
+      const holders = new Set(want.storedOn);
+      if (here) {
+        for (const target of want.missing) localEntries.push({ target, repository, records: [want.record] });
+        holders.add(this.deps.localName);
+      }
+      if (holders.size < want.copies) needDelegate.push(want);
+    }
+    try {
+      await this.keepHere(localEntries);
+    } catch (error) {
+      for (const want of wanted) failures.set(want.position, `stored on ${want.storedOn.join(', ')} but no hint could be kept for ${want.missing.join(', ')}: ${(error as Error).message}`);
+      return failures;
+    }
+    const uncovered = await this.keepElsewhere(repository, needDelegate);
+    for (const want of uncovered) {
+      failures.set(want.position, `stored on ${want.storedOn.join(', ')} only: no other node could keep a hint for ${want.missing.join(', ')}`);
+    }
+    return failures;
+  }
+
+  /** Hints durable on this node, merged per target into one group commit. */
+  async keepHere(entries: readonly HintEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    await this.deps.committer.commit(mergeByTarget(entries).flatMap(({ target, ...payload }) => this.deps.hints.add(target, payload)));
+  }
+
+  /**
+   * Hints on another member (HintStore), for the records whose other holders are not
+   * enough. Each delegate takes the records it does not already store. Returns the wants
+   * no delegate could take.
+   */
+  async keepElsewhere(repository: RepositoryName, wants: readonly HintWant[]): Promise<HintWant[]> {
+    let open = [...wants];
+    const candidates = this.deps.delegates().slice(0, DELEGATES_TRIED_MAX);
+    for (const delegate of candidates) {
+      if (open.length === 0) break;
+      const taken = open.filter((want) => !want.storedOn.includes(delegate) && !want.missing.every((target) => target === delegate));
+      if (taken.length === 0) continue;
+      const entries = taken.flatMap((want) => want.missing.filter((target) => target !== delegate).map((target) => ({ target, repository, records: [want.record] })));
+      try {
+        await this.sendTo(delegate, entries);
+        open = open.filter((want) => !taken.includes(want));
+      } catch (error) {
+        this.deps.log.debug({ err: error, peer: delegate }, 'a hint could not be kept on another node');
+      }
+    }
+    return open;
+  }
+
+  /** Sends hints to `delegate`, which keeps them durably before it answers. */
+  async sendTo(delegate: string, entries: readonly HintEntry[]): Promise<void> {
+    const hints = mergeByTarget(entries).map((entry) => (entry.repository === 'KV' ? { ...entry, records: entry.records.map(toWireRecord) } : entry));
+    await this.deps.transport.call(delegate, 'HintStore', { hints }, { deadlineMs: this.deps.writeDeadlineMs });
+  }
+
+  delegates(): string[] {
+    return this.deps.delegates();
+  }
+}
+
+/** One entry per (target, repository), records in order: one hint each. */
+function mergeByTarget(entries: readonly HintEntry[]): HintEntry[] {
+  const merged = new Map<string, HintEntry>();
+  for (const entry of entries) {
+    const key = `${entry.target}\n${entry.repository}`;
+    const known = merged.get(key);
+    if (known === undefined) merged.set(key, { ...entry, records: [...entry.records] } as HintEntry);
+    else (known.records as unknown[]).push(...entry.records);
+  }
+  return [...merged.values()];
+}

@@ -1,0 +1,147 @@
+// Hand-off before data goes away (issue 12, item 5; DESIGN.md, "Nothing acknowledged is
+// ever held only in a place that is going away"):
+// - a node drops a partition it no longer owns only after pushing what it holds of it to
+//   the partition's current owners (a write that reached this node after a transfer read
+//   past it is not lost with the drop); until then the partition waits here, counted in
+//   `pendingDrops`, and is tried again;
+// - a leaving node, once every transfer of its change is complete and it keeps no hints,
+//   pushes everything it holds to the next owners once more, then tells the core, which
+//   lets the change complete (a node never reaches Left holding the only copy of anything).
+// A Left node only deletes: it handed everything off before it left.
+
+import type { Logger } from '../log.js';
+import type { HintBuffer } from '../storage/hints.js';
+import type { TransferChunks } from '../storage/transfer-chunks.js';
+import type { RepositoryName } from '../storage/repository.js';
+import { memberNamed } from './core/membership.js';
+import { nextOwnersOf, ownersOf, uncoveredNeeds, writeOwners } from './core/placement.js';
+import type { Membership, Slot } from './core/types.js';
+
+export interface HandOffStream {
+  key: string;
+  replicas: number;
+}
+
+export interface PartitionHandOffDeps {
+  localName: string;
+  membership(): Membership;
+  streams(): HandOffStream[];
+  chunks: TransferChunks;
+  hints: HintBuffer;
+  /** Pushes the partition's records to each owner; resolves once all hold them, throws otherwise. */
+  handOff(part: { repo: RepositoryName; stream: string; partition: number }, replicas: number, owners: readonly string[]): Promise<number>;
+  /** Whether this node holds records of the partition. */
+  holds(repo: RepositoryName, stream: string, partition: number): Promise<boolean>;
+  /** The leaving node has handed everything off: tell the core (input `handoff-done`). */
+  handedOff(changeId: string): void;
+  /** Writes accepted under the old table may still be landing: drops wait this long. */
+  graceMs: number;
+  retryMs: number;
+  log: Logger;
+}
+
+interface PendingDrop {
+  repo: RepositoryName;
+  slot: Slot;
+  notBeforeMs: number;
+}
+
+const REPOSITORIES: readonly RepositoryName[] = ['ssr', 'tsr'];
+
+export class PartitionHandOff {
+  private readonly pending = new Map<string, PendingDrop>();
+  private timer: NodeJS.Timeout | undefined;
+  private working = false;
+  private leaveDone: string | undefined;
+
+  constructor(private readonly deps: PartitionHandOffDeps) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.work(), this.deps.retryMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** The core's `drop` effect: these slots go once handed off. */
+  schedule(repo: RepositoryName, slots: readonly Slot[]): void {
+    const notBeforeMs = Date.now() + this.deps.graceMs;
+    for (const slot of slots) this.pending.set(`${repo}/${slot.partition}/${slot.replicas}`, { repo, slot, notBeforeMs });
+    setTimeout(() => void this.work(), this.deps.graceMs).unref();
+  }
+
+  /** Partitions waiting for their hand-off before they are dropped (monitoring `handoff`). */
+  pendingDrops(): number {
+    return this.pending.size;
+  }
+
+  private async work(): Promise<void> {
+    if (this.working) return;
+    this.working = true;
+    try {
+      await this.dropWhatIsHandedOff();
+      await this.finishLeaveIfReady();
+    } catch (error) {
+      this.deps.log.warn({ err: error }, 'hand-off round failed; retrying');
+    } finally {
+      this.working = false;
+    }
+  }
+
+  private async dropWhatIsHandedOff(): Promise<void> {
+    for (const [key, drop] of [...this.pending]) {
+      if (Date.now() < drop.notBeforeMs) continue;
+      const membership = this.deps.membership();
+      // A later change may have given the slot back: it stays.
+      if (writeOwners(membership, drop.slot).includes(this.deps.localName)) {
+        this.pending.delete(key);
+        continue;
+      }
+      const left = memberNamed(membership, this.deps.localName)?.state === 'Left';
+      try {
+        for (const stream of this.deps.streams().filter((each) => each.replicas === drop.slot.replicas)) {
+          await this.dropOne(drop.repo, stream.key, drop.slot, membership, left);
+        }
+        this.pending.delete(key);
+      } catch (error) {
+        this.deps.log.info({ err: error, repo: drop.repo, partition: drop.slot.partition }, 'partition not handed off yet; it is kept and tried again');
+      }
+    }
+  }
+
+  private async dropOne(repo: RepositoryName, stream: string, slot: Slot, membership: Membership, left: boolean): Promise<void> {
+    if (!(await this.deps.holds(repo, stream, slot.partition))) return;
+    if (!left) {
+      const sent = await this.deps.handOff({ repo, stream, partition: slot.partition }, slot.replicas, ownersOf(membership, slot));
+      if (sent > 0) this.deps.log.info({ repo, stream, partition: slot.partition, records: sent }, 'handed off records before dropping the partition');
+    }
+    await this.deps.chunks.dropPartition(repo, stream, slot.partition);
+  }
+
+  /**
+   * This node is leaving: once every transfer of the change is complete and no hint is
+   * left here, everything it holds goes to the next owners once more; then the core is told.
+   */
+  private async finishLeaveIfReady(): Promise<void> {
+    const membership = this.deps.membership();
+    const change = membership.change;
+    if (change?.kind !== 'leave' || change.node !== this.deps.localName || change.handedOff === true) return;
+    if (this.leaveDone === change.id) return this.deps.handedOff(change.id);
+    if (uncoveredNeeds(membership).length > 0 || this.deps.hints.targets().length > 0) return;
+    let sent = 0;
+    for (const stream of this.deps.streams()) {
+      for (const slot of change.slots.filter((each) => each.replicas === stream.replicas)) {
+        if (!ownersOf(membership, slot).includes(this.deps.localName)) continue;
+        for (const repo of REPOSITORIES) {
+          if (!(await this.deps.holds(repo, stream.key, slot.partition))) continue;
+          sent += await this.deps.handOff({ repo, stream: stream.key, partition: slot.partition }, slot.replicas, nextOwnersOf(membership, slot));
+        }
+      }
+    }
+    this.deps.log.info({ change: change.id, records: sent }, 'leaving: hints and data handed off to the next owners');
+    this.leaveDone = change.id;
+    this.deps.handedOff(change.id);
+  }
+}

@@ -1,0 +1,249 @@
+// Anti-entropy repair (issue 12, item 3; DESIGN.md, "Repair"): owners of a partition
+// compare digests of what they hold and each streams the other what it lacks
+// (partition-sync.ts), so replicas converge after any fault, whether or not a hint
+// survived. It runs:
+// - in the background, one sweep every `intervalMs` (0: never), paced;
+// - on demand, as a run of POST /cluster/repair: every member sweeps the partitions it
+//   initiates and reports its progress under the run's id;
+// - after this node found its own data damaged (storage-integrity.ts): it stops answering
+//   reads from its data and refills every partition it owns from the other owners first.
+// A partition's exchange is initiated by its lowest-named available owner, so each pair of
+// replicas is compared once per sweep.
+//
+// Hand-offs use the same exchange, push only: a node hands a partition to its current
+// owners before it drops it, and a leaving node hands everything to the next owners.
+
+import type { Logger } from '../log.js';
+import { ownersOf } from '../cluster/core/placement.js';
+import type { Membership } from '../cluster/core/types.js';
+import { TributaryError } from '../errors.js';
+import type { RepositoryName } from '../storage/repository.js';
+import { syncPartition, type LocalPartitions, type PeerPartitions, type RepairPartitionRef } from './partition-sync.js';
+
+/** A persisted stream as repair walks it. */
+export interface RepairStream {
+  key: string;
+  repo: RepositoryName;
+  replicas: number;
+  ringSize: number;
+}
+
+export interface RepairRunStatus {
+  id: string;
+  kind: 'repair' | 'refill';
+  /** undefined: every stream. */
+  stream: string | undefined;
+  startedAtMs: number;
+  complete: boolean;
+  partitionsTotal: number;
+  partitionsDone: number;
+  /** Exchanges in which digests differed. */
+  partitionsCompared: number;
+  recordsSent: number;
+  recordsReceived: number;
+  /** Exchanges that failed (a peer unreachable): the partition is tried in a later run. */
+  failures: number;
+}
+
+/** Why this node's data cannot be trusted until it is refilled. */
+export interface Damage {
+  reason: string;
+  sinceMs: number;
+}
+
+export interface RepairServiceDeps {
+  localName: string;
+  membership(): Membership;
+  available(node: string): boolean;
+  streams(): RepairStream[];
+  local: LocalPartitions;
+  peers: PeerPartitions;
+  /** Saves (or clears) the damage mark, so a restart in the middle of a refill goes on refilling. */
+  persistDamage(damage: Damage | undefined): Promise<void>;
+  /** Background sweeps: one every this many ms; 0 turns them off. */
+  intervalMs: number;
+  /** Pause between two partitions of a background sweep (on-demand runs do not pause). */
+  pacingMs: number;
+  log: Logger;
+  clock?: () => number;
+}
+
+interface SweepTarget {
+  part: RepairPartitionRef;
+  replicas: number;
+  peers: string[];
+}
+
+const RUNS_KEPT_MAX = 32;
+/** A refill that could not reach every partition's other owners is tried again after this. */
+const REFILL_RETRY_MS = 2_000;
+
+export class RepairService {
+  private readonly runs = new Map<string, RepairRunStatus>();
+  private damage: Damage | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> = Promise.resolve();
+  private stopped = false;
+  private readonly clock: () => number;
+
+  constructor(private readonly deps: RepairServiceDeps) {
+    this.clock = deps.clock ?? Date.now;
+  }
+
+  /** Starts background sweeps, and the refill when this node starts out damaged. */
+  start(damage: Damage | undefined): void {
+    if (damage !== undefined) this.beginRefill(damage);
+    if (this.deps.intervalMs > 0) {
+      this.timer = setInterval(() => void this.background(), this.deps.intervalMs);
+      this.timer.unref();
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+  }
+
+  damaged(): Damage | undefined {
+    return this.damage;
+  }
+
+  /**
+   * Throws 503 REPAIRING while this node's data is damaged and not yet refilled: readers
+   * go to another owner instead of getting an answer from partial data.
+   */
+  checkServing(what: string): void {
+    if (this.damage === undefined) return;
+    throw new TributaryError(503, 'REPAIRING', `${this.deps.localName} is refilling damaged data (${this.damage.reason}); ${what} is read from another owner`);
+  }
+
+  /** This node's part of an on-demand run (POST /cluster/repair here or on another node). */
+  startRun(id: string, stream: string | undefined): RepairRunStatus {
+    const known = this.runs.get(id);
+    if (known !== undefined) return known;
+    const targets = this.initiatedTargets(stream);
+    const run = this.newRun(id, 'repair', stream, targets.length);
+    this.enqueue(() => this.sweep(run, targets, 'both', 0));
+    return run;
+  }
+
+  status(id: string): RepairRunStatus | undefined {
+    return this.runs.get(id);
+  }
+
+  list(): RepairRunStatus[] {
+    return [...this.runs.values()];
+  }
+
+  /**
+   * Pushes this node's records of the partition to each of `owners` (push only) and
+   * resolves once every one of them holds them all; throws if one could not be reached.
+   */
+  async handOff(part: RepairPartitionRef, replicas: number, owners: readonly string[]): Promise<number> {
+    let sent = 0;
+    for (const owner of owners) {
+      if (owner === this.deps.localName) continue;
+      if (!this.deps.available(owner)) throw new Error(`${owner} is unavailable`);
+      sent += (await syncPartition(this.deps.local, this.deps.peers, owner, part, replicas, 'push')).sent;
+    }
+    return sent;
+  }
+
+  // -------------------------------------------------------------------------------------
+
+  private background(): void {
+    if (this.stopped) return;
+    const id = `auto-${this.clock().toString(36)}-${this.deps.localName}`;
+    const targets = this.initiatedTargets(undefined);
+    const run = this.newRun(id, 'repair', undefined, targets.length);
+    this.enqueue(() => this.sweep(run, targets, 'both', this.deps.pacingMs));
+  }
+
+  /** Refills every partition this node owns from its other owners, then serves again. */
+  private beginRefill(damage: Damage): void {
+    this.damage = damage;
+    this.deps.log.warn({ reason: damage.reason }, 'local data is damaged: reads go to other owners until it is refilled from them');
+    const attempt = (): void => {
+      if (this.stopped) return;
+      const targets = this.ownedTargets();
+      const run = this.newRun(`refill-${this.clock().toString(36)}-${this.deps.localName}`, 'refill', undefined, targets.length);
+      this.enqueue(async () => {
+        await this.sweep(run, targets, 'both', 0);
+        if (run.failures > 0) {
+          this.deps.log.warn({ failures: run.failures }, 'refill incomplete: some partitions had no reachable owner; trying again');
+          setTimeout(attempt, REFILL_RETRY_MS).unref();
+          return;
+        }
+        await this.deps.persistDamage(undefined);
+        this.damage = undefined;
+        this.deps.log.info({ received: run.recordsReceived, partitions: run.partitionsTotal }, 'damaged data refilled from the other owners; serving reads again');
+      });
+    };
+    attempt();
+  }
+
+  /** Partitions this node initiates: it is their lowest-named available owner. */
+  private initiatedTargets(stream: string | undefined): SweepTarget[] {
+    return this.targets(stream, (owners) => owners.filter((owner) => this.deps.available(owner)).sort()[0] === this.deps.localName);
+  }
+
+  /** Every partition this node owns, with every other available owner. */
+  private ownedTargets(): SweepTarget[] {
+    return this.targets(undefined, () => true);
+  }
+
+  private targets(stream: string | undefined, initiates: (owners: readonly string[]) => boolean): SweepTarget[] {
+    const membership = this.deps.membership();
+    const self = this.deps.localName;
+    const targets: SweepTarget[] = [];
+    for (const each of this.deps.streams()) {
+      if (stream !== undefined && each.key !== stream) continue;
+      for (let partition = 0; partition < each.ringSize; partition += 1) {
+        const owners = ownersOf(membership, { partition, replicas: each.replicas });
+        if (!owners.includes(self) || !initiates(owners)) continue;
+        targets.push({ part: { repo: each.repo, stream: each.key, partition }, replicas: each.replicas, peers: owners.filter((owner) => owner !== self) });
+      }
+    }
+    return targets;
+  }
+
+  private async sweep(run: RepairRunStatus, targets: readonly SweepTarget[], mode: 'both' | 'push', pacingMs: number): Promise<void> {
+    for (const target of targets) {
+      if (this.stopped) break;
+      for (const peer of target.peers) {
+        if (!this.deps.available(peer)) {
+          run.failures += 1;
+          continue;
+        }
+        try {
+          const result = await syncPartition(this.deps.local, this.deps.peers, peer, target.part, target.replicas, mode);
+          if (result.segments > 0) run.partitionsCompared += 1;
+          run.recordsSent += result.sent;
+          run.recordsReceived += result.received;
+          if (result.sent + result.received > 0) {
+            this.deps.log.info({ run: run.id, peer, stream: target.part.stream, partition: target.part.partition, sent: result.sent, received: result.received }, 'repair moved records');
+          }
+        } catch (error) {
+          run.failures += 1;
+          this.deps.log.debug({ err: error, run: run.id, peer, stream: target.part.stream, partition: target.part.partition }, 'repair exchange failed');
+        }
+      }
+      run.partitionsDone += 1;
+      if (pacingMs > 0) await new Promise((resolve) => setTimeout(resolve, pacingMs));
+    }
+    run.complete = true;
+    this.deps.log.info({ run: run.id, kind: run.kind, partitions: run.partitionsTotal, compared: run.partitionsCompared, sent: run.recordsSent, received: run.recordsReceived, failures: run.failures }, 'repair run done');
+  }
+
+  /** Sweeps run one at a time: two at once would compare the same partitions twice. */
+  private enqueue(sweep: () => Promise<void>): void {
+    this.sweeping = this.sweeping.then(sweep).catch((error: unknown) => this.deps.log.error({ err: error }, 'repair sweep failed'));
+  }
+
+  private newRun(id: string, kind: RepairRunStatus['kind'], stream: string | undefined, partitionsTotal: number): RepairRunStatus {
+    const run: RepairRunStatus = { id, kind, stream, startedAtMs: this.clock(), complete: false, partitionsTotal, partitionsDone: 0, partitionsCompared: 0, recordsSent: 0, recordsReceived: 0, failures: 0 };
+    this.runs.set(id, run);
+    while (this.runs.size > RUNS_KEPT_MAX) this.runs.delete(this.runs.keys().next().value!);
+    return run;
+  }
+}

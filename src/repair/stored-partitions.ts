@@ -1,0 +1,77 @@
+// This node's partitions as anti-entropy sees them (issue 12, item 3): digests of the keys
+// each holds, kept current by writes (a write, transfer, repair or drop marks its
+// partition's digest stale; the next exchange rebuilds it from a key scan), the keys, and
+// the records under keys.
+
+import type { LocalReplica } from '../storage/local-replica.js';
+import type { Repository, RepositoryName, StoredRecord } from '../storage/repository.js';
+import { digestKeys } from './key-digest.js';
+import type { LocalPartitions, RepairPartitionRef } from './partition-sync.js';
+
+/** Digests kept at once; the least recently used goes first. */
+const DIGESTS_MAX = 4_096;
+
+export class StoredPartitions implements LocalPartitions {
+  private readonly digests = new Map<string, Uint32Array>();
+  /** Rises on every change: a digest scanned while something changed is not kept. */
+  private changes = 0;
+
+  constructor(
+    private readonly repositories: Record<RepositoryName, Repository>,
+    private readonly replica: LocalReplica,
+  ) {}
+
+  async digest(part: RepairPartitionRef): Promise<Uint32Array> {
+    const key = digestKey(part.repo, part.stream, part.partition);
+    const known = this.digests.get(key);
+    if (known !== undefined) {
+      this.digests.delete(key);
+      this.digests.set(key, known);
+      return known;
+    }
+    const changesBefore = this.changes;
+    const digest = digestKeys(await this.keys(part));
+    // A write during the scan may or may not be in it: such a digest is used once, not kept.
+    if (this.changes === changesBefore) this.remember(key, digest);
+    return digest;
+  }
+
+  keys(part: RepairPartitionRef): Promise<string[]> {
+    return this.repositories[part.repo].partitionKeys(part.stream, part.partition);
+  }
+
+  records(part: RepairPartitionRef, keys: readonly string[]): Promise<StoredRecord[]> {
+    return this.repositories[part.repo].recordsAt(part.stream, part.partition, keys);
+  }
+
+  store(repo: RepositoryName, records: readonly StoredRecord[]): Promise<void> {
+    return this.replica.store(repo, records);
+  }
+
+  /** The partition's data changed: its digest is rebuilt when next asked for. */
+  stale(repo: RepositoryName, stream: string, partition: number): void {
+    this.changes += 1;
+    this.digests.delete(digestKey(repo, stream, partition));
+  }
+
+  /** Records were stored (by any path): their partitions' digests are stale. */
+  staleRecords(repo: RepositoryName, records: readonly StoredRecord[]): void {
+    this.changes += 1;
+    let last = '';
+    for (const record of records) {
+      const key = digestKey(repo, record.stream, record.partition);
+      if (key === last) continue;
+      last = key;
+      this.digests.delete(key);
+    }
+  }
+
+  private remember(key: string, digest: Uint32Array): void {
+    this.digests.set(key, digest);
+    while (this.digests.size > DIGESTS_MAX) this.digests.delete(this.digests.keys().next().value!);
+  }
+}
+
+function digestKey(repo: RepositoryName, stream: string, partition: number): string {
+  return `${repo}\n${stream}\n${partition}`;
+}
