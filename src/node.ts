@@ -9,7 +9,7 @@ import { ClusterShell } from './cluster/cluster-shell.js';
 import { ClusterCore } from './cluster/core/core.js';
 import { ownersOf as currentOwners, writeOwners } from './cluster/core/placement.js';
 import type { CoreConfig, Member, Membership, PersistedCoreState, Slot } from './cluster/core/types.js';
-import { ClusterDefinitionPeers, fromWireRecord } from './cluster/definition-peers.js';
+import { ClusterDefinitionPeers, fromWireRecord, toWireRecord } from './cluster/definition-peers.js';
 import { ClusterEventBus } from './cluster/events.js';
 import { HintReplayer } from './cluster/hint-replayer.js';
 import { loadOrCreateIdentity, type NodeIdentity } from './cluster/identity.js';
@@ -38,7 +38,8 @@ import { streamRoutes } from './http/routes/streams.js';
 import type { Logger } from './log.js';
 import type { PeerTransport } from './peer/transport.js';
 import { startPeerServer } from './peer/server.js';
-import { Database } from './storage/database.js';
+import type { Database } from './storage/database.js';
+import { markCleanStop, openChecked } from './storage/integrity.js';
 import { DefinitionStore } from './storage/definitions.js';
 import { GroupCommitter } from './storage/group-commit.js';
 import { HintBuffer } from './storage/hints.js';
@@ -104,10 +105,11 @@ const HINT_REPLAY_INTERVAL_MS = 1_000;
 /** Background repair sweeps pause this long between partitions. */
 const REPAIR_PACING_MS = 100;
 const REPAIR_KEYS_PER_FETCH_MAX = 10_000;
+const DEFINITIONS_PER_READ_MAX = 500;
 
 export async function startNode(config: Config, log: Logger): Promise<RunningNode> {
   const identity = loadOrCreateIdentity(config.dataDir);
-  const database = await Database.open(config.dataDir);
+  const { database, damage: damageFound } = await openChecked(config.dataDir, log);
   const store = await DefinitionStore.open(database);
   const hints = await HintBuffer.open(database, config.limits.hintBufferBytesMax);
   const committer = new GroupCommitter(database);
@@ -191,6 +193,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     streams: () => repairStreams(definitions),
     peers: peerPartitions(transport, () => core.membership().epoch, deadline),
     persistDamage: (damage) => saveDamage(database, damage),
+    refillDefinitions: () => refillDefinitions(transport, definitions, hintDelegates(core, config.name), deadline),
     intervalMs: config.cluster.repairIntervalMs,
     pacingMs: REPAIR_PACING_MS,
   });
@@ -220,7 +223,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     nodes,
     storeRecords: (write) => storeReplicaWrite(core, replica, config.name, write),
   });
-  serveHandOffAndRepair(transport, { keeper, partitions, repair, committer, hints });
+  serveHandOffAndRepair(transport, { keeper, partitions, repair, definitions: store });
   const replayer = new HintReplayer({
     localName: config.name, hints, committer, transport, keeper, replica, available, adopt, log,
     membership: () => core.membership(),
@@ -363,7 +366,8 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   void sessionHost.reconcile();
   replayer.start();
   handOff.start();
-  repair.start(await loadDamage(database));
+  if (damageFound !== undefined) await saveDamage(database, damageFound);
+  repair.start(damageFound ?? (await loadDamage(database)));
   if (persisted === undefined && !config.join) {
     for (const tenant of config.defaultTenants) await tenants.put(tenant);
   }
@@ -434,6 +438,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       await Promise.all([closeHttp(http), peer.close(SHUTDOWN_GRACE_MS)]);
       runtime.dispose();
       await database.close();
+      markCleanStop(config.dataDir);
       log.info('node stopped');
     },
   };
@@ -499,12 +504,17 @@ async function storeReplicaWrite(core: ClusterCore, replica: LocalReplica, local
 /** The peer calls of hinted hand-off and anti-entropy repair. */
 function serveHandOffAndRepair(
   transport: PeerTransport,
-  parts: { keeper: HintKeeper; partitions: StoredPartitions; repair: RepairService; committer: GroupCommitter; hints: HintBuffer },
+  parts: { keeper: HintKeeper; partitions: StoredPartitions; repair: RepairService; definitions: DefinitionStore },
 ): void {
   const { keeper, partitions, repair } = parts;
   transport.handle('HintStore', async (_sender, store) => {
     await keeper.keepHere(store.hints.map((entry) => (entry.repository === 'KV' ? { ...entry, records: entry.records.map(fromWireRecord) } : entry)));
     return {};
+  });
+  transport.handle('DefinitionRead', async (_sender, read) => {
+    const limit = Math.min(Math.max(1, read.limit), DEFINITIONS_PER_READ_MAX);
+    const records = parts.definitions.records().filter((record) => record.key > read.after).sort((a, b) => (a.key < b.key ? -1 : 1)).slice(0, limit);
+    return { records: records.map(toWireRecord) };
   });
   transport.handle('RepairDigest', async (_sender, part) => ({ segments: [...(await partitions.digest(part))] }));
   transport.handle('RepairKeys', async (_sender, request) => ({ keys: keysInSegments(await partitions.keys(request), request.segments) }));
@@ -517,6 +527,24 @@ function serveHandOffAndRepair(
     return {};
   });
   transport.handle('RepairStatus', async (_sender, request) => toReply(repair.status(request.runId)));
+}
+
+/** Every definition read back from the first peer that answers, a page at a time (highest versions win). */
+async function refillDefinitions(transport: PeerTransport, definitions: ReplicatedDefinitions, peers: readonly string[], deadlineMs: number): Promise<void> {
+  let lastError: unknown = new Error('no other member is available to read definitions from');
+  for (const peer of peers) {
+    try {
+      for (let after = ''; ; ) {
+        const page = await transport.call(peer, 'DefinitionRead', { after, limit: DEFINITIONS_PER_READ_MAX }, { deadlineMs });
+        await definitions.apply(page.records.map(fromWireRecord));
+        if (page.records.length < DEFINITIONS_PER_READ_MAX) return;
+        after = page.records.at(-1)!.key;
+      }
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  throw lastError;
 }
 
 /** The other owners' side of a repair exchange, over the peer port. */

@@ -470,6 +470,10 @@ const CODECS: { readonly [K in PeerKind]: BodyCodec<PeerBodies[K]> } = {
     toProto: (value) => ({ hints: value.hints.map(hintEntryToProto) }),
     fromProto: (object) => ({ hints: list(object, 'hints', hintEntryFromProto) }),
   },
+  DefinitionRead: {
+    toProto: (value) => ({ after: value.after, limit: value.limit }),
+    fromProto: (object) => ({ after: str(object, 'after'), limit: int(object, 'limit') }),
+  },
   RepairDigest: repairPartition,
   RepairDigestReply: {
     toProto: (value) => ({ segments: value.segments }),

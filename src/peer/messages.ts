@@ -144,6 +144,7 @@ export interface PeerBodies {
   ReadReply: ReadReply;
   LivePayloads: LivePayloads;
   HintStore: HintStore;
+  DefinitionRead: { after: string; limit: number };
   RepairDigest: RepairPartition;
   RepairDigestReply: RepairDigestReply;
   RepairKeys: RepairKeys;
@@ -172,6 +173,7 @@ export const REPLY_KIND = {
   Read: 'ReadReply',
   LivePayloads: 'Empty',
   HintStore: 'Empty',
+  DefinitionRead: 'DefinitionPush',
   RepairDigest: 'RepairDigestReply',
   RepairKeys: 'RepairKeysReply',
   RepairFetch: 'RepairFetchReply',

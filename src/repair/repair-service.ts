@@ -17,6 +17,7 @@ import type { Logger } from '../log.js';
 import { ownersOf } from '../cluster/core/placement.js';
 import type { Membership } from '../cluster/core/types.js';
 import { TributaryError } from '../errors.js';
+import type { StorageDamage } from '../storage/integrity.js';
 import type { RepositoryName } from '../storage/repository.js';
 import { syncPartition, type LocalPartitions, type PeerPartitions, type RepairPartitionRef } from './partition-sync.js';
 
@@ -46,10 +47,7 @@ export interface RepairRunStatus {
 }
 
 /** Why this node's data cannot be trusted until it is refilled. */
-export interface Damage {
-  reason: string;
-  sinceMs: number;
-}
+export type Damage = StorageDamage;
 
 export interface RepairServiceDeps {
   localName: string;
@@ -58,6 +56,8 @@ export interface RepairServiceDeps {
   streams(): RepairStream[];
   local: LocalPartitions;
   peers: PeerPartitions;
+  /** Reads every definition back from a peer (the damage may have taken some). */
+  refillDefinitions(): Promise<void>;
   /** Saves (or clears) the damage mark, so a restart in the middle of a refill goes on refilling. */
   persistDamage(damage: Damage | undefined): Promise<void>;
   /** Background sweeps: one every this many ms; 0 turns them off. */
@@ -168,6 +168,13 @@ export class RepairService {
       const targets = this.ownedTargets();
       const run = this.newRun(`refill-${this.clock().toString(36)}-${this.deps.localName}`, 'refill', undefined, targets.length);
       this.enqueue(async () => {
+        try {
+          await this.deps.refillDefinitions();
+        } catch (error) {
+          this.deps.log.warn({ err: error }, 'refill: definitions could not be read from a peer; trying again');
+          setTimeout(attempt, REFILL_RETRY_MS).unref();
+          return;
+        }
         await this.sweep(run, targets, 'both', 0);
         if (run.failures > 0) {
           this.deps.log.warn({ failures: run.failures }, 'refill incomplete: some partitions had no reachable owner; trying again');

@@ -1,8 +1,14 @@
 // One classic-level database per node (DESIGN.md): sublevels for definitions (kv), the two
 // stream repositories (ssr, tsr) and node-local metadata. One process per data folder: the
 // LOCK file refuses a second one.
+//
+// Every synced batch carries a rising sequence number (a key of its own, so batches that
+// LevelDB applies out of order still leave the highest one), and once it is durable the
+// number goes to the commit ledger, a small file beside the database. A database that
+// opens with a lower number than the ledger lost batches that were acknowledged: its newest
+// file was truncated or damaged (storage-integrity.ts).
 
-import { mkdirSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 
@@ -23,19 +29,47 @@ export interface EncodedPut {
   value: Buffer;
 }
 
+/** Sequence keys kept in the database: older ones are deleted by later batches. */
+const SEQUENCE_KEYS_KEPT = 256;
+const SEQUENCE_PREFIX = 'commit-seq/';
+const SEQUENCE_DIGITS = 16;
+export const LEDGER_FILE = 'commit-ledger';
+
+/** The database could not be opened because another process holds its lock. */
+export class DatabaseLockedError extends Error {
+  override name = 'DatabaseLockedError';
+}
+
 export class Database {
   readonly kv: Sublevel;
   readonly ssr: Sublevel;
   readonly tsr: Sublevel;
   readonly local: Sublevel;
   readonly hints: Sublevel;
+  /** The sequence of the last synced batch issued (its number is durable once it resolves). */
+  private sequence: number;
+  private ledgerHighest: number;
+  private readonly ledgerFd: number;
 
-  private constructor(private readonly level: ClassicLevel<string, string>) {
+  private constructor(
+    private readonly level: ClassicLevel<string, string>,
+    readonly location: string,
+    /** The highest batch sequence the database holds, as opened. */
+    readonly storedSequence: number,
+    /** The highest batch sequence acknowledged before the last stop, per the ledger. */
+    readonly ledgerSequence: number,
+    ledgerPath: string,
+  ) {
     this.kv = openSublevel(level, 'kv');
     this.ssr = openSublevel(level, 'ssr');
     this.tsr = openSublevel(level, 'tsr');
     this.local = openSublevel(level, 'local');
     this.hints = openSublevel(level, 'hints');
+    this.sequence = Math.max(storedSequence, ledgerSequence);
+    this.ledgerHighest = this.sequence;
+    // Not 'a': with O_APPEND, Linux writes at the end whatever the position given.
+    if (!existsSync(ledgerPath)) writeFileSync(ledgerPath, '');
+    this.ledgerFd = openSync(ledgerPath, 'r+');
   }
 
   static async open(dataDir: string): Promise<Database> {
@@ -45,19 +79,27 @@ export class Database {
     try {
       await level.open();
     } catch (error) {
-      const cause = (error as { cause?: { message?: string } }).cause?.message ?? '';
-      throw new Error(`cannot open database in ${location} (is another node using this data folder?) ${cause}`, {
-        cause: error,
-      });
+      const cause = (error as { cause?: { message?: string; code?: string } }).cause;
+      if (/lock/i.test(cause?.message ?? '')) {
+        throw new DatabaseLockedError(`cannot open database in ${location}: another node uses this data folder (${cause?.message})`, { cause: error });
+      }
+      throw new Error(`cannot open database in ${location}: ${cause?.message ?? (error as Error).message}`, { cause: error });
     }
-    return new Database(level);
+    const local = openSublevel(level, 'local');
+    const stored = await local.keys({ gte: SEQUENCE_PREFIX, lt: prefixEnd(SEQUENCE_PREFIX), reverse: true, limit: 1 }).all();
+    const storedSequence = stored[0] === undefined ? 0 : parseInt(stored[0].slice(SEQUENCE_PREFIX.length), 10);
+    const ledgerPath = join(dataDir, LEDGER_FILE);
+    return new Database(level, location, storedSequence, readLedger(ledgerPath), ledgerPath);
   }
 
   /** Commits the operations atomically. `sync` fsyncs before resolving: use it for anything acknowledged. */
   async batch(operations: BatchOperation[], options: { sync: boolean }): Promise<void> {
     if (operations.length === 0) return;
+    const sequence = options.sync ? this.nextSequence() : undefined;
+    const all = sequence === undefined ? operations : [...operations, ...this.sequenceOperations(sequence)];
     // Sublevel operations carry their own encodings; the root's typings cannot say so.
-    await this.level.batch(operations as never, { sync: options.sync });
+    await this.level.batch(all as never, { sync: options.sync });
+    if (sequence !== undefined) this.recordDurable(sequence);
   }
 
   /**
@@ -66,7 +108,44 @@ export class Database {
    */
   async batchEncoded(puts: EncodedPut[], options: { sync: boolean }): Promise<void> {
     if (puts.length === 0) return;
-    await this.level.batch<Buffer, Buffer>(puts, { sync: options.sync, keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    const sequence = options.sync ? this.nextSequence() : undefined;
+    const all: Array<EncodedPut | { type: 'del'; key: Buffer }> = sequence === undefined ? puts : [...puts, ...this.encodedSequenceOperations(sequence)];
+    await this.level.batch<Buffer, Buffer>(all as EncodedPut[], { sync: options.sync, keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    if (sequence !== undefined) this.recordDurable(sequence);
+  }
+
+  private nextSequence(): number {
+    this.sequence += 1;
+    return this.sequence;
+  }
+
+  private sequenceOperations(sequence: number): BatchOperation[] {
+    const operations: BatchOperation[] = [{ type: 'put', sublevel: this.local, key: sequenceKey(sequence), value: '' }];
+    if (sequence > SEQUENCE_KEYS_KEPT) operations.push({ type: 'del', sublevel: this.local, key: sequenceKey(sequence - SEQUENCE_KEYS_KEPT) });
+    return operations;
+  }
+
+  private encodedSequenceOperations(sequence: number): Array<EncodedPut | { type: 'del'; key: Buffer }> {
+    const prefix = this.prefixOf(this.local);
+    const key = (n: number) => Buffer.concat([prefix, Buffer.from(sequenceKey(n))]);
+    const operations: Array<EncodedPut | { type: 'del'; key: Buffer }> = [{ type: 'put', key: key(sequence), value: Buffer.alloc(0) }];
+    if (sequence > SEQUENCE_KEYS_KEPT) operations.push({ type: 'del', key: key(sequence - SEQUENCE_KEYS_KEPT) });
+    return operations;
+  }
+
+  /**
+   * The batch is durable: the ledger learns its number. Written in place and not synced:
+   * a ledger behind the database only misses a loss, never invents one.
+   */
+  private recordDurable(sequence: number): void {
+    if (sequence <= this.ledgerHighest) return;
+    this.ledgerHighest = sequence;
+    const text = Buffer.from(String(sequence).padStart(SEQUENCE_DIGITS, '0'));
+    try {
+      writeSync(this.ledgerFd, text, 0, text.length, 0);
+    } catch {
+      // The ledger only detects damage; the batch itself is durable.
+    }
   }
 
   /** The bytes that start every root key of the sublevel's records. */
@@ -74,12 +153,39 @@ export class Database {
     return Buffer.from(sublevel.prefix, 'utf8');
   }
 
+  /** Every key and value of the database read once: throws on what LevelDB cannot read. */
+  async verify(): Promise<number> {
+    let entries = 0;
+    const iterator = this.level.iterator<Buffer, Buffer>({ keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    try {
+      for (let batch = await iterator.nextv(1000); batch.length > 0; batch = await iterator.nextv(1000)) entries += batch.length;
+    } finally {
+      await iterator.close();
+    }
+    return entries;
+  }
+
   async close(): Promise<void> {
     await this.level.close();
+    closeSync(this.ledgerFd);
   }
 }
 
 /** Upper bound for a range scan of keys that start with `prefix` and continue in ASCII. */
 export function prefixEnd(prefix: string): string {
   return prefix + '\u007f';
+}
+
+function sequenceKey(sequence: number): string {
+  return SEQUENCE_PREFIX + String(sequence).padStart(SEQUENCE_DIGITS, '0');
+}
+
+function readLedger(path: string): number {
+  try {
+    const text = readFileSync(path, 'utf8').trim();
+    const value = Number(text);
+    return Number.isSafeInteger(value) && value >= 0 ? value : 0;
+  } catch {
+    return 0;
+  }
 }

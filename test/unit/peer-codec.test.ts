@@ -90,6 +90,7 @@ const SAMPLES: { [K in PeerKind]: Array<PeerBodies[K]> } = {
     },
     { hints: [] },
   ],
+  DefinitionRead: [{ after: '', limit: 500 }, { after: 'stream/t/c/s', limit: 1 }],
   RepairDigest: [{ repo: 'tsr', stream: 't/c/s', partition: 12 }],
   RepairDigestReply: [{ segments: [0, 0, 0, 3, 4_294_967_295, 17] }, { segments: [] }],
   RepairKeys: [{ repo: 'ssr', stream: 't/c/s', partition: 0, segments: [1, 63] }],
