@@ -343,6 +343,13 @@ export class ChaosCluster {
 
   /** A historical `count()` over the stream, run in a session created through `node`. */
   async historicalCount(node: NodeProcess, stream: ChaosStream): Promise<number | undefined> {
+    return this.countInSession(node, stream).catch((error: unknown) => {
+      this.note(`historical count through ${node.name} failed: ${(error as Error).message.slice(0, 300)}`);
+      return undefined;
+    });
+  }
+
+  private async countInSession(node: NodeProcess, stream: ChaosStream): Promise<number | undefined> {
     const created = await request(node, 'POST', `/execution/${TENANT}/sessions`);
     if (created.status !== 200) return undefined;
     const session = created.json.session as string;

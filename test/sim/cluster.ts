@@ -150,6 +150,8 @@ export class SimCluster {
   readonly cuts = new Set<string>();
   faults: NetworkFaults;
   verbose = false;
+  /** A chunk read or store on this node fails (after the shell's retries): the core is told so. */
+  ioFails: ((node: string, io: 'read' | 'store') => boolean) | undefined;
   readonly stats = {
     messages: 0,
     steps: 0,
@@ -309,11 +311,13 @@ export class SimCluster {
         return this.send(node.name, effect.to, effect.message);
       case 'read-chunk':
         return this.io(node, () => {
+          if (this.ioFails?.(node.name, 'read') === true) return this.stepNode(node, { type: 'chunk-read-failed', transferId: effect.transfer.id, seq: effect.seq });
           const read = node.storage.readChunk(effect.transfer, effect.cursor, this.config.chunkRecords);
           this.stepNode(node, { type: 'chunk-read', transferId: effect.transfer.id, seq: effect.seq, ...read });
         });
       case 'store-chunk':
         return this.io(node, () => {
+          if (this.ioFails?.(node.name, 'store') === true) return this.stepNode(node, { type: 'chunk-store-failed', transferId: effect.transfer.id, seq: effect.seq });
           node.storage.storeChunk(effect.transfer, effect.chunk);
           node.storedProgress.set(effect.progress.transferId, effect.progress);
           this.stats.chunksStored += 1;
@@ -485,7 +489,7 @@ export class SimCluster {
    * The shell's part of a leave: once this leaving node holds no hints and every transfer
    * of its change is complete, it says it handed off (issue 12, item 5).
    */
-  private reportHandOff(node: SimNode): void {
+  reportHandOff(node: SimNode): void {
     const membership = node.core?.membership();
     const change = membership?.change;
     if (membership === undefined || change?.kind !== 'leave' || change.node !== node.name || change.handedOff === true) return;

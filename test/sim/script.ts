@@ -145,6 +145,8 @@ export class ScriptedCluster {
     while (this.sim.now < until) {
       this.sim.now = Math.min(until, this.sim.now + this.sim.config.tickMs);
       for (const node of this.sim.nodes.values()) if (node.alive) this.sim.stepNode(node, { type: 'tick', now: this.sim.now });
+      // The shell's part of a leave: a leaving node with no hints left says it handed off.
+      for (const node of this.sim.nodes.values()) if (node.alive) this.sim.reportHandOff(node);
       this.settle();
     }
     return this;

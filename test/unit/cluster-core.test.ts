@@ -17,6 +17,7 @@ import { withAddedMember, withJoiningMember, withLeavingMember } from '../../src
 import { Ring } from '../../src/cluster/ring.js';
 import type { Member, Membership, NodeState, PeerMessage, Slot } from '../../src/cluster/core/types.js';
 import { link, ScriptedCluster } from '../sim/script.js';
+import { ClusterCore } from '../../src/cluster/core/core.js';
 
 function member(name: string, state: NodeState = 'Joined'): Member {
   return { name, publicKey: `key-${name}`, address: '127.0.0.1', port: 9000, httpPort: 8000, zone: 'z1', state };
@@ -398,6 +399,113 @@ describe('cluster core - scripted scenarios', () => {
     s.restart('a').tick(200);
     expect(s.stateOf('c', 'a')).toBe('Joined');
     expect(s.add('d')).toMatchObject({ ok: true });
+    expect(s.failures()).toEqual([]);
+  });
+
+  it('address - a node restarted on another port announces it; peers take it without a new epoch, from any epoch', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(2, 4) }).lone('a');
+    s.spawn('b');
+    s.add('b');
+    s.settle().tick(200);
+    const epoch = s.sim.node('a').core!.membership().epoch;
+    s.crash('b');
+    s.sim.node('b').member.port = 9100; //                                         b restarts on port 9100
+    s.restart('b').tick(200);
+    const seenByA = s.sim.node('a').core!.membership().members.find((member) => member.name === 'b')!;
+    expect(seenByA).toMatchObject({ port: 9100, incarnation: 1 });
+    expect(s.sim.node('a').core!.membership().epoch).toBe(epoch); //               no new epoch for an address
+    expect(s.effects('a', 'persist').length).toBeGreaterThan(0); //                the new address is durable
+    // A node that missed it learns it from b's own table even when that table is older.
+    s.spawn('c');
+    s.add('c');
+    s.settle().tick(300);
+    expect(s.sim.node('c').core!.membership().members.find((member) => member.name === 'b')?.port).toBe(9100);
+    expect(s.failures()).toEqual([]);
+  });
+
+  it('address - the address of a moved node is taken from its own table even at an older epoch', () => {
+    const config = { name: 'a', heartbeatIntervalMs: 50, failureTimeoutMs: 200, transferStallMs: 300, transferWindowChunks: 2 };
+    const current = table([member('a'), member('b'), member('c')], 9);
+    const core = new ClusterCore(config, { membership: current, incoming: [] }, { self: member('a'), lone: false });
+    core.step({ type: 'resume', incoming: [] });
+    const older = table([member('a'), { ...member('b'), port: 9100, incarnation: 1 }, member('c')], 4);
+    const effects = core.step({ type: 'receive', from: 'b', message: { type: 'membership', membership: older } });
+    expect(core.membership().members.find((each) => each.name === 'b')).toMatchObject({ port: 9100, incarnation: 1 });
+    expect(core.membership().epoch).toBe(9);
+    expect(effects.map((effect) => effect.type)).toEqual(expect.arrayContaining(['persist', 'membership-changed', 'send']));
+  });
+
+  it('pause - a node whose process stood still longer than the failure timeout does not take its peers for dead', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(2, 4), failureTimeoutMs: 200 }).lone('a');
+    s.spawn('b');
+    s.add('b');
+    s.settle().tick(200);
+    s.sim.now += 5_000; //                                                          a and b were both SIGSTOPped for 5 s
+    s.sim.stepNode(s.sim.node('a'), { type: 'tick', now: s.sim.now });
+    expect(s.sim.node('a').core!.available('b')).toBe(true);
+    expect(s.effects('a', 'availability').filter((effect) => !effect.available)).toEqual([]);
+    // A peer that really stays silent is still found out, one failure timeout later.
+    s.crash('b').tick(400);
+    expect(s.sim.node('a').core!.available('b')).toBe(false);
+  });
+
+  it('left - a node removed while it was down learns it is Left from the first peer it speaks to, and is not confirmed before', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(2, 4), failureTimeoutMs: 200 }).lone('a');
+    s.spawn('b');
+    s.add('b');
+    s.spawn('c');
+    s.settle().tick(200);
+    s.add('c');
+    s.settle().tick(300);
+    expect(s.stateOf('c', 'a')).toBe('Joined');
+    s.crash('c');
+    expect(s.remove('c')).toMatchObject({ ok: true }); //                           remove c while it is down
+    s.tick(1_500); //                                                               its transfers are replaced, hand-off waived
+    expect(s.stateOf('c', 'a')).toBe('Left');
+    const release = s.hold(link('*', 'c'));
+    s.restart('c').tick(50); //                                                     c comes back believing it is Joined
+    expect(s.stateOf('c', 'c')).toBe('Joined');
+    expect(s.sim.node('c').core!.confirmed()).toBe(false); //                       so it acts for no client yet
+    release();
+    s.tick(200);
+    expect(s.stateOf('c', 'c')).toBe('Left');
+    expect(s.failures()).toEqual([]);
+  });
+
+  it('leave - the change completes only once the leaving node handed off', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(2, 4) }).lone('a');
+    for (const name of ['b', 'c']) {
+      s.spawn(name);
+      s.add(name);
+      s.settle().tick(300);
+    }
+    for (const slot of s.slots) s.write('a', slot, 2);
+    const held = s.hold(link('c', '*', 'handed-off'));
+    expect(s.remove('c')).toMatchObject({ ok: true });
+    s.tick(600);
+    const change = s.sim.node('a').core!.membership().change!;
+    expect(change.transfers.every((transfer) => transfer.complete)).toBe(true); //  data moved,
+    expect(s.stateOf('c', 'a')).toBe('Leaving'); //                                  but c has not said it handed off
+    held();
+    s.tick(200);
+    expect(s.stateOf('c', 'a')).toBe('Left');
+    expect(missingRecords(s, 'a')).toEqual([]);
+    expect(s.failures()).toEqual([]);
+  });
+
+  it('transfer - a chunk that could not be stored or read is asked for again, and the join completes', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(2, 4), transferStallMs: 300 }).lone('a');
+    for (const slot of s.slots) s.write('a', slot, 3);
+    s.spawn('b');
+    let storeFailures = 1;
+    let readFailures = 1;
+    s.sim.ioFails = (node, io) => (io === 'store' && node === 'b' && storeFailures-- > 0) || (io === 'read' && node === 'a' && readFailures-- > 0);
+    s.add('b');
+    s.settle().tick(2_000);
+    expect(storeFailures).toBeLessThan(0);
+    expect(readFailures).toBeLessThan(0);
+    expect(s.stateOf('b', 'a')).toBe('Joined');
+    expect(missingRecords(s, 'a')).toEqual([]);
     expect(s.failures()).toEqual([]);
   });
 });

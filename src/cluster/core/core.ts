@@ -449,7 +449,13 @@ export class ClusterCore {
   private onMembership(from: string, incoming: Membership, effects: CoreEffect[]): void {
     this.notePeerEpoch(from, incoming.epoch);
     const mine = this.current;
-    if (incoming.epoch < mine.epoch) return this.sendMembership(from, effects);
+    if (incoming.epoch < mine.epoch) {
+      // Addresses do not follow epochs: a node that moved announces its new one in its own
+      // (maybe older) table, and this is how peers that cannot reach it yet learn where it is.
+      const readdressed = withMemberAddresses(mine, incoming);
+      if (readdressed !== mine) this.adopt(readdressed, effects, false);
+      return this.sendMembership(from, effects);
+    }
     this.confirmedByPeer = true;
     if (incoming.epoch > mine.epoch) {
       const sameChange = mine.change !== undefined && incoming.change?.id === mine.change.id;
@@ -620,7 +626,7 @@ export class ClusterCore {
     this.current = next;
     this.bootstrapped = true;
     const newEpoch = !wasBootstrapped || previous.epoch !== next.epoch;
-    if (newEpoch || completionCount(previous) !== completionCount(next)) effects.push({ type: 'persist' });
+    if (newEpoch || completionCount(previous) !== completionCount(next) || incarnations(previous) !== incarnations(next)) effects.push({ type: 'persist' });
     effects.push({ type: 'membership-changed', membership: next });
     if (newEpoch) {
       pushNodeStates(wasBootstrapped ? previous : undefined, next, effects);
@@ -670,6 +676,11 @@ export class ClusterCore {
 function completionCount(membership: Membership): string {
   const transfers = membership.change?.transfers ?? [];
   return `${transfers.length}/${transfers.filter((transfer) => transfer.complete).length}/${membership.change?.handedOff === true}`;
+}
+
+/** The members' address incarnations: a new address is persisted like a new epoch. */
+function incarnations(membership: Membership): string {
+  return membership.members.map((member) => member.incarnation ?? 0).join(',');
 }
 
 /** `base` with what `news` adds to the same change: transfers and their progress, the hand-off. */
