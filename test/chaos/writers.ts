@@ -39,6 +39,8 @@ export interface WritersOptions {
   requestTimeoutMs: number;
   /** Attempts of one uncertain batch (the first included). */
   attemptsMax: number;
+  /** A node that did not answer is avoided this long, as client drivers do with a host that times out. */
+  avoidMs: number;
   targets(): readonly WriterTarget[];
 }
 
@@ -49,6 +51,8 @@ export class ChaosWriters {
   private running: Promise<void>[] = [];
   private startedAt = 0;
   private readonly acknowledgedSeconds = new Set<number>();
+  /** Nodes that timed out or refused the connection, until when they are avoided. */
+  private readonly avoidedUntil = new Map<string, number>();
   private endedAt = 0;
 
   constructor(
@@ -92,8 +96,7 @@ export class ChaosWriters {
     let everUncertain = false;
     this.stats.batches += 1;
     for (let attempt = 1; attempt <= this.options.attemptsMax && pending.length > 0; attempt += 1) {
-      const targets = this.options.targets();
-      const target = targets[round % targets.length]!;
+      const target = this.pickTarget(round);
       round += 1;
       if (attempt > 1) this.stats.retries += 1;
       const started = Date.now();
@@ -112,11 +115,13 @@ export class ChaosWriters {
         pending = pending.filter((id) => failed.has(id));
         everUncertain = true;
       } else if (answer.kind === 'refused') {
+        if (answer.status === 0) this.avoidedUntil.set(target.name, Date.now() + this.options.avoidMs);
         if (answer.status === 503) this.stats.status503 += 1;
         else if (answer.status >= 500) this.stats.status5xx += 1;
         // Definitely not written this time; an earlier uncertain attempt may have been.
       } else {
         this.stats.timeouts += 1;
+        this.avoidedUntil.set(target.name, Date.now() + this.options.avoidMs);
         everUncertain = true;
       }
       await sleep(answer.kind === 'refused' ? 200 : 50);
@@ -126,6 +131,17 @@ export class ChaosWriters {
       (everUncertain ? outcomes.unknown : outcomes.refused).add(id);
     }
     return round;
+  }
+
+  /** The next node in turn that is not avoided (any node when all are). */
+  private pickTarget(round: number): WriterTarget {
+    const targets = this.options.targets();
+    const now = Date.now();
+    for (let offset = 0; offset < targets.length; offset += 1) {
+      const target = targets[(round + offset) % targets.length]!;
+      if ((this.avoidedUntil.get(target.name) ?? 0) <= now) return target;
+    }
+    return targets[round % targets.length]!;
   }
 
   private acknowledge(started: number): void {
@@ -196,6 +212,8 @@ async function post(url: string, batch: readonly ChaosPayload[], idempotencyKey:
     if (response.status < 500 || response.status === 503) return { kind: 'refused', status: response.status };
     return { kind: 'uncertain', why: `${response.status}` };
   } catch (error) {
+    // A refused connection sent nothing: the batch was definitely not written.
+    if ((error as { cause?: { code?: string } }).cause?.code === 'ECONNREFUSED') return { kind: 'refused', status: 0 };
     return { kind: 'uncertain', why: (error as Error).message };
   }
 }

@@ -362,6 +362,9 @@ export class SimCluster {
   send(from: string, to: string, message: PeerMessage): void {
     this.stats.messages += 1;
     if (message.type === 'transfer-request' && message.seq > 1) this.stats.resumedRequests += 1;
+    // A message goes where the sender believes the recipient listens: a node that moved is
+    // out of reach until the sender learns its new port.
+    if (!this.addressed(from, to)) return;
     if (this.config.network === 'manual') {
       this.pending.push({ from, to, message });
       return;
@@ -372,6 +375,12 @@ export class SimCluster {
       const delay = this.prng.int(this.faults.delayMs[0], this.faults.delayMs[1]);
       this.schedule(this.now + delay, () => this.deliver(from, to, message));
     }
+  }
+
+  private addressed(from: string, to: string): boolean {
+    const recipient = this.nodes.get(to);
+    const known = this.nodes.get(from)?.core?.membership().members.find((member) => member.name === to);
+    return recipient === undefined || known === undefined || known.port === recipient.member.port;
   }
 
   deliver(from: string, to: string, message: PeerMessage): void {

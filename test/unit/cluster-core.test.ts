@@ -472,6 +472,24 @@ describe('cluster core - scripted scenarios', () => {
     expect(s.failures()).toEqual([]);
   });
 
+  it('left - a node removed while it was down and restarted on another port still learns it is Left', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(2, 4), failureTimeoutMs: 200 }).lone('a');
+    for (const name of ['b', 'c']) {
+      s.spawn(name);
+      s.add(name);
+      s.settle().tick(300);
+    }
+    s.crash('c');
+    expect(s.remove('c')).toMatchObject({ ok: true });
+    s.tick(1_500);
+    expect(s.stateOf('c', 'a')).toBe('Left');
+    s.sim.node('c').member.port = 9300; //                                             c comes back on another port
+    s.restart('c').tick(300);
+    expect(s.stateOf('c', 'c')).toBe('Left');
+    expect(s.sim.node('c').storage.recordCount()).toBe(0);
+    expect(s.failures()).toEqual([]);
+  });
+
   it('leave - the change completes only once the leaving node handed off', () => {
     const s = new ScriptedCluster({ slots: slotsOf(2, 4) }).lone('a');
     for (const name of ['b', 'c']) {

@@ -400,7 +400,15 @@ export class ClusterCore {
     }
     // A Left node serves nothing and is heard from no more; if it speaks, it does not know
     // it has left (it was removed while it was down): it is told, and nothing else happens.
-    if (sender.state === 'Left' && this.selfState() !== 'Left') return this.sendMembership(from, effects);
+    if (sender.state === 'Left' && this.selfState() !== 'Left') {
+      // It may speak from a new address (it moved while it was down): take that first, or
+      // the table that tells it would go to where it no longer listens.
+      if (message.type === 'membership') {
+        const readdressed = withMemberAddresses(this.current, message.membership);
+        if (readdressed !== this.current) this.adopt(readdressed, effects, false);
+      }
+      return this.sendMembership(from, effects);
+    }
     this.heard(from, effects);
     const context = (): TransferContext => this.context();
     switch (message.type) {
