@@ -30,7 +30,7 @@ export interface ChaosRunResult {
   /** Why the cluster did not settle, when it did not. */
   unsettled: string | undefined;
   repair: { rounds: number; records: number; converged: boolean; available: boolean };
-  writes: { batches: number; acknowledgedBatches: number; status5xx: number; status503: number; timeouts: number; retries: number; unavailableSeconds: number; p50Ms: number; p99Ms: number };
+  writes: { batches: number; acknowledgedBatches: number; status5xx: number; status503: number; timeouts: number; retries: number; unavailableSeconds: number; p50Ms: number; p99Ms: number; failureReasons: Record<string, number> };
   faults: number;
   seconds: number;
   log: string[];
@@ -189,5 +189,6 @@ function writeSummary(writers: ChaosWriters): ChaosRunResult['writes'] {
     unavailableSeconds: stats.unavailableSeconds,
     p50Ms: quantile(0.5),
     p99Ms: quantile(0.99),
+    failureReasons: stats.failureReasons,
   };
 }

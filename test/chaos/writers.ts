@@ -28,6 +28,8 @@ export interface WriterStats {
   unavailableSeconds: number;
   /** Acknowledgement latency of batches, ms. */
   latenciesMs: number[];
+  /** The first few distinct reasons 5xx answers gave, with how often each came. */
+  failureReasons: Record<string, number>;
 }
 
 export interface WritersOptions {
@@ -46,7 +48,7 @@ export interface WritersOptions {
 
 export class ChaosWriters {
   readonly outcomes = new Map<string, StreamOutcomes>();
-  readonly stats: WriterStats = { batches: 0, batchesAcknowledged: 0, status5xx: 0, status503: 0, timeouts: 0, retries: 0, unavailableSeconds: 0, latenciesMs: [] };
+  readonly stats: WriterStats = { batches: 0, batchesAcknowledged: 0, status5xx: 0, status503: 0, timeouts: 0, retries: 0, unavailableSeconds: 0, latenciesMs: [], failureReasons: {} };
   private stopped = false;
   private running: Promise<void>[] = [];
   private startedAt = 0;
@@ -109,6 +111,7 @@ export class ChaosWriters {
       }
       if (answer.kind === 'partial') {
         this.stats.status5xx += 1;
+        this.noteReason(answer.reason);
         // Payloads the 500 did not list are written; the listed ones are uncertain.
         const failed = new Set(answer.failedIndexes.map((index) => batch[index]!.id));
         for (const id of pending) if (!failed.has(id)) outcomes.acknowledged.add(id);
@@ -142,6 +145,12 @@ export class ChaosWriters {
       if ((this.avoidedUntil.get(target.name) ?? 0) <= now) return target;
     }
     return targets[round % targets.length]!;
+  }
+
+  private noteReason(reason: string): void {
+    // Node names and numbers vary; the rest says why.
+    const shape = reason.replace(/\bn\d+\b/g, 'nX').replace(/\d+/g, '#').slice(0, 160);
+    if (shape in this.stats.failureReasons || Object.keys(this.stats.failureReasons).length < 8) this.stats.failureReasons[shape] = (this.stats.failureReasons[shape] ?? 0) + 1;
   }
 
   private acknowledge(started: number): void {
@@ -190,7 +199,7 @@ export const CHAOS_SCHEMA = {
 
 type PostAnswer =
   | { kind: 'ok' }
-  | { kind: 'partial'; failedIndexes: number[] }
+  | { kind: 'partial'; failedIndexes: number[]; reason: string }
   | { kind: 'refused'; status: number }
   | { kind: 'uncertain'; why: string };
 
@@ -206,7 +215,7 @@ async function post(url: string, batch: readonly ChaosPayload[], idempotencyKey:
     if (response.status === 200) return { kind: 'ok' };
     if (response.status === 500) {
       const failures = parseFailures(text);
-      return failures === undefined ? { kind: 'uncertain', why: `500 ${text.slice(0, 200)}` } : { kind: 'partial', failedIndexes: failures };
+      return failures === undefined ? { kind: 'uncertain', why: `500 ${text.slice(0, 200)}` } : { kind: 'partial', failedIndexes: failures, reason: firstMessage(text) };
     }
     // 4xx and 503 are answered before anything is written (issue 12, item 5).
     if (response.status < 500 || response.status === 503) return { kind: 'refused', status: response.status };
@@ -215,6 +224,15 @@ async function post(url: string, batch: readonly ChaosPayload[], idempotencyKey:
     // A refused connection sent nothing: the batch was definitely not written.
     if ((error as { cause?: { code?: string } }).cause?.code === 'ECONNREFUSED') return { kind: 'refused', status: 0 };
     return { kind: 'uncertain', why: (error as Error).message };
+  }
+}
+
+function firstMessage(text: string): string {
+  try {
+    const body = JSON.parse(text) as Record<string, { msg?: string }>;
+    return Object.values(body)[0]?.msg ?? text.slice(0, 160);
+  } catch {
+    return text.slice(0, 160);
   }
 }
 
