@@ -67,7 +67,7 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
     await sleep(options.durationMs);
     await nemesis;
     await writers.stop();
-    cluster.note(`writers stopped: ${writers.stats.batches} batches`);
+    cluster.note(`writers stopped: ${writers.stats.batches} batches; seconds without an acknowledged batch: ${writers.stats.silentSeconds.join(',') || 'none'}; 5xx reasons: ${JSON.stringify(writers.stats.failureReasons)}`);
     await cluster.heal();
     const settleDeadline = Date.now() + options.settleTimeoutMs;
     await Promise.race([changes, sleep(options.settleTimeoutMs)]);

@@ -26,6 +26,8 @@ export interface WriterStats {
   retries: number;
   /** Wall-clock seconds (since the writers started) in which no batch was acknowledged. */
   unavailableSeconds: number;
+  /** Which seconds those were. */
+  silentSeconds: number[];
   /** Acknowledgement latency of batches, ms. */
   latenciesMs: number[];
   /** The first few distinct reasons 5xx answers gave, with how often each came. */
@@ -48,10 +50,11 @@ export interface WritersOptions {
 
 export class ChaosWriters {
   readonly outcomes = new Map<string, StreamOutcomes>();
-  readonly stats: WriterStats = { batches: 0, batchesAcknowledged: 0, status5xx: 0, status503: 0, timeouts: 0, retries: 0, unavailableSeconds: 0, latenciesMs: [], failureReasons: {} };
+  readonly stats: WriterStats = { batches: 0, batchesAcknowledged: 0, status5xx: 0, status503: 0, timeouts: 0, retries: 0, unavailableSeconds: 0, silentSeconds: [], latenciesMs: [], failureReasons: {} };
   private stopped = false;
   private running: Promise<void>[] = [];
-  private startedAt = 0;
+  /** When start() was called (epoch ms): `silentSeconds` count from here. */
+  startedAt = 0;
   private readonly acknowledgedSeconds = new Set<number>();
   /** Nodes that timed out or refused the connection, until when they are avoided. */
   private readonly avoidedUntil = new Map<string, number>();
@@ -74,9 +77,8 @@ export class ChaosWriters {
     await Promise.all(this.running);
     this.endedAt = Date.now();
     const seconds = Math.max(1, Math.floor((this.endedAt - this.startedAt) / 1000));
-    let unavailable = 0;
-    for (let second = 0; second < seconds; second += 1) if (!this.acknowledgedSeconds.has(second)) unavailable += 1;
-    this.stats.unavailableSeconds = unavailable;
+    for (let second = 0; second < seconds; second += 1) if (!this.acknowledgedSeconds.has(second)) this.stats.silentSeconds.push(second);
+    this.stats.unavailableSeconds = this.stats.silentSeconds.length;
   }
 
   private async loop(writer: number, prng: Prng): Promise<void> {
