@@ -31,6 +31,7 @@ import { TenantService } from './cluster/tenants.js';
 import type { Config } from './config.js';
 import { createApp } from './http/app.js';
 import { servingGate } from './http/serving-gate.js';
+import { realTimers } from './timers.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { clusterRoutes } from './http/routes/cluster.js';
 import { internalRoutes } from './http/routes/internal.js';
@@ -165,7 +166,8 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     saveCoreState: (state) => database.batch([{ type: 'put', sublevel: database.local, key: CORE_STATE_KEY, value: JSON.stringify(state) }], { sync: true }),
     onMembership: applyMembership,
     onDrop: (repo, slots) => handOff.schedule(repo, slots),
-    clock: () => Math.floor(performance.now()),
+    timers: realTimers,
+    onFatal: () => process.exit(70),
     heartbeatIntervalMs: config.cluster.heartbeatIntervalMs,
     peerDeadlineMs: deadline,
     ackWaitMs: Math.max(500, Math.floor(config.cluster.transferStallMs / 2)),
@@ -196,9 +198,13 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     refillDefinitions: () => refillDefinitions(transport, definitions, hintDelegates(core, config.name), deadline),
     intervalMs: config.cluster.repairIntervalMs,
     pacingMs: REPAIR_PACING_MS,
+    timers: realTimers,
+    wallClock: Date.now,
   });
   const handOff = new PartitionHandOff({
-    localName: config.name, chunks, hints, log,
+    localName: config.name, log, timers: realTimers,
+    dropPartition: (repo, stream, partition) => chunks.dropPartition(repo, stream, partition),
+    hintTargets: () => hints.targets(),
     membership: () => core.membership(),
     streams: () => storedStreams(definitions),
     handOff: (part, replicas, owners) => repair.handOff(part, replicas, owners),
@@ -228,7 +234,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     localName: config.name, hints, committer, transport, keeper, replica, available, adopt, log,
     membership: () => core.membership(),
     replicasOf,
-    peerDeadlineMs: deadline, intervalMs: HINT_REPLAY_INTERVAL_MS,
+    peerDeadlineMs: deadline, intervalMs: HINT_REPLAY_INTERVAL_MS, timers: realTimers,
   });
   const clusterRepair = new ClusterRepair({
     localName: config.name, repair,

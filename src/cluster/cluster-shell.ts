@@ -8,18 +8,28 @@
 // to the core (`resume`), so a restarted target resumes from its last durable chunk.
 
 import type { Logger } from '../log.js';
-import type { PeerTransport } from '../peer/transport.js';
-import type { TransferStream } from '../peer/transfer-stream.js';
+import type { PeerEndpoint, TransferSender } from '../peer/endpoint.js';
 import type { TransferAck, TransferChunk } from '../peer/messages.js';
-import type { TransferChunks } from '../storage/transfer-chunks.js';
+import type { Timer, Timers } from '../timers.js';
 import type { ClusterCore } from './core/core.js';
-import type { AdminCommand, AdminResult, CoreEffect, CoreInput, Membership, PeerMessage, PersistedCoreState, Slot } from './core/types.js';
+import type { AdminCommand, AdminResult, ChunkData, CoreEffect, CoreInput, DurableIncoming, Membership, PeerMessage, PersistedCoreState, Slot, TransferPlan } from './core/types.js';
 import type { ClusterEventBus } from './events.js';
+
+/** Where transfer chunks are read and stored (storage/transfer-chunks.ts; the simulation's own). */
+export interface ChunkStore {
+  /** Every progress entry stored with a chunk: what the core resumes from after a restart. */
+  storedProgress(): Promise<DurableIncoming[]>;
+  read(transfer: TransferPlan, after: string | undefined): Promise<{ chunk: ChunkData; last: boolean; totalEstimate: number }>;
+  /** The chunk's records and `progress` in one synced write. */
+  store(transfer: TransferPlan, chunk: ChunkData, progress: DurableIncoming): Promise<void>;
+  /** Deletes the progress entries of transfers outside the change in flight. */
+  forgetProgress(changeId: string | undefined): Promise<void>;
+}
 
 export interface ClusterShellDeps {
   core: ClusterCore;
-  transport: PeerTransport;
-  chunks: TransferChunks;
+  transport: Pick<PeerEndpoint, 'name' | 'call' | 'openTransferStream'>;
+  chunks: ChunkStore;
   events: ClusterEventBus;
   log: Logger;
   saveCoreState(state: PersistedCoreState): Promise<void>;
@@ -27,8 +37,12 @@ export interface ClusterShellDeps {
   onMembership(membership: Membership): void;
   /** This node no longer owns the slots: they go once handed off (partition-handoff.ts). */
   onDrop(repo: 'ssr' | 'tsr', slots: Slot[]): void;
-  /** Monotonic milliseconds. */
-  clock(): number;
+  timers: Timers;
+  /**
+   * The core broke an invariant (or a persist failed): the node must stop at once rather
+   * than run on with a wrong state (STYLE.md). The node exits; the simulation crashes it.
+   */
+  onFatal(error: unknown): void;
   heartbeatIntervalMs: number;
   peerDeadlineMs: number;
   /** How long an inbound chunk waits for its ack before the durable point is sent instead. */
@@ -47,13 +61,13 @@ interface AckWaiter {
 export class ClusterShell {
   private readonly queue: CoreInput[] = [];
   private draining = false;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
   private requestCounter = 0;
   private readonly adminWaiters = new Map<string, (result: AdminResult) => void>();
   /** Inbound chunks waiting for the core's ack, by `${sender}/${transferId}`. */
   private readonly ackWaiters = new Map<string, AckWaiter[]>();
   /** Outbound transfer streams, by target node. */
-  private readonly streams = new Map<string, TransferStream>();
+  private readonly streams = new Map<string, TransferSender>();
   private stopped = false;
   /** The progress stored with chunks, read once; the core steps nothing before it. */
   private readonly resumed: Promise<void>;
@@ -66,15 +80,15 @@ export class ClusterShell {
   }
 
   start(): void {
-    this.submit({ type: 'tick', now: this.deps.clock() });
+    const tick = () => this.submit({ type: 'tick', now: Math.floor(this.deps.timers.now()) });
+    tick();
     // Ticks drive heartbeats, failure detection and stalled-transfer retries.
-    this.timer = setInterval(() => this.submit({ type: 'tick', now: this.deps.clock() }), Math.max(10, this.deps.heartbeatIntervalMs / 4));
-    this.timer.unref();
+    this.timer = this.deps.timers.setInterval(tick, Math.max(10, this.deps.heartbeatIntervalMs / 4));
   }
 
   stop(): void {
     this.stopped = true;
-    clearInterval(this.timer);
+    this.timer?.cancel();
     for (const stream of this.streams.values()) stream.cancel();
     this.streams.clear();
   }
@@ -97,9 +111,9 @@ export class ClusterShell {
   /** Feeds a table a peer answered with; resolves once this node acts on it (or on a newer one). */
   async adopt(from: string, membership: Membership): Promise<void> {
     this.submit({ type: 'receive', from, message: { type: 'membership', membership } });
-    const deadline = Date.now() + this.deps.peerDeadlineMs;
-    while (this.deps.core.membership().epoch < membership.epoch && Date.now() < deadline && !this.stopped) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
+    const deadline = this.deps.timers.now() + this.deps.peerDeadlineMs;
+    while (this.deps.core.membership().epoch < membership.epoch && this.deps.timers.now() < deadline && !this.stopped) {
+      await new Promise<void>((resolve) => this.deps.timers.setTimeout(resolve, 5));
     }
   }
 
@@ -113,16 +127,16 @@ export class ClusterShell {
       this.ackWaiters.set(key, waiters);
       // The inbound stream answers chunks in order: one the core never acks (it refused
       // it) must not block the stream. Past the wait, answer with what is durable.
-      setTimeout(() => {
+      this.deps.timers.setTimeout(() => {
         const still = this.ackWaiters.get(key);
         if (still === undefined || !still.includes(waiter)) return;
         this.keepWaiters(key, still.filter((other) => other !== waiter));
         resolve({ type: 'transfer-ack', transferId: chunk.transferId, seq: this.durableSeq(chunk.transferId) });
-      }, this.deps.ackWaitMs).unref();
+      }, this.deps.ackWaitMs);
       this.submit({ type: 'receive', from: sender, message: chunk });
       // A chunk the core does not store (a duplicate, or one out of order) gets no ack of
       // its own: answer it with what is durable, after the core has seen it.
-      this.submit({ type: 'tick', now: this.deps.clock() });
+      this.submit({ type: 'tick', now: Math.floor(this.deps.timers.now()) });
     });
   }
 
@@ -139,7 +153,8 @@ export class ClusterShell {
     } catch (error) {
       // A broken core invariant: crash loudly (STYLE.md), never run on with a wrong state.
       this.deps.log.fatal({ err: error }, 'cluster core failed');
-      process.exit(70);
+      this.stopped = true;
+      this.deps.onFatal(error);
     } finally {
       this.draining = false;
     }
@@ -197,7 +212,7 @@ export class ClusterShell {
         const last = attempt >= CHUNK_IO_ATTEMPTS_MAX || this.stopped;
         this.deps.log.warn({ err: error, transfer: transferId, attempt, attemptsMax: CHUNK_IO_ATTEMPTS_MAX }, last ? `transfer chunk ${what} failed; the chunk will be asked for again` : `transfer chunk ${what} failed; retrying`);
         if (last) throw error;
-        await new Promise((resolve) => setTimeout(resolve, CHUNK_IO_RETRY_MS * attempt));
+        await new Promise<void>((resolve) => this.deps.timers.setTimeout(resolve, CHUNK_IO_RETRY_MS * attempt));
       }
     }
   }

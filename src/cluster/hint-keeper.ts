@@ -7,20 +7,35 @@
 // and a leaving node holds nothing when it goes.
 
 import type { Logger } from '../log.js';
-import type { PeerTransport } from '../peer/transport.js';
-import type { GroupCommitter } from '../storage/group-commit.js';
-import type { HintBuffer, HintPayload } from '../storage/hints.js';
+import type { PeerEndpoint } from '../peer/endpoint.js';
+import type { Hint, HintPayload } from '../storage/hints.js';
 import type { RepositoryName } from '../storage/repository.js';
 import { toWireRecord } from './definition-peers.js';
 import type { HintKeeping, HintWant } from './partition-router.js';
+
+/**
+ * Durable hints, per target node (storage/hints.ts; the simulation's own). add and remove
+ * return storage operations that take effect once a Committer commits them.
+ */
+export interface HintStorage {
+  add(target: string, payload: HintPayload): readonly unknown[];
+  remove(hints: readonly Hint[]): readonly unknown[];
+  targets(): string[];
+  oldest(target: string, limit: number): Promise<Hint[]>;
+}
+
+/** Makes storage operations durable together (storage/group-commit.ts). */
+export interface Committer {
+  commit(operations: readonly unknown[]): Promise<void>;
+}
 
 export interface HintKeeperDeps {
   localName: string;
   /** This node is leaving (or has left): hints must not stay here. */
   leaving(): boolean;
-  hints: HintBuffer;
-  committer: GroupCommitter;
-  transport: PeerTransport;
+  hints: HintStorage;
+  committer: Committer;
+  transport: Pick<PeerEndpoint, 'call'>;
   /** Members that may keep hints for this node, best first: Joined, available, not this node. */
   delegates(): string[];
   writeDeadlineMs: number;

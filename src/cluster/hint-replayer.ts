@@ -10,25 +10,24 @@
 
 import type { Logger } from '../log.js';
 import type { RemotePeerError } from '../peer/wire.js';
-import type { PeerTransport } from '../peer/transport.js';
-import type { GroupCommitter } from '../storage/group-commit.js';
-import type { HintBuffer } from '../storage/hints.js';
-import type { LocalReplica } from '../storage/local-replica.js';
+import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
+import type { Timer, Timers } from '../timers.js';
 import { memberNamed } from './core/membership.js';
 import { writeOwners } from './core/placement.js';
 import type { Membership } from './core/types.js';
 import { toWireRecord } from './definition-peers.js';
-import type { HintEntry, HintKeeper } from './hint-keeper.js';
-import { NOT_OWNER, STALE_EPOCH } from './replica-writer.js';
+import type { Committer, HintEntry, HintKeeper, HintStorage } from './hint-keeper.js';
+import { NOT_OWNER, STALE_EPOCH, type ReplicaStore } from './replica-writer.js';
 
 export interface HintReplayerDeps {
   localName: string;
-  hints: HintBuffer;
-  committer: GroupCommitter;
-  transport: PeerTransport;
+  hints: HintStorage;
+  committer: Committer;
+  transport: Pick<PeerEndpoint, 'call'>;
   keeper: HintKeeper;
-  replica: LocalReplica;
+  replica: ReplicaStore;
+  timers: Timers;
   membership(): Membership;
   available(node: string): boolean;
   /** The stream's replicas (its policy): with the partition, the slot whose owners get it. */
@@ -42,18 +41,17 @@ export interface HintReplayerDeps {
 const HINTS_PER_ROUND = 32;
 
 export class HintReplayer {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
   private running: Promise<number> | undefined;
 
   constructor(private readonly deps: HintReplayerDeps) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.round(), this.deps.intervalMs);
-    this.timer.unref();
+    this.timer = this.deps.timers.setInterval(() => void this.round(), this.deps.intervalMs);
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    this.timer?.cancel();
   }
 
   /** One pass over every target with hints; returns how many hints ended. Rounds never overlap. */

@@ -10,9 +10,8 @@
 // A Left node only deletes: it handed everything off before it left.
 
 import type { Logger } from '../log.js';
-import type { HintBuffer } from '../storage/hints.js';
-import type { TransferChunks } from '../storage/transfer-chunks.js';
 import type { RepositoryName } from '../storage/repository.js';
+import type { Timer, Timers } from '../timers.js';
 import { memberNamed } from './core/membership.js';
 import { nextOwnersOf, ownersOf, uncoveredNeeds, writeOwners } from './core/placement.js';
 import type { Membership, Slot } from './core/types.js';
@@ -26,8 +25,11 @@ export interface PartitionHandOffDeps {
   localName: string;
   membership(): Membership;
   streams(): HandOffStream[];
-  chunks: TransferChunks;
-  hints: HintBuffer;
+  /** Deletes this node's records of one partition of one stream. */
+  dropPartition(repo: RepositoryName, stream: string, partition: number): Promise<void>;
+  /** Targets of the hints this node keeps (none may be left when it leaves). */
+  hintTargets(): string[];
+  timers: Timers;
   /** Pushes the partition's records to each owner; resolves once all hold them, throws otherwise. */
   handOff(part: { repo: RepositoryName; stream: string; partition: number }, replicas: number, owners: readonly string[]): Promise<number>;
   /** Whether this node holds records of the partition. */
@@ -50,26 +52,25 @@ const REPOSITORIES: readonly RepositoryName[] = ['ssr', 'tsr'];
 
 export class PartitionHandOff {
   private readonly pending = new Map<string, PendingDrop>();
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
   private working = false;
   private leaveDone: string | undefined;
 
   constructor(private readonly deps: PartitionHandOffDeps) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.work(), this.deps.retryMs);
-    this.timer.unref();
+    this.timer = this.deps.timers.setInterval(() => void this.work(), this.deps.retryMs);
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    this.timer?.cancel();
   }
 
   /** The core's `drop` effect: these slots go once handed off. */
   schedule(repo: RepositoryName, slots: readonly Slot[]): void {
-    const notBeforeMs = Date.now() + this.deps.graceMs;
+    const notBeforeMs = this.deps.timers.now() + this.deps.graceMs;
     for (const slot of slots) this.pending.set(`${repo}/${slot.partition}/${slot.replicas}`, { repo, slot, notBeforeMs });
-    setTimeout(() => void this.work(), this.deps.graceMs).unref();
+    this.deps.timers.setTimeout(() => void this.work(), this.deps.graceMs);
   }
 
   /** Partitions waiting for their hand-off before they are dropped (monitoring `handoff`). */
@@ -92,7 +93,7 @@ export class PartitionHandOff {
 
   private async dropWhatIsHandedOff(): Promise<void> {
     for (const [key, drop] of [...this.pending]) {
-      if (Date.now() < drop.notBeforeMs) continue;
+      if (this.deps.timers.now() < drop.notBeforeMs) continue;
       const membership = this.deps.membership();
       // A later change may have given the slot back: it stays.
       if (writeOwners(membership, drop.slot).includes(this.deps.localName)) {
@@ -117,7 +118,7 @@ export class PartitionHandOff {
       const sent = await this.deps.handOff({ repo, stream, partition: slot.partition }, slot.replicas, ownersOf(membership, slot));
       if (sent > 0) this.deps.log.info({ repo, stream, partition: slot.partition, records: sent }, 'handed off records before dropping the partition');
     }
-    await this.deps.chunks.dropPartition(repo, stream, slot.partition);
+    await this.deps.dropPartition(repo, stream, slot.partition);
   }
 
   /**
@@ -129,7 +130,7 @@ export class PartitionHandOff {
     const change = membership.change;
     if (change?.kind !== 'leave' || change.node !== this.deps.localName || change.handedOff === true) return;
     if (this.leaveDone === change.id) return this.deps.handedOff(change.id);
-    if (uncoveredNeeds(membership).length > 0 || this.deps.hints.targets().length > 0) return;
+    if (uncoveredNeeds(membership).length > 0 || this.deps.hintTargets().length > 0) return;
     let sent = 0;
     for (const stream of this.deps.streams()) {
       for (const slot of change.slots.filter((each) => each.replicas === stream.replicas)) {

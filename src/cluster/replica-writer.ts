@@ -10,16 +10,21 @@
 
 import type { Logger } from '../log.js';
 import type { RemotePeerError } from '../peer/wire.js';
-import type { PeerTransport } from '../peer/transport.js';
-import type { LocalReplica } from '../storage/local-replica.js';
+import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { Membership } from './core/types.js';
 import { RouteAgainError } from './partition-router.js';
 
+/** This node's repositories, as writes reach them (storage/local-replica.ts; the simulation's own). */
+export interface ReplicaStore {
+  /** Durable (synced) when it resolves; indexes and digests over the records are told. */
+  store(repository: RepositoryName, records: readonly StoredRecord[]): Promise<void>;
+}
+
 export interface ReplicaWriterDeps {
   localName: string;
-  replica: LocalReplica;
-  transport: PeerTransport;
+  replica: ReplicaStore;
+  transport: Pick<PeerEndpoint, 'call'>;
   available(node: string): boolean;
   epoch(): number;
   /** Takes a newer table an owner answered with; resolves once this node acts on it. */

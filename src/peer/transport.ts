@@ -33,6 +33,7 @@ import {
   type TransferAck,
   type TransferChunk,
 } from './messages.js';
+import type { CallHandler, CallOptions, PeerEndpoint, TransferHandler } from './endpoint.js';
 import { peerMethodPath, peerServiceDefinition } from './proto.js';
 import { ReplayGuard } from './replay.js';
 import {
@@ -87,13 +88,7 @@ export interface PeerTransportOptions {
   nonceEntriesMax?: number;
 }
 
-export interface CallOptions {
-  /** Relative to now; the call fails with PeerUnavailableError when it passes. */
-  deadlineMs: number;
-}
-
-export type CallHandler<K extends CallKind> = (sender: string, body: RequestOf<K>) => Promise<ReplyOf<K>>;
-export type TransferHandler = (sender: string, chunk: TransferChunk) => Promise<TransferAck>;
+export type { CallHandler, CallOptions, TransferHandler } from './endpoint.js';
 
 /** What the caller of a Call or the writer of a stream expects of the answer. */
 export interface AnswerExpectation {
@@ -114,7 +109,7 @@ type RawHandler = (sender: string, body: Uint8Array) => Promise<{ kind: PeerKind
 const NONCE_ENTRIES_MAX = 100_000;
 const EMPTY = new Uint8Array(0);
 
-export class PeerTransport {
+export class PeerTransport implements PeerEndpoint {
   private readonly server = new grpc.Server(CHANNEL_OPTIONS);
   private readonly clients = new Map<string, grpc.Client>();
   private readonly handlers = new Map<string, RawHandler>();

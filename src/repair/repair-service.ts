@@ -19,6 +19,7 @@ import type { Membership } from '../cluster/core/types.js';
 import { TributaryError } from '../errors.js';
 import type { StorageDamage } from '../storage/integrity.js';
 import type { RepositoryName } from '../storage/repository.js';
+import type { Timer, Timers } from '../timers.js';
 import { syncPartition, type LocalPartitions, type PeerPartitions, type RepairPartitionRef } from './partition-sync.js';
 
 /** A persisted stream as repair walks it. */
@@ -65,7 +66,9 @@ export interface RepairServiceDeps {
   /** Pause between two partitions of a background sweep (on-demand runs do not pause). */
   pacingMs: number;
   log: Logger;
-  clock?: () => number;
+  timers: Timers;
+  /** Wall-clock epoch ms, for run ids and start times people read. */
+  wallClock(): number;
 }
 
 interface SweepTarget {
@@ -81,27 +84,26 @@ const REFILL_RETRY_MS = 2_000;
 export class RepairService {
   private readonly runs = new Map<string, RepairRunStatus>();
   private damage: Damage | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
   private sweeping: Promise<void> = Promise.resolve();
   private stopped = false;
   private readonly clock: () => number;
 
   constructor(private readonly deps: RepairServiceDeps) {
-    this.clock = deps.clock ?? Date.now;
+    this.clock = deps.wallClock;
   }
 
   /** Starts background sweeps, and the refill when this node starts out damaged. */
   start(damage: Damage | undefined): void {
     if (damage !== undefined) this.beginRefill(damage);
     if (this.deps.intervalMs > 0) {
-      this.timer = setInterval(() => void this.background(), this.deps.intervalMs);
-      this.timer.unref();
+      this.timer = this.deps.timers.setInterval(() => void this.background(), this.deps.intervalMs);
     }
   }
 
   stop(): void {
     this.stopped = true;
-    clearInterval(this.timer);
+    this.timer?.cancel();
   }
 
   damaged(): Damage | undefined {
@@ -172,13 +174,13 @@ export class RepairService {
           await this.deps.refillDefinitions();
         } catch (error) {
           this.deps.log.warn({ err: error }, 'refill: definitions could not be read from a peer; trying again');
-          setTimeout(attempt, REFILL_RETRY_MS).unref();
+          this.deps.timers.setTimeout(attempt, REFILL_RETRY_MS);
           return;
         }
         await this.sweep(run, targets, 'both', 0);
         if (run.failures > 0) {
           this.deps.log.warn({ failures: run.failures }, 'refill incomplete: some partitions had no reachable owner; trying again');
-          setTimeout(attempt, REFILL_RETRY_MS).unref();
+          this.deps.timers.setTimeout(attempt, REFILL_RETRY_MS);
           return;
         }
         await this.deps.persistDamage(undefined);
@@ -236,7 +238,7 @@ export class RepairService {
         }
       }
       run.partitionsDone += 1;
-      if (pacingMs > 0) await new Promise((resolve) => setTimeout(resolve, pacingMs));
+      if (pacingMs > 0) await new Promise<void>((resolve) => this.deps.timers.setTimeout(resolve, pacingMs));
     }
     run.complete = true;
     this.deps.log.info({ run: run.id, kind: run.kind, partitions: run.partitionsTotal, compared: run.partitionsCompared, sent: run.recordsSent, received: run.recordsReceived, failures: run.failures }, 'repair run done');

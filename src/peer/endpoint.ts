@@ -1,0 +1,31 @@
+// The peer port as the parts above it use it (STYLE.md, "boundaries as interfaces"): calls
+// to a named node, handlers for what other nodes call, and streams of transfer chunks.
+// PeerTransport is the one over gRPC with signed envelopes; the simulation (test/sim) has
+// its own over a virtual network, so the same cluster code runs in both.
+
+import type { CallKind, ReplyOf, RequestOf, TransferAck, TransferChunk } from './messages.js';
+import type { TransferStreamHandlers } from './transfer-stream.js';
+
+export interface CallOptions {
+  /** Relative to now; the call fails with PeerUnavailableError when it passes. */
+  deadlineMs: number;
+}
+
+export type CallHandler<K extends CallKind> = (sender: string, body: RequestOf<K>) => Promise<ReplyOf<K>>;
+export type TransferHandler = (sender: string, chunk: TransferChunk) => Promise<TransferAck>;
+
+/** The sending end of a transfer stream: chunks out, acks back through its handlers. */
+export interface TransferSender {
+  /** False when the stream is closing and the chunk was not sent. */
+  send(chunk: TransferChunk): boolean;
+  cancel(): void;
+}
+
+export interface PeerEndpoint {
+  /** This node's name. */
+  readonly name: string;
+  call<K extends CallKind>(to: string, kind: K, body: RequestOf<K>, options: CallOptions): Promise<ReplyOf<K>>;
+  handle<K extends CallKind>(kind: K, handler: CallHandler<K>): void;
+  handleTransfer(handler: TransferHandler): void;
+  openTransferStream(to: string, handlers: TransferStreamHandlers, options: CallOptions): TransferSender;
+}
