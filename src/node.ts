@@ -1,31 +1,22 @@
 // The composition root: the only place that builds the parts of a node and wires them
 // together (DESIGN.md, "Layout"). Everything else receives what it needs.
-
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
-import { performance } from 'node:perf_hooks';
 import { VendorService } from './admin/vendors.js';
 import { ClusterShell } from './cluster/cluster-shell.js';
 import { ClusterCore } from './cluster/core/core.js';
-import { ownersOf as currentOwners, writeOwners } from './cluster/core/placement.js';
+import { ownersOf as currentOwners } from './cluster/core/placement.js';
 import type { CoreConfig, Member, Membership, PersistedCoreState, Slot } from './cluster/core/types.js';
-import { ClusterDefinitionPeers, fromWireRecord, toWireRecord } from './cluster/definition-peers.js';
+import { ClusterDefinitionPeers, fromWireRecord } from './cluster/definition-peers.js';
 import { ClusterEventBus } from './cluster/events.js';
-import { HintReplayer } from './cluster/hint-replayer.js';
 import { loadOrCreateIdentity, type NodeIdentity } from './cluster/identity.js';
 import { MembershipService } from './cluster/membership-service.js';
 import { NodeTable, type NodeDocument } from './cluster/node-table.js';
 import { DEFAULT_POLICY, type DistributionPolicy } from './cluster/partitioner.js';
-import { PartitionRouter } from './cluster/partition-router.js';
-import { NOT_OWNER, ReplicaWriter, STALE_EPOCH } from './cluster/replica-writer.js';
-import { HintKeeper } from './cluster/hint-keeper.js';
-import { PartitionHandOff } from './cluster/partition-handoff.js';
+import { startDataPlane } from './cluster/data-plane.js';
 import { StoredPartitions } from './repair/stored-partitions.js';
-import { RepairService, type Damage, type RepairRunStatus, type RepairStream } from './repair/repair-service.js';
+import { type Damage, type RepairRunStatus, type RepairStream } from './repair/repair-service.js';
 import type { TransferAction } from './cluster/membership-service.js';
-import { ClusterRepair, toReply } from './repair/cluster-repair.js';
-import type { PeerPartitions } from './repair/partition-sync.js';
-import { keysInSegments } from './repair/key-digest.js';
 import { ReplicatedDefinitions } from './cluster/replicated-definitions.js';
 import { TenantService } from './cluster/tenants.js';
 import type { Config } from './config.js';
@@ -45,7 +36,7 @@ import { DefinitionStore } from './storage/definitions.js';
 import { GroupCommitter } from './storage/group-commit.js';
 import { HintBuffer } from './storage/hints.js';
 import { LocalReplica } from './storage/local-replica.js';
-import type { Repository, RepositoryName, StoredRecord } from './storage/repository.js';
+import type { Repository, RepositoryName } from './storage/repository.js';
 import { SearchableRepository } from './storage/ssr.js';
 import { TransferChunks } from './storage/transfer-chunks.js';
 import { TimeSeriesRepository } from './storage/tsr.js';
@@ -61,8 +52,7 @@ import { searchRoutes } from './http/routes/search.js';
 import type { RepositoryMapping } from './streams/repository-mapping.js';
 import { checkFilter, checkService, localDetails, type MonitoringDeps, type MonitoringFilter, type MonitoringService, type NodeDetails } from './monitoring/monitoring.js';
 import { monitoringRoutes } from './http/routes/monitoring.js';
-import { BadRequestError, NotFoundError, TributaryError } from './errors.js';
-import type { WriteRecords } from './peer/messages.js';
+import { BadRequestError, NotFoundError } from './errors.js';
 import { AccountService } from './api-v1/accounts.js';
 import { AdminGate, ApiSwitch } from './api-v1/access.js';
 import { BrainService } from './api-v1/brains.js';
@@ -105,8 +95,6 @@ const DAMAGE_KEY = 'storage-damage';
 const HINT_REPLAY_INTERVAL_MS = 1_000;
 /** Background repair sweeps pause this long between partitions. */
 const REPAIR_PACING_MS = 100;
-const REPAIR_KEYS_PER_FETCH_MAX = 10_000;
-const DEFINITIONS_PER_READ_MAX = 500;
 
 export async function startNode(config: Config, log: Logger): Promise<RunningNode> {
   const identity = loadOrCreateIdentity(config.dataDir);
@@ -175,44 +163,28 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const membershipService = new MembershipService({ core, shell, transport, peerDeadlineMs: deadline, log });
   observeMembership = (membership) => membershipService.observe(membership);
 
-  const adopt = (from: string, membership: Membership) => shell.adopt(from, membership);
-  const writeDeadlineMs = config.cluster.writeDeadlineMs;
-  const replicaWriter = new ReplicaWriter({
-    localName: config.name, replica, transport, available, writeDeadlineMs, log, adopt,
-    epoch: () => core.membership().epoch,
-    suspect: (node) => shell.submit({ type: 'unreachable', node }),
-  });
-  const keeper = new HintKeeper({
-    localName: config.name, hints, committer, transport, writeDeadlineMs, log,
-    leaving: () => isLeaving(core.membership(), config.name),
-    delegates: () => hintDelegates(core, config.name),
-  });
-  const ownersOf = (policy: DistributionPolicy, partition: number) => writeOwners(core.membership(), { partition, replicas: policy.replicas });
-  const router = new PartitionRouter(ownersOf, replicaWriter, keeper);
-  const repair = new RepairService({
-    localName: config.name, available, log, local: partitions,
-    membership: () => core.membership(),
-    streams: () => repairStreams(definitions),
-    peers: peerPartitions(transport, () => core.membership().epoch, deadline),
-    persistDamage: (damage) => saveDamage(database, damage),
-    refillDefinitions: () => refillDefinitions(transport, definitions, hintDelegates(core, config.name), deadline),
-    intervalMs: config.cluster.repairIntervalMs,
-    pacingMs: REPAIR_PACING_MS,
-    timers: realTimers,
-    wallClock: Date.now,
-  });
-  const handOff = new PartitionHandOff({
-    localName: config.name, log, timers: realTimers,
+  const plane = startDataPlane({
+    localName: config.name, core, endpoint: transport, log, timers: realTimers, wallClock: Date.now,
+    shell: {
+      adopt: (from, membership) => shell.adopt(from, membership),
+      suspect: (node) => shell.submit({ type: 'unreachable', node }),
+      handedOff: (changeId) => shell.submit({ type: 'handoff-done', changeId }),
+    },
+    replica, partitions, hints, committer,
     dropPartition: (repo, stream, partition) => chunks.dropPartition(repo, stream, partition),
-    hintTargets: () => hints.targets(),
-    membership: () => core.membership(),
-    streams: () => storedStreams(definitions),
-    handOff: (part, replicas, owners) => repair.handOff(part, replicas, owners),
-    holds: async (repo, stream, partition) => (await repositories[repo].partitionKeys(stream, partition)).length > 0,
-    handedOff: (changeId) => shell.submit({ type: 'handoff-done', changeId }),
-    graceMs: 2 * writeDeadlineMs,
-    retryMs: HINT_REPLAY_INTERVAL_MS,
+    definitions: { records: () => store.records(), apply: (records) => definitions.apply(records) },
+    persistDamage: (damage) => saveDamage(database, damage),
+    streams: () => repairStreams(definitions),
+    replicasOf,
+    limits: {
+      writeDeadlineMs: config.cluster.writeDeadlineMs,
+      peerDeadlineMs: deadline,
+      hintReplayIntervalMs: HINT_REPLAY_INTERVAL_MS,
+      repairIntervalMs: config.cluster.repairIntervalMs,
+      repairPacingMs: REPAIR_PACING_MS,
+    },
   });
+  const { router, handOff, repair, clusterRepair } = plane;
   const runtime = new StreamRuntime(definitions, streamDefinitions, sandboxLimits);
   const ingest = new IngestService(runtime, router, new WriteIdGenerator(config.name), { batchPayloadsMax: config.limits.ingestBatchPayloadsMax });
 
@@ -223,26 +195,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const contributors = new ContributorService(definitions, tenants, published);
   const domains = new DomainService(definitions, tenants, contributors, published);
 
-  servePeers(transport, {
-    shell,
-    definitions,
-    nodes,
-    storeRecords: (write) => storeReplicaWrite(core, replica, config.name, write),
-  });
-  serveHandOffAndRepair(transport, { keeper, partitions, repair, definitions: store });
-  const replayer = new HintReplayer({
-    localName: config.name, hints, committer, transport, keeper, replica, available, adopt, log,
-    membership: () => core.membership(),
-    replicasOf,
-    peerDeadlineMs: deadline, intervalMs: HINT_REPLAY_INTERVAL_MS, timers: realTimers,
-  });
-  const clusterRepair = new ClusterRepair({
-    localName: config.name, repair,
-    membership: () => core.membership(),
-    streamExists: (key) => definitions.get(`repository/${key}`) !== undefined,
-    startRemote: async (node, runId, stream) => void (await transport.call(node, 'RepairSweep', { runId, stream }, { deadlineMs: deadline })),
-    statusRemote: (node, runId) => transport.call(node, 'RepairStatus', { runId }, { deadlineMs: deadline }),
-  });
+  servePeers(transport, { shell, definitions, nodes });
   const monitoring: MonitoringDeps = {
     localName: config.name, hints, core, version, startedAtMs: Date.now(),
     handOff: () => ({ pendingDrops: handOff.pendingDrops(), damaged: repair.damaged() }),
@@ -370,10 +323,8 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   reportSlots();
   shell.start();
   void sessionHost.reconcile();
-  replayer.start();
-  handOff.start();
   if (damageFound !== undefined) await saveDamage(database, damageFound);
-  repair.start(damageFound ?? (await loadDamage(database)));
+  plane.start(damageFound ?? (await loadDamage(database)));
   if (persisted === undefined && !config.join) {
     for (const tenant of config.defaultTenants) await tenants.put(tenant);
   }
@@ -436,9 +387,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     local: nodes.local(),
     async close() {
       shell.stop();
-      replayer.stop();
-      handOff.stop();
-      repair.stop();
+      plane.stop();
       outputs.close();
       await sessionHost.close();
       await Promise.all([closeHttp(http), peer.close(SHUTDOWN_GRACE_MS)]);
@@ -457,10 +406,9 @@ function servePeers(
     shell: ClusterShell;
     definitions: ReplicatedDefinitions;
     nodes: NodeTable;
-    storeRecords(write: WriteRecords): Promise<void>;
   },
 ): void {
-  const { shell, definitions, nodes, storeRecords } = parts;
+  const { shell, definitions, nodes } = parts;
   transport.handle('CoreMessage', async (sender, message) => {
     shell.submit({ type: 'receive', from: sender, message });
     return {};
@@ -471,10 +419,6 @@ function servePeers(
     return { name: local.name, publicKey: local.publicKey, state: local.state, zone: local.zone, httpPort: local.httpPort };
   });
   transport.handle('AdminCommand', (_sender, command) => shell.admin(command));
-  transport.handle('WriteRecords', async (_sender, write) => {
-    await storeRecords(write);
-    return {};
-  });
   transport.handle('DefinitionWrite', async (_sender, write) => {
     const value = write.delete ? undefined : (JSON.parse(write.valueJson) as unknown);
     const record = await definitions.coordinate({ key: write.key, value, expectedVersion: write.expectedVersion, delete: write.delete });
@@ -485,93 +429,6 @@ function servePeers(
     return {};
   });
   transport.handleTransfer((sender, chunk) => shell.receiveChunk(sender, chunk));
-}
-
-/**
- * A replica write from a peer. A writer with an older table than ours may be routing to
- * nodes that gave the partition up, and one whose table names another owner is wrong about
- * this one: both are refused with our table, and the writer routes again (the epoch fence;
- * issue 12: nothing lands on a node that does not own it).
- */
-async function storeReplicaWrite(core: ClusterCore, replica: LocalReplica, localName: string, write: WriteRecords): Promise<void> {
-  const membership = core.membership();
-  if (write.epoch < membership.epoch) {
-    throw new TributaryError(409, STALE_EPOCH, `writer epoch ${write.epoch} is older than ${membership.epoch}`, { details: { membership } });
-  }
-  if (!Number.isInteger(write.replicas) || write.replicas < 1) throw new BadRequestError(`WriteRecords: replicas must be a positive integer, got ${write.replicas}`);
-  for (const record of write.records) {
-    if (!writeOwners(membership, { partition: record.partition, replicas: write.replicas }).includes(localName)) {
-      throw new TributaryError(409, NOT_OWNER, `${localName} does not own partition ${record.partition} of ${record.stream} at epoch ${membership.epoch}`, { details: { membership } });
-    }
-  }
-  await replica.store(write.repo, write.records);
-}
-
-/** The peer calls of hinted hand-off and anti-entropy repair. */
-function serveHandOffAndRepair(
-  transport: PeerTransport,
-  parts: { keeper: HintKeeper; partitions: StoredPartitions; repair: RepairService; definitions: DefinitionStore },
-): void {
-  const { keeper, partitions, repair } = parts;
-  transport.handle('HintStore', async (_sender, store) => {
-    await keeper.keepHere(store.hints.map((entry) => (entry.repository === 'KV' ? { ...entry, records: entry.records.map(fromWireRecord) } : entry)));
-    return {};
-  });
-  transport.handle('DefinitionRead', async (_sender, read) => {
-    const limit = Math.min(Math.max(1, read.limit), DEFINITIONS_PER_READ_MAX);
-    const records = parts.definitions.records().filter((record) => record.key > read.after).sort((a, b) => (a.key < b.key ? -1 : 1)).slice(0, limit);
-    return { records: records.map(toWireRecord) };
-  });
-  transport.handle('RepairDigest', async (_sender, part) => ({ segments: [...(await partitions.digest(part))] }));
-  transport.handle('RepairKeys', async (_sender, request) => ({ keys: keysInSegments(await partitions.keys(request), request.segments) }));
-  transport.handle('RepairFetch', async (_sender, request) => {
-    if (request.keys.length > REPAIR_KEYS_PER_FETCH_MAX) throw new BadRequestError(`RepairFetch: at most ${REPAIR_KEYS_PER_FETCH_MAX} keys, got ${request.keys.length}`);
-    return { records: await partitions.records(request, request.keys) };
-  });
-  transport.handle('RepairSweep', async (_sender, sweep) => {
-    repair.startRun(sweep.runId, sweep.stream);
-    return {};
-  });
-  transport.handle('RepairStatus', async (_sender, request) => toReply(repair.status(request.runId)));
-}
-
-/** Every definition read back from the first peer that answers, a page at a time (highest versions win). */
-async function refillDefinitions(transport: PeerTransport, definitions: ReplicatedDefinitions, peers: readonly string[], deadlineMs: number): Promise<void> {
-  let lastError: unknown = new Error('no other member is available to read definitions from');
-  for (const peer of peers) {
-    try {
-      for (let after = ''; ; ) {
-        const page = await transport.call(peer, 'DefinitionRead', { after, limit: DEFINITIONS_PER_READ_MAX }, { deadlineMs });
-        await definitions.apply(page.records.map(fromWireRecord));
-        if (page.records.length < DEFINITIONS_PER_READ_MAX) return;
-        after = page.records.at(-1)!.key;
-      }
-    } catch (error) {
-      lastError = error;
-    }
-  }
-  throw lastError;
-}
-
-/** The other owners' side of a repair exchange, over the peer port. */
-function peerPartitions(transport: PeerTransport, epoch: () => number, deadlineMs: number): PeerPartitions {
-  const options = { deadlineMs };
-  return {
-    digest: async (peer, part) => (await transport.call(peer, 'RepairDigest', part, options)).segments,
-    keys: async (peer, part, segments) => (await transport.call(peer, 'RepairKeys', { ...part, segments: [...segments] }, options)).keys,
-    fetch: async (peer, part, keys) => (await transport.call(peer, 'RepairFetch', { ...part, keys: [...keys] }, options)).records,
-    push: async (peer, part, replicas, records) => void (await transport.call(peer, 'WriteRecords', { repo: part.repo, records: [...records], epoch: epoch(), replicas }, options)),
-  };
-}
-
-/** Joined, available members other than this node, in name order: where hints may go. */
-function hintDelegates(core: ClusterCore, localName: string): string[] {
-  return core.membership().members.filter((member) => member.state === 'Joined' && member.name !== localName && core.available(member.name)).map((member) => member.name);
-}
-
-function isLeaving(membership: Membership, name: string): boolean {
-  const state = membership.members.find((member) => member.name === name)?.state;
-  return state === 'Leaving' || state === 'Left';
 }
 
 /** Every persisted stream with its repository and placement, as repair walks them. */

@@ -1,0 +1,251 @@
+// The data plane of a cluster node (issue 12): how a write reaches every owner of its
+// partition, where hints are kept and how they are replayed, how partitions are handed off
+// before they are dropped, and anti-entropy repair; with the peer calls these answer. It is
+// built from ports (a peer endpoint, storage, timers), so the node (src/node.ts) and the
+// simulation (test/sim) run the same code.
+
+import type { Logger } from '../log.js';
+import type { PeerEndpoint } from '../peer/endpoint.js';
+import type { DefinitionRecord as WireDefinitionRecord, WriteRecords } from '../peer/messages.js';
+import type { DefinitionRecord } from '../storage/definitions.js';
+import type { RepositoryName } from '../storage/repository.js';
+import type { Timers } from '../timers.js';
+import { BadRequestError, TributaryError } from '../errors.js';
+import { ClusterRepair, toReply } from '../repair/cluster-repair.js';
+import { keysInSegments } from '../repair/key-digest.js';
+import type { LocalPartitions, PeerPartitions } from '../repair/partition-sync.js';
+import { RepairService, type Damage, type RepairStream } from '../repair/repair-service.js';
+import type { ClusterCore } from './core/core.js';
+import { writeOwners } from './core/placement.js';
+import type { Membership } from './core/types.js';
+import { fromWireRecord, toWireRecord } from './definition-peers.js';
+import { HintKeeper, type Committer, type HintStorage } from './hint-keeper.js';
+import { HintReplayer } from './hint-replayer.js';
+import { PartitionHandOff } from './partition-handoff.js';
+import { PartitionRouter } from './partition-router.js';
+import type { DistributionPolicy } from './partitioner.js';
+import { NOT_OWNER, ReplicaWriter, STALE_EPOCH, type ReplicaStore } from './replica-writer.js';
+
+export interface DataPlaneLimits {
+  writeDeadlineMs: number;
+  peerDeadlineMs: number;
+  hintReplayIntervalMs: number;
+  /** Background repair sweeps; 0: none. */
+  repairIntervalMs: number;
+  repairPacingMs: number;
+}
+
+export interface DataPlanePorts {
+  localName: string;
+  core: ClusterCore;
+  endpoint: PeerEndpoint;
+  /** The cluster shell's inputs this plane needs. */
+  shell: {
+    adopt(from: string, membership: Membership): Promise<void>;
+    suspect(node: string): void;
+    handedOff(changeId: string): void;
+  };
+  replica: ReplicaStore;
+  partitions: LocalPartitions;
+  hints: HintStorage;
+  committer: Committer;
+  dropPartition(repo: RepositoryName, stream: string, partition: number): Promise<void>;
+  /** Every definition this node holds, and applying definitions read from a peer. */
+  definitions: { records(): DefinitionRecord[]; apply(records: DefinitionRecord[]): Promise<void> };
+  persistDamage(damage: Damage | undefined): Promise<void>;
+  /** Every persisted stream with its repository and placement. */
+  streams(): RepairStream[];
+  replicasOf(stream: string): number;
+  timers: Timers;
+  wallClock(): number;
+  log: Logger;
+  limits: DataPlaneLimits;
+}
+
+export interface DataPlane {
+  router: PartitionRouter;
+  keeper: HintKeeper;
+  replayer: HintReplayer;
+  handOff: PartitionHandOff;
+  repair: RepairService;
+  clusterRepair: ClusterRepair;
+  start(damage: Damage | undefined): void;
+  stop(): void;
+}
+
+const REPAIR_KEYS_PER_FETCH_MAX = 10_000;
+const DEFINITIONS_PER_READ_MAX = 500;
+
+export function startDataPlane(ports: DataPlanePorts): DataPlane {
+  const { localName, core, endpoint, limits, log, timers } = ports;
+  const available = (name: string) => core.available(name);
+  const membership = () => core.membership();
+  const writer = new ReplicaWriter({
+    localName, replica: ports.replica, transport: endpoint, available, log,
+    writeDeadlineMs: limits.writeDeadlineMs,
+    epoch: () => membership().epoch,
+    adopt: (from, table) => ports.shell.adopt(from, table),
+    suspect: (node) => ports.shell.suspect(node),
+  });
+  const keeper = new HintKeeper({
+    localName, hints: ports.hints, committer: ports.committer, transport: endpoint, log,
+    writeDeadlineMs: limits.writeDeadlineMs,
+    leaving: () => isLeaving(membership(), localName),
+    delegates: () => hintDelegates(core, localName),
+  });
+  const ownersOf = (policy: DistributionPolicy, partition: number) => writeOwners(membership(), { partition, replicas: policy.replicas });
+  const router = new PartitionRouter(ownersOf, writer, keeper);
+  const repair = new RepairService({
+    localName, available, log, membership, timers,
+    local: ports.partitions,
+    streams: () => ports.streams(),
+    peers: peerPartitions(endpoint, () => membership().epoch, limits.peerDeadlineMs),
+    persistDamage: (damage) => ports.persistDamage(damage),
+    refillDefinitions: () => refillDefinitions(endpoint, ports.definitions, hintDelegates(core, localName), limits.peerDeadlineMs),
+    intervalMs: limits.repairIntervalMs,
+    pacingMs: limits.repairPacingMs,
+    wallClock: () => ports.wallClock(),
+  });
+  const handOff = new PartitionHandOff({
+    localName, log, timers, membership,
+    dropPartition: (repo, stream, partition) => ports.dropPartition(repo, stream, partition),
+    hintTargets: () => ports.hints.targets(),
+    streams: () => ports.streams(),
+    handOff: (part, replicas, owners) => repair.handOff(part, replicas, owners),
+    holds: async (repo, stream, partition) => (await ports.partitions.keys({ repo, stream, partition })).length > 0,
+    handedOff: (changeId) => ports.shell.handedOff(changeId),
+    graceMs: 2 * limits.writeDeadlineMs,
+    retryMs: limits.hintReplayIntervalMs,
+  });
+  const replayer = new HintReplayer({
+    localName, hints: ports.hints, committer: ports.committer, transport: endpoint, keeper, replica: ports.replica, available, log, timers, membership,
+    adopt: (from, table) => ports.shell.adopt(from, table),
+    replicasOf: (stream) => ports.replicasOf(stream),
+    peerDeadlineMs: limits.peerDeadlineMs,
+    intervalMs: limits.hintReplayIntervalMs,
+  });
+  const clusterRepair = new ClusterRepair({
+    localName, repair, membership,
+    streamExists: (key) => ports.streams().some((stream) => stream.key === key),
+    startRemote: async (node, runId, stream) => void (await endpoint.call(node, 'RepairSweep', { runId, stream }, { deadlineMs: limits.peerDeadlineMs })),
+    statusRemote: (node, runId) => endpoint.call(node, 'RepairStatus', { runId }, { deadlineMs: limits.peerDeadlineMs }),
+  });
+  serveDataPlane(endpoint, { core, localName, replica: ports.replica, keeper, partitions: ports.partitions, repair, definitions: ports.definitions });
+  return {
+    router, keeper, replayer, handOff, repair, clusterRepair,
+    start(damage) {
+      replayer.start();
+      handOff.start();
+      repair.start(damage);
+    },
+    stop() {
+      replayer.stop();
+      handOff.stop();
+      repair.stop();
+    },
+  };
+}
+
+/**
+ * A replica write from a peer. A writer with an older table than ours may be routing to
+ * nodes that gave the partition up, and one whose table names another owner is wrong about
+ * this one: both are refused with our table, and the writer routes again (the epoch fence;
+ * nothing lands on a node that does not own it).
+ */
+export async function storeReplicaWrite(core: ClusterCore, replica: ReplicaStore, localName: string, write: WriteRecords): Promise<void> {
+  const membership = core.membership();
+  if (write.epoch < membership.epoch) {
+    throw new TributaryError(409, STALE_EPOCH, `writer epoch ${write.epoch} is older than ${membership.epoch}`, { details: { membership } });
+  }
+  if (!Number.isInteger(write.replicas) || write.replicas < 1) throw new BadRequestError(`WriteRecords: replicas must be a positive integer, got ${write.replicas}`);
+  for (const record of write.records) {
+    if (!writeOwners(membership, { partition: record.partition, replicas: write.replicas }).includes(localName)) {
+      throw new TributaryError(409, NOT_OWNER, `${localName} does not own partition ${record.partition} of ${record.stream} at epoch ${membership.epoch}`, { details: { membership } });
+    }
+  }
+  await replica.store(write.repo, write.records);
+}
+
+/** The peer calls of replica writes, hinted hand-off and anti-entropy repair. */
+function serveDataPlane(
+  endpoint: PeerEndpoint,
+  parts: {
+    core: ClusterCore;
+    localName: string;
+    replica: ReplicaStore;
+    keeper: HintKeeper;
+    partitions: LocalPartitions;
+    repair: RepairService;
+    definitions: { records(): DefinitionRecord[] };
+  },
+): void {
+  const { keeper, partitions, repair } = parts;
+  endpoint.handle('WriteRecords', async (_sender, write) => {
+    await storeReplicaWrite(parts.core, parts.replica, parts.localName, write);
+    return {};
+  });
+  endpoint.handle('HintStore', async (_sender, store) => {
+    await keeper.keepHere(store.hints.map((entry) => (entry.repository === 'KV' ? { ...entry, records: entry.records.map(fromWireRecord) } : entry)));
+    return {};
+  });
+  endpoint.handle('DefinitionRead', async (_sender, read) => {
+    const limit = Math.min(Math.max(1, read.limit), DEFINITIONS_PER_READ_MAX);
+    const records = parts.definitions.records().filter((record) => record.key > read.after).sort((a, b) => (a.key < b.key ? -1 : 1)).slice(0, limit);
+    return { records: records.map(toWireRecord) };
+  });
+  endpoint.handle('RepairDigest', async (_sender, part) => ({ segments: Array.from(await partitions.digest(part)) }));
+  endpoint.handle('RepairKeys', async (_sender, request) => ({ keys: keysInSegments(await partitions.keys(request), request.segments) }));
+  endpoint.handle('RepairFetch', async (_sender, request) => {
+    if (request.keys.length > REPAIR_KEYS_PER_FETCH_MAX) throw new BadRequestError(`RepairFetch: at most ${REPAIR_KEYS_PER_FETCH_MAX} keys, got ${request.keys.length}`);
+    return { records: await partitions.records(request, request.keys) };
+  });
+  endpoint.handle('RepairSweep', async (_sender, sweep) => {
+    repair.startRun(sweep.runId, sweep.stream);
+    return {};
+  });
+  endpoint.handle('RepairStatus', async (_sender, request) => toReply(repair.status(request.runId)));
+}
+
+/** Every definition read back from the first peer that answers, a page at a time (highest versions win). */
+async function refillDefinitions(
+  endpoint: PeerEndpoint,
+  definitions: { apply(records: DefinitionRecord[]): Promise<void> },
+  peers: readonly string[],
+  deadlineMs: number,
+): Promise<void> {
+  let lastError: unknown = new Error('no other member is available to read definitions from');
+  for (const peer of peers) {
+    try {
+      for (let after = ''; ; ) {
+        const page: { records: WireDefinitionRecord[] } = await endpoint.call(peer, 'DefinitionRead', { after, limit: DEFINITIONS_PER_READ_MAX }, { deadlineMs });
+        await definitions.apply(page.records.map(fromWireRecord));
+        if (page.records.length < DEFINITIONS_PER_READ_MAX) return;
+        after = page.records.at(-1)!.key;
+      }
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  throw lastError;
+}
+
+/** The other owners' side of a repair exchange, over the peer port. */
+function peerPartitions(endpoint: PeerEndpoint, epoch: () => number, deadlineMs: number): PeerPartitions {
+  const options = { deadlineMs };
+  return {
+    digest: async (peer, part) => (await endpoint.call(peer, 'RepairDigest', part, options)).segments,
+    keys: async (peer, part, segments) => (await endpoint.call(peer, 'RepairKeys', { ...part, segments: [...segments] }, options)).keys,
+    fetch: async (peer, part, keys) => (await endpoint.call(peer, 'RepairFetch', { ...part, keys: [...keys] }, options)).records,
+    push: async (peer, part, replicas, records) => void (await endpoint.call(peer, 'WriteRecords', { repo: part.repo, records: [...records], epoch: epoch(), replicas }, options)),
+  };
+}
+
+/** Joined, available members other than this node, in name order: where hints may go. */
+function hintDelegates(core: ClusterCore, localName: string): string[] {
+  return core.membership().members.filter((member) => member.state === 'Joined' && member.name !== localName && core.available(member.name)).map((member) => member.name);
+}
+
+function isLeaving(membership: Membership, name: string): boolean {
+  const state = membership.members.find((member) => member.name === name)?.state;
+  return state === 'Leaving' || state === 'Left';
+}
