@@ -88,6 +88,9 @@ export class ClusterShell {
 
   stop(): void {
     this.stopped = true;
+    // Admin commands the core will never answer now: their callers hear so at once.
+    for (const waiter of this.adminWaiters.values()) waiter({ ok: false, status: 409, message: 'this node is stopping' });
+    this.adminWaiters.clear();
     this.timer?.cancel();
     for (const stream of this.streams.values()) stream.cancel();
     this.streams.clear();
@@ -101,6 +104,7 @@ export class ClusterShell {
 
   /** Runs an admin command on this node's core; the caller forwards when it is not the coordinator. */
   admin(command: AdminCommand): Promise<AdminResult> {
+    if (this.stopped) return Promise.resolve({ ok: false, status: 409, message: 'this node is stopping' });
     const requestId = `admin-${++this.requestCounter}`;
     return new Promise((resolve) => {
       this.adminWaiters.set(requestId, resolve);

@@ -15,6 +15,7 @@ import { ClusterRepair, toReply } from '../repair/cluster-repair.js';
 import { keysInSegments } from '../repair/key-digest.js';
 import type { LocalPartitions, PeerPartitions } from '../repair/partition-sync.js';
 import { RepairService, type Damage, type RepairStream } from '../repair/repair-service.js';
+import type { ChunkStore } from './cluster-shell.js';
 import type { ClusterCore } from './core/core.js';
 import { writeOwners } from './core/placement.js';
 import type { Membership } from './core/types.js';
@@ -43,7 +44,7 @@ export interface DataPlanePorts {
   shell: {
     adopt(from: string, membership: Membership): Promise<void>;
     suspect(node: string): void;
-    handedOff(changeId: string): void;
+    finalSynced(changeId: string): void;
   };
   replica: ReplicaStore;
   partitions: LocalPartitions;
@@ -112,8 +113,9 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
     hintTargets: () => ports.hints.targets(),
     streams: () => ports.streams(),
     handOff: (part, replicas, owners) => repair.handOff(part, replicas, owners),
+    catchUp: (part, replicas, owners) => repair.catchUp(part, replicas, owners),
     holds: async (repo, stream, partition) => (await ports.partitions.keys({ repo, stream, partition })).length > 0,
-    handedOff: (changeId) => ports.shell.handedOff(changeId),
+    finalSynced: (changeId) => ports.shell.finalSynced(changeId),
     graceMs: 2 * limits.writeDeadlineMs,
     retryMs: limits.hintReplayIntervalMs,
   });
@@ -166,6 +168,19 @@ export async function storeReplicaWrite(core: ClusterCore, replica: ReplicaStore
   await replica.store(write.repo, write.records);
 }
 
+/**
+ * A node refilling damaged data is no transfer source: a chunk read from it could miss
+ * what it lost. Its reads fail (the target asks again later) until the refill is done.
+ */
+export function chunksOfSoundData(chunks: ChunkStore, damaged: () => boolean): ChunkStore {
+  return {
+    storedProgress: () => chunks.storedProgress(),
+    read: (transfer, after) => (damaged() && transfer.repo !== 'KV' ? Promise.reject(new Error('this node is refilling damaged data: it is no transfer source yet')) : chunks.read(transfer, after)),
+    store: (transfer, chunk, progress) => chunks.store(transfer, chunk, progress),
+    forgetProgress: (changeId) => chunks.forgetProgress(changeId),
+  };
+}
+
 /** The peer calls of replica writes, hinted hand-off and anti-entropy repair. */
 function serveDataPlane(
   endpoint: PeerEndpoint,
@@ -213,7 +228,9 @@ async function refillDefinitions(
   peers: readonly string[],
   deadlineMs: number,
 ): Promise<void> {
-  let lastError: unknown = new Error('no other member is available to read definitions from');
+  // A cluster of one has nobody to read from: what it lost of its definitions is lost.
+  if (peers.length === 0) return;
+  let lastError: unknown = new Error('no other member answered');
   for (const peer of peers) {
     try {
       for (let after = ''; ; ) {

@@ -18,6 +18,7 @@ import type { Membership, Slot } from './core/types.js';
 
 export interface HandOffStream {
   key: string;
+  repo: RepositoryName;
   replicas: number;
 }
 
@@ -32,10 +33,12 @@ export interface PartitionHandOffDeps {
   timers: Timers;
   /** Pushes the partition's records to each owner; resolves once all hold them, throws otherwise. */
   handOff(part: { repo: RepositoryName; stream: string; partition: number }, replicas: number, owners: readonly string[]): Promise<number>;
+  /** Fetches what each owner holds of the partition and this node lacks; throws if one is out of reach. */
+  catchUp(part: { repo: RepositoryName; stream: string; partition: number }, replicas: number, owners: readonly string[]): Promise<number>;
   /** Whether this node holds records of the partition. */
   holds(repo: RepositoryName, stream: string, partition: number): Promise<boolean>;
-  /** The leaving node has handed everything off: tell the core (input `handoff-done`). */
-  handedOff(changeId: string): void;
+  /** The leaving node has handed everything off: tell the core (input `final-sync-done`). */
+  finalSynced(changeId: string): void;
   /** Writes accepted under the old table may still be landing: drops wait this long. */
   graceMs: number;
   retryMs: number;
@@ -55,6 +58,7 @@ export class PartitionHandOff {
   private timer: Timer | undefined;
   private working = false;
   private leaveDone: string | undefined;
+  private joinDone: string | undefined;
 
   constructor(private readonly deps: PartitionHandOffDeps) {}
 
@@ -84,6 +88,7 @@ export class PartitionHandOff {
     try {
       await this.dropWhatIsHandedOff();
       await this.finishLeaveIfReady();
+      await this.finishJoinIfReady();
     } catch (error) {
       this.deps.log.warn({ err: error }, 'hand-off round failed; retrying');
     } finally {
@@ -128,8 +133,8 @@ export class PartitionHandOff {
   private async finishLeaveIfReady(): Promise<void> {
     const membership = this.deps.membership();
     const change = membership.change;
-    if (change?.kind !== 'leave' || change.node !== this.deps.localName || change.handedOff === true) return;
-    if (this.leaveDone === change.id) return this.deps.handedOff(change.id);
+    if (change?.kind !== 'leave' || change.node !== this.deps.localName || change.finalSynced === true) return;
+    if (this.leaveDone === change.id) return this.deps.finalSynced(change.id);
     if (uncoveredNeeds(membership).length > 0 || this.deps.hintTargets().length > 0) return;
     let sent = 0;
     for (const stream of this.deps.streams()) {
@@ -143,6 +148,33 @@ export class PartitionHandOff {
     }
     this.deps.log.info({ change: change.id, records: sent }, 'leaving: hints and data handed off to the next owners');
     this.leaveDone = change.id;
-    this.deps.handedOff(change.id);
+    this.deps.finalSynced(change.id);
+  }
+
+  /**
+   * This node is joining: once every transfer to it is complete, it fetches from the
+   * current owners of each partition it gains what the transfers may have missed (a write
+   * that landed behind a transfer's read, a source that lacked a hinted record); then the
+   * core is told, and the change may complete (issue 12: the new owners hold everything).
+   */
+  private async finishJoinIfReady(): Promise<void> {
+    const membership = this.deps.membership();
+    const change = membership.change;
+    const self = this.deps.localName;
+    if (change?.kind !== 'join' || change.node !== self || change.finalSynced === true) return;
+    if (memberNamed(membership, self)?.state !== 'Joining') return;
+    if (this.joinDone === change.id) return this.deps.finalSynced(change.id);
+    if (uncoveredNeeds(membership).length > 0) return;
+    let received = 0;
+    for (const slot of change.slots) {
+      const owners = ownersOf(membership, slot);
+      if (owners.includes(self) || !nextOwnersOf(membership, slot).includes(self)) continue;
+      for (const stream of this.deps.streams().filter((each) => each.replicas === slot.replicas)) {
+        received += await this.deps.catchUp({ repo: stream.repo, stream: stream.key, partition: slot.partition }, slot.replicas, owners);
+      }
+    }
+    this.deps.log.info({ change: change.id, records: received }, 'joining: caught up with the current owners after the transfers');
+    this.joinDone = change.id;
+    this.deps.finalSynced(change.id);
   }
 }

@@ -182,7 +182,7 @@ const membershipChange: BodyCodec<MembershipChange> = {
     node: value.node,
     slots: value.slots.map(slot.toProto),
     transfers: value.transfers.map(transferPlan.toProto),
-    handedOff: value.handedOff === true,
+    finalSynced: value.finalSynced === true,
   }),
   fromProto: (object) => ({
     id: str(object, 'id'),
@@ -190,7 +190,7 @@ const membershipChange: BodyCodec<MembershipChange> = {
     node: str(object, 'node'),
     slots: list(object, 'slots', slot.fromProto),
     transfers: list(object, 'transfers', transferPlan.fromProto),
-    ...(bool(object, 'handedOff') ? { handedOff: true } : {}),
+    ...(bool(object, 'finalSynced') ? { finalSynced: true } : {}),
   }),
 };
 
@@ -272,8 +272,8 @@ function coreToProto(value: PeerMessage): ProtoObject {
       const { type: _type, ...progress } = value;
       return { transferProgress: progress };
     }
-    case 'handed-off':
-      return { handedOff: { changeId: value.changeId } };
+    case 'final-synced':
+      return { finalSynced: { changeId: value.changeId } };
   }
 }
 
@@ -293,8 +293,8 @@ function coreFromProto(object: ProtoObject): PeerMessage {
       return transferAck.fromProto(message(object, 'transferAck'));
     case 'transferProgress':
       return transferProgressFromProto(message(object, 'transferProgress'));
-    case 'handedOff':
-      return { type: 'handed-off', changeId: str(message(object, 'handedOff'), 'changeId') };
+    case 'finalSynced':
+      return { type: 'final-synced', changeId: str(message(object, 'finalSynced'), 'changeId') };
     default:
       return refuse('payload', 'one of the core messages');
   }

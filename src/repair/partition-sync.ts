@@ -3,7 +3,8 @@
 // and each gets what it lacks: this node pushes records the peer lacks (a replica write,
 // fenced and owner-checked like any other) and, unless only pushing, fetches the records
 // it lacks. The same exchange, push only, is how a node hands a partition off before it
-// drops it, and how a leaving node makes sure the next owners hold all it holds.
+// drops it, and how a leaving node makes sure the next owners hold all it holds; pull
+// only, how a joining node makes sure it holds all the current owners hold.
 
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import { differingSegments, keyDifference, keysInSegments } from './key-digest.js';
@@ -47,7 +48,7 @@ export async function syncPartition(
   peer: string,
   part: RepairPartitionRef,
   replicas: number,
-  mode: 'both' | 'push',
+  mode: 'both' | 'push' | 'pull',
 ): Promise<SyncResult> {
   const [mine, theirs] = await Promise.all([local.digest(part), peers.digest(peer, part)]);
   const segments = differingSegments(mine, theirs);
@@ -55,13 +56,13 @@ export async function syncPartition(
   const [myKeys, theirKeys] = await Promise.all([local.keys(part).then((keys) => keysInSegments(keys, segments)), peers.keys(peer, part, segments)]);
   const { onlyMine, onlyTheirs } = keyDifference(myKeys, theirKeys);
   let sent = 0;
-  for (let start = 0; start < onlyMine.length; start += KEYS_PER_MESSAGE_MAX) {
+  for (let start = 0; mode !== 'pull' && start < onlyMine.length; start += KEYS_PER_MESSAGE_MAX) {
     const records = await local.records(part, onlyMine.slice(start, start + KEYS_PER_MESSAGE_MAX));
     if (records.length > 0) await peers.push(peer, part, replicas, records);
     sent += records.length;
   }
   let received = 0;
-  if (mode === 'both') {
+  if (mode !== 'push') {
     for (let start = 0; start < onlyTheirs.length; start += KEYS_PER_MESSAGE_MAX) {
       const wanted = onlyTheirs.slice(start, start + KEYS_PER_MESSAGE_MAX);
       const records = checkFetched(await peers.fetch(peer, part, wanted), part, peer);

@@ -14,7 +14,7 @@
 // owners before it drops it, and a leaving node hands everything to the next owners.
 
 import type { Logger } from '../log.js';
-import { ownersOf } from '../cluster/core/placement.js';
+import { writeOwners } from '../cluster/core/placement.js';
 import type { Membership } from '../cluster/core/types.js';
 import { TributaryError } from '../errors.js';
 import type { StorageDamage } from '../storage/integrity.js';
@@ -151,6 +151,20 @@ export class RepairService {
     return sent;
   }
 
+  /**
+   * Fetches what each of `owners` holds of the partition and this node lacks; resolves once
+   * this node holds all they hold, throws if one could not be reached.
+   */
+  async catchUp(part: RepairPartitionRef, replicas: number, owners: readonly string[]): Promise<number> {
+    let received = 0;
+    for (const owner of owners) {
+      if (owner === this.deps.localName) continue;
+      if (!this.deps.available(owner)) throw new Error(`${owner} is unavailable`);
+      received += (await syncPartition(this.deps.local, this.deps.peers, owner, part, replicas, 'pull')).received;
+    }
+    return received;
+  }
+
   // -------------------------------------------------------------------------------------
 
   private background(): void {
@@ -208,7 +222,9 @@ export class RepairService {
     for (const each of this.deps.streams()) {
       if (stream !== undefined && each.key !== stream) continue;
       for (let partition = 0; partition < each.ringSize; partition += 1) {
-        const owners = ownersOf(membership, { partition, replicas: each.replicas });
+        // Every node a write of the partition goes to: during a change the joining node
+        // holds what the transfers brought it, and a refill must count it too.
+        const owners = writeOwners(membership, { partition, replicas: each.replicas });
         if (!owners.includes(self) || !initiates(owners)) continue;
         targets.push({ part: { repo: each.repo, stream: each.key, partition }, replicas: each.replicas, peers: owners.filter((owner) => owner !== self) });
       }

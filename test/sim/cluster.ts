@@ -454,9 +454,10 @@ export class SimCluster {
   reportHandOff(node: SimNode): void {
     const membership = node.core?.membership();
     const change = membership?.change;
-    if (membership === undefined || change?.kind !== 'leave' || change.node !== node.name || change.handedOff === true) return;
-    if (node.hints.length > 0 || uncoveredNeeds(membership).length > 0) return;
-    this.stepNode(node, { type: 'handoff-done', changeId: change.id });
+    if (membership === undefined || change === undefined || change.node !== node.name || change.finalSynced === true) return;
+    if ((change.kind === 'leave' && node.hints.length > 0) || uncoveredNeeds(membership).length > 0) return;
+    if (membership.members.find((member) => member.name === node.name)?.state === 'Pending') return;
+    this.stepNode(node, { type: 'final-sync-done', changeId: change.id });
   }
 
   // -------------------------------------------------------------------------------------

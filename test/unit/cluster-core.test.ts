@@ -498,7 +498,7 @@ describe('cluster core - scripted scenarios', () => {
       s.settle().tick(300);
     }
     for (const slot of s.slots) s.write('a', slot, 2);
-    const held = s.hold(link('c', '*', 'handed-off'));
+    const held = s.hold(link('c', '*', 'final-synced'));
     expect(s.remove('c')).toMatchObject({ ok: true });
     s.tick(600);
     const change = s.sim.node('a').core!.membership().change!;

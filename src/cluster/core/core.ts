@@ -62,7 +62,7 @@ import {
   withCompletedChange,
   withJoiningMember,
   withLeavingMember,
-  withHandedOff,
+  withFinalSynced,
   withMemberAddresses,
   withMergedTransfers,
   withReaddressedMember,
@@ -131,7 +131,7 @@ export class ClusterCore {
    */
   private confirmedByPeer = false;
   /** The leaving node's shell said it handed off (change id); repeated until the table shows it. */
-  private handedOff: string | undefined;
+  private finalSynced: string | undefined;
 
   constructor(
     private readonly config: CoreConfig,
@@ -200,8 +200,8 @@ export class ClusterCore {
       case 'chunk-store-failed':
         if (this.bootstrapped) this.target.onStoreFailed(input.transferId, input.seq, this.context());
         break;
-      case 'handoff-done':
-        this.onHandoffDone(input.changeId, effects);
+      case 'final-sync-done':
+        this.onFinalSyncDone(input.changeId, effects);
         break;
       case 'unreachable':
         this.onUnreachable(input.node, effects);
@@ -373,7 +373,7 @@ export class ClusterCore {
       else this.send(member.name, { type: 'heartbeat', epoch }, effects);
     }
     this.progressDirty = false;
-    this.repeatHandedOff(effects);
+    this.repeatFinalSynced(effects);
   }
 
   private sendReadyIfPending(effects: CoreEffect[]): void {
@@ -419,8 +419,8 @@ export class ClusterCore {
         if (message.epoch < this.current.epoch) this.sendMembership(from, effects);
         else this.confirmedByPeer = true;
         return;
-      case 'handed-off':
-        return this.onHandedOff(from, message.changeId, effects);
+      case 'final-synced':
+        return this.onFinalSynced(from, message.changeId, effects);
       case 'ready':
         return this.onReady(from, message.changeId, effects);
       case 'transfer-request':
@@ -483,31 +483,31 @@ export class ClusterCore {
   }
 
   /** The leaving node handed off: merged like progress, and spread at once (it may complete the change). */
-  private onHandedOff(from: string, changeId: string, effects: CoreEffect[]): void {
+  private onFinalSynced(from: string, changeId: string, effects: CoreEffect[]): void {
     const change = this.current.change;
     if (change === undefined || change.id !== changeId || change.node !== from) return;
-    const next = withHandedOff(this.current, changeId);
+    const next = withFinalSynced(this.current, changeId);
     if (next === this.current) return;
     this.adopt(next, effects, true);
   }
 
-  /** This node is leaving and its shell handed everything off: the coordinator is told. */
-  private onHandoffDone(changeId: string, effects: CoreEffect[]): void {
+  /** This node is in motion and its shell made the final sync: the coordinator is told. */
+  private onFinalSyncDone(changeId: string, effects: CoreEffect[]): void {
     const change = this.current.change;
-    if (!this.bootstrapped || change?.id !== changeId || change.node !== this.name || change.kind !== 'leave') return;
-    this.handedOff = changeId;
+    if (!this.bootstrapped || change?.id !== changeId || change.node !== this.name) return;
+    this.finalSynced = changeId;
     const coordinator = coordinatorOf(this.current, (name) => this.available(name));
-    if (coordinator === this.name) this.onHandedOff(this.name, changeId, effects);
-    else this.repeatHandedOff(effects);
+    if (coordinator === this.name) this.onFinalSynced(this.name, changeId, effects);
+    else this.repeatFinalSynced(effects);
   }
 
   /** Until the table shows the hand-off, every heartbeat repeats it (messages get lost). */
-  private repeatHandedOff(effects: CoreEffect[]): void {
+  private repeatFinalSynced(effects: CoreEffect[]): void {
     const change = this.current.change;
-    if (this.handedOff === undefined || change?.id !== this.handedOff || change.handedOff === true) return;
+    if (this.finalSynced === undefined || change?.id !== this.finalSynced || change.finalSynced === true) return;
     const coordinator = coordinatorOf(this.current, (name) => this.available(name));
-    if (coordinator === this.name) this.onHandedOff(this.name, change.id, effects);
-    else if (coordinator !== undefined) this.send(coordinator, { type: 'handed-off', changeId: change.id }, effects);
+    if (coordinator === this.name) this.onFinalSynced(this.name, change.id, effects);
+    else if (coordinator !== undefined) this.send(coordinator, { type: 'final-synced', changeId: change.id }, effects);
   }
 
   /** The Pending node has the table and its repositories open: it turns Joining and its transfers start. */
@@ -574,9 +574,9 @@ export class ClusterCore {
    */
   private waiveHandOffOfLostLeaver(longUnavailable: (name: string) => boolean, effects: CoreEffect[]): void {
     const change = this.current.change;
-    if (change?.kind !== 'leave' || change.handedOff === true || !longUnavailable(change.node)) return;
+    if (change?.kind !== 'leave' || change.finalSynced === true || !longUnavailable(change.node)) return;
     if (uncoveredNeeds(this.current).length > 0) return;
-    this.adopt(withHandedOff(this.current, change.id), effects, true);
+    this.adopt(withFinalSynced(this.current, change.id), effects, true);
   }
 
   // -------------------------------------------------------------------------------------
@@ -683,7 +683,7 @@ export class ClusterCore {
 
 function completionCount(membership: Membership): string {
   const transfers = membership.change?.transfers ?? [];
-  return `${transfers.length}/${transfers.filter((transfer) => transfer.complete).length}/${membership.change?.handedOff === true}`;
+  return `${transfers.length}/${transfers.filter((transfer) => transfer.complete).length}/${membership.change?.finalSynced === true}`;
 }
 
 /** The members' address incarnations: a new address is persisted like a new epoch. */
@@ -694,7 +694,7 @@ function incarnations(membership: Membership): string {
 /** `base` with what `news` adds to the same change: transfers and their progress, the hand-off. */
 function mergeChangeNews(base: Membership, news: Membership): Membership {
   const merged = withMergedTransfers(base, news.change?.transfers ?? []);
-  return news.change?.handedOff === true && news.change.id === base.change?.id ? withHandedOff(merged, news.change.id) : merged;
+  return news.change?.finalSynced === true && news.change.id === base.change?.id ? withFinalSynced(merged, news.change.id) : merged;
 }
 
 /** One node-state per state a member moved through (a table may skip epochs; the events do not). */

@@ -52,7 +52,7 @@ export function structuralKey(membership: Membership): string {
 
 /**
  * Addresses are left out: a node announces a new address without a new epoch, and tables
- * merge it by incarnation (withMemberAddresses). So are transfer progress and handedOff,
+ * merge it by incarnation (withMemberAddresses). So are transfer progress and finalSynced,
  * which merge as a semilattice.
  */
 function computeStructuralKey(membership: Membership): string {
@@ -185,24 +185,24 @@ export function withCompletedChange(membership: Membership): Membership {
 }
 
 /**
- * Every need is covered by a complete transfer, and a leaving node has handed off its
- * hints and pushed its data once more (issue 12, item 5: a node never reaches Left
- * holding hints or the only copy of anything).
+ * Every need is covered by a complete transfer, and the node in motion made its final sync
+ * (issue 12, item 5: a change completes only when the new owners hold everything
+ * acknowledged, and a node never reaches Left holding hints or the only copy of anything).
  */
 export function isReadyToComplete(membership: Membership): boolean {
   const change = membership.change;
   if (change === undefined) return false;
   const state = memberNamed(membership, change.node)?.state;
   if (state !== (change.kind === 'join' ? 'Joining' : 'Leaving')) return false;
-  if (change.kind === 'leave' && change.handedOff !== true) return false;
+  if (change.finalSynced !== true) return false;
   return uncoveredNeeds(membership).length === 0;
 }
 
-/** The leaving node has handed off (merged as an or); the same object when it already said so. */
-export function withHandedOff(membership: Membership, changeId: string): Membership {
+/** The node in motion made its final sync (merged as an or); the same object when it already said so. */
+export function withFinalSynced(membership: Membership, changeId: string): Membership {
   const change = membership.change;
-  if (change === undefined || change.id !== changeId || change.kind !== 'leave' || change.handedOff === true) return membership;
-  return { ...membership, change: { ...change, handedOff: true } };
+  if (change === undefined || change.id !== changeId || change.finalSynced === true) return membership;
+  return { ...membership, change: { ...change, finalSynced: true } };
 }
 
 function mergeTransfer(a: TransferPlan, b: TransferPlan): TransferPlan {

@@ -68,11 +68,13 @@ export interface MembershipChange {
   slots: Slot[];
   transfers: TransferPlan[];
   /**
-   * Leave only: the leaving node holds no hints and has pushed its data to the next
-   * owners once more after every transfer completed (issue 12, item 5). The change
-   * completes only then. Merges as an or, like a transfer's `complete`.
+   * The node in motion has made its final sync once every transfer completed (issue 12,
+   * item 5): a joining node pulled from the current owners what the transfers may have
+   * missed (a write that landed behind a transfer's read, a source that lacked a hinted
+   * record); a leaving node holds no hints and pushed its data to the next owners once
+   * more. The change completes only then. Merges as an or, like a transfer's `complete`.
    */
-  handedOff?: boolean;
+  finalSynced?: boolean;
 }
 
 /**
@@ -113,8 +115,8 @@ export type PeerMessage =
   | { type: 'transfer-ack'; transferId: string; seq: number }
   /** Target → coordinator: progress, and completion when `complete`. */
   | { type: 'transfer-progress'; transferId: string; percentComplete: number; bytes: number; records: number; complete: boolean }
-  /** Leaving node → coordinator: it has handed off its hints and its data (MembershipChange.handedOff). */
-  | { type: 'handed-off'; changeId: string };
+  /** The node in motion → coordinator: its final sync is done (MembershipChange.finalSynced). */
+  | { type: 'final-synced'; changeId: string };
 
 export type AdminCommand =
   | { type: 'add'; member: Omit<Member, 'state'> }
@@ -142,10 +144,11 @@ export type CoreInput =
   /** Target side: the shell could not store the chunk (after its own retries); it is asked for again. */
   | { type: 'chunk-store-failed'; transferId: string; seq: number }
   /**
-   * The leaving node's shell: no hints are left here and the final push to the next owners
-   * of the change is done. The core tells the coordinator until the table shows it.
+   * The shell of the node in motion: its final sync is done (a joining node pulled from the
+   * current owners; a leaving node keeps no hints and pushed to the next owners). The core
+   * tells the coordinator until the table shows it.
    */
-  | { type: 'handoff-done'; changeId: string }
+  | { type: 'final-sync-done'; changeId: string }
   /** The shell could not reach a peer for a send (gRPC error): feeds the failure detector. */
   | { type: 'unreachable'; node: string }
   /** Streams changed: the slots in use now. */

@@ -1,0 +1,417 @@
+// One seeded run of the shell simulation (issue 12, item 4): the real core, shell and data
+// plane of every node (sim-node.ts) under a random scenario: joins and removals while
+// clients write through the real router; crashes (some losing unsynced writes, some
+// restarting on another port, some with damaged data that is refilled from the other
+// owners), pauses, cut links, dropped messages and failing storage I/O (transfers
+// included). Then every fault heals and the run must settle with nothing lost:
+//   SHELL_SIM_SEED=<seed> npx vitest run test/unit/cluster-shell.sim.test.ts
+
+import { coordinatorOf, ownersOf, writeOwners } from '../../src/cluster/core/placement.js';
+import type { AdminCommand, Membership } from '../../src/cluster/core/types.js';
+import type { RepairStream } from '../../src/repair/repair-service.js';
+import type { RepositoryName, StoredRecord } from '../../src/storage/repository.js';
+import { Prng } from './prng.js';
+import type { DiskFaults } from './sim-disk.js';
+import { SimClusterNode, type SimNodeConfig } from './sim-node.js';
+import { SimNetwork } from './sim-network.js';
+import { VirtualWorld } from './virtual-world.js';
+
+export interface ShellSimResult {
+  seed: number;
+  ok: boolean;
+  failures: string[];
+  log: string[];
+  stats: {
+    acknowledged: number;
+    failedWrites: number;
+    changes: number;
+    crashes: number;
+    damagedRestarts: number;
+    moves: number;
+    pauses: number;
+    ioFailures: number;
+    simulatedMs: number;
+    messages: number;
+  };
+}
+
+const NAMES = ['a', 'b', 'c', 'd', 'e'];
+const FAULT_PHASE_MS = 4_000;
+const SETTLE_LIMIT_MS = 40_000;
+
+interface Acked {
+  record: StoredRecord;
+  repo: RepositoryName;
+  replicas: number;
+}
+
+export function shellSimReplay(seed: number): string {
+  return `SHELL_SIM_SEED=${seed} npx vitest run test/unit/cluster-shell.sim.test.ts`;
+}
+
+export async function simulateShell(seed: number, options: { nodeLogs?: boolean } = {}): Promise<ShellSimResult> {
+  const prng = new Prng(seed);
+  const run = new ShellSimRun(prng, options.nodeLogs ?? false);
+  try {
+    await run.play();
+  } catch (error) {
+    run.fail(`harness error: ${(error as Error).stack ?? String(error)}`);
+  }
+  return { seed, ok: run.failures.length === 0, failures: run.failures, log: run.log, stats: { ...run.stats, simulatedMs: run.world.now, messages: run.network.messages } };
+}
+
+class ShellSimRun {
+  readonly world = new VirtualWorld();
+  readonly network: SimNetwork;
+  readonly failures: string[] = [];
+  readonly log: string[] = [];
+  readonly stats = { acknowledged: 0, failedWrites: 0, changes: 0, crashes: 0, damagedRestarts: 0, moves: 0, pauses: 0, ioFailures: 0 };
+  private readonly nodes = new Map<string, SimClusterNode>();
+  private readonly acked: Acked[] = [];
+  /** Copies the simulation destroyed (damaged disks), by writeId: the nodes that held them. */
+  private readonly destroyed = new Map<string, string[]>();
+  private readonly config: SimNodeConfig;
+  private diskFaults: DiskFaults;
+  private operations: Array<'add' | 'remove'>;
+  private nextName = 1;
+  private healed = false;
+  private writeCounter = 0;
+
+  constructor(
+    private readonly prng: Prng,
+    private readonly nodeLogs: boolean,
+  ) {
+    const ringSize = prng.int(3, 6);
+    const replicaValues = prng.shuffle([1, 2, 3]).slice(0, prng.int(1, 2));
+    const streams: RepairStream[] = replicaValues.flatMap((replicas) => [
+      { key: `sim/ssr/r${replicas}`, repo: 'ssr' as const, replicas, ringSize },
+      { key: `sim/tsr/r${replicas}`, repo: 'tsr' as const, replicas, ringSize },
+    ]);
+    this.config = {
+      core: { heartbeatIntervalMs: 100, failureTimeoutMs: prng.pick([300, 500]), transferStallMs: prng.pick([300, 600]), transferWindowChunks: prng.int(1, 3) },
+      streams,
+      kvKeys: ['kv/streams/s1', 'kv/tenants/t1'],
+      writeDeadlineMs: 150,
+      peerDeadlineMs: 400,
+      hintReplayIntervalMs: 200,
+    };
+    this.network = new SimNetwork(this.world, prng.fork(), { dropRate: prng.pick([0, 0.02, 0.05]), delayMs: [1, prng.pick([5, 20])] });
+    this.diskFaults = { ioFailRate: prng.pick([0, 0.01, 0.03]), ioDelayMs: [1, prng.int(2, 8)], unsyncedLossRate: 0.5 };
+    const adds = prng.int(1, 3);
+    const removes = prng.int(0, 2);
+    this.operations = prng.shuffle([...Array<'add'>(adds).fill('add'), ...Array<'remove'>(removes).fill('remove')]);
+  }
+
+  async play(): Promise<void> {
+    this.node(NAMES[0]!, true).start();
+    this.note(`scenario: ${this.config.streams.map((stream) => stream.key).join(' ')}, operations ${this.operations.join(',')}, io failures ${this.diskFaults.ioFailRate}`);
+    this.schedulePhase();
+    await this.world.runUntil(FAULT_PHASE_MS, () => this.failures.length > 0);
+    if (this.failures.length > 0) return;
+    this.heal();
+    for (let until = FAULT_PHASE_MS + 200; until <= FAULT_PHASE_MS + SETTLE_LIMIT_MS; until += 200) {
+      await this.world.runUntil(until, () => this.failures.length > 0);
+      if (this.failures.length > 0) return;
+      if (this.operations.length === 0 && this.quiescent() === undefined) return this.checkFinal();
+    }
+    this.fail(`not settled ${SETTLE_LIMIT_MS} ms after healing: ${this.quiescent() ?? `operations left: ${this.operations.join(',')}`}`);
+  }
+
+  private schedulePhase(): void {
+    const prng = this.prng;
+    for (let index = prng.int(20, 60); index > 0; index -= 1) this.world.schedule(prng.int(0, FAULT_PHASE_MS), () => void this.write(2));
+    for (let index = prng.int(0, 3); index > 0; index -= 1) this.world.schedule(prng.int(200, FAULT_PHASE_MS), () => this.crashSomeone());
+    for (let index = prng.int(0, 2); index > 0; index -= 1) this.world.schedule(prng.int(200, FAULT_PHASE_MS), () => this.pauseSomeone());
+    for (let index = prng.int(0, 2); index > 0; index -= 1) this.world.schedule(prng.int(200, FAULT_PHASE_MS), () => this.cutLinks());
+    this.world.schedule(prng.int(0, 200), () => void this.nextOperation());
+  }
+
+  private heal(): void {
+    this.healed = true;
+    this.network.faults = { dropRate: 0, delayMs: [1, 5] };
+    this.network.cuts.clear();
+    this.diskFaults = { ...this.diskFaults, ioFailRate: 0 };
+    for (const node of this.nodes.values()) {
+      node.pausedUntil = 0;
+      if (node.everStarted && !node.alive) node.start();
+    }
+    this.note('--- faults heal ---');
+  }
+
+  // ---- The operator
+
+  private async nextOperation(): Promise<void> {
+    const operation = this.operations[0];
+    if (operation === undefined) return;
+    const command = this.commandFor(operation);
+    if (command === undefined) {
+      this.operations.shift();
+      this.world.schedule(this.world.now + 1, () => void this.nextOperation());
+      return;
+    }
+    const accepted = (await this.sendAdmin(command)) || this.alreadyMade(command);
+    if (accepted) {
+      this.operations.shift();
+      this.stats.changes += 1;
+      this.note(`change accepted: ${command.type === 'add' ? `add ${command.member.name}` : `remove ${command.name}`}`);
+    }
+    this.world.schedule(this.world.now + this.prng.int(accepted ? 300 : 100, accepted ? 1_500 : 400), () => void this.nextOperation());
+  }
+
+  private commandFor(operation: 'add' | 'remove'): AdminCommand | undefined {
+    if (operation === 'add') {
+      const name = NAMES[this.nextName];
+      if (name === undefined) return undefined;
+      const node = this.nodes.get(name) ?? this.node(name, false);
+      const { state: _state, ...member } = node.member();
+      return { type: 'add', member };
+    }
+    const view = this.newestTable();
+    if (view === undefined) return undefined;
+    const joined = view.members.filter((member) => member.state === 'Joined').map((member) => member.name);
+    return joined.length < 2 ? undefined : { type: 'remove', name: this.prng.pick(joined) };
+  }
+
+  private alreadyMade(command: AdminCommand): boolean {
+    if (command.type !== 'add') return false;
+    const made = this.newestTable()?.members.some((member) => member.name === command.member.name) === true;
+    if (made) this.nextName += 1;
+    return made;
+  }
+
+  private async sendAdmin(command: AdminCommand): Promise<boolean> {
+    if (command.type === 'add') {
+      const joining = this.nodes.get(command.member.name)!;
+      if (!joining.everStarted) joining.start();
+      // The node may have been moved to another port since the command was made.
+      command = { type: 'add', member: { ...command.member, port: joining.port } };
+    }
+    const live = this.live().filter((node) => node.process!.core.membership().epoch > 0);
+    if (live.length === 0) return false;
+    const via = this.prng.pick(live);
+    const core = via.process!.core;
+    const target = coordinatorOf(core.membership(), (name) => core.available(name));
+    const coordinator = target === undefined ? undefined : this.nodes.get(target);
+    if (coordinator?.process === undefined || coordinator.pausedUntil > this.world.now) return false;
+    const result = await coordinator.process.shell.admin(command);
+    if (result.ok && command.type === 'add') this.nextName += 1;
+    if (!result.ok) this.note(`admin ${command.type} refused by ${coordinator.name}: ${result.status} ${result.message}`);
+    return result.ok;
+  }
+
+  // ---- The clients
+
+  private async write(attemptsLeft: number): Promise<void> {
+    const live = this.live().filter((node) => node.process!.core.confirmed() && node.pausedUntil <= this.world.now);
+    const stream = this.prng.pick(this.config.streams);
+    if (live.length === 0 || attemptsLeft === 0) return;
+    const via = this.prng.pick(live);
+    const records: StoredRecord[] = Array.from({ length: this.prng.int(1, 4) }, () => ({
+      stream: stream.key,
+      partition: this.prng.int(0, stream.ringSize - 1),
+      timestamp: this.world.now,
+      writeId: `w${String(this.writeCounter++).padStart(5, '0')}.${via.name}`,
+      payloadJson: '{}',
+    }));
+    // Copies wanted are decided by the table the write is routed with.
+    const routedBy = via.process!.core.membership();
+    const owners = records.map((record) => writeOwners(routedBy, { partition: record.partition, replicas: stream.replicas }).length);
+    const failures = await via.process!.plane.router.write(stream.repo, { replicas: stream.replicas, ring_size: stream.ringSize, hash_payload: { bytes: 128 } }, records);
+    records.forEach((record, position) => {
+      if (failures.has(position)) return void (this.stats.failedWrites += 1);
+      this.stats.acknowledged += 1;
+      this.acked.push({ record, repo: stream.repo, replicas: stream.replicas });
+      // Acknowledged means durable on two distinct nodes (stored or hinted) whenever the
+      // stream keeps two copies and the ring has two owners (partition-router.ts).
+      // A copy damaged after it became durable still counted when the write was made.
+      const holders = [...new Set([...this.holders(stream.repo, record), ...(this.destroyed.get(record.writeId) ?? [])])];
+      const wanted = Math.min(2, stream.replicas, owners[position]!);
+      if (holders.length < wanted) this.fail(`${record.writeId} acknowledged by ${via.name} while only ${holders.join(',') || 'nobody'} held it (wanted ${wanted} nodes)`);
+    });
+    if (failures.size > 0 && !this.healed) this.world.schedule(this.world.now + this.prng.int(50, 200), () => void this.write(attemptsLeft - 1));
+  }
+
+  // ---- The faults
+
+  private crashSomeone(): void {
+    if (this.healed) return;
+    const victim = this.prng.pick([...this.nodes.values()].filter((node) => node.everStarted));
+    const kind = this.prng.pick(['plain', 'unsynced', 'move', 'damaged'] as const);
+    victim.crash(kind === 'unsynced');
+    this.stats.crashes += 1;
+    if (kind === 'move') {
+      victim.port += 1;
+      this.stats.moves += 1;
+    }
+    if (kind === 'damaged') this.damage(victim);
+    this.note(`${victim.name} crashes (${kind})`);
+    this.world.schedule(this.world.now + this.prng.int(100, 1_000), () => {
+      if (!victim.alive) victim.start();
+      this.note(`${victim.name} restarts${kind === 'move' ? ` on port ${victim.port}` : ''}`);
+    });
+  }
+
+  /**
+   * A damaged disk: some records are gone, and the node knows (the commit ledger's check at
+   * open). It must refill from the other owners before anyone counts on it again.
+   */
+  private damage(node: SimClusterNode): void {
+    let lost = 0;
+    for (const repo of ['ssr', 'tsr'] as const) {
+      for (const records of node.disk.records[repo].values()) {
+        for (const [key, record] of [...records]) {
+          // One replica is damaged at a time: what only this node holds is not taken (no
+          // system keeps data whose every copy is destroyed); the ack check above makes
+          // sure nothing acknowledged is ever held by one node only.
+          if (this.holders(repo, record).length > 1 && this.prng.chance(0.3)) {
+            records.delete(key);
+            this.destroyed.set(key, [...(this.destroyed.get(key) ?? []), node.name]);
+            lost += 1;
+          }
+        }
+      }
+    }
+    node.disk.damage = { reason: `the simulation damaged it (${lost} records lost)`, sinceMs: this.world.now };
+    this.stats.damagedRestarts += 1;
+  }
+
+  private pauseSomeone(): void {
+    if (this.healed) return;
+    const live = this.live();
+    if (live.length === 0) return;
+    const victim = this.prng.pick(live);
+    const until = this.world.now + this.prng.int(200, 1_500);
+    victim.pause(until);
+    this.stats.pauses += 1;
+    this.note(`${victim.name} paused until ${until}`);
+  }
+
+  private cutLinks(): void {
+    if (this.healed) return;
+    const names = [...this.nodes.values()].filter((node) => node.everStarted).map((node) => node.name);
+    if (names.length < 2) return;
+    const shuffled = this.prng.shuffle(names);
+    const split = this.prng.int(1, shuffled.length - 1);
+    const cut: string[] = [];
+    for (const a of shuffled.slice(0, split)) for (const b of shuffled.slice(split)) cut.push(`${a}>${b}`, `${b}>${a}`);
+    for (const link of cut) this.network.cuts.add(link);
+    this.note(`partition ${shuffled.slice(0, split).join('')} | ${shuffled.slice(split).join('')}`);
+    this.world.schedule(this.world.now + this.prng.int(100, 1_000), () => cut.forEach((link) => this.network.cuts.delete(link)));
+  }
+
+  // ---- Checks
+
+  /** A node drops a partition only after every current owner holds every acknowledged record it held. */
+  private checkDrop(node: string, repo: RepositoryName, stream: string, partition: number, held: readonly string[]): void {
+    const table = this.nodes.get(node)!.process?.core.membership();
+    if (table === undefined) return;
+    const replicas = this.config.streams.find((each) => each.key === stream)!.replicas;
+    if (table.members.find((member) => member.name === node)?.state === 'Left') return;
+    const heldSet = new Set(held);
+    for (const acked of this.acked) {
+      if (acked.record.stream !== stream || acked.record.partition !== partition || acked.repo !== repo || !heldSet.has(acked.record.writeId)) continue;
+      for (const owner of ownersOf(table, { partition, replicas })) {
+        if (owner === node) continue;
+        if (!this.nodes.get(owner)!.disk.partitionOf(repo, stream, partition).has(acked.record.writeId)) {
+          this.fail(`${node} dropped ${repo} ${stream}/${partition} while owner ${owner} lacked acknowledged ${acked.record.writeId}`);
+          return;
+        }
+      }
+    }
+  }
+
+  /** Undefined once every node runs with one table, no change, no hints, nothing left to hand off. */
+  private quiescent(): string | undefined {
+    const started = [...this.nodes.values()].filter((node) => node.everStarted);
+    if (started.some((node) => !node.alive)) return 'a node is down';
+    const tables = started.map((node) => node.process!.core.membership());
+    if (new Set(tables.map((table) => table.epoch)).size > 1) return `epochs differ: ${tables.map((table) => table.epoch).join(',')}`;
+    if (tables[0]!.change !== undefined) return `change ${tables[0]!.change.id} in flight`;
+    for (const node of started) {
+      const process = node.process!;
+      if (process.disk.hintedRecords() > 0) return `${node.name} holds hints`;
+      if (process.plane.handOff.pendingDrops() > 0) return `${node.name} has partitions to hand off`;
+      if (process.plane.repair.damaged() !== undefined) return `${node.name} is refilling damaged data`;
+      if (process.core.incomingTransfers().length > 0) return `${node.name} receives transfers`;
+    }
+    return undefined;
+  }
+
+  private checkFinal(): void {
+    const table = this.nodes.get(NAMES[0]!)!.process!.core.membership();
+    for (const acked of this.acked) {
+      const { stream, partition, writeId } = acked.record;
+      for (const owner of ownersOf(table, { partition, replicas: acked.replicas })) {
+        if (!this.nodes.get(owner)!.disk.partitionOf(acked.repo, stream, partition).has(writeId)) {
+          const holders = [...this.nodes.values()].filter((node) => node.disk.partitionOf(acked.repo, stream, partition).has(writeId)).map((node) => node.name);
+          this.fail(`acknowledged ${acked.repo} ${writeId} (${stream}/${partition}) is not on owner ${owner}; held by ${holders.join(',') || 'nobody'}`);
+        }
+      }
+    }
+    for (const node of this.nodes.values()) {
+      if (!node.everStarted) continue;
+      for (const repo of ['ssr', 'tsr'] as const) {
+        for (const [where, records] of node.disk.records[repo]) {
+          if (records.size === 0) continue;
+          const [stream, partition] = [where.slice(0, where.lastIndexOf('|')), Number(where.slice(where.lastIndexOf('|') + 1))];
+          const replicas = this.config.streams.find((each) => each.key === stream)!.replicas;
+          if (!writeOwners(table, { partition, replicas }).includes(node.name)) this.fail(`${node.name} still holds ${records.size} ${repo} records of ${where}, which it does not own`);
+        }
+      }
+      const state = table.members.find((member) => member.name === node.name)?.state;
+      if (state === 'Joined' && this.config.kvKeys.some((key) => !node.disk.kv.has(key))) this.fail(`${node.name} is Joined without every KV key`);
+    }
+  }
+
+  // ---- Helpers
+
+  private node(name: string, lone: boolean): SimClusterNode {
+    const node = new SimClusterNode(
+      name, lone, this.world, this.network, this.prng.fork(), this.config,
+      () => this.diskFaults,
+      (dropper, repo, stream, partition, held) => this.checkDrop(dropper, repo, stream, partition, held),
+      (dead, error) => {
+        this.note(`${dead} stops on a fatal error: ${(error as Error).message}`);
+        if ((error as Error).name !== 'SimIoError') this.fail(`${dead} failed: ${(error as Error).stack ?? String(error)}`);
+        this.world.schedule(this.world.now, () => {
+          this.nodes.get(dead)!.crash(false);
+          this.stats.ioFailures += 1;
+          this.world.schedule(this.world.now + 100, () => this.nodes.get(dead)!.start());
+        });
+      },
+      this.nodeLogs ? (line) => this.note(line) : undefined,
+    );
+    this.nodes.set(name, node);
+    return node;
+  }
+
+  /** Nodes that hold the record, stored or in a hint. */
+  private holders(repo: RepositoryName, record: StoredRecord): string[] {
+    return [...this.nodes.values()]
+      .filter((node) => node.disk.partitionOf(repo, record.stream, record.partition).has(record.writeId) || [...node.disk.hints.values()].some((hint) => hint.payload.repository === repo && (hint.payload.records as StoredRecord[]).some((held) => held.writeId === record.writeId)))
+      .map((node) => node.name);
+  }
+
+  private live(): SimClusterNode[] {
+    return [...this.nodes.values()].filter((node) => node.alive && node.process !== undefined);
+  }
+
+  private newestTable(): Membership | undefined {
+    let newest: Membership | undefined;
+    for (const node of this.live()) {
+      const table = node.process!.core.membership();
+      if (table.epoch > 0 && (newest === undefined || table.epoch > newest.epoch)) newest = table;
+    }
+    return newest;
+  }
+
+  note(line: string): void {
+    this.log.push(`${String(this.world.now).padStart(6)}ms ${line}`);
+    if (this.log.length > 2_000) this.log.splice(0, 500);
+  }
+
+  fail(message: string): void {
+    this.failures.push(`t=${this.world.now}ms: ${message}`);
+    this.note(`FAILURE ${message}`);
+  }
+}

@@ -1,0 +1,181 @@
+// One node of the shell simulation (issue 12, item 4): the real cluster core, the real
+// cluster shell and the real data plane (src/cluster/data-plane.ts: replica writer and
+// router, hint keeper and replayer, hand-offs, repair), wired to simulated ports: a virtual
+// network, a simulated disk and virtual timers. Only the ports are the simulation's.
+
+import { pino } from 'pino';
+import { ClusterShell } from '../../src/cluster/cluster-shell.js';
+import { ClusterCore } from '../../src/cluster/core/core.js';
+import type { CoreConfig, Member, Slot } from '../../src/cluster/core/types.js';
+import { chunksOfSoundData, startDataPlane, type DataPlane } from '../../src/cluster/data-plane.js';
+import { ClusterEventBus } from '../../src/cluster/events.js';
+import type { RepairStream } from '../../src/repair/repair-service.js';
+import type { RepositoryName } from '../../src/storage/repository.js';
+import type { Prng } from './prng.js';
+import { SimDisk, SimDiskState, type DiskFaults } from './sim-disk.js';
+import type { SimNetwork } from './sim-network.js';
+import type { Incarnation, VirtualWorld } from './virtual-world.js';
+
+export interface SimNodeConfig {
+  core: Omit<CoreConfig, 'name'>;
+  streams: RepairStream[];
+  kvKeys: string[];
+  writeDeadlineMs: number;
+  peerDeadlineMs: number;
+  hintReplayIntervalMs: number;
+}
+
+
+/** A running incarnation of a node. */
+export interface SimProcess {
+  core: ClusterCore;
+  shell: ClusterShell;
+  plane: DataPlane;
+  disk: SimDisk;
+}
+
+export class SimClusterNode implements Incarnation {
+  alive = false;
+  pausedUntil = 0;
+  incarnation = 0;
+  everStarted = false;
+  port: number;
+  readonly disk = new SimDiskState();
+  process: SimProcess | undefined;
+
+  constructor(
+    readonly name: string,
+    readonly lone: boolean,
+    private readonly world: VirtualWorld,
+    private readonly network: SimNetwork,
+    private readonly prng: Prng,
+    private readonly config: SimNodeConfig,
+    private readonly faults: () => DiskFaults,
+    private readonly onDrop: (node: string, repo: RepositoryName, stream: string, partition: number, held: readonly string[]) => void,
+    private readonly onFatal: (node: string, error: unknown) => void,
+    /** Where the node's own log lines go (a replay shows them; a run of many seeds drops them). */
+    private readonly logLine?: (line: string) => void,
+  ) {
+    this.port = 9000;
+    if (lone) for (const key of config.kvKeys) this.disk.kv.add(key);
+  }
+
+  member(): Member {
+    return { name: this.name, publicKey: `key-${this.name}`, address: '10.0.0.1', port: this.port, httpPort: 8000, zone: 'z', state: this.lone ? 'Joined' : 'Pending' };
+  }
+
+  /** Starts a new incarnation from what the disk holds. */
+  start(): void {
+    if (this.alive) return;
+    this.alive = true;
+    this.pausedUntil = 0;
+    this.incarnation += 1;
+    this.everStarted = true;
+    // Each incarnation is its own Incarnation object: the old one's events stay dead.
+    const owner = new ProcessHandle(this);
+    const log = this.logLine === undefined
+      ? pino({ level: 'silent' })
+      : pino({ level: 'debug', base: { node: this.name } }, { write: (line: string) => this.logLine!(compactLogLine(line)) });
+    const timers = this.world.timersOf(owner);
+    const disk = new SimDisk(this.disk, this.world, owner, this.prng.fork(), this.faults, (repo, stream, partition, held) => this.onDrop(this.name, repo, stream, partition, held));
+    const core = new ClusterCore({ ...this.config.core, name: this.name }, structuredClone(this.disk.coreState), { self: this.member(), lone: this.lone });
+    const endpoint = this.network.attach({ name: this.name, port: this.port, portOf: (to) => core.membership().members.find((member) => member.name === to)?.port }, owner);
+    let plane: DataPlane | undefined;
+    const shell = new ClusterShell({
+      core, transport: endpoint, events: new ClusterEventBus(), log, timers,
+      chunks: chunksOfSoundData(disk.chunks, () => plane?.repair.damaged() !== undefined),
+      saveCoreState: (state) => disk.saveCoreState(state),
+      onMembership: () => {},
+      onDrop: (repo, slots) => plane?.handOff.schedule(repo, slots),
+      onFatal: (error) => this.onFatal(this.name, error),
+      heartbeatIntervalMs: this.config.core.heartbeatIntervalMs,
+      peerDeadlineMs: this.config.peerDeadlineMs,
+      ackWaitMs: Math.max(50, Math.floor(this.config.core.transferStallMs / 2)),
+    });
+    plane = startDataPlane({
+      localName: this.name, core, endpoint, log, timers, wallClock: () => this.world.now,
+      shell: {
+        adopt: (from, membership) => shell.adopt(from, membership),
+        suspect: (node) => shell.submit({ type: 'unreachable', node }),
+        finalSynced: (changeId) => shell.submit({ type: 'final-sync-done', changeId }),
+      },
+      replica: disk.replica,
+      partitions: disk.partitions,
+      hints: disk.hints,
+      committer: disk.committer,
+      dropPartition: (repo, stream, partition) => disk.chunks.dropPartition(repo, stream, partition),
+      definitions: { records: () => [], apply: async () => {} },
+      persistDamage: async (damage) => void (this.disk.damage = damage),
+      streams: () => this.config.streams,
+      replicasOf: (stream) => this.config.streams.find((each) => each.key === stream)?.replicas ?? 1,
+      limits: {
+        writeDeadlineMs: this.config.writeDeadlineMs,
+        peerDeadlineMs: this.config.peerDeadlineMs,
+        hintReplayIntervalMs: this.config.hintReplayIntervalMs,
+        repairIntervalMs: 0,
+        repairPacingMs: 0,
+      },
+    });
+    endpoint.handle('CoreMessage', async (sender, message) => {
+      shell.submit({ type: 'receive', from: sender, message });
+      return {};
+    });
+    endpoint.handle('Admit', async (sender, admit) => {
+      shell.submit({ type: 'receive', from: sender, message: { type: 'membership', membership: admit.membership } });
+      const self = core.membership().members.find((member) => member.name === this.name)!;
+      return { name: this.name, publicKey: self.publicKey, state: self.state, zone: self.zone, httpPort: self.httpPort };
+    });
+    endpoint.handle('AdminCommand', (_sender, command) => shell.admin(command));
+    endpoint.handleTransfer((sender, chunk) => shell.receiveChunk(sender, chunk));
+    shell.submit({ type: 'slots', slots: slotsOf(this.config.streams) });
+    shell.start();
+    plane.start(this.disk.damage);
+    this.process = { core, shell, plane, disk };
+  }
+
+  crash(loseUnsynced: boolean): void {
+    if (!this.alive) return;
+    this.alive = false;
+    this.process?.shell.stop();
+    this.process?.plane.stop();
+    this.process = undefined;
+    this.disk.crash(loseUnsynced);
+  }
+
+  pause(untilMs: number): void {
+    this.pausedUntil = Math.max(this.pausedUntil, untilMs);
+  }
+}
+
+/** The incarnation a process's events belong to: alive until that process ends. */
+class ProcessHandle implements Incarnation {
+  private readonly incarnation: number;
+
+  constructor(private readonly node: SimClusterNode) {
+    this.incarnation = node.incarnation;
+  }
+
+  get alive(): boolean {
+    return this.node.alive && this.node.incarnation === this.incarnation;
+  }
+
+  get pausedUntil(): number {
+    return this.node.pausedUntil;
+  }
+}
+
+/** Every (partition, replicas) pair the streams use. */
+export function slotsOf(streams: readonly RepairStream[]): Slot[] {
+  const seen = new Map<string, Slot>();
+  for (const stream of streams) {
+    for (let partition = 0; partition < stream.ringSize; partition += 1) seen.set(`${partition}/${stream.replicas}`, { partition, replicas: stream.replicas });
+  }
+  return [...seen.values()];
+}
+
+/** A pino JSON line as "node: msg {fields}". */
+function compactLogLine(line: string): string {
+  const { level: _level, time: _time, pid: _pid, hostname: _hostname, node, msg, ...rest } = JSON.parse(line) as Record<string, unknown>;
+  const fields = Object.keys(rest).length === 0 ? '' : ` ${JSON.stringify(rest).slice(0, 300)}`;
+  return `${String(node)}: ${String(msg)}${fields}`;
+}
