@@ -13,7 +13,7 @@ import { loadOrCreateIdentity, type NodeIdentity } from './cluster/identity.js';
 import { MembershipService } from './cluster/membership-service.js';
 import { NodeTable, type NodeDocument } from './cluster/node-table.js';
 import { DEFAULT_POLICY, type DistributionPolicy } from './cluster/partitioner.js';
-import { chunksOfSoundData, startDataPlane } from './cluster/data-plane.js';
+import { guardedChunks, startDataPlane } from './cluster/data-plane.js';
 import { StoredPartitions } from './repair/stored-partitions.js';
 import { type Damage, type RepairRunStatus, type RepairStream } from './repair/repair-service.js';
 import type { TransferAction } from './cluster/membership-service.js';
@@ -151,7 +151,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   }, config.cluster.transferChunkBytes);
   const shell = new ClusterShell({
     core, transport, events, log,
-    chunks: chunksOfSoundData(chunks, () => plane.repair.damaged() !== undefined),
+    chunks: guardedChunks(chunks, () => plane),
     saveCoreState: (state) => database.batch([{ type: 'put', sublevel: database.local, key: CORE_STATE_KEY, value: JSON.stringify(state) }], { sync: true }),
     onMembership: applyMembership,
     onDrop: (repo, slots) => handOff.schedule(repo, slots),

@@ -96,6 +96,11 @@ export class ClusterShell {
     this.streams.clear();
   }
 
+  /** Nothing waits to be stepped and no step's effects are being carried out. */
+  idle(): boolean {
+    return this.queue.length === 0 && !this.draining;
+  }
+
   submit(input: CoreInput): void {
     if (this.stopped) return;
     this.queue.push(input);

@@ -79,10 +79,18 @@ const DEFINITIONS_PER_READ_MAX = 500;
 
 export function startDataPlane(ports: DataPlanePorts): DataPlane {
   const { localName, core, endpoint, limits, log, timers } = ports;
+  // Every store waits for a delete of its partitions that is under way (partition-handoff.ts).
+  let handOffRef: PartitionHandOff | undefined;
+  const replica: ReplicaStore = {
+    store: async (repository, records) => {
+      await handOffRef?.settle(repository, records);
+      return ports.replica.store(repository, records);
+    },
+  };
   const available = (name: string) => core.available(name);
   const membership = () => core.membership();
   const writer = new ReplicaWriter({
-    localName, replica: ports.replica, transport: endpoint, available, log,
+    localName, replica, transport: endpoint, available, log,
     writeDeadlineMs: limits.writeDeadlineMs,
     epoch: () => membership().epoch,
     adopt: (from, table) => ports.shell.adopt(from, table),
@@ -91,7 +99,7 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
   const keeper = new HintKeeper({
     localName, hints: ports.hints, committer: ports.committer, transport: endpoint, log,
     writeDeadlineMs: limits.writeDeadlineMs,
-    leaving: () => isLeaving(membership(), localName),
+    goingAway: (node) => isLeaving(membership(), node),
     delegates: () => hintDelegates(core, localName),
   });
   const ownersOf = (policy: DistributionPolicy, partition: number) => writeOwners(membership(), { partition, replicas: policy.replicas });
@@ -119,8 +127,9 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
     graceMs: 2 * limits.writeDeadlineMs,
     retryMs: limits.hintReplayIntervalMs,
   });
+  handOffRef = handOff;
   const replayer = new HintReplayer({
-    localName, hints: ports.hints, committer: ports.committer, transport: endpoint, keeper, replica: ports.replica, available, log, timers, membership,
+    localName, hints: ports.hints, committer: ports.committer, transport: endpoint, keeper, replica, available, log, timers, membership,
     adopt: (from, table) => ports.shell.adopt(from, table),
     replicasOf: (stream) => ports.replicasOf(stream),
     peerDeadlineMs: limits.peerDeadlineMs,
@@ -132,7 +141,7 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
     startRemote: async (node, runId, stream) => void (await endpoint.call(node, 'RepairSweep', { runId, stream }, { deadlineMs: limits.peerDeadlineMs })),
     statusRemote: (node, runId) => endpoint.call(node, 'RepairStatus', { runId }, { deadlineMs: limits.peerDeadlineMs }),
   });
-  serveDataPlane(endpoint, { core, localName, replica: ports.replica, keeper, partitions: ports.partitions, repair, definitions: ports.definitions });
+  serveDataPlane(endpoint, { core, localName, replica, keeper, partitions: ports.partitions, repair, definitions: ports.definitions });
   return {
     router, keeper, replayer, handOff, repair, clusterRepair,
     start(damage) {
@@ -169,14 +178,22 @@ export async function storeReplicaWrite(core: ClusterCore, replica: ReplicaStore
 }
 
 /**
- * A node refilling damaged data is no transfer source: a chunk read from it could miss
- * what it lost. Its reads fail (the target asks again later) until the refill is done.
+ * Transfers as the data plane needs them: a node refilling damaged data is no transfer
+ * source (a chunk read from it could miss what it lost; the target asks again later), and
+ * a chunk stored into a partition waits for a delete of it that is under way.
  */
-export function chunksOfSoundData(chunks: ChunkStore, damaged: () => boolean): ChunkStore {
+export function guardedChunks(chunks: ChunkStore, plane: () => DataPlane | undefined): ChunkStore {
   return {
     storedProgress: () => chunks.storedProgress(),
-    read: (transfer, after) => (damaged() && transfer.repo !== 'KV' ? Promise.reject(new Error('this node is refilling damaged data: it is no transfer source yet')) : chunks.read(transfer, after)),
-    store: (transfer, chunk, progress) => chunks.store(transfer, chunk, progress),
+    read: (transfer, after) =>
+      plane()?.repair.damaged() !== undefined && transfer.repo !== 'KV'
+        ? Promise.reject(new Error('this node is refilling damaged data: it is no transfer source yet'))
+        : chunks.read(transfer, after),
+    store: async (transfer, chunk, progress) => {
+      const handOff = plane()?.handOff;
+      if (handOff !== undefined && transfer.repo !== 'KV') await handOff.settle(transfer.repo, handOff.partitionsOf(transfer.slots));
+      return chunks.store(transfer, chunk, progress);
+    },
     forgetProgress: (changeId) => chunks.forgetProgress(changeId),
   };
 }

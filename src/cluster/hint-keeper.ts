@@ -31,8 +31,8 @@ export interface Committer {
 
 export interface HintKeeperDeps {
   localName: string;
-  /** This node is leaving (or has left): hints must not stay here. */
-  leaving(): boolean;
+  /** Whether the node is leaving (or has left): hints must not stay there, and its copies go with it. */
+  goingAway(node: string): boolean;
   hints: HintStorage;
   committer: Committer;
   transport: Pick<PeerEndpoint, 'call'>;
@@ -53,16 +53,18 @@ export class HintKeeper implements HintKeeping {
 
   async keep(repository: RepositoryName, wanted: readonly HintWant[]): Promise<Map<number, string>> {
     const failures = new Map<number, string>();
-    const here = !this.deps.leaving();
+    const here = !this.deps.goingAway(this.deps.localName);
     const localEntries: HintEntry[] = [];
     const needDelegate: HintWant[] = [];
     for (const want of wanted) {
-      const holders = new Set(want.storedOn);
+      // A copy on a node that is leaving goes away with it: it counts for nothing.
+      const holders = new Set(want.storedOn.filter((node) => !this.deps.goingAway(node)));
       if (here) {
         for (const target of want.missing) localEntries.push({ target, repository, records: [want.record] });
         holders.add(this.deps.localName);
       }
-      if (holders.size < want.copies) needDelegate.push(want);
+      // Every missing owner needs its hint somewhere that stays, and enough nodes must hold the record.
+      if (!here || holders.size < want.copies) needDelegate.push({ ...want, copies: holders.size < want.copies ? want.copies : 0 });
     }
     try {
       await this.keepHere(localEntries);
@@ -84,16 +86,16 @@ export class HintKeeper implements HintKeeping {
   }
 
   /**
-   * Hints on another member (HintStore), for the records whose other holders are not
-   * enough. Each delegate takes the records it does not already store. Returns the wants
-   * no delegate could take.
+   * Hints on another member (HintStore). A record that needs another holder (`copies` > 0)
+   * goes to a delegate that does not store it yet; one that only needs its hints kept (this
+   * node is leaving) may go to any. Returns the wants no delegate could take.
    */
   async keepElsewhere(repository: RepositoryName, wants: readonly HintWant[]): Promise<HintWant[]> {
     let open = [...wants];
     const candidates = this.deps.delegates().slice(0, DELEGATES_TRIED_MAX);
     for (const delegate of candidates) {
       if (open.length === 0) break;
-      const taken = open.filter((want) => !want.storedOn.includes(delegate) && !want.missing.every((target) => target === delegate));
+      const taken = open.filter((want) => (want.copies === 0 || !want.storedOn.includes(delegate)) && !want.missing.every((target) => target === delegate));
       if (taken.length === 0) continue;
       const entries = taken.flatMap((want) => want.missing.filter((target) => target !== delegate).map((target) => ({ target, repository, records: [want.record] })));
       try {

@@ -53,8 +53,14 @@ interface PendingDrop {
 
 const REPOSITORIES: readonly RepositoryName[] = ['ssr', 'tsr'];
 
+function partitionKey(repo: RepositoryName, stream: string, partition: number): string {
+  return `${repo}\n${stream}\n${partition}`;
+}
+
 export class PartitionHandOff {
   private readonly pending = new Map<string, PendingDrop>();
+  /** Deletes under way, by partition: stores into those partitions wait for them. */
+  private readonly deleting = new Map<string, Promise<void>>();
   private timer: Timer | undefined;
   private working = false;
   private leaveDone: string | undefined;
@@ -123,7 +129,33 @@ export class PartitionHandOff {
       const sent = await this.deps.handOff({ repo, stream, partition: slot.partition }, slot.replicas, ownersOf(membership, slot));
       if (sent > 0) this.deps.log.info({ repo, stream, partition: slot.partition, records: sent }, 'handed off records before dropping the partition');
     }
-    await this.deps.dropPartition(repo, stream, slot.partition);
+    // The table may have given the slot back while the hand-off ran: checked again, at the
+    // moment the delete starts; a store that comes later waits for it (settle()).
+    if (writeOwners(this.deps.membership(), slot).includes(this.deps.localName)) return;
+    const key = partitionKey(repo, stream, slot.partition);
+    const deleting = this.deps.dropPartition(repo, stream, slot.partition).finally(() => this.deleting.delete(key));
+    this.deleting.set(key, deleting);
+    await deleting;
+  }
+
+  /**
+   * Resolves once no delete of these partitions is under way: a store into a partition this
+   * node owns again must not land before a delete from when it did not (issue 12: a slot
+   * handed away and given back keeps what it is given).
+   */
+  settle(repo: RepositoryName, partitions: Iterable<{ stream: string; partition: number }>): Promise<unknown> | undefined {
+    if (this.deleting.size === 0) return undefined;
+    const waits: Promise<unknown>[] = [];
+    for (const { stream, partition } of partitions) {
+      const deleting = this.deleting.get(partitionKey(repo, stream, partition));
+      if (deleting !== undefined) waits.push(deleting.catch(() => undefined));
+    }
+    return waits.length === 0 ? undefined : Promise.all(waits);
+  }
+
+  /** The partitions of every stream that a transfer's slots name. */
+  partitionsOf(slots: readonly Slot[]): Array<{ stream: string; partition: number }> {
+    return this.deps.streams().flatMap((stream) => slots.filter((slot) => slot.replicas === stream.replicas).map((slot) => ({ stream: stream.key, partition: slot.partition })));
   }
 
   /**

@@ -329,6 +329,7 @@ class ShellSimRun {
     if (tables[0]!.change !== undefined) return `change ${tables[0]!.change.id} in flight`;
     for (const node of started) {
       const process = node.process!;
+      if (!process.shell.idle()) return `${node.name} is carrying out a step`;
       if (process.disk.hintedRecords() > 0) return `${node.name} holds hints`;
       if (process.plane.handOff.pendingDrops() > 0) return `${node.name} has partitions to hand off`;
       if (process.plane.repair.damaged() !== undefined) return `${node.name} is refilling damaged data`;

@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { ClusterShell } from '../../src/cluster/cluster-shell.js';
 import { ClusterCore } from '../../src/cluster/core/core.js';
 import type { CoreConfig, Member, Slot } from '../../src/cluster/core/types.js';
-import { chunksOfSoundData, startDataPlane, type DataPlane } from '../../src/cluster/data-plane.js';
+import { guardedChunks, startDataPlane, type DataPlane } from '../../src/cluster/data-plane.js';
 import { ClusterEventBus } from '../../src/cluster/events.js';
 import type { RepairStream } from '../../src/repair/repair-service.js';
 import type { RepositoryName } from '../../src/storage/repository.js';
@@ -83,7 +83,7 @@ export class SimClusterNode implements Incarnation {
     let plane: DataPlane | undefined;
     const shell = new ClusterShell({
       core, transport: endpoint, events: new ClusterEventBus(), log, timers,
-      chunks: chunksOfSoundData(disk.chunks, () => plane?.repair.damaged() !== undefined),
+      chunks: guardedChunks(disk.chunks, () => plane),
       saveCoreState: (state) => disk.saveCoreState(state),
       onMembership: () => {},
       onDrop: (repo, slots) => plane?.handOff.schedule(repo, slots),

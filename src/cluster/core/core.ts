@@ -272,7 +272,7 @@ export class ClusterCore {
    */
   private forgiveSilenceOf(gap: number): void {
     for (const [name, heardAt] of this.lastHeard) {
-      if (Number.isFinite(heardAt)) this.lastHeard.set(name, Math.min(this.now, heardAt + gap));
+      this.lastHeard.set(name, Math.min(this.now, heardAt + gap));
     }
     this.nextHeartbeatAt = this.now;
   }
@@ -341,9 +341,15 @@ export class ClusterCore {
     }
   }
 
+  /**
+   * A send failed or a write timed out: the node is taken for unavailable now, as if last
+   * heard a failure timeout ago, not for long gone: replacing its transfers or waiving its
+   * hand-off waits for real silence (SOURCE_REPLACE_AFTER_FAILURE_TIMEOUTS), never follows
+   * one lost message.
+   */
   private onUnreachable(node: string, effects: CoreEffect[]): void {
     if (node === this.name) return;
-    this.lastHeard.set(node, Number.NEGATIVE_INFINITY);
+    this.lastHeard.set(node, Math.min(this.heardAt(node), this.now - this.config.failureTimeoutMs));
     this.updateAvailability(effects);
   }
 
