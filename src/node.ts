@@ -22,6 +22,7 @@ import { TenantService } from './cluster/tenants.js';
 import type { Config } from './config.js';
 import { createApp } from './http/app.js';
 import { servingGate } from './http/serving-gate.js';
+import { notServingBecause } from './cluster/serving.js';
 import { realTimers } from './timers.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { clusterRoutes } from './http/routes/cluster.js';
@@ -451,21 +452,6 @@ async function loadDamage(database: Database): Promise<Damage | undefined> {
 function saveDamage(database: Database, damage: Damage | undefined): Promise<void> {
   const operation = damage === undefined ? { type: 'del' as const, sublevel: database.local, key: DAMAGE_KEY } : { type: 'put' as const, sublevel: database.local, key: DAMAGE_KEY, value: JSON.stringify(damage) };
   return database.batch([operation], { sync: true });
-}
-
-/** Why this node cannot serve data requests now (http/serving-gate.ts), or undefined. */
-function notServingBecause(core: ClusterCore, localName: string): string | undefined {
-  const state = core.membership().members.find((member) => member.name === localName)?.state;
-  switch (state) {
-    case 'Pending':
-      return `node ${localName} is Pending: it is not part of a cluster yet; ask a Joined node`;
-    case 'Joining':
-      return `node ${localName} is Joining: its definitions and data are still arriving; ask a Joined node or retry`;
-    case 'Left':
-      return `node ${localName} has left the cluster; ask a member`;
-    default:
-      return core.confirmed() ? undefined : `node ${localName} restarted and has not yet confirmed its cluster table with a peer; retry`;
-  }
 }
 
 /** This node's repair runs as rows of GET /cluster/transfers (a repair moves data too). */

@@ -97,7 +97,9 @@ export class HintKeeper implements HintKeeping {
       if (open.length === 0) break;
       const taken = open.filter((want) => (want.copies === 0 || !want.storedOn.includes(delegate)) && !want.missing.every((target) => target === delegate));
       if (taken.length === 0) continue;
-      const entries = taken.flatMap((want) => want.missing.filter((target) => target !== delegate).map((target) => ({ target, repository, records: [want.record] })));
+      // A delegate that is itself a missing owner keeps a hint for itself too: its replayer
+      // stores such hints (hint-replayer.ts), and nothing is left out.
+      const entries = taken.flatMap((want) => want.missing.map((target) => ({ target, repository, records: [want.record] })));
       try {
         await this.sendTo(delegate, entries);
         open = open.filter((want) => !taken.includes(want));

@@ -7,6 +7,7 @@
 //   SHELL_SIM_SEED=<seed> npx vitest run test/unit/cluster-shell.sim.test.ts
 
 import { coordinatorOf, ownersOf, writeOwners } from '../../src/cluster/core/placement.js';
+import { notServingBecause } from '../../src/cluster/serving.js';
 import type { AdminCommand, Membership } from '../../src/cluster/core/types.js';
 import type { RepairStream } from '../../src/repair/repair-service.js';
 import type { RepositoryName, StoredRecord } from '../../src/storage/repository.js';
@@ -103,6 +104,19 @@ class ShellSimRun {
   }
 
   async play(): Promise<void> {
+    const traced = process.env.SHELL_SIM_TRACE;
+    if (traced !== undefined) {
+      let last = '';
+      this.world.afterEvent = () => {
+        const where = [...this.nodes.values()].map((node) => {
+          const stored = (['ssr', 'tsr'] as const).some((repo) => [...node.disk.records[repo].values()].some((records) => records.has(traced)));
+          const hinted = [...node.disk.hints.values()].filter((hint) => (hint.payload.records as StoredRecord[]).some((record) => record.writeId === traced)).map((hint) => hint.target);
+          return `${node.name}:${stored ? 'S' : '-'}${hinted.length > 0 ? `h(${hinted.join(',')})` : ''}`;
+        }).join(' ');
+        if (where !== last) this.note(`trace ${traced}: ${where}`);
+        last = where;
+      };
+    }
     this.node(NAMES[0]!, true).start();
     this.note(`scenario: ${this.config.streams.map((stream) => stream.key).join(' ')}, operations ${this.operations.join(',')}, io failures ${this.diskFaults.ioFailRate}`);
     this.schedulePhase();
@@ -202,7 +216,8 @@ class ShellSimRun {
   // ---- The clients
 
   private async write(attemptsLeft: number): Promise<void> {
-    const live = this.live().filter((node) => node.process!.core.confirmed() && node.pausedUntil <= this.world.now);
+    // Clients reach only nodes whose front end serves them (http/serving-gate.ts).
+    const live = this.live().filter((node) => notServingBecause(node.process!.core, node.name) === undefined && node.pausedUntil <= this.world.now);
     const stream = this.prng.pick(this.config.streams);
     if (live.length === 0 || attemptsLeft === 0) return;
     const via = this.prng.pick(live);
@@ -263,7 +278,7 @@ class ShellSimRun {
           // One replica is damaged at a time: what only this node holds is not taken (no
           // system keeps data whose every copy is destroyed); the ack check above makes
           // sure nothing acknowledged is ever held by one node only.
-          if (this.holders(repo, record).length > 1 && this.prng.chance(0.3)) {
+          if (this.lastingHolders(repo, record).length > 1 && this.prng.chance(0.3)) {
             records.delete(key);
             this.destroyed.set(key, [...(this.destroyed.get(key) ?? []), node.name]);
             lost += 1;
@@ -391,6 +406,12 @@ class ShellSimRun {
     return [...this.nodes.values()]
       .filter((node) => node.disk.partitionOf(repo, record.stream, record.partition).has(record.writeId) || [...node.disk.hints.values()].some((hint) => hint.payload.repository === repo && (hint.payload.records as StoredRecord[]).some((held) => held.writeId === record.writeId)))
       .map((node) => node.name);
+  }
+
+  /** Holders that are still members: a Left node's leftovers are about to be deleted. */
+  private lastingHolders(repo: RepositoryName, record: StoredRecord): string[] {
+    const table = this.newestTable();
+    return this.holders(repo, record).filter((name) => table?.members.find((member) => member.name === name)?.state !== 'Left');
   }
 
   private live(): SimClusterNode[] {

@@ -22,6 +22,8 @@ export class VirtualWorld {
   now = 0;
   private readonly agenda = new EventQueue();
   private runningEvents = false;
+  /** Called after each event has settled (a replay's tracing). */
+  afterEvent: (() => void) | undefined;
 
   /** Runs `run` at virtual time `at` (not before now), unless `owner` died meanwhile. */
   schedule(at: number, run: () => void, owner?: Incarnation): void {
@@ -69,6 +71,7 @@ export class VirtualWorld {
         this.now = event.at;
         event.run();
         await settle();
+        this.afterEvent?.();
       }
       if (!stop()) this.now = Math.max(this.now, until);
     } finally {
