@@ -235,7 +235,10 @@ export class RepairService {
   private async sweep(run: RepairRunStatus, targets: readonly SweepTarget[], mode: 'both' | 'push', pacingMs: number): Promise<void> {
     for (const target of targets) {
       if (this.stopped) break;
-      for (const peer of target.peers) {
+      // The table may have moved on since the run was planned: a partition this node no
+      // longer owns is not filled again (it would hold what it does not own).
+      const owners = writeOwners(this.deps.membership(), { partition: target.part.partition, replicas: target.replicas });
+      for (const peer of owners.includes(this.deps.localName) ? target.peers.filter((name) => owners.includes(name)) : []) {
         if (!this.deps.available(peer)) {
           run.failures += 1;
           continue;

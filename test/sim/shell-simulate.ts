@@ -251,7 +251,10 @@ class ShellSimRun {
   private crashSomeone(): void {
     if (this.healed) return;
     const victim = this.prng.pick([...this.nodes.values()].filter((node) => node.everStarted));
-    const kind = this.prng.pick(['plain', 'unsynced', 'move', 'damaged'] as const);
+    let kind = this.prng.pick(['plain', 'unsynced', 'move', 'damaged'] as const);
+    // A node moves only while the others run: two nodes that both moved while the other was
+    // down cannot find each other without a third that knows both (README, "Moving a node").
+    if (kind === 'move' && [...this.nodes.values()].some((node) => node !== victim && node.everStarted && !node.alive)) kind = 'plain';
     victim.crash(kind === 'unsynced');
     this.stats.crashes += 1;
     if (kind === 'move') {
