@@ -30,7 +30,10 @@ export interface ShellSimResult {
     damagedRestarts: number;
     moves: number;
     pauses: number;
+    /** Storage operations that failed (chunk reads and stores, writes, hints, the core's state). */
     ioFailures: number;
+    /** Nodes stopped by a failed write of the core's state, and restarted. */
+    fatalStops: number;
     simulatedMs: number;
     messages: number;
   };
@@ -58,7 +61,7 @@ export async function simulateShell(seed: number, options: { nodeLogs?: boolean 
   } catch (error) {
     run.fail(`harness error: ${(error as Error).stack ?? String(error)}`);
   }
-  return { seed, ok: run.failures.length === 0, failures: run.failures, log: run.log, stats: { ...run.stats, simulatedMs: run.world.now, messages: run.network.messages } };
+  return { seed, ok: run.failures.length === 0, failures: run.failures, log: run.log, stats: { ...run.stats, ioFailures: run.ioErrors(), simulatedMs: run.world.now, messages: run.network.messages } };
 }
 
 class ShellSimRun {
@@ -66,7 +69,7 @@ class ShellSimRun {
   readonly network: SimNetwork;
   readonly failures: string[] = [];
   readonly log: string[] = [];
-  readonly stats = { acknowledged: 0, failedWrites: 0, changes: 0, crashes: 0, damagedRestarts: 0, moves: 0, pauses: 0, ioFailures: 0 };
+  readonly stats = { acknowledged: 0, failedWrites: 0, changes: 0, crashes: 0, damagedRestarts: 0, moves: 0, pauses: 0, fatalStops: 0 };
   private readonly nodes = new Map<string, SimClusterNode>();
   private readonly acked: Acked[] = [];
   /** Copies the simulation destroyed (damaged disks), by writeId: the nodes that held them. */
@@ -252,9 +255,10 @@ class ShellSimRun {
     if (this.healed) return;
     const victim = this.prng.pick([...this.nodes.values()].filter((node) => node.everStarted));
     let kind = this.prng.pick(['plain', 'unsynced', 'move', 'damaged'] as const);
-    // A node moves only while the others run: two nodes that both moved while the other was
-    // down cannot find each other without a third that knows both (README, "Moving a node").
-    if (kind === 'move' && [...this.nodes.values()].some((node) => node !== victim && node.everStarted && !node.alive)) kind = 'plain';
+    // One node moves, and only while the others run: two nodes that both moved while the
+    // other could not hear it cannot find each other without a third that knows both
+    // (README, "Moving a node").
+    if (kind === 'move' && (this.stats.moves > 0 || [...this.nodes.values()].some((node) => node !== victim && node.everStarted && !node.alive))) kind = 'plain';
     victim.crash(kind === 'unsynced');
     this.stats.crashes += 1;
     if (kind === 'move') {
@@ -394,7 +398,7 @@ class ShellSimRun {
         if ((error as Error).name !== 'SimIoError') this.fail(`${dead} failed: ${(error as Error).stack ?? String(error)}`);
         this.world.schedule(this.world.now, () => {
           this.nodes.get(dead)!.crash(false);
-          this.stats.ioFailures += 1;
+          this.stats.fatalStops += 1;
           this.world.schedule(this.world.now + 100, () => this.nodes.get(dead)!.start());
         });
       },
@@ -411,10 +415,14 @@ class ShellSimRun {
       .map((node) => node.name);
   }
 
-  /** Holders that are still members: a Left node's leftovers are about to be deleted. */
+  ioErrors(): number {
+    return [...this.nodes.values()].reduce((sum, node) => sum + node.disk.ioErrors, 0);
+  }
+
+  /** Holders that stay members: what a leaving or Left node holds is about to go. */
   private lastingHolders(repo: RepositoryName, record: StoredRecord): string[] {
     const table = this.newestTable();
-    return this.holders(repo, record).filter((name) => table?.members.find((member) => member.name === name)?.state !== 'Left');
+    return this.holders(repo, record).filter((name) => !['Left', 'Leaving'].includes(table?.members.find((member) => member.name === name)?.state ?? 'Joined'));
   }
 
   private live(): SimClusterNode[] {

@@ -42,6 +42,8 @@ export class SimDiskState {
   readonly hints = new Map<string, { target: string; payload: HintPayload }>();
   damage: Damage | undefined;
   hintSequence = 0;
+  /** Storage operations that failed (simulated I/O errors), for the run's statistics. */
+  ioErrors = 0;
   /** Undo steps of writes not synced yet, newest last. */
   unsynced: Operation[] = [];
 
@@ -88,7 +90,10 @@ export class SimDisk {
     const fail = this.prng.chance(faults.ioFailRate);
     return new Promise<T>((resolve, reject) => {
       this.world.schedule(this.world.now + this.prng.int(faults.ioDelayMs[0], faults.ioDelayMs[1]), () => {
-        if (fail) return reject(new SimIoError('simulated I/O error'));
+        if (fail) {
+          this.state.ioErrors += 1;
+          return reject(new SimIoError('simulated I/O error'));
+        }
         const result = work();
         if (synced) this.state.sync();
         resolve(result);
