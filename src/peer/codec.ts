@@ -259,7 +259,7 @@ function coreToProto(value: PeerMessage): ProtoObject {
     case 'membership':
       return { membership: membership.toProto(value.membership) };
     case 'heartbeat':
-      return { heartbeat: { epoch: value.epoch } };
+      return { heartbeat: { epoch: value.epoch, at: value.at } };
     case 'ready':
       return { ready: { changeId: value.changeId } };
     case 'transfer-request':
@@ -282,7 +282,7 @@ function coreFromProto(object: ProtoObject): PeerMessage {
     case 'membership':
       return { type: 'membership', membership: membership.fromProto(message(object, 'membership')) };
     case 'heartbeat':
-      return { type: 'heartbeat', epoch: int(message(object, 'heartbeat'), 'epoch') };
+      return heartbeatFromProto(message(object, 'heartbeat'));
     case 'ready':
       return { type: 'ready', changeId: str(message(object, 'ready'), 'changeId') };
     case 'transferRequest':
@@ -298,6 +298,13 @@ function coreFromProto(object: ProtoObject): PeerMessage {
     default:
       return refuse('payload', 'one of the core messages');
   }
+}
+
+function heartbeatFromProto(object: ProtoObject): PeerMessage {
+  const at = optionalMessage(object, 'at');
+  const epoch = int(object, 'epoch');
+  if (at === undefined) return { type: 'heartbeat', epoch };
+  return { type: 'heartbeat', epoch, at: { address: str(at, 'address'), port: int(at, 'port'), httpPort: int(at, 'httpPort'), incarnation: int(at, 'incarnation') } };
 }
 
 function transferRequestFromProto(object: ProtoObject): PeerMessage {

@@ -419,10 +419,18 @@ class ShellSimRun {
     return [...this.nodes.values()].reduce((sum, node) => sum + node.disk.ioErrors, 0);
   }
 
-  /** Holders that stay members: what a leaving or Left node holds is about to go. */
+  /**
+   * Holders whose copy lasts: stored on an owner of its partition that stays (a copy on a
+   * node handing the partition off, leaving or Left is about to go), or hinted anywhere.
+   */
   private lastingHolders(repo: RepositoryName, record: StoredRecord): string[] {
     const table = this.newestTable();
-    return this.holders(repo, record).filter((name) => !['Left', 'Leaving'].includes(table?.members.find((member) => member.name === name)?.state ?? 'Joined'));
+    if (table === undefined) return [];
+    const replicas = this.config.streams.find((stream) => stream.key === record.stream)!.replicas;
+    const owners = ownersOf(table, { partition: record.partition, replicas }).filter((name) => table.members.find((member) => member.name === name)?.state === 'Joined');
+    return [...this.nodes.values()]
+      .filter((node) => (owners.includes(node.name) && node.disk.partitionOf(repo, record.stream, record.partition).has(record.writeId)) || [...node.disk.hints.values()].some((hint) => hint.payload.repository === repo && (hint.payload.records as StoredRecord[]).some((held) => held.writeId === record.writeId)))
+      .map((node) => node.name);
   }
 
   private live(): SimClusterNode[] {

@@ -55,6 +55,7 @@ const CORE: PeerMessage[] = [
   { type: 'membership', membership: { ...membership, members: [{ ...member('a', 'Joined'), incarnation: 3 }], change: { ...membership.change!, kind: 'leave', finalSynced: true } } },
   { type: 'final-synced', changeId: 'e4-leave-b' },
   { type: 'heartbeat', epoch: 0 },
+  { type: 'heartbeat', epoch: 12, at: { address: '10.0.0.9', port: 9100, httpPort: 8100, incarnation: 2 } },
   { type: 'ready', changeId: 'c1' },
   { type: 'transfer-request', transfer: plan, seq: 0, cursor: undefined },
   { type: 'transfer-request', transfer: plan, seq: 5, cursor: '' },

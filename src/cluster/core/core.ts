@@ -63,6 +63,7 @@ import {
   withJoiningMember,
   withLeavingMember,
   withFinalSynced,
+  withAnnouncedAddress,
   withMemberAddresses,
   withMergedTransfers,
   withReaddressedMember,
@@ -70,6 +71,7 @@ import {
 import { SourceTransfers, TargetTransfers, type TransferContext } from './transfers.js';
 import type {
   AdminCommand,
+  AnnouncedAddress,
   AdminResult,
   CoreConfig,
   CoreEffect,
@@ -376,7 +378,7 @@ export class ClusterCore {
       if (member.name === this.name || member.state === 'Left') continue;
       const behind = (this.peerEpochs.get(member.name) ?? -1) < epoch;
       if (behind || this.progressDirty || member.name === coordinator || this.addressNotSeenBy.has(member.name)) this.sendMembership(member.name, effects);
-      else this.send(member.name, { type: 'heartbeat', epoch }, effects);
+      else this.send(member.name, { type: 'heartbeat', epoch, at: this.ownAddress() }, effects);
     }
     this.progressDirty = false;
     this.repeatFinalSynced(effects);
@@ -422,6 +424,7 @@ export class ClusterCore {
         return this.onMembership(from, message.membership, effects);
       case 'heartbeat':
         this.notePeerEpoch(from, message.epoch);
+        if (message.at !== undefined) this.takeAnnouncedAddress(from, message.at, effects);
         if (message.epoch < this.current.epoch) this.sendMembership(from, effects);
         else this.confirmedByPeer = true;
         return;
@@ -439,6 +442,16 @@ export class ClusterCore {
       case 'transfer-progress':
         return this.onProgress(from, message, effects);
     }
+  }
+
+  private ownAddress(): AnnouncedAddress {
+    const self = memberNamed(this.current, this.name)!;
+    return { address: self.address, port: self.port, httpPort: self.httpPort, incarnation: self.incarnation ?? 0 };
+  }
+
+  private takeAnnouncedAddress(from: string, at: AnnouncedAddress, effects: CoreEffect[]): void {
+    const next = withAnnouncedAddress(this.current, from, at);
+    if (next !== this.current) this.adopt(next, effects, false);
   }
 
   private notePeerEpoch(from: string, epoch: number): void {

@@ -21,7 +21,7 @@ import {
   nextOwnersOf,
   uncoveredNeeds,
 } from './placement.js';
-import type { Member, Membership, MembershipChange, NodeState, Slot, TransferPlan } from './types.js';
+import type { AnnouncedAddress, Member, Membership, MembershipChange, NodeState, Slot, TransferPlan } from './types.js';
 import { NODE_STATE_EDGES } from './types.js';
 
 /** The states after `from` up to and including `to`, along NODE_STATE_EDGES; throws if `to` is not ahead. */
@@ -78,6 +78,14 @@ export function withMemberAddresses(membership: Membership, source: Membership):
     return { ...member, address: other.address, port: other.port, httpPort: other.httpPort, incarnation: incarnationOf(other) };
   });
   return changed ? { ...membership, members } : membership;
+}
+
+/** `membership` with `name`'s address as it announced it, when that is newer than what it holds. */
+export function withAnnouncedAddress(membership: Membership, name: string, at: AnnouncedAddress): Membership {
+  const member = memberNamed(membership, name);
+  if (member === undefined || at.incarnation <= incarnationOf(member)) return membership;
+  const members = membership.members.map((each) => (each.name === name ? { ...each, address: at.address, port: at.port, httpPort: at.httpPort, incarnation: at.incarnation } : each));
+  return { ...membership, members };
 }
 
 /** True when `a` knows some member's address at a higher incarnation than `b`. */

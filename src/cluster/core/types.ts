@@ -99,7 +99,12 @@ export interface ChunkData {
 /** Messages between cores. The shell signs and carries them; the core never sees a forgery. */
 export type PeerMessage =
   | { type: 'membership'; membership: Membership }
-  | { type: 'heartbeat'; epoch: number }
+  /**
+   * `at`: where the sender listens and its incarnation. A receiver that knows an older
+   * incarnation takes the address, so a node that moved is found even by a peer that
+   * missed its table (and could not be told: it would answer at the old address).
+   */
+  | { type: 'heartbeat'; epoch: number; at?: AnnouncedAddress }
   /** Pending node → coordinator: its repositories are open, it can receive data. */
   | { type: 'ready'; changeId: string }
   /** Target → source: send chunks of the transfer starting at `seq`, reading after `cursor`. */
@@ -117,6 +122,14 @@ export type PeerMessage =
   | { type: 'transfer-progress'; transferId: string; percentComplete: number; bytes: number; records: number; complete: boolean }
   /** The node in motion → coordinator: its final sync is done (MembershipChange.finalSynced). */
   | { type: 'final-synced'; changeId: string };
+
+/** A node's own address as it announces it (Member's address fields and incarnation). */
+export interface AnnouncedAddress {
+  address: string;
+  port: number;
+  httpPort: number;
+  incarnation: number;
+}
 
 export type AdminCommand =
   | { type: 'add'; member: Omit<Member, 'state'> }
