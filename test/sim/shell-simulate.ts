@@ -258,7 +258,10 @@ class ShellSimRun {
     // One node moves, and only while the others run: two nodes that both moved while the
     // other could not hear it cannot find each other without a third that knows both
     // (README, "Moving a node").
-    if (kind === 'move' && (this.stats.moves > 0 || [...this.nodes.values()].some((node) => node !== victim && node.everStarted && !node.alive))) kind = 'plain';
+    // And only a Joined node: a Pending one has no table to announce its new address with
+    // (README, "Moving a node").
+    const joined = victim.process?.core.membership().members.find((member) => member.name === victim.name)?.state === 'Joined';
+    if (kind === 'move' && (!joined || this.stats.moves > 0 || [...this.nodes.values()].some((node) => node !== victim && node.everStarted && !node.alive))) kind = 'plain';
     victim.crash(kind === 'unsynced');
     this.stats.crashes += 1;
     if (kind === 'move') {
@@ -333,7 +336,8 @@ class ShellSimRun {
     for (const acked of this.acked) {
       if (acked.record.stream !== stream || acked.record.partition !== partition || acked.repo !== repo || !heldSet.has(acked.record.writeId)) continue;
       for (const owner of ownersOf(table, { partition, replicas })) {
-        if (owner === node) continue;
+        // A copy the simulation damaged after the hand-off is the refill's to bring back.
+        if (owner === node || this.destroyed.get(acked.record.writeId)?.includes(owner)) continue;
         if (!this.nodes.get(owner)!.disk.partitionOf(repo, stream, partition).has(acked.record.writeId)) {
           this.fail(`${node} dropped ${repo} ${stream}/${partition} while owner ${owner} lacked acknowledged ${acked.record.writeId}`);
           return;
