@@ -34,6 +34,10 @@ export const configSchema = z
     /** Start Pending and wait to be added to a cluster, instead of as a lone Joined node. */
     join: z.boolean(),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    /** pretty: readable lines (pino-pretty); json: one JSON object a line; auto: pretty when stdout is a terminal. */
+    logFormat: z.enum(['auto', 'pretty', 'json']),
+    /** The level of the access line written per HTTP request; silent writes none. */
+    accessLogLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     /** Tenants created on the first start of a lone node. */
     defaultTenants: z.array(name),
     /** Serve /_internal reads of raw repository contents (tests and operators). */
@@ -157,30 +161,58 @@ export interface ConfigSources {
 export function loadConfig(sources: ConfigSources): Config {
   const defaults = readDefaults();
   let merged: Record<string, unknown> = structuredClone(defaults);
+  // Where each key's value came from, so an invalid value names its source (issue 14).
+  const origins = new Map<string, string>();
   if (sources.configFile !== undefined) {
-    merged = deepMerge(merged, readJsonObject(sources.configFile));
+    const file = readJsonObject(sources.configFile);
+    merged = deepMerge(merged, file);
+    for (const path of leafPaths(file)) origins.set(path, sources.configFile);
   }
   for (const key of configKeys(defaults)) {
     const fromEnv = sources.env[key.env];
     if (fromEnv !== undefined && fromEnv !== '') {
       setPath(merged, key.path, parseText(fromEnv, key, key.env));
+      origins.set(key.path.join('.'), key.env);
     }
     const fromFlag = sources.flags[key.flag];
     if (fromFlag !== undefined) {
       const value = typeof fromFlag === 'boolean' ? fromFlag : parseText(fromFlag, key, `--${key.flag}`);
       setPath(merged, key.path, value);
+      origins.set(key.path.join('.'), `--${key.flag}`);
     }
   }
-  return validate(merged);
+  return validate(merged, (path) => originOf(origins, path, sources.configFile));
 }
 
-function validate(merged: Record<string, unknown>): Config {
+/** The source of the value at `path` (or of a value below it), else the defaults file. */
+function originOf(origins: ReadonlyMap<string, string>, path: string, configFile: string | undefined): string {
+  const exact = origins.get(path);
+  if (exact !== undefined) return exact;
+  const below = [...origins.entries()].find(([key]) => path === '' || key.startsWith(`${path}.`));
+  if (below !== undefined) return below[1];
+  return configFile ?? defaultConfigPath();
+}
+
+/** Dotted paths of the leaves of a JSON object (arrays are leaves). */
+function leafPaths(value: Record<string, unknown>, prefix = ''): string[] {
+  return Object.entries(value).flatMap(([key, child]) => {
+    const path = prefix === '' ? key : `${prefix}.${key}`;
+    return isPlainObject(child) ? [path, ...leafPaths(child, path)] : [path];
+  });
+}
+
+function validate(merged: Record<string, unknown>, originOfPath: (path: string) => string): Config {
   const result = configSchema.safeParse(merged);
   if (!result.success) {
     const issue = result.error.issues[0]!;
-    const key = issue.path.join('.') || '(root)';
-    const hint = issue.code === 'unrecognized_keys' ? `unknown key(s) ${issue.keys.join(', ')}` : issue.message;
-    throw new ConfigError(`invalid config key '${key}': ${hint}`);
+    const path = issue.path.join('.');
+    const key = path || '(root)';
+    if (issue.code === 'unrecognized_keys') {
+      // Only a config file can bring keys the defaults do not have.
+      const where = originOfPath(issue.keys.map((unknown) => (path === '' ? unknown : `${path}.${unknown}`))[0]!);
+      throw new ConfigError(`invalid config key '${key}' from ${where}: unknown key(s) ${issue.keys.join(', ')}`);
+    }
+    throw new ConfigError(`invalid config key '${key}' from ${originOfPath(path)}: ${issue.message}`);
   }
   const config = result.data;
   return { ...config, dataDir: config.dataDir ?? join('data', config.name) };

@@ -3,6 +3,7 @@
 
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { VendorService } from './admin/vendors.js';
 import { ClusterShell } from './cluster/cluster-shell.js';
@@ -50,7 +51,7 @@ import { searchRoutes } from './http/routes/search.js';
 import type { RepositoryMapping } from './streams/repository-mapping.js';
 import { checkFilter, checkService, localDetails, type MonitoringDeps, type MonitoringFilter, type MonitoringService, type NodeDetails } from './monitoring/monitoring.js';
 import { monitoringRoutes } from './http/routes/monitoring.js';
-import { BadRequestError, NotFoundError, TributaryError } from './errors.js';
+import { BadRequestError, NotFoundError, StartupError, TributaryError } from './errors.js';
 import type { WriteRecords } from './peer/messages.js';
 import { AccountService } from './api-v1/accounts.js';
 import { AdminGate, ApiSwitch } from './api-v1/access.js';
@@ -79,6 +80,13 @@ import { SessionHost, type RunStatus } from './execution/session-host.js';
 import { sessionKey } from './execution/session-model.js';
 import { sessionHostOf } from './execution/session-placement.js';
 import { parseStreamUri } from './streams/stream-id.js';
+import { Metrics } from './metrics/metrics.js';
+import { opsRoutes } from './http/routes/ops.js';
+import { OpsService } from './ops/ops-service.js';
+import { StoreStatsCache, type StoreStats } from './ops/store-stats.js';
+import { DEFAULT_WATCH_OPTIONS, TransferWatch } from './ops/transfer-watch.js';
+import { countKeysByPartition } from './storage/scans.js';
+import type { AccessLogLevel } from './http/access-log.js';
 
 export interface RunningNode {
   httpUrl: string;
@@ -91,15 +99,19 @@ const SHUTDOWN_GRACE_MS = 1_500;
 const CORE_STATE_KEY = 'cluster-core';
 const HINT_REPLAY_INTERVAL_MS = 1_000;
 
+/** A count of what a node stores is kept this long for status views (store-stats.ts). */
+const STORE_STATS_TTL_MS = 5_000;
+
 export async function startNode(config: Config, log: Logger): Promise<RunningNode> {
+  const version = softwareVersion();
+  const metrics = new Metrics({ name: config.name, version: version.number, revision: version.revision });
   const identity = loadOrCreateIdentity(config.dataDir);
-  const database = await Database.open(config.dataDir);
+  const database = await Database.open(config.dataDir, (seconds) => metrics.syncedBatch(seconds));
   const store = await DefinitionStore.open(database);
   const hints = await HintBuffer.open(database, config.limits.hintBufferBytesMax);
-  const committer = new GroupCommitter(database);
+  const committer = new GroupCommitter(database, undefined, (seconds) => metrics.groupCommit(seconds));
   const events = new ClusterEventBus();
   const nodes = new NodeTable(config.name);
-  const version = softwareVersion();
 
   const persisted = await loadCoreState(database);
   const core = new ClusterCore(coreConfig(config), persisted, { self: selfMember(config, identity), lone: !config.join });
@@ -114,6 +126,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     identity,
     log,
     replayWindowMs: config.cluster.peerReplayWindowMs,
+    observer: metrics.peer,
   });
   const transport = peer.transport!;
   const deadline = config.cluster.peerDeadlineMs;
@@ -168,6 +181,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   };
   const runtime = new StreamRuntime(definitions, streamDefinitions, sandboxLimits);
   const ingest = new IngestService(runtime, router, new WriteIdGenerator(config.name), { batchPayloadsMax: config.limits.ingestBatchPayloadsMax });
+  ingest.onOutcome((stream, outcome) => metrics.ingest(stream, outcome));
 
   // Contributors and domains (issue 5): definitions like any other; the published-to index
   // learns from every batch this node accepts, and domains limit searches by contributor.
@@ -195,6 +209,12 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     isMember: (name) => core.membership().members.some((member) => member.name === name && member.state !== 'Left'),
     peerDeadlineMs: deadline, intervalMs: HINT_REPLAY_INTERVAL_MS, log,
   });
+  const searchLocal = async (request: LocalSearchRequest) => {
+    const started = performance.now();
+    const result = await searchLocally(ssrIndex, request);
+    metrics.searchLocal((performance.now() - started) / 1000);
+    return result;
+  };
   const monitoring: MonitoringDeps = {
     localName: config.name, hints, core, version, startedAtMs: Date.now(),
     execution: () => ({ sessions: sessionHost.summary(), liveForwardDroppedPayloads: forwarder.dropped }),
@@ -211,6 +231,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     limits: { logMessagesMax: config.execution.outputLogMessagesMax, retainedRowsMax: config.execution.outputRetainedRowsMax },
     pollWaitMs: Math.min(2_000, Math.floor(deadline / 2)),
     log,
+    onRows: (count) => metrics.queryOutputRows(count),
   });
   const forwarder = new LiveForwarder({
     hostsReading: (stream) => directory.remoteHostsReading(stream),
@@ -299,8 +320,10 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       outputPoll?: OutputPollRequest;
       scan?: ScanRequest;
       executionStatuses?: { tenant: string; id: string };
+      storeStats?: unknown;
     };
-    if (request.search !== undefined) return { json: JSON.stringify(await searchLocally(ssrIndex, request.search)) };
+    if (request.search !== undefined) return { json: JSON.stringify(await searchLocal(request.search)) };
+    if (request.storeStats !== undefined) return { json: JSON.stringify(await storeStats.get()) };
     if (request.outputPoll !== undefined) return { json: JSON.stringify(await outputs.poll(request.outputPoll)) };
     if (request.scan !== undefined) return { json: JSON.stringify(await scanLocal(request.scan)) };
     if (request.executionStatuses !== undefined) return { json: JSON.stringify(localStatuses(request.executionStatuses.tenant, request.executionStatuses.id)) };
@@ -334,27 +357,65 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     docs: new DocsAssets(),
   });
 
+  // Operators' views (issue 14): metrics read from live state, health, readiness, _cat tables, transfer logs.
+  metrics.readFrom({
+    hints: () => hints.snapshot(),
+    transfers: () => core.membership().change?.transfers ?? [],
+    members: () => core.membership().members.map((member) => ({ name: member.name, state: member.state, available: member.state !== 'Left' && available(member.name) })),
+  });
+  const storeStats = new StoreStatsCache({
+    databaseDir: join(config.dataDir, 'db'),
+    streams: () => streamPlacements(definitions),
+    countByPartition: (repo, stream) => countKeysByPartition(repo === 'ssr' ? database.ssr : database.tsr, stream),
+  }, STORE_STATS_TTL_MS);
+  const ops = new OpsService({
+    localName: config.name, version, startedAtMs: monitoring.startedAtMs, log,
+    membership: () => core.membership(),
+    available,
+    storageOpen: () => database.isOpen,
+    localStats: () => storeStats.get(),
+    remoteStats: async (node) => JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ storeStats: true }) }, { deadlineMs: deadline })).json) as StoreStats,
+    streams: () => streamPlacements(definitions),
+    slots: () => { const slots = slotsInUse(definitions); return slots.length > 0 ? slots : defaultSlots(); },
+    watch: new TransferWatch({ ...DEFAULT_WATCH_OPTIONS, stallMs: config.cluster.transferStallMs }),
+  });
+  const observeBeforeOps = observeMembership;
+  observeMembership = (membership) => {
+    observeBeforeOps(membership);
+    ops.observe(membership);
+  };
+  ops.start(config.cluster.heartbeatIntervalMs);
+
   const app = createApp({
     log,
     bodyBytesMax: config.limits.bodyBytesMax,
     errorRenderers: [problemRenderer],
+    access: { level: config.accessLogLevel as AccessLogLevel, observe: (family, method, status, seconds) => metrics.httpRequest(family, method, status, seconds) },
     routers: [
+      opsRoutes({
+        health: () => ops.health(),
+        readiness: () => ops.readiness(),
+        metrics,
+        catNodes: () => ops.catNodes(),
+        catTransfers: () => ops.catTransfers(),
+        catStreams: () => ops.catStreams(),
+      }),
       brainApi,
       streamRoutes({ definitions: streamDefinitions, runtime, ingest }),
-      clusterRoutes({ nodes, tenants, events, membership: membershipService, sse: sseOptions(config) }),
+      clusterRoutes({ nodes, tenants, events, membership: membershipService, sse: sseOptions(config, metrics.sseChannel('cluster')) }),
       adminRoutes(new VendorService(definitions, tenants)),
       searchRoutes(new SearchService(streamDefinitions, {
         localName: config.name,
         owners: (partition, replicas) => currentOwners(core.membership(), { partition, replicas }),
         available,
-        runLocal: (request) => searchLocally(ssrIndex, request),
+        runLocal: searchLocal,
         runRemote: async (node, request) =>
           JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ search: request }) }, { deadlineMs: deadline })).json) as LocalSearchResult,
       }, domains), tenants),
       contributorRoutes(contributors),
       domainRoutes(domains),
       daemonRoutes(new DaemonService(definitions, tenants, execution, { sessionQueriesMax: config.execution.sessionQueriesMax })),
-      executionRoutes({ execution, outputs, outputExists: (tenant, outputId) => directory.outputExists(tenant, outputId), sse: sseOptions(config) }),
+      executionRoutes({ execution, outputs, outputExists: (tenant, outputId) => directory.outputExists(tenant, outputId), sse: sseOptions(config, metrics.sseChannel('output')) }),
       monitoringRoutes({
         tenants,
         localName: config.name,
@@ -371,6 +432,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     httpUrl: `http://${config.host}:${config.httpPort}`,
     local: nodes.local(),
     async close() {
+      ops.stop();
       shell.stop();
       replayer.stop();
       outputs.close();
@@ -492,6 +554,20 @@ function slotsInUse(definitions: ReplicatedDefinitions): Slot[] {
   return slots;
 }
 
+/** Every (partition, replicas) pair of the default policy: ownership before any stream is persisted. */
+function defaultSlots(): Slot[] {
+  return Array.from({ length: DEFAULT_POLICY.ring_size }, (_, partition) => ({ partition, replicas: DEFAULT_POLICY.replicas }));
+}
+
+/** Persisted streams with their repository and placement, for the _cat tables. */
+function streamPlacements(definitions: ReplicatedDefinitions) {
+  return definitions.list<RepositoryMapping>('repository/').map((mapping) => {
+    const key = mapping.key.slice('repository/'.length);
+    const policy = definitions.get<DistributionPolicy>(`policy/${key}`)?.value ?? DEFAULT_POLICY;
+    return { key, repo: mapping.value.name, replicas: policy.replicas, ringSize: policy.ring_size };
+  });
+}
+
 function storedStreams(definitions: ReplicatedDefinitions) {
   return definitions.list('stream/').map((stream) => {
     const key = stream.key.slice('stream/'.length);
@@ -499,11 +575,12 @@ function storedStreams(definitions: ReplicatedDefinitions) {
   });
 }
 
-function sseOptions(config: Config) {
+function sseOptions(config: Config, clients: { opened(): void; closed(): void }) {
   return {
     clientsMax: config.limits.sseClientsMax,
     keepAliveMs: config.limits.sseKeepAliveMs,
     clientBufferBytesMax: config.limits.sseClientBufferBytesMax,
+    clients,
   };
 }
 
@@ -516,7 +593,7 @@ async function listen(handler: Parameters<typeof createServer>[1], host: string,
   server.headersTimeout = 31_000;
   server.requestTimeout = 300_000;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (error) => reject(new Error(`cannot listen for HTTP on ${host}:${port}: ${error.message}`)));
+    server.once('error', (error) => reject(new StartupError(`cannot listen for HTTP on ${host}:${port}: ${error.message}`, { cause: error })));
     server.listen(port, host, () => resolve());
   });
   return server;

@@ -159,10 +159,10 @@ export class ClusterShell {
       case 'drop':
         return this.drop(effect.repo, effect.slots);
       case 'node-state':
-        this.deps.log.info({ node: effect.node, state: effect.state }, 'node state');
+        this.deps.log.info({ peer: effect.node, state: effect.state }, 'node state');
         return this.deps.events.publish({ type: 'NODE_STATE_UPDATED', node: effect.node, state: effect.state });
       case 'availability':
-        this.deps.log.info({ node: effect.node, available: effect.available }, 'availability');
+        this.deps.log.info({ peer: effect.node, available: effect.available }, 'availability');
         return this.deps.onMembership(this.deps.core.membership());
       case 'membership-changed':
         this.forgetEndedProgress(effect.membership);

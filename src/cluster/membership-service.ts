@@ -122,7 +122,7 @@ export class MembershipService {
         return;
       } catch (error) {
         if (!(error instanceof StateConflictError)) {
-          this.deps.log.error({ err: error, node: member.name }, 'queued add failed');
+          this.deps.log.error({ err: error, peer: member.name }, 'queued add failed');
           return;
         }
       }

@@ -52,7 +52,7 @@ export function clusterReplicaWriter(deps: ReplicaWriterDeps, options: { hint: b
           await deps.adopt(node, (error as RemotePeerError).details!.membership as Membership);
           throw new RouteAgainError(`${node} has a newer cluster table`);
         }
-        deps.log.debug({ err: error, node }, 'replica write failed');
+        deps.log.debug({ err: error, peer: node }, 'replica write failed');
         return hint(node, repository, records, error);
       }
     },

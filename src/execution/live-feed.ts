@@ -79,7 +79,7 @@ export class LiveForwarder {
           await this.deps.send(node, first.stream, payloads);
         } catch (error) {
           this.dropped += payloads.length;
-          this.deps.log.warn({ node, stream: first.stream, payloads: payloads.length, err: (error as Error).message }, 'live payloads not delivered');
+          this.deps.log.warn({ peer: node, stream: first.stream, payloads: payloads.length, err: (error as Error).message }, 'live payloads not delivered');
         }
       }
     } finally {

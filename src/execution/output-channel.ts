@@ -66,6 +66,8 @@ export class OutputChannel {
   constructor(
     readonly outputId: string,
     private readonly limits: ChannelLimits,
+    /** Told how many rows the query writing here emitted (metrics; mirrors of other hosts' channels do not count). */
+    private readonly onRows?: (count: number) => void,
   ) {}
 
   get subscriberCount(): number {
@@ -78,7 +80,9 @@ export class OutputChannel {
   }
 
   increment(items: readonly ChangeItem[]): void {
-    if (items.length > 0) this.apply({ message: { type: 'increment', items } });
+    if (items.length === 0) return;
+    this.onRows?.(items.length);
+    this.apply({ message: { type: 'increment', items } });
   }
 
   end(): void {

@@ -9,6 +9,8 @@ import type Koa from 'koa';
 export interface SseOptions {
   keepAliveMs: number;
   clientBufferBytesMax: number;
+  /** Told when a connection opens and closes (metrics). */
+  clients?: { opened(): void; closed(): void };
 }
 
 export interface SseChannel {
@@ -35,6 +37,7 @@ export function openSse(ctx: Koa.Context, options: SseOptions): SseChannel {
   const close = () => {
     if (!open) return;
     open = false;
+    options.clients?.closed();
     clearInterval(keepAlive);
     stream.end();
     resolveClosed();
@@ -52,6 +55,7 @@ export function openSse(ctx: Koa.Context, options: SseOptions): SseChannel {
   keepAlive.unref();
   ctx.req.on('close', close);
   stream.on('error', close);
+  options.clients?.opened();
   write(': connected\n\n');
   return { send: (message) => write(`data: ${JSON.stringify(message)}\n\n`), closed, close };
 }

@@ -6,6 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { NodeIdentity } from '../cluster/identity.js';
 import type { NodeTable } from '../cluster/node-table.js';
 import type { Logger } from '../log.js';
+import type { PeerObserver } from '../metrics/metrics.js';
 import type { Admit } from './messages.js';
 import { PeerTransport, type PeerDirectory } from './transport.js';
 
@@ -21,6 +22,8 @@ export interface PeerWiring {
   log: Logger;
   /** config cluster.peerReplayWindowMs */
   replayWindowMs: number;
+  /** Metrics of messages, bytes and refusals. */
+  observer?: PeerObserver;
 }
 
 /**
@@ -36,6 +39,7 @@ export async function startPeerServer(host: string, port: number, nodes: NodeTab
     directory: nodeTableDirectory(nodes),
     replayWindowMs: wiring.replayWindowMs,
     log: wiring.log,
+    observer: wiring.observer,
     host,
     port,
     acceptUnknown: (_kind, sender, admit) =>

@@ -10,7 +10,8 @@ import { randomBytes, type KeyObject } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { NodeIdentity } from '../cluster/identity.js';
 import type { Logger } from '../log.js';
-import { TributaryError } from '../errors.js';
+import type { PeerObserver, PeerRefusalReason } from '../metrics/metrics.js';
+import { StartupError, TributaryError } from '../errors.js';
 import {
   decodeBody,
   decodeEnvelope,
@@ -85,6 +86,8 @@ export interface PeerTransportOptions {
   clock?: () => number;
   /** Bound of the replay guard's memory. */
   nonceEntriesMax?: number;
+  /** Told of every envelope sent and received and of every refusal (metrics). */
+  observer?: PeerObserver;
 }
 
 export interface CallOptions {
@@ -150,7 +153,7 @@ export class PeerTransport {
     const { host, port } = this.options;
     this.boundPort = await new Promise<number>((resolve, reject) => {
       this.server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
-        error ? reject(new Error(`cannot listen for peers on ${host}:${port}: ${error.message}`)) : resolve(bound),
+        error ? reject(new StartupError(`cannot listen for peers on ${host}:${port} (is the port taken?): ${error.message}`, { cause: error })) : resolve(bound),
       );
     });
     return this.boundPort;
@@ -193,8 +196,12 @@ export class PeerTransport {
       callback({ code: grpc.status.INVALID_ARGUMENT, details: 'malformed envelope' });
       return;
     }
+    this.options.observer?.message('in', envelope.kind, call.request.length);
     this.answer(envelope, peer).then(
-      (reply) => callback(null, reply),
+      (reply) => {
+        this.options.observer?.message('out', 'Reply', reply.length);
+        callback(null, reply);
+      },
       (error: unknown) => {
         this.log.error({ err: error, peer }, 'peer call failed to answer');
         callback({ code: grpc.status.INTERNAL, details: 'internal error' });
@@ -222,10 +229,11 @@ export class PeerTransport {
     try {
       const envelope = decodeEnvelope(data);
       if (envelope.nonce.length === NONCE_BYTES && envelope.signature.length === SIGNATURE_BYTES) return envelope;
-      this.log.warn({ peer, reason: 'nonce or signature of the wrong length' }, 'peer message refused');
+      this.log.warn({ address: peer, reason: 'nonce or signature of the wrong length' }, 'peer message refused');
     } catch (error) {
-      this.log.warn({ peer, reason: (error as Error).message }, 'peer message refused');
+      this.log.warn({ address: peer, reason: (error as Error).message }, 'peer message refused');
     }
+    this.options.observer?.refused('malformed');
     return undefined;
   }
 
@@ -235,24 +243,25 @@ export class PeerTransport {
    * the nonce is remembered only once the signature holds, so forgeries cannot fill the guard.
    */
   private authenticate(envelope: Envelope, peer: string): string {
-    const context = { sender: envelope.sender, kind: envelope.kind, sentAtMs: envelope.sentAtMs, peer };
+    const context = { peer: envelope.sender, kind: envelope.kind, sentAtMs: envelope.sentAtMs, address: peer };
     const now = this.clock();
     if (Math.abs(now - envelope.sentAtMs) > this.options.replayWindowMs) {
-      throw this.refuse(context, `timestamp ${envelope.sentAtMs} outside ±${this.options.replayWindowMs} ms of ${now}`);
+      throw this.refuse(context, 'stale', `timestamp ${envelope.sentAtMs} outside ±${this.options.replayWindowMs} ms of ${now}`);
     }
     const key = this.senderKey(envelope);
     // Ping answers only what GET /cluster/localNode shows anyone, and its purpose is the
     // signed reply: an operator adding a node proves the node holds the key they were given.
     if (key === undefined && envelope.kind === 'Ping') return envelope.sender;
-    if (key === undefined) throw this.refuse(context, `unknown sender '${envelope.sender}'`);
+    if (key === undefined) throw this.refuse(context, 'unknown_sender', `unknown sender '${envelope.sender}'`);
     if (!verifyEnvelope(envelope, key, this.options.identity.publicKey)) {
-      throw this.refuse(context, `bad signature (not by ${envelope.sender}'s key, altered, or not meant for ${this.name})`);
+      throw this.refuse(context, 'bad_signature', `bad signature (not by ${envelope.sender}'s key, altered, or not meant for ${this.name})`);
     }
     const verdict = this.replay.admit(envelope.nonce, envelope.sentAtMs, now);
-    if (verdict === 'replayed') throw this.refuse(context, 'nonce already seen: a replay');
-    if (verdict === 'stale') throw this.refuse(context, 'timestamp outside the replay window');
+    if (verdict === 'replayed') throw this.refuse(context, 'replay', 'nonce already seen: a replay');
+    if (verdict === 'stale') throw this.refuse(context, 'stale', 'timestamp outside the replay window');
     if (verdict === 'full') {
       this.log.warn({ ...context, reason: 'replay guard full' }, 'peer message refused');
+      this.options.observer?.refused('busy');
       throw new PeerBusyError(`${this.name} has ${this.replay.size} unexpired nonces; retry later`);
     }
     return envelope.sender;
@@ -274,14 +283,15 @@ export class PeerTransport {
     return key === undefined ? undefined : verifyingKeyOf(key);
   }
 
-  private refuse(context: Record<string, unknown>, reason: string): PeerAuthError {
+  private refuse(context: Record<string, unknown>, code: PeerRefusalReason, reason: string): PeerAuthError {
     this.log.warn({ ...context, reason }, 'peer message refused');
-    return new PeerAuthError(`${this.name} refused ${String(context.kind)} from ${String(context.sender)}: ${reason}`);
+    this.options.observer?.refused(code);
+    return new PeerAuthError(`${this.name} refused ${String(context.kind)} from ${String(context.peer)}: ${reason}`);
   }
 
   private logHandlerError(error: unknown, request: Envelope, peer: string): void {
     if (error instanceof PeerAuthError || error instanceof PeerBusyError) return; // logged at refusal
-    const context = { sender: request.sender, kind: request.kind, peer };
+    const context = { peer: request.sender, kind: request.kind, address: peer };
     if (error instanceof TributaryError && error.status < 500) this.log.debug({ ...context, code: error.code }, error.message);
     else this.log.error({ ...context, err: error }, 'peer request failed');
   }
@@ -303,10 +313,11 @@ export class PeerTransport {
   private async receiveChunk(data: Buffer, peer: string, stream: InboundStream): Promise<ChunkAnswer> {
     const envelope = this.decodeIncoming(data, peer);
     if (envelope === undefined) return undefined;
+    this.options.observer?.message('in', envelope.kind, data.length);
     try {
       if (envelope.kind !== 'TransferChunk') throw new BadPeerMessageError(`a transfer stream carries TransferChunk, not '${envelope.kind}'`);
       if (stream.sender !== undefined && envelope.sender !== stream.sender) {
-        throw this.refuse({ sender: envelope.sender, kind: envelope.kind, peer }, `chunk on a stream of ${stream.sender}`);
+        throw this.refuse({ peer: envelope.sender, kind: envelope.kind, address: peer }, 'bad_chunk', `chunk on a stream of ${stream.sender}`);
       }
       stream.sender = this.authenticate(envelope, peer);
       const handler = this.transferHandler;
@@ -324,7 +335,8 @@ export class PeerTransport {
       return decodeBody('TransferChunk', envelope.body);
     } catch (error) {
       // A checksum mismatch under a valid signature: the sender read or encoded bad data.
-      this.log.warn({ sender: envelope.sender, kind: envelope.kind, peer, reason: (error as Error).message }, 'peer chunk refused');
+      this.log.warn({ peer: envelope.sender, kind: envelope.kind, address: peer, reason: (error as Error).message }, 'peer chunk refused');
+      this.options.observer?.refused('bad_chunk');
       throw error;
     }
   }
@@ -334,7 +346,7 @@ export class PeerTransport {
   async call<K extends CallKind>(to: string, kind: K, body: RequestOf<K>, options: CallOptions): Promise<ReplyOf<K>> {
     const { key, target } = this.peer(to);
     const request = this.seal(kind, encodeBody(kind, body), key.raw, EMPTY);
-    const reply = await this.exchange(to, target, encodeEnvelope(request), options);
+    const reply = await this.exchange(to, target, kind, encodeEnvelope(request), options);
     return this.openAnswer(reply, request.nonce, { node: to, sender: to, key: key.object }, REPLY_KIND[kind]);
   }
 
@@ -351,7 +363,7 @@ export class PeerTransport {
   ): Promise<ReplyOf<K>> {
     const node = `${target.address}:${target.port}`;
     const request = this.seal(kind, encodeBody(kind, body), Buffer.from(expectedPublicKey, 'base64'), EMPTY);
-    const reply = await this.exchange(node, target, encodeEnvelope(request), options);
+    const reply = await this.exchange(node, target, kind, encodeEnvelope(request), options);
     const expectation = { node, sender: undefined, key: verifyingKeyOf(expectedPublicKey) };
     return this.openAnswer(reply, request.nonce, expectation, REPLY_KIND[kind]);
   }
@@ -361,7 +373,7 @@ export class PeerTransport {
     const { key, target } = this.peer(to);
     const request = decodeEnvelope(envelope);
     const replyKind: PeerKind = isCallKind(request.kind) ? REPLY_KIND[request.kind] : 'Empty';
-    const reply = await this.exchange(to, target, envelope, options);
+    const reply = await this.exchange(to, target, request.kind, envelope, options);
     return this.openAnswer(reply, request.nonce, { node: to, sender: to, key: key.object }, replyKind);
   }
 
@@ -400,7 +412,9 @@ export class PeerTransport {
     const body = transferChunkProto(chunk);
     const meta = { sender: this.name, sentAtMs: this.clock(), nonce: randomBytes(NONCE_BYTES), kind: 'TransferChunk', replyTo: EMPTY };
     const signature = signBytes(this.signingKey, digestOf(meta, chunkContentDigest(body), recipient));
-    return { nonce: meta.nonce, bytes: encodeEnvelopeWithBody({ ...meta, signature }, 'TransferChunk', body) };
+    const bytes = encodeEnvelopeWithBody({ ...meta, signature }, 'TransferChunk', body);
+    this.options.observer?.message('out', 'TransferChunk', bytes.length);
+    return { nonce: meta.nonce, bytes };
   }
 
   private peer(to: string): { key: { raw: Buffer; object: KeyObject }; target: PeerAddress } {
@@ -421,7 +435,8 @@ export class PeerTransport {
     return client;
   }
 
-  private exchange(node: string, target: PeerAddress, request: Uint8Array, options: CallOptions): Promise<Buffer> {
+  private exchange(node: string, target: PeerAddress, kind: string, request: Uint8Array, options: CallOptions): Promise<Buffer> {
+    this.options.observer?.message('out', kind, request.length);
     return new Promise((resolve, reject) => {
       this.client(target).makeUnaryRequest<Buffer, Buffer>(
         peerMethodPath('Call'),
@@ -430,7 +445,11 @@ export class PeerTransport {
         asBuffer(request),
         new grpc.Metadata(),
         { deadline: Date.now() + options.deadlineMs },
-        (error, reply) => (error || reply === undefined ? reject(fromGrpcError(node, error as grpc.ServiceError)) : resolve(reply)),
+        (error, reply) => {
+          if (error || reply === undefined) return reject(fromGrpcError(node, error as grpc.ServiceError));
+          this.options.observer?.message('in', 'Reply', reply.length);
+          resolve(reply);
+        },
       );
     });
   }
@@ -443,7 +462,8 @@ export class PeerTransport {
     const reply = decodeEnvelope(data);
     const problem = this.answerProblem(reply, nonce, expect);
     if (problem !== undefined) {
-      this.log.warn({ node: expect.node, sender: reply.sender, kind: reply.kind, reason: problem }, 'peer reply refused');
+      this.log.warn({ peer: expect.node, sender: reply.sender, kind: reply.kind, reason: problem }, 'peer reply refused');
+      this.options.observer?.refused('bad_reply');
       throw new PeerAuthError(`reply from ${expect.node} refused: ${problem}`);
     }
     if (reply.kind === 'ErrorReply') throw remoteError(expect.node, decodeBody('ErrorReply', reply.body));

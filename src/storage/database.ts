@@ -4,7 +4,9 @@
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { ClassicLevel } from 'classic-level';
+import { StartupError } from '../errors.js';
 
 const SUBLEVEL_OPTIONS = { keyEncoding: 'utf8', valueEncoding: 'utf8' } as const;
 
@@ -23,6 +25,9 @@ export interface EncodedPut {
   value: Buffer;
 }
 
+/** Told how long each synced batch took (metrics: fsync latency). */
+export type SyncedBatchObserver = (seconds: number) => void;
+
 export class Database {
   readonly kv: Sublevel;
   readonly ssr: Sublevel;
@@ -30,7 +35,10 @@ export class Database {
   readonly local: Sublevel;
   readonly hints: Sublevel;
 
-  private constructor(private readonly level: ClassicLevel<string, string>) {
+  private constructor(
+    private readonly level: ClassicLevel<string, string>,
+    private readonly onSyncedBatch: SyncedBatchObserver | undefined,
+  ) {
     this.kv = openSublevel(level, 'kv');
     this.ssr = openSublevel(level, 'ssr');
     this.tsr = openSublevel(level, 'tsr');
@@ -38,7 +46,7 @@ export class Database {
     this.hints = openSublevel(level, 'hints');
   }
 
-  static async open(dataDir: string): Promise<Database> {
+  static async open(dataDir: string, onSyncedBatch?: SyncedBatchObserver): Promise<Database> {
     const location = join(dataDir, 'db');
     mkdirSync(location, { recursive: true });
     const level = new ClassicLevel<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
@@ -46,18 +54,20 @@ export class Database {
       await level.open();
     } catch (error) {
       const cause = (error as { cause?: { message?: string } }).cause?.message ?? '';
-      throw new Error(`cannot open database in ${location} (is another node using this data folder?) ${cause}`, {
+      throw new StartupError(`cannot open database in ${location} (is another node using this data folder?) ${cause}`.trim(), {
         cause: error,
       });
     }
-    return new Database(level);
+    return new Database(level, onSyncedBatch);
   }
 
   /** Commits the operations atomically. `sync` fsyncs before resolving: use it for anything acknowledged. */
   async batch(operations: BatchOperation[], options: { sync: boolean }): Promise<void> {
     if (operations.length === 0) return;
+    const started = performance.now();
     // Sublevel operations carry their own encodings; the root's typings cannot say so.
     await this.level.batch(operations as never, { sync: options.sync });
+    if (options.sync) this.onSyncedBatch?.((performance.now() - started) / 1000);
   }
 
   /**
@@ -66,7 +76,14 @@ export class Database {
    */
   async batchEncoded(puts: EncodedPut[], options: { sync: boolean }): Promise<void> {
     if (puts.length === 0) return;
+    const started = performance.now();
     await this.level.batch<Buffer, Buffer>(puts, { sync: options.sync, keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    if (options.sync) this.onSyncedBatch?.((performance.now() - started) / 1000);
+  }
+
+  /** Open and not closing: /ready asks. */
+  get isOpen(): boolean {
+    return this.level.status === 'open';
   }
 
   /** The bytes that start every root key of the sublevel's records. */

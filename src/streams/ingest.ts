@@ -21,12 +21,16 @@ export type IngestFailures = Map<number, string>;
  */
 export type PayloadListener = (stream: CompiledStream, payloads: readonly Record<string, unknown>[]) => void | Promise<void>;
 
+/** What one batch did, per stream (metrics): payloads accepted and refused, bytes stored. */
+export type IngestOutcomeListener = (stream: string, outcome: { accepted: number; refused: number; bytes: number }) => void;
+
 export interface IngestLimits {
   batchPayloadsMax: number;
 }
 
 export class IngestService {
   private readonly listeners = new Set<PayloadListener>();
+  private outcomeListener: IngestOutcomeListener | undefined;
 
   constructor(
     private readonly runtime: StreamRuntime,
@@ -39,6 +43,11 @@ export class IngestService {
   onPayloads(listener: PayloadListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** One listener told the outcome of every batch (metrics). */
+  onOutcome(listener: IngestOutcomeListener): void {
+    this.outcomeListener = listener;
   }
 
   async ingest(id: StreamId, batch: readonly unknown[]): Promise<IngestFailures> {
@@ -54,7 +63,8 @@ export class IngestService {
       if (typeof outcome === 'string') failures.set(index, outcome);
       else accepted.push({ index, payload: outcome });
     }
-    const written = stream.repository === undefined ? accepted : await this.store(stream, accepted, failures);
+    const { written, bytes } = stream.repository === undefined ? { written: accepted, bytes: 0 } : await this.store(stream, accepted, failures);
+    this.outcomeListener?.(stream.key, { accepted: written.length, refused: failures.size, bytes });
     if (written.length > 0) {
       const payloads = written.map((entry) => entry.payload);
       await Promise.all([...this.listeners].map((listener) => listener(stream, payloads)));
@@ -62,12 +72,12 @@ export class IngestService {
     return failures;
   }
 
-  /** Writes the accepted payloads; returns those written, and adds the others to failures. */
+  /** Writes the accepted payloads; returns those written and their bytes, and adds the others to failures. */
   private async store(
     stream: CompiledStream,
     accepted: Array<{ index: number; payload: Record<string, unknown> }>,
     failures: IngestFailures,
-  ): Promise<Array<{ index: number; payload: Record<string, unknown> }>> {
+  ): Promise<{ written: Array<{ index: number; payload: Record<string, unknown> }>; bytes: number }> {
     const receivedAt = this.nowMs();
     const records: StoredRecord[] = accepted.map(({ payload }) => {
       // One canonical text serves both the partition hash and storage: measured cheaper
@@ -83,7 +93,9 @@ export class IngestService {
     });
     const writeFailures = await this.router.write(stream.repository!, stream.policy, records);
     for (const [position, message] of writeFailures) failures.set(accepted[position]!.index, message);
-    return accepted.filter((_, position) => !writeFailures.has(position));
+    // Counted only when someone listens: a byte count per payload is not free.
+    const bytes = this.outcomeListener === undefined ? 0 : records.reduce((sum, record, position) => (writeFailures.has(position) ? sum : sum + Buffer.byteLength(record.payloadJson)), 0);
+    return { written: accepted.filter((_, position) => !writeFailures.has(position)), bytes };
   }
 }
 

@@ -1,0 +1,73 @@
+// `tributary status --url URL`: the cluster as one node sees it, like `nodetool status`:
+// every node with its state, availability, ownership, records and bytes, then the
+// transfers still running with their percentage, rate and ETA. It reads the node's
+// /_cat/nodes and /_cat/transfers as JSON and prints them with the same table format.
+
+import { StartupError } from '../errors.js';
+import { formatTable, type CatColumn, type Cell } from '../ops/cat-table.js';
+
+const REQUEST_TIMEOUT_MS = 10_000;
+
+const NODE_STATUS_COLUMNS: CatColumn[] = [
+  { name: '--', kind: 'text', description: 'U up / D down, then N normal, J joining, L leaving, P pending' },
+  { name: 'name', kind: 'text', description: '' },
+  { name: 'address', kind: 'text', description: '' },
+  { name: 'state', kind: 'text', description: '' },
+  { name: 'available', kind: 'text', description: '' },
+  { name: 'owns', kind: 'percent', description: '' },
+  { name: 'records', kind: 'number', description: '' },
+  { name: 'bytes', kind: 'bytes', description: '' },
+  { name: 'zone', kind: 'text', description: '' },
+];
+
+const TRANSFER_STATUS_COLUMNS: CatColumn[] = [
+  { name: 'repo', kind: 'text', description: '' },
+  { name: 'from', kind: 'text', description: '' },
+  { name: 'to', kind: 'text', description: '' },
+  { name: 'state', kind: 'text', description: '' },
+  { name: 'percent', kind: 'percent', description: '' },
+  { name: 'bytes', kind: 'bytes', description: '' },
+  { name: 'rate', kind: 'rate', description: '' },
+  { name: 'eta', kind: 'duration', description: '' },
+  { name: 'reason', kind: 'text', description: '' },
+];
+
+const STATE_LETTERS: Record<string, string> = { Joined: 'N', Joining: 'J', Leaving: 'L', Pending: 'P', Left: '-' };
+
+export async function fetchStatus(url: string): Promise<{ nodes: Array<Record<string, Cell>>; transfers: Array<Record<string, Cell>> }> {
+  const base = url.replace(/\/+$/, '');
+  const [nodes, transfers] = await Promise.all([getJson(`${base}/_cat/nodes?format=json`), getJson(`${base}/_cat/transfers?format=json`)]);
+  return { nodes, transfers };
+}
+
+async function getJson(url: string): Promise<Array<Record<string, Cell>>> {
+  let response: Response;
+  try {
+    response = await fetch(url, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  } catch (error) {
+    const cause = (error as { cause?: { message?: string } }).cause?.message ?? (error as Error).message;
+    throw new StartupError(`cannot reach ${url}: ${cause}`);
+  }
+  if (!response.ok) throw new StartupError(`${url} answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
+  return (await response.json()) as Array<Record<string, Cell>>;
+}
+
+/** The text `tributary status` prints. Running transfers only; finished ones are left out. */
+export function renderStatus(url: string, nodes: ReadonlyArray<Record<string, Cell>>, transfers: ReadonlyArray<Record<string, Cell>>): string {
+  const joined = nodes.filter((node) => node.state === 'Joined').length;
+  const rows = nodes.map((node) => ({
+    ...node,
+    '--': `${node.available === true ? 'U' : 'D'}${STATE_LETTERS[String(node.state)] ?? '?'}`,
+    address: `${String(node.address)}:${String(node.http)}`,
+  }));
+  const running = transfers.filter((transfer) => transfer.state !== 'done');
+  const lines = [
+    `Cluster seen from ${url}: ${nodes.length} node(s), ${joined} Joined`,
+    'Status: U up, D down (this node does not hear from it) / State: N Joined, J Joining, L Leaving, P Pending',
+    '',
+    formatTable(NODE_STATUS_COLUMNS, rows, true).trimEnd(),
+    '',
+    running.length === 0 ? 'No transfers running.' : `Transfers running (${running.length}):\n${formatTable(TRANSFER_STATUS_COLUMNS, running, true).trimEnd()}`,
+  ];
+  return `${lines.join('\n')}\n`;
+}
