@@ -6,6 +6,7 @@ import { TributaryError } from '../../src/errors.js';
 import { usePretty } from '../../src/log.js';
 import { formatBytes, formatDuration, formatTable, parseCatRequest, renderCat, type CatColumn } from '../../src/ops/cat-table.js';
 import { nodeRows, ownership, streamRows, transferRows } from '../../src/ops/cat-views.js';
+import type { StoreStats } from '../../src/ops/store-stats.js';
 import { etaOf, membershipChangeLine, rateOf, TransferWatch, type TransferEvent } from '../../src/ops/transfer-watch.js';
 
 const COLUMNS: CatColumn[] = [
@@ -87,7 +88,7 @@ describe('cat views - rows', () => {
   });
 
   it('a stream counts, per partition, the most any node holds', () => {
-    const stats = new Map([
+    const stats = new Map<string, StoreStats>([
       ['a', { records: 0, bytes: 0, countedAtMs: 0, partitions: { 't/c/s': { '0': 5, '1': 3 } } }],
       ['b', { records: 0, bytes: 0, countedAtMs: 0, partitions: { 't/c/s': { '0': 5, '2': 4 } } }],
     ]);
