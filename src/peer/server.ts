@@ -33,6 +33,7 @@ export interface PeerWiring {
  */
 export async function startPeerServer(host: string, port: number, nodes: NodeTable, wiring?: PeerWiring): Promise<PeerServer> {
   if (wiring === undefined) return startBarePort(host, port);
+  routeGrpcLogs(wiring.log);
   const transport = new PeerTransport({
     name: nodes.localName,
     identity: wiring.identity,
@@ -51,6 +52,16 @@ export async function startPeerServer(host: string, port: number, nodes: NodeTab
   });
   const boundPort = await transport.start();
   return { port: boundPort, transport, close: (graceMs) => transport.close(graceMs) };
+}
+
+/**
+ * grpc-js writes its own error lines to stderr (a bind failure, a closed channel); every
+ * one of them also reaches us as an error we handle and log. They go to the node's log
+ * at debug level instead, so a start-up failure stays one line (issue 14).
+ */
+function routeGrpcLogs(log: Logger): void {
+  const write = (...args: unknown[]) => log.debug({ grpc: args.map(String).join(' ') }, 'grpc');
+  grpc.setLogger({ error: write, info: write, debug: write });
 }
 
 /**
