@@ -5,13 +5,12 @@
 // `status` prints the cluster as a node sees it.
 
 import { Command, Option } from 'commander';
-import { fetchStatus, renderStatus } from './cli/status.js';
+import { fetchStatus, probe, renderStatus } from './cli/status.js';
 import { ConfigError, configKeys, loadConfig, readDefaults } from './config.js';
 import { advertisedAddress } from './cluster/advertised-address.js';
 import { loadOrCreateIdentity } from './cluster/identity.js';
 import { StartupError } from './errors.js';
 import { createLogger } from './log.js';
-import { startNode } from './node.js';
 import { softwareVersion } from './version.js';
 
 /** SIGTERM must stop the node within 5 s (issue 2); past this the process exits anyway. */
@@ -52,6 +51,8 @@ start.action(async (options: Record<string, string | boolean | undefined>, comma
   if (loaded.advertiseAddress === null && config.advertiseAddress !== null) {
     log.info({ host: config.host, advertiseAddress: config.advertiseAddress }, 'listening on every interface: advertising the first external address (set --advertise-address to choose)');
   }
+  // Loaded here: the other commands (status, keygen, health) start fast without the node's modules.
+  const { startNode } = await import('./node.js');
   const node = await startNode(config, log);
   let stopping = false;
   const stop = (signal: string) => {
@@ -94,6 +95,18 @@ program
   .action(async (options: { url: string; json?: boolean }) => {
     const { nodes, transfers } = await fetchStatus(options.url);
     process.stdout.write(options.json === true ? `${JSON.stringify({ nodes, transfers }, null, 2)}\n` : renderStatus(options.url, nodes, transfers));
+  });
+
+program
+  .command('health')
+  .description('exit 0 when the node answers GET /health (the container HEALTHCHECK); with --ready, only when GET /ready says ready')
+  .option('--url <url>', "the node's HTTP address (default: http://127.0.0.1:$TRIBUTARY_HTTP_PORT, else port 8888)")
+  .option('--ready', 'ask GET /ready: Joined, storage open, not stopping')
+  .action(async (options: { url?: string; ready?: boolean }) => {
+    const url = options.url ?? `http://127.0.0.1:${process.env.TRIBUTARY_HTTP_PORT ?? 8888}`;
+    const { ok, body } = await probe(`${url.replace(/\/+$/, '')}/${options.ready === true ? 'ready' : 'health'}`);
+    process.stdout.write(`${body}\n`);
+    process.exitCode = ok ? 0 : 1;
   });
 
 function camel(flag: string): string {

@@ -52,6 +52,17 @@ async function getJson(url: string): Promise<Array<Record<string, Cell>>> {
   return (await response.json()) as Array<Record<string, Cell>>;
 }
 
+/** One GET for `tributary health`: whether it answered 2xx, and its body (or why it could not). */
+export async function probe(url: string): Promise<{ ok: boolean; body: string }> {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    return { ok: response.ok, body: (await response.text()).slice(0, 2_000) };
+  } catch (error) {
+    const cause = (error as { cause?: { message?: string } }).cause?.message ?? (error as Error).message;
+    return { ok: false, body: `cannot reach ${url}: ${cause}` };
+  }
+}
+
 /** The text `tributary status` prints. Running transfers only; finished ones are left out. */
 export function renderStatus(url: string, nodes: ReadonlyArray<Record<string, Cell>>, transfers: ReadonlyArray<Record<string, Cell>>): string {
   const joined = nodes.filter((node) => node.state === 'Joined').length;

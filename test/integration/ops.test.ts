@@ -53,7 +53,18 @@ describe('ops routes - health and readiness', () => {
     const ready = await client(pending).get('/ready');
     expect(ready.status).toBe(503);
     expect(ready.json).toMatchObject({ ready: false, state: 'Pending', reasons: ['state is Pending, not Joined'] });
+    // The container HEALTHCHECK's command: up is healthy; --ready asks for readiness.
+    const healthy = await cli(['health', '--url', pending.url]);
+    expect(healthy.code).toBe(0);
+    expect(JSON.parse(healthy.stdout)).toMatchObject({ status: 'up', node: 'waiting' });
+    const notReady = await cli(['health', '--ready', '--url', pending.url]);
+    expect(notReady.code).toBe(1);
+    expect(JSON.parse(notReady.stdout)).toMatchObject({ ready: false, state: 'Pending' });
+    expect((await cli(['health', '--ready'], { TRIBUTARY_HTTP_PORT: String(node.httpPort) })).code).toBe(0);
     await pending.kill('SIGTERM');
+    const gone = await cli(['health', '--url', pending.url]);
+    expect(gone.code).toBe(1);
+    expect(gone.stdout).toMatch(/^cannot reach http:\/\/127\.0\.0\.1:\d+\/health: /);
   });
 });
 
