@@ -5,32 +5,20 @@
 
 import { StartupError } from '../errors.js';
 import { formatTable, type CatColumn, type Cell } from '../ops/cat-table.js';
+import { NODE_COLUMNS, TRANSFER_COLUMNS } from '../ops/cat-views.js';
 
 const REQUEST_TIMEOUT_MS = 10_000;
 
+/** The _cat columns status prints, in its order; `--` is nodetool's two-letter status. */
 const NODE_STATUS_COLUMNS: CatColumn[] = [
-  { name: '--', kind: 'text', description: 'U up / D down, then N normal, J joining, L leaving, P pending' },
-  { name: 'name', kind: 'text', description: '' },
-  { name: 'address', kind: 'text', description: '' },
-  { name: 'state', kind: 'text', description: '' },
-  { name: 'available', kind: 'text', description: '' },
-  { name: 'owns', kind: 'percent', description: '' },
-  { name: 'records', kind: 'number', description: '' },
-  { name: 'bytes', kind: 'bytes', description: '' },
-  { name: 'zone', kind: 'text', description: '' },
+  { name: '--', kind: 'text', description: 'U up / D down, then N Joined, J Joining, L Leaving, P Pending' },
+  ...pick(NODE_COLUMNS, ['name', 'address', 'state', 'available', 'owns', 'records', 'bytes', 'zone']),
 ];
+const TRANSFER_STATUS_COLUMNS = pick(TRANSFER_COLUMNS, ['repo', 'from', 'to', 'state', 'percent', 'bytes', 'rate', 'eta', 'reason']);
 
-const TRANSFER_STATUS_COLUMNS: CatColumn[] = [
-  { name: 'repo', kind: 'text', description: '' },
-  { name: 'from', kind: 'text', description: '' },
-  { name: 'to', kind: 'text', description: '' },
-  { name: 'state', kind: 'text', description: '' },
-  { name: 'percent', kind: 'percent', description: '' },
-  { name: 'bytes', kind: 'bytes', description: '' },
-  { name: 'rate', kind: 'rate', description: '' },
-  { name: 'eta', kind: 'duration', description: '' },
-  { name: 'reason', kind: 'text', description: '' },
-];
+function pick(columns: readonly CatColumn[], names: readonly string[]): CatColumn[] {
+  return names.map((name) => columns.find((column) => column.name === name)!);
+}
 
 const STATE_LETTERS: Record<string, string> = { Joined: 'N', Joining: 'J', Leaving: 'L', Pending: 'P', Left: '-' };
 
