@@ -68,6 +68,8 @@ describe('cluster ops - a join watched by an operator', () => {
     expect(messages).toContain('membership change: join node-3');
     expect(messages.some((message) => /^transfer started: tsr node-[12] → node-3$/.test(message))).toBe(true);
     expect(messages.some((message) => /^transfer done: tsr node-[12] → node-3, [\d.]+(B|KiB|MiB) in \d+s$/.test(message))).toBe(true);
+    // 1 KiB chunks take seconds: the target reports progress in 10% steps with rate and ETA on the way.
+    expect(messages.some((message) => /^transfer progress: tsr node-[12] → node-3 \d+%, [\d.]+(B|KiB|MiB)\/s/.test(message))).toBe(true);
     await until('node-3 to log the end of the change', async () => jsonLines(third).some((line) => line.msg === 'membership change complete: join node-3'), 30_000);
 
     const transfers = (await client(third).get('/_cat/transfers?format=json')).json as Array<Record<string, unknown>>;
