@@ -86,7 +86,6 @@ import { OpsService } from './ops/ops-service.js';
 import { StoreStatsCache, type StoreStats } from './ops/store-stats.js';
 import { DEFAULT_WATCH_OPTIONS, TransferWatch } from './ops/transfer-watch.js';
 import { countKeysByPartition } from './storage/scans.js';
-import type { AccessLogLevel } from './http/access-log.js';
 
 export interface RunningNode {
   httpUrl: string;
@@ -209,6 +208,11 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     isMember: (name) => core.membership().members.some((member) => member.name === name && member.state !== 'Left'),
     peerDeadlineMs: deadline, intervalMs: HINT_REPLAY_INTERVAL_MS, log,
   });
+  const storeStats = new StoreStatsCache({
+    databaseDir: join(config.dataDir, 'db'),
+    streams: () => streamPlacements(definitions),
+    countByPartition: (repo, stream) => countKeysByPartition(repo === 'ssr' ? database.ssr : database.tsr, stream),
+  }, STORE_STATS_TTL_MS);
   const searchLocal = async (request: LocalSearchRequest) => {
     const started = performance.now();
     const result = await searchLocally(ssrIndex, request);
@@ -363,11 +367,6 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     transfers: () => core.membership().change?.transfers ?? [],
     members: () => core.membership().members.map((member) => ({ name: member.name, state: member.state, available: member.state !== 'Left' && available(member.name) })),
   });
-  const storeStats = new StoreStatsCache({
-    databaseDir: join(config.dataDir, 'db'),
-    streams: () => streamPlacements(definitions),
-    countByPartition: (repo, stream) => countKeysByPartition(repo === 'ssr' ? database.ssr : database.tsr, stream),
-  }, STORE_STATS_TTL_MS);
   const ops = new OpsService({
     localName: config.name, version, startedAtMs: monitoring.startedAtMs, log,
     membership: () => core.membership(),
@@ -376,7 +375,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     localStats: () => storeStats.get(),
     remoteStats: async (node) => JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ storeStats: true }) }, { deadlineMs: deadline })).json) as StoreStats,
     streams: () => streamPlacements(definitions),
-    slots: () => { const slots = slotsInUse(definitions); return slots.length > 0 ? slots : defaultSlots(); },
+    slots: () => slotsForOwnership(definitions),
     watch: new TransferWatch({ ...DEFAULT_WATCH_OPTIONS, stallMs: config.cluster.transferStallMs }),
   });
   const observeBeforeOps = observeMembership;
@@ -390,7 +389,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     log,
     bodyBytesMax: config.limits.bodyBytesMax,
     errorRenderers: [problemRenderer],
-    access: { level: config.accessLogLevel as AccessLogLevel, observe: (family, method, status, seconds) => metrics.httpRequest(family, method, status, seconds) },
+    access: { level: config.accessLogLevel, observe: (family, method, status, seconds) => metrics.httpRequest(family, method, status, seconds) },
     routers: [
       opsRoutes({
         health: () => ops.health(),
@@ -554,8 +553,10 @@ function slotsInUse(definitions: ReplicatedDefinitions): Slot[] {
   return slots;
 }
 
-/** Every (partition, replicas) pair of the default policy: ownership before any stream is persisted. */
-function defaultSlots(): Slot[] {
+/** The slots in use, or while no stream is persisted those of the default policy. */
+function slotsForOwnership(definitions: ReplicatedDefinitions): Slot[] {
+  const slots = slotsInUse(definitions);
+  if (slots.length > 0) return slots;
   return Array.from({ length: DEFAULT_POLICY.ring_size }, (_, partition) => ({ partition, replicas: DEFAULT_POLICY.replicas }));
 }
 
