@@ -117,40 +117,33 @@ export class Metrics {
 
   /** Gauges computed from the node's state at each scrape. */
   readFrom(sources: MetricSources): void {
-    const registers = [this.registry];
-    new Gauge({
-      name: metricName('hint_records'), help: 'Hinted records held for a target node that did not take them yet.', labelNames: ['target'], registers,
-      collect() {
-        this.reset();
-        for (const target of sources.hints()) this.set({ target: target.target }, target.records);
-      },
+    const transferLabels = (transfer: ReturnType<MetricSources['transfers']>[number]) => ({ repo: transfer.repo, from: transfer.from, to: transfer.to });
+    this.collected('hint_records', 'Hinted records held for a target node that did not take them yet.', ['target'], () =>
+      sources.hints().map((target) => [{ target: target.target }, target.records]));
+    this.collected('hint_bytes', 'Bytes of hinted records held per target node.', ['target'], () =>
+      sources.hints().map((target) => [{ target: target.target }, target.bytes]));
+    this.collected('transfer_bytes', 'Bytes a transfer of the membership change in flight has moved so far.', ['repo', 'from', 'to'], () =>
+      sources.transfers().map((transfer) => [transferLabels(transfer), transfer.bytes]));
+    this.collected('transfer_percent', 'Percent complete of each transfer of the membership change in flight.', ['repo', 'from', 'to'], () =>
+      sources.transfers().map((transfer) => [transferLabels(transfer), transfer.percentComplete]));
+    this.collected('cluster_members', 'Members of the cluster as this node sees them, by state and availability.', ['state', 'available'], () => {
+      const series = new Map<string, [{ state: string; available: string }, number]>();
+      for (const member of sources.members()) {
+        const labels = { state: member.state, available: String(member.available) };
+        const key = `${labels.state} ${labels.available}`;
+        series.set(key, [labels, (series.get(key)?.[1] ?? 0) + 1]);
+      }
+      return [...series.values()];
     });
+  }
+
+  /** A gauge whose series are recomputed from `read` at each scrape (series that vanished go). */
+  private collected<L extends string>(name: string, help: string, labelNames: L[], read: () => Array<[Record<L, string>, number]>): void {
     new Gauge({
-      name: metricName('hint_bytes'), help: 'Bytes of hinted records held per target node.', labelNames: ['target'], registers,
+      name: metricName(name), help, labelNames, registers: [this.registry],
       collect() {
         this.reset();
-        for (const target of sources.hints()) this.set({ target: target.target }, target.bytes);
-      },
-    });
-    new Gauge({
-      name: metricName('transfer_bytes'), help: 'Bytes a transfer of the membership change in flight has moved so far.', labelNames: ['repo', 'from', 'to'], registers,
-      collect() {
-        this.reset();
-        for (const transfer of sources.transfers()) this.set({ repo: transfer.repo, from: transfer.from, to: transfer.to }, transfer.bytes);
-      },
-    });
-    new Gauge({
-      name: metricName('transfer_percent'), help: 'Percent complete of each transfer of the membership change in flight.', labelNames: ['repo', 'from', 'to'], registers,
-      collect() {
-        this.reset();
-        for (const transfer of sources.transfers()) this.set({ repo: transfer.repo, from: transfer.from, to: transfer.to }, transfer.percentComplete);
-      },
-    });
-    new Gauge({
-      name: metricName('cluster_members'), help: 'Members of the cluster as this node sees them, by state and availability.', labelNames: ['state', 'available'], registers,
-      collect() {
-        this.reset();
-        for (const member of sources.members()) this.inc({ state: member.state, available: String(member.available) });
+        for (const [labels, value] of read()) this.set(labels as never, value);
       },
     });
   }
