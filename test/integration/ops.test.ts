@@ -8,7 +8,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/package-root.js';
+import { until } from '../kit/cluster.js';
 import { cleanup, client, freePort, NodeProcess, temporaryDataDir } from '../kit/node-process.js';
+import { SseClient } from '../kit/sse-client.js';
 
 const MAIN = join(packageRoot(), 'dist', 'src', 'main.js');
 const run = promisify(execFile);
@@ -93,6 +95,42 @@ describe('ops routes - metrics', () => {
   });
 });
 
+describe('ops routes - metrics of SSE, live queries and search', () => {
+  const metricValue = async (series: string): Promise<number> => {
+    const line = (await api.get('/metrics')).text.split('\n').find((each) => each.startsWith(`${series} `));
+    return line === undefined ? Number.NaN : Number(line.slice(series.length + 1));
+  };
+
+  it('counts SSE clients per channel, rows a live query emits, and local search time', async () => {
+    const cluster = await SseClient.connect(`${node.url}/output/cluster`);
+    expect(await metricValue('tributary_sse_clients{channel="cluster"}')).toBe(1);
+    cluster.close();
+    await until('the cluster SSE client to be gone', async () => (await metricValue('tributary_sse_clients{channel="cluster"}')) === 0, 10_000);
+
+    const session = (await api.post('/execution/demo/sessions')).json.session as string;
+    const put = await api.put(session, { queries: [{ id: 'hot', body: `from ${STREAM} select host, cpu where cpu > 9` }] });
+    expect(put.status).toBe(200);
+    const output = await SseClient.connect(`${node.url}${put.json[0].query.outputs[0].outputUri}`);
+    expect((await api.put(`${session}/queries/hot/_start`)).status).toBe(200);
+    expect(await metricValue('tributary_sse_clients{channel="output"}')).toBe(1);
+    const before = await metricValue('tributary_query_output_rows_total');
+    const batch = Array.from({ length: 30 }, (_, index) => ({ host: `q${index}`, at: '2024-02-01T00:00:00Z', cpu: index }));
+    expect((await api.post(STREAM, batch)).status).toBe(200);
+    await output.waitFor('20 rows', (each) => each.adds().length >= 20);
+    expect((await metricValue('tributary_query_output_rows_total')) - before).toBe(20);
+    output.close();
+
+    const logs = '/streams/demo/ops/logs';
+    expect((await api.put(logs, { schema: { version: '1', topDef: { type: 'record', properties: { msg: { type: 'string' } } } } })).status).toBe(200);
+    expect((await api.put(`${logs}/repository`, { name: 'ssr', config: {} })).status).toBe(200);
+    expect((await api.post(logs, [{ msg: 'disk full' }, { msg: 'all good' }])).status).toBe(200);
+    const searched = await api.post('/ssr/demo/_search', { uris: [logs], query: { base: "search('disk')" } });
+    expect(searched.json.total).toBe(1);
+    expect(await metricValue('tributary_search_local_duration_seconds_count')).toBeGreaterThanOrEqual(1);
+    expect(await metricValue('tributary_http_request_duration_seconds_count{family="ssr",method="POST"}')).toBe(1);
+  });
+});
+
 describe('ops routes - _cat tables', () => {
   it('/_cat/nodes is aligned text, with headers under ?v, and JSON under ?format=json', async () => {
     const plain = await api.get('/_cat/nodes');
@@ -109,8 +147,11 @@ describe('ops routes - _cat tables', () => {
 
   it('/_cat/streams counts the stored payloads; /_cat/transfers lists none on a lone node', async () => {
     const streams = await api.get('/_cat/streams?format=json');
-    expect(streams.json).toEqual([{ stream: 'demo/ops/cpu', repo: 'tsr', replicas: 3, ring_size: 128, partitions: expect.any(Number), records: 20 }]);
-    expect((await api.get('/_cat/streams?v')).text.split('\n')[0]).toBe('stream        repo  replicas  ring_size  partitions  records');
+    expect(streams.json).toEqual([
+      { stream: 'demo/ops/cpu', repo: 'tsr', replicas: 3, ring_size: 128, partitions: expect.any(Number), records: 50 },
+      { stream: 'demo/ops/logs', repo: 'ssr', replicas: 3, ring_size: 128, partitions: expect.any(Number), records: 2 },
+    ]);
+    expect((await api.get('/_cat/streams?v')).text.split('\n')[0]).toBe('stream         repo  replicas  ring_size  partitions  records');
     expect((await api.get('/_cat/transfers?format=json')).json).toEqual([]);
     expect((await api.get('/_cat')).text).toContain('/_cat/transfers');
   });
