@@ -203,7 +203,7 @@ export class PeerTransport {
         callback(null, reply);
       },
       (error: unknown) => {
-        this.log.error({ err: error, peer }, 'peer call failed to answer');
+        this.log.error({ err: error, address: peer }, 'peer call failed to answer');
         callback({ code: grpc.status.INTERNAL, details: 'internal error' });
       },
     );
