@@ -124,7 +124,9 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const tenants = new TenantService(definitions, events);
   const repositories: Record<RepositoryName, Repository> = { ssr: new SearchableRepository(database), tsr: new TimeSeriesRepository(database) };
   const sandboxLimits = { timeoutMs: config.limits.tagTimeoutMs, memoryMb: config.limits.tagMemoryMb };
-  const streamDefinitions = new StreamDefinitions(definitions, tenants, repositories, sandboxLimits);
+  const localHoldsData = async (stream: string) => (await repositories.ssr.hasData(stream)) || (await repositories.tsr.hasData(stream));
+  const holdsData = (stream: string) => clusterHoldsData(stream, { localHoldsData, core, transport, deadlineMs: deadline });
+  const streamDefinitions = new StreamDefinitions(definitions, tenants, holdsData, sandboxLimits);
 
   const ssrIndex = new SsrIndex(repositories.ssr, (streamKey) =>
     definitions.get<RepositoryMapping>(`repository/${streamKey}`)?.value.config.defaultStringAnalyzer === 'keyword' ? 'keyword' : 'standard',
@@ -299,7 +301,9 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       outputPoll?: OutputPollRequest;
       scan?: ScanRequest;
       executionStatuses?: { tenant: string; id: string };
+      holdsData?: string;
     };
+    if (typeof request.holdsData === 'string') return { json: JSON.stringify(await localHoldsData(request.holdsData)) };
     if (request.search !== undefined) return { json: JSON.stringify(await searchLocally(ssrIndex, request.search)) };
     if (request.outputPoll !== undefined) return { json: JSON.stringify(await outputs.poll(request.outputPoll)) };
     if (request.scan !== undefined) return { json: JSON.stringify(await scanLocal(request.scan)) };
@@ -338,6 +342,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     log,
     bodyBytesMax: config.limits.bodyBytesMax,
     errorRenderers: [problemRenderer],
+    corsOrigins: config.corsOrigins,
     routers: [
       brainApi,
       streamRoutes({ definitions: streamDefinitions, runtime, ingest }),
@@ -442,6 +447,30 @@ async function remoteDetails(
       }
     }),
   );
+}
+
+/**
+ * Whether any member stores payloads of the stream (issue 13 item 3g). A member that does
+ * not answer counts as holding some: a change that would hide stored data is refused
+ * rather than risked.
+ */
+async function clusterHoldsData(
+  stream: string,
+  parts: { localHoldsData(stream: string): Promise<boolean>; core: ClusterCore; transport: PeerTransport; deadlineMs: number },
+): Promise<boolean> {
+  if (await parts.localHoldsData(stream)) return true;
+  const others = parts.core.membership().members.filter((member) => member.state !== 'Left' && member.name !== parts.transport.name);
+  const answers = await Promise.all(
+    others.map(async (member) => {
+      try {
+        const reply = await parts.transport.call(member.name, 'Read', { json: JSON.stringify({ holdsData: stream }) }, { deadlineMs: parts.deadlineMs });
+        return JSON.parse(reply.json) === true;
+      } catch {
+        return true;
+      }
+    }),
+  );
+  return answers.some((holds) => holds);
 }
 
 function coreConfig(config: Config): CoreConfig {

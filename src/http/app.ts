@@ -4,6 +4,7 @@ import Koa from 'koa';
 import type Router from '@koa/router';
 import type { Logger } from 'pino';
 import { jsonBodyMiddleware } from './body.js';
+import { corsMiddleware } from './cors.js';
 import { errorMiddleware, type ErrorRenderer } from './errors.js';
 
 export interface AppOptions {
@@ -12,13 +13,18 @@ export interface AppOptions {
   routers: Router[];
   /** Error formats of interfaces mounted under their own path prefix. */
   errorRenderers?: ErrorRenderer[];
+  /** Origins allowed to call from browsers ("*": any); none: no CORS headers. */
+  corsOrigins?: readonly string[];
 }
 
-export function createApp({ log, bodyBytesMax, routers, errorRenderers = [] }: AppOptions): Koa {
+export function createApp({ log, bodyBytesMax, routers, errorRenderers = [], corsOrigins = [] }: AppOptions): Koa {
   const app = new Koa();
   app.proxy = false;
   // Errors are answered by errorMiddleware; Koa's own handler would only log them again.
   app.silent = true;
+  // Outermost, so that errors and preflights carry the CORS headers too.
+  const cors = corsMiddleware(corsOrigins);
+  if (cors !== undefined) app.use(cors);
   app.use(errorMiddleware(log, errorRenderers));
   app.use(jsonBodyMiddleware(bodyBytesMax));
   for (const router of routers) {
