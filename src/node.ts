@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { VendorService } from './admin/vendors.js';
 import { ClusterShell } from './cluster/cluster-shell.js';
 import { ClusterCore } from './cluster/core/core.js';
-import { ownersOf as currentOwners, writeOwners } from './cluster/core/placement.js';
+import { coordinatorOf, ownersOf as currentOwners, writeOwners } from './cluster/core/placement.js';
 import type { CoreConfig, Member, Membership, PersistedCoreState, Slot } from './cluster/core/types.js';
 import { ClusterDefinitionPeers, fromWireRecord } from './cluster/definition-peers.js';
 import { ClusterEventBus } from './cluster/events.js';
@@ -50,6 +50,11 @@ import { searchRoutes } from './http/routes/search.js';
 import type { RepositoryMapping } from './streams/repository-mapping.js';
 import { checkFilter, checkService, localDetails, type MonitoringDeps, type MonitoringFilter, type MonitoringService, type NodeDetails } from './monitoring/monitoring.js';
 import { monitoringRoutes } from './http/routes/monitoring.js';
+import { AuditLog } from './monitoring/audit-log.js';
+import { RepositoryStats } from './monitoring/repository-stats.js';
+import { StreamStats } from './monitoring/stream-stats.js';
+import { SystemStats } from './monitoring/system-stats.js';
+import { SseTracker } from './http/sse.js';
 import { BadRequestError, NotFoundError, TributaryError } from './errors.js';
 import type { WriteRecords } from './peer/messages.js';
 import { AccountService } from './api-v1/accounts.js';
@@ -90,6 +95,10 @@ export interface RunningNode {
 const SHUTDOWN_GRACE_MS = 1_500;
 const CORE_STATE_KEY = 'cluster-core';
 const HINT_REPLAY_INTERVAL_MS = 1_000;
+/** Streams whose ingest counters a node keeps (monitoring). */
+const STATS_STREAMS_MAX = 10_000;
+/** How long a scan of a stream's stored records answers monitoring requests. */
+const STATS_CACHE_MS = 5_000;
 
 export async function startNode(config: Config, log: Logger): Promise<RunningNode> {
   const identity = loadOrCreateIdentity(config.dataDir);
@@ -123,6 +132,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const definitions = new ReplicatedDefinitions(store, peers);
   const tenants = new TenantService(definitions, events);
   const repositories: Record<RepositoryName, Repository> = { ssr: new SearchableRepository(database), tsr: new TimeSeriesRepository(database) };
+  const repositoryStats = { ssr: new RepositoryStats(repositories.ssr, STATS_CACHE_MS), tsr: new RepositoryStats(repositories.tsr, STATS_CACHE_MS) };
   const sandboxLimits = { timeoutMs: config.limits.tagTimeoutMs, memoryMb: config.limits.tagMemoryMb };
   const localHoldsData = async (stream: string) => (await repositories.ssr.hasData(stream)) || (await repositories.tsr.hasData(stream));
   const holdsData = (stream: string) => clusterHoldsData(stream, { localHoldsData, core, transport, deadlineMs: deadline });
@@ -136,7 +146,10 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     streams: () => storedStreams(definitions),
     definitionRecords: () => store.records(),
     applyDefinitions: (records) => definitions.apply(records),
-    partitionChanged: (repo, stream, partition) => repo === 'ssr' && ssrIndex.invalidate(stream, partition),
+    partitionChanged: (repo, stream, partition) => {
+      if (repo === 'ssr') ssrIndex.invalidate(stream, partition);
+      repositoryStats[repo].invalidate(stream);
+    },
   }, config.cluster.transferChunkBytes);
   const shell = new ClusterShell({
     core, transport, chunks, events, log,
@@ -150,7 +163,10 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const membershipService = new MembershipService({ core, shell, transport, peerDeadlineMs: deadline, log });
   observeMembership = (membership) => membershipService.observe(membership);
 
-  const replica = new LocalReplica(repositories, committer, (repository, records) => repository === 'ssr' && ssrIndex.onStored(records));
+  const replica = new LocalReplica(repositories, committer, (repository, records) => {
+    if (repository === 'ssr') ssrIndex.onStored(records);
+    for (const stream of new Set(records.map((record) => record.stream))) repositoryStats[repository].invalidate(stream);
+  });
   const writerDeps = {
     localName: config.name, replica, transport, hints, committer, available, peerDeadlineMs: deadline, log,
     epoch: () => core.membership().epoch,
@@ -197,8 +213,21 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     isMember: (name) => core.membership().members.some((member) => member.name === name && member.state !== 'Left'),
     peerDeadlineMs: deadline, intervalMs: HINT_REPLAY_INTERVAL_MS, log,
   });
+  // Monitoring (issue 13): every service of the spec, from counters the parts keep.
+  const sseTracker = new SseTracker();
+  const system = new SystemStats(Date.now());
+  system.start();
+  const streamStats = new StreamStats(STATS_STREAMS_MAX);
+  ingest.onBatch((stream, outcome) => streamStats.record(stream.key, outcome));
+  const audit = new AuditLog(config.monitoring.auditEntriesMax, config.name);
+  definitions.onChange((key, definition, change) => change !== undefined && audit.definitionChanged(key, change, definition === undefined));
   const monitoring: MonitoringDeps = {
-    localName: config.name, hints, core, version, startedAtMs: Date.now(),
+    localName: config.name, hints, core, version, definitions, system, streamStats, audit,
+    repositoryStats,
+    ssrIndex: (stream) => ssrIndex.status(stream),
+    transport: () => transport.counters.snapshot(),
+    actorsEnabled: config.monitoring.actorsEnabled,
+    actors: { runners: () => sessionHost.runners(), liveForwarding: () => forwarder.queueDepths(), sseClients: () => sseTracker.clients() },
     execution: () => ({ sessions: sessionHost.summary(), liveForwardDroppedPayloads: forwarder.dropped }),
   };
   // Execution (issue 7): sessions run on their host node; payloads reach live queries from
@@ -266,6 +295,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const previousObserver = observeMembership;
   observeMembership = (membership) => {
     previousObserver(membership);
+    audit.membershipChanged(membership, coordinatorOf(membership, available));
     const signature = membership.members.filter((member) => member.state === 'Joined' && available(member.name)).map((member) => member.name).sort().join(',');
     if (signature === hostingSignature) return;
     hostingSignature = signature;
@@ -310,7 +340,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     if (request.executionStatuses !== undefined) return { json: JSON.stringify(localStatuses(request.executionStatuses.tenant, request.executionStatuses.id)) };
     if (typeof request.monitoring !== 'string') throw new BadRequestError('unknown read');
     const service = checkService(request.monitoring);
-    return { json: JSON.stringify(localDetails(service, monitoring, checkFilter(service, request.tenant, request.uri))) };
+    return { json: JSON.stringify(await localDetails(service, monitoring, checkFilter(service, request.tenant, request.uri))) };
   });
   const reportSlots = () => shell.submit({ type: 'slots', slots: slotsInUse(definitions) });
   definitions.onChange((key) => (key.startsWith('repository/') || key.startsWith('policy/')) && reportSlots());
@@ -346,7 +376,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     routers: [
       brainApi,
       streamRoutes({ definitions: streamDefinitions, runtime, ingest }),
-      clusterRoutes({ nodes, tenants, events, membership: membershipService, sse: sseOptions(config) }),
+      clusterRoutes({ nodes, tenants, events, membership: membershipService, sse: sseOptions(config, sseTracker) }),
       adminRoutes(new VendorService(definitions, tenants)),
       searchRoutes(new SearchService(streamDefinitions, {
         localName: config.name,
@@ -359,7 +389,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       contributorRoutes(contributors),
       domainRoutes(domains),
       daemonRoutes(new DaemonService(definitions, tenants, execution, { sessionQueriesMax: config.execution.sessionQueriesMax })),
-      executionRoutes({ execution, outputs, outputExists: (tenant, outputId) => directory.outputExists(tenant, outputId), sse: sseOptions(config) }),
+      executionRoutes({ execution, outputs, outputExists: (tenant, outputId) => directory.outputExists(tenant, outputId), sse: sseOptions(config, sseTracker) }),
       monitoringRoutes({
         tenants,
         localName: config.name,
@@ -378,6 +408,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     async close() {
       shell.stop();
       replayer.stop();
+      system.stop();
       outputs.close();
       await sessionHost.close();
       await Promise.all([closeHttp(http), peer.close(SHUTDOWN_GRACE_MS)]);
@@ -528,8 +559,9 @@ function storedStreams(definitions: ReplicatedDefinitions) {
   });
 }
 
-function sseOptions(config: Config) {
+function sseOptions(config: Config, tracker: SseTracker) {
   return {
+    tracker,
     clientsMax: config.limits.sseClientsMax,
     keepAliveMs: config.limits.sseKeepAliveMs,
     clientBufferBytesMax: config.limits.sseClientBufferBytesMax,

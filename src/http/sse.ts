@@ -9,6 +9,31 @@ import type Koa from 'koa';
 export interface SseOptions {
   keepAliveMs: number;
   clientBufferBytesMax: number;
+  /** Open channels, for the `actors` monitoring service (issue 13). */
+  tracker?: SseTracker;
+}
+
+/** One open SSE client as monitoring shows it. */
+export interface SseClientView {
+  path: string;
+  openedAt: string;
+  messages: number;
+  /** Bytes written but not yet taken by the client: its queue. */
+  bufferedBytes: number;
+}
+
+/** The SSE clients open on this node. */
+export class SseTracker {
+  private readonly open = new Set<() => SseClientView>();
+
+  add(view: () => SseClientView): () => void {
+    this.open.add(view);
+    return () => this.open.delete(view);
+  }
+
+  clients(): SseClientView[] {
+    return [...this.open].map((view) => view());
+  }
 }
 
 export interface SseChannel {
@@ -30,11 +55,15 @@ export function openSse(ctx: Koa.Context, options: SseOptions): SseChannel {
   ctx.body = stream;
 
   let open = true;
+  let messages = 0;
+  const openedAt = new Date().toISOString();
+  const untrack = options.tracker?.add(() => ({ path: ctx.path, openedAt, messages, bufferedBytes: stream.readableLength })) ?? (() => false);
   let resolveClosed: () => void;
   const closed = new Promise<void>((resolve) => (resolveClosed = resolve));
   const close = () => {
     if (!open) return;
     open = false;
+    untrack();
     clearInterval(keepAlive);
     stream.end();
     resolveClosed();
@@ -53,5 +82,9 @@ export function openSse(ctx: Koa.Context, options: SseOptions): SseChannel {
   ctx.req.on('close', close);
   stream.on('error', close);
   write(': connected\n\n');
-  return { send: (message) => write(`data: ${JSON.stringify(message)}\n\n`), closed, close };
+  const send = (message: unknown): boolean => {
+    messages += 1;
+    return write(`data: ${JSON.stringify(message)}\n\n`);
+  };
+  return { send, closed, close };
 }

@@ -21,6 +21,7 @@ import {
   type Envelope,
 } from './codec.js';
 import { BadPeerMessageError, PeerAuthError, PeerBusyError, UnknownPeerError } from './errors.js';
+import { PeerCounters } from './peer-counters.js';
 import {
   REPLY_KIND,
   isCallKind,
@@ -124,6 +125,8 @@ export class PeerTransport {
   private readonly clock: () => number;
   private readonly log: Logger;
   private boundPort: number | undefined;
+  /** Traffic per peer, for the `transport` monitoring service (issue 13). */
+  readonly counters = new PeerCounters();
 
   constructor(private readonly options: PeerTransportOptions) {
     this.replay = new ReplayGuard(options.replayWindowMs, options.nonceEntriesMax ?? NONCE_ENTRIES_MAX);
@@ -190,11 +193,16 @@ export class PeerTransport {
     const peer = call.getPeer();
     const envelope = this.decodeIncoming(call.request, peer);
     if (envelope === undefined) {
+      this.counters.refused(peer, 'malformed');
       callback({ code: grpc.status.INVALID_ARGUMENT, details: 'malformed envelope' });
       return;
     }
+    this.counters.received(envelope.sender, call.request.length);
     this.answer(envelope, peer).then(
-      (reply) => callback(null, reply),
+      (reply) => {
+        this.counters.sent(envelope.sender, reply.length);
+        callback(null, reply);
+      },
       (error: unknown) => {
         this.log.error({ err: error, peer }, 'peer call failed to answer');
         callback({ code: grpc.status.INTERNAL, details: 'internal error' });
@@ -238,20 +246,21 @@ export class PeerTransport {
     const context = { sender: envelope.sender, kind: envelope.kind, sentAtMs: envelope.sentAtMs, peer };
     const now = this.clock();
     if (Math.abs(now - envelope.sentAtMs) > this.options.replayWindowMs) {
-      throw this.refuse(context, `timestamp ${envelope.sentAtMs} outside ±${this.options.replayWindowMs} ms of ${now}`);
+      throw this.refuse(context, `timestamp ${envelope.sentAtMs} outside ±${this.options.replayWindowMs} ms of ${now}`, 'clock');
     }
     const key = this.senderKey(envelope);
     // Ping answers only what GET /cluster/localNode shows anyone, and its purpose is the
     // signed reply: an operator adding a node proves the node holds the key they were given.
     if (key === undefined && envelope.kind === 'Ping') return envelope.sender;
-    if (key === undefined) throw this.refuse(context, `unknown sender '${envelope.sender}'`);
+    if (key === undefined) throw this.refuse(context, `unknown sender '${envelope.sender}'`, 'unknown-sender');
     if (!verifyEnvelope(envelope, key, this.options.identity.publicKey)) {
-      throw this.refuse(context, `bad signature (not by ${envelope.sender}'s key, altered, or not meant for ${this.name})`);
+      throw this.refuse(context, `bad signature (not by ${envelope.sender}'s key, altered, or not meant for ${this.name})`, 'bad-signature');
     }
     const verdict = this.replay.admit(envelope.nonce, envelope.sentAtMs, now);
-    if (verdict === 'replayed') throw this.refuse(context, 'nonce already seen: a replay');
-    if (verdict === 'stale') throw this.refuse(context, 'timestamp outside the replay window');
+    if (verdict === 'replayed') throw this.refuse(context, 'nonce already seen: a replay', 'replay');
+    if (verdict === 'stale') throw this.refuse(context, 'timestamp outside the replay window', 'clock');
     if (verdict === 'full') {
+      this.counters.refused(envelope.sender, 'busy');
       this.log.warn({ ...context, reason: 'replay guard full' }, 'peer message refused');
       throw new PeerBusyError(`${this.name} has ${this.replay.size} unexpired nonces; retry later`);
     }
@@ -274,7 +283,8 @@ export class PeerTransport {
     return key === undefined ? undefined : verifyingKeyOf(key);
   }
 
-  private refuse(context: Record<string, unknown>, reason: string): PeerAuthError {
+  private refuse(context: Record<string, unknown>, reason: string, category: string): PeerAuthError {
+    this.counters.refused(String(context.sender), category);
     this.log.warn({ ...context, reason }, 'peer message refused');
     return new PeerAuthError(`${this.name} refused ${String(context.kind)} from ${String(context.sender)}: ${reason}`);
   }
@@ -302,17 +312,23 @@ export class PeerTransport {
   /** The signed ack of one chunk, or the ErrorReply that ends the stream (last). */
   private async receiveChunk(data: Buffer, peer: string, stream: InboundStream): Promise<ChunkAnswer> {
     const envelope = this.decodeIncoming(data, peer);
-    if (envelope === undefined) return undefined;
+    if (envelope === undefined) {
+      this.counters.refused(peer, 'malformed');
+      return undefined;
+    }
+    this.counters.received(envelope.sender, data.length);
     try {
       if (envelope.kind !== 'TransferChunk') throw new BadPeerMessageError(`a transfer stream carries TransferChunk, not '${envelope.kind}'`);
       if (stream.sender !== undefined && envelope.sender !== stream.sender) {
-        throw this.refuse({ sender: envelope.sender, kind: envelope.kind, peer }, `chunk on a stream of ${stream.sender}`);
+        throw this.refuse({ sender: envelope.sender, kind: envelope.kind, peer }, `chunk on a stream of ${stream.sender}`, 'wrong-stream');
       }
       stream.sender = this.authenticate(envelope, peer);
       const handler = this.transferHandler;
       if (handler === undefined) throw new BadPeerMessageError(`${this.name} takes no transfers`);
       const ack = await handler(stream.sender, this.decodeChunk(envelope, peer));
-      return { bytes: this.replyBytes(envelope, 'TransferAck', encodeBody('TransferAck', ack)), last: false };
+      const bytes = this.replyBytes(envelope, 'TransferAck', encodeBody('TransferAck', ack));
+      this.counters.sent(envelope.sender, bytes.length);
+      return { bytes, last: false };
     } catch (error) {
       this.logHandlerError(error, envelope, peer);
       return { bytes: this.replyBytes(envelope, 'ErrorReply', encodeBody('ErrorReply', toErrorReply(error))), last: true };
@@ -368,7 +384,7 @@ export class PeerTransport {
   /** A stream of transfer chunks to `to`; its acks (checked like replies) come to `handlers`. */
   openTransferStream(to: string, handlers: TransferStreamHandlers, options: CallOptions): TransferStream {
     const { key, target } = this.peer(to);
-    const call = this.client(target).makeBidiStreamRequest<Buffer, Buffer>(
+    const call = this.client(target, to).makeBidiStreamRequest<Buffer, Buffer>(
       peerMethodPath('Transfer'),
       asBuffer,
       asBuffer,
@@ -377,8 +393,15 @@ export class PeerTransport {
     );
     return new TransferStream(call, handlers, {
       node: to,
-      seal: (chunk) => this.sealChunk(chunk, key.raw),
-      openAnswer: (data, nonce) => this.openAnswer(data, nonce, { node: to, sender: to, key: key.object }, 'TransferAck'),
+      seal: (chunk) => {
+        const sealed = this.sealChunk(chunk, key.raw);
+        this.counters.sent(to, sealed.bytes.length);
+        return sealed;
+      },
+      openAnswer: (data, nonce) => {
+        this.counters.received(to, data.length);
+        return this.openAnswer(data, nonce, { node: to, sender: to, key: key.object }, 'TransferAck');
+      },
     });
   }
 
@@ -411,26 +434,36 @@ export class PeerTransport {
   }
 
   /** One client (one HTTP/2 channel) per peer address, reused by every call and stream. */
-  private client(target: PeerAddress): grpc.Client {
+  private client(target: PeerAddress, node: string): grpc.Client {
     const address = `${target.address}:${target.port}`;
     let client = this.clients.get(address);
     if (client === undefined) {
       client = new grpc.Client(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
       this.clients.set(address, client);
+      this.counters.channelOpened(node);
     }
     return client;
   }
 
   private exchange(node: string, target: PeerAddress, request: Uint8Array, options: CallOptions): Promise<Buffer> {
-    return new Promise((resolve, reject) => {
-      this.client(target).makeUnaryRequest<Buffer, Buffer>(
+    this.counters.sent(node, request.length);
+    return new Promise<Buffer>((resolve, reject) => {
+      this.client(target, node).makeUnaryRequest<Buffer, Buffer>(
         peerMethodPath('Call'),
         asBuffer,
         asBuffer,
         asBuffer(request),
         new grpc.Metadata(),
         { deadline: Date.now() + options.deadlineMs },
-        (error, reply) => (error || reply === undefined ? reject(fromGrpcError(node, error as grpc.ServiceError)) : resolve(reply)),
+        (error, reply) => {
+          if (error || reply === undefined) {
+            this.counters.error(node);
+            reject(fromGrpcError(node, error as grpc.ServiceError));
+            return;
+          }
+          this.counters.received(node, reply.length);
+          resolve(reply);
+        },
       );
     });
   }

@@ -69,6 +69,21 @@ export class SsrIndex {
     }
   }
 
+  /** Which partitions of the stream have an index built or being built, and the built ones' bytes (monitoring). */
+  status(stream: string): { built: number[]; building: number[]; indexBytes: number } {
+    const prefix = `${stream}/`;
+    const built: number[] = [];
+    const building: number[] = [];
+    let indexBytes = 0;
+    for (const [key, index] of this.ready) {
+      if (!key.startsWith(prefix)) continue;
+      built.push(Number(key.slice(prefix.length)));
+      indexBytes += index.indexBytes;
+    }
+    for (const key of this.building.keys()) if (key.startsWith(prefix)) building.push(Number(key.slice(prefix.length)));
+    return { built: built.sort((a, b) => a - b), building: building.sort((a, b) => a - b), indexBytes };
+  }
+
   /** The partition's data changed under the index (transfer, drop): rebuild on next use. */
   invalidate(stream: string, partition: number): void {
     const key = `${stream}/${partition}`;

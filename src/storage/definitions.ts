@@ -22,7 +22,14 @@ interface StoredRecord {
   value: unknown;
 }
 
-export type DefinitionListener = (key: string, definition: Definition | undefined) => void;
+/** How a key changed: from which version to which, and whether this node made the change (as its coordinator) or applied another's. */
+export interface DefinitionChange {
+  fromVersion: number | undefined;
+  toVersion: number;
+  coordinated: boolean;
+}
+
+export type DefinitionListener = (key: string, definition: Definition | undefined, change?: DefinitionChange) => void;
 
 /** A stored key as peers exchange it: its version, and its value or a tombstone. */
 export interface DefinitionRecord {
@@ -82,10 +89,11 @@ export class DefinitionStore implements Definitions {
   put<T>(key: string, value: T, expectedVersion?: string): Promise<Definition<T>> {
     return this.serialised(key, async () => {
       this.checkVersion(key, expectedVersion);
-      const version = (this.byKey.get(key)?.version ?? 0) + 1;
+      const from = this.byKey.get(key)?.version;
+      const version = (from ?? 0) + 1;
       await this.persist(key, { version, value });
       const definition = { key, version: String(version), value };
-      this.notify(key, definition);
+      this.notify(key, definition, { fromVersion: from, toVersion: version, coordinated: true });
       return definition;
     });
   }
@@ -98,7 +106,7 @@ export class DefinitionStore implements Definitions {
       if (current === undefined || current.value === undefined) return undefined;
       const version = current.version + 1;
       await this.persist(key, { version, value: undefined });
-      this.notify(key, undefined);
+      this.notify(key, undefined, { fromVersion: current.version, toVersion: version, coordinated: true });
       return String(version);
     });
   }
@@ -123,7 +131,8 @@ export class DefinitionStore implements Definitions {
       if (current !== undefined && current.version >= incoming.version) return false;
       const value = incoming.deleted ? undefined : incoming.value;
       await this.persist(incoming.key, { version: incoming.version, value });
-      this.notify(incoming.key, value === undefined ? undefined : { key: incoming.key, version: String(incoming.version), value });
+      const change = { fromVersion: current?.version, toVersion: incoming.version, coordinated: false };
+      this.notify(incoming.key, value === undefined ? undefined : { key: incoming.key, version: String(incoming.version), value }, change);
       return true;
     });
   }
@@ -146,8 +155,8 @@ export class DefinitionStore implements Definitions {
     this.byKey.set(key, record);
   }
 
-  private notify(key: string, definition: Definition | undefined): void {
-    for (const listener of this.listeners) listener(key, definition);
+  private notify(key: string, definition: Definition | undefined, change: DefinitionChange): void {
+    for (const listener of this.listeners) listener(key, definition, change);
   }
 
   /** Runs `task` after every earlier write to the same key has settled. */

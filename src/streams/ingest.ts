@@ -21,12 +21,16 @@ export type IngestFailures = Map<number, string>;
  */
 export type PayloadListener = (stream: CompiledStream, payloads: readonly Record<string, unknown>[]) => void | Promise<void>;
 
+/** What one batch did to a stream (monitoring, issue 13): bytes are the accepted payloads' JSON text. */
+export type BatchListener = (stream: CompiledStream, outcome: { accepted: number; refused: number; bytes: number }) => void;
+
 export interface IngestLimits {
   batchPayloadsMax: number;
 }
 
 export class IngestService {
   private readonly listeners = new Set<PayloadListener>();
+  private readonly batchListeners = new Set<BatchListener>();
 
   constructor(
     private readonly runtime: StreamRuntime,
@@ -39,6 +43,11 @@ export class IngestService {
   onPayloads(listener: PayloadListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  onBatch(listener: BatchListener): () => void {
+    this.batchListeners.add(listener);
+    return () => this.batchListeners.delete(listener);
   }
 
   async ingest(id: StreamId, batch: readonly unknown[]): Promise<IngestFailures> {
@@ -54,7 +63,12 @@ export class IngestService {
       if (typeof outcome === 'string') failures.set(index, outcome);
       else accepted.push({ index, payload: outcome });
     }
-    const written = stream.repository === undefined ? accepted : await this.store(stream, accepted, failures);
+    const sizes = { bytes: 0 };
+    const written = stream.repository === undefined ? accepted : await this.store(stream, accepted, failures, sizes);
+    if (this.batchListeners.size > 0) {
+      if (stream.repository === undefined) for (const { payload } of written) sizes.bytes += Buffer.byteLength(JSON.stringify(payload), 'utf8');
+      for (const listener of this.batchListeners) listener(stream, { accepted: written.length, refused: failures.size, bytes: sizes.bytes });
+    }
     if (written.length > 0) {
       const payloads = written.map((entry) => entry.payload);
       await Promise.all([...this.listeners].map((listener) => listener(stream, payloads)));
@@ -67,6 +81,7 @@ export class IngestService {
     stream: CompiledStream,
     accepted: Array<{ index: number; payload: Record<string, unknown> }>,
     failures: IngestFailures,
+    sizes: { bytes: number },
   ): Promise<Array<{ index: number; payload: Record<string, unknown> }>> {
     const receivedAt = this.nowMs();
     const records: StoredRecord[] = accepted.map(({ payload }) => {
@@ -83,6 +98,9 @@ export class IngestService {
     });
     const writeFailures = await this.router.write(stream.repository!, stream.policy, records);
     for (const [position, message] of writeFailures) failures.set(accepted[position]!.index, message);
+    for (let position = 0; position < records.length; position++) {
+      if (!writeFailures.has(position)) sizes.bytes += Buffer.byteLength(records[position]!.payloadJson, 'utf8');
+    }
     return accepted.filter((_, position) => !writeFailures.has(position));
   }
 }
