@@ -1,5 +1,7 @@
 // Small helpers for untrusted JSON values and for quoting them in error messages.
 
+import { isInteger, parse as parseLossless, stringify as stringifyLossless } from 'lossless-json';
+
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -8,6 +10,8 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 export function jsonTypeName(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'array';
+  // A long beyond 2^53 (issue 13) is a number in JSON.
+  if (typeof value === 'bigint') return 'number';
   return typeof value;
 }
 
@@ -30,4 +34,34 @@ export function pathReader(path: string): (payload: Record<string, unknown>) => 
     }
     return value;
   };
+}
+
+// Integers beyond 2^53 (tweet ids such as 855448618232418304) are kept exactly (issue 13
+// item 3b): they are read into BigInt, written back as the same digits, and compared
+// exactly. JSON.parse rounds them, so text that may hold one (a run of 16 or more digits)
+// is read by lossless-json instead; everything else keeps JSON.parse's speed. Numbers with
+// a fraction or an exponent are doubles either way.
+const LONG_DIGITS = /\d{16}/;
+
+export function parseJson(text: string): unknown {
+  if (!LONG_DIGITS.test(text)) return JSON.parse(text);
+  return parseLossless(text, null, readNumber);
+}
+
+function readNumber(text: string): number | bigint {
+  if (isInteger(text)) {
+    const value = Number(text);
+    return Number.isSafeInteger(value) ? value : BigInt(text);
+  }
+  return Number(text);
+}
+
+/** JSON text of a value that may hold BigInt (written as plain digits). */
+export function stringifyJson(value: unknown): string {
+  try {
+    return JSON.stringify(value);
+  } catch (error) {
+    if (!(error instanceof TypeError) || !/BigInt/.test(error.message)) throw error;
+    return stringifyLossless(value) as string;
+  }
 }

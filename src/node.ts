@@ -56,6 +56,7 @@ import { StreamStats } from './monitoring/stream-stats.js';
 import { SystemStats } from './monitoring/system-stats.js';
 import { SseTracker } from './http/sse.js';
 import { BadRequestError, NotFoundError, TributaryError } from './errors.js';
+import { parseJson, stringifyJson } from './json.js';
 import type { WriteRecords } from './peer/messages.js';
 import { AccountService } from './api-v1/accounts.js';
 import { AdminGate, ApiSwitch } from './api-v1/access.js';
@@ -238,14 +239,14 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const outputs = new OutputRegistry({
     localName: config.name,
     hostOfOutput: (outputId) => directory.hostOfOutput(outputId),
-    pollRemote: async (node, request) => JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ outputPoll: request }) }, { deadlineMs: deadline })).json) as PollReply,
+    pollRemote: async (node, request) => parseJson((await transport.call(node, 'Read', { json: JSON.stringify({ outputPoll: request }) }, { deadlineMs: deadline })).json) as PollReply,
     limits: { logMessagesMax: config.execution.outputLogMessagesMax, retainedRowsMax: config.execution.outputRetainedRowsMax },
     pollWaitMs: Math.min(2_000, Math.floor(deadline / 2)),
     log,
   });
   const forwarder = new LiveForwarder({
     hostsReading: (stream) => directory.remoteHostsReading(stream),
-    send: async (node, stream, payloads) => void (await transport.call(node, 'LivePayloads', { stream, payloadsJson: JSON.stringify(payloads) }, { deadlineMs: deadline })),
+    send: async (node, stream, payloads) => void (await transport.call(node, 'LivePayloads', { stream, payloadsJson: stringifyJson(payloads) }, { deadlineMs: deadline })),
     queuePayloadsMax: config.execution.liveForwardQueuePayloadsMax,
     log,
   });
@@ -254,7 +255,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     forwarder.forward(stream.key, payloads);
   });
   transport.handle('LivePayloads', async (_sender, live) => {
-    const payloads: unknown = JSON.parse(live.payloadsJson);
+    const payloads: unknown = parseJson(live.payloadsJson);
     if (!Array.isArray(payloads)) throw new BadRequestError('LivePayloads: payloads_json must be a JSON array');
     feed.deliver(live.stream, payloads as Record<string, unknown>[]);
     return {};
@@ -323,7 +324,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   });
 
   transport.handle('Read', async (_sender, read) => {
-    const request = JSON.parse(read.json) as {
+    const request = parseJson(read.json) as {
       monitoring?: unknown;
       tenant?: unknown;
       uri?: unknown;
@@ -334,8 +335,8 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       holdsData?: string;
     };
     if (typeof request.holdsData === 'string') return { json: JSON.stringify(await localHoldsData(request.holdsData)) };
-    if (request.search !== undefined) return { json: JSON.stringify(await searchLocally(ssrIndex, request.search)) };
-    if (request.outputPoll !== undefined) return { json: JSON.stringify(await outputs.poll(request.outputPoll)) };
+    if (request.search !== undefined) return { json: stringifyJson(await searchLocally(ssrIndex, request.search)) };
+    if (request.outputPoll !== undefined) return { json: stringifyJson(await outputs.poll(request.outputPoll)) };
     if (request.scan !== undefined) return { json: JSON.stringify(await scanLocal(request.scan)) };
     if (request.executionStatuses !== undefined) return { json: JSON.stringify(localStatuses(request.executionStatuses.tenant, request.executionStatuses.id)) };
     if (typeof request.monitoring !== 'string') throw new BadRequestError('unknown read');
@@ -384,7 +385,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
         available,
         runLocal: (request) => searchLocally(ssrIndex, request),
         runRemote: async (node, request) =>
-          JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ search: request }) }, { deadlineMs: deadline })).json) as LocalSearchResult,
+          parseJson((await transport.call(node, 'Read', { json: JSON.stringify({ search: request }) }, { deadlineMs: deadline })).json) as LocalSearchResult,
       }, domains), tenants),
       contributorRoutes(contributors),
       domainRoutes(domains),
@@ -445,7 +446,7 @@ function servePeers(
     return {};
   });
   transport.handle('DefinitionWrite', async (_sender, write) => {
-    const value = write.delete ? undefined : (JSON.parse(write.valueJson) as unknown);
+    const value = write.delete ? undefined : parseJson(write.valueJson);
     const record = await definitions.coordinate({ key: write.key, value, expectedVersion: write.expectedVersion, delete: write.delete });
     return { version: record === undefined ? undefined : String(record.version) };
   });

@@ -3,7 +3,7 @@
 import Koa from 'koa';
 import type Router from '@koa/router';
 import type { Logger } from 'pino';
-import { jsonBodyMiddleware } from './body.js';
+import { jsonBodyMiddleware, jsonResponseMiddleware } from './body.js';
 import { corsMiddleware } from './cors.js';
 import { errorMiddleware, type ErrorRenderer } from './errors.js';
 
@@ -25,6 +25,7 @@ export function createApp({ log, bodyBytesMax, routers, errorRenderers = [], cor
   // Outermost, so that errors and preflights carry the CORS headers too.
   const cors = corsMiddleware(corsOrigins);
   if (cors !== undefined) app.use(cors);
+  app.use(jsonResponseMiddleware());
   app.use(errorMiddleware(log, errorRenderers));
   app.use(jsonBodyMiddleware(bodyBytesMax));
   for (const router of routers) {

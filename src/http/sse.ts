@@ -5,6 +5,7 @@
 
 import { PassThrough } from 'node:stream';
 import type Koa from 'koa';
+import { stringifyJson } from '../json.js';
 
 export interface SseOptions {
   keepAliveMs: number;
@@ -84,7 +85,7 @@ export function openSse(ctx: Koa.Context, options: SseOptions): SseChannel {
   write(': connected\n\n');
   const send = (message: unknown): boolean => {
     messages += 1;
-    return write(`data: ${JSON.stringify(message)}\n\n`);
+    return write(`data: ${stringifyJson(message)}\n\n`);
   };
   return { send, closed, close };
 }

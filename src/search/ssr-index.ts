@@ -8,6 +8,7 @@
 import type { Repository, StoredRecord } from '../storage/repository.js';
 import type { Analyzer } from './expression/patterns.js';
 import { PartitionIndex, type SsrDocument } from './partition-index.js';
+import { parseJson } from '../json.js';
 
 /** Records per batch read while building an index. */
 const SCAN_BATCH_RECORDS = 2_000;
@@ -118,6 +119,6 @@ function toDocument(record: StoredRecord): SsrDocument {
   return {
     writeId: record.writeId,
     timestamp: record.timestamp,
-    payload: JSON.parse(record.payloadJson) as Record<string, unknown>,
+    payload: parseJson(record.payloadJson) as Record<string, unknown>,
   };
 }

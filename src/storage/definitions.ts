@@ -8,6 +8,7 @@
 
 import { VersionConflictError } from '../errors.js';
 import type { Database } from './database.js';
+import { parseJson, stringifyJson } from '../json.js';
 
 export interface Definition<T = unknown> {
   key: string;
@@ -150,7 +151,7 @@ export class DefinitionStore implements Definitions {
   }
 
   private async persist(key: string, record: StoredRecord): Promise<void> {
-    const text = JSON.stringify(record.value === undefined ? { version: record.version, deleted: true } : record);
+    const text = stringifyJson(record.value === undefined ? { version: record.version, deleted: true } : record);
     await this.database.batch([{ type: 'put', sublevel: this.database.kv, key, value: text }], { sync: true });
     this.byKey.set(key, record);
   }
@@ -177,7 +178,7 @@ function toRecord(key: string, record: StoredRecord): DefinitionRecord {
 }
 
 function parseRecord(key: string, text: string): StoredRecord {
-  const parsed = JSON.parse(text) as { version?: unknown; value?: unknown; deleted?: unknown };
+  const parsed = parseJson(text) as { version?: unknown; value?: unknown; deleted?: unknown };
   if (typeof parsed.version !== 'number' || !Number.isSafeInteger(parsed.version) || parsed.version < 1) {
     throw new Error(`definitions store: key ${key} has no valid version`);
   }

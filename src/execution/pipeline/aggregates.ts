@@ -63,8 +63,10 @@ class SumOrAverage implements Accumulator {
   private count = 0;
   constructor(private readonly average: boolean) {}
   add(value: Value): void {
-    if (typeof value !== 'number') return;
-    this.total += value;
+    // A long beyond 2^53 (BigInt) is summed as a double.
+    const number = typeof value === 'bigint' ? Number(value) : value;
+    if (typeof number !== 'number') return;
+    this.total += number;
     this.count++;
   }
   result(): Value {
