@@ -140,8 +140,8 @@ function mergeAll(into: Accumulator[], from: readonly Accumulator[]): void {
 interface Series {
   readonly keyValues: Value[];
   readonly panes: Map<number, Pane>;
-  /** The panes beyond the end of the key's next window (live), which slide() moves into the queue. */
-  readonly pending: Map<number, Pane>;
+  /** The panes beyond the end of the key's next window (live), by index, which slide() moves into the queue. */
+  readonly pending: Pane[];
   /** Start (ms) of the key's next window to close; its panes are in `queue`. Live only. */
   windowStartMs: number;
   readonly queue: PaneQueue;
@@ -253,7 +253,7 @@ export class PanedWindowGrouping implements RowConsumer {
     series.panes.set(index, pane);
     if (this.historical) return pane;
     if (index * this.paneMs < series.windowStartMs + this.sizeMs) series.queue.insert(pane);
-    else series.pending.set(index, pane);
+    else insertSorted(series.pending, pane);
     return pane;
   }
 
@@ -271,7 +271,7 @@ export class PanedWindowGrouping implements RowConsumer {
       series = {
         keyValues: keys.slice(),
         panes: new Map(),
-        pending: new Map(),
+        pending: [],
         windowStartMs: this.historical ? -Infinity : this.firstOpenWindowMs(eventMs),
         queue: new PaneQueue(() => createAccumulators(this.plan)),
         emitted: undefined,
@@ -327,12 +327,10 @@ export class PanedWindowGrouping implements RowConsumer {
       this.budget.releaseGroup();
     }
     const endIndex = Math.ceil((startMs + this.sizeMs) / this.paneMs);
-    if (series.pending.size === 0) return;
-    const coming = [...series.pending.values()].filter((pane) => pane.index < endIndex).sort((a, b) => a.index - b.index);
-    for (const pane of coming) {
-      series.pending.delete(pane.index);
-      series.queue.insert(pane);
-    }
+    const pending = series.pending;
+    let taken = 0;
+    while (taken < pending.length && pending[taken]!.index < endIndex) series.queue.insert(pending[taken++]!);
+    if (taken > 0) pending.splice(0, taken);
   }
 
   /** Every window of a bounded input that holds data, oldest first, from a queue of its own. */
@@ -363,9 +361,11 @@ export class PanedWindowGrouping implements RowConsumer {
   private outputRow(series: Series, windowStartMs: number, accumulators: Accumulator[]): OutputRow {
     const plan = this.plan;
     const keys: Record<string, Value> = {};
-    series.keyValues.forEach((value, index) => (keys[plan.keyNames[index]!] = value));
+    for (let i = 0; i < series.keyValues.length; i++) keys[plan.keyNames[i]!] = series.keyValues[i]!;
     keys[plan.keyNames[plan.keyNames.length - 1]!] = new Date(windowStartMs).toISOString();
-    const view = { keys, aggregates: accumulators.map((accumulator) => accumulator.result()) };
+    const aggregates: Value[] = new Array<Value>(accumulators.length);
+    for (let slot = 0; slot < accumulators.length; slot++) aggregates[slot] = accumulators[slot]!.result();
+    const view = { keys, aggregates };
     const row: OutputRow = {};
     for (let i = 0; i < plan.items.length; i++) row[plan.itemNames[i]!] = plan.items[i]!(view);
     return row;
@@ -374,7 +374,7 @@ export class PanedWindowGrouping implements RowConsumer {
   private forget(series: Series): void {
     for (let i = 0; i < series.panes.size; i++) this.budget.releaseGroup();
     series.panes.clear();
-    series.pending.clear();
+    series.pending.length = 0;
     const at = this.series.indexOf(series);
     if (at >= 0) this.series.splice(at, 1);
     let level = this.root;
@@ -431,6 +431,13 @@ class DueQueue {
     }
     return due;
   }
+}
+
+/** Panes mostly come in time order: search from the back. */
+function insertSorted(panes: Pane[], pane: Pane): void {
+  let at = panes.length;
+  while (at > 0 && panes[at - 1]!.index > pane.index) at--;
+  panes.splice(at, 0, pane);
 }
 
 function gcd(a: number, b: number): number {
