@@ -206,7 +206,7 @@ export class GroupingOperator implements RowConsumer {
     };
     leaf.set(key, group);
     this.groups.add(group);
-    if (windowed) this.windows.add(group);
+    if (windowed) this.windows.add(group.windowEndMs, group);
     return group;
   }
 

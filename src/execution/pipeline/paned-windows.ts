@@ -22,6 +22,7 @@
 
 import type { Value } from '../../search/expression/index.js';
 import type { Accumulator } from './aggregates.js';
+import { WindowEnds } from './group-store.js';
 import { createAccumulators, type GroupingPlan } from './grouping-plan.js';
 import type { Budget, Delta, OutputRow, RowConsumer } from './types.js';
 import { eventTimeMs, mapKey, orderValues } from './values.js';
@@ -159,10 +160,8 @@ export class PanedWindowGrouping implements RowConsumer {
   private readonly hopMs: number;
   private readonly root = new Map<unknown, unknown>();
   private readonly series: Series[] = [];
-  private readonly due = new DueQueue();
+  private readonly due = new WindowEnds<Series>();
   private readonly keyScratch: Value[];
-  private readonly firstArguments: Value[];
-  private readonly secondArguments: Value[];
   private watermarkMs = -Infinity;
   private lastArrivalMs: number | undefined;
   lateRows = 0;
@@ -177,8 +176,6 @@ export class PanedWindowGrouping implements RowConsumer {
     this.hopMs = window.hopMs;
     this.paneMs = gcd(window.sizeMs, window.hopMs);
     this.keyScratch = new Array<Value>(plan.plainKeys.length).fill(null);
-    this.firstArguments = new Array<Value>(plan.slots.length).fill(null);
-    this.secondArguments = new Array<Value>(plan.slots.length).fill(null);
   }
 
   /** Whether a window is best computed from panes: hopping, with more than one window per row. */
@@ -404,34 +401,6 @@ export class PanedWindowGrouping implements RowConsumer {
 
 /** The Map entry holding a key's series, below its key levels (no key value is this object). */
 const SERIES = Symbol('series');
-
-/** Series by the end of their next window, ends ascending. */
-class DueQueue {
-  private readonly ends: number[] = [];
-  private readonly byEnd = new Map<number, Series[]>();
-
-  add(endMs: number, series: Series): void {
-    const waiting = this.byEnd.get(endMs);
-    if (waiting !== undefined) {
-      waiting.push(series);
-      return;
-    }
-    this.byEnd.set(endMs, [series]);
-    let at = this.ends.length;
-    while (at > 0 && this.ends[at - 1]! > endMs) at--;
-    this.ends.splice(at, 0, endMs);
-  }
-
-  takeDue(watermarkMs: number): Series[] {
-    const due: Series[] = [];
-    while (this.ends.length > 0 && this.ends[0]! <= watermarkMs) {
-      const end = this.ends.shift()!;
-      due.push(...this.byEnd.get(end)!);
-      this.byEnd.delete(end);
-    }
-    return due;
-  }
-}
 
 /** Panes mostly come in time order: search from the back. */
 function insertSorted(panes: Pane[], pane: Pane): void {
