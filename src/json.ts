@@ -38,14 +38,32 @@ export function pathReader(path: string): (payload: Record<string, unknown>) => 
 
 // Integers beyond 2^53 (tweet ids such as 855448618232418304) are kept exactly (issue 13
 // item 3b): they are read into BigInt, written back as the same digits, and compared
-// exactly. JSON.parse rounds them, so text that may hold one (a run of 16 or more digits)
-// is read by lossless-json instead; everything else keeps JSON.parse's speed. Numbers with
-// a fraction or an exponent are doubles either way.
-const LONG_DIGITS = /\d{16}/;
-
+// exactly. JSON.parse rounds them, so its result is checked for an integer it could not
+// hold exactly (a walk over the values, not the text: about a tenth of the parse for
+// ingest batches), and only then is the text read again by lossless-json. Numbers with a
+// fraction or an exponent are doubles either way.
 export function parseJson(text: string): unknown {
-  if (!LONG_DIGITS.test(text)) return JSON.parse(text);
-  return parseLossless(text, null, readNumber);
+  const value: unknown = JSON.parse(text);
+  return holdsUnsafeInteger(value) ? parseLossless(text, null, readNumber) : value;
+}
+
+function holdsUnsafeInteger(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return isUnsafeInteger(value);
+  const stack: object[] = [value];
+  while (stack.length > 0) {
+    const container = stack.pop()!;
+    const items: unknown[] = Array.isArray(container) ? container : Object.values(container);
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
+      if (typeof item === 'object' && item !== null) stack.push(item);
+      else if (isUnsafeInteger(item)) return true;
+    }
+  }
+  return false;
+}
+
+function isUnsafeInteger(value: unknown): boolean {
+  return typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value);
 }
 
 function readNumber(text: string): number | bigint {

@@ -22,6 +22,15 @@ describe('json - longs beyond 2^53', () => {
     expect(({} as any).polluted).toBeUndefined();
   });
 
+  it('reads full-precision doubles with JSON.parse (the fast path) and longs in strings as strings', () => {
+    expect(parseJson('{"mem":23.45678901234567812,"tiny":1.2345678901234567e-5,"id_str":"855448618232418307"}')).toEqual({
+      mem: 23.45678901234567812,
+      tiny: 1.2345678901234567e-5,
+      id_str: '855448618232418307',
+    });
+    expect(parseJson('[9007199254740993]')).toEqual([9007199254740993n]);
+  });
+
   it('compares them exactly in expressions, also against literals beyond 2^53', () => {
     const row = parseJson(`{"tweet":{"id":${ID}}}`) as Record<string, unknown>;
     const test = (source: string) => compileExpression(source)(row);
