@@ -246,19 +246,19 @@ export class PeerTransport {
     const context = { sender: envelope.sender, kind: envelope.kind, sentAtMs: envelope.sentAtMs, peer };
     const now = this.clock();
     if (Math.abs(now - envelope.sentAtMs) > this.options.replayWindowMs) {
-      throw this.refuse(context, `timestamp ${envelope.sentAtMs} outside ±${this.options.replayWindowMs} ms of ${now}`, 'clock');
+      throw this.refuse(context, `timestamp ${envelope.sentAtMs} outside ±${this.options.replayWindowMs} ms of ${now}`, 'stale');
     }
     const key = this.senderKey(envelope);
     // Ping answers only what GET /cluster/localNode shows anyone, and its purpose is the
     // signed reply: an operator adding a node proves the node holds the key they were given.
     if (key === undefined && envelope.kind === 'Ping') return envelope.sender;
-    if (key === undefined) throw this.refuse(context, `unknown sender '${envelope.sender}'`, 'unknown-sender');
+    if (key === undefined) throw this.refuse(context, `unknown sender '${envelope.sender}'`, 'unknown_sender');
     if (!verifyEnvelope(envelope, key, this.options.identity.publicKey)) {
-      throw this.refuse(context, `bad signature (not by ${envelope.sender}'s key, altered, or not meant for ${this.name})`, 'bad-signature');
+      throw this.refuse(context, `bad signature (not by ${envelope.sender}'s key, altered, or not meant for ${this.name})`, 'bad_signature');
     }
     const verdict = this.replay.admit(envelope.nonce, envelope.sentAtMs, now);
     if (verdict === 'replayed') throw this.refuse(context, 'nonce already seen: a replay', 'replay');
-    if (verdict === 'stale') throw this.refuse(context, 'timestamp outside the replay window', 'clock');
+    if (verdict === 'stale') throw this.refuse(context, 'timestamp outside the replay window', 'stale');
     if (verdict === 'full') {
       this.counters.refused(envelope.sender, 'busy');
       this.log.warn({ ...context, reason: 'replay guard full' }, 'peer message refused');
@@ -320,7 +320,7 @@ export class PeerTransport {
     try {
       if (envelope.kind !== 'TransferChunk') throw new BadPeerMessageError(`a transfer stream carries TransferChunk, not '${envelope.kind}'`);
       if (stream.sender !== undefined && envelope.sender !== stream.sender) {
-        throw this.refuse({ sender: envelope.sender, kind: envelope.kind, peer }, `chunk on a stream of ${stream.sender}`, 'wrong-stream');
+        throw this.refuse({ sender: envelope.sender, kind: envelope.kind, peer }, `chunk on a stream of ${stream.sender}`, 'bad_chunk');
       }
       stream.sender = this.authenticate(envelope, peer);
       const handler = this.transferHandler;
@@ -341,6 +341,7 @@ export class PeerTransport {
     } catch (error) {
       // A checksum mismatch under a valid signature: the sender read or encoded bad data.
       this.log.warn({ sender: envelope.sender, kind: envelope.kind, peer, reason: (error as Error).message }, 'peer chunk refused');
+      this.counters.refused(envelope.sender, 'bad_chunk');
       throw error;
     }
   }

@@ -396,7 +396,7 @@ describe('peer transport - counters (monitoring, issue 13)', () => {
       const replayed = encodeEnvelope(envelopeFrom(x, y, 'Read', readBody('once')));
       await x.transport.sendRawEnvelope('y', replayed, CALL);
       await expect(x.transport.sendRawEnvelope('y', replayed, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
-      expect(y.transport.counters.snapshot().find((traffic) => traffic.peer === 'x')!.refused).toEqual({ 'bad-signature': 1, replay: 1 });
+      expect(y.transport.counters.snapshot().find((traffic) => traffic.peer === 'x')!.refused).toEqual({ bad_signature: 1, replay: 1 });
 
       await y.transport.close(100);
       await expect(x.transport.call('y', 'Ping', {}, { deadlineMs: 500 })).rejects.toBeDefined();
