@@ -219,7 +219,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const system = new SystemStats(Date.now());
   system.start();
   const streamStats = new StreamStats(STATS_STREAMS_MAX);
-  ingest.onBatch((stream, outcome) => streamStats.record(stream.key, outcome));
+  ingest.onOutcome((stream, outcome) => streamStats.record(stream, outcome));
   const audit = new AuditLog(config.monitoring.auditEntriesMax, config.name);
   definitions.onChange((key, definition, change) => change !== undefined && audit.definitionChanged(key, change, definition === undefined));
   const monitoring: MonitoringDeps = {

@@ -21,8 +21,8 @@ export type IngestFailures = Map<number, string>;
  */
 export type PayloadListener = (stream: CompiledStream, payloads: readonly Record<string, unknown>[]) => void | Promise<void>;
 
-/** What one batch did to a stream (monitoring, issue 13): bytes are the accepted payloads' JSON text. */
-export type BatchListener = (stream: CompiledStream, outcome: { accepted: number; refused: number; bytes: number }) => void;
+/** What one batch did, per stream (metrics): payloads accepted and refused, bytes stored. */
+export type IngestOutcomeListener = (stream: string, outcome: { accepted: number; refused: number; bytes: number }) => void;
 
 export interface IngestLimits {
   batchPayloadsMax: number;
@@ -30,7 +30,7 @@ export interface IngestLimits {
 
 export class IngestService {
   private readonly listeners = new Set<PayloadListener>();
-  private readonly batchListeners = new Set<BatchListener>();
+  private outcomeListener: IngestOutcomeListener | undefined;
 
   constructor(
     private readonly runtime: StreamRuntime,
@@ -45,9 +45,9 @@ export class IngestService {
     return () => this.listeners.delete(listener);
   }
 
-  onBatch(listener: BatchListener): () => void {
-    this.batchListeners.add(listener);
-    return () => this.batchListeners.delete(listener);
+  /** One listener told the outcome of every batch (metrics). */
+  onOutcome(listener: IngestOutcomeListener): void {
+    this.outcomeListener = listener;
   }
 
   async ingest(id: StreamId, batch: readonly unknown[]): Promise<IngestFailures> {
@@ -63,12 +63,8 @@ export class IngestService {
       if (typeof outcome === 'string') failures.set(index, outcome);
       else accepted.push({ index, payload: outcome });
     }
-    const sizes = { bytes: 0 };
-    const written = stream.repository === undefined ? accepted : await this.store(stream, accepted, failures, sizes);
-    if (this.batchListeners.size > 0) {
-      if (stream.repository === undefined) for (const { payload } of written) sizes.bytes += Buffer.byteLength(JSON.stringify(payload), 'utf8');
-      for (const listener of this.batchListeners) listener(stream, { accepted: written.length, refused: failures.size, bytes: sizes.bytes });
-    }
+    const { written, bytes } = stream.repository === undefined ? { written: accepted, bytes: 0 } : await this.store(stream, accepted, failures);
+    this.outcomeListener?.(stream.key, { accepted: written.length, refused: failures.size, bytes });
     if (written.length > 0) {
       const payloads = written.map((entry) => entry.payload);
       await Promise.all([...this.listeners].map((listener) => listener(stream, payloads)));
@@ -76,13 +72,12 @@ export class IngestService {
     return failures;
   }
 
-  /** Writes the accepted payloads; returns those written, and adds the others to failures. */
+  /** Writes the accepted payloads; returns those written and their bytes, and adds the others to failures. */
   private async store(
     stream: CompiledStream,
     accepted: Array<{ index: number; payload: Record<string, unknown> }>,
     failures: IngestFailures,
-    sizes: { bytes: number },
-  ): Promise<Array<{ index: number; payload: Record<string, unknown> }>> {
+  ): Promise<{ written: Array<{ index: number; payload: Record<string, unknown> }>; bytes: number }> {
     const receivedAt = this.nowMs();
     const records: StoredRecord[] = accepted.map(({ payload }) => {
       // One canonical text serves both the partition hash and storage: measured cheaper
@@ -98,10 +93,9 @@ export class IngestService {
     });
     const writeFailures = await this.router.write(stream.repository!, stream.policy, records);
     for (const [position, message] of writeFailures) failures.set(accepted[position]!.index, message);
-    for (let position = 0; position < records.length; position++) {
-      if (!writeFailures.has(position)) sizes.bytes += Buffer.byteLength(records[position]!.payloadJson, 'utf8');
-    }
-    return accepted.filter((_, position) => !writeFailures.has(position));
+    // Counted only when someone listens: a byte count per payload is not free.
+    const bytes = this.outcomeListener === undefined ? 0 : records.reduce((sum, record, position) => (writeFailures.has(position) ? sum : sum + Buffer.byteLength(record.payloadJson)), 0);
+    return { written: accepted.filter((_, position) => !writeFailures.has(position)), bytes };
   }
 }
 
