@@ -42,6 +42,16 @@ export const configSchema = z
     defaultTenants: z.array(name),
     /** Serve /_internal reads of raw repository contents (tests and operators). */
     internalReads: z.boolean(),
+    /** Origins browsers may call from (issue 13 item 3e): "*" for any, [] for none. */
+    corsOrigins: z.array(z.string().min(1).max(1024).refine((origin) => origin === '*' || /^https?:\/\/[^/\s]+$/.test(origin), 'an origin is "*" or scheme://host[:port]')).max(1_000),
+    monitoring: z
+      .object({
+        /** The `actors` monitoring service (the spec: disabled unless configured). */
+        actorsEnabled: z.boolean(),
+        /** Entries the `audit` monitoring service keeps (the oldest go first). */
+        auditEntriesMax: z.number().int().min(1).max(1_000_000),
+      })
+      .strict(),
     limits: z
       .object({
         bodyBytesMax: z.number().int().min(1024).max(1024 * 1024 * 1024),

@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import { VendorService } from './admin/vendors.js';
 import { ClusterShell } from './cluster/cluster-shell.js';
 import { ClusterCore } from './cluster/core/core.js';
-import { ownersOf as currentOwners, writeOwners } from './cluster/core/placement.js';
+import { coordinatorOf, ownersOf as currentOwners, writeOwners } from './cluster/core/placement.js';
 import type { CoreConfig, Member, Membership, PersistedCoreState, Slot } from './cluster/core/types.js';
 import { ClusterDefinitionPeers, fromWireRecord } from './cluster/definition-peers.js';
 import { ClusterEventBus } from './cluster/events.js';
@@ -51,7 +51,13 @@ import { searchRoutes } from './http/routes/search.js';
 import type { RepositoryMapping } from './streams/repository-mapping.js';
 import { checkFilter, checkService, localDetails, type MonitoringDeps, type MonitoringFilter, type MonitoringService, type NodeDetails } from './monitoring/monitoring.js';
 import { monitoringRoutes } from './http/routes/monitoring.js';
+import { AuditLog } from './monitoring/audit-log.js';
+import { RepositoryStats } from './monitoring/repository-stats.js';
+import { StreamStats } from './monitoring/stream-stats.js';
+import { SystemStats } from './monitoring/system-stats.js';
+import { SseTracker } from './http/sse.js';
 import { BadRequestError, NotFoundError, StartupError, TributaryError } from './errors.js';
+import { parseJson, stringifyJson } from './json.js';
 import type { WriteRecords } from './peer/messages.js';
 import { AccountService } from './api-v1/accounts.js';
 import { AdminGate, ApiSwitch } from './api-v1/access.js';
@@ -97,11 +103,16 @@ export interface RunningNode {
 const SHUTDOWN_GRACE_MS = 1_500;
 const CORE_STATE_KEY = 'cluster-core';
 const HINT_REPLAY_INTERVAL_MS = 1_000;
+/** Streams whose ingest counters a node keeps (monitoring). */
+const STATS_STREAMS_MAX = 10_000;
+/** How long a scan of a stream's stored records answers monitoring requests. */
+const STATS_CACHE_MS = 5_000;
 
 /** A count of what a node stores is kept this long for status views (store-stats.ts). */
 const STORE_STATS_TTL_MS = 5_000;
 
 export async function startNode(config: Config, log: Logger): Promise<RunningNode> {
+  const startedAtMs = Date.now();
   const version = softwareVersion();
   const metrics = new Metrics({ name: config.name, version: version.number, revision: version.revision });
   const identity = loadOrCreateIdentity(config.dataDir);
@@ -135,8 +146,11 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const definitions = new ReplicatedDefinitions(store, peers);
   const tenants = new TenantService(definitions, events);
   const repositories: Record<RepositoryName, Repository> = { ssr: new SearchableRepository(database), tsr: new TimeSeriesRepository(database) };
+  const repositoryStats = { ssr: new RepositoryStats(repositories.ssr, STATS_CACHE_MS), tsr: new RepositoryStats(repositories.tsr, STATS_CACHE_MS) };
   const sandboxLimits = { timeoutMs: config.limits.tagTimeoutMs, memoryMb: config.limits.tagMemoryMb };
-  const streamDefinitions = new StreamDefinitions(definitions, tenants, repositories, sandboxLimits);
+  const localHoldsData = async (stream: string) => (await repositories.ssr.hasData(stream)) || (await repositories.tsr.hasData(stream));
+  const holdsData = (stream: string) => clusterHoldsData(stream, { localHoldsData, core, transport, deadlineMs: deadline });
+  const streamDefinitions = new StreamDefinitions(definitions, tenants, holdsData, sandboxLimits);
 
   const ssrIndex = new SsrIndex(repositories.ssr, (streamKey) =>
     definitions.get<RepositoryMapping>(`repository/${streamKey}`)?.value.config.defaultStringAnalyzer === 'keyword' ? 'keyword' : 'standard',
@@ -146,7 +160,10 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     streams: () => storedStreams(definitions),
     definitionRecords: () => store.records(),
     applyDefinitions: (records) => definitions.apply(records),
-    partitionChanged: (repo, stream, partition) => repo === 'ssr' && ssrIndex.invalidate(stream, partition),
+    partitionChanged: (repo, stream, partition) => {
+      if (repo === 'ssr') ssrIndex.invalidate(stream, partition);
+      repositoryStats[repo].invalidate(stream);
+    },
   }, config.cluster.transferChunkBytes);
   const shell = new ClusterShell({
     core, transport, chunks, events, log,
@@ -160,7 +177,10 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const membershipService = new MembershipService({ core, shell, transport, peerDeadlineMs: deadline, log });
   observeMembership = (membership) => membershipService.observe(membership);
 
-  const replica = new LocalReplica(repositories, committer, (repository, records) => repository === 'ssr' && ssrIndex.onStored(records));
+  const replica = new LocalReplica(repositories, committer, (repository, records) => {
+    if (repository === 'ssr') ssrIndex.onStored(records);
+    for (const stream of new Set(records.map((record) => record.stream))) repositoryStats[repository].invalidate(stream);
+  });
   const writerDeps = {
     localName: config.name, replica, transport, hints, committer, available, peerDeadlineMs: deadline, log,
     epoch: () => core.membership().epoch,
@@ -180,7 +200,6 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   };
   const runtime = new StreamRuntime(definitions, streamDefinitions, sandboxLimits);
   const ingest = new IngestService(runtime, router, new WriteIdGenerator(config.name), { batchPayloadsMax: config.limits.ingestBatchPayloadsMax });
-  ingest.onOutcome((stream, outcome) => metrics.ingest(stream, outcome));
 
   // Contributors and domains (issue 5): definitions like any other; the published-to index
   // learns from every batch this node accepts, and domains limit searches by contributor.
@@ -219,8 +238,24 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     metrics.searchLocal((performance.now() - started) / 1000);
     return result;
   };
+  // Monitoring (issue 13): every service of the spec, from counters the parts keep.
+  const sseTracker = new SseTracker();
+  const system = new SystemStats(startedAtMs);
+  system.start();
+  const streamStats = new StreamStats(STATS_STREAMS_MAX);
+  ingest.onOutcome((stream, outcome) => {
+    metrics.ingest(stream, outcome);
+    streamStats.record(stream, outcome);
+  });
+  const audit = new AuditLog(config.monitoring.auditEntriesMax, config.name);
+  definitions.onChange((key, definition, change) => change !== undefined && audit.definitionChanged(key, change, definition === undefined));
   const monitoring: MonitoringDeps = {
-    localName: config.name, hints, core, version, startedAtMs: Date.now(),
+    localName: config.name, hints, core, version, definitions, system, streamStats, audit,
+    repositoryStats,
+    ssrIndex: (stream) => ssrIndex.status(stream),
+    transport: () => transport.counters.snapshot(),
+    actorsEnabled: config.monitoring.actorsEnabled,
+    actors: { runners: () => sessionHost.runners(), liveForwarding: () => forwarder.queueDepths(), sseClients: () => sseTracker.clients() },
     execution: () => ({ sessions: sessionHost.summary(), liveForwardDroppedPayloads: forwarder.dropped }),
   };
   // Execution (issue 7): sessions run on their host node; payloads reach live queries from
@@ -231,7 +266,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const outputs = new OutputRegistry({
     localName: config.name,
     hostOfOutput: (outputId) => directory.hostOfOutput(outputId),
-    pollRemote: async (node, request) => JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ outputPoll: request }) }, { deadlineMs: deadline })).json) as PollReply,
+    pollRemote: async (node, request) => parseJson((await transport.call(node, 'Read', { json: JSON.stringify({ outputPoll: request }) }, { deadlineMs: deadline })).json) as PollReply,
     limits: { logMessagesMax: config.execution.outputLogMessagesMax, retainedRowsMax: config.execution.outputRetainedRowsMax },
     pollWaitMs: Math.min(2_000, Math.floor(deadline / 2)),
     log,
@@ -239,7 +274,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   });
   const forwarder = new LiveForwarder({
     hostsReading: (stream) => directory.remoteHostsReading(stream),
-    send: async (node, stream, payloads) => void (await transport.call(node, 'LivePayloads', { stream, payloadsJson: JSON.stringify(payloads) }, { deadlineMs: deadline })),
+    send: async (node, stream, payloads) => void (await transport.call(node, 'LivePayloads', { stream, payloadsJson: stringifyJson(payloads) }, { deadlineMs: deadline })),
     queuePayloadsMax: config.execution.liveForwardQueuePayloadsMax,
     log,
   });
@@ -248,7 +283,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     forwarder.forward(stream.key, payloads);
   });
   transport.handle('LivePayloads', async (_sender, live) => {
-    const payloads: unknown = JSON.parse(live.payloadsJson);
+    const payloads: unknown = parseJson(live.payloadsJson);
     if (!Array.isArray(payloads)) throw new BadRequestError('LivePayloads: payloads_json must be a JSON array');
     feed.deliver(live.stream, payloads as Record<string, unknown>[]);
     return {};
@@ -289,6 +324,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const previousObserver = observeMembership;
   observeMembership = (membership) => {
     previousObserver(membership);
+    audit.membershipChanged(membership, coordinatorOf(membership, available));
     const signature = membership.members.filter((member) => member.state === 'Joined' && available(member.name)).map((member) => member.name).sort().join(',');
     if (signature === hostingSignature) return;
     hostingSignature = signature;
@@ -316,7 +352,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   });
 
   transport.handle('Read', async (_sender, read) => {
-    const request = JSON.parse(read.json) as {
+    const request = parseJson(read.json) as {
       monitoring?: unknown;
       tenant?: unknown;
       uri?: unknown;
@@ -325,15 +361,17 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       scan?: ScanRequest;
       executionStatuses?: { tenant: string; id: string };
       storeStats?: unknown;
+      holdsData?: string;
     };
-    if (request.search !== undefined) return { json: JSON.stringify(await searchLocal(request.search)) };
+    if (typeof request.holdsData === 'string') return { json: JSON.stringify(await localHoldsData(request.holdsData)) };
+    if (request.search !== undefined) return { json: stringifyJson(await searchLocal(request.search)) };
     if (request.storeStats !== undefined) return { json: JSON.stringify(await storeStats.get()) };
-    if (request.outputPoll !== undefined) return { json: JSON.stringify(await outputs.poll(request.outputPoll)) };
+    if (request.outputPoll !== undefined) return { json: stringifyJson(await outputs.poll(request.outputPoll)) };
     if (request.scan !== undefined) return { json: JSON.stringify(await scanLocal(request.scan)) };
     if (request.executionStatuses !== undefined) return { json: JSON.stringify(localStatuses(request.executionStatuses.tenant, request.executionStatuses.id)) };
     if (typeof request.monitoring !== 'string') throw new BadRequestError('unknown read');
     const service = checkService(request.monitoring);
-    return { json: JSON.stringify(localDetails(service, monitoring, checkFilter(service, request.tenant, request.uri))) };
+    return { json: JSON.stringify(await localDetails(service, monitoring, checkFilter(service, request.tenant, request.uri))) };
   });
   const reportSlots = () => shell.submit({ type: 'slots', slots: slotsInUse(definitions) });
   definitions.onChange((key) => (key.startsWith('repository/') || key.startsWith('policy/')) && reportSlots());
@@ -368,7 +406,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     members: () => core.membership().members.map((member) => ({ name: member.name, state: member.state, available: member.state !== 'Left' && available(member.name) })),
   });
   const ops = new OpsService({
-    localName: config.name, version, startedAtMs: monitoring.startedAtMs, log,
+    localName: config.name, version, startedAtMs, log,
     membership: () => core.membership(),
     available,
     storageOpen: () => database.isOpen,
@@ -390,6 +428,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     bodyBytesMax: config.limits.bodyBytesMax,
     errorRenderers: [problemRenderer],
     access: { level: config.accessLogLevel, observe: (family, method, status, seconds) => metrics.httpRequest(family, method, status, seconds) },
+    corsOrigins: config.corsOrigins,
     routers: [
       opsRoutes({
         health: () => ops.health(),
@@ -401,7 +440,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       }),
       brainApi,
       streamRoutes({ definitions: streamDefinitions, runtime, ingest }),
-      clusterRoutes({ nodes, tenants, events, membership: membershipService, sse: sseOptions(config, metrics.sseChannel('cluster')) }),
+      clusterRoutes({ nodes, tenants, events, membership: membershipService, sse: sseOptions(config, metrics.sseChannel('cluster'), sseTracker) }),
       adminRoutes(new VendorService(definitions, tenants)),
       searchRoutes(new SearchService(streamDefinitions, {
         localName: config.name,
@@ -409,12 +448,12 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
         available,
         runLocal: searchLocal,
         runRemote: async (node, request) =>
-          JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ search: request }) }, { deadlineMs: deadline })).json) as LocalSearchResult,
+          parseJson((await transport.call(node, 'Read', { json: JSON.stringify({ search: request }) }, { deadlineMs: deadline })).json) as LocalSearchResult,
       }, domains), tenants),
       contributorRoutes(contributors),
       domainRoutes(domains),
       daemonRoutes(new DaemonService(definitions, tenants, execution, { sessionQueriesMax: config.execution.sessionQueriesMax })),
-      executionRoutes({ execution, outputs, outputExists: (tenant, outputId) => directory.outputExists(tenant, outputId), sse: sseOptions(config, metrics.sseChannel('output')) }),
+      executionRoutes({ execution, outputs, outputExists: (tenant, outputId) => directory.outputExists(tenant, outputId), sse: sseOptions(config, metrics.sseChannel('output'), sseTracker) }),
       monitoringRoutes({
         tenants,
         localName: config.name,
@@ -434,6 +473,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       ops.stop();
       shell.stop();
       replayer.stop();
+      system.stop();
       outputs.close();
       await sessionHost.close();
       await Promise.all([closeHttp(http), peer.close(SHUTDOWN_GRACE_MS)]);
@@ -470,7 +510,7 @@ function servePeers(
     return {};
   });
   transport.handle('DefinitionWrite', async (_sender, write) => {
-    const value = write.delete ? undefined : (JSON.parse(write.valueJson) as unknown);
+    const value = write.delete ? undefined : parseJson(write.valueJson);
     const record = await definitions.coordinate({ key: write.key, value, expectedVersion: write.expectedVersion, delete: write.delete });
     return { version: record === undefined ? undefined : String(record.version) };
   });
@@ -503,6 +543,30 @@ async function remoteDetails(
       }
     }),
   );
+}
+
+/**
+ * Whether any member stores payloads of the stream (issue 13 item 3g). A member that does
+ * not answer counts as holding some: a change that would hide stored data is refused
+ * rather than risked.
+ */
+async function clusterHoldsData(
+  stream: string,
+  parts: { localHoldsData(stream: string): Promise<boolean>; core: ClusterCore; transport: PeerTransport; deadlineMs: number },
+): Promise<boolean> {
+  if (await parts.localHoldsData(stream)) return true;
+  const others = parts.core.membership().members.filter((member) => member.state !== 'Left' && member.name !== parts.transport.name);
+  const answers = await Promise.all(
+    others.map(async (member) => {
+      try {
+        const reply = await parts.transport.call(member.name, 'Read', { json: JSON.stringify({ holdsData: stream }) }, { deadlineMs: parts.deadlineMs });
+        return JSON.parse(reply.json) === true;
+      } catch {
+        return true;
+      }
+    }),
+  );
+  return answers.some((holds) => holds);
 }
 
 function coreConfig(config: Config): CoreConfig {
@@ -576,8 +640,9 @@ function storedStreams(definitions: ReplicatedDefinitions) {
   });
 }
 
-function sseOptions(config: Config, clients: { opened(): void; closed(): void }) {
+function sseOptions(config: Config, clients: { opened(): void; closed(): void }, tracker: SseTracker) {
   return {
+    tracker,
     clientsMax: config.limits.sseClientsMax,
     keepAliveMs: config.limits.sseKeepAliveMs,
     clientBufferBytesMax: config.limits.sseClientBufferBytesMax,

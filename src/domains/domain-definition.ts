@@ -4,7 +4,7 @@
 // and evaluating; the service feeds it the instances.
 
 import { BadRequestError } from '../errors.js';
-import { isPlainObject, jsonTypeName } from '../json.js';
+import { isPlainObject, jsonTypeName, stringifyJson } from '../json.js';
 import { checkName } from '../names.js';
 import { contributorTypeUri, parseContributorTypeUri } from '../contributors/contributor-schema.js';
 import { compileExpression, ExpressionError, matches, type Evaluator } from '../search/expression/index.js';
@@ -52,7 +52,7 @@ export function parseDomain(body: unknown, tenant: string, limits: DomainLimits 
   const document: DomainDocument = { contributorFilters };
   if (body.userData !== undefined && body.userData !== null) {
     if (!isPlainObject(body.userData)) throw new BadRequestError(`userData must be an object, got ${jsonTypeName(body.userData)}`);
-    if (JSON.stringify(body.userData).length > limits.userDataBytesMax) throw new BadRequestError(`userData is at most ${limits.userDataBytesMax} characters of JSON`);
+    if (stringifyJson(body.userData).length > limits.userDataBytesMax) throw new BadRequestError(`userData is at most ${limits.userDataBytesMax} characters of JSON`);
     document.userData = body.userData;
   }
   return { document, filters: compileFilters(document, tenant) };

@@ -119,10 +119,12 @@ export class DaemonService {
     }
     const outputQuery = outputs[0]!;
     const query = { ...document.query, queries: document.query.queries.map((entry) => (entry.id === outputQuery ? { ...entry, body: targeted(entry.body, document.settings) } : entry)) };
-    const retargeted = analyseSession(query, world);
+    // The decoration is part of the rows the target receives, so the target checks them with it.
+    const decoration = decorationOf(outputQuery, document.settings);
+    const retargeted = analyseSession({ ...query, ...decoration }, world);
     const retargetErrors: QueryError[] = retargeted.queries.get(outputQuery)!.errors as QueryError[];
     if (retargetErrors.length > 0) throw new QueryErrorsError(retargetErrors);
-    let session: StoredSession = { ...resetSession(tenant, sessionId, query, randomUUID), ...decorationOf(outputQuery, document.settings) };
+    let session: StoredSession = { ...resetSession(tenant, sessionId, query, randomUUID), ...decoration };
     session = startQuery(session, retargeted.links, outputQuery);
     return session;
   }

@@ -52,6 +52,11 @@ export class LiveForwarder {
 
   constructor(private readonly deps: ForwarderDeps) {}
 
+  /** Payloads waiting per node (monitoring). */
+  queueDepths(): Array<{ node: string; queuedPayloads: number; sending: boolean }> {
+    return [...this.queues].map(([node, queue]) => ({ node, queuedPayloads: queue.payloads, sending: queue.sending }));
+  }
+
   forward(stream: string, payloads: readonly Payload[]): void {
     for (const node of this.deps.hostsReading(stream)) {
       let queue = this.queues.get(node);

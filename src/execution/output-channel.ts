@@ -7,6 +7,7 @@
 // further behind starts over from the state), retained rows stop at `retainedRowsMax`.
 
 import { randomUUID } from 'node:crypto';
+import { stringifyJson } from '../json.js';
 
 export interface ChangeItem {
   readonly action: 'add' | 'update' | 'remove';
@@ -178,7 +179,7 @@ export class OutputChannel {
 
   /** A row's identity: its key fields, or (no keys) the whole row. */
   private keyOf(data: Record<string, unknown>): string {
-    if (this.keys.length === 0) return JSON.stringify(data);
-    return JSON.stringify(this.keys.map((key) => data[key] ?? null));
+    if (this.keys.length === 0) return stringifyJson(data);
+    return stringifyJson(this.keys.map((key) => data[key] ?? null));
   }
 }

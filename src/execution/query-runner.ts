@@ -71,6 +71,11 @@ export class QueryRunner {
     return this.state;
   }
 
+  /** Rows waiting to be written into a physical stream: the runner's queue (monitoring). */
+  get queuedRows(): number {
+    return this.pendingWriteRows;
+  }
+
   start(): void {
     const { check, compile, input } = this.spec;
     const bounded = check.output.outputType === 'BOUNDED';

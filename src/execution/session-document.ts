@@ -42,6 +42,9 @@ export interface DocumentLimits {
 export const QUERY_TYPE = 'valo-query-lang';
 const ID_CHARS_MAX = 128;
 const ID = /^[A-Za-z0-9_.:-]+$/;
+// Query ids are free text (clients send "unnamed query", used URL-encoded in paths; issue 13
+// item 3c): anything but control characters.
+const QUERY_ID = /^[^\u0000-\u001f\u007f]+$/;
 const QUERY_CHARS_MAX = 64 * 1024;
 const FUNCTION_CHARS_MAX = 64 * 1024;
 const VALUE_CHARS_MAX = 4096;
@@ -66,7 +69,7 @@ export function emptySession(): SessionBody {
 
 export function parseQueryEntry(raw: unknown, path = 'body'): QueryEntry {
   if (!isPlainObject(raw)) throw new BadRequestError(`${path}: a query must be an object { id, body }, got ${jsonTypeName(raw)}`);
-  const id = parseId(raw.id, `${path}.id`);
+  const id = parseQueryId(raw.id, `${path}.id`);
   const body = parseText(raw.body, `${path}.body`, QUERY_CHARS_MAX);
   const queryType = raw.query_type ?? raw.queryType;
   if (queryType !== undefined && queryType !== null && queryType !== QUERY_TYPE) {
@@ -129,6 +132,13 @@ function uniqueIds(items: readonly { id: string }[], path: string): void {
 function parseId(raw: unknown, path: string): string {
   if (typeof raw !== 'string' || raw.length === 0 || raw.length > ID_CHARS_MAX || !ID.test(raw)) {
     throw new BadRequestError(`${path}: expected an id of 1 to ${ID_CHARS_MAX} letters, digits, '_', '.', ':' or '-', got ${JSON.stringify(raw)?.slice(0, 80)}`);
+  }
+  return raw;
+}
+
+function parseQueryId(raw: unknown, path: string): string {
+  if (typeof raw !== 'string' || raw.trim().length === 0 || raw.length > ID_CHARS_MAX || !QUERY_ID.test(raw)) {
+    throw new BadRequestError(`${path}: expected a query id of 1 to ${ID_CHARS_MAX} characters, not blank and without control characters, got ${JSON.stringify(raw)?.slice(0, 80)}`);
   }
   return raw;
 }

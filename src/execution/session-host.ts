@@ -91,6 +91,18 @@ export class SessionHost {
     return this.hosted.get(key)?.statuses;
   }
 
+  /** The query runners of this node, for the `actors` monitoring service (issue 13). */
+  runners(): Array<{ session: string; query: string; state: RunState; queuedRows: number }> {
+    return [...this.hosted.values()].flatMap((hosted) =>
+      [...hosted.runners].map(([query, { runner }]) => ({
+        session: sessionUri(hosted.document.tenant, hosted.document.id),
+        query,
+        state: runner.currentState,
+        queuedRows: runner.queuedRows,
+      })),
+    );
+  }
+
   /** The sessions hosted here and their queries' run states, for monitoring. */
   summary(): Array<{ session: string; queries: Array<{ id: string; state: RunState }> }> {
     return [...this.hosted.values()].map((hosted) => ({

@@ -4,6 +4,7 @@
 import type Koa from 'koa';
 import getRawBody from 'raw-body';
 import { BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../errors.js';
+import { parseJson, stringifyJson } from '../json.js';
 
 declare module 'koa' {
   interface Request {
@@ -51,10 +52,26 @@ async function readJsonBody(ctx: Koa.Context, bodyBytesMax: number): Promise<unk
   }
   if (text.trim() === '') return undefined;
   try {
-    return JSON.parse(text);
+    return parseJson(text);
   } catch (error) {
     throw new BadRequestError(`invalid JSON in the request body: ${(error as Error).message}`);
   }
+}
+
+/**
+ * Writes object and array bodies as JSON ourselves: they may hold longs beyond 2^53 as
+ * BigInt (issue 13), which Koa's JSON.stringify refuses.
+ */
+export function jsonResponseMiddleware(): Koa.Middleware {
+  return async (ctx, next) => {
+    await next();
+    const body: unknown = ctx.body;
+    if (body === null || typeof body !== 'object' || Buffer.isBuffer(body) || typeof (body as { pipe?: unknown }).pipe === 'function') return;
+    const status = ctx.status;
+    ctx.type = ctx.response.get('Content-Type') || 'application/json; charset=utf-8';
+    ctx.body = stringifyJson(body);
+    ctx.status = status;
+  };
 }
 
 function tooLarge(bodyBytesMax: number): PayloadTooLargeError {

@@ -5,12 +5,38 @@
 
 import { PassThrough } from 'node:stream';
 import type Koa from 'koa';
+import { stringifyJson } from '../json.js';
 
 export interface SseOptions {
   keepAliveMs: number;
   clientBufferBytesMax: number;
   /** Told when a connection opens and closes (metrics). */
   clients?: { opened(): void; closed(): void };
+  /** Open channels, for the `actors` monitoring service (issue 13). */
+  tracker?: SseTracker;
+}
+
+/** One open SSE client as monitoring shows it. */
+export interface SseClientView {
+  path: string;
+  openedAt: string;
+  messages: number;
+  /** Bytes written but not yet taken by the client: its queue. */
+  bufferedBytes: number;
+}
+
+/** The SSE clients open on this node. */
+export class SseTracker {
+  private readonly open = new Set<() => SseClientView>();
+
+  add(view: () => SseClientView): () => void {
+    this.open.add(view);
+    return () => this.open.delete(view);
+  }
+
+  clients(): SseClientView[] {
+    return [...this.open].map((view) => view());
+  }
 }
 
 export interface SseChannel {
@@ -32,12 +58,16 @@ export function openSse(ctx: Koa.Context, options: SseOptions): SseChannel {
   ctx.body = stream;
 
   let open = true;
+  let messages = 0;
+  const openedAt = new Date().toISOString();
+  const untrack = options.tracker?.add(() => ({ path: ctx.path, openedAt, messages, bufferedBytes: stream.readableLength })) ?? (() => false);
   let resolveClosed: () => void;
   const closed = new Promise<void>((resolve) => (resolveClosed = resolve));
   const close = () => {
     if (!open) return;
     open = false;
     options.clients?.closed();
+    untrack();
     clearInterval(keepAlive);
     stream.end();
     resolveClosed();
@@ -57,5 +87,9 @@ export function openSse(ctx: Koa.Context, options: SseOptions): SseChannel {
   stream.on('error', close);
   options.clients?.opened();
   write(': connected\n\n');
-  return { send: (message) => write(`data: ${JSON.stringify(message)}\n\n`), closed, close };
+  const send = (message: unknown): boolean => {
+    messages += 1;
+    return write(`data: ${stringifyJson(message)}\n\n`);
+  };
+  return { send, closed, close };
 }

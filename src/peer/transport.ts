@@ -22,6 +22,7 @@ import {
   type Envelope,
 } from './codec.js';
 import { BadPeerMessageError, PeerAuthError, PeerBusyError, UnknownPeerError } from './errors.js';
+import { PeerCounters } from './peer-counters.js';
 import {
   REPLY_KIND,
   isCallKind,
@@ -127,6 +128,8 @@ export class PeerTransport {
   private readonly clock: () => number;
   private readonly log: Logger;
   private boundPort: number | undefined;
+  /** Traffic per peer, for the `transport` monitoring service (issue 13). */
+  readonly counters = new PeerCounters();
 
   constructor(private readonly options: PeerTransportOptions) {
     this.replay = new ReplayGuard(options.replayWindowMs, options.nonceEntriesMax ?? NONCE_ENTRIES_MAX);
@@ -193,13 +196,16 @@ export class PeerTransport {
     const peer = call.getPeer();
     const envelope = this.decodeIncoming(call.request, peer);
     if (envelope === undefined) {
+      this.counters.refused(peer, 'malformed');
       callback({ code: grpc.status.INVALID_ARGUMENT, details: 'malformed envelope' });
       return;
     }
     this.options.observer?.message('in', envelope.kind, call.request.length);
+    this.counters.received(envelope.sender, call.request.length);
     this.answer(envelope, peer).then(
       (reply) => {
         this.options.observer?.message('out', 'Reply', reply.length);
+        this.counters.sent(envelope.sender, reply.length);
         callback(null, reply);
       },
       (error: unknown) => {
@@ -260,6 +266,7 @@ export class PeerTransport {
     if (verdict === 'replayed') throw this.refuse(context, 'replay', 'nonce already seen: a replay');
     if (verdict === 'stale') throw this.refuse(context, 'stale', 'timestamp outside the replay window');
     if (verdict === 'full') {
+      this.counters.refused(envelope.sender, 'busy');
       this.log.warn({ ...context, reason: 'replay guard full' }, 'peer message refused');
       this.options.observer?.refused('busy');
       throw new PeerBusyError(`${this.name} has ${this.replay.size} unexpired nonces; retry later`);
@@ -284,6 +291,7 @@ export class PeerTransport {
   }
 
   private refuse(context: Record<string, unknown>, code: PeerRefusalReason, reason: string): PeerAuthError {
+    this.counters.refused(String(context.peer), code);
     this.log.warn({ ...context, reason }, 'peer message refused');
     this.options.observer?.refused(code);
     return new PeerAuthError(`${this.name} refused ${String(context.kind)} from ${String(context.peer)}: ${reason}`);
@@ -312,8 +320,12 @@ export class PeerTransport {
   /** The signed ack of one chunk, or the ErrorReply that ends the stream (last). */
   private async receiveChunk(data: Buffer, peer: string, stream: InboundStream): Promise<ChunkAnswer> {
     const envelope = this.decodeIncoming(data, peer);
-    if (envelope === undefined) return undefined;
+    if (envelope === undefined) {
+      this.counters.refused(peer, 'malformed');
+      return undefined;
+    }
     this.options.observer?.message('in', envelope.kind, data.length);
+    this.counters.received(envelope.sender, data.length);
     try {
       if (envelope.kind !== 'TransferChunk') throw new BadPeerMessageError(`a transfer stream carries TransferChunk, not '${envelope.kind}'`);
       if (stream.sender !== undefined && envelope.sender !== stream.sender) {
@@ -323,7 +335,9 @@ export class PeerTransport {
       const handler = this.transferHandler;
       if (handler === undefined) throw new BadPeerMessageError(`${this.name} takes no transfers`);
       const ack = await handler(stream.sender, this.decodeChunk(envelope, peer));
-      return { bytes: this.replyBytes(envelope, 'TransferAck', encodeBody('TransferAck', ack)), last: false };
+      const bytes = this.replyBytes(envelope, 'TransferAck', encodeBody('TransferAck', ack));
+      this.counters.sent(envelope.sender, bytes.length);
+      return { bytes, last: false };
     } catch (error) {
       this.logHandlerError(error, envelope, peer);
       return { bytes: this.replyBytes(envelope, 'ErrorReply', encodeBody('ErrorReply', toErrorReply(error))), last: true };
@@ -337,6 +351,7 @@ export class PeerTransport {
       // A checksum mismatch under a valid signature: the sender read or encoded bad data.
       this.log.warn({ peer: envelope.sender, kind: envelope.kind, address: peer, reason: (error as Error).message }, 'peer chunk refused');
       this.options.observer?.refused('bad_chunk');
+      this.counters.refused(envelope.sender, 'bad_chunk');
       throw error;
     }
   }
@@ -380,7 +395,7 @@ export class PeerTransport {
   /** A stream of transfer chunks to `to`; its acks (checked like replies) come to `handlers`. */
   openTransferStream(to: string, handlers: TransferStreamHandlers, options: CallOptions): TransferStream {
     const { key, target } = this.peer(to);
-    const call = this.client(target).makeBidiStreamRequest<Buffer, Buffer>(
+    const call = this.client(target, to).makeBidiStreamRequest<Buffer, Buffer>(
       peerMethodPath('Transfer'),
       asBuffer,
       asBuffer,
@@ -389,8 +404,15 @@ export class PeerTransport {
     );
     return new TransferStream(call, handlers, {
       node: to,
-      seal: (chunk) => this.sealChunk(chunk, key.raw),
-      openAnswer: (data, nonce) => this.openAnswer(data, nonce, { node: to, sender: to, key: key.object }, 'TransferAck'),
+      seal: (chunk) => {
+        const sealed = this.sealChunk(chunk, key.raw);
+        this.counters.sent(to, sealed.bytes.length);
+        return sealed;
+      },
+      openAnswer: (data, nonce) => {
+        this.counters.received(to, data.length);
+        return this.openAnswer(data, nonce, { node: to, sender: to, key: key.object }, 'TransferAck');
+      },
     });
   }
 
@@ -425,20 +447,22 @@ export class PeerTransport {
   }
 
   /** One client (one HTTP/2 channel) per peer address, reused by every call and stream. */
-  private client(target: PeerAddress): grpc.Client {
+  private client(target: PeerAddress, node: string): grpc.Client {
     const address = `${target.address}:${target.port}`;
     let client = this.clients.get(address);
     if (client === undefined) {
       client = new grpc.Client(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
       this.clients.set(address, client);
+      this.counters.channelOpened(node);
     }
     return client;
   }
 
   private exchange(node: string, target: PeerAddress, kind: string, request: Uint8Array, options: CallOptions): Promise<Buffer> {
     this.options.observer?.message('out', kind, request.length);
-    return new Promise((resolve, reject) => {
-      this.client(target).makeUnaryRequest<Buffer, Buffer>(
+    this.counters.sent(node, request.length);
+    return new Promise<Buffer>((resolve, reject) => {
+      this.client(target, node).makeUnaryRequest<Buffer, Buffer>(
         peerMethodPath('Call'),
         asBuffer,
         asBuffer,
@@ -446,8 +470,13 @@ export class PeerTransport {
         new grpc.Metadata(),
         { deadline: Date.now() + options.deadlineMs },
         (error, reply) => {
-          if (error || reply === undefined) return reject(fromGrpcError(node, error as grpc.ServiceError));
+          if (error || reply === undefined) {
+            this.counters.error(node);
+            reject(fromGrpcError(node, error as grpc.ServiceError));
+            return;
+          }
           this.options.observer?.message('in', 'Reply', reply.length);
+          this.counters.received(node, reply.length);
           resolve(reply);
         },
       );

@@ -13,6 +13,7 @@
 
 import ivm from 'isolated-vm';
 import { TributaryError, type ErrorOptions } from '../errors.js';
+import { stringifyJson } from '../json.js';
 
 export interface SandboxLimits {
   timeoutMs: number;
@@ -312,7 +313,7 @@ class IsolateFunction implements SandboxedFunction {
   }
 
   async call(args: unknown[]): Promise<unknown> {
-    const argsJson = JSON.stringify(args);
+    const argsJson = stringifyJson(args);
     const loaded = await this.instance();
     let reply: string;
     try {
@@ -331,7 +332,7 @@ class IsolateFunction implements SandboxedFunction {
     }
     let reply: string;
     try {
-      reply = enterSync(loaded, this.definition, ['call', JSON.stringify(args)]);
+      reply = enterSync(loaded, this.definition, ['call', stringifyJson(args)]);
     } catch (error) {
       throw this.afterFailure(loaded, error);
     }

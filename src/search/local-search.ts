@@ -97,10 +97,13 @@ async function searchStream(
   const query = compileQuery(part);
   const filter = documentFilter(part, fromContributor);
   const tally = new StreamTally(part, request, histogram);
+  // With a tsField (issue 13 item 2), that field decides which payloads fall in the range,
+  // not the stored primary timestamp.
+  const rangeTime = part.tsField === undefined ? undefined : timeReader(part.tsField);
   for (const partition of part.partitions) {
     const partitionIndex = index.built(part.stream, partition) ?? (await index.partition(part.stream, partition));
     const plan = query.plan(partitionIndex);
-    searchPartition(partitionIndex, plan.candidates, both(plan.accepts, filter), request.range, tally);
+    searchPartition(partitionIndex, plan.candidates, both(plan.accepts, filter), request.range, tally, rangeTime);
   }
   return tally.result();
 }
@@ -115,7 +118,15 @@ function searchPartition(
   test: PayloadTest | undefined,
   range: { start: number; end: number } | undefined,
   tally: StreamTally,
+  rangeTime: ((payload: Record<string, unknown>) => number | undefined) | undefined,
 ): void {
+  if (range !== undefined && rangeTime !== undefined) {
+    const inRange = (payload: Record<string, unknown>) => {
+      const at = rangeTime(payload);
+      return at !== undefined && at >= range.start && at <= range.end;
+    };
+    return searchPartition(index, candidates, both(inRange, test), undefined, tally, undefined);
+  }
   if (candidates !== undefined) {
     for (let at = 0; at < candidates.length; at++) {
       const document = candidates.documents[at]!;
@@ -328,6 +339,11 @@ export function levelReader(level: string): (payload: Record<string, unknown>) =
   };
 }
 
+
+function timeReader(path: string): (payload: Record<string, unknown>) => number | undefined {
+  const read = pathReader(path);
+  return (payload) => datetimeOf(read(payload));
+}
 
 function datetimeOf(value: unknown): number | undefined {
   return typeof value === 'string' ? (datetimeMs(value) ?? undefined) : undefined;

@@ -372,3 +372,37 @@ describe('peer server - the node table as directory', () => {
     }
   });
 });
+
+describe('peer transport - counters (monitoring, issue 13)', () => {
+  it('counts messages and bytes each way per peer, alike on both ends, and refusals by reason', async () => {
+    const [x, y] = await Promise.all([startPeer('x'), startPeer('y')]);
+    try {
+      introduce(x, y);
+      introduce(y, x);
+      for (let i = 0; i < 5; i++) await x.transport.call('y', 'Read', { json: JSON.stringify({ i, pad: 'p'.repeat(i * 100) }) }, CALL);
+      const xy = x.transport.counters.snapshot().find((traffic) => traffic.peer === 'y')!;
+      const yx = y.transport.counters.snapshot().find((traffic) => traffic.peer === 'x')!;
+      expect(xy.sent.messages).toBe(5);
+      expect(xy.received.messages).toBe(5);
+      expect(xy.channelsOpened).toBe(1);
+      expect(xy.errors).toBe(0);
+      // What one end sent is what the other received, byte for byte.
+      expect(yx.received).toEqual(xy.sent);
+      expect(yx.sent).toEqual(xy.received);
+      expect(xy.sent.bytes).toBeGreaterThan(5 * 50);
+
+      const forged = { ...envelopeFrom(x, y, 'Read', readBody(1)), body: readBody(2) };
+      await expect(x.transport.sendRawEnvelope('y', encodeEnvelope(forged), CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+      const replayed = encodeEnvelope(envelopeFrom(x, y, 'Read', readBody('once')));
+      await x.transport.sendRawEnvelope('y', replayed, CALL);
+      await expect(x.transport.sendRawEnvelope('y', replayed, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+      expect(y.transport.counters.snapshot().find((traffic) => traffic.peer === 'x')!.refused).toEqual({ bad_signature: 1, replay: 1 });
+
+      await y.transport.close(100);
+      await expect(x.transport.call('y', 'Ping', {}, { deadlineMs: 500 })).rejects.toBeDefined();
+      expect(x.transport.counters.snapshot().find((traffic) => traffic.peer === 'y')!.errors).toBe(1);
+    } finally {
+      await Promise.all([x.transport.close(100), y.transport.close(100)]);
+    }
+  });
+});
