@@ -6,14 +6,7 @@
 
 import { z } from 'zod';
 import { BadRequestError } from './errors.js';
-import { jsonTypeName } from './json.js';
-
-/**
- * Deepest JSON nesting a checked body may have. Recursive schemas (the stream schema's type
- * definitions) would otherwise recurse as deep as a client nests, and a deep enough body
- * would overflow the stack; the stream schema itself stops at 32 nested types.
- */
-export const BODY_DEPTH_MAX = 128;
+import { isPlainObject, jsonTypeName } from './json.js';
 
 /**
  * Checks `value` against `schema` and returns the parsed value (defaults applied). Throws a
@@ -22,8 +15,15 @@ export const BODY_DEPTH_MAX = 128;
  * `prefixPaths` is set (a part of a body checked on its own: "facets[0].topN").
  */
 export function validate<Schema extends z.ZodType>(schema: Schema, value: unknown, root = 'body', options: { prefixPaths?: boolean } = {}): z.output<Schema> {
-  if (depthExceeds(value, BODY_DEPTH_MAX)) throw new BadRequestError(`${root}: nested deeper than ${BODY_DEPTH_MAX} levels`);
-  const result = schema.safeParse(value, { error: describeIssue, reportInput: true });
+  let result: z.ZodSafeParseResult<z.output<Schema>>;
+  try {
+    result = schema.safeParse(value, { error: describeIssue, reportInput: true });
+  } catch (error) {
+    // Recursive schemas (the stream schema's type definitions, search filter groups) recurse
+    // as deep as the client nests; walking every body's depth first would cost every ingest.
+    if (error instanceof RangeError) throw new BadRequestError(`${root}: nested too deeply`);
+    throw error;
+  }
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   const more = result.error.issues.length > 1 ? ` (and ${result.error.issues.length - 1} more problem${result.error.issues.length > 2 ? 's' : ''})` : '';
@@ -53,14 +53,25 @@ export function withDefault<Schema extends z.ZodType>(schema: Schema, fallback: 
     .transform((value) => (value ?? fallback) as NonNullable<z.output<Schema>>);
 }
 
+/**
+ * A JSON object taken as it is, not copied: zod's object schemas copy, and a copy loses a
+ * field named `__proto__` (JSON.parse makes it an own field, and clients' free-form
+ * documents are kept as sent).
+ */
+export function jsonObject(description: string) {
+  return z
+    .custom<Record<string, unknown>>((value) => isPlainObject(value), { error: (issue) => `expected an object, got ${jsonTypeName(issue.input)}` })
+    .meta({ type: 'object', description });
+}
+
 /** Messages in the platform's words: what was expected, and what came instead. */
 function describeIssue(issue: z.core.$ZodRawIssue): string | undefined {
   const input = issue.input;
   switch (issue.code) {
     case 'invalid_type':
       // 1.5 where an integer belongs: the value says more than its type.
-      if (typeof input === 'number') return `expected ${typeName(issue.expected)}, got ${input}`;
-      return `expected ${typeName(issue.expected)}, got ${input === undefined ? 'nothing' : jsonTypeName(input)}`;
+      if (typeof input === 'number' && issue.expected === 'int') return `expected an integer, got ${input}`;
+      return `expected ${withArticle(typeName(issue.expected))}, got ${input === undefined ? 'nothing' : jsonTypeName(input)}`;
     case 'invalid_value':
       return `expected ${issue.values.map(quote).join(' or ')}, got ${describeValue(input)}`;
     case 'too_big':
@@ -72,13 +83,27 @@ function describeIssue(issue: z.core.$ZodRawIssue): string | undefined {
     case 'invalid_union': {
       // A discriminated union names the field that chooses the form and the values it takes.
       const { discriminator, options } = issue as { discriminator?: string; options?: unknown[] };
-      if (discriminator === undefined || options === undefined) return 'matches none of the accepted forms';
+      if (discriminator === undefined || options === undefined) return unionMismatch(issue.errors, input);
       const chosen = typeof input === 'object' && input !== null ? (input as Record<string, unknown>)[discriminator] : undefined;
       return `expected ${options.map(quote).join(' or ')}, got ${describeValue(chosen)}`;
     }
     default:
       return undefined;
   }
+}
+
+/**
+ * Neither form fits: a value of the wrong type names the types accepted; otherwise the form
+ * that got furthest names its first problem.
+ */
+function unionMismatch(branches: readonly (readonly z.core.$ZodIssue[])[], input: unknown): string {
+  const rootTypes = branches.map((issues) => issues.find((issue) => issue.path.length === 0 && issue.code === 'invalid_type') as z.core.$ZodIssueInvalidType | undefined);
+  if (rootTypes.every((issue) => issue !== undefined)) {
+    const expected = [...new Set(rootTypes.map((issue) => withArticle(typeName(issue!.expected))))];
+    return `expected ${expected.join(' or ')}, got ${input === undefined ? 'nothing' : jsonTypeName(input)}`;
+  }
+  const furthest = branches.map((issues) => issues[0]!).sort((a, b) => b.path.length - a.path.length)[0]!;
+  return `${formatPath(furthest.path, 'value')}: ${furthest.message}`;
 }
 
 function tooBig(origin: string, maximum: number | bigint, input: unknown): string {
@@ -99,6 +124,11 @@ function typeName(expected: string): string {
   return expected;
 }
 
+function withArticle(type: string): string {
+  if (type === 'null' || type === 'undefined') return type;
+  return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
+}
+
 const QUOTED_CHARS_MAX = 80;
 
 function quote(value: unknown): string {
@@ -110,16 +140,4 @@ function describeValue(value: unknown): string {
   if (value === undefined) return 'nothing';
   if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return quote(value);
   return jsonTypeName(value);
-}
-
-/** Whether a parsed JSON value nests deeper than `depthMax` (iterative: no recursion on client data). */
-function depthExceeds(value: unknown, depthMax: number): boolean {
-  const stack: Array<[unknown, number]> = [[value, 0]];
-  while (stack.length > 0) {
-    const [current, depth] = stack.pop()!;
-    if (typeof current !== 'object' || current === null) continue;
-    if (depth >= depthMax) return true;
-    for (const child of Object.values(current)) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
-  }
-  return false;
 }

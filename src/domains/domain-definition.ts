@@ -6,7 +6,7 @@
 import { BadRequestError } from '../errors.js';
 import { z } from 'zod';
 import { jsonTypeName } from '../json.js';
-import { validate } from '../validation.js';
+import { jsonObject, validate } from '../validation.js';
 import { checkName } from '../names.js';
 import { contributorTypeUri, parseContributorTypeUri } from '../contributors/contributor-schema.js';
 import { compileExpression, ExpressionError, matches, type Evaluator } from '../search/expression/index.js';
@@ -56,13 +56,11 @@ export function domainBodySchema(limits: DomainLimits) {
       // The spec shows the body once with a single filter instead of the array.
       contributor: z.string().optional().describe('With query: one filter, in place of contributorFilters.'),
       query: z.string().nullish(),
-      userData: z
-        .record(z.string(), z.unknown())
+      userData: jsonObject('Free-form; stored with the definition.')
         .nullish()
         .refine((userData) => userData === undefined || userData === null || JSON.stringify(userData).length <= limits.userDataBytesMax, {
           message: `at most ${limits.userDataBytesMax} characters of JSON`,
-        })
-        .describe('Free-form; stored with the definition.'),
+        }),
     })
     .transform((body, context): DomainDocument => {
       const contributorFilters = body.contributorFilters ?? (body.contributor === undefined ? undefined : [{ contributor: body.contributor, query: body.query ?? '' }]);
