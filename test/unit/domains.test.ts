@@ -56,7 +56,7 @@ describe('domains - definitions', () => {
     expect(bad({ contributorFilters: [{ contributor: 'board', query: 7 }] })).toMatch(/^contributorFilters\[0\]\.query: expected a string, got number/);
     expect(bad({ contributorFilters: [{ contributor: '/contributors/other/board' }] })).toMatch(/tenant 'other'/);
     expect(bad({ contributorFilters: [{ contributor: 'a' }, { contributor: 'b' }, { contributor: 'c' }] })).toMatch(/^contributorFilters: at most 2 items are allowed, got 3/);
-    expect(bad({ contributorFilters: [], userData: { text: 'x'.repeat(60) } })).toMatch(/userData is at most 50/);
+    expect(bad({ contributorFilters: [], userData: { text: 'x'.repeat(60) } })).toMatch(/^userData: at most 50 characters of JSON/);
     expect(bad({ contributorFilters: [], userData: [1] })).toMatch(/userData must be an object/);
     expect(bad({ userData: {} })).toMatch(/contributorFilters must be an array/);
   });
