@@ -28,8 +28,10 @@ export const typeDefinitionSchema: z.ZodType<TypeDefinitionInput> = z
     // Valo's documentation also writes the strings "true" and "false"; schema.ts decides.
     optional: z.union([z.boolean(), z.string()]).nullish().describe('A field is required (present and not null) unless optional is true.'),
     annotations: z.array(z.string()).nullish().describe(`E.g. ${DEFAULT_TIMESTAMP_ANNOTATION} marks the primary timestamp.`),
+    // Built in the getter, described inside: a described copy reached twice would be a
+    // nameless component (document.ts refuses those).
     get properties() {
-      return z.record(z.string(), typeDefinitionSchema).nullish().describe('Fields of a record, by name, in order.');
+      return z.record(z.string(), typeDefinitionSchema).nullish();
     },
     get underlying() {
       return typeDefinitionSchema.nullish().describe('The element type of a sequence or array.');
@@ -49,10 +51,12 @@ export const typeDefinitionSchema: z.ZodType<TypeDefinitionInput> = z
 export const streamSchemaSchema = z
   .looseObject({
     version: z.string().describe('A label of the schema version.'),
-    topDef: typeDefinitionSchema.describe("The root: a type definition of type 'record'."),
+    // Not described here: a described copy of a recursive schema is a second schema to zod.
+    topDef: typeDefinitionSchema,
   })
   .meta({
     id: 'StreamSchema',
+    description: "version: a label; topDef: the root, a type definition of type 'record'.",
     examples: [
       {
         version: '1.0',
