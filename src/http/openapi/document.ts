@@ -54,6 +54,7 @@ const PARAMETER_DESCRIPTIONS: Record<string, string> = {
   tenant: 'A tenant name.',
   collection: 'A collection name.',
   name: 'A name (stream, domain, node or tenant).',
+  asset: 'A file name.',
   type: 'A contributor type name.',
   id: 'An id: a session UUID, a contributor instance id, a daemon or vendor id.',
   queryId: 'A query id of the session.',
@@ -62,15 +63,15 @@ const PARAMETER_DESCRIPTIONS: Record<string, string> = {
   service: 'A monitoring service.',
 };
 
-/** Ids in the document for errors every operation may answer. */
-const COMMON_ERRORS: Record<string, string> = {
-  '400': 'Bad input: a path name, a query parameter or the body (the message names the JSON path).',
-  '404': 'The tenant, or what the path names, does not exist.',
-  '500': 'Not the client\'s fault: `INTERNAL`, no details (the node log has them).',
-};
-const BODY_ERRORS: Record<string, string> = {
-  '413': 'The body is larger than limits.bodyBytesMax.',
-  '415': 'The body is not JSON.',
+/** Error answers many operations share, as components.responses. */
+const SHARED_ERRORS: Record<string, { status: string; description: string }> = {
+  BadRequest: { status: '400', description: 'Bad input: a path name, a query parameter or the body (the message names the JSON path).' },
+  Forbidden: { status: '403', description: 'The collection `system` is read-only.' },
+  NotFound: { status: '404', description: 'The tenant, or what the path names, does not exist.' },
+  Conflict: { status: '409', description: 'The version sent is not the current one (the body has currentVersion), or the change conflicts with the state.' },
+  PayloadTooLarge: { status: '413', description: 'The body is larger than limits.bodyBytesMax.' },
+  UnsupportedMediaType: { status: '415', description: 'The body is not JSON.' },
+  Internal: { status: '500', description: "Not the client's fault: `INTERNAL`, no details (the node log has them)." },
 };
 
 export interface PlatformDocumentOptions {
@@ -93,7 +94,7 @@ export function platformOpenApiDocument(options: PlatformDocumentOptions): Json 
     info: { title: 'Tributary platform interface', version: options.version, description: DESCRIPTION },
     tags: TAGS,
     paths,
-    components: { schemas: components.schemas },
+    components: { responses: sharedResponses(components), schemas: components.schemas },
   };
 }
 
@@ -131,14 +132,14 @@ function renderOperation(operation: Operation, components: Components): Json {
 }
 
 function renderAnswers(operation: Operation, components: Components): Json {
-  const errors: Record<string, string> = { ...COMMON_ERRORS, ...(operation.body === undefined ? {} : BODY_ERRORS) };
-  if (operation.versioned === true) errors['409'] = 'The version sent is not the current one (currentVersion), or the change conflicts with the state.';
-  if (operation.method !== 'get') errors['409'] ??= 'The change conflicts with the current state.';
-  if (operation.path.startsWith('/admin/') || operation.path.startsWith('/streams/')) errors['403'] = 'The collection `system` is read-only.';
+  const shared = ['BadRequest', 'NotFound', 'Internal'];
+  if (operation.body !== undefined) shared.push('PayloadTooLarge', 'UnsupportedMediaType');
+  if (operation.method !== 'get') shared.push('Conflict');
+  if (operation.method !== 'get' && operation.path.startsWith('/streams/')) shared.push('Forbidden');
   const responses: Json = {};
-  for (const [status, description] of Object.entries(errors)) responses[status] = renderAnswer({ description, schema: errorSchema }, components);
+  for (const name of shared) responses[SHARED_ERRORS[name]!.status] = { $ref: `#/components/responses/${name}` };
   for (const [status, answer] of Object.entries(operation.answers)) {
-    // An answer of the operation's own (ingest's 500, query errors' 400) replaces the common one.
+    // An answer of the operation's own (ingest's 500, query errors' 400) replaces the shared one.
     responses[status] = renderAnswer(answer.schema === undefined && status !== '200' ? { ...answer, schema: errorSchema } : answer, components);
     if (operation.versioned === true && status === '200') {
       (responses[status] as Json).headers = {
@@ -147,7 +148,13 @@ function renderAnswers(operation: Operation, components: Components): Json {
       };
     }
   }
-  return responses;
+  // In status order, as readers look for them.
+  return Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b)));
+}
+
+function sharedResponses(components: Components): Json {
+  const error = components.schemaOf(errorSchema);
+  return Object.fromEntries(Object.entries(SHARED_ERRORS).map(([name, { description }]) => [name, { description, content: { 'application/json': { schema: error } } }]));
 }
 
 function renderAnswer(answer: Answer, components: Components): Json {

@@ -269,6 +269,29 @@ function adminOperations(): Operation[] {
   ];
 }
 
+function nodePageOperations(): Operation[] {
+  const tag = 'Node';
+  const html = (description: string): Record<string, Answer> => ({ '200': { description, mediaType: 'text/html', schema: z.string() } });
+  return [
+    {
+      method: 'get', path: '/', tag, summary: 'What this node is, and its pages',
+      description: 'JSON (name, state, version, links) unless the client prefers HTML (a browser): then a page of links.',
+      answers: {
+        '200': {
+          description: 'The node and its pages.',
+          schema: z.strictObject({
+            name: z.string(), state: nodeSchema.shape.state, version: z.looseObject({ number: z.string(), revision: z.string() }), tagline: z.string(),
+            links: z.record(z.string(), z.string()).describe('console, docs, openapi, brainApiDocs, cluster, events.'),
+          }),
+        },
+      },
+    },
+    { method: 'get', path: '/openapi.json', tag, summary: 'This document', answers: ok('OpenAPI 3.1.', z.looseObject({ openapi: z.literal('3.1.0') })) },
+    { method: 'get', path: '/docs', tag, summary: 'This document as a page (Swagger UI, served by the node)', answers: html('The page.') },
+    { method: 'get', path: '/docs/{asset}', tag, summary: "A file of the docs page", answers: { '200': { description: 'swagger-ui-bundle.js, swagger-ui.css, initialiser.js, favicon-32x32.png.', mediaType: '*/*', schema: z.string() } } },
+  ];
+}
+
 /** The operations of the platform interface, bodies bounded by the node's limits. */
 export function platformOperations(limits: DocumentLimits): Operation[] {
   return [
@@ -281,5 +304,6 @@ export function platformOperations(limits: DocumentLimits): Operation[] {
     ...clusterOperations(),
     ...monitoringOperations(),
     ...adminOperations(),
+    ...nodePageOperations(),
   ];
 }
