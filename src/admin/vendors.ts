@@ -14,7 +14,11 @@ export const vendorSchema = z
     id: z.string().min(1).describe('The vendor name, unique in the tenant; must equal the `:id` of the path.'),
     key: z.string().min(1).describe("The vendor's public key."),
   })
-  .meta({ id: 'Vendor', description: 'An approved vendor: `id` and `key` are required; any other field (support, contact, …) is kept as sent.' });
+  .meta({
+    id: 'Vendor',
+    description: 'An approved vendor: `id` and `key` are required; any other field (support, contact, …) is kept as sent.',
+    examples: [{ id: 'acme', key: 'MCowBQYDK2VwAyEA3t5K1b1T8q5hLQ2l5Zy0mWl7q8oXbq3v8m8p3Yh4b9Q=', support: 'support@acme.example' }],
+  });
 
 export type Vendor = z.infer<typeof vendorSchema>;
 

@@ -49,7 +49,12 @@ export interface DaemonSettings {
 
 /** The body of PUT /daemon/:tenant/:collection/:id and of its GET. */
 export function daemonBodySchema(limits: DocumentLimits) {
-  return z.object({ query: sessionBodySchema(limits).describe('A session document: checked clean, exactly one query whose output is not a logical stream.'), settings: daemonSettingsSchema });
+  return z
+    .object({ query: sessionBodySchema(limits).describe('A session document: checked clean, exactly one query whose output is not a logical stream.'), settings: daemonSettingsSchema })
+    .meta({
+      description: 'A daemon (spec, "Daemon"): GET answers the body as sent.',
+      examples: [{ query: { queries: [{ id: 'hot', body: 'from /streams/demo/infra/cpu\nwhere cpu > 90\nselect host, cpu' }] }, settings: { target: { type: 'STREAM', uri: '/streams/demo/infra/hot' } } }],
+    });
 }
 
 export interface DaemonDocument {

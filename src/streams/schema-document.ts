@@ -73,4 +73,7 @@ export const streamSchemaSchema = z
   });
 
 /** The body of PUT /streams/:tenant/:collection/:name and of its GET. */
-export const streamBodySchema = z.object({ schema: streamSchemaSchema }).meta({ id: 'StreamDefinition' });
+export const streamBodySchema = z.object({ schema: streamSchemaSchema }).meta({
+  id: 'StreamDefinition',
+  examples: [{ schema: { version: '1.0', topDef: { type: 'record', properties: { host: { type: 'string' }, cpu: { type: 'double' }, at: { type: 'datetime' } } } } }],
+});
