@@ -20,6 +20,7 @@ COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist dist
 COPY --from=build /app/proto proto
 COPY --from=build /app/config config
+COPY console console
 VOLUME /app/data
 EXPOSE 8888 8889
 # Listen on every interface inside the container; publish the ports to choose who reaches them.

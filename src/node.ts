@@ -59,6 +59,9 @@ import { BrainService } from './api-v1/brains.js';
 import { DocsAssets } from './api-v1/docs.js';
 import { PLATFORM_DOCS_PATH, PLATFORM_OPENAPI_PATH, platformOpenApiDocument } from './http/openapi/document.js';
 import { nodePageRoutes } from './http/routes/node-pages.js';
+import { ConsoleAssets, consoleRoutes } from './http/routes/console.js';
+import { ringView } from './console/ring-view.js';
+import { countLocally, StreamCounter, type CountRequest } from './console/stream-counts.js';
 import { LicencePool } from './api-v1/licence.js';
 import { problemRenderer } from './api-v1/problems.js';
 import { brainApiRoutes } from './api-v1/routes.js';
@@ -302,10 +305,12 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       outputPoll?: OutputPollRequest;
       scan?: ScanRequest;
       executionStatuses?: { tenant: string; id: string };
+      streamCounts?: CountRequest;
     };
     if (request.search !== undefined) return { json: JSON.stringify(await searchLocally(ssrIndex, request.search)) };
     if (request.outputPoll !== undefined) return { json: JSON.stringify(await outputs.poll(request.outputPoll)) };
     if (request.scan !== undefined) return { json: JSON.stringify(await scanLocal(request.scan)) };
+    if (request.streamCounts !== undefined) return { json: JSON.stringify(await countLocally(repositories, request.streamCounts)) };
     if (request.executionStatuses !== undefined) return { json: JSON.stringify(localStatuses(request.executionStatuses.tenant, request.executionStatuses.id)) };
     if (typeof request.monitoring !== 'string') throw new BadRequestError('unknown read');
     const service = checkService(request.monitoring);
@@ -366,6 +371,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       }),
       ...(config.internalReads ? [internalRoutes(repositories)] : []),
       nodePages(config, version, () => nodes.local().state),
+      liveConsole({ core, definitions, streamDefinitions, tenants, repositories, transport, localName: config.name, deadlineMs: deadline }),
     ],
   });
   const http = await listen(app.callback(), config.host, config.httpPort);
@@ -394,6 +400,57 @@ function nodePages(config: Config, version: SoftwareVersion, state: () => string
     openapi: platformOpenApiDocument({ limits: { sessionQueriesMax: config.execution.sessionQueriesMax }, version: version.number }),
     docs: new DocsAssets({ docsPath: PLATFORM_DOCS_PATH, openapiPath: PLATFORM_OPENAPI_PATH, title: 'Tributary platform interface' }),
   });
+}
+
+/** The live console (issue 14): its page, the ring, and stored payloads per stream over the cluster. */
+function liveConsole(parts: {
+  core: ClusterCore;
+  definitions: ReplicatedDefinitions;
+  streamDefinitions: StreamDefinitions;
+  tenants: TenantService;
+  repositories: Record<RepositoryName, Repository>;
+  transport: PeerTransport;
+  localName: string;
+  deadlineMs: number;
+}): Router {
+  const { core, definitions, streamDefinitions, tenants, repositories, transport, localName, deadlineMs } = parts;
+  const counter = new StreamCounter({
+    streams: (tenant) => streamsOf(streamDefinitions, tenant),
+    owners: (partition, replicas) => currentOwners(core.membership(), { partition, replicas }),
+    nodes: () => core.membership().members.filter((member) => member.state !== 'Left' && member.state !== 'Pending' && (member.name === localName || core.available(member.name))).map((member) => member.name),
+    localName,
+    countLocal: (request) => countLocally(repositories, request),
+    countRemote: async (node, request) => JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ streamCounts: request }) }, { deadlineMs })).json),
+  });
+  return consoleRoutes({
+    assets: new ConsoleAssets(),
+    tenants,
+    ring: () => ringView(core.membership(), policiesInUse(definitions)),
+    streams: (tenant) => counter.count(tenant),
+  });
+}
+
+/** The tenant's streams with their repository (undefined: not persisted) and policy. */
+function streamsOf(definitions: StreamDefinitions, tenant: string) {
+  return definitions.collections(tenant).flatMap((collection) =>
+    definitions.streams(tenant, collection).map((name) => {
+      const id = { tenant, collection, name };
+      const policy = definitions.getPolicy(id).value;
+      let repository: RepositoryName | undefined;
+      try {
+        repository = definitions.getRepository(id).value.name;
+      } catch {
+        repository = undefined;
+      }
+      return { id, repository, ringSize: policy.ring_size, replicas: policy.replicas };
+    }),
+  );
+}
+
+/** The policies of the persisted streams; the default when there are none (the ring still exists). */
+function policiesInUse(definitions: ReplicatedDefinitions): DistributionPolicy[] {
+  const policies = definitions.list('repository/').map((mapping) => definitions.get<DistributionPolicy>(`policy/${mapping.key.slice('repository/'.length)}`)?.value ?? DEFAULT_POLICY);
+  return policies.length > 0 ? policies : [DEFAULT_POLICY];
 }
 
 /** The peer calls this node answers. */

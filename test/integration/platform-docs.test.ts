@@ -141,6 +141,11 @@ describe('platform docs - the document', () => {
     expect((await call('GET', '/docs/{asset}', { asset: 'package.json' })).status).toBe(404);
     const index = await call('GET', '/');
     expect(index.json.links).toMatchObject({ console: '/console', docs: '/docs', openapi: '/openapi.json' });
+    const consolePage = await call('GET', '/console');
+    expect(consolePage.headers.get('content-security-policy')).toContain("default-src 'none'");
+    expect(consolePage.text).not.toMatch(/https?:\/\//);
+    for (const [, asset] of consolePage.text.matchAll(/(?:src|href)="\/console\/([^"]+)"/g)) expect((await call('GET', '/console/{asset}', { asset: asset! })).status).toBe(200);
+    expect((await call('GET', '/console/{asset}', { asset: 'package.json' })).status).toBe(404);
     const html = await http(`${node.url}/`, 'GET', undefined, { accept: 'text/html' });
     expect(html.text).toContain('href="/console"');
     expect(html.text).toContain('href="/docs"');
@@ -309,6 +314,15 @@ describe('platform docs - every operation answers as documented', () => {
     const validate = schemaAt('components', 'schemas', 'ClusterEvent');
     for (const message of events.messages) expect(validate(message), JSON.stringify(validate.errors)).toBe(true);
     events.close();
+  });
+
+  it('the console views: the ring and the streams with their stored payloads', async () => {
+    const ring = await call('GET', '/console/data/ring', {});
+    expect(ring.json.rings.map((each: any) => [each.ringSize, each.replicas])).toEqual([[8, 1]]);
+    expect(ring.json.rings[0].holdings['docs-1'].held).toBe(8);
+    const streams = await call('GET', '/console/data/streams/{tenant}', { tenant: 'demo' });
+    expect(streams.json.streams).toEqual([{ uri: '/streams/demo/weather/obs', repository: 'ssr', payloads: 42, complete: true }]);
+    expect((await call('GET', '/console/data/streams/{tenant}', { tenant: 'nobody' })).status).toBe(404);
   });
 
   it('every operation of the document was answered with a success', () => {

@@ -12,6 +12,7 @@ import { platformOpenApiDocument } from '../../src/http/openapi/document.js';
 import { platformOperations } from '../../src/http/openapi/operations.js';
 import { adminRoutes } from '../../src/http/routes/admin.js';
 import { clusterRoutes } from '../../src/http/routes/cluster.js';
+import { consoleRoutes } from '../../src/http/routes/console.js';
 import { contributorRoutes } from '../../src/http/routes/contributors.js';
 import { daemonRoutes } from '../../src/http/routes/daemons.js';
 import { domainRoutes } from '../../src/http/routes/domains.js';
@@ -57,7 +58,7 @@ describe('platform docs - the OpenAPI document', () => {
     const deps = {} as never;
     const routers = [
       streamRoutes(deps), clusterRoutes(deps), adminRoutes(deps), searchRoutes(deps, deps), contributorRoutes(deps),
-      domainRoutes(deps), daemonRoutes(deps), executionRoutes(deps), monitoringRoutes(deps), nodePageRoutes(deps),
+      domainRoutes(deps), daemonRoutes(deps), executionRoutes(deps), monitoringRoutes(deps), nodePageRoutes(deps), consoleRoutes(deps),
     ];
     expect(served(routers).sort()).toEqual(documented().sort());
   });

@@ -37,7 +37,9 @@ import {
   queryStateSchema,
   searchResultSchema,
   sessionCreatedSchema,
+  ringViewSchema,
   sessionDocumentSchema,
+  streamCountsSchema,
   streamsSchema,
   tenantSchema,
   transferActionSchema,
@@ -289,6 +291,18 @@ function nodePageOperations(): Operation[] {
     { method: 'get', path: '/openapi.json', tag, summary: 'This document', answers: ok('OpenAPI 3.1.', z.looseObject({ openapi: z.literal('3.1.0') })) },
     { method: 'get', path: '/docs', tag, summary: 'This document as a page (Swagger UI, served by the node)', answers: html('The page.') },
     { method: 'get', path: '/docs/{asset}', tag, summary: "A file of the docs page", answers: { '200': { description: 'swagger-ui-bundle.js, swagger-ui.css, initialiser.js, favicon-32x32.png.', mediaType: '*/*', schema: z.string() } } },
+    {
+      method: 'get', path: '/console', tag, summary: 'The live console',
+      description: 'Nodes (followed over /output/cluster), transfers with their progress, the ring, streams with their stored payloads, a search box and a live query whose rows arrive over SSE. Served by the node; no other origin.',
+      answers: html('The page.'),
+    },
+    { method: 'get', path: '/console/{asset}', tag, summary: 'A file of the console', answers: { '200': { description: 'console.js, console.css.', mediaType: '*/*', schema: z.string() } } },
+    { method: 'get', path: '/console/data/ring', tag, summary: 'The ring, as the console draws it', answers: ok('Partitions and their owners, per partitioning in use.', ringViewSchema) },
+    {
+      method: 'get', path: '/console/data/streams/{tenant}', tag, summary: 'Streams of a tenant with their stored payloads',
+      description: 'Every live node counts what it holds (answers shared for 2 s); at most 200 streams.',
+      answers: ok('The streams.', streamCountsSchema),
+    },
   ];
 }
 

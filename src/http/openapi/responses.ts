@@ -206,3 +206,38 @@ export const clusterEventSchema = z
   .meta({ id: 'ClusterEvent', description: 'One `data:` line of /output/cluster.' });
 
 export const emptySchema = z.strictObject({}).meta({ id: 'Empty' });
+
+export const ringViewSchema = z
+  .strictObject({
+    epoch: z.int().describe('The membership epoch.'),
+    change: z.strictObject({ kind: z.string(), node: z.string() }).nullable().describe('The membership change in flight (join or leave of node).'),
+    rings: z.array(
+      z.strictObject({
+        ringSize: z.int(),
+        replicas: z.int(),
+        partitions: z.array(
+          z.strictObject({
+            partition: z.int(),
+            owners: z.array(z.string()).describe('Current owners, the one reads prefer first.'),
+            next: z.array(z.string()).describe('Owners once the change in flight completes.'),
+          }),
+        ).describe('At most 4,096 are listed.'),
+        holdings: z.record(z.string(), z.strictObject({ first: z.int(), held: z.int() })).describe('Per node: partitions it owns first, and partitions it holds.'),
+      }),
+    ).describe('One per distinct ring_size and replicas of the persisted streams (the default policy when there are none).'),
+  })
+  .meta({ id: 'RingView' });
+
+export const streamCountsSchema = z
+  .strictObject({
+    tenant: z.string(),
+    streams: z.array(
+      z.strictObject({
+        uri: z.string(),
+        repository: z.enum(['ssr', 'tsr']).nullable().describe('null: not persisted.'),
+        payloads: z.int().nullable().describe('Stored payloads over the cluster: per partition, the most any current owner holds.'),
+        complete: z.boolean().describe('False when a partition had no live owner: payloads is then a lower bound.'),
+      }),
+    ),
+  })
+  .meta({ id: 'StreamCounts' });
