@@ -54,6 +54,26 @@ export function withDefault<Schema extends z.ZodType>(schema: Schema, fallback: 
 }
 
 /**
+ * For `.superRefine` on an array: `field` is unique among its items. Each repeat is a
+ * problem at the repeating item's field, or at the array itself with `atArray`.
+ */
+export function uniqueField<Item extends Record<Field, unknown>, Field extends string>(
+  field: Field,
+  message: (value: string, earlier: number) => string,
+  options: { atArray?: boolean } = {},
+) {
+  return (items: readonly Item[], context: z.RefinementCtx): void => {
+    const firstIndex = new Map<string, number>();
+    items.forEach((item, index) => {
+      const value = String(item[field]);
+      const earlier = firstIndex.get(value);
+      if (earlier === undefined) firstIndex.set(value, index);
+      else context.addIssue({ code: 'custom', path: options.atArray === true ? [] : [index, field], message: message(value, earlier) });
+    });
+  };
+}
+
+/**
  * A JSON object taken as it is, not copied: zod's object schemas copy, and a copy loses a
  * field named `__proto__` (JSON.parse makes it an own field, and clients' free-form
  * documents are kept as sent).

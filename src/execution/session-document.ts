@@ -5,7 +5,7 @@
 
 import { z } from 'zod';
 import { jsonTypeName } from '../json.js';
-import { validate } from '../validation.js';
+import { uniqueField, validate } from '../validation.js';
 
 export interface VariableDocument {
   readonly id: string;
@@ -86,13 +86,7 @@ function listOf<Item extends z.ZodType<{ id: string }>>(item: Item, itemsMax: nu
   return z
     .array(item)
     .max(itemsMax)
-    .superRefine((items, context) => {
-      const seen = new Set<string>();
-      for (const { id } of items) {
-        if (seen.has(id)) context.addIssue({ code: 'custom', message: `the id '${id}' is used twice; ids must be unique` });
-        seen.add(id);
-      }
-    })
+    .superRefine(uniqueField('id', (id) => `the id '${id}' is used twice; ids must be unique`, { atArray: true }))
     .nullish()
     .transform((items) => items ?? []);
 }

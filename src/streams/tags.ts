@@ -4,7 +4,7 @@
 // compiled once per definition version by TagRunner.compile, not per payload.
 
 import { z } from 'zod';
-import { validate } from '../validation.js';
+import { uniqueField, validate } from '../validation.js';
 import {
   compileFunction,
   ScriptError,
@@ -47,14 +47,7 @@ export const tagsBodySchema = z
     tags: z
       .array(tagSchema)
       .max(tagsMax)
-      .superRefine((tags, context) => {
-        const firstIndexByField = new Map<string, number>();
-        tags.forEach((tag, index) => {
-          const earlier = firstIndexByField.get(tag.field);
-          if (earlier === undefined) firstIndexByField.set(tag.field, index);
-          else context.addIssue({ code: 'custom', path: [index, 'field'], message: `duplicate field '${tag.field}' (also tags[${earlier}])` });
-        });
-      }),
+      .superRefine(uniqueField('field', (field, earlier) => `duplicate field '${field}' (also tags[${earlier}])`)),
   })
   .meta({
     id: 'TagsBody',

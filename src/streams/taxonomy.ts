@@ -3,7 +3,7 @@
 
 import { z } from 'zod';
 import { BadRequestError } from '../errors.js';
-import { validate } from '../validation.js';
+import { uniqueField, validate } from '../validation.js';
 import { fieldAt, type StreamSchema } from './schema.js';
 
 const NODES_MAX = 64;
@@ -27,14 +27,7 @@ export const taxonomyBodySchema = z
       nodes: z
         .array(taxonomyNodeSchema)
         .max(NODES_MAX)
-        .superRefine((nodes, context) => {
-          const first = new Map<string, number>();
-          nodes.forEach((node, index) => {
-            const earlier = first.get(node.name);
-            if (earlier === undefined) first.set(node.name, index);
-            else context.addIssue({ code: 'custom', path: [index, 'name'], message: `'${node.name}' is used twice (also nodes[${earlier}])` });
-          });
-        }),
+        .superRefine(uniqueField('name', (name, earlier) => `'${name}' is used twice (also nodes[${earlier}])`)),
     }),
   })
   .meta({
