@@ -5,12 +5,11 @@
 import { z } from 'zod';
 import { withDefault } from '../validation.js';
 import { facetRequestsSchema } from './facets.js';
-import { FREQUENCIES } from './histogram.js';
+import { BUCKETS_MAX, FREQUENCIES } from './histogram.js';
 
 export const COUNT_MAX = 10_000;
 export const FROM_MAX = 100_000;
 export const URIS_MAX = 1_000;
-export const BUCKETS_MAX = 100_000;
 
 interface TaxonomyFilterInput {
   type: 'taxonomy';
