@@ -397,7 +397,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
 function nodePages(config: Config, version: SoftwareVersion, state: () => string): Router {
   return nodePageRoutes({
     identity: () => ({ name: config.name, state: state(), version }),
-    openapi: platformOpenApiDocument({ limits: { sessionQueriesMax: config.execution.sessionQueriesMax }, version: version.number }),
+    openapi: () => platformOpenApiDocument({ limits: { sessionQueriesMax: config.execution.sessionQueriesMax }, version: version.number }),
     docs: new DocsAssets({ docsPath: PLATFORM_DOCS_PATH, openapiPath: PLATFORM_OPENAPI_PATH, title: 'Tributary platform interface' }),
   });
 }

@@ -19,7 +19,8 @@ export interface NodeIdentity {
 
 export interface NodePagesDeps {
   identity(): NodeIdentity;
-  openapi: Record<string, unknown>;
+  /** Built on first use (about 0.1 s), not at every start. */
+  openapi(): Record<string, unknown>;
   docs: DocsAssets;
 }
 
@@ -46,8 +47,9 @@ export function nodePageRoutes(deps: NodePagesDeps): Router {
     ctx.body = { name: identity.name, state: identity.state, version: identity.version, tagline: 'Tributary: a clustered streaming data platform', links: LINKS };
   });
 
+  let openapi: Record<string, unknown> | undefined;
   router.get(PLATFORM_OPENAPI_PATH, (ctx) => {
-    ctx.body = deps.openapi;
+    ctx.body = openapi ??= deps.openapi();
   });
   router.get(PLATFORM_DOCS_PATH, (ctx) => {
     send(ctx, deps.docs.page());
