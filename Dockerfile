@@ -40,6 +40,8 @@ COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist/src dist/src
 COPY --from=build /app/proto proto
 COPY --from=build /app/config config
+# The console's files (HTML, script, style) are served as they are from console/.
+COPY console console
 # The image's own user, not root; it owns the data folder (a volume).
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node

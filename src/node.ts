@@ -22,6 +22,7 @@ import { clusterReplicaWriter, STALE_EPOCH } from './cluster/replica-writer.js';
 import { ReplicatedDefinitions } from './cluster/replicated-definitions.js';
 import { TenantService } from './cluster/tenants.js';
 import type { Config } from './config.js';
+import type Router from '@koa/router';
 import { createApp } from './http/app.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { clusterRoutes } from './http/routes/cluster.js';
@@ -63,6 +64,10 @@ import { AccountService } from './api-v1/accounts.js';
 import { AdminGate, ApiSwitch } from './api-v1/access.js';
 import { BrainService } from './api-v1/brains.js';
 import { DocsAssets } from './api-v1/docs.js';
+import { PLATFORM_DOCS_PATH, PLATFORM_OPENAPI_PATH, platformOpenApiDocument } from './http/openapi/document.js';
+import { nodePageRoutes } from './http/routes/node-pages.js';
+import { ConsoleAssets, consoleRoutes } from './http/routes/console.js';
+import { ringView } from './console/ring-view.js';
 import { LicencePool } from './api-v1/licence.js';
 import { problemRenderer } from './api-v1/problems.js';
 import { brainApiRoutes } from './api-v1/routes.js';
@@ -461,6 +466,8 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
         remote: (service, filter, node) => remoteDetails(transport, core, service, filter, node, deadline),
       }),
       ...(config.internalReads ? [internalRoutes(repositories)] : []),
+      nodePages(config, version, () => nodes.local().state),
+      liveConsole(core, definitions),
     ],
   });
   const http = await listen(app.callback(), config.host, config.httpPort);
@@ -482,6 +489,32 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       log.info('node stopped');
     },
   };
+}
+
+/** GET /, the platform interface's OpenAPI document and its docs page (issue 14). */
+function nodePages(config: Config, version: SoftwareVersion, state: () => string): Router {
+  return nodePageRoutes({
+    identity: () => ({ name: config.name, state: state(), version }),
+    openapi: () => platformOpenApiDocument({ limits: { sessionQueriesMax: config.execution.sessionQueriesMax }, version: version.number }),
+    docs: new DocsAssets({ docsPath: PLATFORM_DOCS_PATH, openapiPath: PLATFORM_OPENAPI_PATH, title: 'Tributary platform interface' }),
+  });
+}
+
+/**
+ * The live console (issue 14): its page and the ring. Stored payloads per stream are
+ * GET /_cat/streams?format=json, which the page reads like any client.
+ */
+function liveConsole(core: ClusterCore, definitions: ReplicatedDefinitions): Router {
+  return consoleRoutes({
+    assets: new ConsoleAssets(),
+    ring: () => ringView(core.membership(), policiesInUse(definitions)),
+  });
+}
+
+/** The partitionings of the persisted streams; the default when there are none (the ring still exists). */
+function policiesInUse(definitions: ReplicatedDefinitions): Array<Pick<DistributionPolicy, 'ring_size' | 'replicas'>> {
+  const policies = streamPlacements(definitions).map((stream) => ({ ring_size: stream.ringSize, replicas: stream.replicas }));
+  return policies.length > 0 ? policies : [DEFAULT_POLICY];
 }
 
 /** The peer calls this node answers. */

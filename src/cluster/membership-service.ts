@@ -2,16 +2,17 @@
 // request; the membership coordinator runs it. Before a node is added, its identity is
 // proved: it must answer at the given address with a reply signed by the given key.
 
-import { isPlainObject } from '../json.js';
+import { z } from 'zod';
 import { BadRequestError, NotFoundError, StateConflictError, TributaryError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { checkName } from '../names.js';
+import { checkName, nameSchema } from '../names.js';
 import { PeerAuthError } from '../peer/errors.js';
 import type { PeerTransport } from '../peer/transport.js';
 import type { ClusterShell } from './cluster-shell.js';
 import type { ClusterCore } from './core/core.js';
 import { coordinatorOf, NODE_NAME_FORBIDDEN } from './core/placement.js';
 import type { AdminCommand, AdminResult, Member, Membership, TransferPlan } from './core/types.js';
+import { validate } from '../validation.js';
 
 export interface NodeEntry {
   name: string;
@@ -146,30 +147,34 @@ export class MembershipService {
   }
 }
 
-function parseEntries(body: unknown): NodeEntry[] {
-  const nodes = isPlainObject(body) ? body.nodes : undefined;
-  if (!Array.isArray(nodes) || nodes.length === 0 || nodes.length > ENTRIES_MAX) {
-    throw new BadRequestError(`body must be { nodes: [ { name, publicKey, address, port } ] } with 1 to ${ENTRIES_MAX} nodes`);
-  }
-  return nodes.map((node, index) => parseEntry(node, `nodes[${index}]`));
-}
+const PUBLIC_KEY_BYTES = 32;
+const ADDRESS_CHARS_MAX = 255;
+const addressSchema = z.string().min(1).max(ADDRESS_CHARS_MAX);
 
-function parseEntry(node: unknown, where: string): NodeEntry {
-  if (!isPlainObject(node)) throw new BadRequestError(`${where} must be an object`);
-  const name = checkName('node', node.name);
-  if (NODE_NAME_FORBIDDEN.test(name)) throw new BadRequestError(`${where}.name must not contain '>', '~' or white space`);
-  const publicKey = node.publicKey;
-  if (typeof publicKey !== 'string' || Buffer.from(publicKey, 'base64').length !== 32) {
-    throw new BadRequestError(`${where}.publicKey must be the base64 of a 32-byte ed25519 public key`);
-  }
-  // Clients of the interface send `host` or `address` (spec, "Cluster"): both are accepted.
-  const address = node.address ?? node.host;
-  if (typeof address !== 'string' || address === '' || address.length > 255) {
-    throw new BadRequestError(`${where}.address (or host) must be a host name or IP address`);
-  }
-  const port = node.port;
-  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new BadRequestError(`${where}.port must be the node's peer port, an integer from 1 to 65535`);
-  }
-  return { name, publicKey, address, port };
+const nodeEntrySchema = z
+  .object({
+    name: nameSchema('node').refine((name) => !NODE_NAME_FORBIDDEN.test(name), "must not contain '>', '~' or white space"),
+    publicKey: z
+      .string()
+      .refine((key) => Buffer.from(key, 'base64').length === PUBLIC_KEY_BYTES, 'must be the base64 of a 32-byte ed25519 public key')
+      .describe("The node's ed25519 public key, base64: `publicKey` of its GET /cluster/localNode."),
+    // Clients of the interface send `host` or `address` (spec, "Cluster"): both are accepted.
+    address: addressSchema.optional().describe('Host name or IP address of its peer port.'),
+    host: addressSchema.optional().describe('Accepted in place of address.'),
+    port: z.int().min(1).max(65535).describe("The node's peer (gRPC) port."),
+  })
+  .refine((entry) => entry.address !== undefined || entry.host !== undefined, { path: ['address'], message: 'address (or host) is required: a host name or IP address' })
+  .transform(({ name, publicKey, address, host, port }): NodeEntry => ({ name, publicKey, address: (address ?? host)!, port }))
+  .meta({ id: 'NodeEntry', description: 'A node started with --join (state Pending), as its GET /cluster/localNode shows it.' });
+
+/** The body of POST /cluster/nodes. */
+export const addNodesBodySchema = z
+  .object({ nodes: z.array(nodeEntrySchema).min(1).max(ENTRIES_MAX) })
+  .meta({
+    id: 'AddNodes',
+    examples: [{ nodes: [{ name: 'node-2', publicKey: 'M1jc6k0nxbIzEjQ1OVaw3QYTPjMTxFIV07U0Ir0ATwI=', address: '127.0.0.1', port: 18083 }] }],
+  });
+
+function parseEntries(body: unknown): NodeEntry[] {
+  return validate(addNodesBodySchema, body).nodes;
 }

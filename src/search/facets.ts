@@ -3,8 +3,8 @@
 // count a numeric field in labelled ranges. Counting is exact and mergeable across nodes:
 // nodes send full count trees and the node asked cuts topN after the merge. Pure.
 
-import { BadRequestError } from '../errors.js';
-import { isPlainObject } from '../json.js';
+import { z } from 'zod';
+import { validate, withDefault } from '../validation.js';
 import type { Taxonomy } from '../streams/taxonomy.js';
 
 export interface FacetNode {
@@ -45,54 +45,46 @@ export interface RangeFacetRequest {
 export type FacetRequest = TaxonomyFacetRequest | RangeFacetRequest;
 
 const FACETS_MAX = 64;
+const RANGES_MAX = 1_000;
 const TOP_N_MAX = 10_000;
 const DEPTH_MAX = 16;
 
+const taxonomyFacetSchema = z.object({
+  type: z.literal('taxonomy'),
+  dimension: z.string().min(1).describe('A taxonomy node name of the searched streams.'),
+  topN: withDefault(z.int().min(1).max(TOP_N_MAX), 5).describe('Values kept per level, highest count first.'),
+  depth: withDefault(z.int().min(1).max(DEPTH_MAX), 3).describe('Levels counted.'),
+  include: withDefault(z.array(z.object({ path: z.array(z.string()) })), [])
+    .describe('Paths of values counted on top of the topN ones.')
+    .transform((entries) => entries.map((entry) => entry.path)),
+});
+
+// The unit says what a range holds: ranges have numbers from and to.
+const rangeBound = z.number({ error: (issue) => (issue.code === 'invalid_type' ? `expected a number (a range has numbers from and to), got ${issue.input === undefined ? 'nothing' : typeof issue.input}` : undefined) });
+
+const rangeSpecSchema = z
+  .object({
+    label: z.string().nullish().describe('Default `<from>-<to>`.'),
+    from: rangeBound,
+    fromInclusive: withDefault(z.boolean(), true),
+    to: rangeBound,
+    toInclusive: withDefault(z.boolean(), true),
+  })
+  .transform((range): RangeSpec => ({ ...range, label: range.label ?? `${range.from}-${range.to}` }));
+
+const rangeFacetSchema = z.object({
+  type: z.literal('range'),
+  field: z.string().min(1).describe('A numeric payload field (dotted path); no taxonomy needed.'),
+  ranges: z.array(rangeSpecSchema).min(1).max(RANGES_MAX),
+});
+
+/** One facet request of POST /ssr/:tenant/_facet. */
+export const facetRequestSchema = z.discriminatedUnion('type', [taxonomyFacetSchema, rangeFacetSchema]).meta({ id: 'FacetRequest' });
+
+export const facetRequestsSchema = z.array(facetRequestSchema).max(FACETS_MAX);
+
 export function parseFacetRequests(value: unknown): FacetRequest[] {
-  if (!Array.isArray(value) || value.length > FACETS_MAX) throw new BadRequestError(`facets must be an array of at most ${FACETS_MAX} requests`);
-  return value.map((facet, index) => parseFacetRequest(facet, `facets[${index}]`));
-}
-
-function parseFacetRequest(facet: unknown, where: string): FacetRequest {
-  if (!isPlainObject(facet)) throw new BadRequestError(`${where} must be an object`);
-  if (facet.type === 'range') {
-    if (typeof facet.field !== 'string' || facet.field === '') throw new BadRequestError(`${where}.field must be a field name`);
-    if (!Array.isArray(facet.ranges) || facet.ranges.length === 0) throw new BadRequestError(`${where}.ranges must be a non-empty array`);
-    return { type: 'range', field: facet.field, ranges: facet.ranges.map((range, i) => parseRange(range, `${where}.ranges[${i}]`)) };
-  }
-  if (facet.type !== 'taxonomy') throw new BadRequestError(`${where}.type must be 'taxonomy' or 'range'`);
-  if (typeof facet.dimension !== 'string' || facet.dimension === '') throw new BadRequestError(`${where}.dimension must name a taxonomy node`);
-  const include = facet.include ?? [];
-  if (!Array.isArray(include) || !include.every((entry) => isPlainObject(entry) && Array.isArray(entry.path) && entry.path.every((part) => typeof part === 'string'))) {
-    throw new BadRequestError(`${where}.include must be [ { path: [string] } ]`);
-  }
-  return {
-    type: 'taxonomy',
-    dimension: facet.dimension,
-    topN: boundedInteger(facet.topN, 5, 1, TOP_N_MAX, `${where}.topN`),
-    depth: boundedInteger(facet.depth, 3, 1, DEPTH_MAX, `${where}.depth`),
-    include: include.map((entry) => (entry as { path: string[] }).path),
-  };
-}
-
-function parseRange(range: unknown, where: string): RangeSpec {
-  if (!isPlainObject(range) || typeof range.from !== 'number' || typeof range.to !== 'number') {
-    throw new BadRequestError(`${where} must have numbers from and to`);
-  }
-  const fromInclusive = range.fromInclusive ?? true;
-  const toInclusive = range.toInclusive ?? true;
-  if (typeof fromInclusive !== 'boolean' || typeof toInclusive !== 'boolean') throw new BadRequestError(`${where}: fromInclusive/toInclusive must be booleans`);
-  const label = range.label ?? `${range.from}-${range.to}`;
-  if (typeof label !== 'string') throw new BadRequestError(`${where}.label must be a string`);
-  return { label, from: range.from, fromInclusive, to: range.to, toInclusive };
-}
-
-function boundedInteger(value: unknown, fallback: number, min: number, max: number, where: string): number {
-  if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new BadRequestError(`${where} must be an integer from ${min} to ${max}`);
-  }
-  return value;
+  return validate(facetRequestsSchema, value, 'facets', { prefixPaths: true });
 }
 
 export function emptyTree(): CountTree {

@@ -4,12 +4,25 @@
 
 import { canonicalJson, partitionOfCanonical } from '../cluster/partitioner.js';
 import type { PartitionRouter } from '../cluster/partition-router.js';
+import { z } from 'zod';
 import { isPlainObject } from '../json.js';
 import { BadRequestError, ForbiddenError } from '../errors.js';
 import type { StoredRecord } from '../storage/repository.js';
 import type { WriteIdGenerator } from '../storage/write-ids.js';
 import { type StreamId, SYSTEM_COLLECTION } from './stream-id.js';
 import type { CompiledStream, StreamRuntime } from './stream-runtime.js';
+
+/** A payload: a JSON object whose fields follow the stream schema (fields it does not name are kept). */
+export const payloadSchema = z.looseObject({}).meta({ id: 'Payload', examples: [{ host: 'web-1', cpu: 73.5, at: '2024-03-01T12:00:00Z' }] });
+
+/**
+ * The body of POST /streams/:tenant/:collection/:name: an array of payloads or one payload.
+ * Elements are checked one by one at ingest, and those that fail answer 500 by their index
+ * (spec, "Streams"), so the array's items are not checked here.
+ */
+export const ingestBodySchema = z
+  .union([z.array(z.unknown().meta({ type: 'object', description: 'A payload.' })), payloadSchema])
+  .meta({ id: 'IngestBody', examples: [[{ host: 'web-1', cpu: 73.5, at: '2024-03-01T12:00:00Z' }]] });
 
 /** Messages of the failed payloads, by their index in the request. */
 export type IngestFailures = Map<number, string>;

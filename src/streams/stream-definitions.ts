@@ -4,14 +4,14 @@
 import { DEFAULT_POLICY, type DistributionPolicy } from '../cluster/partitioner.js';
 import type { TenantService } from '../cluster/tenants.js';
 import { ForbiddenError, NotFoundError, StateConflictError } from '../errors.js';
-import { isPlainObject } from '../json.js';
-import { BadRequestError } from '../errors.js';
 import { checkName } from '../names.js';
+import { validate } from '../validation.js';
 import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';
 import type { SandboxLimits } from '../scripting/sandbox.js';
 import { parsePolicy } from './policy.js';
 import { parseRepositoryMapping, type RepositoryMapping } from './repository-mapping.js';
 import { parseSchema } from './schema.js';
+import { streamBodySchema } from './schema-document.js';
 import { type StreamId, streamKey, SYSTEM_COLLECTION } from './stream-id.js';
 import { parseTags, TagRunner, type TagDefinition } from './tags.js';
 import { parseTaxonomy, type Taxonomy } from './taxonomy.js';
@@ -67,9 +67,10 @@ export class StreamDefinitions {
   putStream(id: StreamId, body: unknown, expectedVersion?: string): Promise<Definition<StreamDocument>> {
     this.checkWritable(id);
     this.tenants.get(id.tenant);
-    if (!isPlainObject(body)) throw new BadRequestError('body must be { schema: { version, topDef } }');
-    parseSchema(body.schema);
-    return this.store.put(partKey('stream', id), { schema: body.schema }, expectedVersion);
+    const { schema } = validate(streamBodySchema, body);
+    parseSchema(schema);
+    // Stored as sent: the order of a record's properties decides the primary timestamp.
+    return this.store.put(partKey('stream', id), { schema: (body as StreamDocument).schema }, expectedVersion);
   }
 
   getTaxonomy(id: StreamId): PartView<Taxonomy> {
