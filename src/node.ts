@@ -28,7 +28,9 @@ import { internalRoutes } from './http/routes/internal.js';
 import { streamRoutes } from './http/routes/streams.js';
 import type { Logger } from './log.js';
 import type { PeerTransport } from './peer/transport.js';
-import { startPeerServer } from './peer/server.js';
+import { nodeStatus, startPeerServer, type AdmitTrust } from './peer/server.js';
+import { parseJoinToken } from './cluster/join-token.js';
+import { authenticationMiddleware } from './http/authentication.js';
 import { Database } from './storage/database.js';
 import { DefinitionStore } from './storage/definitions.js';
 import { GroupCommitter } from './storage/group-commit.js';
@@ -114,6 +116,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     identity,
     log,
     replayWindowMs: config.cluster.peerReplayWindowMs,
+    admit: admitTrust(config, () => core.membership().epoch === 0, log),
   });
   const transport = peer.transport!;
   const deadline = config.cluster.peerDeadlineMs;
@@ -324,19 +327,23 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const brainTemplates = loadBrainTemplates(config.brainApi.templatesFile);
   const licencePool = new LicencePool(definitions, config.licence);
   if (persisted === undefined && !config.join) await licencePool.initialise();
+  const accounts = new AccountService(definitions);
+  const adminGate = new AdminGate(config.adminSecret);
   const brainApi = brainApiRoutes({
-    accounts: new AccountService(definitions),
+    accounts,
     apiSwitch: new ApiSwitch(definitions, config.brainApi.enabled),
-    adminGate: new AdminGate(config.adminSecret),
+    adminGate,
     brains: new BrainService({ store: definitions, templates: brainTemplates, pool: licencePool }),
     templates: brainTemplates,
     pool: licencePool,
     docs: new DocsAssets(),
   });
 
+  announceAccess(config, log);
   const app = createApp({
     log,
     bodyBytesMax: config.limits.bodyBytesMax,
+    authentication: authenticationMiddleware({ tokensRequired: config.authRequired, adminSecret: adminGate, accounts }),
     errorRenderers: [problemRenderer],
     routers: [
       brainApi,
@@ -400,8 +407,7 @@ function servePeers(
   });
   transport.handle('Admit', async (sender, admit) => {
     shell.submit({ type: 'receive', from: sender, message: { type: 'membership', membership: admit.membership } });
-    const local = nodes.local();
-    return { name: local.name, publicKey: local.publicKey, state: local.state, zone: local.zone, httpPort: local.httpPort };
+    return nodeStatus(nodes.local());
   });
   transport.handle('AdminCommand', (_sender, command) => shell.admin(command));
   transport.handle('WriteRecords', async (_sender, write) => {
@@ -442,6 +448,29 @@ async function remoteDetails(
       }
     }),
   );
+}
+
+/** Whom a node with no cluster yet takes an Admit from: the join token's keys, or (bare --join) the first. */
+function admitTrust(config: Config, accepting: () => boolean, log: Logger): AdmitTrust {
+  const trustedKeys = config.joinToken === null ? undefined : new Set(parseJoinToken(config.joinToken));
+  if (config.join && accepting()) {
+    if (trustedKeys === undefined) {
+      log.warn('started with bare --join: this node will trust the first well-formed Admit that names its key (trust on first use; development on loopback only, use --join-token otherwise)');
+    } else {
+      log.info({ trustedKeys: trustedKeys.size }, 'waiting to be admitted by a node the join token names');
+    }
+  }
+  return { accepting, trustedKeys };
+}
+
+/** Says at start who may do what, so an open node is never open by surprise (issue 15, item 2). */
+function announceAccess(config: Config, log: Logger): void {
+  const membership = config.adminSecret === null ? 'open to anyone who reaches this node (no admin secret)' : 'need the admin secret';
+  if (config.authRequired) {
+    log.info({ auth: config.auth }, `platform API authentication is on: every route but /cluster/localNode needs a bearer token; membership changes ${membership}`);
+  } else {
+    log.warn({ auth: config.auth, host: config.host }, `platform API authentication is OFF (loopback development): any local process may read and change everything; membership changes ${membership}`);
+  }
 }
 
 function coreConfig(config: Config): CoreConfig {

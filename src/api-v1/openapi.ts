@@ -179,12 +179,13 @@ const schemas: Record<string, Schema> = {
   },
   Account: {
     type: 'object',
-    required: ['id', 'name', 'apiAccessEnabled', 'status', 'createdAt', 'updatedAt', 'revokedAt'],
+    required: ['id', 'name', 'apiAccessEnabled', 'permissions', 'status', 'createdAt', 'updatedAt', 'revokedAt'],
     additionalProperties: false,
     properties: {
       id: { type: 'string', format: 'uuid' },
       name: { type: 'string' },
       apiAccessEnabled: { type: 'boolean', description: 'api_access_enabled: the per-account gate.' },
+      permissions: ref('Permissions'),
       status: { enum: ['active', 'revoked'] },
       ...timestamps,
       revokedAt: { type: ['string', 'null'], format: 'date-time' },
@@ -210,10 +211,22 @@ const schemas: Record<string, Schema> = {
       token: { type: 'string', description: 'The bearer token: shown this once, stored only as a hash.' },
     },
   },
+  Permissions: {
+    type: 'object',
+    description: 'Levels on tenants of the platform interface (read < write < admin); a level on `system` holds on every tenant.',
+    additionalProperties: { enum: ['read', 'write', 'admin'] },
+  },
   AccountPatch: {
     type: 'object',
-    required: ['apiAccessEnabled'],
-    properties: { apiAccessEnabled: { type: 'boolean' } },
+    anyOf: [{ required: ['apiAccessEnabled'] }, { required: ['permissions'] }],
+    properties: {
+      apiAccessEnabled: { type: 'boolean' },
+      permissions: {
+        type: 'object',
+        description: 'Tenant name to "read", "write" or "admin"; null removes the grant. Tenants not named keep theirs.',
+        additionalProperties: { enum: ['read', 'write', 'admin', null] },
+      },
+    },
   },
   Settings: {
     type: 'object',
@@ -371,7 +384,7 @@ const paths = {
     },
     patch: {
       operationId: 'updateAccount',
-      summary: 'Grant or revoke API access (api_access_enabled)',
+      summary: 'Grant or revoke API access (api_access_enabled) and platform permissions',
       tags: ['admin'],
       security: adminSecret,
       requestBody: { required: true, content: json(ref('AccountPatch')) },

@@ -86,7 +86,13 @@ function adminRoutes(router: Router, { accounts, apiSwitch, adminGate, brains, p
     ctx.body = accounts.get(ctx.params.name!);
   });
   router.patch(`${ADMIN}/accounts/:name`, admin, async (ctx) => {
-    ctx.body = await accounts.setApiAccess(ctx.params.name!, field(ctx.request.body, 'apiAccessEnabled', 'boolean'));
+    // Either or both of apiAccessEnabled (the brain API gate) and permissions (the platform's).
+    const body = ctx.request.body;
+    const permissions = isPlainObject(body) ? body.permissions : undefined;
+    if (permissions === undefined || (isPlainObject(body) && body.apiAccessEnabled !== undefined)) {
+      ctx.body = await accounts.setApiAccess(ctx.params.name!, field(body, 'apiAccessEnabled', 'boolean'));
+    }
+    if (permissions !== undefined) ctx.body = await accounts.setPermissions(ctx.params.name!, permissions);
   });
   router.post(`${ADMIN}/accounts/:name/revoke`, admin, async (ctx) => {
     ctx.body = await accounts.revoke(ctx.params.name!);

@@ -12,14 +12,17 @@ export interface AppOptions {
   routers: Router[];
   /** Error formats of interfaces mounted under their own path prefix. */
   errorRenderers?: ErrorRenderer[];
+  /** Checks the caller before any body is read (http/authentication.ts). */
+  authentication?: Koa.Middleware;
 }
 
-export function createApp({ log, bodyBytesMax, routers, errorRenderers = [] }: AppOptions): Koa {
+export function createApp({ log, bodyBytesMax, routers, errorRenderers = [], authentication }: AppOptions): Koa {
   const app = new Koa();
   app.proxy = false;
   // Errors are answered by errorMiddleware; Koa's own handler would only log them again.
   app.silent = true;
   app.use(errorMiddleware(log, errorRenderers));
+  if (authentication !== undefined) app.use(authentication);
   app.use(jsonBodyMiddleware(bodyBytesMax));
   for (const router of routers) {
     app.use(router.routes());

@@ -40,7 +40,7 @@ function directoryOf(known: Peer['known']): PeerDirectory {
   };
 }
 
-async function startPeer(name: string, options: { identity?: NodeIdentity; pending?: () => boolean } = {}): Promise<Peer> {
+async function startPeer(name: string, options: { identity?: NodeIdentity; pending?: () => boolean; trustedKeys?: ReadonlySet<string> } = {}): Promise<Peer> {
   const keys = options.identity ?? identity();
   const logs: Peer['logs'] = [];
   const log = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line) as Record<string, unknown>) });
@@ -54,9 +54,16 @@ async function startPeer(name: string, options: { identity?: NodeIdentity; pendi
     log,
     host: HOST,
     port: 0,
-    acceptUnknown: pending && ((_kind, sender, admit) => (pending() ? admitSenderKey(sender, admit, keys.publicKeyBase64) : undefined)),
+    acceptUnknown:
+      pending &&
+      ((_kind, sender, admit) => {
+        if (!pending()) return undefined;
+        const verdict = admitSenderKey(sender, admit, keys.publicKeyBase64, options.trustedKeys);
+        if ('refusal' in verdict) log.warn({ sender, reason: verdict.refusal }, 'Admit refused');
+        return 'key' in verdict ? verdict.key : undefined;
+      }),
   });
-  transport.handle('Ping', async () => ({ name, publicKey: keys.publicKeyBase64, state: 'Joined', zone: 'local', httpPort: 8888 }));
+  transport.handle('Ping', async () => ({ name, publicKey: keys.publicKeyBase64, state: 'Joined', zone: 'local', httpPort: 8888, address: HOST, port: 1 }));
   transport.handle('Read', async (sender, request) => {
     if (request.json === '"hang"') return new Promise(() => undefined);
     if (request.json === '"conflict"') throw new VersionConflictError('k', '1', '3');
@@ -114,7 +121,7 @@ afterAll(async () => {
 
 describe('peer transport - calls', () => {
   it('answers a call both ways, naming the verified sender', async () => {
-    await expect(a.transport.call('b', 'Ping', {}, CALL)).resolves.toEqual({ name: 'b', publicKey: b.identity.publicKeyBase64, state: 'Joined', zone: 'local', httpPort: 8888 });
+    await expect(a.transport.call('b', 'Ping', {}, CALL)).resolves.toEqual({ name: 'b', publicKey: b.identity.publicKeyBase64, state: 'Joined', zone: 'local', httpPort: 8888, address: HOST, port: 1 });
     const reply = await b.transport.call('a', 'Read', { json: '{"q":1}' }, CALL);
     expect(JSON.parse(reply.json)).toEqual({ from: 'b', echo: { q: 1 } });
   });
@@ -197,7 +204,7 @@ describe('peer transport - Admit from a node not yet known', () => {
     joiner = await startPeer('p', { pending: () => pending });
     joiner.transport.handle('Admit', async (_sender, admit) => {
       admitted.push(admit.membership);
-      return { name: 'p', publicKey: joiner.identity.publicKeyBase64, state: 'Pending', zone: 'local', httpPort: 8888 };
+      return { name: 'p', publicKey: joiner.identity.publicKeyBase64, state: 'Pending', zone: 'local', httpPort: 8888, address: HOST, port: 1 };
     });
   });
   afterAll(() => joiner.transport.close(1_000));
@@ -208,7 +215,7 @@ describe('peer transport - Admit from a node not yet known', () => {
       { name: 'a', publicKey: coordinatorKey, address: HOST, port: a.transport.port, httpPort: 1, zone: 'z', state: 'Joined' },
       { name: 'p', publicKey: joiner.identity.publicKeyBase64, address: HOST, port: joiner.transport.port, httpPort: 2, zone: 'z', state: 'Pending' },
     ],
-    change: undefined,
+    change: { id: 'e2-join-p', kind: 'join', node: 'p', slots: [], transfers: [] },
   });
   const target = () => ({ address: HOST, port: joiner.transport.port });
 
@@ -220,6 +227,8 @@ describe('peer transport - Admit from a node not yet known', () => {
       state: 'Pending',
       zone: 'local',
       httpPort: 8888,
+      address: HOST,
+      port: 1,
     });
     expect(admitted).toHaveLength(1);
   });
@@ -231,6 +240,43 @@ describe('peer transport - Admit from a node not yet known', () => {
     const claimsOtherKey = { membership: membershipWith(b.identity.publicKeyBase64), targetPublicKey: joiner.identity.publicKeyBase64 };
     await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Admit', claimsOtherKey, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
     expect(admitted).toHaveLength(1);
+  });
+
+  it('refuses, and logs, an Admit whose table is malformed (members unsorted), without adopting it', async () => {
+    const good = membershipWith(a.identity.publicKeyBase64);
+    const unsorted = { ...good, members: [...good.members].reverse() };
+    const admit = { membership: unsorted, targetPublicKey: joiner.identity.publicKeyBase64 };
+    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Admit', admit, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+    expect(joiner.logs.some((line) => line.msg === 'Admit refused' && /not sorted/.test(String(line.reason)))).toBe(true);
+    expect(admitted).toHaveLength(1);
+  });
+
+  it('with a join token, refuses an Admit signed by a key the token does not name and accepts one it names', async () => {
+    const tokened = await startPeer('q', { pending: () => true, trustedKeys: new Set([b.identity.publicKeyBase64]) });
+    const taken: Membership[] = [];
+    tokened.transport.handle('Admit', async (_sender, admit) => {
+      taken.push(admit.membership);
+      return { name: 'q', publicKey: tokened.identity.publicKeyBase64, state: 'Pending', zone: 'local', httpPort: 8888, address: HOST, port: 1 };
+    });
+    try {
+      const tableFrom = (sender: Peer): Membership => ({
+        epoch: 2,
+        members: [
+          { name: sender.transport.name, publicKey: sender.identity.publicKeyBase64, address: HOST, port: sender.transport.port, httpPort: 1, zone: 'z', state: 'Joined' },
+          { name: 'q', publicKey: tokened.identity.publicKeyBase64, address: HOST, port: tokened.transport.port, httpPort: 2, zone: 'z', state: 'Pending' },
+        ],
+        change: { id: 'e2-join-q', kind: 'join', node: 'q', slots: [], transfers: [] },
+      });
+      const where = { address: HOST, port: tokened.transport.port };
+      const fromA = { membership: tableFrom(a), targetPublicKey: tokened.identity.publicKeyBase64 };
+      await expect(a.transport.callUnknown(where, tokened.identity.publicKeyBase64, 'Admit', fromA, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+      expect(tokened.logs.some((line) => line.msg === 'Admit refused' && /join token/.test(String(line.reason)))).toBe(true);
+      const fromB = { membership: tableFrom(b), targetPublicKey: tokened.identity.publicKeyBase64 };
+      await expect(b.transport.callUnknown(where, tokened.identity.publicKeyBase64, 'Admit', fromB, CALL)).resolves.toMatchObject({ name: 'q' });
+      expect(taken).toHaveLength(1);
+    } finally {
+      await tokened.transport.close(1_000);
+    }
   });
 
   it('answers a Ping from anyone, and the caller proves who answered by the reply signature', async () => {
@@ -359,12 +405,17 @@ describe('peer server - the node table as directory', () => {
       available: 'true',
     });
     const silent = pino({ level: 'silent' });
-    const server = await startPeerServer(HOST, 0, nodes, { identity: keys, log: silent, replayWindowMs: WINDOW_MS });
+    const server = await startPeerServer(HOST, 0, nodes, {
+      identity: keys,
+      log: silent,
+      replayWindowMs: WINDOW_MS,
+      admit: { accepting: () => false, trustedKeys: undefined },
+    });
     nodes.upsert(row('s', keys.publicKeyBase64, server.port, 'Joined'));
     nodes.upsert(row('a', a.identity.publicKeyBase64, a.transport.port, 'Joined'));
     a.known.set('s', { publicKey: keys.publicKeyBase64, port: server.port });
     try {
-      await expect(a.transport.call('s', 'Ping', {}, CALL)).resolves.toEqual({ name: 's', publicKey: keys.publicKeyBase64, state: 'Joined', zone: 'z', httpPort: 1 });
+      await expect(a.transport.call('s', 'Ping', {}, CALL)).resolves.toEqual({ name: 's', publicKey: keys.publicKeyBase64, state: 'Joined', zone: 'z', httpPort: 1, address: HOST, port: server.port });
       nodes.upsert(row('a', a.identity.publicKeyBase64, a.transport.port, 'Left'));
       await expect(a.transport.call('s', 'Read', { json: '{}' }, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
     } finally {
