@@ -218,7 +218,8 @@ const schemas: Record<string, Schema> = {
   },
   AccountPatch: {
     type: 'object',
-    anyOf: [{ required: ['apiAccessEnabled'] }, { required: ['permissions'] }],
+    minProperties: 1,
+    description: 'apiAccessEnabled, permissions, or both.',
     properties: {
       apiAccessEnabled: { type: 'boolean' },
       permissions: {
