@@ -327,6 +327,9 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const brainTemplates = loadBrainTemplates(config.brainApi.templatesFile);
   const licencePool = new LicencePool(definitions, config.licence);
   if (persisted === undefined && !config.join) await licencePool.initialise();
+  if (licencePool.configDiffers()) {
+    log.warn({ configured: config.licence, cluster: licencePool.licence }, "this node's licence config differs from the cluster's licence, which wins (PATCH /api/v1/admin/licence changes it)");
+  }
   const accounts = new AccountService(definitions);
   const adminGate = new AdminGate(config.adminSecret);
   const brainApi = brainApiRoutes({
