@@ -259,6 +259,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     readHistorical: (source) => readHistorical(historicalDeps, source, config.execution.historicalPageRecords),
     sandboxLimits: { timeoutMs: config.execution.functionTimeoutMs, memoryMb: config.limits.tagMemoryMb },
     limits: { groupsMax: config.execution.queryGroupsMax, rowsHeldMax: config.execution.queryRowsHeldMax, pendingWriteRowsMax: config.execution.liveForwardQueuePayloadsMax },
+    functionBudgetMs: config.execution.functionBudgetMs,
     tickIntervalMs: 1_000,
     log,
   });
