@@ -55,7 +55,7 @@ export const configSchema = z
         sseClientBufferBytesMax: z.number().int().min(1024),
         sseKeepAliveMs: z.number().int().min(100).max(600_000),
         /** Deepest JSON a request body may nest (arrays and objects); deeper is a 400. */
-        jsonDepthMax: z.number().int().min(8).max(10_000),
+        jsonDepthMax: z.number().int().min(8).max(1_000),
         /** Open HTTP connections; more are closed as they arrive. */
         connectionsMax: z.number().int().min(16).max(1_000_000),
         /** Time a client gets to send a request's headers. */

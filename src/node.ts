@@ -347,6 +347,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const app = createApp({
     log,
     bodyBytesMax: config.limits.bodyBytesMax,
+    jsonDepthMax: config.limits.jsonDepthMax,
     authentication: authenticationMiddleware({ tokensRequired: config.authRequired, adminSecret: adminGate, accounts }),
     errorRenderers: [problemRenderer],
     routers: [
@@ -375,7 +376,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       ...(config.internalReads ? [internalRoutes(repositories)] : []),
     ],
   });
-  const http = await listen(app.callback(), config.host, config.httpPort);
+  const http = await listen(app.callback(), config.host, config.httpPort, config.limits);
   log.info({ http: `http://${config.host}:${config.httpPort}`, peerPort: peer.port, state: nodes.local().state }, 'node started');
 
   return {
@@ -540,14 +541,30 @@ function sseOptions(config: Config) {
   };
 }
 
-async function listen(handler: Parameters<typeof createServer>[1], host: string, port: number): Promise<Server> {
-  const server = createServer(handler);
-  // Bound how long a slow client may take to send its headers and body; keep idle
-  // connections for 30 s (Node's 5 s races clients that pause between requests: they reuse
-  // a socket the server is closing). headersTimeout must exceed keepAliveTimeout.
+interface HttpLimits {
+  connectionsMax: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+}
+
+/**
+ * The HTTP server with its connection limits (issue 15, item 6): at most connectionsMax
+ * open connections (more are closed as they arrive), a connection that sends no complete
+ * request head within headersTimeoutMs is closed (Node 20 leaves a silent one open for
+ * good), and a request must be received whole within requestTimeoutMs (408). Node checks
+ * those two every connectionsCheckingInterval, 30 s unless told: once a second here.
+ */
+async function listen(handler: Parameters<typeof createServer>[1], host: string, port: number, limits: HttpLimits): Promise<Server> {
+  const server = createServer({ connectionsCheckingInterval: 1_000 }, handler);
+  server.maxConnections = limits.connectionsMax;
+  // Keep idle connections for 30 s (Node's 5 s races clients that pause between requests:
+  // they reuse a socket the server is closing).
   server.keepAliveTimeout = 30_000;
-  server.headersTimeout = 31_000;
-  server.requestTimeout = 300_000;
+  server.headersTimeout = limits.headersTimeoutMs;
+  server.requestTimeout = limits.requestTimeoutMs;
+  server.on('connection', (socket) => socket.setTimeout(limits.headersTimeoutMs, () => socket.destroy()));
+  // Once a request arrives its timeouts are Node's (and SSE sets none); keep-alive sets its own.
+  server.on('request', (request) => request.socket.setTimeout(0));
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error) => reject(new Error(`cannot listen for HTTP on ${host}:${port}: ${error.message}`)));
     server.listen(port, host, () => resolve());

@@ -39,10 +39,16 @@ export function openSse(ctx: Koa.Context, options: SseOptions): SseChannel {
     stream.end();
     resolveClosed();
   };
+  // What waits for the client: in the stream on both sides (writes queue on its writable
+  // side once the pipe to the response stops reading) and in the response and its socket.
+  // Reading only the readable side, as before issue 15, saw at most a high-water mark while
+  // the writable side grew without bound.
+  const backlogBytes = () => stream.writableLength + stream.readableLength + ctx.res.writableLength;
   const write = (text: string): boolean => {
     if (!open) return false;
-    if (stream.readableLength > options.clientBufferBytesMax) {
+    if (backlogBytes() > options.clientBufferBytesMax) {
       close();
+      ctx.res.destroy();
       return false;
     }
     stream.write(text);
