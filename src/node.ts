@@ -124,6 +124,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
 
   const peers = new ClusterDefinitionPeers({ localName: config.name, membership: () => core.membership(), available, transport, hints, committer, peerDeadlineMs: deadline });
   const definitions = new ReplicatedDefinitions(store, peers);
+  definitions.limitBytes(config.limits);
   const tenants = new TenantService(definitions, events);
   const repositories: Record<RepositoryName, Repository> = { ssr: new SearchableRepository(database), tsr: new TimeSeriesRepository(database) };
   const sandboxLimits = { timeoutMs: config.limits.tagTimeoutMs, memoryMb: config.limits.tagMemoryMb };
