@@ -212,7 +212,11 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     localName: config.name,
     hostOfOutput: (outputId) => directory.hostOfOutput(outputId),
     pollRemote: async (node, request) => JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ outputPoll: request }) }, { deadlineMs: deadline })).json) as PollReply,
-    limits: { logMessagesMax: config.execution.outputLogMessagesMax, retainedRowsMax: config.execution.outputRetainedRowsMax },
+    limits: {
+      logMessagesMax: config.execution.outputLogMessagesMax,
+      retainedRowsMax: config.execution.outputRetainedRowsMax,
+      retainedBytesMax: config.execution.outputRetainedBytesMax,
+    },
     pollWaitMs: Math.min(2_000, Math.floor(deadline / 2)),
     log,
   });
