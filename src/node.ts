@@ -30,6 +30,7 @@ import type { Logger } from './log.js';
 import type { PeerTransport } from './peer/transport.js';
 import { nodeStatus, startPeerServer, type AdmitTrust } from './peer/server.js';
 import { parseJoinToken } from './cluster/join-token.js';
+import { isolatePool } from './scripting/sandbox.js';
 import { authenticationMiddleware } from './http/authentication.js';
 import { Database } from './storage/database.js';
 import { DefinitionStore } from './storage/definitions.js';
@@ -128,6 +129,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const tenants = new TenantService(definitions, events);
   const repositories: Record<RepositoryName, Repository> = { ssr: new SearchableRepository(database), tsr: new TimeSeriesRepository(database) };
   const sandboxLimits = { timeoutMs: config.limits.tagTimeoutMs, memoryMb: config.limits.tagMemoryMb };
+  isolatePool.configure({ isolatesMax: config.limits.isolatesMax, memoryBytesMax: config.limits.isolatesMemoryMb * 1024 * 1024 });
   const streamDefinitions = new StreamDefinitions(definitions, tenants, repositories, sandboxLimits);
 
   const ssrIndex = new SsrIndex(repositories.ssr, (streamKey) =>
