@@ -118,6 +118,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     log,
     replayWindowMs: config.cluster.peerReplayWindowMs,
     admit: admitTrust(config, () => core.membership().epoch === 0, log),
+    callsInFlightMax: config.limits.peerCallsInFlightMax,
   });
   const transport = peer.transport!;
   const deadline = config.cluster.peerDeadlineMs;

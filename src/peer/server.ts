@@ -23,6 +23,8 @@ export interface PeerWiring {
   /** config cluster.peerReplayWindowMs */
   replayWindowMs: number;
   admit: AdmitTrust;
+  /** config limits.peerCallsInFlightMax */
+  callsInFlightMax?: number;
 }
 
 /** Whom a node that has no cluster yet takes an Admit from (issue 15, item 1). */
@@ -48,6 +50,7 @@ export async function startPeerServer(host: string, port: number, nodes: NodeTab
     log: wiring.log,
     host,
     port,
+    ...(wiring.callsInFlightMax === undefined ? {} : { callsInFlightMax: wiring.callsInFlightMax }),
     acceptUnknown: (_kind, sender, admit) => {
       if (!wiring.admit.accepting()) return undefined;
       const verdict = admitSenderKey(sender, admit, wiring.identity.publicKeyBase64, wiring.admit.trustedKeys);

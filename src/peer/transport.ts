@@ -47,6 +47,7 @@ import {
   verifyingKeyOf,
 } from './signing.js';
 import { serveTransferStream, type ChunkAnswer } from './transfer-inbound.js';
+import { callerClaim, callerMetadata, inboundGate, type GateCounts } from './inbound-gate.js';
 import { TransferStream, type TransferStreamHandlers } from './transfer-stream.js';
 import { CHANNEL_OPTIONS, RemotePeerError, asBuffer, fromGrpcError, sameBytes, toErrorReply } from './wire.js';
 
@@ -85,6 +86,8 @@ export interface PeerTransportOptions {
   clock?: () => number;
   /** Bound of the replay guard's memory. */
   nonceEntriesMax?: number;
+  /** Inbound calls and transfer streams served at once (inbound-gate.ts); default 256. */
+  callsInFlightMax?: number;
 }
 
 export interface CallOptions {
@@ -112,10 +115,13 @@ interface InboundStream {
 type RawHandler = (sender: string, body: Uint8Array) => Promise<{ kind: PeerKind; body: Uint8Array }>;
 
 const NONCE_ENTRIES_MAX = 100_000;
+const CALLS_IN_FLIGHT_MAX = 256;
 const EMPTY = new Uint8Array(0);
 
 export class PeerTransport {
-  private readonly server = new grpc.Server(CHANNEL_OPTIONS);
+  private readonly server: grpc.Server;
+  /** Counts of the gate in front of every inbound call (inbound-gate.ts). */
+  readonly gate: GateCounts;
   private readonly clients = new Map<string, grpc.Client>();
   private readonly handlers = new Map<string, RawHandler>();
   private transferHandler: TransferHandler | undefined;
@@ -130,6 +136,18 @@ export class PeerTransport {
     this.signingKey = signingKeyOf(options.identity);
     this.clock = options.clock ?? Date.now;
     this.log = options.log;
+    const gate = inboundGate({
+      publicKeyOf: (sender) => {
+        const known = options.directory.publicKeyOf(sender);
+        return known !== undefined && (options.directory.acceptsRequestsFrom?.(sender) ?? true) ? known : undefined;
+      },
+      replayWindowMs: options.replayWindowMs,
+      callsInFlightMax: options.callsInFlightMax ?? CALLS_IN_FLIGHT_MAX,
+      clock: this.clock,
+      log: this.log,
+    });
+    this.gate = gate.counts;
+    this.server = new grpc.Server({ ...CHANNEL_OPTIONS, interceptors: [gate.interceptor] });
     this.server.addService(peerServiceDefinition(), {
       Call: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => this.serveCall(call, callback),
       Transfer: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => this.serveTransfer(call),
@@ -191,6 +209,13 @@ export class PeerTransport {
     const envelope = this.decodeIncoming(call.request, peer);
     if (envelope === undefined) {
       callback({ code: grpc.status.INVALID_ARGUMENT, details: 'malformed envelope' });
+      return;
+    }
+    const claim = callerClaim(call.metadata);
+    if (claim === undefined || claim.sender !== envelope.sender || !sameBytes(claim.nonce, envelope.nonce)) {
+      // The gate let the call in on its header; the envelope must be the one the header announced.
+      this.log.warn({ sender: envelope.sender, kind: envelope.kind, peer, reason: 'envelope differs from its caller header' }, 'peer message refused');
+      callback({ code: grpc.status.UNAUTHENTICATED, details: 'envelope differs from its caller header' });
       return;
     }
     this.answer(envelope, peer).then(
@@ -295,7 +320,8 @@ export class PeerTransport {
   /** A refused chunk ends the stream with an ErrorReply; the source resumes from its last ack. */
   private serveTransfer(call: grpc.ServerDuplexStream<Buffer, Buffer>): void {
     const peer = call.getPeer();
-    const stream: InboundStream = { sender: undefined };
+    // The gate admitted the stream on its caller header: every chunk must come from that caller.
+    const stream: InboundStream = { sender: callerClaim(call.metadata)?.sender };
     serveTransferStream(call, (data) => this.receiveChunk(data, peer, stream), this.log);
   }
 
@@ -334,7 +360,7 @@ export class PeerTransport {
   async call<K extends CallKind>(to: string, kind: K, body: RequestOf<K>, options: CallOptions): Promise<ReplyOf<K>> {
     const { key, target } = this.peer(to);
     const request = this.seal(kind, encodeBody(kind, body), key.raw, EMPTY);
-    const reply = await this.exchange(to, target, encodeEnvelope(request), options);
+    const reply = await this.exchange(to, target, request, encodeEnvelope(request), options);
     return this.openAnswer(reply, request.nonce, { node: to, sender: to, key: key.object }, REPLY_KIND[kind]);
   }
 
@@ -351,7 +377,7 @@ export class PeerTransport {
   ): Promise<ReplyOf<K>> {
     const node = `${target.address}:${target.port}`;
     const request = this.seal(kind, encodeBody(kind, body), Buffer.from(expectedPublicKey, 'base64'), EMPTY);
-    const reply = await this.exchange(node, target, encodeEnvelope(request), options);
+    const reply = await this.exchange(node, target, request, encodeEnvelope(request), options);
     const expectation = { node, sender: undefined, key: verifyingKeyOf(expectedPublicKey) };
     return this.openAnswer(reply, request.nonce, expectation, REPLY_KIND[kind]);
   }
@@ -361,7 +387,7 @@ export class PeerTransport {
     const { key, target } = this.peer(to);
     const request = decodeEnvelope(envelope);
     const replyKind: PeerKind = isCallKind(request.kind) ? REPLY_KIND[request.kind] : 'Empty';
-    const reply = await this.exchange(to, target, envelope, options);
+    const reply = await this.exchange(to, target, request, envelope, options);
     return this.openAnswer(reply, request.nonce, { node: to, sender: to, key: key.object }, replyKind);
   }
 
@@ -372,7 +398,7 @@ export class PeerTransport {
       peerMethodPath('Transfer'),
       asBuffer,
       asBuffer,
-      new grpc.Metadata(),
+      callerMetadata(this.signingKey, this.name, 'TransferChunk', this.clock()),
       { deadline: Date.now() + options.deadlineMs },
     );
     return new TransferStream(call, handlers, {
@@ -421,14 +447,15 @@ export class PeerTransport {
     return client;
   }
 
-  private exchange(node: string, target: PeerAddress, request: Uint8Array, options: CallOptions): Promise<Buffer> {
+  /** Sends the request's bytes with a caller header announcing it (its sender, time, nonce and kind). */
+  private exchange(node: string, target: PeerAddress, envelope: Envelope, request: Uint8Array, options: CallOptions): Promise<Buffer> {
     return new Promise((resolve, reject) => {
       this.client(target).makeUnaryRequest<Buffer, Buffer>(
         peerMethodPath('Call'),
         asBuffer,
         asBuffer,
         asBuffer(request),
-        new grpc.Metadata(),
+        callerMetadata(this.signingKey, envelope.sender, envelope.kind, envelope.sentAtMs, envelope.nonce),
         { deadline: Date.now() + options.deadlineMs },
         (error, reply) => (error || reply === undefined ? reject(fromGrpcError(node, error as grpc.ServiceError)) : resolve(reply)),
       );

@@ -1,4 +1,5 @@
 import { createServer } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
 import { pino } from 'pino';
 import nacl from 'tweetnacl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +13,8 @@ import { NodeTable, type NodeDocument } from '../../src/cluster/node-table.js';
 import { admitSenderKey, startPeerServer } from '../../src/peer/server.js';
 import { sealEnvelope, signingKeyOf } from '../../src/peer/signing.js';
 import { PeerTransport, type PeerDirectory } from '../../src/peer/transport.js';
+import { callerMetadata } from '../../src/peer/inbound-gate.js';
+import { peerMethodPath } from '../../src/peer/proto.js';
 
 const WINDOW_MS = 5_000;
 const CALL = { deadlineMs: 5_000 };
@@ -194,6 +197,63 @@ describe('peer transport - refusals', () => {
     }
   });
 });
+
+describe('peer transport - the gate before the body (issue 15)', () => {
+  it("refuses a stranger's large call from its header alone, never reading its body", async () => {
+    const refusedBefore = a.transport.gate.refused;
+    const body = { json: JSON.stringify('x'.repeat(8 * 1024 * 1024)) };
+    const error = await stranger.transport.call('a', 'Read', body, CALL).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ status: 401, code: 'PEER_AUTH' });
+    expect(a.transport.gate.refused).toBe(refusedBefore + 1);
+    expect(refusals(a).at(-1)).toMatch(/unknown sender 'c'/);
+  });
+
+  it('refuses a call without a caller header, and one whose envelope is not the one its header announced', async () => {
+    const raw = new grpc.Client(`${HOST}:${b.transport.port}`, grpc.credentials.createInsecure());
+    try {
+      const send = (metadata: grpc.Metadata) =>
+        new Promise<grpc.ServiceError | undefined>((resolve) =>
+          raw.makeUnaryRequest(peerMethodPath('Call'), (x: Buffer) => x, (x: Buffer) => x, Buffer.from(encodeEnvelope(envelopeFrom(a, b, 'Read', readBody(1)))), metadata, (error) => resolve(error ?? undefined)),
+        );
+      expect(await send(new grpc.Metadata())).toMatchObject({ code: grpc.status.UNAUTHENTICATED });
+      const lifted = callerMetadata(signingKeyOf(a.identity), 'a', 'Read', Date.now());
+      expect(await send(lifted)).toMatchObject({ code: grpc.status.UNAUTHENTICATED, details: expect.stringMatching(/differs from its caller header/) });
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('answers RESOURCE_EXHAUSTED (PEER_BUSY) beyond the calls it serves at once, and serves again after', async () => {
+    const keys = identity();
+    const limited = new PeerTransport({ name: 'lim', identity: keys, directory: directoryOf(new Map([['a', { publicKey: a.identity.publicKeyBase64, port: a.transport.port }]])), replayWindowMs: WINDOW_MS, log: pino({ level: 'silent' }), host: HOST, port: 0, callsInFlightMax: 2 });
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    limited.handle('Read', async () => {
+      await held;
+      return { json: '"done"' };
+    });
+    await limited.start();
+    a.known.set('lim', { publicKey: keys.publicKeyBase64, port: limited.port });
+    try {
+      const first = a.transport.call('lim', 'Read', { json: '1' }, CALL);
+      const second = a.transport.call('lim', 'Read', { json: '2' }, CALL);
+      await until(() => limited.gate.inFlight === 2);
+      await expect(a.transport.call('lim', 'Read', { json: '3' }, CALL)).rejects.toMatchObject({ status: 503, code: 'PEER_BUSY' });
+      release();
+      await Promise.all([first, second]);
+      await until(() => limited.gate.inFlight === 0);
+      await expect(a.transport.call('lim', 'Read', { json: '4' }, CALL)).resolves.toEqual({ json: '"done"' });
+    } finally {
+      a.known.delete('lim');
+      await limited.close(1_000);
+    }
+  });
+});
+
+async function until(condition: () => boolean): Promise<void> {
+  for (let tries = 0; tries < 200 && !condition(); tries++) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(condition()).toBe(true);
+}
 
 describe('peer transport - Admit from a node not yet known', () => {
   let pending = true;
