@@ -3,6 +3,9 @@
 
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { Socket } from 'node:net';
+import { loadTls, type TlsMaterial } from './tls.js';
 import { performance } from 'node:perf_hooks';
 import { VendorService } from './admin/vendors.js';
 import { ClusterShell } from './cluster/cluster-shell.js';
@@ -95,6 +98,7 @@ const CORE_STATE_KEY = 'cluster-core';
 const HINT_REPLAY_INTERVAL_MS = 1_000;
 
 export async function startNode(config: Config, log: Logger): Promise<RunningNode> {
+  const tls = loadTls(config.tls);
   const identity = loadOrCreateIdentity(config.dataDir);
   const database = await Database.open(config.dataDir);
   const store = await DefinitionStore.open(database);
@@ -119,6 +123,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     replayWindowMs: config.cluster.peerReplayWindowMs,
     admit: admitTrust(config, () => core.membership().epoch === 0, log),
     callsInFlightMax: config.limits.peerCallsInFlightMax,
+    ...(tls === undefined ? {} : { tls }),
   });
   const transport = peer.transport!;
   const deadline = config.cluster.peerDeadlineMs;
@@ -384,11 +389,12 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       ...(config.internalReads ? [internalRoutes(repositories)] : []),
     ],
   });
-  const http = await listen(app.callback(), config.host, config.httpPort, config.limits);
-  log.info({ http: `http://${config.host}:${config.httpPort}`, peerPort: peer.port, state: nodes.local().state }, 'node started');
+  const http = await listen(app.callback(), config.host, config.httpPort, config.limits, tls);
+  const httpUrl = `${tls === undefined ? 'http' : 'https'}://${config.host}:${config.httpPort}`;
+  log.info({ http: httpUrl, peerPort: peer.port, peerTls: tls === undefined ? 'off' : 'mutual', state: nodes.local().state }, 'node started');
 
   return {
-    httpUrl: `http://${config.host}:${config.httpPort}`,
+    httpUrl,
     local: nodes.local(),
     async close() {
       shell.stop();
@@ -562,15 +568,19 @@ interface HttpLimits {
  * good), and a request must be received whole within requestTimeoutMs (408). Node checks
  * those two every connectionsCheckingInterval, 30 s unless told: once a second here.
  */
-async function listen(handler: Parameters<typeof createServer>[1], host: string, port: number, limits: HttpLimits): Promise<Server> {
-  const server = createServer({ connectionsCheckingInterval: 1_000 }, handler);
+async function listen(handler: Parameters<typeof createServer>[1], host: string, port: number, limits: HttpLimits, tls: TlsMaterial | undefined): Promise<Server> {
+  // With TLS the port speaks HTTPS only: a plaintext request fails the handshake.
+  const server: Server =
+    tls === undefined
+      ? createServer({ connectionsCheckingInterval: 1_000 }, handler)
+      : createHttpsServer({ connectionsCheckingInterval: 1_000, handshakeTimeout: limits.headersTimeoutMs, cert: tls.cert, key: tls.key, ca: tls.ca }, handler);
   server.maxConnections = limits.connectionsMax;
   // Keep idle connections for 30 s (Node's 5 s races clients that pause between requests:
   // they reuse a socket the server is closing).
   server.keepAliveTimeout = 30_000;
   server.headersTimeout = limits.headersTimeoutMs;
   server.requestTimeout = limits.requestTimeoutMs;
-  server.on('connection', (socket) => socket.setTimeout(limits.headersTimeoutMs, () => socket.destroy()));
+  server.on(tls === undefined ? 'connection' : 'secureConnection', (socket: Socket) => socket.setTimeout(limits.headersTimeoutMs, () => socket.destroy()));
   // Once a request arrives its timeouts are Node's (and SSE sets none); keep-alive sets its own.
   server.on('request', (request) => request.socket.setTimeout(0));
   await new Promise<void>((resolve, reject) => {

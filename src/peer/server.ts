@@ -8,6 +8,7 @@ import type { NodeDocument, NodeTable } from '../cluster/node-table.js';
 import type { Logger } from '../log.js';
 import { membershipProblem } from '../cluster/peer-input.js';
 import type { Admit, NodeStatusReply } from './messages.js';
+import type { TlsMaterial } from '../tls.js';
 import { PeerTransport, type PeerDirectory } from './transport.js';
 
 export interface PeerServer {
@@ -25,6 +26,7 @@ export interface PeerWiring {
   admit: AdmitTrust;
   /** config limits.peerCallsInFlightMax */
   callsInFlightMax?: number;
+  tls?: TlsMaterial;
 }
 
 /** Whom a node that has no cluster yet takes an Admit from (issue 15, item 1). */
@@ -51,6 +53,7 @@ export async function startPeerServer(host: string, port: number, nodes: NodeTab
     host,
     port,
     ...(wiring.callsInFlightMax === undefined ? {} : { callsInFlightMax: wiring.callsInFlightMax }),
+    ...(wiring.tls === undefined ? {} : { tls: wiring.tls }),
     acceptUnknown: (_kind, sender, admit) => {
       if (!wiring.admit.accepting()) return undefined;
       const verdict = admitSenderKey(sender, admit, wiring.identity.publicKeyBase64, wiring.admit.trustedKeys);

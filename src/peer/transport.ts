@@ -48,6 +48,7 @@ import {
 } from './signing.js';
 import { serveTransferStream, type ChunkAnswer } from './transfer-inbound.js';
 import { callerClaim, callerMetadata, inboundGate, type GateCounts } from './inbound-gate.js';
+import type { TlsMaterial } from '../tls.js';
 import { TransferStream, type TransferStreamHandlers } from './transfer-stream.js';
 import { CHANNEL_OPTIONS, RemotePeerError, asBuffer, fromGrpcError, sameBytes, toErrorReply } from './wire.js';
 
@@ -88,6 +89,8 @@ export interface PeerTransportOptions {
   nonceEntriesMax?: number;
   /** Inbound calls and transfer streams served at once (inbound-gate.ts); default 256. */
   callsInFlightMax?: number;
+  /** Mutual TLS with the cluster CA (tls.ts); undefined: plain TCP. */
+  tls?: TlsMaterial;
 }
 
 export interface CallOptions {
@@ -167,11 +170,24 @@ export class PeerTransport {
   async start(): Promise<number> {
     const { host, port } = this.options;
     this.boundPort = await new Promise<number>((resolve, reject) => {
-      this.server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
+      this.server.bindAsync(`${host}:${port}`, this.serverCredentials(), (error, bound) =>
         error ? reject(new Error(`cannot listen for peers on ${host}:${port}: ${error.message}`)) : resolve(bound),
       );
     });
     return this.boundPort;
+  }
+
+  /** With TLS, only clients whose certificate the cluster CA signed get a connection. */
+  private serverCredentials(): grpc.ServerCredentials {
+    const tls = this.options.tls;
+    if (tls === undefined) return grpc.ServerCredentials.createInsecure();
+    return grpc.ServerCredentials.createSsl(tls.ca, [{ cert_chain: tls.cert, private_key: tls.key }], true);
+  }
+
+  /** With TLS, peers are dialled with this node's certificate, and theirs is checked against the CA and the address. */
+  private channelCredentials(): grpc.ChannelCredentials {
+    const tls = this.options.tls;
+    return tls === undefined ? grpc.credentials.createInsecure() : grpc.credentials.createSsl(tls.ca, tls.key, tls.cert);
   }
 
   async close(graceMs: number): Promise<void> {
@@ -441,7 +457,7 @@ export class PeerTransport {
     const address = `${target.address}:${target.port}`;
     let client = this.clients.get(address);
     if (client === undefined) {
-      client = new grpc.Client(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+      client = new grpc.Client(address, this.channelCredentials(), CHANNEL_OPTIONS);
       this.clients.set(address, client);
     }
     return client;
