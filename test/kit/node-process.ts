@@ -199,7 +199,9 @@ const trustedCas = new Map<string, Buffer>();
 
 function httpsCall(url: string, init: RequestInit, ca: Buffer): Promise<HttpResult> {
   return new Promise((resolveCall, reject) => {
-    const request = httpsRequest(url, { method: init.method, headers: init.headers as Record<string, string>, ca, timeout: 30_000 }, (response) => {
+    const body = typeof init.body === 'string' ? Buffer.from(init.body) : undefined;
+    const headers = { ...(init.headers as Record<string, string>), ...(body === undefined ? {} : { 'content-length': String(body.length) }) };
+    const request = httpsRequest(url, { method: init.method, headers, ca, timeout: 30_000 }, (response) => {
       let text = '';
       response.setEncoding('utf8');
       response.on('data', (chunk: string) => (text += chunk));
@@ -217,7 +219,7 @@ function httpsCall(url: string, init: RequestInit, ca: Buffer): Promise<HttpResu
     });
     request.on('error', reject);
     request.on('timeout', () => request.destroy(new Error(`no answer from ${url}`)));
-    request.end(typeof init.body === 'string' ? init.body : undefined);
+    request.end(body);
   });
 }
 

@@ -7,7 +7,7 @@ import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, client, http, NodeProcess, sleep } from '../kit/node-process.js';
 import { Prng } from '../sim/prng.js';
-import { alive, figure, openFds, rssMiB } from './kit.js';
+import { alive, figure, openFds, ROUTES, rssMiB } from './kit.js';
 
 const CONNECTIONS_MAX = 200;
 let node: NodeProcess;
@@ -62,19 +62,6 @@ describe('security - connection limits', () => {
     for (const socket of all) socket.destroy();
   });
 });
-
-/** Every route family, with the path parameters filled in (some right, some wrong). */
-const ROUTES: Array<[string, string]> = [
-  ['GET', '/cluster'], ['GET', '/cluster/nodes'], ['GET', '/cluster/nodes/node-1'], ['POST', '/cluster/nodes'], ['DELETE', '/cluster/nodes/x'],
-  ['PUT', '/cluster/tenants/{name}'], ['GET', '/cluster/transfers'], ['GET', '/cluster/join-token'],
-  ['GET', '/streams/demo'], ['PUT', '/streams/demo/fuzz/{name}'], ['POST', '/streams/demo/fuzz/s'], ['PUT', '/streams/demo/fuzz/s/policy'],
-  ['PUT', '/streams/demo/fuzz/s/taxonomy'], ['PUT', '/streams/demo/fuzz/s/tags'], ['PUT', '/streams/demo/fuzz/s/repository'],
-  ['POST', '/ssr/demo/_search'], ['POST', '/ssr/demo/_facet'], ['POST', '/ssr/demo/_timeRangeHistogram'], ['POST', '/ssr/demo/_discover'],
-  ['PUT', '/contributors/demo/{name}'], ['PUT', '/contributors/demo/t/instances/{name}'], ['PUT', '/domain/demo/c/{name}'],
-  ['POST', '/execution/demo/sessions'], ['PUT', '/execution/demo/sessions/{name}'], ['PUT', '/daemon/demo/c/{name}'],
-  ['GET', '/monitoring/demo/{name}'], ['PUT', '/admin/demo/vendors/{name}'], ['GET', '/output/demo/{name}'],
-  ['POST', '/api/v1/brains'], ['PATCH', '/api/v1/admin/accounts/{name}'],
-];
 
 function fuzzValue(prng: Prng, depth = 0): unknown {
   const pick = prng.int(0, depth > 3 ? 5 : 8);

@@ -69,3 +69,16 @@ export function figure(attackClass: string, fields: Record<string, unknown>): vo
  * attacks held a node for 5.9 to 33 seconds.
  */
 export const PROBE_WORST_MS = 750;
+
+/** Every route family, with the path parameters filled in (some right, some wrong). */
+export const ROUTES: Array<[string, string]> = [
+  ['GET', '/cluster'], ['GET', '/cluster/nodes'], ['GET', '/cluster/nodes/node-1'], ['POST', '/cluster/nodes'], ['DELETE', '/cluster/nodes/x'],
+  ['PUT', '/cluster/tenants/{name}'], ['GET', '/cluster/transfers'], ['GET', '/cluster/join-token'],
+  ['GET', '/streams/demo'], ['PUT', '/streams/demo/fuzz/{name}'], ['POST', '/streams/demo/fuzz/s'], ['PUT', '/streams/demo/fuzz/s/policy'],
+  ['PUT', '/streams/demo/fuzz/s/taxonomy'], ['PUT', '/streams/demo/fuzz/s/tags'], ['PUT', '/streams/demo/fuzz/s/repository'],
+  ['POST', '/ssr/demo/_search'], ['POST', '/ssr/demo/_facet'], ['POST', '/ssr/demo/_timeRangeHistogram'], ['POST', '/ssr/demo/_discover'],
+  ['PUT', '/contributors/demo/{name}'], ['PUT', '/contributors/demo/t/instances/{name}'], ['PUT', '/domain/demo/c/{name}'],
+  ['POST', '/execution/demo/sessions'], ['PUT', '/execution/demo/sessions/{name}'], ['PUT', '/daemon/demo/c/{name}'],
+  ['GET', '/monitoring/demo/{name}'], ['PUT', '/admin/demo/vendors/{name}'], ['GET', '/output/demo/{name}'],
+  ['POST', '/api/v1/brains'], ['PATCH', '/api/v1/admin/accounts/{name}'],
+];
