@@ -23,7 +23,7 @@ import { PartitionRouter } from './cluster/partition-router.js';
 import { clusterReplicaWriter, STALE_EPOCH } from './cluster/replica-writer.js';
 import { ReplicatedDefinitions } from './cluster/replicated-definitions.js';
 import { TenantService } from './cluster/tenants.js';
-import type { Config } from './config.js';
+import { isLoopbackHost, type Config } from './config.js';
 import { createApp } from './http/app.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { clusterRoutes } from './http/routes/cluster.js';
@@ -488,7 +488,8 @@ function announceAccess(config: Config, log: Logger): void {
   if (config.authRequired) {
     log.info({ auth: config.auth }, `platform API authentication is on: every route but /cluster/localNode needs a bearer token; membership changes ${membership}`);
   } else {
-    log.warn({ auth: config.auth, host: config.host }, `platform API authentication is OFF (loopback development): any local process may read and change everything; membership changes ${membership}`);
+    const who = isLoopbackHost(config.host) ? 'any local process (loopback development)' : 'anyone who reaches this node (auth: off)';
+    log.warn({ auth: config.auth, host: config.host }, `platform API authentication is OFF: ${who} may read and change everything; membership changes ${membership}`);
   }
 }
 

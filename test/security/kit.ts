@@ -57,6 +57,13 @@ export async function underProbe<T>(node: NodeProcess, attack: () => Promise<T>)
   }
 }
 
+/** The JSON of a 200 answer; anything else fails the setup, naming what was being done. */
+export async function ok(response: Promise<{ status: number; text: string; json: any }>, what: string): Promise<any> {
+  const done = await response;
+  if (done.status !== 200) throw new Error(`${what}: ${done.status} ${done.text.slice(0, 300)}`);
+  return done.json;
+}
+
 /** Prints one figure of the suite, for the README's table. */
 export function figure(attackClass: string, fields: Record<string, unknown>): void {
   console.log(`SECURITY ${attackClass}: ${JSON.stringify(fields)}`);

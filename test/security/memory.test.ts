@@ -8,17 +8,11 @@ import nacl from 'tweetnacl';
 import { pino } from 'pino';
 import { PeerTransport } from '../../src/peer/transport.js';
 import { cleanup, client, NodeProcess, sleep } from '../kit/node-process.js';
-import { alive, figure, rssMiB } from './kit.js';
+import { alive, figure, ok, rssMiB } from './kit.js';
 
 const FEED = '/streams/demo/sec/feed';
 let node: NodeProcess;
 let api: ReturnType<typeof client>;
-
-async function ok(response: Promise<{ status: number; text: string; json: any }>, what: string): Promise<any> {
-  const done = await response;
-  if (done.status !== 200) throw new Error(`${what}: ${done.status} ${done.text.slice(0, 300)}`);
-  return done.json;
-}
 
 beforeAll(async () => {
   node = await NodeProcess.start({ name: 'memory', args: ['--limits-isolates-max', '32', '--limits-sse-clients-max', '64', '--limits-tag-timeout-ms', '2000'] });

@@ -6,19 +6,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, client, NodeProcess, sleep } from '../kit/node-process.js';
 import { Prng } from '../sim/prng.js';
-import { alive, figure, PROBE_WORST_MS, underProbe } from './kit.js';
+import { alive, figure, ok, PROBE_WORST_MS, underProbe } from './kit.js';
 
 const DOCS = '/streams/demo/sec/docs';
 const ROWS = '/streams/demo/sec/rows';
 const DOCUMENTS = 12_000;
 let node: NodeProcess;
 let api: ReturnType<typeof client>;
-
-async function ok(response: Promise<{ status: number; text: string; json: any }>, what: string): Promise<any> {
-  const done = await response;
-  if (done.status !== 200) throw new Error(`${what}: ${done.status} ${done.text.slice(0, 300)}`);
-  return done.json;
-}
 
 beforeAll(async () => {
   node = await NodeProcess.start({ name: 'work' });
