@@ -4,7 +4,9 @@
 // signature, a timestamp outside ±replayWindowMs or a nonce seen before is refused with
 // 401 PEER_AUTH and logged. Replies are signed too, and bound to their request's nonce.
 // The one exception is Admit while this node is Pending (acceptUnknown): the coordinator is
-// not yet in the table, and the Admit itself carries its key.
+// not yet in the table, and the Admit itself carries its key. Before any of that, the gate
+// (inbound-gate.ts) checks each call's signed caller header and bounds the calls in flight,
+// before the body is read; with TLS (tls.ts) the port speaks mutual TLS.
 
 import { randomBytes, type KeyObject } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
