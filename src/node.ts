@@ -3,7 +3,10 @@
 
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { Socket } from 'node:net';
 import { join } from 'node:path';
+import { loadTls, type TlsMaterial } from './tls.js';
 import { performance } from 'node:perf_hooks';
 import { VendorService } from './admin/vendors.js';
 import { ClusterShell } from './cluster/cluster-shell.js';
@@ -21,7 +24,7 @@ import { PartitionRouter } from './cluster/partition-router.js';
 import { clusterReplicaWriter, STALE_EPOCH } from './cluster/replica-writer.js';
 import { ReplicatedDefinitions } from './cluster/replicated-definitions.js';
 import { TenantService } from './cluster/tenants.js';
-import type { Config } from './config.js';
+import { isLoopbackHost, type Config } from './config.js';
 import type Router from '@koa/router';
 import { createApp } from './http/app.js';
 import { adminRoutes } from './http/routes/admin.js';
@@ -30,7 +33,10 @@ import { internalRoutes } from './http/routes/internal.js';
 import { streamRoutes } from './http/routes/streams.js';
 import type { Logger } from './log.js';
 import type { PeerTransport } from './peer/transport.js';
-import { startPeerServer } from './peer/server.js';
+import { nodeStatus, startPeerServer, type AdmitTrust } from './peer/server.js';
+import { parseJoinToken } from './cluster/join-token.js';
+import { isolatePool } from './scripting/sandbox.js';
+import { authenticationMiddleware } from './http/authentication.js';
 import { Database } from './storage/database.js';
 import { DefinitionStore } from './storage/definitions.js';
 import { GroupCommitter } from './storage/group-commit.js';
@@ -120,6 +126,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const startedAtMs = Date.now();
   const version = softwareVersion();
   const metrics = new Metrics({ name: config.name, version: version.number, revision: version.revision });
+  const tls = loadTls(config.tls);
   const identity = loadOrCreateIdentity(config.dataDir);
   const database = await Database.open(config.dataDir, (seconds) => metrics.syncedBatch(seconds));
   const store = await DefinitionStore.open(database);
@@ -142,6 +149,9 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     log,
     replayWindowMs: config.cluster.peerReplayWindowMs,
     observer: metrics.peer,
+    admit: admitTrust(config, () => core.membership().epoch === 0, log),
+    callsInFlightMax: config.limits.peerCallsInFlightMax,
+    ...(tls === undefined ? {} : { tls }),
   });
   const transport = peer.transport!;
   const deadline = config.cluster.peerDeadlineMs;
@@ -149,10 +159,12 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
 
   const peers = new ClusterDefinitionPeers({ localName: config.name, membership: () => core.membership(), available, transport, hints, committer, peerDeadlineMs: deadline });
   const definitions = new ReplicatedDefinitions(store, peers);
+  definitions.limitBytes(config.limits);
   const tenants = new TenantService(definitions, events);
   const repositories: Record<RepositoryName, Repository> = { ssr: new SearchableRepository(database), tsr: new TimeSeriesRepository(database) };
   const repositoryStats = { ssr: new RepositoryStats(repositories.ssr, STATS_CACHE_MS), tsr: new RepositoryStats(repositories.tsr, STATS_CACHE_MS) };
   const sandboxLimits = { timeoutMs: config.limits.tagTimeoutMs, memoryMb: config.limits.tagMemoryMb };
+  isolatePool.configure({ isolatesMax: config.limits.isolatesMax, memoryBytesMax: config.limits.isolatesMemoryMb * 1024 * 1024 });
   const localHoldsData = async (stream: string) => (await repositories.ssr.hasData(stream)) || (await repositories.tsr.hasData(stream));
   const holdsData = (stream: string) => clusterHoldsData(stream, { localHoldsData, core, transport, deadlineMs: deadline });
   const streamDefinitions = new StreamDefinitions(definitions, tenants, holdsData, sandboxLimits);
@@ -272,7 +284,11 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     localName: config.name,
     hostOfOutput: (outputId) => directory.hostOfOutput(outputId),
     pollRemote: async (node, request) => parseJson((await transport.call(node, 'Read', { json: JSON.stringify({ outputPoll: request }) }, { deadlineMs: deadline })).json) as PollReply,
-    limits: { logMessagesMax: config.execution.outputLogMessagesMax, retainedRowsMax: config.execution.outputRetainedRowsMax },
+    limits: {
+      logMessagesMax: config.execution.outputLogMessagesMax,
+      retainedRowsMax: config.execution.outputRetainedRowsMax,
+      retainedBytesMax: config.execution.outputRetainedBytesMax,
+    },
     pollWaitMs: Math.min(2_000, Math.floor(deadline / 2)),
     log,
     onRows: (count) => metrics.queryOutputRows(count),
@@ -321,6 +337,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     readHistorical: (source) => readHistorical(historicalDeps, source, config.execution.historicalPageRecords),
     sandboxLimits: { timeoutMs: config.execution.functionTimeoutMs, memoryMb: config.limits.tagMemoryMb },
     limits: { groupsMax: config.execution.queryGroupsMax, rowsHeldMax: config.execution.queryRowsHeldMax, pendingWriteRowsMax: config.execution.liveForwardQueuePayloadsMax },
+    functionBudgetMs: config.execution.functionBudgetMs,
     tickIntervalMs: 1_000,
     log,
   });
@@ -394,10 +411,15 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const brainTemplates = loadBrainTemplates(config.brainApi.templatesFile);
   const licencePool = new LicencePool(definitions, config.licence);
   if (persisted === undefined && !config.join) await licencePool.initialise();
+  if (licencePool.configDiffers()) {
+    log.warn({ configured: config.licence, cluster: licencePool.licence }, "this node's licence config differs from the cluster's licence, which wins (PATCH /api/v1/admin/licence changes it)");
+  }
+  const accounts = new AccountService(definitions);
+  const adminGate = new AdminGate(config.adminSecret);
   const brainApi = brainApiRoutes({
-    accounts: new AccountService(definitions),
+    accounts,
     apiSwitch: new ApiSwitch(definitions, config.brainApi.enabled),
-    adminGate: new AdminGate(config.adminSecret),
+    adminGate,
     brains: new BrainService({ store: definitions, templates: brainTemplates, pool: licencePool }),
     templates: brainTemplates,
     pool: licencePool,
@@ -428,9 +450,12 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   };
   ops.start(config.cluster.heartbeatIntervalMs);
 
+  announceAccess(config, log);
   const app = createApp({
     log,
     bodyBytesMax: config.limits.bodyBytesMax,
+    jsonDepthMax: config.limits.jsonDepthMax,
+    authentication: authenticationMiddleware({ tokensRequired: config.authRequired, adminSecret: adminGate, accounts }),
     errorRenderers: [problemRenderer],
     access: { level: config.accessLogLevel, observe: (family, method, status, seconds) => metrics.httpRequest(family, method, status, seconds) },
     corsOrigins: config.corsOrigins,
@@ -470,11 +495,12 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       liveConsole(core, definitions),
     ],
   });
-  const http = await listen(app.callback(), config.host, config.httpPort);
-  log.info({ http: `http://${config.host}:${config.httpPort}`, peerPort: peer.port, state: nodes.local().state }, 'node started');
+  const http = await listen(app.callback(), config.host, config.httpPort, config.limits, tls);
+  const httpUrl = `${tls === undefined ? 'http' : 'https'}://${config.host}:${config.httpPort}`;
+  log.info({ http: httpUrl, peerPort: peer.port, peerTls: tls === undefined ? 'off' : 'mutual', state: nodes.local().state }, 'node started');
 
   return {
-    httpUrl: `http://${config.host}:${config.httpPort}`,
+    httpUrl,
     local: nodes.local(),
     async close() {
       ops.stop();
@@ -534,8 +560,7 @@ function servePeers(
   });
   transport.handle('Admit', async (sender, admit) => {
     shell.submit({ type: 'receive', from: sender, message: { type: 'membership', membership: admit.membership } });
-    const local = nodes.local();
-    return { name: local.name, publicKey: local.publicKey, state: local.state, zone: local.zone, httpPort: local.httpPort };
+    return nodeStatus(nodes.local());
   });
   transport.handle('AdminCommand', (_sender, command) => shell.admin(command));
   transport.handle('WriteRecords', async (_sender, write) => {
@@ -600,6 +625,30 @@ async function clusterHoldsData(
     }),
   );
   return answers.some((holds) => holds);
+}
+
+/** Whom a node with no cluster yet takes an Admit from: the join token's keys, or (bare --join) the first. */
+function admitTrust(config: Config, accepting: () => boolean, log: Logger): AdmitTrust {
+  const trustedKeys = config.joinToken === null ? undefined : new Set(parseJoinToken(config.joinToken));
+  if (config.join && accepting()) {
+    if (trustedKeys === undefined) {
+      log.warn('started with bare --join: this node will trust the first well-formed Admit that names its key (trust on first use; development on loopback only, use --join-token otherwise)');
+    } else {
+      log.info({ trustedKeys: trustedKeys.size }, 'waiting to be admitted by a node the join token names');
+    }
+  }
+  return { accepting, trustedKeys };
+}
+
+/** Says at start who may do what, so an open node is never open by surprise (issue 15, item 2). */
+function announceAccess(config: Config, log: Logger): void {
+  const membership = config.adminSecret === null ? 'open to anyone who reaches this node (no admin secret)' : 'need the admin secret';
+  if (config.authRequired) {
+    log.info({ auth: config.auth }, `platform API authentication is on: every route but /cluster/localNode needs a bearer token; membership changes ${membership}`);
+  } else {
+    const who = isLoopbackHost(config.host) ? 'any local process (loopback development)' : 'anyone who reaches this node (auth: off)';
+    log.warn({ auth: config.auth, host: config.host }, `platform API authentication is OFF: ${who} may read and change everything; membership changes ${membership}`);
+  }
 }
 
 function coreConfig(config: Config): CoreConfig {
@@ -683,14 +732,34 @@ function sseOptions(config: Config, clients: { opened(): void; closed(): void },
   };
 }
 
-async function listen(handler: Parameters<typeof createServer>[1], host: string, port: number): Promise<Server> {
-  const server = createServer(handler);
-  // Bound how long a slow client may take to send its headers and body; keep idle
-  // connections for 30 s (Node's 5 s races clients that pause between requests: they reuse
-  // a socket the server is closing). headersTimeout must exceed keepAliveTimeout.
+interface HttpLimits {
+  connectionsMax: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+}
+
+/**
+ * The HTTP server with its connection limits (issue 15, item 6): at most connectionsMax
+ * open connections (more are closed as they arrive), a connection that sends no complete
+ * request head within headersTimeoutMs is closed (Node 20 leaves a silent one open for
+ * good), and a request must be received whole within requestTimeoutMs (408). Node checks
+ * those two every connectionsCheckingInterval, 30 s unless told: once a second here.
+ */
+async function listen(handler: Parameters<typeof createServer>[1], host: string, port: number, limits: HttpLimits, tls: TlsMaterial | undefined): Promise<Server> {
+  // With TLS the port speaks HTTPS only: a plaintext request fails the handshake.
+  const server: Server =
+    tls === undefined
+      ? createServer({ connectionsCheckingInterval: 1_000 }, handler)
+      : createHttpsServer({ connectionsCheckingInterval: 1_000, handshakeTimeout: limits.headersTimeoutMs, cert: tls.cert, key: tls.key, ca: tls.ca }, handler);
+  server.maxConnections = limits.connectionsMax;
+  // Keep idle connections for 30 s (Node's 5 s races clients that pause between requests:
+  // they reuse a socket the server is closing).
   server.keepAliveTimeout = 30_000;
-  server.headersTimeout = 31_000;
-  server.requestTimeout = 300_000;
+  server.headersTimeout = limits.headersTimeoutMs;
+  server.requestTimeout = limits.requestTimeoutMs;
+  server.on(tls === undefined ? 'connection' : 'secureConnection', (socket: Socket) => socket.setTimeout(limits.headersTimeoutMs, () => socket.destroy()));
+  // Once a request arrives its timeouts are Node's (and SSE sets none); keep-alive sets its own.
+  server.on('request', (request) => request.socket.setTimeout(0));
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error) => reject(new StartupError(`cannot listen for HTTP on ${host}:${port}: ${error.message}`, { cause: error })));
     server.listen(port, host, () => resolve());

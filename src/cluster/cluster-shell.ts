@@ -16,6 +16,7 @@ import type { ClusterCore } from './core/core.js';
 import { writeOwners } from './core/placement.js';
 import type { AdminCommand, AdminResult, CoreEffect, CoreInput, Membership, PeerMessage, PersistedCoreState, Slot } from './core/types.js';
 import type { ClusterEventBus } from './events.js';
+import { peerMessageProblem } from './peer-input.js';
 
 export interface ClusterShellDeps {
   core: ClusterCore;
@@ -127,6 +128,7 @@ export class ClusterShell {
       await this.resumed;
       while (this.queue.length > 0 && !this.stopped) {
         const input = this.queue.shift()!;
+        if (this.refused(input)) continue;
         const effects = this.deps.core.step(input);
         for (const effect of effects) await this.execute(effect);
         if (input.type === 'receive' && input.message.type === 'transfer-chunk') this.settleUnackedChunk(input.from, input.message);
@@ -138,6 +140,19 @@ export class ClusterShell {
     } finally {
       this.draining = false;
     }
+  }
+
+  /**
+   * A peer's message that breaks the protocol (a malformed table, one that contradicts
+   * ours) is refused and logged here, checked against the table the core holds when it
+   * would step it, so no peer can trip one of the core's assertions (peer-input.ts).
+   */
+  private refused(input: CoreInput): boolean {
+    if (input.type !== 'receive') return false;
+    const problem = peerMessageProblem(input.message, this.deps.core.membership());
+    if (problem === undefined) return false;
+    this.deps.log.warn({ peer: input.from, type: input.message.type, reason: problem }, 'peer message refused');
+    return true;
   }
 
   private async execute(effect: CoreEffect): Promise<void> {

@@ -1,18 +1,19 @@
 // Adding and removing nodes (spec, "Cluster"; DESIGN.md, "Cluster"). Any node takes the
 // request; the membership coordinator runs it. Before a node is added, its identity is
-// proved: it must answer at the given address with a reply signed by the given key.
+// proved: it must answer at the given address with a reply signed by the given key that
+// names that address. Who may ask is the HTTP layer's business (auth/access-rules.ts).
 
 import { z } from 'zod';
-import { BadRequestError, NotFoundError, StateConflictError, TributaryError } from '../errors.js';
+import { BadRequestError, NotFoundError, StateConflictError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { checkName, nameSchema } from '../names.js';
-import { PeerAuthError } from '../peer/errors.js';
 import type { PeerTransport } from '../peer/transport.js';
 import type { ClusterShell } from './cluster-shell.js';
 import type { ClusterCore } from './core/core.js';
 import { coordinatorOf, NODE_NAME_FORBIDDEN } from './core/placement.js';
 import type { AdminCommand, AdminResult, Member, Membership, TransferPlan } from './core/types.js';
 import { validate } from '../validation.js';
+import { makeJoinToken } from './join-token.js';
 
 export interface NodeEntry {
   name: string;
@@ -96,18 +97,40 @@ export class MembershipService {
     while (this.history.size > TRANSFER_HISTORY_MAX) this.history.delete(this.history.keys().next().value!);
   }
 
+  /**
+   * A token naming the keys of the nodes that may admit a new node (every member that is
+   * not Pending or Left): a node started with it trusts only this cluster (join-token.ts).
+   */
+  joinToken(): string {
+    const keys = this.deps.core
+      .membership()
+      .members.filter((member) => member.state !== 'Pending' && member.state !== 'Left')
+      .map((member) => member.publicKey);
+    return makeJoinToken(keys);
+  }
+
+  /**
+   * The node at the entry's address must answer a Ping with a reply signed by the entry's
+   * key, and say in that signed reply that it is reached at that very address and port: a
+   * relay in front of a real Pending node is refused. Until the proof holds, every failure
+   * (nothing listening, something else listening, another key) answers the same 400 after
+   * the same time (the peer deadline), so the endpoint cannot be used to scan ports.
+   */
   private async proveIdentity(entry: NodeEntry): Promise<Omit<Member, 'state'>> {
     const where = `${entry.address}:${entry.port}`;
+    const started = Date.now();
     let reply;
     try {
       reply = await this.deps.transport.callUnknown({ address: entry.address, port: entry.port }, entry.publicKey, 'Ping', {}, {
         deadlineMs: this.deps.peerDeadlineMs,
       });
     } catch (error) {
-      if (error instanceof PeerAuthError) {
-        throw new BadRequestError(`the node at ${where} does not hold the private key of publicKey ${entry.publicKey}`);
-      }
-      throw new TributaryError(502, 'NODE_UNREACHABLE', `cannot reach a node at ${where}: ${(error as Error).message}`);
+      this.deps.log.info({ err: error, peer: entry.name, address: where }, 'identity proof failed');
+      await sleepUntil(started + this.deps.peerDeadlineMs);
+      throw new BadRequestError(`no node holding the private key of publicKey ${entry.publicKey} answered at ${where} within ${this.deps.peerDeadlineMs} ms`);
+    }
+    if (reply.address !== entry.address || reply.port !== entry.port) {
+      throw new BadRequestError(`the node holding that key says it is reached at ${reply.address}:${reply.port}, not ${where} (start it with --advertise-address, or add it at its own address)`);
     }
     if (reply.name !== entry.name) throw new BadRequestError(`the node at ${where} is named '${reply.name}', not '${entry.name}'`);
     if (reply.state !== 'Pending') {
@@ -145,6 +168,10 @@ export class MembershipService {
     if (result.status === 409) throw new StateConflictError(result.message);
     throw new BadRequestError(result.message);
   }
+}
+
+function sleepUntil(timeMs: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, timeMs - Date.now())));
 }
 
 const PUBLIC_KEY_BYTES = 32;

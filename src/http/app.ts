@@ -4,13 +4,15 @@ import Koa from 'koa';
 import type Router from '@koa/router';
 import type { Logger } from 'pino';
 import { accessMiddleware, type AccessOptions } from './access-log.js';
-import { jsonBodyMiddleware, jsonResponseMiddleware } from './body.js';
+import { DEFAULT_JSON_DEPTH_MAX, jsonBodyMiddleware, jsonResponseMiddleware } from './body.js';
 import { corsMiddleware } from './cors.js';
 import { errorMiddleware, type ErrorRenderer } from './errors.js';
 
 export interface AppOptions {
   log: Logger;
   bodyBytesMax: number;
+  /** Deepest nesting of a JSON body; deeper is a 400 before it is parsed. */
+  jsonDepthMax?: number;
   routers: Router[];
   /** Error formats of interfaces mounted under their own path prefix. */
   errorRenderers?: ErrorRenderer[];
@@ -18,9 +20,11 @@ export interface AppOptions {
   access?: Omit<AccessOptions, 'log'>;
   /** Origins allowed to call from browsers ("*": any); none: no CORS headers. */
   corsOrigins?: readonly string[];
+  /** Checks the caller before any body is read (http/authentication.ts). */
+  authentication?: Koa.Middleware;
 }
 
-export function createApp({ log, bodyBytesMax, routers, errorRenderers = [], access, corsOrigins = [] }: AppOptions): Koa {
+export function createApp({ log, bodyBytesMax, jsonDepthMax = DEFAULT_JSON_DEPTH_MAX, routers, errorRenderers = [], access, corsOrigins = [], authentication }: AppOptions): Koa {
   const app = new Koa();
   app.proxy = false;
   // Errors are answered by errorMiddleware; Koa's own handler would only log them again.
@@ -31,7 +35,8 @@ export function createApp({ log, bodyBytesMax, routers, errorRenderers = [], acc
   if (access !== undefined) app.use(accessMiddleware({ log, ...access }));
   app.use(jsonResponseMiddleware());
   app.use(errorMiddleware(log, errorRenderers));
-  app.use(jsonBodyMiddleware(bodyBytesMax));
+  if (authentication !== undefined) app.use(authentication);
+  app.use(jsonBodyMiddleware(bodyBytesMax, jsonDepthMax));
   for (const router of routers) {
     app.use(router.routes());
     app.use(router.allowedMethods());

@@ -1,7 +1,10 @@
 // Server-sent events: the connection opens with a comment line (so browsers fire onopen),
 // each message is one JSON object on a `data:` line, and a comment every `keepAliveMs`
 // keeps idle connections open through proxies. A client that stops reading is dropped
-// once `clientBufferBytesMax` is waiting for it: the node never buffers without end.
+// once more than `clientBufferBytesMax` is still waiting for it after the turn of the event
+// loop that wrote it: the node never buffers without end (at most the bound and one turn's
+// messages), and a client that reads gets a message larger than the bound (the windows a
+// historical query emits at its end) whole.
 
 import { PassThrough } from 'node:stream';
 import type Koa from 'koa';
@@ -69,16 +72,32 @@ export function openSse(ctx: Koa.Context, options: SseOptions): SseChannel {
     options.clients?.closed();
     untrack();
     clearInterval(keepAlive);
+    if (turnEnd !== undefined) clearImmediate(turnEnd);
     stream.end();
     resolveClosed();
   };
+  // What waits for the client: in the stream on both sides (writes queue on its writable
+  // side once the pipe to the response stops reading) and in the response and its socket.
+  // Reading only the readable side, as before issue 15, saw at most a high-water mark while
+  // the writable side grew without bound.
+  const backlogBytes = () => stream.writableLength + stream.readableLength + ctx.res.writableLength;
+  // Bytes written in this turn of the event loop: the client cannot have read them yet, so
+  // they do not count against it until the turn is over.
+  let turnBytes = 0;
+  let turnEnd: NodeJS.Immediate | undefined;
   const write = (text: string): boolean => {
     if (!open) return false;
-    if (stream.readableLength > options.clientBufferBytesMax) {
+    if (backlogBytes() - turnBytes > options.clientBufferBytesMax) {
       close();
+      ctx.res.destroy();
       return false;
     }
     stream.write(text);
+    turnBytes += Buffer.byteLength(text);
+    turnEnd ??= setImmediate(() => {
+      turnBytes = 0;
+      turnEnd = undefined;
+    });
     return true;
   };
   const keepAlive = setInterval(() => write(': keep-alive\n\n'), options.keepAliveMs);

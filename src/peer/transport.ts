@@ -4,7 +4,9 @@
 // signature, a timestamp outside ±replayWindowMs or a nonce seen before is refused with
 // 401 PEER_AUTH and logged. Replies are signed too, and bound to their request's nonce.
 // The one exception is Admit while this node is Pending (acceptUnknown): the coordinator is
-// not yet in the table, and the Admit itself carries its key.
+// not yet in the table, and the Admit itself carries its key. Before any of that, the gate
+// (inbound-gate.ts) checks each call's signed caller header and bounds the calls in flight,
+// before the body is read; with TLS (tls.ts) the port speaks mutual TLS.
 
 import { randomBytes, type KeyObject } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
@@ -49,6 +51,8 @@ import {
   verifyingKeyOf,
 } from './signing.js';
 import { serveTransferStream, type ChunkAnswer } from './transfer-inbound.js';
+import { callerClaim, callerMetadata, inboundGate, type GateCounts } from './inbound-gate.js';
+import type { TlsMaterial } from '../tls.js';
 import { TransferStream, type TransferStreamHandlers } from './transfer-stream.js';
 import { CHANNEL_OPTIONS, RemotePeerError, asBuffer, fromGrpcError, sameBytes, toErrorReply } from './wire.js';
 
@@ -89,6 +93,10 @@ export interface PeerTransportOptions {
   nonceEntriesMax?: number;
   /** Told of every envelope sent and received and of every refusal (metrics). */
   observer?: PeerObserver;
+  /** Inbound calls and transfer streams served at once (inbound-gate.ts); default 256. */
+  callsInFlightMax?: number;
+  /** Mutual TLS with the cluster CA (tls.ts); undefined: plain TCP. */
+  tls?: TlsMaterial;
 }
 
 export interface CallOptions {
@@ -116,10 +124,13 @@ interface InboundStream {
 type RawHandler = (sender: string, body: Uint8Array) => Promise<{ kind: PeerKind; body: Uint8Array }>;
 
 const NONCE_ENTRIES_MAX = 100_000;
+const CALLS_IN_FLIGHT_MAX = 256;
 const EMPTY = new Uint8Array(0);
 
 export class PeerTransport {
-  private readonly server = new grpc.Server(CHANNEL_OPTIONS);
+  private readonly server: grpc.Server;
+  /** Counts of the gate in front of every inbound call (inbound-gate.ts). */
+  readonly gate: GateCounts;
   private readonly clients = new Map<string, grpc.Client>();
   private readonly handlers = new Map<string, RawHandler>();
   private transferHandler: TransferHandler | undefined;
@@ -136,6 +147,22 @@ export class PeerTransport {
     this.signingKey = signingKeyOf(options.identity);
     this.clock = options.clock ?? Date.now;
     this.log = options.log;
+    const gate = inboundGate({
+      publicKeyOf: (sender) => {
+        const known = options.directory.publicKeyOf(sender);
+        return known !== undefined && (options.directory.acceptsRequestsFrom?.(sender) ?? true) ? known : undefined;
+      },
+      replayWindowMs: options.replayWindowMs,
+      callsInFlightMax: options.callsInFlightMax ?? CALLS_IN_FLIGHT_MAX,
+      clock: this.clock,
+      log: this.log,
+      onRefused: (sender, reason) => {
+        this.counters.refused(sender ?? '(no caller header)', reason);
+        this.options.observer?.refused(reason);
+      },
+    });
+    this.gate = gate.counts;
+    this.server = new grpc.Server({ ...CHANNEL_OPTIONS, interceptors: [gate.interceptor] });
     this.server.addService(peerServiceDefinition(), {
       Call: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => this.serveCall(call, callback),
       Transfer: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => this.serveTransfer(call),
@@ -155,11 +182,24 @@ export class PeerTransport {
   async start(): Promise<number> {
     const { host, port } = this.options;
     this.boundPort = await new Promise<number>((resolve, reject) => {
-      this.server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
+      this.server.bindAsync(`${host}:${port}`, this.serverCredentials(), (error, bound) =>
         error ? reject(new StartupError(`cannot listen for peers on ${host}:${port} (is the port taken?): ${error.message}`, { cause: error })) : resolve(bound),
       );
     });
     return this.boundPort;
+  }
+
+  /** With TLS, only clients whose certificate the cluster CA signed get a connection. */
+  private serverCredentials(): grpc.ServerCredentials {
+    const tls = this.options.tls;
+    if (tls === undefined) return grpc.ServerCredentials.createInsecure();
+    return grpc.ServerCredentials.createSsl(tls.ca, [{ cert_chain: tls.cert, private_key: tls.key }], true);
+  }
+
+  /** With TLS, peers are dialled with this node's certificate, and theirs is checked against the CA and the address. */
+  private channelCredentials(): grpc.ChannelCredentials {
+    const tls = this.options.tls;
+    return tls === undefined ? grpc.credentials.createInsecure() : grpc.credentials.createSsl(tls.ca, tls.key, tls.cert);
   }
 
   async close(graceMs: number): Promise<void> {
@@ -202,6 +242,14 @@ export class PeerTransport {
     }
     this.options.observer?.message('in', envelope.kind, call.request.length);
     this.counters.received(envelope.sender, call.request.length);
+    const claim = callerClaim(call.metadata);
+    if (claim === undefined || claim.sender !== envelope.sender || !sameBytes(claim.nonce, envelope.nonce)) {
+      // The gate let the call in on its header; the envelope must be the one the header announced.
+      // Counted as a bad signature: the header's signature does not cover this envelope.
+      this.refuse({ peer: envelope.sender, kind: envelope.kind, address: peer }, 'bad_signature', 'envelope differs from its caller header');
+      callback({ code: grpc.status.UNAUTHENTICATED, details: 'envelope differs from its caller header' });
+      return;
+    }
     this.answer(envelope, peer).then(
       (reply) => {
         this.options.observer?.message('out', 'Reply', reply.length);
@@ -313,7 +361,8 @@ export class PeerTransport {
   /** A refused chunk ends the stream with an ErrorReply; the source resumes from its last ack. */
   private serveTransfer(call: grpc.ServerDuplexStream<Buffer, Buffer>): void {
     const peer = call.getPeer();
-    const stream: InboundStream = { sender: undefined };
+    // The gate admitted the stream on its caller header: every chunk must come from that caller.
+    const stream: InboundStream = { sender: callerClaim(call.metadata)?.sender };
     serveTransferStream(call, (data) => this.receiveChunk(data, peer, stream), this.log);
   }
 
@@ -361,7 +410,7 @@ export class PeerTransport {
   async call<K extends CallKind>(to: string, kind: K, body: RequestOf<K>, options: CallOptions): Promise<ReplyOf<K>> {
     const { key, target } = this.peer(to);
     const request = this.seal(kind, encodeBody(kind, body), key.raw, EMPTY);
-    const reply = await this.exchange(to, target, kind, encodeEnvelope(request), options);
+    const reply = await this.exchange(to, target, request, encodeEnvelope(request), options);
     return this.openAnswer(reply, request.nonce, { node: to, sender: to, key: key.object }, REPLY_KIND[kind]);
   }
 
@@ -378,7 +427,7 @@ export class PeerTransport {
   ): Promise<ReplyOf<K>> {
     const node = `${target.address}:${target.port}`;
     const request = this.seal(kind, encodeBody(kind, body), Buffer.from(expectedPublicKey, 'base64'), EMPTY);
-    const reply = await this.exchange(node, target, kind, encodeEnvelope(request), options);
+    const reply = await this.exchange(node, target, request, encodeEnvelope(request), options);
     const expectation = { node, sender: undefined, key: verifyingKeyOf(expectedPublicKey) };
     return this.openAnswer(reply, request.nonce, expectation, REPLY_KIND[kind]);
   }
@@ -388,7 +437,7 @@ export class PeerTransport {
     const { key, target } = this.peer(to);
     const request = decodeEnvelope(envelope);
     const replyKind: PeerKind = isCallKind(request.kind) ? REPLY_KIND[request.kind] : 'Empty';
-    const reply = await this.exchange(to, target, request.kind, envelope, options);
+    const reply = await this.exchange(to, target, request, envelope, options);
     return this.openAnswer(reply, request.nonce, { node: to, sender: to, key: key.object }, replyKind);
   }
 
@@ -399,7 +448,7 @@ export class PeerTransport {
       peerMethodPath('Transfer'),
       asBuffer,
       asBuffer,
-      new grpc.Metadata(),
+      callerMetadata(this.signingKey, this.name, 'TransferChunk', this.clock()),
       { deadline: Date.now() + options.deadlineMs },
     );
     return new TransferStream(call, handlers, {
@@ -451,15 +500,16 @@ export class PeerTransport {
     const address = `${target.address}:${target.port}`;
     let client = this.clients.get(address);
     if (client === undefined) {
-      client = new grpc.Client(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+      client = new grpc.Client(address, this.channelCredentials(), CHANNEL_OPTIONS);
       this.clients.set(address, client);
       this.counters.channelOpened(node);
     }
     return client;
   }
 
-  private exchange(node: string, target: PeerAddress, kind: string, request: Uint8Array, options: CallOptions): Promise<Buffer> {
-    this.options.observer?.message('out', kind, request.length);
+  /** Sends the request's bytes with a caller header announcing it (its sender, time, nonce and kind). */
+  private exchange(node: string, target: PeerAddress, envelope: Envelope, request: Uint8Array, options: CallOptions): Promise<Buffer> {
+    this.options.observer?.message('out', envelope.kind, request.length);
     this.counters.sent(node, request.length);
     return new Promise<Buffer>((resolve, reject) => {
       this.client(target, node).makeUnaryRequest<Buffer, Buffer>(
@@ -467,7 +517,7 @@ export class PeerTransport {
         asBuffer,
         asBuffer,
         asBuffer(request),
-        new grpc.Metadata(),
+        callerMetadata(this.signingKey, envelope.sender, envelope.kind, envelope.sentAtMs, envelope.nonce),
         { deadline: Date.now() + options.deadlineMs },
         (error, reply) => {
           if (error || reply === undefined) {

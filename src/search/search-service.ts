@@ -10,6 +10,8 @@ import { parseStreamUri, streamKey, streamUri, type StreamId } from '../streams/
 import type { StreamDefinitions } from '../streams/stream-definitions.js';
 import { parseSchema, primaryTimestampField, fieldAt, type StreamSchema } from '../streams/schema.js';
 import { compileExpression } from './expression/evaluate.js';
+import { termsOf } from './expression/analysis.js';
+import { parseExpression } from './expression/parser.js';
 import type { Analyzer } from './expression/patterns.js';
 import { emptyTree, mergeTrees, renderTaxonomyFacet, taxonomyLevels, type CountTree, type FacetNode, type FacetRequest, type RangeFacetRequest, type TaxonomyFacetRequest } from './facets.js';
 import { chooseFrequency, mergeHistograms, type Frequency, type Histogram } from './histogram.js';
@@ -365,8 +367,10 @@ function parseQuery(query: SearchQueryInput | null | undefined): QueryParts {
   return { base: query.base, drilldowns };
 }
 
+/** A 400 at the node asked, before any partition is read: syntax, functions, patterns and their limits. */
 function checkExpression(base: string, analyzer: Analyzer): void {
   compileExpression(base, { analyzer });
+  termsOf(parseExpression(base), { analyzer });
 }
 
 function histogramFrequency(options: HistogramControls, range: TimeRange): Frequency {

@@ -214,6 +214,13 @@ describe('api-v1 accounts - the CLI contract', () => {
     expectDocumented('GET', '/api/v1/admin/settings', await admin('GET', '/settings'));
     expectDocumented('PATCH', '/api/v1/admin/settings', await admin('PATCH', '/settings', { apiEnabled: false }));
     expectDocumented('GET', '/api/v1/admin/licence', await admin('GET', '/licence'));
+    const licence = await admin('PATCH', '/licence', { tier: 'paid', brainAllowance: 50 });
+    expectDocumented('PATCH', '/api/v1/admin/licence', licence);
+    expect(licence.json).toMatchObject({ tier: 'paid', brainAllowance: 50 });
+    expectDocumented('PATCH', '/api/v1/admin/licence', await admin('PATCH', '/licence', { tier: 'gold' }));
+    const granted = await admin('PATCH', '/accounts/direct', { permissions: { demo: 'read', system: null } });
+    expectDocumented('PATCH', '/api/v1/admin/accounts/{name}', granted);
+    expect(granted.json.permissions).toEqual({ demo: 'read' });
   });
 
   it('a node without adminSecret keeps its admin endpoints closed (403)', async () => {

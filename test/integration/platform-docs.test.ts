@@ -257,6 +257,7 @@ describe('platform docs - every operation answers as documented', () => {
     expect((await call('PUT', '/cluster/tenants/{name}', { name: 'acme' })).status).toBe(200);
     expect((await call('GET', '/cluster/tenants/{name}', { name: 'acme' })).json).toEqual({ name: 'acme' });
     expect((await call('GET', '/cluster/tenants', {})).json.tenants).toContainEqual({ name: 'acme' });
+    expect((await call('GET', '/cluster/join-token', {})).json.joinToken).toMatch(/^tribjoin1\./);
     const events = await callSse('/output/cluster', {});
     const joining = await startClusterNode('docs-2', { join: true });
     const { publicKey } = (await http(`${joining.url}/cluster/localNode`, 'GET')).json.node;

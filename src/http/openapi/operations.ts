@@ -233,11 +233,16 @@ function clusterOperations(): Operation[] {
     { method: 'get', path: '/cluster/nodes/{name}', tag, summary: 'A node', answers: ok('The node.', z.strictObject({ node: nodeSchema })) },
     {
       method: 'post', path: '/cluster/nodes', tag, summary: 'Add nodes',
-      description: 'Each node must be started with `--join` (Pending) and answer at the address, signed by the key (400 otherwise). One change at a time (409 while one runs); the first node is added at once, the others one after another. Watch `GET /cluster/transfers` and `/output/cluster`.',
+      description: 'Each node must be started with `--join-token` (or bare `--join` on loopback), be Pending, and answer at the address with a reply signed by the key that names that address and port; otherwise 400, the same answer after the peer deadline whatever failed. One change at a time (409 while one runs); the first node is added at once, the others one after another. Watch `GET /cluster/transfers` and `/output/cluster`. With an admin secret configured it needs that secret.',
       body: { schema: addNodesBodySchema, required: true },
-      answers: { ...cluster, '502': { description: 'The node cannot be reached at the address given.' } },
+      answers: cluster,
     },
     { method: 'delete', path: '/cluster/nodes/{name}', tag, summary: 'Remove a node', description: 'Leaving, then Left once its data moved.', answers: cluster },
+    {
+      method: 'get', path: '/cluster/join-token', tag, summary: 'A join token',
+      description: "Names the keys of the cluster's members: a node started with `--join-token` takes an Admit only from one of them. With an admin secret configured it needs that secret.",
+      answers: ok('The token.', z.strictObject({ joinToken: z.string().describe('tribjoin1.<keys>.<checksum>') })),
+    },
     { method: 'get', path: '/cluster/transfers', tag, summary: 'Data transfers', answers: ok('Running transfers and recent ones.', z.strictObject({ actions: z.array(transferActionSchema) })) },
     { method: 'get', path: '/cluster/tenants', tag, summary: 'Tenants', answers: ok('Every tenant.', z.strictObject({ tenants: z.array(tenantSchema) })) },
     { method: 'get', path: '/cluster/tenants/{name}', tag, versioned: true, summary: 'A tenant', answers: ok('The tenant.', tenantSchema) },

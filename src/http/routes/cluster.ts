@@ -29,6 +29,10 @@ export function clusterRoutes({ nodes, tenants, events, membership, sse }: Clust
     await membership.removeNode(ctx.params.name!);
     ctx.body = clusterDocument();
   });
+  router.get('/cluster/join-token', (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { joinToken: membership.joinToken() };
+  });
   router.get('/cluster/transfers', (ctx) => {
     ctx.body = { actions: membership.transfers() };
   });
