@@ -3,7 +3,10 @@
 // event, and every second while a membership change runs, the console reads the transfers
 // and the ring again (neither has events of its own). Stored payloads per stream are read
 // from GET /_cat/streams?format=json every 5 s, node availability every 3 s. Search and the
-// live query use the platform interface.
+// live query use the platform interface. A node with authentication on answers 401: the
+// page then asks for a bearer token, keeps it for the tab (sessionStorage), sends it as
+// Authorization on every read and as ?access_token= on the event streams (EventSource
+// cannot set headers).
 'use strict';
 
 (() => {
@@ -22,7 +25,9 @@
     ring: undefined,
     streams: [],
     live: undefined,
+    events: undefined,
   };
+  const TOKEN_KEY = 'tributary.console.token';
 
   const $ = (id) => document.getElementById(id);
 
@@ -39,8 +44,34 @@
     return element;
   }
 
+  // ---- Authentication ------------------------------------------------------------------
+
+  const token = () => sessionStorage.getItem(TOKEN_KEY) || '';
+  const authorization = () => (token() === '' ? {} : { authorization: `Bearer ${token()}` });
+  /** An event stream's URL, with the token where EventSource can carry it. */
+  const streamUrl = (path) => (token() === '' ? path : `${path}${path.includes('?') ? '&' : '?'}access_token=${encodeURIComponent(token())}`);
+
+  /** The node answered 401: ask for a token (again, when the one given was refused). */
+  function needToken() {
+    $('token-form').hidden = false;
+    $('token-note').textContent = token() === '' ? 'This node needs a bearer token: the admin secret or an account\'s token.' : 'The token was refused (unknown, revoked, or without read on system).';
+    showConnection('needs a token');
+  }
+
+  function useToken(event) {
+    event.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, $('token').value.trim());
+    $('token').value = '';
+    $('token-form').hidden = true;
+    follow();
+    void refreshNodes();
+    void refreshCluster();
+    void refreshStreams();
+  }
+
   async function getJson(path, init) {
-    const response = await fetch(path, { ...init, headers: { 'content-type': 'application/json', ...(init && init.headers) } });
+    const response = await fetch(path, { ...init, headers: { 'content-type': 'application/json', ...authorization(), ...(init && init.headers) } });
+    if (response.status === 401) needToken();
     const text = await response.text();
     const body = text === '' ? undefined : JSON.parse(text);
     if (!response.ok) {
@@ -171,6 +202,8 @@
   // ---- The event channel ---------------------------------------------------------------
 
   function showConnection(status) {
+    // Until a token is given, failures are that: not a connection coming and going.
+    if (!$('token-form').hidden && status !== 'live') status = 'needs a token';
     $('connection').textContent = status;
     $('connection').dataset.connection = status;
   }
@@ -192,7 +225,9 @@
   }
 
   function follow() {
-    const source = new EventSource('/output/cluster');
+    if (state.events !== undefined) state.events.close();
+    const source = new EventSource(streamUrl('/output/cluster'));
+    state.events = source;
     source.onopen = () => showConnection('live');
     // EventSource reconnects by itself; the next CLUSTER_STATE brings the table back.
     source.onerror = () => showConnection('reconnecting');
@@ -320,7 +355,7 @@
       const entries = await put(`${session}/queries`, { id: 'console', body: text });
       const output = entries[0].query.outputs[0];
       // Subscribed before the start, so no row is missed.
-      live.source = new EventSource(output.outputUri);
+      live.source = new EventSource(streamUrl(output.outputUri));
       live.source.onmessage = (message) => onLiveMessage(live, JSON.parse(message.data));
       live.source.onerror = () => liveStatus('Output channel interrupted; reconnecting…');
       await put(`${session}/queries/console/_start`);
@@ -355,7 +390,7 @@
     if (live === undefined) return;
     if (live.source !== undefined) live.source.close();
     try {
-      await fetch(live.session, { method: 'DELETE' });
+      await fetch(live.session, { method: 'DELETE', headers: authorization() });
     } catch (error) {
       // The session stays; it can be deleted with DELETE on its URI.
     }
@@ -368,12 +403,13 @@
     $('search-form').addEventListener('submit', search);
     $('live-form').addEventListener('submit', runLive);
     $('live-stop').addEventListener('click', () => void stopLive());
+    $('token-form').addEventListener('submit', useToken);
     $('tenant').addEventListener('change', () => {
       state.tenant = $('tenant').value;
       void refreshStreams();
     });
     // A session made here is deleted when the page goes away (best effort).
-    window.addEventListener('pagehide', () => state.live && fetch(state.live.session, { method: 'DELETE', keepalive: true }));
+    window.addEventListener('pagehide', () => state.live && fetch(state.live.session, { method: 'DELETE', headers: authorization(), keepalive: true }));
     try {
       const { node } = await getJson('/cluster/localNode');
       $('node-name').textContent = node.name;

@@ -92,8 +92,9 @@ program
   .description('print the nodes (state, availability, ownership, records, bytes) and running transfers, as a node sees them')
   .option('--url <url>', "a node's HTTP address", 'http://127.0.0.1:8888')
   .option('--json', 'print the JSON of /_cat/nodes and /_cat/transfers instead')
-  .action(async (options: { url: string; json?: boolean }) => {
-    const { nodes, transfers } = await fetchStatus(options.url);
+  .addOption(new Option('--token <token>', 'a bearer token with read on system, for a node with authentication on').env('TRIBUTARY_TOKEN'))
+  .action(async (options: { url: string; json?: boolean; token?: string }) => {
+    const { nodes, transfers } = await fetchStatus(options.url, options.token);
     process.stdout.write(options.json === true ? `${JSON.stringify({ nodes, transfers }, null, 2)}\n` : renderStatus(options.url, nodes, transfers));
   });
 

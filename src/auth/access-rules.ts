@@ -8,8 +8,13 @@
 //   `admin`; a tenant's own document is readable with `read` on that tenant.
 // - Membership (POST and DELETE /cluster/nodes, GET /cluster/join-token) is an
 //   administrative act: the admin secret, or `admin` on `system` when tokens are on.
+// - Operators' views (issue 14) read the whole cluster: /metrics, the /_cat tables and the
+//   console's ring (/console/data/…) need `read` on `system`, like GET /cluster.
 // - Public: GET /cluster/localNode (the node's name, key and state: what an operator needs
-//   to add it, and what health checks poll) and the brain interface under /api/v1, which
+//   to add it, and what health checks poll), /health and /ready (what orchestrators probe;
+//   the node's name, state and version, as localNode shows), the node's pages (GET /, /docs,
+//   /openapi.json, the console's page and files: they hold no data; the console asks for a
+//   token and sends it with every read) and the brain interface under /api/v1, which
 //   authenticates its own callers.
 
 import type { AccessLevel } from './permissions.js';
@@ -26,6 +31,8 @@ const system = (level: AccessLevel): AccessRule => ({ kind: 'tenant', tenant: SY
 
 /** Path families whose second segment is the tenant. */
 const TENANT_FAMILIES = new Set(['streams', 'ssr', 'contributors', 'domain', 'execution', 'output', 'daemon', 'monitoring', 'admin']);
+/** Operators' views over the whole cluster (issue 14). */
+const SYSTEM_READ_FAMILIES = new Set(['metrics', '_cat']);
 
 /**
  * The requirement of a request. `path` is the raw path (percent-encoded, as Koa's ctx.path
@@ -38,6 +45,8 @@ export function accessRule(method: string, path: string): AccessRule {
   const reading = method === 'GET' || method === 'HEAD' || method === 'OPTIONS';
   if (family === 'cluster') return clusterRule(method, segments, reading);
   if (family === '_internal') return system('admin');
+  if (family !== undefined && SYSTEM_READ_FAMILIES.has(family)) return system('read');
+  if (family === 'console' && second === 'data') return system('read');
   if (family === 'output' && second === 'cluster' && segments.length === 2) return system('read');
   if (family === undefined || second === undefined || second === '' || !TENANT_FAMILIES.has(family)) return PUBLIC;
   if (family === 'admin') return { kind: 'tenant', tenant: second, level: 'admin' };

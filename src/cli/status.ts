@@ -22,20 +22,23 @@ function pick(columns: readonly CatColumn[], names: readonly string[]): CatColum
 
 const STATE_LETTERS: Record<string, string> = { Joined: 'N', Joining: 'J', Leaving: 'L', Pending: 'P', Left: '-' };
 
-export async function fetchStatus(url: string): Promise<{ nodes: Array<Record<string, Cell>>; transfers: Array<Record<string, Cell>> }> {
+/** The _cat tables of the node at `url`; `token` for a node with authentication on (issue 15). */
+export async function fetchStatus(url: string, token?: string): Promise<{ nodes: Array<Record<string, Cell>>; transfers: Array<Record<string, Cell>> }> {
   const base = url.replace(/\/+$/, '');
-  const [nodes, transfers] = await Promise.all([getJson(`${base}/_cat/nodes?format=json`), getJson(`${base}/_cat/transfers?format=json`)]);
+  const [nodes, transfers] = await Promise.all([getJson(`${base}/_cat/nodes?format=json`, token), getJson(`${base}/_cat/transfers?format=json`, token)]);
   return { nodes, transfers };
 }
 
-async function getJson(url: string): Promise<Array<Record<string, Cell>>> {
+async function getJson(url: string, token: string | undefined): Promise<Array<Record<string, Cell>>> {
   let response: Response;
   try {
-    response = await fetch(url, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    const headers: Record<string, string> = token === undefined || token === '' ? {} : { authorization: `Bearer ${token}` };
+    response = await fetch(url, { headers, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
   } catch (error) {
     const cause = (error as { cause?: { message?: string } }).cause?.message ?? (error as Error).message;
     throw new StartupError(`cannot reach ${url}: ${cause}`);
   }
+  if (response.status === 401) throw new StartupError(`${url} answered 401: the node has authentication on; pass --token (or TRIBUTARY_TOKEN) with read on system`);
   if (!response.ok) throw new StartupError(`${url} answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
   return (await response.json()) as Array<Record<string, Cell>>;
 }

@@ -2,7 +2,8 @@
 // the first, a fourth node added through POST /cluster/nodes; the page must show the
 // transfers to it with their progress and the new node Joined, from what it reads itself
 // (the SSE channel and the console's views), then count the streams, search, and run a live
-// query whose rows arrive over SSE. Screenshots go to test/artifacts/.
+// query whose rows arrive over SSE; and on a node with authentication on, the page asks for
+// a token and then works with it. Screenshots go to test/artifacts/.
 //
 // Chromium is the Debian package (`apt-get install -y chromium`), driven by playwright-core;
 // .ci/run installs it. Without it this test is skipped, saying so, unless
@@ -14,7 +15,7 @@ import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addNode, startClusterNode, startJoinedCluster, waitState } from '../kit/cluster.js';
-import { cleanup, client, type NodeProcess } from '../kit/node-process.js';
+import { cleanup, client, NodeProcess } from '../kit/node-process.js';
 import { packageRoot } from '../../src/package-root.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -94,12 +95,17 @@ describe.skipIf(!FOUND && !REQUIRED)('console - live view in headless Chromium',
     nodes.push(joining);
     const percents = new Set<string>();
     let watching = true;
+    const sample = async () => {
+      const seen = await page.$$eval('#transfer-rows tr[data-to="node-4"]', (rows) => rows.map((row) => row.getAttribute('data-percent')!)).catch(() => []);
+      for (const percent of seen) percents.add(percent);
+    };
     const watch = (async () => {
       while (watching) {
-        const seen = await page.$$eval('#transfer-rows tr[data-to="node-4"]', (rows) => rows.map((row) => row.getAttribute('data-percent')!)).catch(() => []);
-        for (const percent of seen) percents.add(percent);
+        await sample();
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
+      // The loop may stop between two samples, after the page showed the last state.
+      await sample();
     })();
     try {
       const added = await addNode(nodes[0]!, joining);
@@ -154,5 +160,26 @@ describe.skipIf(!FOUND && !REQUIRED)('console - live view in headless Chromium',
     await page.click('#live-stop');
     await page.waitForFunction(() => (globalThis as any).document.querySelector('#live-status').textContent === 'Stopped.');
     expect(pageErrors).toEqual([]);
+  });
+
+  it('on a node with authentication on, asks for a token, then shows the cluster and follows its events', async () => {
+    const secret = 'console-test-admin-secret-0123456789';
+    const guarded = await NodeProcess.start({ name: 'guarded', args: ['--auth', 'on', '--admin-secret', secret] });
+    const tab = await context!.newPage();
+    try {
+      await tab.goto(`${guarded.url}/console`);
+      // The page itself is public; every read of the cluster answers 401 without a token.
+      await tab.waitForSelector('#token-form:not([hidden])');
+      await tab.waitForSelector('#connection[data-connection="needs a token"]');
+      expect(await tab.textContent('#node-name')).toBe('guarded');
+      await tab.fill('#token', secret);
+      await tab.click('#token-use');
+      await tab.waitForSelector('#connection[data-connection="live"]');
+      await tab.waitForSelector('#node-rows tr[data-node="guarded"][data-state="Joined"]');
+      await tab.waitForSelector('.ring .cell[data-partition="0"]');
+      expect(await tab.isHidden('#token-form')).toBe(true);
+    } finally {
+      await tab.close();
+    }
   });
 });

@@ -108,6 +108,33 @@ describe('auth - tokens on', () => {
     expect(token.json.joinToken).toMatch(/^tribjoin1\./);
   });
 
+  it("operators' views need system read; health, readiness and the node's pages stay public", async () => {
+    for (const path of ['/health', '/ready', '/', '/openapi.json', '/docs', '/console', '/console/console.js']) {
+      expect((await client(node).get(path)).status, path).toBe(200);
+    }
+    for (const path of ['/metrics', '/_cat', '/_cat/nodes', '/_cat/streams?format=json', '/console/data/ring']) {
+      expect((await client(node).get(path)).status, path).toBe(401);
+      expect((await client(node).get(path, as('writer'))).status, path).toBe(403);
+      expect((await client(node).get(path, as('ops'))).status, path).toBe(200);
+    }
+    // The document says which operations need a token, and answers 401 and 403 for them.
+    const document = (await client(node).get('/openapi.json')).json;
+    expect(document.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(document.paths['/_cat/streams'].get.security).toEqual([{ bearer: [] }, {}]);
+    expect(Object.keys(document.paths['/streams/{tenant}'].get.responses)).toEqual(expect.arrayContaining(['401', '403']));
+    expect(document.paths['/health'].get.security).toBeUndefined();
+    expect(document.paths['/cluster/localNode'].get.security).toBeUndefined();
+  });
+
+  it('tributary status takes a token (--token or TRIBUTARY_TOKEN) and says when one is needed', async () => {
+    const refused = await runMain(['status', '--url', node.url]);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toMatch(/authentication on; pass --token/);
+    const shown = await runMain(['status', '--url', node.url, '--token', SECRET]);
+    expect(shown.status, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(/UN\s+guarded/);
+  });
+
   it('a revoked token stops working at once', async () => {
     expect((await http(`${node.url}/api/v1/admin/accounts/reader/revoke`, 'POST', undefined, admin)).status).toBe(200);
     expect((await client(node).get('/streams/demo/c/s', as('reader'))).status).toBe(401);
@@ -133,15 +160,17 @@ describe('auth - the local embedded start', () => {
   });
 });
 
-function runMain(args: string[]): Promise<{ status: number | null; stderr: string }> {
+function runMain(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun) => {
-    const child = spawn(process.execPath, ['--no-node-snapshot', resolve(ROOT, 'dist', 'src', 'main.js'), ...args], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, ['--no-node-snapshot', resolve(ROOT, 'dist', 'src', 'main.js'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
     let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
     child.once('close', (status) => {
       clearTimeout(timer);
-      resolveRun({ status, stderr });
+      resolveRun({ status, stdout, stderr });
     });
   });
 }

@@ -3,6 +3,7 @@
 // /openapi.json and rendered at /docs. Built once per node: bounds come from its config.
 
 import { z } from 'zod';
+import { accessRule } from '../../auth/access-rules.js';
 import type { DocumentLimits } from '../../execution/session-document.js';
 import { platformOperations, type Answer, type Operation } from './operations.js';
 import { clusterEventSchema, errorSchema } from './responses.js';
@@ -26,6 +27,13 @@ schema is 400, with a message that starts with the JSON path of the first proble
 **Errors** are \`{ "error": { "type", "message" } }\`, some with more fields (\`currentVersion\`,
 \`errors\`). Two answers keep the spec's own shapes: a POST to a stream where some payloads
 fail (500, by index) and query errors (400 with \`errors\`).
+
+**Authentication.** A node with authentication on (\`auth: on\`, or \`auto\` beyond loopback)
+needs \`Authorization: Bearer <token>\` on every operation that shows a lock here: the node's
+admin secret or a service account's token, holding \`read\`, \`write\` or \`admin\` on the
+tenant in the path (on \`system\` for the cluster and operators' routes). Without one: 401;
+with too little: 403. Event streams also take \`?access_token=\`. On loopback the default is
+off (the node says so in its log), and these operations answer without a token.
 
 **Versions.** Definitions (streams and their parts, contributor types and instances,
 domains, daemons, vendors, tenants) carry \`Service-Config-Version\` (and the same value as
@@ -67,7 +75,8 @@ const PARAMETER_DESCRIPTIONS: Record<string, string> = {
 /** Error answers many operations share, as components.responses. */
 const SHARED_ERRORS: Record<string, { status: string; description: string }> = {
   BadRequest: { status: '400', description: 'Bad input: a path name, a query parameter or the body (the message names the JSON path).' },
-  Forbidden: { status: '403', description: 'The collection `system` is read-only.' },
+  Unauthorized: { status: '401', description: 'Authentication is on and no token, or an unknown or revoked one, was sent (`WWW-Authenticate: Bearer`).' },
+  Forbidden: { status: '403', description: 'The token lacks the level this needs on the tenant, or (stream writes) the collection `system` is read-only.' },
   NotFound: { status: '404', description: 'The tenant, or what the path names, does not exist.' },
   Conflict: { status: '409', description: 'The version sent is not the current one (the body has currentVersion), or the change conflicts with the state.' },
   PayloadTooLarge: { status: '413', description: 'The body is larger than limits.bodyBytesMax.' },
@@ -95,7 +104,11 @@ export function platformOpenApiDocument(options: PlatformDocumentOptions): Json 
     info: { title: 'Tributary platform interface', version: options.version, description: DESCRIPTION },
     tags: TAGS,
     paths,
-    components: { responses: sharedResponses(components), schemas: components.schemas },
+    components: {
+      responses: sharedResponses(components),
+      schemas: components.schemas,
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: "The node's admin secret, or a service account's token (/api/v1 accounts)." } },
+    },
   };
 }
 
@@ -114,6 +127,8 @@ function renderOperation(operation: Operation, components: Components): Json {
   }
   const rendered: Json = {
     tags: [operation.tag],
+    // The route table the node applies (auth/access-rules.ts); {} : no token while auth is off.
+    ...(guarded(operation) ? { security: [{ bearer: [] }, {}] } : {}),
     summary: operation.summary,
     operationId: operationId(operation),
     ...(operation.description === undefined ? {} : { description: operation.description }),
@@ -136,7 +151,8 @@ function renderAnswers(operation: Operation, components: Components): Json {
   const shared = ['BadRequest', 'NotFound', 'Internal'];
   if (operation.body !== undefined) shared.push('PayloadTooLarge', 'UnsupportedMediaType');
   if (operation.method !== 'get') shared.push('Conflict');
-  if (operation.method !== 'get' && operation.path.startsWith('/streams/')) shared.push('Forbidden');
+  if (guarded(operation)) shared.push('Unauthorized', 'Forbidden');
+  else if (operation.method !== 'get' && operation.path.startsWith('/streams/')) shared.push('Forbidden');
   const responses: Json = {};
   for (const name of shared) responses[SHARED_ERRORS[name]!.status] = { $ref: `#/components/responses/${name}` };
   for (const [status, answer] of Object.entries(operation.answers)) {
@@ -156,6 +172,11 @@ function renderAnswers(operation: Operation, components: Components): Json {
 function sharedResponses(components: Components): Json {
   const error = components.schemaOf(errorSchema);
   return Object.fromEntries(Object.entries(SHARED_ERRORS).map(([name, { description }]) => [name, { description, content: { 'application/json': { schema: error } } }]));
+}
+
+/** Whether the operation needs a token when authentication is on. */
+function guarded(operation: Operation): boolean {
+  return accessRule(operation.method.toUpperCase(), operation.path).kind !== 'public';
 }
 
 function renderAnswer(answer: Answer, components: Components): Json {
