@@ -150,6 +150,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     replayWindowMs: config.cluster.peerReplayWindowMs,
     observer: metrics.peer,
     admit: admitTrust(config, () => core.membership().epoch === 0, log),
+    memberKey: (name) => core.membership().members.find((member) => member.name === name && member.state !== 'Left')?.publicKey,
     callsInFlightMax: config.limits.peerCallsInFlightMax,
     ...(tls === undefined ? {} : { tls }),
   });

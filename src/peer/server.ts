@@ -27,6 +27,13 @@ export interface PeerWiring {
   /** Metrics of messages, bytes and refusals. */
   observer?: PeerObserver;
   admit: AdmitTrust;
+  /**
+   * The key of a member of this node's current table (the core's), for senders the node
+   * table does not list yet: it follows the core one persist later, and a peer of a table
+   * just adopted (the coordinator re-sending its Admit, its first heartbeats) must not be
+   * refused as unknown in between. Only keys of our own table: never a sender's claim.
+   */
+  memberKey?(name: string): string | undefined;
   /** config limits.peerCallsInFlightMax */
   callsInFlightMax?: number;
   tls?: TlsMaterial;
@@ -51,7 +58,7 @@ export async function startPeerServer(host: string, port: number, nodes: NodeTab
   const transport = new PeerTransport({
     name: nodes.localName,
     identity: wiring.identity,
-    directory: nodeTableDirectory(nodes),
+    directory: nodeTableDirectory(nodes, wiring.memberKey),
     replayWindowMs: wiring.replayWindowMs,
     log: wiring.log,
     observer: wiring.observer,
@@ -95,10 +102,10 @@ function routeGrpcLogs(log: Logger): void {
  * nothing (DESIGN.md, "Cluster"), so nothing it sends is accepted; but it can still be
  * reached, to receive the table that tells it it has left (and so drop its data).
  */
-export function nodeTableDirectory(nodes: NodeTable): PeerDirectory {
+export function nodeTableDirectory(nodes: NodeTable, memberKey?: (name: string) => string | undefined): PeerDirectory {
   const find = (name: string) => nodes.list().find((node) => node.name === name);
   return {
-    publicKeyOf: (name) => find(name)?.publicKey,
+    publicKeyOf: (name) => find(name)?.publicKey ?? memberKey?.(name),
     acceptsRequestsFrom: (name) => find(name)?.state !== 'Left',
     addressOf: (name) => {
       const node = find(name);

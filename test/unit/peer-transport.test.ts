@@ -10,7 +10,7 @@ import { decodeProto, encodeBody, encodeEnvelope, encodeProto } from '../../src/
 import { PeerUnavailableError } from '../../src/peer/errors.js';
 import type { PeerKind, TransferAck, TransferChunk } from '../../src/peer/messages.js';
 import { NodeTable, type NodeDocument } from '../../src/cluster/node-table.js';
-import { admitSenderKey, startPeerServer } from '../../src/peer/server.js';
+import { admitSenderKey, nodeTableDirectory, startPeerServer } from '../../src/peer/server.js';
 import { sealEnvelope, signingKeyOf } from '../../src/peer/signing.js';
 import { PeerTransport, type PeerDirectory } from '../../src/peer/transport.js';
 import { callerMetadata } from '../../src/peer/inbound-gate.js';
@@ -195,6 +195,17 @@ describe('peer transport - refusals', () => {
     } finally {
       await Promise.all([misled.transport.close(1_000), impostor.transport.close(1_000)]);
     }
+  });
+});
+
+describe('peer transport - the node table as its directory', () => {
+  it("knows a member of the node's own table before the node table lists it (one persist later), never anyone else", () => {
+    const table = new NodeTable('a');
+    const directory = nodeTableDirectory(table, (name) => (name === 'b' ? 'key-of-b' : undefined));
+    expect(directory.publicKeyOf('b')).toBe('key-of-b');
+    expect(directory.acceptsRequestsFrom?.('b')).toBe(true);
+    expect(directory.publicKeyOf('c')).toBeUndefined();
+    expect(nodeTableDirectory(table).publicKeyOf('b')).toBeUndefined();
   });
 });
 
