@@ -292,7 +292,7 @@ interface RunSet {
 }
 
 /** Nearest-rank percentile. */
-function percentile(sorted: readonly number[], fraction: number): number {
+export function percentile(sorted: ArrayLike<number>, fraction: number): number {
   return sorted[Math.max(0, Math.ceil(fraction * sorted.length) - 1)]!;
 }
 
