@@ -27,6 +27,7 @@ import { client, type NodeProcess, sleep } from '../test/kit/node-process.js';
 import {
   log,
   nodeFlags,
+  phase,
   PAYLOAD_BYTES_AVG_RANGE,
   payloadBytesOf,
   percentile,
@@ -139,7 +140,9 @@ async function runOurs(batches: readonly PreparedBatch[], nodeCount: number, rep
     });
     const setup = nodeCount === 1 ? 'one node' : `${nodeCount} nodes, replicas ${replicas}`;
     log(`peers-ingest: Tributary, ${setup}, ${clients} clients…`);
+    phase(`tributary-${nodeCount}-${replicas}-start`);
     const timing = await postRoundRobin(nodes, path, batches, clients);
+    phase(`tributary-${nodeCount}-${replicas}-end`);
     const storedCopies: Record<string, number> = {};
     for (const node of nodes) storedCopies[node.name] = await storedOn(node, STREAM);
     const copies = Math.min(replicas, nodeCount);
@@ -369,7 +372,7 @@ export async function runPeersIngestBench(options: BenchOptions): Promise<void> 
           ? 'not run'
           : syncAlways
             ? 'this version syncs on an interval by default (sync_interval); also measured with sync_interval: always'
-            : 'this version syncs on an interval (stream files 2 min, raft log 5 min) and has no setting to sync every write (sync_interval arrived in 2.10): not measured with a sync per write',
+            : 'this version has no setting to sync every write (sync_interval arrived in 2.10): not measured with a sync per write',
     },
     runs,
     verified: 'after each run every node or server counted what it holds: replicas × acknowledged, else the bench fails',

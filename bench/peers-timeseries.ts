@@ -23,7 +23,7 @@ import { performance } from 'node:perf_hooks';
 import { cleanup, client, NodeProcess } from '../test/kit/node-process.js';
 import { SseClient } from '../test/kit/sse-client.js';
 import { Prng } from '../test/sim/prng.js';
-import { expectOk, log, nodeFlags, percentile, round, runBatches, type Timing } from './ingest.js';
+import { expectOk, log, nodeFlags, percentile, phase, round, runBatches, type Timing } from './ingest.js';
 import { findInfluxd, INFLUX_SETTINGS, influxQuery, type InfluxServer, startInfluxd } from './influxdb.js';
 import { machine } from './machine.js';
 import type { BenchOptions } from './run.js';
@@ -130,7 +130,9 @@ async function ingestOurs(node: NodeProcess, bodies: readonly Buffer[], concurre
   const warmup = await defineStream(node, `${STREAM}-warmup`);
   for (const body of bodies.slice(0, WARMUP_BATCHES)) await post(warmup, body, 'application/json', 200);
   const url = await defineStream(node, STREAM);
+  phase('ingest-start');
   const timing = await runBatches(bodies.length, concurrency, (index) => post(url, bodies[index]!, 'application/json', 200));
+  phase('ingest-end');
   const stored = await api.get(`/_internal/repos/tsr/${STREAM.slice('/streams/'.length)}`);
   if (stored.status !== 200 || stored.json.total !== expected) throw new Error(`the node stores ${stored.json?.total ?? `? (HTTP ${stored.status})`} points, ${expected} were acknowledged`);
   return timing;
@@ -449,7 +451,9 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
     const queries: QueryResult[] = [];
     for (const kind of queryKinds(points)) {
       log(`peers-timeseries: ${kind.name}: ${WARMUP_RUNS} warm-up runs, ${options.runs} measured…`);
+      phase(`${kind.name}-start`);
       const result = await measure(kind, node, influx, options.runs, mismatches);
+      phase(`${kind.name}-end`);
       log(`  ours p50 ${result.oursMs.p50} ms; InfluxDB p50 ${result.influxMs?.p50 ?? '–'} ms; ${result.rows} rows`);
       queries.push(result);
     }
