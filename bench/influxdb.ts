@@ -34,6 +34,7 @@ export interface InfluxServer {
   binary: InfluxBinary;
   /** http://127.0.0.1:<http port> */
   url: string;
+  pid: number | undefined;
   dir: string;
   /** Bytes under the data and WAL folders. */
   bytesOnDisk(): number;
@@ -109,6 +110,7 @@ export async function startInfluxd(binary: InfluxBinary): Promise<InfluxServer> 
   return {
     binary,
     url,
+    pid: server.pid,
     dir,
     bytesOnDisk: () => folderBytes(join(dir, 'data')) + folderBytes(join(dir, 'wal')),
     stop: async () => {

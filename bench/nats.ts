@@ -42,6 +42,8 @@ export interface NatsCluster {
   /** nats://127.0.0.1:<client port>, one per server, in server order. */
   urls: string[];
   names: string[];
+  /** The servers' process ids, in server order. */
+  pids: Array<number | undefined>;
   dir: string;
   /** Messages each server holds of `stream` (its replica; 0 where it has none), from /jsz. */
   storedPerServer(stream: string): Promise<Record<string, number>>;
@@ -141,6 +143,7 @@ export async function startNatsCluster(binary: NatsBinary, size = 3, options: { 
     binary,
     urls: ports.map((server) => `nats://127.0.0.1:${server.clientPort}`),
     names: ports.map((server) => server.name),
+    pids: servers.map((server) => server.pid),
     dir,
     storedPerServer: async (stream) => {
       const counts: Record<string, number> = {};

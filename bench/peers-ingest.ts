@@ -49,7 +49,7 @@ import {
 } from './replicated.js';
 import type { BenchOptions } from './run.js';
 import { machine } from './machine.js';
-import { folderBytes } from './server-process.js';
+import { cpuSecondsOf, folderBytes } from './server-process.js';
 
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
 const RESULTS_PATH = join(PACKAGE_ROOT, 'bench', 'results', 'peers-ingest.json');
@@ -83,6 +83,8 @@ export interface IngestRun {
   storedCopies: Record<string, number>;
   /** Bytes in the data folders after the run (every node or server). */
   bytesOnDisk: number;
+  /** CPU seconds the servers (every node or nats-server) and this bench's clients used during the run. */
+  cpuSeconds: { servers: number | undefined; clients: number };
   loadAverage1mBefore: number;
 }
 
@@ -90,6 +92,17 @@ interface Measured {
   elapsedMs: number;
   /** One per payload. */
   latenciesMs: ArrayLike<number>;
+}
+
+/** Runs `work` and says what CPU it cost the servers and this process (the clients). */
+async function withCpu<T>(pids: ReadonlyArray<number | undefined>, work: () => Promise<T>): Promise<[T, IngestRun['cpuSeconds']]> {
+  const serversBefore = cpuSecondsOf(pids);
+  const clientsBefore = process.cpuUsage();
+  const value = await work();
+  const clients = process.cpuUsage(clientsBefore);
+  const serversAfter = cpuSecondsOf(pids);
+  const servers = serversBefore === undefined || serversAfter === undefined ? undefined : round(serversAfter - serversBefore, 2);
+  return [value, { servers, clients: round((clients.user + clients.system) / 1e6, 2) }];
 }
 
 function summary(measured: Measured, payloads: number, payloadBytes: number) {
@@ -141,7 +154,7 @@ async function runOurs(batches: readonly PreparedBatch[], nodeCount: number, rep
     const setup = nodeCount === 1 ? 'one node' : `${nodeCount} nodes, replicas ${replicas}`;
     log(`peers-ingest: Tributary, ${setup}, ${clients} clients…`);
     phase(`tributary-${nodeCount}-${replicas}-start`);
-    const timing = await postRoundRobin(nodes, path, batches, clients);
+    const [timing, cpuSeconds] = await withCpu(nodes.map((node) => node.child?.pid), () => postRoundRobin(nodes, path, batches, clients));
     phase(`tributary-${nodeCount}-${replicas}-end`);
     const storedCopies: Record<string, number> = {};
     for (const node of nodes) storedCopies[node.name] = await storedOn(node, STREAM);
@@ -156,6 +169,7 @@ async function runOurs(batches: readonly PreparedBatch[], nodeCount: number, rep
       ...summary({ elapsedMs: timing.elapsedMs, latenciesMs: perPayload(batches, timing.latenciesMs) }, countOf(batches), payloadBytesOf(batches)),
       storedCopies,
       bytesOnDisk,
+      cpuSeconds,
       loadAverage1mBefore,
     };
   } finally {
@@ -263,7 +277,7 @@ async function runJetStream(binary: NatsBinary, batches: readonly PreparedBatch[
     await addStream(connections[0]!, STREAM, SUBJECT, replicas);
     const setup = `${CLUSTER_NODES} servers, R${replicas}${syncAlways ? ', sync_interval: always' : ''}`;
     log(`peers-ingest: JetStream, ${setup}, ${clients} clients…`);
-    const measured = await publishAll(jetStreams, SUBJECT, STREAM, messages, window);
+    const [measured, cpuSeconds] = await withCpu(cluster.pids, () => publishAll(jetStreams, SUBJECT, STREAM, messages, window));
     const manager = await connections[0]!.jetstreamManager();
     const leaderCount = (await manager.streams.info(STREAM)).state.messages;
     if (leaderCount !== messages.length) throw new Error(`JetStream ${setup}: the stream holds ${leaderCount} messages, ${messages.length} were acknowledged`);
@@ -278,6 +292,7 @@ async function runJetStream(binary: NatsBinary, batches: readonly PreparedBatch[
       ...summary(measured, messages.length, payloadBytesOf(batches)),
       storedCopies,
       bytesOnDisk: cluster.bytesOnDisk(),
+      cpuSeconds,
       loadAverage1mBefore,
     };
   } finally {
@@ -301,13 +316,13 @@ async function untilCaughtUp(cluster: NatsCluster, copies: number): Promise<Reco
 function markdown(report: { runs: IngestRun[]; goal: any; params: any; machine: ReturnType<typeof machine>; jetStream: any }): string {
   const n = (value: number) => value.toLocaleString('en-US');
   const lines = [
-    '| system | setup | at the ack | payloads/s | MB/s | p50 ack ms | p99 ack ms | stored (all copies) | on disk after, MB |',
-    '|---|---|---|---:|---:|---:|---:|---:|---:|',
+    '| system | setup | at the ack | payloads/s | MB/s | p50 ack ms | p99 ack ms | stored (all copies) | on disk after, MB | server CPU s | client CPU s |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...report.runs.map(
       (run) =>
         `| ${run.system} | ${run.setup} | ${run.durableAtAck} | ${n(run.payloadsPerSecond)} | ${run.megabytesPerSecond.toFixed(1)} | ` +
         `${run.ackLatencyMs.p50.toFixed(1)} | ${run.ackLatencyMs.p99.toFixed(1)} | ${n(Object.values(run.storedCopies).reduce((a, b) => a + b, 0))} | ` +
-        `${Math.round(run.bytesOnDisk / 1e6)} |`,
+        `${Math.round(run.bytesOnDisk / 1e6)} | ${run.cpuSeconds.servers ?? '–'} | ${run.cpuSeconds.clients} |`,
     ),
     '',
     `Ours: the 200 of a batch comes after it is fsynced on every owner of each payload. JetStream (${report.jetStream.version}): ` +

@@ -27,7 +27,7 @@ import { expectOk, log, nodeFlags, percentile, phase, round, runBatches, type Ti
 import { findInfluxd, INFLUX_SETTINGS, influxQuery, type InfluxServer, startInfluxd } from './influxdb.js';
 import { machine } from './machine.js';
 import type { BenchOptions } from './run.js';
-import { folderBytes } from './server-process.js';
+import { cpuSecondsOf, folderBytes } from './server-process.js';
 
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
 const RESULTS_PATH = join(PACKAGE_ROOT, 'bench', 'results', 'peers-timeseries.json');
@@ -125,25 +125,35 @@ async function defineStream(node: NodeProcess, path: string): Promise<string> {
   return node.url + path;
 }
 
-async function ingestOurs(node: NodeProcess, bodies: readonly Buffer[], concurrency: number, expected: number): Promise<Timing> {
+/** A timed ingest and the CPU seconds the server used meanwhile. */
+type IngestTiming = Timing & { serverCpuSeconds: number | undefined };
+
+async function timedIngest(pid: number | undefined, count: number, concurrency: number, send: (index: number) => Promise<void>): Promise<IngestTiming> {
+  const before = cpuSecondsOf([pid]);
+  const timing = await runBatches(count, concurrency, send);
+  const after = cpuSecondsOf([pid]);
+  return { ...timing, serverCpuSeconds: before === undefined || after === undefined ? undefined : round(after - before, 2) };
+}
+
+async function ingestOurs(node: NodeProcess, bodies: readonly Buffer[], concurrency: number, expected: number): Promise<IngestTiming> {
   const api = client(node);
   const warmup = await defineStream(node, `${STREAM}-warmup`);
   for (const body of bodies.slice(0, WARMUP_BATCHES)) await post(warmup, body, 'application/json', 200);
   const url = await defineStream(node, STREAM);
   phase('ingest-start');
-  const timing = await runBatches(bodies.length, concurrency, (index) => post(url, bodies[index]!, 'application/json', 200));
+  const timing = await timedIngest(node.child?.pid, bodies.length, concurrency, (index) => post(url, bodies[index]!, 'application/json', 200));
   phase('ingest-end');
   const stored = await api.get(`/_internal/repos/tsr/${STREAM.slice('/streams/'.length)}`);
   if (stored.status !== 200 || stored.json.total !== expected) throw new Error(`the node stores ${stored.json?.total ?? `? (HTTP ${stored.status})`} points, ${expected} were acknowledged`);
   return timing;
 }
 
-async function ingestInflux(server: InfluxServer, bodies: readonly Buffer[], concurrency: number, expected: number): Promise<Timing> {
+async function ingestInflux(server: InfluxServer, bodies: readonly Buffer[], concurrency: number, expected: number): Promise<IngestTiming> {
   await influxQuery(server, undefined, `CREATE DATABASE ${DATABASE}_warmup`, 'POST');
   for (const body of bodies.slice(0, WARMUP_BATCHES)) await post(`${server.url}/write?db=${DATABASE}_warmup&precision=ms`, body, 'text/plain; charset=utf-8', 204);
   await influxQuery(server, undefined, `CREATE DATABASE ${DATABASE}`, 'POST');
   const url = `${server.url}/write?db=${DATABASE}&precision=ms`;
-  const timing = await runBatches(bodies.length, concurrency, (index) => post(url, bodies[index]!, 'text/plain; charset=utf-8', 204));
+  const timing = await timedIngest(server.pid, bodies.length, concurrency, (index) => post(url, bodies[index]!, 'text/plain; charset=utf-8', 204));
   const series = await influxQuery(server, DATABASE, `SELECT count(cpu) FROM ${MEASUREMENT}`);
   const stored = Number(series[0]?.values?.[0]?.[1] ?? 0);
   if (stored !== expected) throw new Error(`InfluxDB stores ${stored} points, ${expected} were acknowledged`);
@@ -156,9 +166,10 @@ interface IngestResult {
   pointsPerSecond: number;
   batchLatencyMs: { p50: number; p99: number };
   bytesOnDisk: number;
+  serverCpuSeconds: number | undefined;
 }
 
-function ingestResult(timing: Timing, points: number, bytesOnDisk: number): IngestResult {
+function ingestResult(timing: IngestTiming, points: number, bytesOnDisk: number): IngestResult {
   const sorted = [...timing.latenciesMs].sort((a, b) => a - b);
   return {
     points,
@@ -166,6 +177,7 @@ function ingestResult(timing: Timing, points: number, bytesOnDisk: number): Inge
     pointsPerSecond: Math.round(points / (timing.elapsedMs / 1000)),
     batchLatencyMs: { p50: round(percentile(sorted, 0.5), 2), p99: round(percentile(sorted, 0.99), 2) },
     bytesOnDisk,
+    serverCpuSeconds: timing.serverCpuSeconds,
   };
 }
 
@@ -393,13 +405,13 @@ function markdown(report: any): string {
   const ms = (value: number | undefined) => (value === undefined ? '–' : value.toFixed(1));
   const ingest = report.ingest;
   const lines = [
-    '| ingest | points/s | seconds | p50 batch ms | p99 batch ms | on disk after, MB |',
-    '|---|---:|---:|---:|---:|---:|',
-    `| Tributary, tsr, one node | ${n(ingest.ours.pointsPerSecond)} | ${ingest.ours.seconds} | ${ms(ingest.ours.batchLatencyMs.p50)} | ${ms(ingest.ours.batchLatencyMs.p99)} | ${Math.round(ingest.ours.bytesOnDisk / 1e6)} |`,
+    '| ingest | points/s | seconds | p50 batch ms | p99 batch ms | on disk after, MB | server CPU s |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    `| Tributary, tsr, one node | ${n(ingest.ours.pointsPerSecond)} | ${ingest.ours.seconds} | ${ms(ingest.ours.batchLatencyMs.p50)} | ${ms(ingest.ours.batchLatencyMs.p99)} | ${Math.round(ingest.ours.bytesOnDisk / 1e6)} | ${ingest.ours.serverCpuSeconds ?? '–'} |`,
   ];
   if (ingest.influx !== undefined) {
     lines.push(
-      `| InfluxDB | ${n(ingest.influx.pointsPerSecond)} | ${ingest.influx.seconds} | ${ms(ingest.influx.batchLatencyMs.p50)} | ${ms(ingest.influx.batchLatencyMs.p99)} | ${Math.round(ingest.influx.bytesOnDisk / 1e6)} |`,
+      `| InfluxDB | ${n(ingest.influx.pointsPerSecond)} | ${ingest.influx.seconds} | ${ms(ingest.influx.batchLatencyMs.p50)} | ${ms(ingest.influx.batchLatencyMs.p99)} | ${Math.round(ingest.influx.bytesOnDisk / 1e6)} | ${ingest.influx.serverCpuSeconds ?? '–'} |`,
       '',
       `Ingest ratio (ours / InfluxDB): **${ingest.ratio}** (goal ≥ ${INGEST_RATIO_MIN}).`,
     );

@@ -114,6 +114,29 @@ export class ServerProcess {
   }
 }
 
+/** Linux's clock ticks per second for /proc/<pid>/stat (USER_HZ, 100 on every common build). */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/**
+ * User + system CPU seconds the processes have used so far, all their threads included
+ * (undefined off Linux or when one is gone). On a 2-core machine the servers run out of CPU
+ * first, so what a run costs in CPU says as much as its rate. (transfer.ts has a copy for
+ * one process, from before this one.)
+ */
+export function cpuSecondsOf(pids: ReadonlyArray<number | undefined>): number | undefined {
+  let total = 0;
+  for (const pid of pids) {
+    if (pid === undefined) return undefined;
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      total += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+    } catch {
+      return undefined;
+    }
+  }
+  return total;
+}
+
 /** Bytes under a folder (what a server holds on disk), or 0 when it is gone. */
 export function folderBytes(path: string): number {
   try {
