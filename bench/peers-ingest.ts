@@ -325,8 +325,8 @@ function markdown(report: { runs: IngestRun[]; goal: any; params: any; machine: 
         `${Math.round(run.bytesOnDisk / 1e6)} | ${run.cpuSeconds.servers ?? '–'} | ${run.cpuSeconds.clients} |`,
     ),
     '',
-    `Ours: the 200 of a batch comes after it is fsynced on every owner of each payload. JetStream (${report.jetStream.version}): ` +
-      `${report.jetStream.durability}; ${report.jetStream.syncEveryWrite}.`,
+    'Ours: the 200 of a batch comes after it is fsynced on every owner of each payload.' +
+      (report.jetStream.ran ? ` JetStream (${report.jetStream.version}): ${report.jetStream.durability}; ${report.jetStream.syncEveryWrite}.` : ''),
     `Params: ${JSON.stringify(report.params)}. Machine: ${report.machine.cpus} × ${report.machine.model}, Node ${report.machine.node}, ` +
       `load average ${report.machine.loadAverage1m.before} → ${report.machine.loadAverage1m.after}.`,
   ];
@@ -378,6 +378,7 @@ export async function runPeersIngestBench(options: BenchOptions): Promise<void> 
       nodeExecArgv: nodeFlags(),
     },
     jetStream: {
+      ran: binary !== undefined,
       version: binary?.version ?? 'not installed',
       storage: 'file',
       durability: JETSTREAM_DURABILITY,
