@@ -213,6 +213,15 @@ export function nodeFlags(): string[] {
   return (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter((flag) => flag !== '');
 }
 
+/**
+ * When the node under test is profiled (BENCH_NODE_FLAGS=--cpu-prof…), logs the monotonic
+ * clock (µs, the clock of .cpuprofile timestamps) at each phase, to slice the profile by.
+ * (search.ts has its own copy, from before this one was shared.)
+ */
+export function phase(name: string): void {
+  if (nodeFlags().some((flag) => flag.startsWith('--cpu-prof'))) log(`phase ${name} ${process.hrtime.bigint() / 1000n}`);
+}
+
 function startNode(): Promise<NodeProcess> {
   return NodeProcess.start({ name: 'bench', execArgv: nodeFlags() });
 }
@@ -292,7 +301,7 @@ interface RunSet {
 }
 
 /** Nearest-rank percentile. */
-function percentile(sorted: readonly number[], fraction: number): number {
+export function percentile(sorted: ArrayLike<number>, fraction: number): number {
   return sorted[Math.max(0, Math.ceil(fraction * sorted.length) - 1)]!;
 }
 

@@ -38,12 +38,15 @@ export interface ReplicatedSet {
   threeNodes: StoreResult & { storedCopies: Record<string, number> };
 }
 
-/** PUT of the stream, its tsr repository and BENCH_POLICY; answers the stream's path. */
-export async function defineBenchStream(api: Api, name: string): Promise<string> {
+/** The placement a bench stream gets: BENCH_POLICY unless a bench (peers-ingest) says otherwise. */
+export type BenchPolicy = { replicas: number; ring_size: number; hash_payload: { bytes: number } };
+
+/** PUT of the stream, its tsr repository and its policy; answers the stream's path. */
+export async function defineBenchStream(api: Api, name: string, policy: BenchPolicy = BENCH_POLICY): Promise<string> {
   const path = `/streams/${TENANT}/${COLLECTION}/${name}`;
   await expectOk(`PUT ${path}`, api.put(path, { schema: SCHEMA }));
   await expectOk(`PUT ${path}/repository`, api.put(`${path}/repository`, { name: 'tsr', config: {} }));
-  await expectOk(`PUT ${path}/policy`, api.put(`${path}/policy`, BENCH_POLICY));
+  await expectOk(`PUT ${path}/policy`, api.put(`${path}/policy`, policy));
   return path;
 }
 
@@ -70,7 +73,7 @@ async function waitSettled(nodes: readonly NodeProcess[]): Promise<void> {
 }
 
 /** Posts batch i to nodes[i % n] with `concurrency` batches in flight. */
-async function postRoundRobin(
+export async function postRoundRobin(
   nodes: readonly NodeProcess[],
   path: string,
   batches: readonly PreparedBatch[],
@@ -80,12 +83,12 @@ async function postRoundRobin(
   return runBatches(batches.length, concurrency, (index) => postBatch(urls[index % urls.length]!, batches[index]!.body));
 }
 
-async function warmUp(nodes: readonly NodeProcess[], batches: readonly PreparedBatch[]): Promise<void> {
+export async function warmUp(nodes: readonly NodeProcess[], batches: readonly PreparedBatch[]): Promise<void> {
   const path = await defineBenchStream(client(nodes[0]!), 'warmup');
   await postRoundRobin(nodes, path, batches.slice(0, WARMUP_BATCHES_PER_NODE * nodes.length), 1);
 }
 
-async function stopAll(nodes: readonly NodeProcess[]): Promise<void> {
+export async function stopAll(nodes: readonly NodeProcess[]): Promise<void> {
   // SIGTERM, so that nodes started with --cpu-prof write their profiles; cleanup() then
   // removes the data folders (and kills whatever did not stop).
   await Promise.all(nodes.map((node) => node.kill('SIGTERM')));
@@ -116,7 +119,8 @@ async function runOneNode(batches: readonly PreparedBatch[], concurrency: number
   }
 }
 
-async function startCluster(): Promise<NodeProcess[]> {
+/** CLUSTER_NODES fresh nodes, joined one after another, every one seeing every one Joined. */
+export async function startCluster(): Promise<NodeProcess[]> {
   const nodes: NodeProcess[] = [await startClusterNode('node-1', { execArgv: nodeFlags() })];
   for (let index = 2; index <= CLUSTER_NODES; index += 1) {
     const node = await startClusterNode(`node-${index}`, { join: true, execArgv: nodeFlags() });

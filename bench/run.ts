@@ -4,6 +4,8 @@
 
 import { parseArgs } from 'node:util';
 import { runIngestBench } from './ingest.js';
+import { runPeersIngestBench } from './peers-ingest.js';
+import { runPeersTimeseriesBench } from './peers-timeseries.js';
 import { runQueryBench } from './query.js';
 import { runSearchBench } from './search.js';
 import { runTransferBench } from './transfer.js';
@@ -28,12 +30,18 @@ const BENCHES: Record<string, BenchRun> = {
   transfer: runTransferBench,
   search: runSearchBench,
   query: runQueryBench,
+  'peers-ingest': runPeersIngestBench,
+  'peers-timeseries': runPeersTimeseriesBench,
 };
 
 const DEFAULTS: BenchOptions = { payloads: 200_000, batch: 500, concurrency: 1, extraConcurrency: 4, runs: 100 };
 /** Where a benchmark's defaults differ (search: --concurrency is the load's). */
 const BENCH_DEFAULTS: Record<string, Partial<BenchOptions>> = {
   search: { payloads: 1_000_000, batch: 1000, concurrency: 2 },
+  // Issue 17: 4 clients, each with one batch of 500 (ours) or 500 publishes (JetStream) unacknowledged.
+  'peers-ingest': { concurrency: 4 },
+  // Issue 17: 1M points in batches of 5,000 (line protocol to InfluxDB), 10 measured runs per query.
+  'peers-timeseries': { payloads: 1_000_000, batch: 5000, concurrency: 4, runs: 10 },
 };
 
 const USAGE = `usage: node dist/bench/run.js <name> [--payloads N] [--batch N] [--concurrency N] [--extra-concurrency N] [--runs N]

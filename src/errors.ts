@@ -82,3 +82,15 @@ export class VersionConflictError extends TributaryError {
     this.currentVersion = currentVersion;
   }
 }
+
+/**
+ * A start-up failure an operator can fix (a port taken, a data folder in use by another
+ * node): the CLI prints its message as one line, without a stack (issue 14).
+ */
+export class StartupError extends Error {
+  override name = 'StartupError';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}

@@ -1,33 +1,58 @@
 #!/usr/bin/env node
 // The command line: `start` runs a node (the CLI of issue 2 is a contract for scripts and
 // tests: --name, --http-port, --peer-port, --data-dir, --join, --config, and every other
-// config key as a flag); `keygen` prints a data folder's public key, making it if needed.
+// config key as a flag); `keygen` prints a data folder's public key, making it if needed;
+// `status` prints the cluster as a node sees it.
 
 import { Command, Option } from 'commander';
+import { fetchStatus, probe, renderStatus } from './cli/status.js';
 import { ConfigError, configKeys, loadConfig, readDefaults } from './config.js';
+import { advertisedAddress } from './cluster/advertised-address.js';
 import { loadOrCreateIdentity } from './cluster/identity.js';
+import { StartupError } from './errors.js';
 import { createLogger } from './log.js';
-import { startNode } from './node.js';
+import { softwareVersion } from './version.js';
 
 /** SIGTERM must stop the node within 5 s (issue 2); past this the process exits anyway. */
 const STOP_DEADLINE_MS = 4_500;
+/** Exit codes: a bad config, and another start-up failure an operator can fix. */
+const EXIT_CONFIG = 2;
+const EXIT_STARTUP = 1;
+/** What a null default means, for --help. */
+const NULL_DEFAULTS: Record<string, string> = {
+  'data-dir': 'data/<name>',
+  'advertise-address': 'host; with host 0.0.0.0 the first external IPv4 address',
+  'admin-secret': 'none: admin endpoints closed',
+  'brain-api-templates-file': 'config/brain-templates.json',
+};
 
-const program = new Command('tributary').description('Tributary: a clustered streaming data platform node');
+const version = softwareVersion();
+const program = new Command('tributary')
+  .description('Tributary: a clustered streaming data platform node')
+  .version(`${version.number} (revision ${version.revision})`, '-V, --version', 'print the version and revision');
 
-const start = program.command('start', { isDefault: true }).description('run a node');
+const start = program.command('start', { isDefault: true }).description('run a node (the default command)');
 start.addOption(new Option('--config <file>', 'JSON config file merged over config/default.json'));
 const keys = configKeys(readDefaults());
 for (const key of keys) {
-  const option =
-    typeof key.defaultValue === 'boolean'
-      ? new Option(`--${key.flag}`, `config ${key.path.join('.')} (env ${key.env})`)
-      : new Option(`--${key.flag} <value>`, `config ${key.path.join('.')} (env ${key.env})`);
+  const description = `config ${key.path.join('.')} (env ${key.env})`;
+  const option = typeof key.defaultValue === 'boolean' ? new Option(`--${key.flag}`, description) : new Option(`--${key.flag} <value>`, description);
+  // Shown by --help; only values given on the command line are used (the defaults come
+  // from config/default.json, and a file or variable may override them before a flag).
+  option.default(key.defaultValue, key.defaultValue === null ? (NULL_DEFAULTS[key.flag] ?? 'none') : JSON.stringify(key.defaultValue));
   start.addOption(option);
 }
-start.action(async (options: Record<string, string | boolean | undefined>) => {
-  const flags = Object.fromEntries(keys.map((key) => [key.flag, options[camel(key.flag)]]));
-  const config = loadConfig({ configFile: options.config as string | undefined, env: process.env, flags });
-  const log = createLogger(config.name, config.logLevel);
+start.action(async (options: Record<string, string | boolean | undefined>, command: Command) => {
+  const fromCommandLine = (flag: string) => (command.getOptionValueSource(camel(flag)) === 'cli' ? options[camel(flag)] : undefined);
+  const flags = Object.fromEntries(keys.map((key) => [key.flag, fromCommandLine(key.flag)]));
+  const loaded = loadConfig({ configFile: options.config as string | undefined, env: process.env, flags });
+  const config = { ...loaded, advertiseAddress: advertisedAddress(loaded.host, loaded.advertiseAddress) };
+  const log = createLogger(config.name, config.logLevel, config.logFormat);
+  if (loaded.advertiseAddress === null && config.advertiseAddress !== null) {
+    log.info({ host: config.host, advertiseAddress: config.advertiseAddress }, 'listening on every interface: advertising the first external address (set --advertise-address to choose)');
+  }
+  // Loaded here: the other commands (status, keygen, health) start fast without the node's modules.
+  const { startNode } = await import('./node.js');
   const node = await startNode(config, log);
   let stopping = false;
   const stop = (signal: string) => {
@@ -45,6 +70,13 @@ start.action(async (options: Record<string, string | boolean | undefined>) => {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // `npm run cluster` starts nodes with a pipe on stdin: when it dies (even by SIGKILL) the
+  // pipe closes, and the node stops rather than live on without its parent.
+  if (process.env.TRIBUTARY_STOP_WITH_STDIN === '1') {
+    process.stdin.on('close', () => stop('stdin closed'));
+    process.stdin.on('end', () => stop('stdin closed'));
+    process.stdin.resume();
+  }
 });
 
 program
@@ -55,12 +87,36 @@ program
     console.log(loadOrCreateIdentity(options.dataDir).publicKeyBase64);
   });
 
+program
+  .command('status')
+  .description('print the nodes (state, availability, ownership, records, bytes) and running transfers, as a node sees them')
+  .option('--url <url>', "a node's HTTP address", 'http://127.0.0.1:8888')
+  .option('--json', 'print the JSON of /_cat/nodes and /_cat/transfers instead')
+  .addOption(new Option('--token <token>', 'a bearer token with read on system, for a node with authentication on').env('TRIBUTARY_TOKEN'))
+  .action(async (options: { url: string; json?: boolean; token?: string }) => {
+    const { nodes, transfers } = await fetchStatus(options.url, options.token);
+    process.stdout.write(options.json === true ? `${JSON.stringify({ nodes, transfers }, null, 2)}\n` : renderStatus(options.url, nodes, transfers));
+  });
+
+program
+  .command('health')
+  .description('exit 0 when the node answers GET /health (the container HEALTHCHECK); with --ready, only when GET /ready says ready')
+  .option('--url <url>', "the node's HTTP address (default: http://127.0.0.1:$TRIBUTARY_HTTP_PORT, else port 8888)")
+  .option('--ready', 'ask GET /ready: Joined, storage open, not stopping')
+  .action(async (options: { url?: string; ready?: boolean }) => {
+    const url = options.url ?? `http://127.0.0.1:${process.env.TRIBUTARY_HTTP_PORT ?? 8888}`;
+    const { ok, body } = await probe(`${url.replace(/\/+$/, '')}/${options.ready === true ? 'ready' : 'health'}`);
+    process.stdout.write(`${body}\n`);
+    process.exitCode = ok ? 0 : 1;
+  });
+
 function camel(flag: string): string {
   return flag.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
 }
 
 program.parseAsync(process.argv).catch((error: unknown) => {
-  const message = error instanceof ConfigError ? error.message : (error as Error).stack ?? String(error);
-  console.error(`tributary: ${message}`);
-  process.exit(error instanceof ConfigError ? 2 : 1);
+  // Expected failures are one line without a stack; anything else is a bug: show the stack.
+  const expected = error instanceof ConfigError || error instanceof StartupError;
+  console.error(`tributary: ${expected ? (error as Error).message : ((error as Error).stack ?? String(error))}`);
+  process.exit(error instanceof ConfigError ? EXIT_CONFIG : EXIT_STARTUP);
 });

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { BadRequestError } from './errors.js';
 
 export const NAME_LENGTH_MAX = 128;
@@ -28,4 +29,21 @@ export function checkName(kind: string, value: unknown): string {
 
 function printable(value: string): string {
   return value.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** A name in a body, checked by the rules of checkName, for zod schemas. */
+export function nameSchema(kind: string): z.ZodType<string> {
+  return z
+    .string()
+    .min(1)
+    .max(NAME_LENGTH_MAX)
+    .superRefine((value, context) => {
+      try {
+        checkName(kind, value);
+      } catch (error) {
+        if (!(error instanceof BadRequestError)) throw error;
+        context.addIssue({ code: 'custom', message: error.message });
+      }
+    })
+    .describe(`1 to ${NAME_LENGTH_MAX} characters; no '/', no '..', no control characters.`);
 }

@@ -1,11 +1,16 @@
 // The composition root: the only place that builds the parts of a node and wires them
 // together (DESIGN.md, "Layout"). Everything else receives what it needs.
+
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { Socket } from 'node:net';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { VendorService } from './admin/vendors.js';
 import { ClusterShell } from './cluster/cluster-shell.js';
 import { ClusterCore } from './cluster/core/core.js';
-import { ownersOf as currentOwners } from './cluster/core/placement.js';
+import { coordinatorOf, ownersOf as currentOwners, writeOwners } from './cluster/core/placement.js';
 import type { CoreConfig, Member, Membership, PersistedCoreState, Slot } from './cluster/core/types.js';
 import { ClusterDefinitionPeers, fromWireRecord } from './cluster/definition-peers.js';
 import { ClusterEventBus } from './cluster/events.js';
@@ -13,31 +18,36 @@ import { loadOrCreateIdentity, type NodeIdentity } from './cluster/identity.js';
 import { MembershipService } from './cluster/membership-service.js';
 import { NodeTable, type NodeDocument } from './cluster/node-table.js';
 import { DEFAULT_POLICY, type DistributionPolicy } from './cluster/partitioner.js';
-import { guardedChunks, startDataPlane } from './cluster/data-plane.js';
-import { StoredPartitions } from './repair/stored-partitions.js';
-import { type Damage, type RepairRunStatus, type RepairStream } from './repair/repair-service.js';
-import type { TransferAction } from './cluster/membership-service.js';
+import { PartitionRouter } from './cluster/partition-router.js';
 import { ReplicatedDefinitions } from './cluster/replicated-definitions.js';
 import { TenantService } from './cluster/tenants.js';
-import type { Config } from './config.js';
+import { isLoopbackHost, type Config } from './config.js';
+import type Router from '@koa/router';
 import { createApp } from './http/app.js';
-import { servingGate } from './http/serving-gate.js';
-import { notServingBecause } from './cluster/serving.js';
-import { realTimers } from './timers.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { clusterRoutes } from './http/routes/cluster.js';
 import { internalRoutes } from './http/routes/internal.js';
 import { streamRoutes } from './http/routes/streams.js';
 import type { Logger } from './log.js';
 import type { PeerTransport } from './peer/transport.js';
-import { startPeerServer } from './peer/server.js';
+import { nodeStatus, startPeerServer, type AdmitTrust } from './peer/server.js';
+import { parseJoinToken } from './cluster/join-token.js';
+import { isolatePool } from './scripting/sandbox.js';
+import { authenticationMiddleware } from './http/authentication.js';
 import type { Database } from './storage/database.js';
 import { markCleanStop, openChecked } from './storage/integrity.js';
+import { guardedChunks, startDataPlane } from './cluster/data-plane.js';
+import { notServingBecause } from './cluster/serving.js';
+import { servingGate } from './http/serving-gate.js';
+import { realTimers } from './timers.js';
+import { StoredPartitions } from './repair/stored-partitions.js';
+import type { Damage, RepairRunStatus, RepairStream } from './repair/repair-service.js';
+import type { TransferAction } from './cluster/membership-service.js';
 import { DefinitionStore } from './storage/definitions.js';
 import { GroupCommitter } from './storage/group-commit.js';
 import { HintBuffer } from './storage/hints.js';
 import { LocalReplica } from './storage/local-replica.js';
-import type { Repository, RepositoryName } from './storage/repository.js';
+import type { Repository, RepositoryName, StoredRecord } from './storage/repository.js';
 import { SearchableRepository } from './storage/ssr.js';
 import { TransferChunks } from './storage/transfer-chunks.js';
 import { TimeSeriesRepository } from './storage/tsr.js';
@@ -46,6 +56,7 @@ import { IngestService } from './streams/ingest.js';
 import { StreamDefinitions } from './streams/stream-definitions.js';
 import { StreamRuntime } from './streams/stream-runtime.js';
 import { softwareVersion, type SoftwareVersion } from './version.js';
+import { loadTls, type TlsMaterial } from './tls.js';
 import { searchLocally, type LocalSearchRequest, type LocalSearchResult } from './search/local-search.js';
 import { SearchService } from './search/search-service.js';
 import { SsrIndex } from './search/ssr-index.js';
@@ -53,11 +64,22 @@ import { searchRoutes } from './http/routes/search.js';
 import type { RepositoryMapping } from './streams/repository-mapping.js';
 import { checkFilter, checkService, localDetails, type MonitoringDeps, type MonitoringFilter, type MonitoringService, type NodeDetails } from './monitoring/monitoring.js';
 import { monitoringRoutes } from './http/routes/monitoring.js';
-import { BadRequestError, NotFoundError } from './errors.js';
+import { AuditLog } from './monitoring/audit-log.js';
+import { RepositoryStats } from './monitoring/repository-stats.js';
+import { StreamStats } from './monitoring/stream-stats.js';
+import { SystemStats } from './monitoring/system-stats.js';
+import { SseTracker } from './http/sse.js';
+import { BadRequestError, NotFoundError, StartupError, TributaryError } from './errors.js';
+import { parseJson, stringifyJson } from './json.js';
+import type { WriteRecords } from './peer/messages.js';
 import { AccountService } from './api-v1/accounts.js';
 import { AdminGate, ApiSwitch } from './api-v1/access.js';
 import { BrainService } from './api-v1/brains.js';
 import { DocsAssets } from './api-v1/docs.js';
+import { PLATFORM_DOCS_PATH, PLATFORM_OPENAPI_PATH, platformOpenApiDocument } from './http/openapi/document.js';
+import { nodePageRoutes } from './http/routes/node-pages.js';
+import { ConsoleAssets, consoleRoutes } from './http/routes/console.js';
+import { ringView } from './console/ring-view.js';
 import { LicencePool } from './api-v1/licence.js';
 import { problemRenderer } from './api-v1/problems.js';
 import { brainApiRoutes } from './api-v1/routes.js';
@@ -81,6 +103,12 @@ import { SessionHost, type RunStatus } from './execution/session-host.js';
 import { sessionKey } from './execution/session-model.js';
 import { sessionHostOf } from './execution/session-placement.js';
 import { parseStreamUri } from './streams/stream-id.js';
+import { Metrics } from './metrics/metrics.js';
+import { opsRoutes } from './http/routes/ops.js';
+import { OpsService } from './ops/ops-service.js';
+import { StoreStatsCache, type StoreStats } from './ops/store-stats.js';
+import { DEFAULT_WATCH_OPTIONS, TransferWatch } from './ops/transfer-watch.js';
+import { countKeysByPartition } from './storage/scans.js';
 
 export interface RunningNode {
   httpUrl: string;
@@ -91,21 +119,31 @@ export interface RunningNode {
 /** How long open HTTP connections and peer calls get to finish when the node stops. */
 const SHUTDOWN_GRACE_MS = 1_500;
 const CORE_STATE_KEY = 'cluster-core';
+const HINT_REPLAY_INTERVAL_MS = 1_000;
+/** Streams whose ingest counters a node keeps (monitoring). */
+const STATS_STREAMS_MAX = 10_000;
+/** How long a scan of a stream's stored records answers monitoring requests. */
+const STATS_CACHE_MS = 5_000;
+
+/** A count of what a node stores is kept this long for status views (store-stats.ts). */
+const STORE_STATS_TTL_MS = 5_000;
 /** The damage this node found in its own data, until it is refilled (src/repair). */
 const DAMAGE_KEY = 'storage-damage';
-const HINT_REPLAY_INTERVAL_MS = 1_000;
 /** Background repair sweeps pause this long between partitions. */
 const REPAIR_PACING_MS = 100;
 
 export async function startNode(config: Config, log: Logger): Promise<RunningNode> {
+  const startedAtMs = Date.now();
+  const version = softwareVersion();
+  const metrics = new Metrics({ name: config.name, version: version.number, revision: version.revision });
+  const tls = loadTls(config.tls);
   const identity = loadOrCreateIdentity(config.dataDir);
-  const { database, damage: damageFound } = await openChecked(config.dataDir, log);
+  const { database, damage: damageFound } = await openChecked(config.dataDir, log, (seconds) => metrics.syncedBatch(seconds));
   const store = await DefinitionStore.open(database);
   const hints = await HintBuffer.open(database, config.limits.hintBufferBytesMax);
-  const committer = new GroupCommitter(database);
+  const committer = new GroupCommitter(database, undefined, (seconds) => metrics.groupCommit(seconds));
   const events = new ClusterEventBus();
   const nodes = new NodeTable(config.name);
-  const version = softwareVersion();
 
   const persisted = await loadCoreState(database);
   const core = new ClusterCore(coreConfig(config), persisted, { self: selfMember(config, identity), lone: !config.join });
@@ -120,6 +158,11 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     identity,
     log,
     replayWindowMs: config.cluster.peerReplayWindowMs,
+    observer: metrics.peer,
+    admit: admitTrust(config, () => core.membership().epoch === 0, log),
+    memberKey: (name) => core.membership().members.find((member) => member.name === name && member.state !== 'Left')?.publicKey,
+    callsInFlightMax: config.limits.peerCallsInFlightMax,
+    ...(tls === undefined ? {} : { tls }),
   });
   const transport = peer.transport!;
   const deadline = config.cluster.peerDeadlineMs;
@@ -127,10 +170,15 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
 
   const peers = new ClusterDefinitionPeers({ localName: config.name, membership: () => core.membership(), available, transport, hints, committer, peerDeadlineMs: deadline });
   const definitions = new ReplicatedDefinitions(store, peers);
+  definitions.limitBytes(config.limits);
   const tenants = new TenantService(definitions, events);
   const repositories: Record<RepositoryName, Repository> = { ssr: new SearchableRepository(database), tsr: new TimeSeriesRepository(database) };
+  const repositoryStats = { ssr: new RepositoryStats(repositories.ssr, STATS_CACHE_MS), tsr: new RepositoryStats(repositories.tsr, STATS_CACHE_MS) };
   const sandboxLimits = { timeoutMs: config.limits.tagTimeoutMs, memoryMb: config.limits.tagMemoryMb };
-  const streamDefinitions = new StreamDefinitions(definitions, tenants, repositories, sandboxLimits);
+  isolatePool.configure({ isolatesMax: config.limits.isolatesMax, memoryBytesMax: config.limits.isolatesMemoryMb * 1024 * 1024 });
+  const localHoldsData = async (stream: string) => (await repositories.ssr.hasData(stream)) || (await repositories.tsr.hasData(stream));
+  const holdsData = (stream: string) => clusterHoldsData(stream, { localHoldsData, core, transport, deadlineMs: deadline });
+  const streamDefinitions = new StreamDefinitions(definitions, tenants, holdsData, sandboxLimits);
 
   const ssrIndex = new SsrIndex(repositories.ssr, (streamKey) =>
     definitions.get<RepositoryMapping>(`repository/${streamKey}`)?.value.config.defaultStringAnalyzer === 'keyword' ? 'keyword' : 'standard',
@@ -138,6 +186,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const replicasOf = (streamKey: string) => definitions.get<DistributionPolicy>(`policy/${streamKey}`)?.value.replicas ?? DEFAULT_POLICY.replicas;
   const replica = new LocalReplica(repositories, committer, (repository, records) => {
     if (repository === 'ssr') ssrIndex.onStored(records);
+    for (const stream of new Set(records.map((record) => record.stream))) repositoryStats[repository].invalidate(stream);
     partitions.staleRecords(repository, records);
   });
   const partitions = new StoredPartitions(repositories, replica);
@@ -147,6 +196,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     applyDefinitions: (records) => definitions.apply(records),
     partitionChanged: (repo, stream, partition) => {
       if (repo === 'ssr') ssrIndex.invalidate(stream, partition);
+      repositoryStats[repo].invalidate(stream);
       partitions.stale(repo, stream, partition);
     },
   }, config.cluster.transferChunkBytes);
@@ -155,7 +205,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     chunks: guardedChunks(chunks, () => plane),
     saveCoreState: (state) => database.batch([{ type: 'put', sublevel: database.local, key: CORE_STATE_KEY, value: JSON.stringify(state) }], { sync: true }),
     onMembership: applyMembership,
-    onDrop: (repo, slots) => handOff.schedule(repo, slots),
+    onDrop: (repo, slots) => plane.handOff.schedule(repo, slots),
     timers: realTimers,
     onFatal: () => process.exit(70),
     heartbeatIntervalMs: config.cluster.heartbeatIntervalMs,
@@ -165,6 +215,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const membershipService = new MembershipService({ core, shell, transport, peerDeadlineMs: deadline, log });
   observeMembership = (membership) => membershipService.observe(membership);
 
+  // Issue 12: replica writes, hints, hand-offs and anti-entropy repair, with their peer calls.
   const plane = startDataPlane({
     localName: config.name, core, endpoint: transport, log, timers: realTimers, wallClock: Date.now,
     shell: {
@@ -186,7 +237,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       repairPacingMs: REPAIR_PACING_MS,
     },
   });
-  const { router, handOff, repair, clusterRepair } = plane;
+  const { router, repair, clusterRepair } = plane;
   const runtime = new StreamRuntime(definitions, streamDefinitions, sandboxLimits);
   const ingest = new IngestService(runtime, router, new WriteIdGenerator(config.name), { batchPayloadsMax: config.limits.ingestBatchPayloadsMax });
 
@@ -198,10 +249,39 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const domains = new DomainService(definitions, tenants, contributors, published);
 
   servePeers(transport, { shell, definitions, nodes });
+  const storeStats = new StoreStatsCache({
+    databaseDir: join(config.dataDir, 'db'),
+    streams: () => streamPlacements(definitions),
+    countByPartition: (repo, stream) => countKeysByPartition(repo === 'ssr' ? database.ssr : database.tsr, stream),
+  }, STORE_STATS_TTL_MS);
+  // A node refilling damaged data answers no search from it: another owner does.
+  const searchLocal = async (request: LocalSearchRequest) => {
+    repair.checkServing('this search');
+    const started = performance.now();
+    const result = await searchLocally(ssrIndex, request);
+    metrics.searchLocal((performance.now() - started) / 1000);
+    return result;
+  };
+  // Monitoring (issue 13): every service of the spec, from counters the parts keep.
+  const sseTracker = new SseTracker();
+  const system = new SystemStats(startedAtMs);
+  system.start();
+  const streamStats = new StreamStats(STATS_STREAMS_MAX);
+  ingest.onOutcome((stream, outcome) => {
+    metrics.ingest(stream, outcome);
+    streamStats.record(stream, outcome);
+  });
+  const audit = new AuditLog(config.monitoring.auditEntriesMax, config.name);
+  definitions.onChange((key, definition, change) => change !== undefined && audit.definitionChanged(key, change, definition === undefined));
   const monitoring: MonitoringDeps = {
-    localName: config.name, hints, core, version, startedAtMs: Date.now(),
-    handOff: () => ({ pendingDrops: handOff.pendingDrops(), damaged: repair.damaged() }),
+    localName: config.name, hints, core, version, definitions, system, streamStats, audit,
+    repositoryStats,
+    ssrIndex: (stream) => ssrIndex.status(stream),
+    transport: () => transport.counters.snapshot(),
+    actorsEnabled: config.monitoring.actorsEnabled,
+    actors: { runners: () => sessionHost.runners(), liveForwarding: () => forwarder.queueDepths(), sseClients: () => sseTracker.clients() },
     execution: () => ({ sessions: sessionHost.summary(), liveForwardDroppedPayloads: forwarder.dropped }),
+    handOff: () => ({ pendingDrops: plane.handOff.pendingDrops(), damaged: repair.damaged() }),
   };
   // Execution (issue 7): sessions run on their host node; payloads reach live queries from
   // the node that accepted them; outputs are served from every node.
@@ -211,14 +291,19 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const outputs = new OutputRegistry({
     localName: config.name,
     hostOfOutput: (outputId) => directory.hostOfOutput(outputId),
-    pollRemote: async (node, request) => JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ outputPoll: request }) }, { deadlineMs: deadline })).json) as PollReply,
-    limits: { logMessagesMax: config.execution.outputLogMessagesMax, retainedRowsMax: config.execution.outputRetainedRowsMax },
+    pollRemote: async (node, request) => parseJson((await transport.call(node, 'Read', { json: JSON.stringify({ outputPoll: request }) }, { deadlineMs: deadline })).json) as PollReply,
+    limits: {
+      logMessagesMax: config.execution.outputLogMessagesMax,
+      retainedRowsMax: config.execution.outputRetainedRowsMax,
+      retainedBytesMax: config.execution.outputRetainedBytesMax,
+    },
     pollWaitMs: Math.min(2_000, Math.floor(deadline / 2)),
     log,
+    onRows: (count) => metrics.queryOutputRows(count),
   });
   const forwarder = new LiveForwarder({
     hostsReading: (stream) => directory.remoteHostsReading(stream),
-    send: async (node, stream, payloads) => void (await transport.call(node, 'LivePayloads', { stream, payloadsJson: JSON.stringify(payloads) }, { deadlineMs: deadline })),
+    send: async (node, stream, payloads) => void (await transport.call(node, 'LivePayloads', { stream, payloadsJson: stringifyJson(payloads) }, { deadlineMs: deadline })),
     queuePayloadsMax: config.execution.liveForwardQueuePayloadsMax,
     log,
   });
@@ -227,7 +312,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     forwarder.forward(stream.key, payloads);
   });
   transport.handle('LivePayloads', async (_sender, live) => {
-    const payloads: unknown = JSON.parse(live.payloadsJson);
+    const payloads: unknown = parseJson(live.payloadsJson);
     if (!Array.isArray(payloads)) throw new BadRequestError('LivePayloads: payloads_json must be a JSON array');
     feed.deliver(live.stream, payloads as Record<string, unknown>[]);
     return {};
@@ -239,11 +324,6 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const scanLocal = (request: ScanRequest) => {
     repair.checkServing(`partition ${request.partition} of ${request.stream}`);
     return scanPage((stream, options) => repositories[request.repo].scan(stream, options), request, config.execution.historicalPageRecords);
-  };
-  // A node refilling damaged data answers no search from it: another owner does.
-  const searchHere = (request: LocalSearchRequest) => {
-    repair.checkServing('this search');
-    return searchLocally(ssrIndex, request);
   };
   const historicalDeps = {
     localName: config.name,
@@ -268,6 +348,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     readHistorical: (source) => readHistorical(historicalDeps, source, config.execution.historicalPageRecords),
     sandboxLimits: { timeoutMs: config.execution.functionTimeoutMs, memoryMb: config.limits.tagMemoryMb },
     limits: { groupsMax: config.execution.queryGroupsMax, rowsHeldMax: config.execution.queryRowsHeldMax, pendingWriteRowsMax: config.execution.liveForwardQueuePayloadsMax },
+    functionBudgetMs: config.execution.functionBudgetMs,
     tickIntervalMs: 1_000,
     log,
   });
@@ -276,6 +357,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const previousObserver = observeMembership;
   observeMembership = (membership) => {
     previousObserver(membership);
+    audit.membershipChanged(membership, coordinatorOf(membership, available));
     const signature = membership.members.filter((member) => member.state === 'Joined' && available(member.name)).map((member) => member.name).sort().join(',');
     if (signature === hostingSignature) return;
     hostingSignature = signature;
@@ -303,7 +385,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   });
 
   transport.handle('Read', async (_sender, read) => {
-    const request = JSON.parse(read.json) as {
+    const request = parseJson(read.json) as {
       monitoring?: unknown;
       tenant?: unknown;
       uri?: unknown;
@@ -311,22 +393,26 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       outputPoll?: OutputPollRequest;
       scan?: ScanRequest;
       executionStatuses?: { tenant: string; id: string };
+      storeStats?: unknown;
+      holdsData?: string;
     };
-    if (request.search !== undefined) return { json: JSON.stringify(await searchHere(request.search)) };
-    if (request.outputPoll !== undefined) return { json: JSON.stringify(await outputs.poll(request.outputPoll)) };
+    if (typeof request.holdsData === 'string') return { json: JSON.stringify(await localHoldsData(request.holdsData)) };
+    if (request.search !== undefined) return { json: stringifyJson(await searchLocal(request.search)) };
+    if (request.storeStats !== undefined) return { json: JSON.stringify(await storeStats.get()) };
+    if (request.outputPoll !== undefined) return { json: stringifyJson(await outputs.poll(request.outputPoll)) };
     if (request.scan !== undefined) return { json: JSON.stringify(await scanLocal(request.scan)) };
     if (request.executionStatuses !== undefined) return { json: JSON.stringify(localStatuses(request.executionStatuses.tenant, request.executionStatuses.id)) };
     if (typeof request.monitoring !== 'string') throw new BadRequestError('unknown read');
     const service = checkService(request.monitoring);
-    return { json: JSON.stringify(localDetails(service, monitoring, checkFilter(service, request.tenant, request.uri))) };
+    return { json: JSON.stringify(await localDetails(service, monitoring, checkFilter(service, request.tenant, request.uri))) };
   });
   const reportSlots = () => shell.submit({ type: 'slots', slots: slotsInUse(definitions) });
   definitions.onChange((key) => (key.startsWith('repository/') || key.startsWith('policy/')) && reportSlots());
   reportSlots();
   shell.start();
-  void sessionHost.reconcile();
   if (damageFound !== undefined) await saveDamage(database, damageFound);
   plane.start(damageFound ?? (await loadDamage(database)));
+  void sessionHost.reconcile();
   if (persisted === undefined && !config.join) {
     for (const tenant of config.defaultTenants) await tenants.put(tenant);
   }
@@ -337,41 +423,85 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const brainTemplates = loadBrainTemplates(config.brainApi.templatesFile);
   const licencePool = new LicencePool(definitions, config.licence);
   if (persisted === undefined && !config.join) await licencePool.initialise();
+  if (licencePool.configDiffers()) {
+    log.warn({ configured: config.licence, cluster: licencePool.licence }, "this node's licence config differs from the cluster's licence, which wins (PATCH /api/v1/admin/licence changes it)");
+  }
+  const accounts = new AccountService(definitions);
+  const adminGate = new AdminGate(config.adminSecret);
   const brainApi = brainApiRoutes({
-    accounts: new AccountService(definitions),
+    accounts,
     apiSwitch: new ApiSwitch(definitions, config.brainApi.enabled),
-    adminGate: new AdminGate(config.adminSecret),
+    adminGate,
     brains: new BrainService({ store: definitions, templates: brainTemplates, pool: licencePool }),
     templates: brainTemplates,
     pool: licencePool,
     docs: new DocsAssets(),
   });
 
+  // Operators' views (issue 14): metrics read from live state, health, readiness, _cat tables, transfer logs.
+  metrics.readFrom({
+    hints: () => hints.snapshot(),
+    transfers: () => core.membership().change?.transfers ?? [],
+    members: () => core.membership().members.map((member) => ({ name: member.name, state: member.state, available: member.state !== 'Left' && available(member.name) })),
+  });
+  const ops = new OpsService({
+    localName: config.name, version, startedAtMs, log,
+    membership: () => core.membership(),
+    available,
+    storageOpen: () => database.isOpen,
+    localStats: () => storeStats.get(),
+    remoteStats: async (node) => JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ storeStats: true }) }, { deadlineMs: deadline })).json) as StoreStats,
+    streams: () => streamPlacements(definitions),
+    slots: () => slotsForOwnership(definitions),
+    watch: new TransferWatch({ ...DEFAULT_WATCH_OPTIONS, stallMs: config.cluster.transferStallMs }),
+  });
+  const observeBeforeOps = observeMembership;
+  observeMembership = (membership) => {
+    observeBeforeOps(membership);
+    ops.observe(membership);
+  };
+  ops.start(config.cluster.heartbeatIntervalMs);
+
+  announceAccess(config, log);
   const app = createApp({
     log,
     bodyBytesMax: config.limits.bodyBytesMax,
+    jsonDepthMax: config.limits.jsonDepthMax,
+    authentication: authenticationMiddleware({ tokensRequired: config.authRequired, adminSecret: adminGate, accounts }),
     errorRenderers: [problemRenderer],
     gate: servingGate(() => notServingBecause(core, config.name)),
+    access: { level: config.accessLogLevel, observe: (family, method, status, seconds) => metrics.httpRequest(family, method, status, seconds) },
+    corsOrigins: config.corsOrigins,
     routers: [
+      opsRoutes({
+        health: () => ops.health(),
+        readiness: () => ops.readiness(),
+        metrics,
+        catNodes: () => ops.catNodes(),
+        catTransfers: () => ops.catTransfers(),
+        catStreams: () => ops.catStreams(),
+      }),
       brainApi,
       streamRoutes({ definitions: streamDefinitions, runtime, ingest }),
       clusterRoutes({
-        nodes, tenants, events, membership: membershipService, repair: clusterRepair, sse: sseOptions(config),
+        nodes, tenants, events, membership: membershipService, repair: clusterRepair,
+        sse: sseOptions(config, metrics.sseChannel('cluster'), sseTracker),
         localActions: () => repairActions(config.name, repair.list()),
+        stalledBecause: (id) => ops.stalledBecause(id),
       }),
       adminRoutes(new VendorService(definitions, tenants)),
       searchRoutes(new SearchService(streamDefinitions, {
         localName: config.name,
         owners: (partition, replicas) => currentOwners(core.membership(), { partition, replicas }),
         available,
-        runLocal: searchHere,
+        runLocal: searchLocal,
         runRemote: async (node, request) =>
-          JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ search: request }) }, { deadlineMs: deadline })).json) as LocalSearchResult,
+          parseJson((await transport.call(node, 'Read', { json: JSON.stringify({ search: request }) }, { deadlineMs: deadline })).json) as LocalSearchResult,
       }, domains), tenants),
       contributorRoutes(contributors),
       domainRoutes(domains),
       daemonRoutes(new DaemonService(definitions, tenants, execution, { sessionQueriesMax: config.execution.sessionQueriesMax })),
-      executionRoutes({ execution, outputs, outputExists: (tenant, outputId) => directory.outputExists(tenant, outputId), sse: sseOptions(config) }),
+      executionRoutes({ execution, outputs, outputExists: (tenant, outputId) => directory.outputExists(tenant, outputId), sse: sseOptions(config, metrics.sseChannel('output'), sseTracker) }),
       monitoringRoutes({
         tenants,
         localName: config.name,
@@ -379,17 +509,22 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
         remote: (service, filter, node) => remoteDetails(transport, core, service, filter, node, deadline),
       }),
       ...(config.internalReads ? [internalRoutes(repositories)] : []),
+      nodePages(config, version, () => nodes.local().state),
+      liveConsole(core, definitions),
     ],
   });
-  const http = await listen(app.callback(), config.host, config.httpPort);
-  log.info({ http: `http://${config.host}:${config.httpPort}`, peerPort: peer.port, state: nodes.local().state }, 'node started');
+  const http = await listen(app.callback(), config.host, config.httpPort, config.limits, tls);
+  const httpUrl = `${tls === undefined ? 'http' : 'https'}://${config.host}:${config.httpPort}`;
+  log.info({ http: httpUrl, peerPort: peer.port, peerTls: tls === undefined ? 'off' : 'mutual', state: nodes.local().state }, 'node started');
 
   return {
-    httpUrl: `http://${config.host}:${config.httpPort}`,
+    httpUrl,
     local: nodes.local(),
     async close() {
+      ops.stop();
       shell.stop();
       plane.stop();
+      system.stop();
       outputs.close();
       await sessionHost.close();
       await Promise.all([closeHttp(http), peer.close(SHUTDOWN_GRACE_MS)]);
@@ -399,6 +534,32 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
       log.info('node stopped');
     },
   };
+}
+
+/** GET /, the platform interface's OpenAPI document and its docs page (issue 14). */
+function nodePages(config: Config, version: SoftwareVersion, state: () => string): Router {
+  return nodePageRoutes({
+    identity: () => ({ name: config.name, state: state(), version }),
+    openapi: () => platformOpenApiDocument({ limits: { sessionQueriesMax: config.execution.sessionQueriesMax }, version: version.number }),
+    docs: new DocsAssets({ docsPath: PLATFORM_DOCS_PATH, openapiPath: PLATFORM_OPENAPI_PATH, title: 'Tributary platform interface' }),
+  });
+}
+
+/**
+ * The live console (issue 14): its page and the ring. Stored payloads per stream are
+ * GET /_cat/streams?format=json, which the page reads like any client.
+ */
+function liveConsole(core: ClusterCore, definitions: ReplicatedDefinitions): Router {
+  return consoleRoutes({
+    assets: new ConsoleAssets(),
+    ring: () => ringView(core.membership(), policiesInUse(definitions)),
+  });
+}
+
+/** The partitionings of the persisted streams; the default when there are none (the ring still exists). */
+function policiesInUse(definitions: ReplicatedDefinitions): Array<Pick<DistributionPolicy, 'ring_size' | 'replicas'>> {
+  const policies = streamPlacements(definitions).map((stream) => ({ ring_size: stream.ringSize, replicas: stream.replicas }));
+  return policies.length > 0 ? policies : [DEFAULT_POLICY];
 }
 
 /** The peer calls this node answers. */
@@ -417,12 +578,11 @@ function servePeers(
   });
   transport.handle('Admit', async (sender, admit) => {
     shell.submit({ type: 'receive', from: sender, message: { type: 'membership', membership: admit.membership } });
-    const local = nodes.local();
-    return { name: local.name, publicKey: local.publicKey, state: local.state, zone: local.zone, httpPort: local.httpPort };
+    return nodeStatus(nodes.local());
   });
   transport.handle('AdminCommand', (_sender, command) => shell.admin(command));
   transport.handle('DefinitionWrite', async (_sender, write) => {
-    const value = write.delete ? undefined : (JSON.parse(write.valueJson) as unknown);
+    const value = write.delete ? undefined : parseJson(write.valueJson);
     const record = await definitions.coordinate({ key: write.key, value, expectedVersion: write.expectedVersion, delete: write.delete });
     return { version: record === undefined ? undefined : String(record.version) };
   });
@@ -491,6 +651,54 @@ async function remoteDetails(
   );
 }
 
+/**
+ * Whether any member stores payloads of the stream (issue 13 item 3g). A member that does
+ * not answer counts as holding some: a change that would hide stored data is refused
+ * rather than risked.
+ */
+async function clusterHoldsData(
+  stream: string,
+  parts: { localHoldsData(stream: string): Promise<boolean>; core: ClusterCore; transport: PeerTransport; deadlineMs: number },
+): Promise<boolean> {
+  if (await parts.localHoldsData(stream)) return true;
+  const others = parts.core.membership().members.filter((member) => member.state !== 'Left' && member.name !== parts.transport.name);
+  const answers = await Promise.all(
+    others.map(async (member) => {
+      try {
+        const reply = await parts.transport.call(member.name, 'Read', { json: JSON.stringify({ holdsData: stream }) }, { deadlineMs: parts.deadlineMs });
+        return JSON.parse(reply.json) === true;
+      } catch {
+        return true;
+      }
+    }),
+  );
+  return answers.some((holds) => holds);
+}
+
+/** Whom a node with no cluster yet takes an Admit from: the join token's keys, or (bare --join) the first. */
+function admitTrust(config: Config, accepting: () => boolean, log: Logger): AdmitTrust {
+  const trustedKeys = config.joinToken === null ? undefined : new Set(parseJoinToken(config.joinToken));
+  if (config.join && accepting()) {
+    if (trustedKeys === undefined) {
+      log.warn('started with bare --join: this node will trust the first well-formed Admit that names its key (trust on first use; development on loopback only, use --join-token otherwise)');
+    } else {
+      log.info({ trustedKeys: trustedKeys.size }, 'waiting to be admitted by a node the join token names');
+    }
+  }
+  return { accepting, trustedKeys };
+}
+
+/** Says at start who may do what, so an open node is never open by surprise (issue 15, item 2). */
+function announceAccess(config: Config, log: Logger): void {
+  const membership = config.adminSecret === null ? 'open to anyone who reaches this node (no admin secret)' : 'need the admin secret';
+  if (config.authRequired) {
+    log.info({ auth: config.auth }, `platform API authentication is on: every route but /cluster/localNode, /health, /ready and the pages (/, /docs, /openapi.json, /console) needs a bearer token; membership changes ${membership}`);
+  } else {
+    const who = isLoopbackHost(config.host) ? 'any local process (loopback development)' : 'anyone who reaches this node (auth: off)';
+    log.warn({ auth: config.auth, host: config.host }, `platform API authentication is OFF: ${who} may read and change everything; membership changes ${membership}`);
+  }
+}
+
 function coreConfig(config: Config): CoreConfig {
   return {
     name: config.name,
@@ -539,6 +747,22 @@ function slotsInUse(definitions: ReplicatedDefinitions): Slot[] {
   return slots;
 }
 
+/** The slots in use, or while no stream is persisted those of the default policy. */
+function slotsForOwnership(definitions: ReplicatedDefinitions): Slot[] {
+  const slots = slotsInUse(definitions);
+  if (slots.length > 0) return slots;
+  return Array.from({ length: DEFAULT_POLICY.ring_size }, (_, partition) => ({ partition, replicas: DEFAULT_POLICY.replicas }));
+}
+
+/** Persisted streams with their repository and placement, for the _cat tables. */
+function streamPlacements(definitions: ReplicatedDefinitions) {
+  return definitions.list<RepositoryMapping>('repository/').map((mapping) => {
+    const key = mapping.key.slice('repository/'.length);
+    const policy = definitions.get<DistributionPolicy>(`policy/${key}`)?.value ?? DEFAULT_POLICY;
+    return { key, repo: mapping.value.name, replicas: policy.replicas, ringSize: policy.ring_size };
+  });
+}
+
 function storedStreams(definitions: ReplicatedDefinitions) {
   return definitions.list('stream/').map((stream) => {
     const key = stream.key.slice('stream/'.length);
@@ -546,24 +770,46 @@ function storedStreams(definitions: ReplicatedDefinitions) {
   });
 }
 
-function sseOptions(config: Config) {
+function sseOptions(config: Config, clients: { opened(): void; closed(): void }, tracker: SseTracker) {
   return {
+    tracker,
     clientsMax: config.limits.sseClientsMax,
     keepAliveMs: config.limits.sseKeepAliveMs,
     clientBufferBytesMax: config.limits.sseClientBufferBytesMax,
+    clients,
   };
 }
 
-async function listen(handler: Parameters<typeof createServer>[1], host: string, port: number): Promise<Server> {
-  const server = createServer(handler);
-  // Bound how long a slow client may take to send its headers and body; keep idle
-  // connections for 30 s (Node's 5 s races clients that pause between requests: they reuse
-  // a socket the server is closing). headersTimeout must exceed keepAliveTimeout.
+interface HttpLimits {
+  connectionsMax: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+}
+
+/**
+ * The HTTP server with its connection limits (issue 15, item 6): at most connectionsMax
+ * open connections (more are closed as they arrive), a connection that sends no complete
+ * request head within headersTimeoutMs is closed (Node 20 leaves a silent one open for
+ * good), and a request must be received whole within requestTimeoutMs (408). Node checks
+ * those two every connectionsCheckingInterval, 30 s unless told: once a second here.
+ */
+async function listen(handler: Parameters<typeof createServer>[1], host: string, port: number, limits: HttpLimits, tls: TlsMaterial | undefined): Promise<Server> {
+  // With TLS the port speaks HTTPS only: a plaintext request fails the handshake.
+  const server: Server =
+    tls === undefined
+      ? createServer({ connectionsCheckingInterval: 1_000 }, handler)
+      : createHttpsServer({ connectionsCheckingInterval: 1_000, handshakeTimeout: limits.headersTimeoutMs, cert: tls.cert, key: tls.key, ca: tls.ca }, handler);
+  server.maxConnections = limits.connectionsMax;
+  // Keep idle connections for 30 s (Node's 5 s races clients that pause between requests:
+  // they reuse a socket the server is closing).
   server.keepAliveTimeout = 30_000;
-  server.headersTimeout = 31_000;
-  server.requestTimeout = 300_000;
+  server.headersTimeout = limits.headersTimeoutMs;
+  server.requestTimeout = limits.requestTimeoutMs;
+  server.on(tls === undefined ? 'connection' : 'secureConnection', (socket: Socket) => socket.setTimeout(limits.headersTimeoutMs, () => socket.destroy()));
+  // Once a request arrives its timeouts are Node's (and SSE sets none); keep-alive sets its own.
+  server.on('request', (request) => request.socket.setTimeout(0));
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (error) => reject(new Error(`cannot listen for HTTP on ${host}:${port}: ${error.message}`)));
+    server.once('error', (error) => reject(new StartupError(`cannot listen for HTTP on ${host}:${port}: ${error.message}`, { cause: error })));
     server.listen(port, host, () => resolve());
   });
   return server;

@@ -1,13 +1,26 @@
 // Approved vendors of a tenant (spec, "Vendor"): free-form documents with a required `id`
 // and `key`; extra fields are kept as sent.
 
-import { isPlainObject } from '../json.js';
+import { z } from 'zod';
 import { BadRequestError, NotFoundError } from '../errors.js';
+import { validate } from '../validation.js';
 import { checkName } from '../names.js';
 import type { TenantService } from '../cluster/tenants.js';
 import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';
 
-export type Vendor = Record<string, unknown> & { id: string; key: string };
+/** The body of PUT /admin/:tenant/vendors/:id, as stored and returned. */
+export const vendorSchema = z
+  .looseObject({
+    id: z.string().min(1).describe('The vendor name, unique in the tenant; must equal the `:id` of the path.'),
+    key: z.string().min(1).describe("The vendor's public key."),
+  })
+  .meta({
+    id: 'Vendor',
+    description: 'An approved vendor: `id` and `key` are required; any other field (support, contact, …) is kept as sent.',
+    examples: [{ id: 'acme', key: 'MCowBQYDK2VwAyEA3t5K1b1T8q5hLQ2l5Zy0mWl7q8oXbq3v8m8p3Yh4b9Q=', support: 'support@acme.example' }],
+  });
+
+export type Vendor = z.infer<typeof vendorSchema>;
 
 export class VendorService {
   constructor(
@@ -45,9 +58,8 @@ function vendorKey(tenant: string, id: string): string {
 }
 
 function parseVendor(body: unknown, id: string): Vendor {
-  if (!isPlainObject(body)) throw new BadRequestError('vendor must be a JSON object');
-  if (typeof body.id !== 'string' || body.id === '') throw new BadRequestError('vendor field id is required (a string)');
-  if (typeof body.key !== 'string' || body.key === '') throw new BadRequestError('vendor field key is required (a string)');
-  if (body.id !== id) throw new BadRequestError(`vendor id '${body.id}' differs from the id '${id}' in the path`);
+  const { id: sentId } = validate(vendorSchema, body, 'vendor');
+  if (sentId !== id) throw new BadRequestError(`id: the vendor id '${sentId}' differs from the id '${id}' in the path`);
+  // Kept as sent: the checked copy would drop a field named __proto__.
   return body as Vendor;
 }

@@ -90,12 +90,22 @@ export class AdminGate {
     this.digest = secret === null ? undefined : sha256(secret);
   }
 
+  /** Whether an admin secret is configured at all. */
+  get configured(): boolean {
+    return this.digest !== undefined;
+  }
+
+  /** Whether `presented` is the admin secret (false when none is configured). */
+  matches(presented: string): boolean {
+    return this.digest !== undefined && timingSafeEqual(sha256(presented), this.digest);
+  }
+
   check(authorization: string | undefined): void {
     if (this.digest === undefined) {
       throw new ProblemError('admin-disabled', 'this node has no admin secret (config adminSecret, TRIBUTARY_ADMIN_SECRET): its admin endpoints are closed');
     }
     const presented = bearerToken(authorization);
-    if (presented === undefined || !timingSafeEqual(sha256(presented), this.digest)) {
+    if (presented === undefined || !this.matches(presented)) {
       throw new ProblemError('admin-unauthenticated', presented === undefined ? 'send the admin secret as Authorization: Bearer <secret>' : 'the admin secret is wrong', {
         details: { [WWW_AUTHENTICATE_DETAIL]: `Bearer realm="${ADMIN_REALM}"${presented === undefined ? '' : ', error="invalid_token"'}` },
       });

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The accounts CLI (issue 6, item 1): a contract operators script against.
 //
-//   npm run accounts -- COMMAND [NAME] --url http://127.0.0.1:8888 --admin-secret SECRET
+//   npm run accounts -- COMMAND [NAME [TENANT LEVEL]] --url http://127.0.0.1:8888 --admin-secret SECRET
 //
 // It talks to a running node's /api/v1/admin endpoints with the node's admin secret
 // (--admin-secret, else TRIBUTARY_ADMIN_SECRET). `create` prints the new token, once, on its
@@ -97,6 +97,17 @@ function buildProgram(): Command {
   command('revoke-api <name>', 'turn api_access_enabled off for the account').action(async (name: string, options: GlobalOptions) => {
     await call(options, 'PATCH', `/accounts/${encode(name)}`, { apiAccessEnabled: false });
     console.log(`API access revoked from ${name}`);
+  });
+  command('grant <name> <tenant> <level>', 'give the account read, write or admin on a tenant of the platform interface (system: every tenant)').action(
+    async (name: string, tenant: string, level: string, options: GlobalOptions) => {
+      if (!['read', 'write', 'admin'].includes(level)) throw new UsageError(`level must be read, write or admin, not '${level}'`);
+      await call(options, 'PATCH', `/accounts/${encode(name)}`, { permissions: { [tenant]: level } });
+      console.log(`${name} has ${level} on ${tenant}`);
+    },
+  );
+  command('ungrant <name> <tenant>', "remove the account's permission on a tenant").action(async (name: string, tenant: string, options: GlobalOptions) => {
+    await call(options, 'PATCH', `/accounts/${encode(name)}`, { permissions: { [tenant]: null } });
+    console.log(`${name} has no permission on ${tenant}`);
   });
   command('revoke <name>', "revoke the account's token: it stops working at once").action(async (name: string, options: GlobalOptions) => {
     await call(options, 'POST', `/accounts/${encode(name)}/revoke`);

@@ -6,6 +6,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { quoteForMessage } from '../json.js';
 import type { Definitions } from '../storage/definitions.js';
+import { GRANTS_MAX, isAccessLevel, type AccessLevel } from '../auth/permissions.js';
+import { checkName } from '../names.js';
 import { ProblemError } from './problems.js';
 import { compareAndSet, KEYS, systemEnvironment, type Environment } from './store.js';
 
@@ -17,6 +19,8 @@ export interface StoredAccount {
   tokenSha256: string | null;
   /** The per-account gate of /api/v1 (spec: `api_access_enabled`, default off). */
   apiAccessEnabled: boolean;
+  /** Levels on tenants of the platform interface (issue 15); absent on accounts made before. */
+  permissions?: Record<string, AccessLevel>;
   createdAt: string;
   updatedAt: string;
   revokedAt: string | null;
@@ -27,6 +31,7 @@ export interface AccountView {
   id: string;
   name: string;
   apiAccessEnabled: boolean;
+  permissions: Record<string, AccessLevel>;
   status: 'active' | 'revoked';
   createdAt: string;
   updatedAt: string;
@@ -92,6 +97,25 @@ export class AccountService {
     return this.update(name, (account) => (account.apiAccessEnabled === enabled ? undefined : { ...account, apiAccessEnabled: enabled }));
   }
 
+  /**
+   * Sets the account's level on each tenant named (null removes the grant); tenants not
+   * named keep theirs. The platform interface checks these on every request (issue 15).
+   */
+  setPermissions(name: string, changes: unknown): Promise<AccountView> {
+    const parsed = parsePermissionChanges(changes);
+    return this.update(name, (account) => {
+      const permissions: Record<string, AccessLevel> = { ...account.permissions };
+      for (const [tenant, level] of parsed) {
+        if (level === null) delete permissions[tenant];
+        else permissions[tenant] = level;
+      }
+      if (Object.keys(permissions).length > GRANTS_MAX) {
+        throw new ProblemError('invalid-request', `an account holds grants on at most ${GRANTS_MAX} tenants`);
+      }
+      return { ...account, permissions };
+    });
+  }
+
   /** The token stops working at once; the account and what it owns stay. */
   revoke(name: string): Promise<AccountView> {
     return this.update(name, (account) =>
@@ -146,5 +170,26 @@ function accountKey(name: string): string {
 
 function toView(account: StoredAccount): AccountView {
   const { id, name, apiAccessEnabled, createdAt, updatedAt, revokedAt } = account;
-  return { id, name, apiAccessEnabled, status: account.tokenSha256 === null ? 'revoked' : 'active', createdAt, updatedAt, revokedAt };
+  const permissions = { ...account.permissions };
+  return { id, name, apiAccessEnabled, permissions, status: account.tokenSha256 === null ? 'revoked' : 'active', createdAt, updatedAt, revokedAt };
+}
+
+/** `{ "<tenant>": "read" | "write" | "admin" | null }`, checked whole before anything changes. */
+function parsePermissionChanges(changes: unknown): Array<[string, AccessLevel | null]> {
+  if (typeof changes !== 'object' || changes === null || Array.isArray(changes)) {
+    throw new ProblemError('invalid-request', 'permissions must be an object of tenant names to "read", "write", "admin" or null');
+  }
+  const entries = Object.entries(changes);
+  if (entries.length > GRANTS_MAX) throw new ProblemError('invalid-request', `at most ${GRANTS_MAX} tenants may be named at once`);
+  return entries.map(([tenant, level]) => {
+    try {
+      checkName('tenant', tenant);
+    } catch (error) {
+      throw new ProblemError('invalid-request', (error as Error).message);
+    }
+    if (level !== null && !isAccessLevel(level)) {
+      throw new ProblemError('invalid-request', `permissions[${quoteForMessage(tenant)}] must be "read", "write", "admin" or null`);
+    }
+    return [tenant, level];
+  });
 }

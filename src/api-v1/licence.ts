@@ -62,12 +62,41 @@ export interface LicenceState extends Licence {
   brainsUsed: number;
 }
 
+/** The cluster's licence as stored (issue 15): set when the cluster is born, then only by an administrator. */
+export interface StoredLicence extends Licence {
+  updatedAt: string;
+}
+
 export class LicencePool {
   constructor(
     private readonly store: Definitions,
-    readonly licence: Licence,
+    /** This node's config: the licence a cluster is born with, and the one of a cluster made before it was stored. */
+    private readonly configured: Licence,
     private readonly env: Environment = systemEnvironment,
   ) {}
+
+  /**
+   * One setting for the whole cluster (issue 15, item 1): the stored licence, so a node that
+   * joins with another config cannot change the tier or the allowance. A cluster made before
+   * the licence was stored goes by each node's config until an administrator sets it.
+   */
+  get licence(): Licence {
+    const stored = this.store.get<StoredLicence>(KEYS.licence)?.value;
+    return stored === undefined ? this.configured : { tier: stored.tier, brainAllowance: stored.brainAllowance };
+  }
+
+  /** Whether this node's config says otherwise than the cluster's stored licence (worth a log line). */
+  configDiffers(): boolean {
+    const stored = this.store.get<StoredLicence>(KEYS.licence)?.value;
+    return stored !== undefined && (stored.tier !== this.configured.tier || stored.brainAllowance !== this.configured.brainAllowance);
+  }
+
+  /** An administrator changes the tier or the allowance, for the whole cluster. */
+  async setLicence(change: Partial<Licence>): Promise<LicenceState> {
+    const next: StoredLicence = { ...this.licence, ...change, updatedAt: this.env.now().toISOString() };
+    await this.store.put<StoredLicence>(KEYS.licence, next);
+    return this.state();
+  }
 
   /**
    * Writes the empty pool when a cluster is born (its first node's first start), so that
@@ -78,6 +107,13 @@ export class LicencePool {
    * not yet written anywhere.
    */
   async initialise(): Promise<void> {
+    if (this.store.get(KEYS.licence) === undefined) {
+      await this.store.put<StoredLicence>(KEYS.licence, { ...this.configured, updatedAt: this.env.now().toISOString() });
+    }
+    await this.initialisePool();
+  }
+
+  private async initialisePool(): Promise<void> {
     if (this.store.get(KEYS.licencePool) !== undefined) return;
     const live = this.store
       .list<{ id: string; createdAt: string; deletedAt: string | null }>(KEYS.brainPrefix)
@@ -92,14 +128,15 @@ export class LicencePool {
 
   /** Takes a slot for `brainId`, or refuses with the licence problem. */
   async reserve(brainId: string): Promise<void> {
-    if (this.store.get(KEYS.licencePool) === undefined) await this.initialise();
-    const allowance = this.licence.brainAllowance;
+    if (this.store.get(KEYS.licencePool) === undefined) await this.initialisePool();
+    const licence = this.licence;
+    const allowance = licence.brainAllowance;
     await compareAndSet<LicencePoolValue, void>(this.store, KEYS.licencePool, (current) => {
       const now = this.env.now();
       const held = heldSlots(current?.value.slots ?? [], (id) => this.presence(id), now.getTime());
       if (held.length >= allowance) {
         throw new ProblemError('licence-brain-allowance-exceeded', `the licence allows ${allowance} brain${allowance === 1 ? '' : 's'} in this installation and all are in use; delete one or raise the allowance`, {
-          details: { tier: this.licence.tier, brainAllowance: allowance, brainsUsed: held.length },
+          details: { tier: licence.tier, brainAllowance: allowance, brainsUsed: held.length },
         });
       }
       return { value: { slots: [...held, { brainId, reservedAt: now.toISOString() }] }, result: undefined };

@@ -25,7 +25,10 @@ gate is **403** (\`api-disabled\` is checked before \`api-access-not-granted\`).
 
 **Visibility.** An account sees and acts on the brains it created; any other brain id is 404.
 
-**Licence.** One pool of \`licence.brainAllowance\` brains for the whole cluster. A create
+**Licence.** The tier and the allowance are one setting for the whole cluster: the first
+node's config when the cluster is born, then only what an administrator sets
+(\`PATCH /api/v1/admin/licence\`); a joining node's config changes neither. One pool of
+\`brainAllowance\` brains for the whole cluster. A create
 beyond it is **402** \`licence-brain-allowance-exceeded\`; soft-deleted brains give their
 slot back. On the \`free\` tier, setting \`auditEnabled\` or \`advancedSecurityEnabled\` to true is
 **402** \`licence-feature-unavailable\`, on create and on PATCH (setting them false is allowed).
@@ -179,12 +182,13 @@ const schemas: Record<string, Schema> = {
   },
   Account: {
     type: 'object',
-    required: ['id', 'name', 'apiAccessEnabled', 'status', 'createdAt', 'updatedAt', 'revokedAt'],
+    required: ['id', 'name', 'apiAccessEnabled', 'permissions', 'status', 'createdAt', 'updatedAt', 'revokedAt'],
     additionalProperties: false,
     properties: {
       id: { type: 'string', format: 'uuid' },
       name: { type: 'string' },
       apiAccessEnabled: { type: 'boolean', description: 'api_access_enabled: the per-account gate.' },
+      permissions: ref('Permissions'),
       status: { enum: ['active', 'revoked'] },
       ...timestamps,
       revokedAt: { type: ['string', 'null'], format: 'date-time' },
@@ -210,10 +214,23 @@ const schemas: Record<string, Schema> = {
       token: { type: 'string', description: 'The bearer token: shown this once, stored only as a hash.' },
     },
   },
+  Permissions: {
+    type: 'object',
+    description: 'Levels on tenants of the platform interface (read < write < admin); a level on `system` holds on every tenant.',
+    additionalProperties: { enum: ['read', 'write', 'admin'] },
+  },
   AccountPatch: {
     type: 'object',
-    required: ['apiAccessEnabled'],
-    properties: { apiAccessEnabled: { type: 'boolean' } },
+    minProperties: 1,
+    description: 'apiAccessEnabled, permissions, or both.',
+    properties: {
+      apiAccessEnabled: { type: 'boolean' },
+      permissions: {
+        type: 'object',
+        description: 'Tenant name to "read", "write" or "admin"; null removes the grant. Tenants not named keep theirs.',
+        additionalProperties: { enum: ['read', 'write', 'admin', null] },
+      },
+    },
   },
   Settings: {
     type: 'object',
@@ -229,6 +246,15 @@ const schemas: Record<string, Schema> = {
     type: 'object',
     required: ['apiEnabled'],
     properties: { apiEnabled: { type: 'boolean' } },
+  },
+  LicencePatch: {
+    type: 'object',
+    minProperties: 1,
+    description: 'tier, brainAllowance, or both; stored for the whole cluster.',
+    properties: {
+      tier: { enum: ['free', 'paid'] },
+      brainAllowance: { type: 'integer', minimum: 0, maximum: 1_000_000 },
+    },
   },
   Licence: {
     type: 'object',
@@ -371,7 +397,7 @@ const paths = {
     },
     patch: {
       operationId: 'updateAccount',
-      summary: 'Grant or revoke API access (api_access_enabled)',
+      summary: 'Grant or revoke API access (api_access_enabled) and platform permissions',
       tags: ['admin'],
       security: adminSecret,
       requestBody: { required: true, content: json(ref('AccountPatch')) },
@@ -408,10 +434,18 @@ const paths = {
   '/api/v1/admin/licence': {
     get: {
       operationId: 'getLicence',
-      summary: 'This node\'s licence and the cluster\'s pool use',
+      summary: 'The cluster\'s licence and its pool use',
       tags: ['admin'],
       security: adminSecret,
       responses: responses({ '200': { description: 'The licence', content: json(ref('Licence')) } }, ...admin),
+    },
+    patch: {
+      operationId: 'updateLicence',
+      summary: 'Change the tier or the brain allowance, for the whole cluster',
+      tags: ['admin'],
+      security: adminSecret,
+      requestBody: { required: true, content: json(ref('LicencePatch')) },
+      responses: responses({ '200': { description: 'The licence', content: json(ref('Licence')) } }, ...bodyProblems, ...admin),
     },
   },
   '/api/v1/admin/brains/{brainId}': {

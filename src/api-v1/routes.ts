@@ -9,7 +9,7 @@ import type { AccountService, StoredAccount } from './accounts.js';
 import { authorise, type AdminGate, type ApiSwitch } from './access.js';
 import type { BrainService } from './brains.js';
 import { DOCS_CONTENT_SECURITY_POLICY, DOCS_PATH, OPENAPI_PATH, type DocsAsset, type DocsAssets } from './docs.js';
-import type { LicencePool } from './licence.js';
+import type { Licence, LicencePool } from './licence.js';
 import { openApiDocument } from './openapi.js';
 import { API_PREFIX, ProblemError } from './problems.js';
 import type { BrainTemplates } from './templates.js';
@@ -86,7 +86,13 @@ function adminRoutes(router: Router, { accounts, apiSwitch, adminGate, brains, p
     ctx.body = accounts.get(ctx.params.name!);
   });
   router.patch(`${ADMIN}/accounts/:name`, admin, async (ctx) => {
-    ctx.body = await accounts.setApiAccess(ctx.params.name!, field(ctx.request.body, 'apiAccessEnabled', 'boolean'));
+    // Either or both of apiAccessEnabled (the brain API gate) and permissions (the platform's).
+    const body = ctx.request.body;
+    const permissions = isPlainObject(body) ? body.permissions : undefined;
+    if (permissions === undefined || (isPlainObject(body) && body.apiAccessEnabled !== undefined)) {
+      ctx.body = await accounts.setApiAccess(ctx.params.name!, field(body, 'apiAccessEnabled', 'boolean'));
+    }
+    if (permissions !== undefined) ctx.body = await accounts.setPermissions(ctx.params.name!, permissions);
   });
   router.post(`${ADMIN}/accounts/:name/revoke`, admin, async (ctx) => {
     ctx.body = await accounts.revoke(ctx.params.name!);
@@ -99,6 +105,9 @@ function adminRoutes(router: Router, { accounts, apiSwitch, adminGate, brains, p
   });
   router.get(`${ADMIN}/licence`, admin, (ctx) => {
     ctx.body = pool.state();
+  });
+  router.patch(`${ADMIN}/licence`, admin, async (ctx) => {
+    ctx.body = await pool.setLicence(licencePatch(ctx.request.body));
   });
   router.get(`${ADMIN}/brains/:brainId`, admin, (ctx) => {
     ctx.body = brains.inspect(ctx.params.brainId!);
@@ -125,6 +134,25 @@ function send(ctx: Koa.Context, asset: DocsAsset): void {
   ctx.body = asset.body;
   ctx.type = asset.contentType;
   ctx.set('X-Content-Type-Options', 'nosniff');
+}
+
+function licencePatch(body: unknown): Partial<Licence> {
+  if (!isPlainObject(body) || (body.tier === undefined && body.brainAllowance === undefined)) {
+    throw new ProblemError('invalid-request', 'the body must be a JSON object with tier ("free" or "paid"), brainAllowance (an integer from 0 to 1000000), or both');
+  }
+  const change: Partial<Licence> = {};
+  if (body.tier !== undefined) {
+    if (body.tier !== 'free' && body.tier !== 'paid') throw new ProblemError('invalid-request', 'tier must be "free" or "paid"');
+    change.tier = body.tier;
+  }
+  if (body.brainAllowance !== undefined) {
+    const allowance = body.brainAllowance;
+    if (typeof allowance !== 'number' || !Number.isInteger(allowance) || allowance < 0 || allowance > 1_000_000) {
+      throw new ProblemError('invalid-request', 'brainAllowance must be an integer from 0 to 1000000');
+    }
+    change.brainAllowance = allowance;
+  }
+  return change;
 }
 
 function field<T extends 'string' | 'boolean'>(body: unknown, name: string, type: T): T extends 'string' ? string : boolean {

@@ -14,6 +14,7 @@ export const KEYS = {
   neuronTypesPrefix: 'api/neuron-types/',
   settings: 'api/settings',
   licencePool: 'api/licence-pool',
+  licence: 'api/licence',
 } as const;
 
 export interface Environment {

@@ -14,6 +14,7 @@ import type { Timer, Timers } from '../timers.js';
 import type { ClusterCore } from './core/core.js';
 import type { AdminCommand, AdminResult, ChunkData, CoreEffect, CoreInput, DurableIncoming, Membership, PeerMessage, PersistedCoreState, Slot, TransferPlan } from './core/types.js';
 import type { ClusterEventBus } from './events.js';
+import { peerMessageProblem } from './peer-input.js';
 
 /** Where transfer chunks are read and stored (storage/transfer-chunks.ts; the simulation's own). */
 export interface ChunkStore {
@@ -155,6 +156,7 @@ export class ClusterShell {
       await this.resumed;
       while (this.queue.length > 0 && !this.stopped) {
         const input = this.queue.shift()!;
+        if (this.refused(input)) continue;
         const effects = this.deps.core.step(input);
         for (const effect of effects) await this.execute(effect);
         if (input.type === 'receive' && input.message.type === 'transfer-chunk') this.settleUnackedChunk(input.from, input.message);
@@ -167,6 +169,19 @@ export class ClusterShell {
     } finally {
       this.draining = false;
     }
+  }
+
+  /**
+   * A peer's message that breaks the protocol (a malformed table, one that contradicts
+   * ours) is refused and logged here, checked against the table the core holds when it
+   * would step it, so no peer can trip one of the core's assertions (peer-input.ts).
+   */
+  private refused(input: CoreInput): boolean {
+    if (input.type !== 'receive') return false;
+    const problem = peerMessageProblem(input.message, this.deps.core.membership());
+    if (problem === undefined) return false;
+    this.deps.log.warn({ peer: input.from, type: input.message.type, reason: problem }, 'peer message refused');
+    return true;
   }
 
   private async execute(effect: CoreEffect): Promise<void> {
@@ -192,10 +207,10 @@ export class ClusterShell {
       case 'drop':
         return this.deps.onDrop(effect.repo, effect.slots);
       case 'node-state':
-        this.deps.log.info({ node: effect.node, state: effect.state }, 'node state');
+        this.deps.log.info({ peer: effect.node, state: effect.state }, 'node state');
         return this.deps.events.publish({ type: 'NODE_STATE_UPDATED', node: effect.node, state: effect.state });
       case 'availability':
-        this.deps.log.info({ node: effect.node, available: effect.available }, 'availability');
+        this.deps.log.info({ peer: effect.node, available: effect.available }, 'availability');
         return this.deps.onMembership(this.deps.core.membership());
       case 'membership-changed':
         this.forgetEndedProgress(effect.membership);

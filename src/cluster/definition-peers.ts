@@ -10,6 +10,7 @@ import type { GroupCommitter } from '../storage/group-commit.js';
 import type { HintBuffer } from '../storage/hints.js';
 import type { Membership } from './core/types.js';
 import type { DefinitionPeers, DefinitionWrite } from './replicated-definitions.js';
+import { parseJson, stringifyJson } from '../json.js';
 
 export interface ClusterDefinitionPeersDeps {
   localName: string;
@@ -22,11 +23,11 @@ export interface ClusterDefinitionPeersDeps {
 }
 
 export function toWireRecord(record: DefinitionRecord): WireDefinitionRecord {
-  return { key: record.key, version: record.version, deleted: record.deleted, valueJson: record.deleted ? '' : JSON.stringify(record.value ?? null) };
+  return { key: record.key, version: record.version, deleted: record.deleted, valueJson: record.deleted ? '' : stringifyJson(record.value ?? null) };
 }
 
 export function fromWireRecord(record: WireDefinitionRecord): DefinitionRecord {
-  return { key: record.key, version: record.version, deleted: record.deleted, value: record.deleted ? undefined : JSON.parse(record.valueJson) };
+  return { key: record.key, version: record.version, deleted: record.deleted, value: record.deleted ? undefined : parseJson(record.valueJson) };
 }
 
 export class ClusterDefinitionPeers implements DefinitionPeers {
@@ -56,7 +57,7 @@ export class ClusterDefinitionPeers implements DefinitionPeers {
     const reply = await this.deps.transport.call(
       node,
       'DefinitionWrite',
-      { key: write.key, valueJson: write.delete ? '' : JSON.stringify(write.value), expectedVersion: write.expectedVersion, delete: write.delete },
+      { key: write.key, valueJson: write.delete ? '' : stringifyJson(write.value), expectedVersion: write.expectedVersion, delete: write.delete },
       { deadlineMs: this.deps.peerDeadlineMs },
     );
     if (reply.version === undefined) return undefined;

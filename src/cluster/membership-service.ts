@@ -1,17 +1,19 @@
 // Adding and removing nodes (spec, "Cluster"; DESIGN.md, "Cluster"). Any node takes the
 // request; the membership coordinator runs it. Before a node is added, its identity is
-// proved: it must answer at the given address with a reply signed by the given key.
+// proved: it must answer at the given address with a reply signed by the given key that
+// names that address. Who may ask is the HTTP layer's business (auth/access-rules.ts).
 
-import { isPlainObject } from '../json.js';
-import { BadRequestError, NotFoundError, StateConflictError, TributaryError } from '../errors.js';
+import { z } from 'zod';
+import { BadRequestError, NotFoundError, StateConflictError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { checkName } from '../names.js';
-import { PeerAuthError } from '../peer/errors.js';
+import { checkName, nameSchema } from '../names.js';
 import type { PeerTransport } from '../peer/transport.js';
 import type { ClusterShell } from './cluster-shell.js';
 import type { ClusterCore } from './core/core.js';
 import { coordinatorOf, NODE_NAME_FORBIDDEN } from './core/placement.js';
 import type { AdminCommand, AdminResult, Member, Membership, TransferPlan } from './core/types.js';
+import { validate } from '../validation.js';
+import { makeJoinToken } from './join-token.js';
 
 export interface NodeEntry {
   name: string;
@@ -96,18 +98,40 @@ export class MembershipService {
     while (this.history.size > TRANSFER_HISTORY_MAX) this.history.delete(this.history.keys().next().value!);
   }
 
+  /**
+   * A token naming the keys of the nodes that may admit a new node (every member that is
+   * not Pending or Left): a node started with it trusts only this cluster (join-token.ts).
+   */
+  joinToken(): string {
+    const keys = this.deps.core
+      .membership()
+      .members.filter((member) => member.state !== 'Pending' && member.state !== 'Left')
+      .map((member) => member.publicKey);
+    return makeJoinToken(keys);
+  }
+
+  /**
+   * The node at the entry's address must answer a Ping with a reply signed by the entry's
+   * key, and say in that signed reply that it is reached at that very address and port: a
+   * relay in front of a real Pending node is refused. Until the proof holds, every failure
+   * (nothing listening, something else listening, another key) answers the same 400 after
+   * the same time (the peer deadline), so the endpoint cannot be used to scan ports.
+   */
   private async proveIdentity(entry: NodeEntry): Promise<Omit<Member, 'state'>> {
     const where = `${entry.address}:${entry.port}`;
+    const started = Date.now();
     let reply;
     try {
       reply = await this.deps.transport.callUnknown({ address: entry.address, port: entry.port }, entry.publicKey, 'Ping', {}, {
         deadlineMs: this.deps.peerDeadlineMs,
       });
     } catch (error) {
-      if (error instanceof PeerAuthError) {
-        throw new BadRequestError(`the node at ${where} does not hold the private key of publicKey ${entry.publicKey}`);
-      }
-      throw new TributaryError(502, 'NODE_UNREACHABLE', `cannot reach a node at ${where}: ${(error as Error).message}`);
+      this.deps.log.info({ err: error, peer: entry.name, address: where }, 'identity proof failed');
+      await sleepUntil(started + this.deps.peerDeadlineMs);
+      throw new BadRequestError(`no node holding the private key of publicKey ${entry.publicKey} answered at ${where} within ${this.deps.peerDeadlineMs} ms`);
+    }
+    if (reply.address !== entry.address || reply.port !== entry.port) {
+      throw new BadRequestError(`the node holding that key says it is reached at ${reply.address}:${reply.port}, not ${where} (start it with --advertise-address, or add it at its own address)`);
     }
     if (reply.name !== entry.name) throw new BadRequestError(`the node at ${where} is named '${reply.name}', not '${entry.name}'`);
     if (reply.state !== 'Pending') {
@@ -123,7 +147,7 @@ export class MembershipService {
         return;
       } catch (error) {
         if (!(error instanceof StateConflictError)) {
-          this.deps.log.error({ err: error, node: member.name }, 'queued add failed');
+          this.deps.log.error({ err: error, peer: member.name }, 'queued add failed');
           return;
         }
       }
@@ -147,30 +171,38 @@ export class MembershipService {
   }
 }
 
-function parseEntries(body: unknown): NodeEntry[] {
-  const nodes = isPlainObject(body) ? body.nodes : undefined;
-  if (!Array.isArray(nodes) || nodes.length === 0 || nodes.length > ENTRIES_MAX) {
-    throw new BadRequestError(`body must be { nodes: [ { name, publicKey, address, port } ] } with 1 to ${ENTRIES_MAX} nodes`);
-  }
-  return nodes.map((node, index) => parseEntry(node, `nodes[${index}]`));
+function sleepUntil(timeMs: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, timeMs - Date.now())));
 }
 
-function parseEntry(node: unknown, where: string): NodeEntry {
-  if (!isPlainObject(node)) throw new BadRequestError(`${where} must be an object`);
-  const name = checkName('node', node.name);
-  if (NODE_NAME_FORBIDDEN.test(name)) throw new BadRequestError(`${where}.name must not contain '>', '~' or white space`);
-  const publicKey = node.publicKey;
-  if (typeof publicKey !== 'string' || Buffer.from(publicKey, 'base64').length !== 32) {
-    throw new BadRequestError(`${where}.publicKey must be the base64 of a 32-byte ed25519 public key`);
-  }
-  // Clients of the interface send `host` or `address` (spec, "Cluster"): both are accepted.
-  const address = node.address ?? node.host;
-  if (typeof address !== 'string' || address === '' || address.length > 255) {
-    throw new BadRequestError(`${where}.address (or host) must be a host name or IP address`);
-  }
-  const port = node.port;
-  if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new BadRequestError(`${where}.port must be the node's peer port, an integer from 1 to 65535`);
-  }
-  return { name, publicKey, address, port };
+const PUBLIC_KEY_BYTES = 32;
+const ADDRESS_CHARS_MAX = 255;
+const addressSchema = z.string().min(1).max(ADDRESS_CHARS_MAX);
+
+const nodeEntrySchema = z
+  .object({
+    name: nameSchema('node').refine((name) => !NODE_NAME_FORBIDDEN.test(name), "must not contain '>', '~' or white space"),
+    publicKey: z
+      .string()
+      .refine((key) => Buffer.from(key, 'base64').length === PUBLIC_KEY_BYTES, 'must be the base64 of a 32-byte ed25519 public key')
+      .describe("The node's ed25519 public key, base64: `publicKey` of its GET /cluster/localNode."),
+    // Clients of the interface send `host` or `address` (spec, "Cluster"): both are accepted.
+    address: addressSchema.optional().describe('Host name or IP address of its peer port.'),
+    host: addressSchema.optional().describe('Accepted in place of address.'),
+    port: z.int().min(1).max(65535).describe("The node's peer (gRPC) port."),
+  })
+  .refine((entry) => entry.address !== undefined || entry.host !== undefined, { path: ['address'], message: 'address (or host) is required: a host name or IP address' })
+  .transform(({ name, publicKey, address, host, port }): NodeEntry => ({ name, publicKey, address: (address ?? host)!, port }))
+  .meta({ id: 'NodeEntry', description: 'A node started with --join (state Pending), as its GET /cluster/localNode shows it.' });
+
+/** The body of POST /cluster/nodes. */
+export const addNodesBodySchema = z
+  .object({ nodes: z.array(nodeEntrySchema).min(1).max(ENTRIES_MAX) })
+  .meta({
+    id: 'AddNodes',
+    examples: [{ nodes: [{ name: 'node-2', publicKey: 'M1jc6k0nxbIzEjQ1OVaw3QYTPjMTxFIV07U0Ir0ATwI=', address: '127.0.0.1', port: 18083 }] }],
+  });
+
+function parseEntries(body: unknown): NodeEntry[] {
+  return validate(addNodesBodySchema, body).nodes;
 }

@@ -17,7 +17,7 @@ export const DEFAULT_POLICY: DistributionPolicy = Object.freeze({
 
 /** JSON with object keys sorted at every level, so equal payloads give equal text. */
 export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (value === null || typeof value !== 'object') return scalarJson(value);
   if (Array.isArray(value)) {
     let out = '[';
     for (let i = 0; i < value.length; i += 1) out += (i === 0 ? '' : ',') + canonicalJson(value[i] ?? null);
@@ -56,7 +56,7 @@ interface PrefixWriter {
 /** Appends canonical JSON of `value`; true once the writer holds `charsMin` characters. */
 function writeCanonical(value: unknown, writer: PrefixWriter): boolean {
   if (typeof value === 'string') return writeString(value, writer);
-  if (value === null || typeof value !== 'object') return emit(JSON.stringify(value) ?? 'null', writer);
+  if (value === null || typeof value !== 'object') return emit(scalarJson(value), writer);
   if (Array.isArray(value)) {
     if (emit('[', writer)) return true;
     for (let i = 0; i < value.length; i += 1) {
@@ -73,6 +73,11 @@ function writeCanonical(value: unknown, writer: PrefixWriter): boolean {
     first = false;
   }
   return emit('}', writer);
+}
+
+/** A scalar's JSON; a BigInt (a long beyond 2^53, issue 13) is its digits. */
+function scalarJson(value: unknown): string {
+  return typeof value === 'bigint' ? value.toString() : (JSON.stringify(value) ?? 'null');
 }
 
 function emit(text: string, writer: PrefixWriter): boolean {

@@ -11,6 +11,7 @@ import type {
   Definitions,
   DefinitionStore,
 } from '../storage/definitions.js';
+import { DefinitionQuota, type DefinitionQuotaLimits } from './definition-quota.js';
 
 export interface DefinitionWrite {
   key: string;
@@ -34,10 +35,17 @@ export interface DefinitionPeers {
 }
 
 export class ReplicatedDefinitions implements Definitions {
+  private quota: DefinitionQuota | undefined;
+
   constructor(
     private readonly local: DefinitionStore,
     private readonly peers: DefinitionPeers,
   ) {}
+
+  /** Byte quotas every write from this node must keep (issue 15): checked before it is sent anywhere. */
+  limitBytes(limits: DefinitionQuotaLimits): void {
+    this.quota = new DefinitionQuota(this.local, limits);
+  }
 
   get<T>(key: string): Definition<T> | undefined {
     return this.local.get<T>(key);
@@ -52,6 +60,7 @@ export class ReplicatedDefinitions implements Definitions {
   }
 
   async put<T>(key: string, value: T, expectedVersion?: string): Promise<Definition<T>> {
+    this.quota?.check(key, value);
     const record = await this.write({ key, value, expectedVersion, delete: false });
     return { key, version: String(record!.version), value };
   }

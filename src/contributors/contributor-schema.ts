@@ -3,7 +3,10 @@
 // code: no I/O.
 
 import { BadRequestError } from '../errors.js';
-import { isPlainObject, jsonTypeName, pathReader } from '../json.js';
+import { z } from 'zod';
+import { jsonTypeName, pathReader } from '../json.js';
+import { validate } from '../validation.js';
+import { streamSchemaSchema, typeDefinitionSchema } from '../streams/schema-document.js';
 import { checkName } from '../names.js';
 import { compileValidator, type PayloadValidator } from '../streams/payload-validator.js';
 import { contributorFields, fieldAt, parseSchema, type FieldType, type StreamSchema } from '../streams/schema.js';
@@ -28,6 +31,23 @@ export const ID_FIELD_NAMES: readonly string[] = ['contributor', 'id'];
 export const CONTRIBUTOR_ID_CHARS_MAX = 128;
 const CONTRIBUTOR_ID = /^[A-Za-z0-9_.-]+$/;
 
+/** The body of PUT /contributors/:tenant/:type and of its GET. */
+export const contributorTypeBodySchema = z
+  .object({
+    schema: z
+      .union([streamSchemaSchema, typeDefinitionSchema])
+      .describe("A record type definition { type: 'record', properties } (as the spec shows it) or a stream schema { version, topDef }. Exactly one field of type contributor, top level, named contributor or id."),
+  })
+  .meta({
+    id: 'ContributorType',
+    examples: [{ schema: { type: 'record', properties: { contributor: { type: 'contributor' }, region: { type: 'string' }, slots: { type: 'int' } } } }],
+  });
+
+/** An instance document: an object that follows its type's schema. */
+export const contributorInstanceSchema = z
+  .looseObject({})
+  .meta({ id: 'ContributorInstance', description: "Follows its type's schema; its contributor (or id) field equals the :id of the path.", examples: [{ contributor: 'board-00001', region: 'north', slots: 4 }] });
+
 /**
  * Parses a contributor type body `{ schema }`. The schema is a record type definition
  * (`{ type: 'record', properties }`, as the spec shows it) or a stream schema
@@ -35,8 +55,7 @@ const CONTRIBUTOR_ID = /^[A-Za-z0-9_.-]+$/;
  * level, named `contributor` or `id`; otherwise a 400 names the problem.
  */
 export function parseContributorType(body: unknown): ContributorType {
-  if (!isPlainObject(body)) throw new BadRequestError(`body must be { schema: { type: 'record', properties } }, got ${jsonTypeName(body)}`);
-  const schema = parseTypeSchema(body.schema);
+  const schema = parseTypeSchema(validate(contributorTypeBodySchema, body).schema);
   const paths = contributorFields(schema);
   if (paths.length === 0) {
     throw new BadRequestError(`schema: needs a field of type 'contributor' named ${ID_FIELD_NAMES.map((name) => `'${name}'`).join(' or ')}; it has none`);
@@ -52,9 +71,8 @@ export function parseContributorType(body: unknown): ContributorType {
 }
 
 /** The record type definition, or a stream-style `{ version, topDef }`, as a StreamSchema. */
-function parseTypeSchema(raw: unknown): StreamSchema {
-  if (raw === undefined || raw === null) throw new BadRequestError('schema: missing');
-  if (isPlainObject(raw) && raw.topDef !== undefined) return parseSchema(raw, 'schema');
+function parseTypeSchema(raw: Record<string, unknown>): StreamSchema {
+  if (raw.topDef !== undefined) return parseSchema(raw, 'schema');
   try {
     // parseSchema names places from `<where>.topDef`; the record here is `schema` itself.
     return parseSchema({ version: '', topDef: raw }, 'schema');
@@ -83,8 +101,10 @@ export function isContributorId(value: unknown): value is string {
  * Checks an instance document against its type: it must follow the schema, and its id
  * field must equal the id in the path. Returns the document unchanged.
  */
-export function checkInstance(type: ContributorType, id: string, document: unknown): Record<string, unknown> {
-  if (!isPlainObject(document)) throw new BadRequestError(`instance must be a JSON object, got ${jsonTypeName(document)}`);
+export function checkInstance(type: ContributorType, id: string, body: unknown): Record<string, unknown> {
+  validate(contributorInstanceSchema, body, 'instance');
+  // Kept as sent (key order too): the parsed copy was only for the check.
+  const document = body as Record<string, unknown>;
   const problem = type.validate(document);
   if (problem !== undefined) throw new BadRequestError(`instance does not follow its type's schema: ${problem}`);
   const value = document[type.idField];

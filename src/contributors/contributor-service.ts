@@ -17,6 +17,7 @@ import {
 import { INSTANCE_PREFIX, instanceKey, parseKey, TYPE_PREFIX, typeKey } from './keys.js';
 import type { PublishedIndex } from './published-index.js';
 import { streamUri } from '../streams/stream-id.js';
+import { stringifyJson } from '../json.js';
 
 export type InstanceDocument = Record<string, unknown>;
 
@@ -103,7 +104,7 @@ export class ContributorService {
     const compiled = this.compiledType(tenant, type);
     checkContributorId(id);
     const document = checkInstance(compiled, id, body);
-    if (JSON.stringify(document).length > this.limits.instanceBytesMax) {
+    if (stringifyJson(document).length > this.limits.instanceBytesMax) {
       throw new BadRequestError(`an instance document is at most ${this.limits.instanceBytesMax} characters of JSON`);
     }
     const known = this.instances.get(`${tenant}/${type}`);

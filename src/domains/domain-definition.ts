@@ -4,7 +4,9 @@
 // and evaluating; the service feeds it the instances.
 
 import { BadRequestError } from '../errors.js';
-import { isPlainObject, jsonTypeName } from '../json.js';
+import { z } from 'zod';
+import { jsonTypeName, stringifyJson } from '../json.js';
+import { jsonObject, validate } from '../validation.js';
 import { checkName } from '../names.js';
 import { contributorTypeUri, parseContributorTypeUri } from '../contributors/contributor-schema.js';
 import { compileExpression, ExpressionError, matches, type Evaluator } from '../search/expression/index.js';
@@ -37,6 +39,46 @@ export interface CompiledFilter {
   accepts(instance: unknown): boolean;
 }
 
+const contributorFilterSchema = z.object({
+  contributor: z.string().describe('A contributor type URI /contributors/<tenant>/<type> of the domain\'s tenant, or a bare type name.'),
+  query: z
+    .string()
+    .nullish()
+    .transform((query) => query ?? '')
+    .describe("An expression over each instance document of the type (the language of search's query.base); empty or omitted: every instance."),
+});
+
+/** The body of PUT /domain/:tenant/:collection/:name, with the limits of one domain. */
+export function domainBodySchema(limits: DomainLimits) {
+  return z
+    .object({
+      contributorFilters: z.array(contributorFilterSchema).max(limits.filtersPerDomainMax).optional(),
+      // The spec shows the body once with a single filter instead of the array.
+      contributor: z.string().optional().describe('With query: one filter, in place of contributorFilters.'),
+      query: z.string().nullish(),
+      userData: jsonObject('Free-form; stored with the definition.')
+        .nullish()
+        .refine((userData) => userData === undefined || userData === null || stringifyJson(userData).length <= limits.userDataBytesMax, {
+          message: `at most ${limits.userDataBytesMax} characters of JSON`,
+        }),
+    })
+    .transform((body, context): DomainDocument => {
+      const contributorFilters = body.contributorFilters ?? (body.contributor === undefined ? undefined : [{ contributor: body.contributor, query: body.query ?? '' }]);
+      if (contributorFilters === undefined) {
+        context.addIssue({ code: 'custom', path: ['contributorFilters'], message: 'expected an array of { contributor, query }, got nothing' });
+        return z.NEVER;
+      }
+      return body.userData === undefined || body.userData === null ? { contributorFilters } : { contributorFilters, userData: body.userData };
+    })
+    .meta({
+      id: 'DomainBody',
+      description: 'A named group of contributors given by filters (spec, "Domain"); filters are alternatives.',
+      examples: [{ contributorFilters: [{ contributor: '/contributors/demo/board', query: "region == 'north'" }], userData: { owner: 'ops' } }],
+    });
+}
+
+const defaultDomainBodySchema = domainBodySchema(DEFAULT_DOMAIN_LIMITS);
+
 /**
  * Parses and checks a PUT body: `{ contributorFilters: [ { contributor, query } ], userData? }`.
  * A body holding one `{ contributor, query }` instead of the array is read as a one-filter
@@ -44,17 +86,8 @@ export interface CompiledFilter {
  * that does not compile is a 400 naming the filter and the place in the query.
  */
 export function parseDomain(body: unknown, tenant: string, limits: DomainLimits = DEFAULT_DOMAIN_LIMITS): { document: DomainDocument; filters: CompiledFilter[] } {
-  if (!isPlainObject(body)) throw new BadRequestError(`body must be { contributorFilters: [ { contributor, query } ], userData? }, got ${jsonTypeName(body)}`);
-  const rawFilters = body.contributorFilters ?? (body.contributor !== undefined ? [{ contributor: body.contributor, query: body.query }] : undefined);
-  if (!Array.isArray(rawFilters)) throw new BadRequestError('contributorFilters must be an array of { contributor, query }');
-  if (rawFilters.length > limits.filtersPerDomainMax) throw new BadRequestError(`a domain has at most ${limits.filtersPerDomainMax} contributorFilters, got ${rawFilters.length}`);
-  const contributorFilters = rawFilters.map((filter, index) => parseFilter(filter, `contributorFilters[${index}]`, tenant));
-  const document: DomainDocument = { contributorFilters };
-  if (body.userData !== undefined && body.userData !== null) {
-    if (!isPlainObject(body.userData)) throw new BadRequestError(`userData must be an object, got ${jsonTypeName(body.userData)}`);
-    if (JSON.stringify(body.userData).length > limits.userDataBytesMax) throw new BadRequestError(`userData is at most ${limits.userDataBytesMax} characters of JSON`);
-    document.userData = body.userData;
-  }
+  const document = validate(limits === DEFAULT_DOMAIN_LIMITS ? defaultDomainBodySchema : domainBodySchema(limits), body);
+  document.contributorFilters.forEach((filter, index) => filterType(filter.contributor, `contributorFilters[${index}].contributor`, tenant));
   return { document, filters: compileFilters(document, tenant) };
 }
 
@@ -106,15 +139,6 @@ export function parseDomainUri(value: unknown): { tenant: string; collection: st
     throw new BadRequestError(`domain must be a domain URI (/domain/<tenant>/<collection>/<name>), got ${typeof value === 'string' ? `'${value.slice(0, 200)}'` : jsonTypeName(value)}`);
   }
   return { tenant: checkName('tenant', parts[2]), collection: checkName('collection', parts[3]), name: checkName('domain', parts[4]) };
-}
-
-function parseFilter(raw: unknown, where: string, tenant: string): ContributorFilter {
-  if (!isPlainObject(raw)) throw new BadRequestError(`${where} must be { contributor, query }, got ${jsonTypeName(raw)}`);
-  if (typeof raw.contributor !== 'string') throw new BadRequestError(`${where}.contributor must be a contributor type URI (/contributors/<tenant>/<type>)`);
-  filterType(raw.contributor, `${where}.contributor`, tenant);
-  const query = raw.query === undefined || raw.query === null ? '' : raw.query;
-  if (typeof query !== 'string') throw new BadRequestError(`${where}.query must be a string (an expression), got ${jsonTypeName(query)}`);
-  return { contributor: raw.contributor, query };
 }
 
 function filterType(contributor: string, where: string, tenant: string): string {

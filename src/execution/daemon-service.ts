@@ -7,7 +7,8 @@
 
 import { randomUUID } from 'node:crypto';
 import { BadRequestError, NotFoundError } from '../errors.js';
-import { isPlainObject, jsonTypeName } from '../json.js';
+import { z } from 'zod';
+import { validate } from '../validation.js';
 import { checkName } from '../names.js';
 import type { TenantService } from '../cluster/tenants.js';
 import { parseQuery, type QueryError } from '../query/index.js';
@@ -15,14 +16,45 @@ import { definitionKey, type Definition, type Definitions } from '../storage/def
 import { parseStreamUri, streamUri } from '../streams/stream-id.js';
 import { QueryErrorsError, type ExecutionService, type OutputDocument } from './execution-service.js';
 import { analyseSession } from './session-analysis.js';
-import { parseSessionBody, type DocumentLimits, type SessionBody } from './session-document.js';
+import { sessionBodySchema, type DocumentLimits, type SessionBody } from './session-document.js';
 import { resetSession, sessionKey, sessionUri, startQuery, type Decoration, type StoredSession } from './session-model.js';
 import { tenantWorld } from './query-context.js';
+
+const CONTRIBUTOR_URI = /^\/contributors\/[^/]+\/([^/]+)\/instances\/([^/]+)$/;
+const FIELD_NAME = /^[A-Za-z_][\w]*$/;
+
+/** The `settings` of a daemon, and the body of `_daemonise`. */
+export const daemonSettingsSchema = z
+  .object({
+    target: z
+      .discriminatedUnion('type', [
+        z.object({ type: z.literal('QUERY').describe('Output as the query says: an output channel, or the stream of its into clause.') }),
+        z.object({ type: z.literal('STREAM').describe("Output into the stream `uri` (a different into clause is an error)."), uri: z.string().describe('A stream URI.') }),
+      ])
+      .describe('Where the output goes.'),
+    contributor: z
+      .string()
+      .regex(CONTRIBUTOR_URI, 'expected /contributors/<tenant>/<type>/instances/<id>')
+      .nullish()
+      .describe('A contributor URI: every output row gets the field contributorFieldName holding its id.'),
+    contributorFieldName: z.string().regex(FIELD_NAME, 'expected a field name').nullish().describe('Default `contributor`.'),
+  })
+  .meta({ id: 'DaemonSettings', examples: [{ target: { type: 'STREAM', uri: '/streams/demo/infra/hot' }, contributor: '/contributors/demo/board/instances/board-00001' }] });
 
 export interface DaemonSettings {
   readonly contributor?: string;
   readonly contributorFieldName?: string;
   readonly target: { readonly type: 'QUERY' | 'STREAM'; readonly uri?: string };
+}
+
+/** The body of PUT /daemon/:tenant/:collection/:id and of its GET. */
+export function daemonBodySchema(limits: DocumentLimits) {
+  return z
+    .object({ query: sessionBodySchema(limits).describe('A session document: checked clean, exactly one query whose output is not a logical stream.'), settings: daemonSettingsSchema })
+    .meta({
+      description: 'A daemon (spec, "Daemon"): GET answers the body as sent.',
+      examples: [{ query: { queries: [{ id: 'hot', body: 'from /streams/demo/infra/cpu\nwhere cpu > 90\nselect host, cpu' }] }, settings: { target: { type: 'STREAM', uri: '/streams/demo/infra/hot' } } }],
+    });
 }
 
 export interface DaemonDocument {
@@ -92,7 +124,7 @@ export class DaemonService {
     if (!session.queries.some((query) => query.id === queryId)) throw new NotFoundError(`session ${sessionUri(tenant, sessionId)} has no query '${queryId}'`);
     const links = analyseSession(session, tenantWorld(this.definitions, tenant)).links;
     const upstream = startQuery(session, links, queryId).queries.filter((query) => query.desired === 'running' || query.id === queryId);
-    const settings = isPlainObject(body) ? body : {};
+    const settings = validate(daemonSettingsSchema, body);
     const document = {
       query: {
         domain: session.domain,
@@ -119,10 +151,12 @@ export class DaemonService {
     }
     const outputQuery = outputs[0]!;
     const query = { ...document.query, queries: document.query.queries.map((entry) => (entry.id === outputQuery ? { ...entry, body: targeted(entry.body, document.settings) } : entry)) };
-    const retargeted = analyseSession(query, world);
+    // The decoration is part of the rows the target receives, so the target checks them with it.
+    const decoration = decorationOf(outputQuery, document.settings);
+    const retargeted = analyseSession({ ...query, ...decoration }, world);
     const retargetErrors: QueryError[] = retargeted.queries.get(outputQuery)!.errors as QueryError[];
     if (retargetErrors.length > 0) throw new QueryErrorsError(retargetErrors);
-    let session: StoredSession = { ...resetSession(tenant, sessionId, query, randomUUID), ...decorationOf(outputQuery, document.settings) };
+    let session: StoredSession = { ...resetSession(tenant, sessionId, query, randomUUID), ...decoration };
     session = startQuery(session, retargeted.links, outputQuery);
     return session;
   }
@@ -138,40 +172,19 @@ function daemonKey(tenant: string, collection: string, id: string): string {
 }
 
 function parseDaemon(body: unknown, limits: DocumentLimits): DaemonDocument {
-  if (!isPlainObject(body)) throw new BadRequestError(`a daemon must be an object { query, settings }, got ${jsonTypeName(body)}`);
-  const query = parseSessionBody(body.query, limits);
+  const { query, settings } = validate(daemonBodySchema(limits), body, 'daemon');
   if (query.queries.length === 0) throw new BadRequestError('query.queries: a daemon needs at least one query');
-  return { query, settings: parseSettings(body.settings) };
+  return { query, settings: parseSettings(settings) };
 }
 
-function parseSettings(raw: unknown): DaemonSettings {
-  if (!isPlainObject(raw)) throw new BadRequestError(`settings: expected an object { target, contributor? }, got ${jsonTypeName(raw)}`);
-  const target = raw.target;
-  if (!isPlainObject(target) || (target.type !== 'QUERY' && target.type !== 'STREAM')) {
-    throw new BadRequestError("settings.target: expected { type: 'QUERY' | 'STREAM', uri? }");
-  }
-  let uri: string | undefined;
-  if (target.type === 'STREAM') {
-    if (typeof target.uri !== 'string') throw new BadRequestError('settings.target.uri: a STREAM target needs the stream URI');
-    uri = streamUri(parseStreamUri(target.uri));
-  }
-  const settings: DaemonSettings = { target: uri === undefined ? { type: target.type } : { type: target.type, uri } };
-  const contributor = raw.contributor;
-  if (contributor !== undefined && contributor !== null) {
-    if (typeof contributor !== 'string' || parseContributorUri(contributor) === undefined) {
-      throw new BadRequestError(`settings.contributor: expected /contributors/<tenant>/<type>/instances/<id>, got ${JSON.stringify(contributor)?.slice(0, 80)}`);
-    }
-    const fieldName = raw.contributorFieldName;
-    if (fieldName !== undefined && fieldName !== null && (typeof fieldName !== 'string' || !/^[A-Za-z_][\w]*$/.test(fieldName))) {
-      throw new BadRequestError('settings.contributorFieldName: expected a field name');
-    }
-    return { ...settings, contributor, ...(typeof fieldName === 'string' ? { contributorFieldName: fieldName } : {}) };
-  }
-  return settings;
+function parseSettings(raw: z.output<typeof daemonSettingsSchema>): DaemonSettings {
+  const target = raw.target.type === 'STREAM' ? { type: raw.target.type, uri: streamUri(parseStreamUri(raw.target.uri)) } : { type: raw.target.type };
+  if (raw.contributor === undefined || raw.contributor === null) return { target };
+  return { target, contributor: raw.contributor, ...(typeof raw.contributorFieldName === 'string' ? { contributorFieldName: raw.contributorFieldName } : {}) };
 }
 
 function parseContributorUri(uri: string): { type: string; id: string } | undefined {
-  const match = /^\/contributors\/[^/]+\/([^/]+)\/instances\/([^/]+)$/.exec(uri);
+  const match = CONTRIBUTOR_URI.exec(uri);
   return match === null ? undefined : { type: match[1]!, id: match[2]! };
 }
 

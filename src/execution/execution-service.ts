@@ -112,8 +112,13 @@ export class ExecutionService {
     this.session(tenant, id);
     const parsed = parseSessionBody(body, this.deps.limits);
     await this.checkFunctions(parsed);
-    const analysis = analyseSession(parsed, this.world(tenant));
+    const world = this.world(tenant);
+    const analysis = analyseSession(parsed, world);
     const errors = [...analysis.queries.values()].flatMap((result) => result.errors);
+    // The domain is the session's: unknown is an error also when no query reads a stream (issue 13 item 2).
+    if (parsed.domain !== null && !world.domainExists(parsed.domain) && !errors.some((error) => error.type === 'INVALID_DOMAIN')) {
+      errors.push({ type: 'INVALID_DOMAIN', domain: parsed.domain });
+    }
     if (errors.length > 0) throw new QueryErrorsError(errors);
     const next = resetSession(tenant, id, parsed, randomUUID);
     await this.deps.definitions.put(sessionKey(tenant, id), next);

@@ -5,6 +5,7 @@
 // receipt, which the merge keeps). A bound on the timestamp narrows each partition's scan.
 
 import type { RepositoryName } from '../storage/repository.js';
+import { parseJson } from '../json.js';
 
 export interface ScanRequest {
   readonly repo: RepositoryName;
@@ -72,7 +73,7 @@ export async function* readHistorical(deps: HistoricalDeps, source: HistoricalSo
   while (heap.size > 0) {
     const cursor = heap.peek();
     const record = cursor.records[cursor.index]!;
-    batch.push(JSON.parse(record.payloadJson) as Record<string, unknown>);
+    batch.push(parseJson(record.payloadJson) as Record<string, unknown>);
     cursor.index += 1;
     if (cursor.index === cursor.records.length) {
       if (cursor.done) heap.pop();

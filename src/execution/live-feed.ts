@@ -52,6 +52,11 @@ export class LiveForwarder {
 
   constructor(private readonly deps: ForwarderDeps) {}
 
+  /** Payloads waiting per node (monitoring). */
+  queueDepths(): Array<{ node: string; queuedPayloads: number; sending: boolean }> {
+    return [...this.queues].map(([node, queue]) => ({ node, queuedPayloads: queue.payloads, sending: queue.sending }));
+  }
+
   forward(stream: string, payloads: readonly Payload[]): void {
     for (const node of this.deps.hostsReading(stream)) {
       let queue = this.queues.get(node);
@@ -79,7 +84,7 @@ export class LiveForwarder {
           await this.deps.send(node, first.stream, payloads);
         } catch (error) {
           this.dropped += payloads.length;
-          this.deps.log.warn({ node, stream: first.stream, payloads: payloads.length, err: (error as Error).message }, 'live payloads not delivered');
+          this.deps.log.warn({ peer: node, stream: first.stream, payloads: payloads.length, err: (error as Error).message }, 'live payloads not delivered');
         }
       }
     } finally {

@@ -3,10 +3,13 @@
 // in a bounded log that other nodes poll (any node serves any output, DESIGN.md), and the
 // current state a subscriber that connects late is given first: the schema, the current
 // table of a grouped query or the retained rows of a bounded one, and `eos` if it ended.
-// Nothing grows without bound: the log keeps its last `logMessagesMax` messages (a poller
-// further behind starts over from the state), retained rows stop at `retainedRowsMax`.
+// Nothing grows without bound: the log keeps its last `logMessagesMax` messages and at most
+// `retainedBytesMax` bytes of them (a poller further behind starts over from the state);
+// retained rows stop at `retainedRowsMax` rows or `retainedBytesMax` bytes of JSON,
+// whichever comes first (issue 15: rows alone did not bound memory).
 
 import { randomUUID } from 'node:crypto';
+import { stringifyJson } from '../json.js';
 
 export interface ChangeItem {
   readonly action: 'add' | 'update' | 'remove';
@@ -44,6 +47,8 @@ export interface PollReply {
 export interface ChannelLimits {
   readonly logMessagesMax: number;
   readonly retainedRowsMax: number;
+  /** Bytes of JSON the retained rows (or table) may hold, and the log too. */
+  readonly retainedBytesMax: number;
 }
 
 export type OutputListener = (message: OutputMessage) => void;
@@ -57,7 +62,13 @@ export class OutputChannel {
   private keys: readonly string[] = [];
   private readonly table = new Map<string, Record<string, unknown>>();
   private rows: Record<string, unknown>[] = [];
+  /** Bytes of JSON of the retained rows, or of the table's rows by key. */
+  private retainedBytes = 0;
+  private readonly tableBytes = new Map<string, number>();
   private readonly log: LogEntry[] = [];
+  /** Bytes of JSON of each log entry, and their sum. */
+  private readonly logSizes: number[] = [];
+  private logBytes = 0;
   /** The seq the next entry gets; the log holds the entries just before it. */
   private seq = 0;
   private readonly listeners = new Set<OutputListener>();
@@ -66,6 +77,8 @@ export class OutputChannel {
   constructor(
     readonly outputId: string,
     private readonly limits: ChannelLimits,
+    /** Told how many rows the query writing here emitted (metrics; mirrors of other hosts' channels do not count). */
+    private readonly onRows?: (count: number) => void,
   ) {}
 
   get subscriberCount(): number {
@@ -78,7 +91,9 @@ export class OutputChannel {
   }
 
   increment(items: readonly ChangeItem[]): void {
-    if (items.length > 0) this.apply({ message: { type: 'increment', items } });
+    if (items.length === 0) return;
+    this.onRows?.(items.length);
+    this.apply({ message: { type: 'increment', items } });
   }
 
   end(): void {
@@ -92,8 +107,16 @@ export class OutputChannel {
     else if (message.type === 'increment') this.retain(message.items);
     else this.ended = true;
     this.log.push(entry);
+    const size = jsonBytes(entry.message);
+    this.logSizes.push(size);
+    this.logBytes += size;
     this.seq += 1;
-    if (this.log.length > this.limits.logMessagesMax) this.log.splice(0, this.log.length - this.limits.logMessagesMax);
+    let drop = Math.max(0, this.log.length - this.limits.logMessagesMax);
+    for (let bytes = this.logBytes; bytes > this.limits.retainedBytesMax && drop < this.log.length - 1; drop++) bytes -= this.logSizes[drop]!;
+    if (drop > 0) {
+      this.log.splice(0, drop);
+      for (const dropped of this.logSizes.splice(0, drop)) this.logBytes -= dropped;
+    }
     for (const listener of this.listeners) listener(message);
     const waiters = this.waiters;
     this.waiters = [];
@@ -155,26 +178,55 @@ export class OutputChannel {
     const config = schema.config as { key?: unknown } | undefined;
     this.keys = Array.isArray(config?.key) ? (config.key as string[]) : [];
     this.table.clear();
+    this.tableBytes.clear();
     this.rows = [];
+    this.retainedBytes = 0;
   }
 
   private retain(items: readonly ChangeItem[]): void {
     if (this.retention === 'rows') {
-      for (const item of items) if (item.action === 'add' && this.rows.length < this.limits.retainedRowsMax) this.rows.push(item.data);
+      for (const item of items) {
+        if (item.action !== 'add' || this.rows.length >= this.limits.retainedRowsMax) continue;
+        const bytes = jsonBytes(item.data);
+        if (this.retainedBytes + bytes > this.limits.retainedBytesMax) continue;
+        this.rows.push(item.data);
+        this.retainedBytes += bytes;
+      }
       return;
     }
     if (this.retention !== 'table') return;
     for (const item of items) {
       const key = this.keyOf(item.data);
-      if (item.action === 'remove') this.table.delete(key);
-      else if (item.action === 'update' && this.keys.length === 0 && this.table.size === 1) this.table.set([...this.table.keys()][0]!, item.data);
-      else if (this.table.size < this.limits.retainedRowsMax || this.table.has(key)) this.table.set(key, item.data);
+      if (item.action === 'remove') this.setRow(key, undefined);
+      else if (item.action === 'update' && this.keys.length === 0 && this.table.size === 1) this.setRow([...this.table.keys()][0]!, item.data);
+      else if (this.table.size < this.limits.retainedRowsMax || this.table.has(key)) this.setRow(key, item.data);
+    }
+  }
+
+  /** Sets (or with undefined, removes) a row of the table, unless it would pass the byte bound. */
+  private setRow(key: string, data: Record<string, unknown> | undefined): void {
+    const before = this.tableBytes.get(key) ?? 0;
+    const after = data === undefined ? 0 : jsonBytes(data) + key.length;
+    if (after > before && this.retainedBytes - before + after > this.limits.retainedBytesMax) return;
+    this.retainedBytes += after - before;
+    if (data === undefined) {
+      this.table.delete(key);
+      this.tableBytes.delete(key);
+    } else {
+      this.table.set(key, data);
+      this.tableBytes.set(key, after);
     }
   }
 
   /** A row's identity: its key fields, or (no keys) the whole row. */
   private keyOf(data: Record<string, unknown>): string {
-    if (this.keys.length === 0) return JSON.stringify(data);
-    return JSON.stringify(this.keys.map((key) => data[key] ?? null));
+    if (this.keys.length === 0) return stringifyJson(data);
+    return stringifyJson(this.keys.map((key) => data[key] ?? null));
   }
+}
+
+/** Characters of JSON a value takes: the measure of what an output holds (about its bytes). */
+function jsonBytes(value: unknown): number {
+  // stringifyJson: rows may hold longs beyond 2^53 as BigInt (issue 13).
+  return stringifyJson(value)?.length ?? 0;
 }

@@ -22,6 +22,8 @@ export interface RegistryDeps {
   readonly limits: ChannelLimits;
   readonly pollWaitMs: number;
   readonly log: Logger;
+  /** Told how many rows a query hosted here emitted (metrics). */
+  readonly onRows?: (count: number) => void;
 }
 
 /** Entries a poll answers with at most; the poller comes back at once for more. */
@@ -37,7 +39,7 @@ export class OutputRegistry {
 
   channel(outputId: string): OutputChannel {
     let channel = this.channels.get(outputId);
-    if (channel === undefined) this.channels.set(outputId, (channel = new OutputChannel(outputId, this.deps.limits)));
+    if (channel === undefined) this.channels.set(outputId, (channel = new OutputChannel(outputId, this.deps.limits, this.deps.onRows)));
     return channel;
   }
 

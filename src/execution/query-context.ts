@@ -15,6 +15,7 @@ import {
 } from '../query/index.js';
 import type { CompileOptions, FieldAccessor, FunctionDefinition, Value } from '../search/expression/index.js';
 import type { SandboxedFunction } from '../scripting/sandbox.js';
+import type { FunctionBudget } from './function-budget.js';
 import type { Definitions } from '../storage/definitions.js';
 import { parseSchema, type StreamSchema } from '../streams/schema.js';
 import type { RepositoryMapping } from '../streams/repository-mapping.js';
@@ -63,6 +64,8 @@ export interface QueryCompileParts {
   readonly queryVariables: readonly SessionVariable[];
   readonly functions: ReadonlyMap<string, SandboxedFunction>;
   readonly clock: () => number;
+  /** Charged with every call of a session function (issue 15); none: calls are not paced. */
+  readonly functionBudget?: FunctionBudget;
 }
 
 export function compileOptionsOf(parts: QueryCompileParts): CompileOptions {
@@ -71,19 +74,23 @@ export function compileOptionsOf(parts: QueryCompileParts): CompileOptions {
   return {
     variable: (name) => variables.get(name),
     clock: parts.clock,
-    functions: sessionFunctions(parts.functions),
+    functions: sessionFunctions(parts.functions, parts.functionBudget),
     resolveField: (path) => (parts.sourceRow === undefined ? undefined : contributorAccessor(parts.sourceRow, path, parts.world)),
   };
 }
 
-/** Session functions as expression functions: each call runs in the sandbox, within its time limit. */
-function sessionFunctions(functions: ReadonlyMap<string, SandboxedFunction>): Record<string, FunctionDefinition> {
+/**
+ * Session functions as expression functions: each call runs in the sandbox, within its time
+ * limit, and is charged to the query's budget.
+ */
+function sessionFunctions(functions: ReadonlyMap<string, SandboxedFunction>, budget: FunctionBudget | undefined): Record<string, FunctionDefinition> {
   const definitions: Record<string, FunctionDefinition> = {};
   for (const [id, fn] of functions) {
+    const call = (args: unknown[]) => (budget === undefined ? fn.callSync(args) : budget.charge(() => fn.callSync(args)));
     definitions[id] = {
       minArgs: 0,
       maxArgs: 32,
-      compile: (args) => (row) => toValue(fn.callSync(args.map((arg) => arg.evaluate(row)))),
+      compile: (args) => (row) => toValue(call(args.map((arg) => arg.evaluate(row)))),
     };
   }
   return definitions;

@@ -30,7 +30,11 @@ export interface SessionAnalysis {
   readonly links: SessionLinks;
 }
 
-type SessionParts = Pick<StoredSession, 'domain' | 'variables' | 'functions'> & { readonly queries: readonly QueryEntry[] };
+type SessionParts = Pick<StoredSession, 'domain' | 'variables' | 'functions'> & {
+  readonly queries: readonly QueryEntry[];
+  /** A daemon's contributor decoration: its query's rows carry the field before any target checks them. */
+  readonly decoration?: StoredSession['decoration'];
+};
 
 export function analyseSession(session: SessionParts, world: SessionWorld): SessionAnalysis {
   const writers = logicalWriters(session.queries);
@@ -62,11 +66,17 @@ function analyseOne(query: QueryEntry, session: SessionParts, world: SessionWorl
     queryVariables: query.variables,
     functions: session.functions.map((fn) => fn.id),
     contributorTypes: world.contributorTypes,
+    ...decorationOf(query.id, session.decoration),
   });
   const domain = session.domain;
   if (domain === null || world.domainExists(domain) || analysis.ast?.source.kind !== 'physical') return analysis;
   const error: QueryError = { type: 'INVALID_DOMAIN', domain };
   return { ...analysis, errors: [...analysis.errors, error], diagnostics: [...analysis.diagnostics, { error, line: 1, column: 1, message: `no domain ${domain}` }] };
+}
+
+function decorationOf(queryId: string, decoration: SessionParts['decoration']): Pick<CheckContext, 'outputDecoration'> {
+  if (decoration?.queryId !== queryId || decoration.field === undefined) return {};
+  return { outputDecoration: { field: decoration.field, ...(decoration.definition === undefined ? {} : { definition: decoration.definition }) } };
 }
 
 /** For each logical stream, the queries writing it (by their `into`). */

@@ -3,8 +3,9 @@
 // parser checks an untrusted body and returns the document, or throws a 400 naming the
 // field that is wrong.
 
-import { BadRequestError } from '../errors.js';
-import { isPlainObject, jsonTypeName } from '../json.js';
+import { z } from 'zod';
+import { jsonTypeName, stringifyJson } from '../json.js';
+import { uniqueField, validate } from '../validation.js';
 
 export interface VariableDocument {
   readonly id: string;
@@ -42,22 +43,131 @@ export interface DocumentLimits {
 export const QUERY_TYPE = 'valo-query-lang';
 const ID_CHARS_MAX = 128;
 const ID = /^[A-Za-z0-9_.:-]+$/;
+// Query ids are free text (clients send "unnamed query", used URL-encoded in paths; issue 13
+// item 3c): anything but control characters.
+const QUERY_ID = /^[^\u0000-\u001f\u007f]+$/;
 const QUERY_CHARS_MAX = 64 * 1024;
 const FUNCTION_CHARS_MAX = 64 * 1024;
 const VALUE_CHARS_MAX = 4096;
 const LABEL_CHARS_MAX = 1024;
+const QUERY_VARIABLES_MAX = 1000;
+
+const ID_RULE = `an id of 1 to ${ID_CHARS_MAX} letters, digits, '_', '.', ':' or '-'`;
+const idSchema = z.string({ error: (issue) => `expected ${ID_RULE}, got ${describe(issue.input)}` }).refine((id) => id.length > 0 && id.length <= ID_CHARS_MAX && ID.test(id), {
+  error: (issue) => `expected ${ID_RULE}, got ${describe(issue.input)}`,
+});
+
+const QUERY_ID_RULE = `a query id of 1 to ${ID_CHARS_MAX} characters, not blank and without control characters`;
+const queryIdSchema = z
+  .string({ error: (issue) => `expected ${QUERY_ID_RULE}, got ${describe(issue.input)}` })
+  .refine((id) => id.trim().length > 0 && id.length <= ID_CHARS_MAX && QUERY_ID.test(id), {
+    error: (issue) => `expected ${QUERY_ID_RULE}, got ${describe(issue.input)}`,
+  })
+  .describe('Free text (e.g. "unnamed query"), URL-encoded where it is part of a path.');
+
+/** A string that is not blank (unless `emptyAllowed`), at most `charsMax` characters. */
+function text(charsMax: number, emptyAllowed = false) {
+  const string = z.string().max(charsMax);
+  return emptyAllowed ? string : string.refine((value) => value.trim() !== '', 'expected a non-empty string');
+}
+
+const variableValueSchema = z.union([z.null(), z.boolean(), z.number(), z.string().max(VALUE_CHARS_MAX)], {
+  error: (issue) => `expected a string of at most ${VALUE_CHARS_MAX} characters, a number or a boolean, got ${describe(issue.input)}`,
+});
+
+/** The body of PUT …/variables, and a variable of a session or query. */
+export const variableSchema = z
+  .object({
+    id: idSchema,
+    value: variableValueSchema.describe('Referenced as @<id> in query text.'),
+    type: text(64).describe('The variable type, e.g. int, string, datetime.'),
+  })
+  .meta({ id: 'Variable', examples: [{ id: 'threshold', value: 50, type: 'double' }] });
+
+export const functionSchema = z
+  .object({
+    id: idSchema.refine((id) => /^[A-Za-z_$][\w$]*$/.test(id), { error: (issue) => `a function id must be an identifier, got ${describe(issue.input)}` }),
+    language: z.literal('js'),
+    body: text(FUNCTION_CHARS_MAX).describe('A function declaration, function expression, arrow function or plain statements (arguments in `arguments`).'),
+  })
+  .meta({ id: 'SessionFunction', examples: [{ id: 'double', language: 'js', body: 'function double(x) { return 2 * x }' }] });
+
+/** Items of one kind with unique ids, at most `itemsMax`; omitted or null: none. */
+function listOf<Item extends z.ZodType<{ id: string }>>(item: Item, itemsMax: number) {
+  return z
+    .array(item)
+    .max(itemsMax)
+    .superRefine(uniqueField('id', (id) => `the id '${id}' is used twice; ids must be unique`, { atArray: true }))
+    .nullish()
+    .transform((items) => items ?? []);
+}
+
+const queryTypeSchema = z.literal(QUERY_TYPE).nullish();
+
+/** The body of PUT …/queries, and a query of a session. */
+export const queryEntrySchema = z
+  .object({
+    id: queryIdSchema,
+    body: text(QUERY_CHARS_MAX).describe('The query text.'),
+    query_type: queryTypeSchema.describe(`Only ${QUERY_TYPE}; omitted: the same.`),
+    queryType: queryTypeSchema.describe('The same as query_type.'),
+    label: text(LABEL_CHARS_MAX, true).nullish(),
+    variables: listOf(variableSchema, QUERY_VARIABLES_MAX).describe('Variables local to the query.'),
+  })
+  .transform(({ id, body, query_type: queryType, queryType: alias, label, variables }): QueryEntry => {
+    const named = (queryType ?? alias) !== undefined && (queryType ?? alias) !== null;
+    const entry: QueryEntry = { id, body, variables, ...(named ? { query_type: QUERY_TYPE } : {}) };
+    return label === undefined || label === null ? entry : { ...entry, label };
+  })
+  .meta({ id: 'QueryEntry', examples: [{ id: 'hot', body: 'from /streams/demo/infra/cpu\nwhere cpu > 50\nselect host, cpu' }] });
+
+const sessionBodySchemas = new Map<number, ReturnType<typeof makeSessionBodySchema>>();
+
+/** The body of PUT /execution/:tenant/sessions/:id (limits from the config); one schema per limit. */
+export function sessionBodySchema(limits: DocumentLimits): ReturnType<typeof makeSessionBodySchema> {
+  let schema = sessionBodySchemas.get(limits.sessionQueriesMax);
+  if (schema === undefined) {
+    schema = makeSessionBodySchema(limits);
+    sessionBodySchemas.set(limits.sessionQueriesMax, schema);
+  }
+  return schema;
+}
+
+function makeSessionBodySchema(limits: DocumentLimits) {
+  return z
+    .object({
+      domain: z
+        .string()
+        .nullish()
+        .refine((domain) => domain === undefined || domain === null || domain === '' || domain.startsWith('/domain/'), {
+          error: (issue) => `expected a domain URI /domain/<tenant>/<collection>/<name>, got ${describe(issue.input)}`,
+        })
+        .transform((domain) => (domain === undefined || domain === '' ? null : domain))
+        .describe('A domain URI that filters every query input; omitted, null or "": unfiltered.'),
+      variables: listOf(variableSchema, limits.sessionQueriesMax),
+      functions: listOf(functionSchema, limits.sessionQueriesMax),
+      queries: listOf(queryEntrySchema, limits.sessionQueriesMax),
+    })
+    .meta({
+      id: 'Session',
+      description: 'A whole session: it replaces the one stored, and nothing runs afterwards. No body at all: the empty session.',
+      examples: [{ variables: [{ id: 'threshold', value: 50, type: 'double' }], queries: [{ id: 'hot', body: 'from /streams/demo/infra/cpu\nwhere cpu > @threshold\nselect host, cpu' }] }],
+    });
+}
+
+/** The body of PUT …/domain. */
+export const sessionDomainBodySchema = z
+  .object({
+    domain: z.string().refine((domain) => domain.startsWith('/domain/'), {
+      error: (issue) => `expected a domain URI /domain/<tenant>/<collection>/<name>, got ${describe(issue.input)}`,
+    }),
+  })
+  .meta({ id: 'SessionDomain', examples: [{ domain: '/domain/demo/ops/north' }] });
 
 /** A PUT of a whole session; an absent or empty body is the empty session (issue 7 item 1). */
 export function parseSessionBody(body: unknown, limits: DocumentLimits): SessionBody {
   if (body === undefined || body === null || (typeof body === 'string' && body === '')) return emptySession();
-  if (!isPlainObject(body)) throw new BadRequestError(`a session must be an object { domain?, variables?, functions?, queries }, got ${jsonTypeName(body)}`);
-  const variables = listOf(body.variables, 'variables', limits, parseVariable);
-  const functions = listOf(body.functions, 'functions', limits, parseFunction);
-  const queries = listOf(body.queries, 'queries', limits, parseQueryEntry);
-  uniqueIds(variables, 'variables');
-  uniqueIds(functions, 'functions');
-  uniqueIds(queries, 'queries');
-  return { domain: parseDomainField(body.domain, 'domain', true), variables, functions, queries };
+  return validate(sessionBodySchema(limits), body, 'session');
 }
 
 export function emptySession(): SessionBody {
@@ -65,76 +175,19 @@ export function emptySession(): SessionBody {
 }
 
 export function parseQueryEntry(raw: unknown, path = 'body'): QueryEntry {
-  if (!isPlainObject(raw)) throw new BadRequestError(`${path}: a query must be an object { id, body }, got ${jsonTypeName(raw)}`);
-  const id = parseId(raw.id, `${path}.id`);
-  const body = parseText(raw.body, `${path}.body`, QUERY_CHARS_MAX);
-  const queryType = raw.query_type ?? raw.queryType;
-  if (queryType !== undefined && queryType !== null && queryType !== QUERY_TYPE) {
-    throw new BadRequestError(`${path}.query_type: only '${QUERY_TYPE}' is supported, got ${JSON.stringify(queryType)}`);
-  }
-  const variables = raw.variables === undefined || raw.variables === null ? [] : listOf(raw.variables, `${path}.variables`, { sessionQueriesMax: 1000 }, parseVariable);
-  uniqueIds(variables, `${path}.variables`);
-  const entry: QueryEntry = { id, body, variables, ...(queryType === undefined || queryType === null ? {} : { query_type: QUERY_TYPE }) };
-  if (raw.label === undefined || raw.label === null) return entry;
-  return { ...entry, label: parseText(raw.label, `${path}.label`, LABEL_CHARS_MAX, true) };
+  return validate(queryEntrySchema, raw, path);
 }
 
 export function parseVariable(raw: unknown, path = 'body'): VariableDocument {
-  if (!isPlainObject(raw)) throw new BadRequestError(`${path}: a variable must be an object { id, value, type }, got ${jsonTypeName(raw)}`);
-  const id = parseId(raw.id, `${path}.id`);
-  const type = parseText(raw.type, `${path}.type`, 64);
-  const value = raw.value;
-  const valueOk = value === null || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value)) || (typeof value === 'string' && value.length <= VALUE_CHARS_MAX);
-  if (!valueOk) throw new BadRequestError(`${path}.value: expected a string of at most ${VALUE_CHARS_MAX} characters, a number or a boolean, got ${jsonTypeName(value)}`);
-  return { id, value, type };
-}
-
-export function parseFunction(raw: unknown, path = 'body'): FunctionDocument {
-  if (!isPlainObject(raw)) throw new BadRequestError(`${path}: a function must be an object { id, language, body }, got ${jsonTypeName(raw)}`);
-  const id = parseId(raw.id, `${path}.id`);
-  if (!/^[A-Za-z_$][\w$]*$/.test(id)) throw new BadRequestError(`${path}.id: a function id must be an identifier, got '${id}'`);
-  if (raw.language !== 'js') throw new BadRequestError(`${path}.language: only 'js' is supported, got ${JSON.stringify(raw.language)}`);
-  return { id, language: 'js', body: parseText(raw.body, `${path}.body`, FUNCTION_CHARS_MAX) };
+  return validate(variableSchema, raw, path);
 }
 
 /** `{ domain: string }` of PUT …/domain. */
 export function parseDomainBody(raw: unknown): string {
-  if (!isPlainObject(raw)) throw new BadRequestError(`body must be { domain: string }, got ${jsonTypeName(raw)}`);
-  return parseDomainField(raw.domain, 'domain', false) as string;
+  return validate(sessionDomainBodySchema, raw).domain;
 }
 
-function parseDomainField(raw: unknown, path: string, optional: boolean): string | null {
-  if (optional && (raw === undefined || raw === null || raw === '')) return null;
-  if (typeof raw !== 'string' || !raw.startsWith('/domain/')) {
-    throw new BadRequestError(`${path}: expected a domain URI /domain/<tenant>/<collection>/<name>, got ${JSON.stringify(raw)?.slice(0, 80)}`);
-  }
-  return raw;
-}
-
-function listOf<T>(raw: unknown, path: string, limits: DocumentLimits, parse: (item: unknown, path: string) => T): T[] {
-  if (raw === undefined || raw === null) return [];
-  if (!Array.isArray(raw)) throw new BadRequestError(`${path}: expected an array, got ${jsonTypeName(raw)}`);
-  if (raw.length > limits.sessionQueriesMax) throw new BadRequestError(`${path}: at most ${limits.sessionQueriesMax} are allowed, got ${raw.length}`);
-  return raw.map((item, index) => parse(item, `${path}[${index}]`));
-}
-
-function uniqueIds(items: readonly { id: string }[], path: string): void {
-  const seen = new Set<string>();
-  for (const item of items) {
-    if (seen.has(item.id)) throw new BadRequestError(`${path}: the id '${item.id}' is used twice; ids must be unique`);
-    seen.add(item.id);
-  }
-}
-
-function parseId(raw: unknown, path: string): string {
-  if (typeof raw !== 'string' || raw.length === 0 || raw.length > ID_CHARS_MAX || !ID.test(raw)) {
-    throw new BadRequestError(`${path}: expected an id of 1 to ${ID_CHARS_MAX} letters, digits, '_', '.', ':' or '-', got ${JSON.stringify(raw)?.slice(0, 80)}`);
-  }
-  return raw;
-}
-
-function parseText(raw: unknown, path: string, charsMax: number, emptyAllowed = false): string {
-  if (typeof raw !== 'string' || (!emptyAllowed && raw.trim() === '')) throw new BadRequestError(`${path}: expected a non-empty string, got ${jsonTypeName(raw)}`);
-  if (raw.length > charsMax) throw new BadRequestError(`${path}: at most ${charsMax} characters are allowed, got ${raw.length}`);
-  return raw;
+function describe(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  return stringifyJson(value)?.slice(0, 80) ?? jsonTypeName(value);
 }

@@ -16,6 +16,7 @@ import type { HistoricalSource } from './historical-reader.js';
 import { LogicalBus, type LiveFeed, type Payload } from './live-feed.js';
 import type { OutputRegistry } from './output-registry.js';
 import { compileOptionsOf, domainFilter, tenantWorld, type TenantWorld } from './query-context.js';
+import { FunctionBudget } from './function-budget.js';
 import { QueryRunner, type RunnerEnvironment, type RunnerInput, type RunState, type RuntimeError } from './query-runner.js';
 import { analyseSession, type SessionAnalysis } from './session-analysis.js';
 import { sessionUri, upstreamOf, type StoredQuery, type StoredSession } from './session-model.js';
@@ -48,6 +49,8 @@ export interface SessionHostDeps {
   readHistorical(source: HistoricalSource): AsyncIterable<Payload[]>;
   readonly sandboxLimits: SandboxLimits;
   readonly limits: { readonly groupsMax: number; readonly rowsHeldMax: number; readonly pendingWriteRowsMax: number };
+  /** Milliseconds per second the session functions of one query may use (function-budget.ts); undefined: not paced. */
+  readonly functionBudgetMs?: number;
   readonly tickIntervalMs: number;
   readonly log: Logger;
 }
@@ -89,6 +92,18 @@ export class SessionHost {
   /** The run statuses of a session hosted here; undefined when it is not. */
   statuses(key: string): ReadonlyMap<string, RunStatus> | undefined {
     return this.hosted.get(key)?.statuses;
+  }
+
+  /** The query runners of this node, for the `actors` monitoring service (issue 13). */
+  runners(): Array<{ session: string; query: string; state: RunState; queuedRows: number }> {
+    return [...this.hosted.values()].flatMap((hosted) =>
+      [...hosted.runners].map(([query, { runner }]) => ({
+        session: sessionUri(hosted.document.tenant, hosted.document.id),
+        query,
+        state: runner.currentState,
+        queuedRows: runner.queuedRows,
+      })),
+    );
   }
 
   /** The sessions hosted here and their queries' run states, for monitoring. */
@@ -173,6 +188,7 @@ export class SessionHost {
     const source = result.ast!.source;
     const schema = source.kind === 'physical' ? world.schemaOf(source.uri) : undefined;
     const sourceRow = schema === undefined ? undefined : streamRowType(schema);
+    const functionBudget = this.functionBudgetFor(hosted, query);
     const compile = compileOptionsOf({
       world,
       sourceRow,
@@ -180,6 +196,7 @@ export class SessionHost {
       queryVariables: query.variables,
       functions: new Map([...hosted.functions].map(([id, entry]) => [id, entry.fn])),
       clock: Date.now,
+      ...(functionBudget === undefined ? {} : { functionBudget }),
     });
     let input: RunnerInput;
     let filter: ((payload: Payload) => boolean) | undefined;
@@ -201,7 +218,15 @@ export class SessionHost {
     const decoration = document.decoration;
     const decorate = decoration?.queryId === query.id && decoration.field !== undefined && decoration.value !== undefined ? { field: decoration.field, value: decoration.value, ...(decoration.definition === undefined ? {} : { definition: decoration.definition }) } : undefined;
     return new QueryRunner(
-      { queryId: query.id, check, compile, input, ...(filter === undefined ? {} : { filter }), ...(decorate === undefined ? {} : { decorate }) },
+      {
+        queryId: query.id,
+        check,
+        compile,
+        input,
+        ...(filter === undefined ? {} : { filter }),
+        ...(decorate === undefined ? {} : { decorate }),
+        ...(functionBudget === undefined ? {} : { functionBudget }),
+      },
       {
         feed: this.deps.feed,
         createPipeline: this.deps.createPipeline,
@@ -216,6 +241,14 @@ export class SessionHost {
         onState,
       },
     );
+  }
+
+  /** A budget for a query whose text names one of the session's functions (issue 15, item 4). */
+  private functionBudgetFor(hosted: HostedSession, query: StoredQuery): FunctionBudget | undefined {
+    if (this.deps.functionBudgetMs === undefined || hosted.functions.size === 0) return undefined;
+    const text = query.body;
+    const calls = [...hosted.functions.keys()].some((id) => new RegExp(`(^|[^A-Za-z0-9_$])${id.replace(/[$]/g, '\\$')}\\s*\\(`).test(text));
+    return calls ? new FunctionBudget(this.deps.functionBudgetMs) : undefined;
   }
 
   /** Compiles the session's functions that are new or changed; disposes the ones that went. */

@@ -1,9 +1,13 @@
-// Request bodies: JSON only, bounded in size. Not JSON: 415; too large: 413; does not
-// parse: 400. A request without a body has `undefined` as its body.
+// Request bodies: JSON only, bounded in size and depth. Not JSON: 415; too large: 413; does
+// not parse, or nests deeper than the limit: 400. A request without a body has `undefined`
+// as its body. The depth is checked on the text before JSON.parse, so no code after the
+// parser (schema checks, canonical JSON, indexing, all recursive) ever meets a payload deep
+// enough to overflow the stack (issue 15, item 5).
 
 import type Koa from 'koa';
 import getRawBody from 'raw-body';
 import { BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../errors.js';
+import { parseJson, stringifyJson } from '../json.js';
 
 declare module 'koa' {
   interface Request {
@@ -19,14 +23,39 @@ const DISCARD_TIMEOUT_MS = 10_000;
 
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-export function jsonBodyMiddleware(bodyBytesMax: number): Koa.Middleware {
+export const DEFAULT_JSON_DEPTH_MAX = 128;
+
+export function jsonBodyMiddleware(bodyBytesMax: number, jsonDepthMax = DEFAULT_JSON_DEPTH_MAX): Koa.Middleware {
   return async (ctx, next) => {
-    if (METHODS_WITH_BODY.has(ctx.method)) ctx.request.body = await readJsonBody(ctx, bodyBytesMax);
+    if (METHODS_WITH_BODY.has(ctx.method)) ctx.request.body = await readJsonBody(ctx, bodyBytesMax, jsonDepthMax);
     await next();
   };
 }
 
-async function readJsonBody(ctx: Koa.Context, bodyBytesMax: number): Promise<unknown> {
+/**
+ * Whether JSON text nests arrays and objects deeper than `depthMax`, by one pass over the
+ * text (brackets inside strings do not count). Malformed text is left to JSON.parse.
+ */
+export function jsonDeeperThan(text: string, depthMax: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let at = 0; at < text.length; at++) {
+    const code = text.charCodeAt(at);
+    if (inString) {
+      if (code === 0x5c) at++; // backslash: the next character is escaped
+      else if (code === 0x22) inString = false;
+    } else if (code === 0x22) {
+      inString = true;
+    } else if (code === 0x5b || code === 0x7b) {
+      if (++depth > depthMax) return true;
+    } else if (code === 0x5d || code === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+async function readJsonBody(ctx: Koa.Context, bodyBytesMax: number, jsonDepthMax: number): Promise<unknown> {
   const headers = ctx.req.headers;
   const length = headers['content-length'] === undefined ? undefined : Number(headers['content-length']);
   if (headers['transfer-encoding'] === undefined && (length === undefined || length === 0)) return undefined;
@@ -50,11 +79,30 @@ async function readJsonBody(ctx: Koa.Context, bodyBytesMax: number): Promise<unk
     throw new BadRequestError(`could not read the request body: ${(error as Error).message}`);
   }
   if (text.trim() === '') return undefined;
+  if (jsonDeeperThan(text, jsonDepthMax)) {
+    throw new BadRequestError(`the request body nests arrays and objects deeper than the limit of ${jsonDepthMax} levels`);
+  }
   try {
-    return JSON.parse(text);
+    return parseJson(text);
   } catch (error) {
     throw new BadRequestError(`invalid JSON in the request body: ${(error as Error).message}`);
   }
+}
+
+/**
+ * Writes object and array bodies as JSON ourselves: they may hold longs beyond 2^53 as
+ * BigInt (issue 13), which Koa's JSON.stringify refuses.
+ */
+export function jsonResponseMiddleware(): Koa.Middleware {
+  return async (ctx, next) => {
+    await next();
+    const body: unknown = ctx.body;
+    if (body === null || typeof body !== 'object' || Buffer.isBuffer(body) || typeof (body as { pipe?: unknown }).pipe === 'function') return;
+    const status = ctx.status;
+    ctx.type = ctx.response.get('Content-Type') || 'application/json; charset=utf-8';
+    ctx.body = stringifyJson(body);
+    ctx.status = status;
+  };
 }
 
 function tooLarge(bodyBytesMax: number): PayloadTooLargeError {

@@ -60,7 +60,15 @@ function toShape(error: unknown, ctx: Koa.Context, log: Logger): ErrorShape {
 
 function renderPlatformError(ctx: Koa.Context, error: ErrorShape): void {
   ctx.status = error.status;
-  ctx.body = { error: { type: error.code, message: error.message }, ...error.details };
+  if (error.code === 'VERSION_CONFLICT' && ctx.get('Valo-Config-Version') !== '') {
+    // Clients that send Valo-Config-Version find the current version with a regular
+    // expression over the raw text, after their HTTP library has turned any JSON body into
+    // an object: they get the message as plain text (issue 13 item 3d).
+    ctx.type = 'text/plain; charset=utf-8';
+    ctx.body = `${error.message}\n`;
+  } else {
+    ctx.body = { error: { type: error.code, message: error.message }, ...error.details };
+  }
   const current = error.details?.currentVersion;
   if (typeof current === 'string') setVersionHeaders(ctx, current);
 }

@@ -1,14 +1,45 @@
 // Server-sent events: the connection opens with a comment line (so browsers fire onopen),
 // each message is one JSON object on a `data:` line, and a comment every `keepAliveMs`
 // keeps idle connections open through proxies. A client that stops reading is dropped
-// once `clientBufferBytesMax` is waiting for it: the node never buffers without end.
+// once more than `clientBufferBytesMax` is still waiting for it after the turn of the event
+// loop that wrote it: the node never buffers without end (at most the bound and one turn's
+// messages), and a client that reads gets a message larger than the bound (the windows a
+// historical query emits at its end) whole.
 
 import { PassThrough } from 'node:stream';
 import type Koa from 'koa';
+import { stringifyJson } from '../json.js';
 
 export interface SseOptions {
   keepAliveMs: number;
   clientBufferBytesMax: number;
+  /** Told when a connection opens and closes (metrics). */
+  clients?: { opened(): void; closed(): void };
+  /** Open channels, for the `actors` monitoring service (issue 13). */
+  tracker?: SseTracker;
+}
+
+/** One open SSE client as monitoring shows it. */
+export interface SseClientView {
+  path: string;
+  openedAt: string;
+  messages: number;
+  /** Bytes written but not yet taken by the client: its queue. */
+  bufferedBytes: number;
+}
+
+/** The SSE clients open on this node. */
+export class SseTracker {
+  private readonly open = new Set<() => SseClientView>();
+
+  add(view: () => SseClientView): () => void {
+    this.open.add(view);
+    return () => this.open.delete(view);
+  }
+
+  clients(): SseClientView[] {
+    return [...this.open].map((view) => view());
+  }
 }
 
 export interface SseChannel {
@@ -30,28 +61,54 @@ export function openSse(ctx: Koa.Context, options: SseOptions): SseChannel {
   ctx.body = stream;
 
   let open = true;
+  let messages = 0;
+  const openedAt = new Date().toISOString();
+  const untrack = options.tracker?.add(() => ({ path: ctx.path, openedAt, messages, bufferedBytes: stream.readableLength })) ?? (() => false);
   let resolveClosed: () => void;
   const closed = new Promise<void>((resolve) => (resolveClosed = resolve));
   const close = () => {
     if (!open) return;
     open = false;
+    options.clients?.closed();
+    untrack();
     clearInterval(keepAlive);
+    if (turnEnd !== undefined) clearImmediate(turnEnd);
     stream.end();
     resolveClosed();
   };
+  // What waits for the client: in the stream on both sides (writes queue on its writable
+  // side once the pipe to the response stops reading) and in the response and its socket.
+  // Reading only the readable side, as before issue 15, saw at most a high-water mark while
+  // the writable side grew without bound.
+  const backlogBytes = () => stream.writableLength + stream.readableLength + ctx.res.writableLength;
+  // Bytes written in this turn of the event loop: the client cannot have read them yet, so
+  // they do not count against it until the turn is over.
+  let turnBytes = 0;
+  let turnEnd: NodeJS.Immediate | undefined;
   const write = (text: string): boolean => {
     if (!open) return false;
-    if (stream.readableLength > options.clientBufferBytesMax) {
+    if (backlogBytes() - turnBytes > options.clientBufferBytesMax) {
       close();
+      ctx.res.destroy();
       return false;
     }
     stream.write(text);
+    turnBytes += Buffer.byteLength(text);
+    turnEnd ??= setImmediate(() => {
+      turnBytes = 0;
+      turnEnd = undefined;
+    });
     return true;
   };
   const keepAlive = setInterval(() => write(': keep-alive\n\n'), options.keepAliveMs);
   keepAlive.unref();
   ctx.req.on('close', close);
   stream.on('error', close);
+  options.clients?.opened();
   write(': connected\n\n');
-  return { send: (message) => write(`data: ${JSON.stringify(message)}\n\n`), closed, close };
+  const send = (message: unknown): boolean => {
+    messages += 1;
+    return write(`data: ${stringifyJson(message)}\n\n`);
+  };
+  return { send, closed, close };
 }

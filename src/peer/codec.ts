@@ -408,13 +408,15 @@ const adminReply: BodyCodec<AdminResult> = {
 };
 
 const nodeStatusReply: BodyCodec<NodeStatusReply> = {
-  toProto: (value) => ({ name: value.name, publicKey: value.publicKey, state: NODE_STATES[value.state], zone: value.zone, httpPort: value.httpPort }),
+  toProto: (value) => ({ ...value, state: NODE_STATES[value.state] }),
   fromProto: (object) => ({
     name: str(object, 'name'),
     publicKey: str(object, 'publicKey'),
     state: enumOf(object, 'state', NODE_STATES),
     zone: str(object, 'zone'),
     httpPort: int(object, 'httpPort'),
+    address: str(object, 'address'),
+    port: int(object, 'port'),
   }),
 };
 

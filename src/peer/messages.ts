@@ -103,6 +103,9 @@ export interface NodeStatusReply {
   state: NodeState;
   zone: string;
   httpPort: number;
+  /** The node's advertised address and peer port: the identity proof binds them to its key. */
+  address: string;
+  port: number;
 }
 
 export interface ReadRequest {

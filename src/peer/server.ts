@@ -4,9 +4,12 @@
 
 import * as grpc from '@grpc/grpc-js';
 import type { NodeIdentity } from '../cluster/identity.js';
-import type { NodeTable } from '../cluster/node-table.js';
+import type { NodeDocument, NodeTable } from '../cluster/node-table.js';
 import type { Logger } from '../log.js';
-import type { Admit } from './messages.js';
+import type { PeerObserver } from '../metrics/metrics.js';
+import { membershipProblem } from '../cluster/peer-input.js';
+import type { Admit, NodeStatusReply } from './messages.js';
+import type { TlsMaterial } from '../tls.js';
 import { PeerTransport, type PeerDirectory } from './transport.js';
 
 export interface PeerServer {
@@ -21,6 +24,27 @@ export interface PeerWiring {
   log: Logger;
   /** config cluster.peerReplayWindowMs */
   replayWindowMs: number;
+  /** Metrics of messages, bytes and refusals. */
+  observer?: PeerObserver;
+  admit: AdmitTrust;
+  /**
+   * The key of a member of this node's current table (the core's), for senders the node
+   * table does not list yet: it follows the core one persist later, and a peer of a table
+   * just adopted (the coordinator re-sending its Admit, its first heartbeats) must not be
+   * refused as unknown in between. Only keys of our own table: never a sender's claim.
+   */
+  memberKey?(name: string): string | undefined;
+  /** config limits.peerCallsInFlightMax */
+  callsInFlightMax?: number;
+  tls?: TlsMaterial;
+}
+
+/** Whom a node that has no cluster yet takes an Admit from (issue 15, item 1). */
+export interface AdmitTrust {
+  /** True only while the node has no table (epoch 0): a node in a cluster takes no stranger's Admit. */
+  accepting(): boolean;
+  /** The node keys of --join-token; undefined for bare --join (trust on first Admit, loopback only). */
+  trustedKeys: ReadonlySet<string> | undefined;
 }
 
 /**
@@ -30,23 +54,47 @@ export interface PeerWiring {
  */
 export async function startPeerServer(host: string, port: number, nodes: NodeTable, wiring?: PeerWiring): Promise<PeerServer> {
   if (wiring === undefined) return startBarePort(host, port);
+  routeGrpcLogs(wiring.log);
   const transport = new PeerTransport({
     name: nodes.localName,
     identity: wiring.identity,
-    directory: nodeTableDirectory(nodes),
+    directory: nodeTableDirectory(nodes, wiring.memberKey),
     replayWindowMs: wiring.replayWindowMs,
     log: wiring.log,
+    observer: wiring.observer,
     host,
     port,
-    acceptUnknown: (_kind, sender, admit) =>
-      nodes.local().state === 'Pending' ? admitSenderKey(sender, admit, wiring.identity.publicKeyBase64) : undefined,
+    ...(wiring.callsInFlightMax === undefined ? {} : { callsInFlightMax: wiring.callsInFlightMax }),
+    ...(wiring.tls === undefined ? {} : { tls: wiring.tls }),
+    acceptUnknown: (_kind, sender, admit) => {
+      if (!wiring.admit.accepting()) return undefined;
+      const verdict = admitSenderKey(sender, admit, wiring.identity.publicKeyBase64, wiring.admit.trustedKeys);
+      if ('refusal' in verdict) {
+        wiring.log.warn({ peer: sender, reason: verdict.refusal }, 'Admit refused');
+        return undefined;
+      }
+      return verdict.key;
+    },
   });
-  transport.handle('Ping', async () => {
-    const local = nodes.local();
-    return { name: local.name, publicKey: local.publicKey, state: local.state, zone: local.zone, httpPort: local.httpPort };
-  });
+  transport.handle('Ping', async () => nodeStatus(nodes.local()));
   const boundPort = await transport.start();
   return { port: boundPort, transport, close: (graceMs) => transport.close(graceMs) };
+}
+
+/** What Ping and Admit answer: what GET /cluster/localNode shows anyone, signed. */
+export function nodeStatus(local: NodeDocument): NodeStatusReply {
+  const { name, publicKey, state, zone, httpPort, address, port } = local;
+  return { name, publicKey, state, zone, httpPort, address, port };
+}
+
+/**
+ * grpc-js writes its own error lines to stderr (a bind failure, a closed channel); every
+ * one of them also reaches us as an error we handle and log. They go to the node's log
+ * at debug level instead, so a start-up failure stays one line (issue 14).
+ */
+function routeGrpcLogs(log: Logger): void {
+  const write = (...args: unknown[]) => log.debug({ grpc: args.map(String).join(' ') }, 'grpc');
+  grpc.setLogger({ error: write, info: write, debug: write });
 }
 
 /**
@@ -55,10 +103,10 @@ export async function startPeerServer(host: string, port: number, nodes: NodeTab
  * the core answers with the table that tells it it has left (a node removed while it was
  * down learns it this way, issue 12 item 5); and it can still be reached.
  */
-export function nodeTableDirectory(nodes: NodeTable): PeerDirectory {
+export function nodeTableDirectory(nodes: NodeTable, memberKey?: (name: string) => string | undefined): PeerDirectory {
   const find = (name: string) => nodes.list().find((node) => node.name === name);
   return {
-    publicKeyOf: (name) => find(name)?.publicKey,
+    publicKeyOf: (name) => find(name)?.publicKey ?? memberKey?.(name),
     acceptsRequestsFrom: (name, kind) => find(name)?.state !== 'Left' || kind === 'CoreMessage',
     addressOf: (name) => {
       const node = find(name);
@@ -68,16 +116,29 @@ export function nodeTableDirectory(nodes: NodeTable): PeerDirectory {
 }
 
 /**
- * The key that must have signed an Admit from a sender this node does not know: the
- * sender's own key in the membership it sends, and only when that Admit names this node's
- * key as its target (DESIGN.md, "Trust": a Pending node accepts the first cluster whose
- * request carries its own key). The shell asks only while it is Pending.
+ * The key that must have signed an Admit from a sender this node does not know, or why it
+ * is refused. The Admit must name this node's key as its target (DESIGN.md, "Trust"), its
+ * table must be well formed (peer-input.ts: a malformed one is never adopted), and the
+ * sender's key is the one that table gives the sender. With a join token that key must be
+ * one the token names; without one (bare --join) the first well-formed Admit is trusted.
  */
-export function admitSenderKey(sender: string, admit: Admit, ownPublicKey: string): string | undefined {
-  if (admit.targetPublicKey !== ownPublicKey) return undefined;
+export function admitSenderKey(
+  sender: string,
+  admit: Admit,
+  ownPublicKey: string,
+  trustedKeys: ReadonlySet<string> | undefined,
+): { key: string } | { refusal: string } {
+  if (admit.targetPublicKey !== ownPublicKey) return { refusal: 'the Admit is meant for another key' };
+  const problem = membershipProblem(admit.membership);
+  if (problem !== undefined) return { refusal: `malformed table: ${problem}` };
   const member = admit.membership.members.find((candidate) => candidate.name === sender);
-  if (member === undefined || member.publicKey === ownPublicKey) return undefined;
-  return member.publicKey;
+  if (member === undefined) return { refusal: `the table does not name its sender '${sender}'` };
+  if (member.publicKey === ownPublicKey) return { refusal: "the sender claims this node's own key" };
+  if (member.state !== 'Joined') return { refusal: `the sender is ${member.state} in its own table` };
+  if (trustedKeys !== undefined && !trustedKeys.has(member.publicKey)) {
+    return { refusal: `the sender's key is not one the join token names` };
+  }
+  return { key: member.publicKey };
 }
 
 async function startBarePort(host: string, port: number): Promise<PeerServer> {

@@ -47,7 +47,7 @@ export function serveTransferStream(
     if (state.inputEnded) end();
   };
 
-  call.on('error', (error) => log.debug({ peer, err: error }, 'transfer stream error'));
+  call.on('error', (error) => log.debug({ address: peer, err: error }, 'transfer stream error'));
   call.on('end', () => {
     state.inputEnded = true;
     if (!state.busy) end();
@@ -59,7 +59,7 @@ export function serveTransferStream(
     if (queue.length >= TRANSFER_QUEUE_CHUNKS_MAX || state.queuedBytes >= TRANSFER_QUEUE_BYTES_MAX) call.pause();
     if (state.busy) return;
     drain().catch((error: unknown) => {
-      log.error({ peer, err: error }, 'transfer chunk failed to answer');
+      log.error({ address: peer, err: error }, 'transfer chunk failed to answer');
       end({ code: grpc.status.INTERNAL, details: 'internal error' });
     });
   });

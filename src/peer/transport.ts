@@ -4,13 +4,16 @@
 // signature, a timestamp outside ±replayWindowMs or a nonce seen before is refused with
 // 401 PEER_AUTH and logged. Replies are signed too, and bound to their request's nonce.
 // The one exception is Admit while this node is Pending (acceptUnknown): the coordinator is
-// not yet in the table, and the Admit itself carries its key.
+// not yet in the table, and the Admit itself carries its key. Before any of that, the gate
+// (inbound-gate.ts) checks each call's signed caller header and bounds the calls in flight,
+// before the body is read; with TLS (tls.ts) the port speaks mutual TLS.
 
 import { randomBytes, type KeyObject } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { NodeIdentity } from '../cluster/identity.js';
 import type { Logger } from '../log.js';
-import { TributaryError } from '../errors.js';
+import type { PeerObserver, PeerRefusalReason } from '../metrics/metrics.js';
+import { StartupError, TributaryError } from '../errors.js';
 import {
   decodeBody,
   decodeEnvelope,
@@ -21,6 +24,7 @@ import {
   type Envelope,
 } from './codec.js';
 import { BadPeerMessageError, PeerAuthError, PeerBusyError, UnknownPeerError } from './errors.js';
+import { PeerCounters } from './peer-counters.js';
 import {
   REPLY_KIND,
   isCallKind,
@@ -48,6 +52,8 @@ import {
   verifyingKeyOf,
 } from './signing.js';
 import { serveTransferStream, type ChunkAnswer } from './transfer-inbound.js';
+import { callerClaim, callerMetadata, inboundGate, type GateCounts } from './inbound-gate.js';
+import type { TlsMaterial } from '../tls.js';
 import { TransferStream, type TransferStreamHandlers } from './transfer-stream.js';
 import { CHANNEL_OPTIONS, RemotePeerError, asBuffer, fromGrpcError, sameBytes, toErrorReply } from './wire.js';
 
@@ -86,6 +92,12 @@ export interface PeerTransportOptions {
   clock?: () => number;
   /** Bound of the replay guard's memory. */
   nonceEntriesMax?: number;
+  /** Told of every envelope sent and received and of every refusal (metrics). */
+  observer?: PeerObserver;
+  /** Inbound calls and transfer streams served at once (inbound-gate.ts); default 256. */
+  callsInFlightMax?: number;
+  /** Mutual TLS with the cluster CA (tls.ts); undefined: plain TCP. */
+  tls?: TlsMaterial;
 }
 
 export type { CallHandler, CallOptions, TransferHandler } from './endpoint.js';
@@ -107,10 +119,13 @@ interface InboundStream {
 type RawHandler = (sender: string, body: Uint8Array) => Promise<{ kind: PeerKind; body: Uint8Array }>;
 
 const NONCE_ENTRIES_MAX = 100_000;
+const CALLS_IN_FLIGHT_MAX = 256;
 const EMPTY = new Uint8Array(0);
 
 export class PeerTransport implements PeerEndpoint {
-  private readonly server = new grpc.Server(CHANNEL_OPTIONS);
+  private readonly server: grpc.Server;
+  /** Counts of the gate in front of every inbound call (inbound-gate.ts). */
+  readonly gate: GateCounts;
   private readonly clients = new Map<string, grpc.Client>();
   private readonly handlers = new Map<string, RawHandler>();
   private transferHandler: TransferHandler | undefined;
@@ -119,12 +134,29 @@ export class PeerTransport implements PeerEndpoint {
   private readonly clock: () => number;
   private readonly log: Logger;
   private boundPort: number | undefined;
+  /** Traffic per peer, for the `transport` monitoring service (issue 13). */
+  readonly counters = new PeerCounters();
 
   constructor(private readonly options: PeerTransportOptions) {
     this.replay = new ReplayGuard(options.replayWindowMs, options.nonceEntriesMax ?? NONCE_ENTRIES_MAX);
     this.signingKey = signingKeyOf(options.identity);
     this.clock = options.clock ?? Date.now;
     this.log = options.log;
+    const gate = inboundGate({
+      // Any member's key, Left ones included: what a Left node may still send (a core
+      // message, to be told it has left) is decided per kind once the envelope is read.
+      publicKeyOf: (sender) => options.directory.publicKeyOf(sender),
+      replayWindowMs: options.replayWindowMs,
+      callsInFlightMax: options.callsInFlightMax ?? CALLS_IN_FLIGHT_MAX,
+      clock: this.clock,
+      log: this.log,
+      onRefused: (sender, reason) => {
+        this.counters.refused(sender ?? '(no caller header)', reason);
+        this.options.observer?.refused(reason);
+      },
+    });
+    this.gate = gate.counts;
+    this.server = new grpc.Server({ ...CHANNEL_OPTIONS, interceptors: [gate.interceptor] });
     this.server.addService(peerServiceDefinition(), {
       Call: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => this.serveCall(call, callback),
       Transfer: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => this.serveTransfer(call),
@@ -144,11 +176,24 @@ export class PeerTransport implements PeerEndpoint {
   async start(): Promise<number> {
     const { host, port } = this.options;
     this.boundPort = await new Promise<number>((resolve, reject) => {
-      this.server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
-        error ? reject(new Error(`cannot listen for peers on ${host}:${port}: ${error.message}`)) : resolve(bound),
+      this.server.bindAsync(`${host}:${port}`, this.serverCredentials(), (error, bound) =>
+        error ? reject(new StartupError(`cannot listen for peers on ${host}:${port} (is the port taken?): ${error.message}`, { cause: error })) : resolve(bound),
       );
     });
     return this.boundPort;
+  }
+
+  /** With TLS, only clients whose certificate the cluster CA signed get a connection. */
+  private serverCredentials(): grpc.ServerCredentials {
+    const tls = this.options.tls;
+    if (tls === undefined) return grpc.ServerCredentials.createInsecure();
+    return grpc.ServerCredentials.createSsl(tls.ca, [{ cert_chain: tls.cert, private_key: tls.key }], true);
+  }
+
+  /** With TLS, peers are dialled with this node's certificate, and theirs is checked against the CA and the address. */
+  private channelCredentials(): grpc.ChannelCredentials {
+    const tls = this.options.tls;
+    return tls === undefined ? grpc.credentials.createInsecure() : grpc.credentials.createSsl(tls.ca, tls.key, tls.cert);
   }
 
   async close(graceMs: number): Promise<void> {
@@ -185,13 +230,28 @@ export class PeerTransport implements PeerEndpoint {
     const peer = call.getPeer();
     const envelope = this.decodeIncoming(call.request, peer);
     if (envelope === undefined) {
+      this.counters.refused(peer, 'malformed');
       callback({ code: grpc.status.INVALID_ARGUMENT, details: 'malformed envelope' });
       return;
     }
+    this.options.observer?.message('in', envelope.kind, call.request.length);
+    this.counters.received(envelope.sender, call.request.length);
+    const claim = callerClaim(call.metadata);
+    if (claim === undefined || claim.sender !== envelope.sender || !sameBytes(claim.nonce, envelope.nonce)) {
+      // The gate let the call in on its header; the envelope must be the one the header announced.
+      // Counted as a bad signature: the header's signature does not cover this envelope.
+      this.refuse({ peer: envelope.sender, kind: envelope.kind, address: peer }, 'bad_signature', 'envelope differs from its caller header');
+      callback({ code: grpc.status.UNAUTHENTICATED, details: 'envelope differs from its caller header' });
+      return;
+    }
     this.answer(envelope, peer).then(
-      (reply) => callback(null, reply),
+      (reply) => {
+        this.options.observer?.message('out', 'Reply', reply.length);
+        this.counters.sent(envelope.sender, reply.length);
+        callback(null, reply);
+      },
       (error: unknown) => {
-        this.log.error({ err: error, peer }, 'peer call failed to answer');
+        this.log.error({ err: error, address: peer }, 'peer call failed to answer');
         callback({ code: grpc.status.INTERNAL, details: 'internal error' });
       },
     );
@@ -217,10 +277,11 @@ export class PeerTransport implements PeerEndpoint {
     try {
       const envelope = decodeEnvelope(data);
       if (envelope.nonce.length === NONCE_BYTES && envelope.signature.length === SIGNATURE_BYTES) return envelope;
-      this.log.warn({ peer, reason: 'nonce or signature of the wrong length' }, 'peer message refused');
+      this.log.warn({ address: peer, reason: 'nonce or signature of the wrong length' }, 'peer message refused');
     } catch (error) {
-      this.log.warn({ peer, reason: (error as Error).message }, 'peer message refused');
+      this.log.warn({ address: peer, reason: (error as Error).message }, 'peer message refused');
     }
+    this.options.observer?.refused('malformed');
     return undefined;
   }
 
@@ -230,24 +291,26 @@ export class PeerTransport implements PeerEndpoint {
    * the nonce is remembered only once the signature holds, so forgeries cannot fill the guard.
    */
   private authenticate(envelope: Envelope, peer: string): string {
-    const context = { sender: envelope.sender, kind: envelope.kind, sentAtMs: envelope.sentAtMs, peer };
+    const context = { peer: envelope.sender, kind: envelope.kind, sentAtMs: envelope.sentAtMs, address: peer };
     const now = this.clock();
     if (Math.abs(now - envelope.sentAtMs) > this.options.replayWindowMs) {
-      throw this.refuse(context, `timestamp ${envelope.sentAtMs} outside ±${this.options.replayWindowMs} ms of ${now}`);
+      throw this.refuse(context, 'stale', `timestamp ${envelope.sentAtMs} outside ±${this.options.replayWindowMs} ms of ${now}`);
     }
     const key = this.senderKey(envelope);
     // Ping answers only what GET /cluster/localNode shows anyone, and its purpose is the
     // signed reply: an operator adding a node proves the node holds the key they were given.
     if (key === undefined && envelope.kind === 'Ping') return envelope.sender;
-    if (key === undefined) throw this.refuse(context, `unknown sender '${envelope.sender}'`);
+    if (key === undefined) throw this.refuse(context, 'unknown_sender', `unknown sender '${envelope.sender}'`);
     if (!verifyEnvelope(envelope, key, this.options.identity.publicKey)) {
-      throw this.refuse(context, `bad signature (not by ${envelope.sender}'s key, altered, or not meant for ${this.name})`);
+      throw this.refuse(context, 'bad_signature', `bad signature (not by ${envelope.sender}'s key, altered, or not meant for ${this.name})`);
     }
     const verdict = this.replay.admit(envelope.nonce, envelope.sentAtMs, now);
-    if (verdict === 'replayed') throw this.refuse(context, 'nonce already seen: a replay');
-    if (verdict === 'stale') throw this.refuse(context, 'timestamp outside the replay window');
+    if (verdict === 'replayed') throw this.refuse(context, 'replay', 'nonce already seen: a replay');
+    if (verdict === 'stale') throw this.refuse(context, 'stale', 'timestamp outside the replay window');
     if (verdict === 'full') {
+      this.counters.refused(envelope.sender, 'busy');
       this.log.warn({ ...context, reason: 'replay guard full' }, 'peer message refused');
+      this.options.observer?.refused('busy');
       throw new PeerBusyError(`${this.name} has ${this.replay.size} unexpired nonces; retry later`);
     }
     return envelope.sender;
@@ -269,14 +332,16 @@ export class PeerTransport implements PeerEndpoint {
     return key === undefined ? undefined : verifyingKeyOf(key);
   }
 
-  private refuse(context: Record<string, unknown>, reason: string): PeerAuthError {
+  private refuse(context: Record<string, unknown>, code: PeerRefusalReason, reason: string): PeerAuthError {
+    this.counters.refused(String(context.peer), code);
     this.log.warn({ ...context, reason }, 'peer message refused');
-    return new PeerAuthError(`${this.name} refused ${String(context.kind)} from ${String(context.sender)}: ${reason}`);
+    this.options.observer?.refused(code);
+    return new PeerAuthError(`${this.name} refused ${String(context.kind)} from ${String(context.peer)}: ${reason}`);
   }
 
   private logHandlerError(error: unknown, request: Envelope, peer: string): void {
     if (error instanceof PeerAuthError || error instanceof PeerBusyError) return; // logged at refusal
-    const context = { sender: request.sender, kind: request.kind, peer };
+    const context = { peer: request.sender, kind: request.kind, address: peer };
     if (error instanceof TributaryError && error.status < 500) this.log.debug({ ...context, code: error.code }, error.message);
     else this.log.error({ ...context, err: error }, 'peer request failed');
   }
@@ -290,24 +355,32 @@ export class PeerTransport implements PeerEndpoint {
   /** A refused chunk ends the stream with an ErrorReply; the source resumes from its last ack. */
   private serveTransfer(call: grpc.ServerDuplexStream<Buffer, Buffer>): void {
     const peer = call.getPeer();
-    const stream: InboundStream = { sender: undefined };
+    // The gate admitted the stream on its caller header: every chunk must come from that caller.
+    const stream: InboundStream = { sender: callerClaim(call.metadata)?.sender };
     serveTransferStream(call, (data) => this.receiveChunk(data, peer, stream), this.log);
   }
 
   /** The signed ack of one chunk, or the ErrorReply that ends the stream (last). */
   private async receiveChunk(data: Buffer, peer: string, stream: InboundStream): Promise<ChunkAnswer> {
     const envelope = this.decodeIncoming(data, peer);
-    if (envelope === undefined) return undefined;
+    if (envelope === undefined) {
+      this.counters.refused(peer, 'malformed');
+      return undefined;
+    }
+    this.options.observer?.message('in', envelope.kind, data.length);
+    this.counters.received(envelope.sender, data.length);
     try {
       if (envelope.kind !== 'TransferChunk') throw new BadPeerMessageError(`a transfer stream carries TransferChunk, not '${envelope.kind}'`);
       if (stream.sender !== undefined && envelope.sender !== stream.sender) {
-        throw this.refuse({ sender: envelope.sender, kind: envelope.kind, peer }, `chunk on a stream of ${stream.sender}`);
+        throw this.refuse({ peer: envelope.sender, kind: envelope.kind, address: peer }, 'bad_chunk', `chunk on a stream of ${stream.sender}`);
       }
       stream.sender = this.authenticate(envelope, peer);
       const handler = this.transferHandler;
       if (handler === undefined) throw new BadPeerMessageError(`${this.name} takes no transfers`);
       const ack = await handler(stream.sender, this.decodeChunk(envelope, peer));
-      return { bytes: this.replyBytes(envelope, 'TransferAck', encodeBody('TransferAck', ack)), last: false };
+      const bytes = this.replyBytes(envelope, 'TransferAck', encodeBody('TransferAck', ack));
+      this.counters.sent(envelope.sender, bytes.length);
+      return { bytes, last: false };
     } catch (error) {
       this.logHandlerError(error, envelope, peer);
       return { bytes: this.replyBytes(envelope, 'ErrorReply', encodeBody('ErrorReply', toErrorReply(error))), last: true };
@@ -319,7 +392,9 @@ export class PeerTransport implements PeerEndpoint {
       return decodeBody('TransferChunk', envelope.body);
     } catch (error) {
       // A checksum mismatch under a valid signature: the sender read or encoded bad data.
-      this.log.warn({ sender: envelope.sender, kind: envelope.kind, peer, reason: (error as Error).message }, 'peer chunk refused');
+      this.log.warn({ peer: envelope.sender, kind: envelope.kind, address: peer, reason: (error as Error).message }, 'peer chunk refused');
+      this.options.observer?.refused('bad_chunk');
+      this.counters.refused(envelope.sender, 'bad_chunk');
       throw error;
     }
   }
@@ -329,7 +404,7 @@ export class PeerTransport implements PeerEndpoint {
   async call<K extends CallKind>(to: string, kind: K, body: RequestOf<K>, options: CallOptions): Promise<ReplyOf<K>> {
     const { key, target } = this.peer(to);
     const request = this.seal(kind, encodeBody(kind, body), key.raw, EMPTY);
-    const reply = await this.exchange(to, target, encodeEnvelope(request), options);
+    const reply = await this.exchange(to, target, request, encodeEnvelope(request), options);
     return this.openAnswer(reply, request.nonce, { node: to, sender: to, key: key.object }, REPLY_KIND[kind]);
   }
 
@@ -346,7 +421,7 @@ export class PeerTransport implements PeerEndpoint {
   ): Promise<ReplyOf<K>> {
     const node = `${target.address}:${target.port}`;
     const request = this.seal(kind, encodeBody(kind, body), Buffer.from(expectedPublicKey, 'base64'), EMPTY);
-    const reply = await this.exchange(node, target, encodeEnvelope(request), options);
+    const reply = await this.exchange(node, target, request, encodeEnvelope(request), options);
     const expectation = { node, sender: undefined, key: verifyingKeyOf(expectedPublicKey) };
     return this.openAnswer(reply, request.nonce, expectation, REPLY_KIND[kind]);
   }
@@ -356,24 +431,31 @@ export class PeerTransport implements PeerEndpoint {
     const { key, target } = this.peer(to);
     const request = decodeEnvelope(envelope);
     const replyKind: PeerKind = isCallKind(request.kind) ? REPLY_KIND[request.kind] : 'Empty';
-    const reply = await this.exchange(to, target, envelope, options);
+    const reply = await this.exchange(to, target, request, envelope, options);
     return this.openAnswer(reply, request.nonce, { node: to, sender: to, key: key.object }, replyKind);
   }
 
   /** A stream of transfer chunks to `to`; its acks (checked like replies) come to `handlers`. */
   openTransferStream(to: string, handlers: TransferStreamHandlers, options: CallOptions): TransferStream {
     const { key, target } = this.peer(to);
-    const call = this.client(target).makeBidiStreamRequest<Buffer, Buffer>(
+    const call = this.client(target, to).makeBidiStreamRequest<Buffer, Buffer>(
       peerMethodPath('Transfer'),
       asBuffer,
       asBuffer,
-      new grpc.Metadata(),
+      callerMetadata(this.signingKey, this.name, 'TransferChunk', this.clock()),
       { deadline: Date.now() + options.deadlineMs },
     );
     return new TransferStream(call, handlers, {
       node: to,
-      seal: (chunk) => this.sealChunk(chunk, key.raw),
-      openAnswer: (data, nonce) => this.openAnswer(data, nonce, { node: to, sender: to, key: key.object }, 'TransferAck'),
+      seal: (chunk) => {
+        const sealed = this.sealChunk(chunk, key.raw);
+        this.counters.sent(to, sealed.bytes.length);
+        return sealed;
+      },
+      openAnswer: (data, nonce) => {
+        this.counters.received(to, data.length);
+        return this.openAnswer(data, nonce, { node: to, sender: to, key: key.object }, 'TransferAck');
+      },
     });
   }
 
@@ -395,7 +477,9 @@ export class PeerTransport implements PeerEndpoint {
     const body = transferChunkProto(chunk);
     const meta = { sender: this.name, sentAtMs: this.clock(), nonce: randomBytes(NONCE_BYTES), kind: 'TransferChunk', replyTo: EMPTY };
     const signature = signBytes(this.signingKey, digestOf(meta, chunkContentDigest(body), recipient));
-    return { nonce: meta.nonce, bytes: encodeEnvelopeWithBody({ ...meta, signature }, 'TransferChunk', body) };
+    const bytes = encodeEnvelopeWithBody({ ...meta, signature }, 'TransferChunk', body);
+    this.options.observer?.message('out', 'TransferChunk', bytes.length);
+    return { nonce: meta.nonce, bytes };
   }
 
   private peer(to: string): { key: { raw: Buffer; object: KeyObject }; target: PeerAddress } {
@@ -406,26 +490,39 @@ export class PeerTransport implements PeerEndpoint {
   }
 
   /** One client (one HTTP/2 channel) per peer address, reused by every call and stream. */
-  private client(target: PeerAddress): grpc.Client {
+  private client(target: PeerAddress, node: string): grpc.Client {
     const address = `${target.address}:${target.port}`;
     let client = this.clients.get(address);
     if (client === undefined) {
-      client = new grpc.Client(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+      client = new grpc.Client(address, this.channelCredentials(), CHANNEL_OPTIONS);
       this.clients.set(address, client);
+      this.counters.channelOpened(node);
     }
     return client;
   }
 
-  private exchange(node: string, target: PeerAddress, request: Uint8Array, options: CallOptions): Promise<Buffer> {
-    return new Promise((resolve, reject) => {
-      this.client(target).makeUnaryRequest<Buffer, Buffer>(
+  /** Sends the request's bytes with a caller header announcing it (its sender, time, nonce and kind). */
+  private exchange(node: string, target: PeerAddress, envelope: Envelope, request: Uint8Array, options: CallOptions): Promise<Buffer> {
+    this.options.observer?.message('out', envelope.kind, request.length);
+    this.counters.sent(node, request.length);
+    return new Promise<Buffer>((resolve, reject) => {
+      this.client(target, node).makeUnaryRequest<Buffer, Buffer>(
         peerMethodPath('Call'),
         asBuffer,
         asBuffer,
         asBuffer(request),
-        new grpc.Metadata(),
+        callerMetadata(this.signingKey, envelope.sender, envelope.kind, envelope.sentAtMs, envelope.nonce),
         { deadline: Date.now() + options.deadlineMs },
-        (error, reply) => (error || reply === undefined ? reject(fromGrpcError(node, error as grpc.ServiceError)) : resolve(reply)),
+        (error, reply) => {
+          if (error || reply === undefined) {
+            this.counters.error(node);
+            reject(fromGrpcError(node, error as grpc.ServiceError));
+            return;
+          }
+          this.options.observer?.message('in', 'Reply', reply.length);
+          this.counters.received(node, reply.length);
+          resolve(reply);
+        },
       );
     });
   }
@@ -438,7 +535,8 @@ export class PeerTransport implements PeerEndpoint {
     const reply = decodeEnvelope(data);
     const problem = this.answerProblem(reply, nonce, expect);
     if (problem !== undefined) {
-      this.log.warn({ node: expect.node, sender: reply.sender, kind: reply.kind, reason: problem }, 'peer reply refused');
+      this.log.warn({ peer: expect.node, sender: reply.sender, kind: reply.kind, reason: problem }, 'peer reply refused');
+      this.options.observer?.refused('bad_reply');
       throw new PeerAuthError(`reply from ${expect.node} refused: ${problem}`);
     }
     if (reply.kind === 'ErrorReply') throw remoteError(expect.node, decodeBody('ErrorReply', reply.body));

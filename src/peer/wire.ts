@@ -3,7 +3,7 @@
 
 import * as grpc from '@grpc/grpc-js';
 import { TributaryError } from '../errors.js';
-import { BadPeerMessageError, PeerUnavailableError } from './errors.js';
+import { BadPeerMessageError, PeerAuthError, PeerBusyError, PeerUnavailableError } from './errors.js';
 import type { ErrorReply } from './messages.js';
 
 /** Max bytes of one gRPC message, both ways (a transfer chunk plus its envelope fits). */
@@ -43,7 +43,10 @@ export function fromGrpcError(node: string, error: grpc.ServiceError): Tributary
     case grpc.status.INVALID_ARGUMENT:
       return new BadPeerMessageError(`${node} refused the message: ${error.details}`, { cause: error });
     case grpc.status.RESOURCE_EXHAUSTED:
+      if (error.details.startsWith('busy')) return new PeerBusyError(`${node} is busy: ${error.details}`);
       return new TributaryError(413, 'PEER_MESSAGE_TOO_LARGE', `message to ${node} too large: ${error.details}`, { cause: error });
+    case grpc.status.UNAUTHENTICATED:
+      return new PeerAuthError(`${node} refused the call: ${error.details}`, { cause: error });
     default:
       return new PeerUnavailableError(node, `${node} unreachable: ${error.details || grpc.status[error.code]}`, { cause: error });
   }

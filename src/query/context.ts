@@ -43,6 +43,11 @@ export interface CheckContext {
    * `{ type: 'record', properties }` of `PUT /contributors/:tenant/:type`, or a parsed one.
    */
   readonly contributorTypes?: ReadonlyMap<string, unknown>;
+  /**
+   * A field every output row gets after the query computed it (a daemon's contributor
+   * decoration, spec "Daemon"): a physical target checks rows with it (issue 13 item 2).
+   */
+  readonly outputDecoration?: { readonly field: string; readonly definition?: string };
 }
 
 /** A schema as given (parsed or raw JSON), parsed; undefined when it is not a valid schema. */

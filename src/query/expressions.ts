@@ -284,8 +284,10 @@ function standIn(minArgs: number, maxArgs: number): FunctionDefinition {
   return { minArgs, maxArgs, compile: () => () => null };
 }
 
-function literalType(value: null | boolean | number | string, numericKind: 'int' | 'double' | undefined): ValueType {
+function literalType(value: null | boolean | number | bigint | string, numericKind: 'int' | 'double' | undefined): ValueType {
   if (value === null) return scalarType('null');
+  // An integer literal beyond 2^53 is a long (issue 13 item 3b).
+  if (typeof value === 'bigint') return scalarType('long', false);
   if (typeof value === 'boolean') return scalarType('boolean', false);
   if (typeof value === 'string') return scalarType('string', false);
   return scalarType(numericKind === 'int' ? 'int' : 'double', false);

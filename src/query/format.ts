@@ -54,7 +54,7 @@ function formatNode(expr: Expr): [string, number] {
   }
 }
 
-function formatLiteral(value: null | boolean | number | string, numericKind: 'int' | 'double' | undefined): string {
+function formatLiteral(value: null | boolean | number | bigint | string, numericKind: 'int' | 'double' | undefined): string {
   if (typeof value === 'string') return `'${value.replace(/[\\']/g, (c) => `\\${c}`)}'`;
   // A double written `2.0` must not come back as the integer 2 (integer division differs).
   if (typeof value === 'number' && numericKind === 'double' && Number.isInteger(value)) return value.toFixed(1);

@@ -13,6 +13,7 @@ import {
   typeName,
   type QueryOutputSchema,
   type RecordValueType,
+  type ValueType,
 } from './types.js';
 
 export type OutputTarget =
@@ -49,9 +50,16 @@ export function checkOutputTarget(ast: QueryAst, schema: QueryOutputSchema, cont
     // Each row written would be read again, without end.
     report(into.position, { type: 'INVALID_STREAM_REFERENCE', stream: uri }, 'a live query cannot write into the stream it reads');
   } else {
-    checkAccepts(row, schema.topDef, '', into.position, report);
+    checkAccepts(row, decorated(schema.topDef, context.outputDecoration), '', into.position, report);
   }
   return { kind: 'physical', uri };
+}
+
+/** The rows as the target receives them: with the decoration's contributor field when there is one. */
+function decorated(row: RecordValueType, decoration: CheckContext['outputDecoration']): RecordValueType {
+  if (decoration === undefined) return row;
+  const field: ValueType = { kind: 'contributor', optional: false, annotations: [], ...(decoration.definition === undefined ? {} : { definition: decoration.definition }) };
+  return { ...row, properties: [...row.properties.filter(([name]) => name !== decoration.field), [decoration.field, field]] };
 }
 
 /** Reports each output field the stream has not, or types differently, and each required field left out. */

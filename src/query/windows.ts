@@ -7,7 +7,7 @@ import type { WindowSpec } from './ast.js';
 
 /**
  * The starts of the windows holding an event at `eventMs` (epoch milliseconds), oldest
- * first. At most ceil(size / hop) of them, which the parser bounds by windowHopsMax; none
+ * first. At most ceil(size / hop) of them; none
  * when the hop is longer than the size and the event falls between two windows.
  */
 export function windowStartsMs(eventMs: number, window: WindowSpec): number[] {

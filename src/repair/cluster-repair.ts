@@ -4,8 +4,10 @@
 
 import { randomBytes } from 'node:crypto';
 import type { Membership } from '../cluster/core/types.js';
-import { BadRequestError, NotFoundError } from '../errors.js';
+import { z } from 'zod';
+import { NotFoundError } from '../errors.js';
 import type { RepairStatusReply } from '../peer/messages.js';
+import { validate } from '../validation.js';
 import type { RepairRunStatus, RepairService } from './repair-service.js';
 
 export interface ClusterRepairDeps {
@@ -106,13 +108,20 @@ function percentOf(status: RepairStatusReply | undefined): number {
   return status.partitionsTotal === 0 ? 0 : Math.min(99, Math.floor((100 * status.partitionsDone) / status.partitionsTotal));
 }
 
-/** `{}` or `{ "stream": "/streams/<tenant>/<collection>/<name>" }`; the stream as its key. */
+const STREAM_URI = /^\/streams\/([^/]+)\/([^/]+)\/([^/]+)$/;
+
+/** `{}` (every stream) or `{ "stream": "/streams/<tenant>/<collection>/<name>" }`. */
+export const repairBodySchema = z
+  .strictObject({
+    stream: z.string().regex(STREAM_URI, 'expected a stream URI: /streams/<tenant>/<collection>/<name>').optional().describe('Repair only this stream.'),
+  })
+  .meta({ id: 'RepairRequest', examples: [{ stream: '/streams/demo/mobile/events' }] });
+
+/** The body's stream as its key ("tenant/collection/name"); an empty body is every stream. */
 function parseStream(body: unknown): string | undefined {
   if (body === undefined || body === null || body === '') return undefined;
-  if (typeof body !== 'object' || Array.isArray(body)) throw new BadRequestError('body must be {} or { "stream": "/streams/<tenant>/<collection>/<name>" }');
-  const stream = (body as Record<string, unknown>).stream;
+  const { stream } = validate(repairBodySchema, body);
   if (stream === undefined) return undefined;
-  const match = typeof stream === 'string' ? /^\/streams\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(stream) : null;
-  if (match === null) throw new BadRequestError('stream must be a stream URI: /streams/<tenant>/<collection>/<name>');
-  return `${match[1]}/${match[2]}/${match[3]}`;
+  const [, tenant, collection, name] = STREAM_URI.exec(stream)!;
+  return `${tenant}/${collection}/${name}`;
 }

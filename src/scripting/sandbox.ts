@@ -13,6 +13,7 @@
 
 import ivm from 'isolated-vm';
 import { TributaryError, type ErrorOptions } from '../errors.js';
+import { stringifyJson } from '../json.js';
 
 export interface SandboxLimits {
   timeoutMs: number;
@@ -199,6 +200,28 @@ async function load(definition: Definition): Promise<Loaded> {
   }
 }
 
+/**
+ * load() on the calling thread, for a session function unloaded by the pool (below) and
+ * called again from inside a query expression, which must answer synchronously. The source
+ * compiled once already, so syntax errors are not expected here.
+ */
+function loadSync(definition: Definition): Loaded {
+  const { source, functionName, limits } = definition;
+  const isolate = new ivm.Isolate({ memoryLimit: limits.memoryMb, onCatastrophicError });
+  try {
+    const context = isolate.createContextSync();
+    const bootstrap = isolate.compileScriptSync(bootstrapSource);
+    const dispatch = bootstrap.runSync(context, { reference: true, timeout: limits.timeoutMs }) as Loaded['dispatch'];
+    bootstrap.release();
+    const loaded = { isolate, context, dispatch };
+    decode(enterSync(loaded, definition, ['load', source, functionName]), definition, 'at its top level');
+    return loaded;
+  } catch (error) {
+    if (!isolate.isDisposed) isolate.dispose();
+    throw error;
+  }
+}
+
 async function checkSyntax(isolate: ivm.Isolate, source: string, label: string): Promise<void> {
   try {
     (await isolate.compileScript(source, { filename: 'script' })).release();
@@ -240,7 +263,7 @@ async function enter(
 }
 
 /** enter() on the calling thread: the event loop waits for at most the time limit. */
-function enterSync(loaded: Loaded, definition: Definition, args: [operation: string, text: string]): string {
+function enterSync(loaded: Loaded, definition: Definition, args: [operation: string, text: string, functionName?: string]): string {
   const { label, limits } = definition;
   try {
     const reply: unknown = loaded.dispatch.applySync(undefined, args, {
@@ -299,54 +322,170 @@ function onCatastrophicError(message: string): void {
   process.abort();
 }
 
+export interface IsolatePoolLimits {
+  /** Isolates kept loaded at once. */
+  isolatesMax: number;
+  /** Heap (used and external) all loaded isolates may hold together. */
+  memoryBytesMax: number;
+}
+
+/** Calls between two measurements of an isolate's heap. */
+const MEASURE_EVERY_CALLS = 64;
+
+/**
+ * The loaded isolates of every compiled function, least recently used first (issue 15,
+ * item 5): 40 streams × 32 tags kept 1,280 isolates and 1.35 GB. Beyond the count or the
+ * total heap, the least recently used idle ones are unloaded; an unloaded function loads
+ * again from its source on its next call (a few milliseconds), so eviction costs time,
+ * never a result. Each isolate is charged its heap as measured after loading and every
+ * MEASURE_EVERY_CALLS calls.
+ */
+export class IsolatePool {
+  private readonly loaded = new Map<IsolateFunction, number>();
+
+  constructor(private limits: IsolatePoolLimits) {}
+
+  configure(limits: IsolatePoolLimits): void {
+    this.limits = limits;
+    this.evict(undefined);
+  }
+
+  get size(): number {
+    return this.loaded.size;
+  }
+
+  get heapBytes(): number {
+    let total = 0;
+    for (const bytes of this.loaded.values()) total += bytes;
+    return total;
+  }
+
+  /** `fn` was just used (and holds `bytes`, when measured): it becomes the most recent. */
+  touch(fn: IsolateFunction, bytes?: number): void {
+    const known = this.loaded.get(fn);
+    this.loaded.delete(fn);
+    this.loaded.set(fn, bytes ?? known ?? 0);
+    this.evict(fn);
+  }
+
+  forget(fn: IsolateFunction): void {
+    this.loaded.delete(fn);
+  }
+
+  private evict(keep: IsolateFunction | undefined): void {
+    let total = this.heapBytes;
+    for (const [fn, bytes] of this.loaded) {
+      if (this.loaded.size <= this.limits.isolatesMax && total <= this.limits.memoryBytesMax) return;
+      if (fn === keep || fn.busy) continue;
+      fn.unload();
+      this.loaded.delete(fn);
+      total -= bytes;
+    }
+  }
+}
+
+/** Every compiled function's isolate is in this pool; node.ts sets its limits from the config. */
+export const isolatePool = new IsolatePool({ isolatesMax: 256, memoryBytesMax: 1024 * 1024 * 1024 });
+
+function heapBytesOf(loaded: Loaded): number {
+  try {
+    const statistics = loaded.isolate.getHeapStatisticsSync();
+    return statistics.used_heap_size + statistics.externally_allocated_size;
+  } catch {
+    return 0;
+  }
+}
+
 class IsolateFunction implements SandboxedFunction {
   private current: Loaded | undefined;
   private loading: Promise<Loaded> | undefined;
   private disposed = false;
+  /** Unloaded by the pool (not by a memory kill): the next call loads it again, even a sync one. */
+  private unloaded = false;
+  private inFlight = 0;
+  private calls = 0;
 
   constructor(
     private readonly definition: Definition,
     loaded: Loaded,
   ) {
     this.current = loaded;
+    isolatePool.touch(this, heapBytesOf(loaded));
+  }
+
+  /** Whether a call is running in the isolate now (the pool never unloads it then). */
+  get busy(): boolean {
+    return this.inFlight > 0 || this.loading !== undefined;
   }
 
   async call(args: unknown[]): Promise<unknown> {
-    const argsJson = JSON.stringify(args);
-    const loaded = await this.instance();
+    const argsJson = stringifyJson(args);
+    this.inFlight += 1;
     let reply: string;
+    let loaded: Loaded | undefined;
     try {
+      loaded = await this.instance();
       reply = await enter(loaded, this.definition, ['call', argsJson]);
     } catch (error) {
-      throw this.afterFailure(loaded, error);
+      throw loaded === undefined ? error : this.afterFailure(loaded, error);
+    } finally {
+      this.inFlight -= 1;
     }
+    this.used(loaded);
     return decode(reply, this.definition, '');
   }
 
   callSync(args: unknown[]): unknown {
+    if (!this.disposed && this.unloaded && this.current === undefined) this.reloadSync();
     const loaded = this.current;
     if (this.disposed || loaded === undefined || loaded.isolate.isDisposed) {
       if (!this.disposed) void this.instance().catch(() => undefined);
       throw new ScriptError(`${this.definition.label} is not loaded (it is being rebuilt after exceeding its memory limit)`);
     }
     let reply: string;
+    this.inFlight += 1;
     try {
-      reply = enterSync(loaded, this.definition, ['call', JSON.stringify(args)]);
+      reply = enterSync(loaded, this.definition, ['call', stringifyJson(args)]);
     } catch (error) {
       throw this.afterFailure(loaded, error);
+    } finally {
+      this.inFlight -= 1;
     }
+    this.used(loaded);
     return decode(reply, this.definition, '');
   }
 
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    isolatePool.forget(this);
     const loaded = this.current;
     this.current = undefined;
     if (loaded !== undefined && !loaded.isolate.isDisposed) loaded.isolate.dispose();
   }
 
-  /** The live isolate; after a memory-limit disposal, a fresh one built from the source. */
+  /** Frees the isolate but keeps the definition: the next call loads it again (the pool's eviction). */
+  unload(): void {
+    const loaded = this.current;
+    if (this.disposed || loaded === undefined || this.busy) return;
+    this.current = undefined;
+    this.unloaded = true;
+    if (!loaded.isolate.isDisposed) loaded.isolate.dispose();
+  }
+
+  private used(loaded: Loaded): void {
+    this.calls += 1;
+    isolatePool.touch(this, this.calls % MEASURE_EVERY_CALLS === 0 ? heapBytesOf(loaded) : undefined);
+  }
+
+  private reloadSync(): void {
+    const loaded = loadSync(this.definition);
+    this.current = loaded;
+    this.unloaded = false;
+    isolatePool.touch(this, heapBytesOf(loaded));
+  }
+
+  /** The live isolate; after a memory-limit disposal or an unload, a fresh one built from the source. */
   private async instance(): Promise<Loaded> {
     if (this.disposed) throw new Error(`${this.definition.label} was called after dispose()`);
     if (this.current !== undefined && !this.current.isolate.isDisposed) return this.current;
@@ -363,6 +502,8 @@ class IsolateFunction implements SandboxedFunction {
         throw new ScriptError(`${this.definition.label} was removed while it was being reloaded`);
       }
       this.current = loaded;
+      this.unloaded = false;
+      isolatePool.touch(this, heapBytesOf(loaded));
       return loaded;
     } finally {
       this.loading = undefined;

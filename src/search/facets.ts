@@ -3,8 +3,8 @@
 // count a numeric field in labelled ranges. Counting is exact and mergeable across nodes:
 // nodes send full count trees and the node asked cuts topN after the merge. Pure.
 
-import { BadRequestError } from '../errors.js';
-import { isPlainObject } from '../json.js';
+import { z } from 'zod';
+import { validate, withDefault } from '../validation.js';
 import type { Taxonomy } from '../streams/taxonomy.js';
 
 export interface FacetNode {
@@ -47,52 +47,61 @@ export type FacetRequest = TaxonomyFacetRequest | RangeFacetRequest;
 const FACETS_MAX = 64;
 const TOP_N_MAX = 10_000;
 const DEPTH_MAX = 16;
+/**
+ * Ranges of all range facets of one request (issue 15, item 4: 100,000 ranges held a node
+ * for 10 s). Each costs its share of every matching payload's count.
+ */
+export const FACET_RANGES_MAX = 256;
+/** `include` paths of one taxonomy facet. */
+export const FACET_INCLUDES_MAX = 1_000;
+
+const taxonomyFacetSchema = z.object({
+  type: z.literal('taxonomy'),
+  dimension: z.string().min(1).describe('A taxonomy node name of the searched streams.'),
+  topN: withDefault(z.int().min(1).max(TOP_N_MAX), 5).describe('Values kept per level, highest count first.'),
+  depth: withDefault(z.int().min(1).max(DEPTH_MAX), 3).describe('Levels counted.'),
+  include: withDefault(z.array(z.object({ path: z.array(z.string()) })).max(FACET_INCLUDES_MAX, { error: (issue) => `${count(issue.input)} paths; the limit is ${FACET_INCLUDES_MAX}` }), [])
+    .describe('Paths of values counted on top of the topN ones.')
+    .transform((entries) => entries.map((entry) => entry.path)),
+});
+
+// The unit says what a range holds: ranges have numbers from and to.
+const rangeBound = z.number({ error: (issue) => (issue.code === 'invalid_type' ? `expected a number (a range has numbers from and to), got ${issue.input === undefined ? 'nothing' : typeof issue.input}` : undefined) });
+
+const rangeSpecSchema = z
+  .object({
+    label: z.string().nullish().describe('Default `<from>-<to>`.'),
+    from: rangeBound,
+    fromInclusive: withDefault(z.boolean(), true),
+    to: rangeBound,
+    toInclusive: withDefault(z.boolean(), true),
+  })
+  .transform((range): RangeSpec => ({ ...range, label: range.label ?? `${range.from}-${range.to}` }));
+
+const rangeFacetSchema = z.object({
+  type: z.literal('range'),
+  field: z.string().min(1).describe('A numeric payload field (dotted path); no taxonomy needed.'),
+  ranges: z.array(rangeSpecSchema).min(1).max(FACET_RANGES_MAX, { error: (issue) => `${count(issue.input)} ranges; the limit is ${FACET_RANGES_MAX}` }),
+});
+
+/** One facet request of POST /ssr/:tenant/_facet. */
+export const facetRequestSchema = z.discriminatedUnion('type', [taxonomyFacetSchema, rangeFacetSchema]).meta({ id: 'FacetRequest' });
+
+export const facetRequestsSchema = z
+  .array(facetRequestSchema)
+  .max(FACETS_MAX)
+  .superRefine((facets, context) => {
+    const ranges = facets.reduce((sum, facet) => sum + (facet.type === 'range' ? facet.ranges.length : 0), 0);
+    if (ranges > FACET_RANGES_MAX) context.addIssue({ code: 'custom', message: `range facets of one request hold ${ranges} ranges; the limit is ${FACET_RANGES_MAX}` });
+  });
+
+/** The items of an array a limit refused (zod's issue carries the array). */
+function count(input: unknown): number | string {
+  return Array.isArray(input) ? input.length : 'too many';
+}
 
 export function parseFacetRequests(value: unknown): FacetRequest[] {
-  if (!Array.isArray(value) || value.length > FACETS_MAX) throw new BadRequestError(`facets must be an array of at most ${FACETS_MAX} requests`);
-  return value.map((facet, index) => parseFacetRequest(facet, `facets[${index}]`));
-}
-
-function parseFacetRequest(facet: unknown, where: string): FacetRequest {
-  if (!isPlainObject(facet)) throw new BadRequestError(`${where} must be an object`);
-  if (facet.type === 'range') {
-    if (typeof facet.field !== 'string' || facet.field === '') throw new BadRequestError(`${where}.field must be a field name`);
-    if (!Array.isArray(facet.ranges) || facet.ranges.length === 0) throw new BadRequestError(`${where}.ranges must be a non-empty array`);
-    return { type: 'range', field: facet.field, ranges: facet.ranges.map((range, i) => parseRange(range, `${where}.ranges[${i}]`)) };
-  }
-  if (facet.type !== 'taxonomy') throw new BadRequestError(`${where}.type must be 'taxonomy' or 'range'`);
-  if (typeof facet.dimension !== 'string' || facet.dimension === '') throw new BadRequestError(`${where}.dimension must name a taxonomy node`);
-  const include = facet.include ?? [];
-  if (!Array.isArray(include) || !include.every((entry) => isPlainObject(entry) && Array.isArray(entry.path) && entry.path.every((part) => typeof part === 'string'))) {
-    throw new BadRequestError(`${where}.include must be [ { path: [string] } ]`);
-  }
-  return {
-    type: 'taxonomy',
-    dimension: facet.dimension,
-    topN: boundedInteger(facet.topN, 5, 1, TOP_N_MAX, `${where}.topN`),
-    depth: boundedInteger(facet.depth, 3, 1, DEPTH_MAX, `${where}.depth`),
-    include: include.map((entry) => (entry as { path: string[] }).path),
-  };
-}
-
-function parseRange(range: unknown, where: string): RangeSpec {
-  if (!isPlainObject(range) || typeof range.from !== 'number' || typeof range.to !== 'number') {
-    throw new BadRequestError(`${where} must have numbers from and to`);
-  }
-  const fromInclusive = range.fromInclusive ?? true;
-  const toInclusive = range.toInclusive ?? true;
-  if (typeof fromInclusive !== 'boolean' || typeof toInclusive !== 'boolean') throw new BadRequestError(`${where}: fromInclusive/toInclusive must be booleans`);
-  const label = range.label ?? `${range.from}-${range.to}`;
-  if (typeof label !== 'string') throw new BadRequestError(`${where}.label must be a string`);
-  return { label, from: range.from, fromInclusive, to: range.to, toInclusive };
-}
-
-function boundedInteger(value: unknown, fallback: number, min: number, max: number, where: string): number {
-  if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new BadRequestError(`${where} must be an integer from ${min} to ${max}`);
-  }
-  return value;
+  return validate(facetRequestsSchema, value, 'facets', { prefixPaths: true });
 }
 
 export function emptyTree(): CountTree {
@@ -143,27 +152,58 @@ function renderLevel(tree: CountTree, request: TaxonomyFacetRequest, included: s
 
 /** Range facet counts: one child per range, in the order asked. */
 export function countRanges(request: RangeFacetRequest, values: Iterable<unknown>): FacetNode {
+  const segments = rangeSegments(request.ranges);
+  const perSegment = new Float64Array(segments.covering.length);
+  for (const value of values) {
+    if (typeof value !== 'number' || Number.isNaN(value)) continue;
+    perSegment[segments.locate(value)]! += 1;
+  }
   const counts = request.ranges.map(() => 0);
   let inAny = 0;
-  for (const value of values) {
-    if (typeof value !== 'number') continue;
-    let matched = false;
-    request.ranges.forEach((range, index) => {
-      const aboveFrom = range.fromInclusive ? value >= range.from : value > range.from;
-      const belowTo = range.toInclusive ? value <= range.to : value < range.to;
-      if (aboveFrom && belowTo) {
-        counts[index]! += 1;
-        matched = true;
-      }
-    });
-    if (matched) inAny += 1;
-  }
+  segments.covering.forEach((ranges, segment) => {
+    const count = perSegment[segment]!;
+    if (count === 0 || ranges.length === 0) return;
+    inAny += count;
+    for (const range of ranges) counts[range]! += count;
+  });
   return {
     name: request.field,
     // Payloads in at least one range (ranges may overlap).
     count: inAny,
     children: request.ranges.map((range, index) => ({ value: range.label, count: counts[index]!, children: [] })),
   };
+}
+
+/**
+ * The number line cut at every range end into elementary segments (each end point a
+ * segment of its own, and the open stretches between), each with the ranges covering it:
+ * a value is counted by one binary search, whatever the number of ranges, and every value
+ * of a segment lies in the same ranges. Segment 2i+1 is the point ends[i]; 2i the
+ * stretch below it; the last, the stretch above every end.
+ */
+function rangeSegments(ranges: readonly RangeSpec[]): { covering: number[][]; locate(value: number): number } {
+  const ends = [...new Set(ranges.flatMap((range) => [range.from, range.to]))].sort((a, b) => a - b);
+  const inRange = (range: RangeSpec, value: number) =>
+    (range.fromInclusive ? value >= range.from : value > range.from) && (range.toInclusive ? value <= range.to : value < range.to);
+  const covering: number[][] = [];
+  const cover = (probe: number | undefined) => ranges.flatMap((range, index) => (probe !== undefined && inRange(range, probe) ? [index] : []));
+  for (let i = 0; i < ends.length; i++) {
+    // Below the first end no range reaches; between two ends any inner value stands for all.
+    covering.push(cover(i === 0 ? undefined : ends[i - 1]! / 2 + ends[i]! / 2));
+    covering.push(cover(ends[i]!));
+  }
+  covering.push([]);
+  const locate = (value: number): number => {
+    let low = 0;
+    let high = ends.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (ends[middle]! < value) low = middle + 1;
+      else high = middle;
+    }
+    return low < ends.length && ends[low] === value ? 2 * low + 1 : 2 * low;
+  };
+  return { covering, locate };
 }
 
 /** The taxonomy node a facet request names, or 404-ish 400 when the stream has none such. */

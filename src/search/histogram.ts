@@ -20,13 +20,6 @@ export const DEFAULT_BUCKETS_TARGET = 60;
 
 const FIXED_MS: Partial<Record<Frequency, number>> = { DAY: 86_400_000, HOUR: 3_600_000, MINUTE: 60_000, SECOND: 1_000, MILLIS: 1 };
 
-export function parseFrequency(value: unknown): Frequency {
-  if (typeof value !== 'string' || !(FREQUENCIES as readonly string[]).includes(value)) {
-    throw new BadRequestError(`frequency must be one of ${FREQUENCIES.join(', ')}`);
-  }
-  return value as Frequency;
-}
-
 /** The start of the bucket holding `ms`. */
 export function bucketStart(ms: number, frequency: Frequency): number {
   const fixed = FIXED_MS[frequency];

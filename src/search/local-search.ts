@@ -15,6 +15,7 @@ import type { PartitionIndex, ScoredDocuments } from './partition-index.js';
 import type { SsrIndex } from './ssr-index.js';
 import { TopHits } from './top-hits.js';
 import { pathReader } from '../json.js';
+import { TimeSlice } from '../time-slice.js';
 
 export interface StreamSearchPart {
   /** "tenant/collection/name" */
@@ -97,27 +98,48 @@ async function searchStream(
   const query = compileQuery(part);
   const filter = documentFilter(part, fromContributor);
   const tally = new StreamTally(part, request, histogram);
+  // With a tsField (issue 13 item 2), that field decides which payloads fall in the range,
+  // not the stored primary timestamp.
+  const rangeTime = part.tsField === undefined ? undefined : timeReader(part.tsField);
+  const slice = new TimeSlice();
   for (const partition of part.partitions) {
+    await slice.pause();
     const partitionIndex = index.built(part.stream, partition) ?? (await index.partition(part.stream, partition));
     const plan = query.plan(partitionIndex);
-    searchPartition(partitionIndex, plan.candidates, both(plan.accepts, filter), request.range, tally);
+    await searchPartition(partitionIndex, plan.candidates, both(plan.accepts, filter), request.range, tally, rangeTime, slice);
   }
   return tally.result();
 }
 
+/** Iterations between two looks at the clock. */
+const CLOCK_EVERY = 1_024;
+
 /**
  * Tallies the documents of one partition that pass: the candidates (else every document,
- * in time order when a range is asked), within the range, accepted by the test.
+ * in time order when a range is asked), within the range, accepted by the test. Gives the
+ * event loop a turn whenever the slice is used up (TimeSlice).
  */
-function searchPartition(
+async function searchPartition(
   index: PartitionIndex,
-  candidates: ScoredDocuments | undefined,
+  found: ScoredDocuments | undefined,
   test: PayloadTest | undefined,
   range: { start: number; end: number } | undefined,
   tally: StreamTally,
-): void {
-  if (candidates !== undefined) {
+  rangeTime: ((payload: Record<string, unknown>) => number | undefined) | undefined,
+  slice: TimeSlice,
+): Promise<void> {
+  if (range !== undefined && rangeTime !== undefined) {
+    const inRange = (payload: Record<string, unknown>) => {
+      const at = rangeTime(payload);
+      return at !== undefined && at >= range.start && at <= range.end;
+    };
+    return searchPartition(index, found, both(inRange, test), undefined, tally, undefined, slice);
+  }
+  if (found !== undefined) {
+    // The matches live in scratch space another search may reuse while this one waits.
+    const candidates = found.length > CLOCK_EVERY ? copyOf(found) : found;
     for (let at = 0; at < candidates.length; at++) {
+      if (at % CLOCK_EVERY === CLOCK_EVERY - 1) await slice.pause();
       const document = candidates.documents[at]!;
       if (range !== undefined) {
         const timestamp = index.timestamp(document);
@@ -129,7 +151,9 @@ function searchPartition(
     return;
   }
   if (range === undefined) {
-    for (let document = 0; document < index.size; document++) {
+    const size = index.size;
+    for (let document = 0; document < size; document++) {
+      if (document % CLOCK_EVERY === CLOCK_EVERY - 1) await slice.pause();
       if (test === undefined || test(index.payload(document))) tally.add(index, document, 0);
     }
     return;
@@ -140,9 +164,14 @@ function searchPartition(
   // Only counts by stored timestamp wanted: the sorted times answer without a document.
   if (test === undefined && tally.countsTimesOnly) return tally.addSortedTimes(byTime.times, from, to);
   for (let at = from; at < to; at++) {
+    if ((at - from) % CLOCK_EVERY === CLOCK_EVERY - 1) await slice.pause();
     const document = byTime.documents[at]!;
     if (test === undefined || test(index.payload(document))) tally.add(index, document, 0);
   }
+}
+
+function copyOf(found: ScoredDocuments): ScoredDocuments {
+  return { documents: found.documents.slice(0, found.length), scores: found.scores.slice(0, found.length), length: found.length };
 }
 
 /** What one stream's documents add up to on this node: total, best hits, facets, histogram. */
@@ -328,6 +357,11 @@ export function levelReader(level: string): (payload: Record<string, unknown>) =
   };
 }
 
+
+function timeReader(path: string): (payload: Record<string, unknown>) => number | undefined {
+  const read = pathReader(path);
+  return (payload) => datetimeOf(read(payload));
+}
 
 function datetimeOf(value: unknown): number | undefined {
   return typeof value === 'string' ? (datetimeMs(value) ?? undefined) : undefined;

@@ -76,6 +76,15 @@ export class PartitionIndex {
     return this.writeIds.length;
   }
 
+  /**
+   * Bytes of the index structures (typed arrays, postings, terms), estimated for monitoring;
+   * the payload objects it keeps for answers are not counted.
+   */
+  get indexBytes(): number {
+    const arrays = this.timestamps.byteLength + this.lengths.byteLength + this.frequencies.byteLength + this.timeOrder.times.byteLength + this.timeOrder.documents.byteLength;
+    return arrays + this.postings.bytes + this.dictionary.bytes + this.writeIds.length * 40;
+  }
+
   /** Adds a document once (a record stored twice, by a replay or a transfer, is indexed once). */
   add(document: SsrDocument): void {
     if (this.byWriteId.has(document.writeId)) return;

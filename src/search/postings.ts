@@ -39,6 +39,12 @@ export class Postings {
     return this.documents.length + this.pendingLength;
   }
 
+  /** Bytes of the typed arrays held (monitoring, issue 13). */
+  get bytes(): number {
+    const arrays = [this.offsets, this.documents, this.frequencies, this.pendingDocuments, this.pendingFrequencies, this.pendingNext, this.firstPending, this.lastPending, this.counts];
+    return arrays.reduce((sum, array) => sum + array.byteLength, 0);
+  }
+
   /** Documents holding the term. */
   documentFrequency(term: number): number {
     return term < this.termCount ? this.counts[term]! : 0;

@@ -5,15 +5,27 @@
 // A node that fails during a search has its partitions asked of another live owner.
 
 import { BadRequestError, TributaryError } from '../errors.js';
-import { isPlainObject } from '../json.js';
+import { validate } from '../validation.js';
 import { parseStreamUri, streamKey, streamUri, type StreamId } from '../streams/stream-id.js';
 import type { StreamDefinitions } from '../streams/stream-definitions.js';
 import { parseSchema, primaryTimestampField, fieldAt, type StreamSchema } from '../streams/schema.js';
 import { compileExpression } from './expression/evaluate.js';
+import { termsOf } from './expression/analysis.js';
+import { parseExpression } from './expression/parser.js';
 import type { Analyzer } from './expression/patterns.js';
-import { emptyTree, mergeTrees, parseFacetRequests, renderTaxonomyFacet, taxonomyLevels, type CountTree, type FacetNode, type FacetRequest, type RangeFacetRequest, type TaxonomyFacetRequest } from './facets.js';
-import { chooseFrequency, mergeHistograms, parseFrequency, type Frequency, type Histogram } from './histogram.js';
+import { emptyTree, mergeTrees, renderTaxonomyFacet, taxonomyLevels, type CountTree, type FacetNode, type FacetRequest, type RangeFacetRequest, type TaxonomyFacetRequest } from './facets.js';
+import { chooseFrequency, mergeHistograms, type Frequency, type Histogram } from './histogram.js';
 import { compareHits, treeFromJson, type Hit, type LocalSearchRequest, type LocalSearchResult, type StreamSearchPart } from './local-search.js';
+import {
+  discoverRequestSchema,
+  facetSearchRequestSchema,
+  histogramRequestSchema,
+  searchRequestSchema,
+  type FilterInput,
+  type HistogramControls,
+  type SearchQueryInput,
+  type TimeRange,
+} from './search-request.js';
 
 export interface SearchPlacement {
   localName: string;
@@ -60,9 +72,6 @@ interface QueryParts {
   drilldowns: Array<{ dimension: string; values: string[] }>;
 }
 
-const COUNT_MAX = 10_000;
-const FROM_MAX = 100_000;
-const URIS_MAX = 1_000;
 const ATTEMPTS_MAX = 3;
 
 export class SearchService {
@@ -73,33 +82,30 @@ export class SearchService {
   ) {}
 
   async search(tenant: string, body: unknown): Promise<{ total: number; values: Array<{ score: number; data: unknown }> }> {
-    const request = requireObject(body);
+    const request = validate(searchRequestSchema, body);
     const streams = this.resolveStreams(tenant, request.uris, false);
     const query = parseQuery(request.query);
-    const count = integerIn(request.count, 10, 0, COUNT_MAX, 'count');
-    const from = integerIn(request.from, 0, 0, FROM_MAX, 'from');
+    const { count, from } = request;
     const domain = this.domainScope(tenant, request.domain);
-    const result = await this.run(streams, query, { range: parseRange(request.range), hitsMax: from + count, facets: [], domain });
+    const result = await this.run(streams, query, { range: request.range ?? undefined, hitsMax: from + count, facets: [], domain });
     const hits = result.streams.flatMap((stream) => stream.hits);
     hits.sort(compareHits);
     return { total: result.total, values: hits.slice(from, from + count).map((hit) => ({ score: hit.score, data: hit.data })) };
   }
 
   async facet(tenant: string, body: unknown): Promise<{ facets: FacetNode[] }> {
-    const request = requireObject(body);
+    const request = validate(facetSearchRequestSchema, body);
     const streams = this.resolveStreams(tenant, request.uris, false);
-    const facets = parseFacetRequests(request.facets ?? []);
+    const facets = request.facets;
     const domain = this.domainScope(tenant, request.domain);
-    const result = await this.run(streams, parseQuery(request.query), { range: parseRange(request.range), hitsMax: 0, facets, domain });
+    const result = await this.run(streams, parseQuery(request.query), { range: request.range ?? undefined, hitsMax: 0, facets, domain });
     const rangeFacets = facets.filter((facet) => facet.type === 'range');
     return { facets: facets.map((facet) => renderFacet(facet, result, rangeFacets.indexOf(facet as RangeFacetRequest))) };
   }
 
   async histogram(tenant: string, body: unknown): Promise<{ histogram: Histogram }> {
-    const request = requireObject(body);
-    const range = parseRange(request.range);
-    if (range === undefined) throw new BadRequestError('range { start, end } is required for a histogram');
-    const tsField = request.tsField === undefined ? undefined : requireString(request.tsField, 'tsField');
+    const request = validate(histogramRequestSchema, body);
+    const { range, tsField } = request;
     // Streams lacking the time field are left out (spec, "_timeRangeHistogram").
     const streams = this.resolveStreams(tenant, request.uris, false).filter((stream) =>
       tsField === undefined ? stream.primaryTimestamp !== undefined : stream.hasField(tsField),
@@ -111,15 +117,14 @@ export class SearchService {
   }
 
   async discover(tenant: string, body: unknown): Promise<unknown> {
-    const request = requireObject(body);
-    const range = parseRange(request.range);
+    const request = validate(discoverRequestSchema, body);
+    const range = request.range ?? undefined;
     const domain = this.domainScope(tenant, request.domain);
     // With a domain, only the streams its contributors published to (spec, "_discover").
     const streams = this.resolveStreams(tenant, request.uris, true).filter((stream) => domain === undefined || domain.streams.has(stream.key));
-    const resultsTopN = integerIn(isPlainObject(request.results) ? request.results.topN : undefined, 10, 0, COUNT_MAX, 'results.topN');
-    const facetsTopN = integerIn(isPlainObject(request.facets) ? request.facets.topN : undefined, 5, 1, COUNT_MAX, 'facets.topN');
-    const histogramOptions = isPlainObject(request.histogram) ? request.histogram : {};
-    const histogram = range === undefined ? undefined : { ...range, frequency: histogramFrequency(histogramOptions, range) };
+    const resultsTopN = request.results?.topN ?? 10;
+    const facetsTopN = request.facets?.topN ?? 5;
+    const histogram = range === undefined ? undefined : { ...range, frequency: histogramFrequency(request.histogram ?? {}, range) };
     const facets: TaxonomyFacetRequest[] = [...new Set(streams.flatMap((stream) => stream.taxonomy.nodes.map((node) => node.name)))].map((dimension) => ({
       type: 'taxonomy', dimension, topN: facetsTopN, depth: 3, include: [],
     }));
@@ -200,20 +205,18 @@ export class SearchService {
   }
 
   /** The domain a request names (`domain`: a URI; omitted, null or '': no domain). */
-  private domainScope(tenant: string, domain: unknown): DomainScope | undefined {
-    if (domain === undefined || domain === null || domain === '') return undefined;
-    if (typeof domain !== 'string') throw new BadRequestError('domain must be a domain URI (/domain/<tenant>/<collection>/<name>)');
+  private domainScope(tenant: string, domain: string | undefined): DomainScope | undefined {
+    if (domain === undefined) return undefined;
     if (this.domains === undefined) throw new BadRequestError('domains are not available on this node');
     return this.domains.scope(tenant, domain);
   }
 
   /** The ssr streams named by `uris` (all of the tenant's when omitted and allowed). */
-  private resolveStreams(tenant: string, uris: unknown, everyWhenOmitted: boolean): ResolvedStream[] {
+  private resolveStreams(tenant: string, uris: readonly string[] | undefined, everyWhenOmitted: boolean): ResolvedStream[] {
     let ids: StreamId[];
-    if (uris === undefined && everyWhenOmitted) {
+    if (uris === undefined) {
       ids = this.definitions.collections(tenant).flatMap((collection) => this.definitions.streams(tenant, collection).map((name) => ({ tenant, collection, name })));
     } else {
-      if (!Array.isArray(uris) || uris.length === 0 || uris.length > URIS_MAX) throw new BadRequestError(`uris must be an array of 1 to ${URIS_MAX} stream URIs`);
       ids = uris.map((uri) => parseStreamUri(uri));
       for (const id of ids) if (id.tenant !== tenant) throw new BadRequestError(`${streamUri(id)} is not a stream of tenant '${tenant}'`);
     }
@@ -351,77 +354,33 @@ function applyDomain(domain: DomainScope, streams: ResolvedStream[], parts: Stre
 /** A drilldown on a dimension the stream does not have: no payload of it has that path. */
 const IMPOSSIBLE_LEVEL = '\u0000no such level';
 
-function parseQuery(query: unknown): QueryParts {
+function parseQuery(query: SearchQueryInput | null | undefined): QueryParts {
   if (query === undefined || query === null) return { base: undefined, drilldowns: [] };
-  if (!isPlainObject(query)) throw new BadRequestError('query must be an object { base?, filters? }');
-  const base = query.base === undefined || query.base === null || query.base === '' ? undefined : requireString(query.base, 'query.base');
   const drilldowns: QueryParts['drilldowns'] = [];
-  const visit = (filters: unknown, where: string): void => {
-    if (!Array.isArray(filters)) throw new BadRequestError(`${where} must be an array`);
-    filters.forEach((filter, index) => {
-      const at = `${where}[${index}]`;
-      if (!isPlainObject(filter)) throw new BadRequestError(`${at} must be an object`);
-      if (filter.type === 'group') {
-        if (filter.clause !== 'and') throw new BadRequestError(`${at}.clause must be 'and'`);
-        return visit(filter.filters, `${at}.filters`);
-      }
-      if (filter.type !== 'taxonomy') throw new BadRequestError(`${at}.type must be 'taxonomy' or 'group'`);
-      const dimension = requireString(filter.dimension, `${at}.dimension`);
-      if (!Array.isArray(filter.drilldown) || !filter.drilldown.every((value) => typeof value === 'string')) {
-        throw new BadRequestError(`${at}.drilldown must be an array of strings`);
-      }
-      drilldowns.push({ dimension, values: filter.drilldown as string[] });
-    });
+  const visit = (filters: readonly FilterInput[]): void => {
+    for (const filter of filters) {
+      if (filter.type === 'group') visit(filter.filters);
+      else drilldowns.push({ dimension: filter.dimension, values: filter.drilldown });
+    }
   };
-  if (query.filters !== undefined) visit(query.filters, 'query.filters');
-  return { base, drilldowns };
+  visit(query.filters ?? []);
+  return { base: query.base, drilldowns };
 }
 
+/** A 400 at the node asked, before any partition is read: syntax, functions, patterns and their limits. */
 function checkExpression(base: string, analyzer: Analyzer): void {
   compileExpression(base, { analyzer });
+  termsOf(parseExpression(base), { analyzer });
 }
 
-function parseRange(range: unknown): { start: number; end: number } | undefined {
-  if (range === undefined || range === null) return undefined;
-  if (!isPlainObject(range)) throw new BadRequestError('range must be { start, end }');
-  const start = timeOf(range.start, 'range.start');
-  const end = timeOf(range.end, 'range.end');
-  if (end < start) throw new BadRequestError('range.end is before range.start');
-  return { start, end };
-}
-
-function timeOf(value: unknown, where: string): number {
-  const ms = typeof value === 'string' ? Date.parse(value) : typeof value === 'number' ? value : NaN;
-  if (!Number.isFinite(ms)) throw new BadRequestError(`${where} must be an ISO 8601 timestamp`);
-  return ms;
-}
-
-function histogramFrequency(options: Record<string, unknown>, range: { start: number; end: number }): Frequency {
-  if (options.frequency !== undefined) return parseFrequency(options.frequency);
+function histogramFrequency(options: HistogramControls, range: TimeRange): Frequency {
+  if (options.frequency !== undefined) return options.frequency;
   // The spec's requests name the count maxNumberOfBuckets, its prose maxBucketCount: both work.
   const buckets = options.maxNumberOfBuckets ?? options.maxBucketCount;
-  if (buckets === undefined) return chooseFrequency(range.start, range.end);
-  return chooseFrequency(range.start, range.end, integerIn(buckets, 60, 1, 100_000, 'maxNumberOfBuckets'));
+  if (buckets === undefined || buckets === null) return chooseFrequency(range.start, range.end);
+  return chooseFrequency(range.start, range.end, buckets);
 }
 
 function emptyHistogramOf(range: { start: number; end: number }, frequency: Frequency): Histogram {
   return { start: new Date(range.start).toISOString(), end: new Date(range.end).toISOString(), frequency, buckets: [] };
-}
-
-function requireObject(body: unknown): Record<string, unknown> {
-  if (!isPlainObject(body)) throw new BadRequestError('body must be a JSON object');
-  return body;
-}
-
-function requireString(value: unknown, where: string): string {
-  if (typeof value !== 'string') throw new BadRequestError(`${where} must be a string`);
-  return value;
-}
-
-function integerIn(value: unknown, fallback: number, min: number, max: number, where: string): number {
-  if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new BadRequestError(`${where} must be an integer from ${min} to ${max}`);
-  }
-  return value;
 }

@@ -8,6 +8,7 @@
 import type { Repository, StoredRecord } from '../storage/repository.js';
 import type { Analyzer } from './expression/patterns.js';
 import { PartitionIndex, type SsrDocument } from './partition-index.js';
+import { parseJson } from '../json.js';
 
 /** Records per batch read while building an index. */
 const SCAN_BATCH_RECORDS = 2_000;
@@ -69,6 +70,21 @@ export class SsrIndex {
     }
   }
 
+  /** Which partitions of the stream have an index built or being built, and the built ones' bytes (monitoring). */
+  status(stream: string): { built: number[]; building: number[]; indexBytes: number } {
+    const prefix = `${stream}/`;
+    const built: number[] = [];
+    const building: number[] = [];
+    let indexBytes = 0;
+    for (const [key, index] of this.ready) {
+      if (!key.startsWith(prefix)) continue;
+      built.push(Number(key.slice(prefix.length)));
+      indexBytes += index.indexBytes;
+    }
+    for (const key of this.building.keys()) if (key.startsWith(prefix)) building.push(Number(key.slice(prefix.length)));
+    return { built: built.sort((a, b) => a - b), building: building.sort((a, b) => a - b), indexBytes };
+  }
+
   /** The partition's data changed under the index (transfer, drop): rebuild on next use. */
   invalidate(stream: string, partition: number): void {
     const key = `${stream}/${partition}`;
@@ -103,6 +119,6 @@ function toDocument(record: StoredRecord): SsrDocument {
   return {
     writeId: record.writeId,
     timestamp: record.timestamp,
-    payload: JSON.parse(record.payloadJson) as Record<string, unknown>,
+    payload: parseJson(record.payloadJson) as Record<string, unknown>,
   };
 }

@@ -48,6 +48,13 @@ export class TermDictionary {
     return this.terms.length;
   }
 
+  /** Bytes held, estimated: the tables, and each term's UTF-16 text with its string header (monitoring). */
+  get bytes(): number {
+    let text = 0;
+    for (const term of this.terms) text += 16 + term.length * 2;
+    return this.slots.byteLength + this.hashes.byteLength + this.sorted.length * 8 + text;
+  }
+
   id(term: string): number | undefined {
     const slot = this.find(hashOf(term), term, 0, term.length, false);
     const id = this.slots[slot]!;

@@ -10,7 +10,9 @@
 
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { ClassicLevel } from 'classic-level';
+import { StartupError } from '../errors.js';
 
 const SUBLEVEL_OPTIONS = { keyEncoding: 'utf8', valueEncoding: 'utf8' } as const;
 
@@ -29,14 +31,17 @@ export interface EncodedPut {
   value: Buffer;
 }
 
+/** Told how long each synced batch took (metrics: fsync latency). */
+export type SyncedBatchObserver = (seconds: number) => void;
+
 /** Sequence keys kept in the database: older ones are deleted by later batches. */
 const SEQUENCE_KEYS_KEPT = 256;
 const SEQUENCE_PREFIX = 'commit-seq/';
 const SEQUENCE_DIGITS = 16;
 export const LEDGER_FILE = 'commit-ledger';
 
-/** The database could not be opened because another process holds its lock. */
-export class DatabaseLockedError extends Error {
+/** The database could not be opened because another process holds its lock (an expected start-up failure). */
+export class DatabaseLockedError extends StartupError {
   override name = 'DatabaseLockedError';
 }
 
@@ -59,6 +64,7 @@ export class Database {
     /** The highest batch sequence acknowledged before the last stop, per the ledger. */
     readonly ledgerSequence: number,
     ledgerPath: string,
+    private readonly onSyncedBatch: SyncedBatchObserver | undefined,
   ) {
     this.kv = openSublevel(level, 'kv');
     this.ssr = openSublevel(level, 'ssr');
@@ -72,7 +78,7 @@ export class Database {
     this.ledgerFd = openSync(ledgerPath, 'r+');
   }
 
-  static async open(dataDir: string): Promise<Database> {
+  static async open(dataDir: string, onSyncedBatch?: SyncedBatchObserver): Promise<Database> {
     const location = join(dataDir, 'db');
     mkdirSync(location, { recursive: true });
     const level = new ClassicLevel<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
@@ -89,7 +95,7 @@ export class Database {
     const stored = await local.keys({ gte: SEQUENCE_PREFIX, lt: prefixEnd(SEQUENCE_PREFIX), reverse: true, limit: 1 }).all();
     const storedSequence = stored[0] === undefined ? 0 : parseInt(stored[0].slice(SEQUENCE_PREFIX.length), 10);
     const ledgerPath = join(dataDir, LEDGER_FILE);
-    return new Database(level, location, storedSequence, readLedger(ledgerPath), ledgerPath);
+    return new Database(level, location, storedSequence, readLedger(ledgerPath), ledgerPath, onSyncedBatch);
   }
 
   /** Commits the operations atomically. `sync` fsyncs before resolving: use it for anything acknowledged. */
@@ -97,9 +103,10 @@ export class Database {
     if (operations.length === 0) return;
     const sequence = options.sync ? this.nextSequence() : undefined;
     const all = sequence === undefined ? operations : [...operations, ...this.sequenceOperations(sequence)];
+    const started = performance.now();
     // Sublevel operations carry their own encodings; the root's typings cannot say so.
     await this.level.batch(all as never, { sync: options.sync });
-    if (sequence !== undefined) this.recordDurable(sequence);
+    if (sequence !== undefined) this.recordDurable(sequence, started);
   }
 
   /**
@@ -110,8 +117,9 @@ export class Database {
     if (puts.length === 0) return;
     const sequence = options.sync ? this.nextSequence() : undefined;
     const all: Array<EncodedPut | { type: 'del'; key: Buffer }> = sequence === undefined ? puts : [...puts, ...this.encodedSequenceOperations(sequence)];
+    const started = performance.now();
     await this.level.batch<Buffer, Buffer>(all as EncodedPut[], { sync: options.sync, keyEncoding: 'buffer', valueEncoding: 'buffer' });
-    if (sequence !== undefined) this.recordDurable(sequence);
+    if (sequence !== undefined) this.recordDurable(sequence, started);
   }
 
   private nextSequence(): number {
@@ -137,7 +145,8 @@ export class Database {
    * The batch is durable: the ledger learns its number. Written in place and not synced:
    * a ledger behind the database only misses a loss, never invents one.
    */
-  private recordDurable(sequence: number): void {
+  private recordDurable(sequence: number, startedMs: number): void {
+    this.onSyncedBatch?.((performance.now() - startedMs) / 1000);
     if (sequence <= this.ledgerHighest) return;
     this.ledgerHighest = sequence;
     const text = Buffer.from(String(sequence).padStart(SEQUENCE_DIGITS, '0'));
@@ -151,6 +160,11 @@ export class Database {
   /** The bytes that start every root key of the sublevel's records. */
   prefixOf(sublevel: Sublevel): Buffer {
     return Buffer.from(sublevel.prefix, 'utf8');
+  }
+
+  /** Open and not closing: /ready asks. */
+  get isOpen(): boolean {
+    return this.level.status === 'open';
   }
 
   /** Every key and value of the database read once: throws on what LevelDB cannot read. */

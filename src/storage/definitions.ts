@@ -8,6 +8,7 @@
 
 import { VersionConflictError } from '../errors.js';
 import type { Database } from './database.js';
+import { parseJson, stringifyJson } from '../json.js';
 
 export interface Definition<T = unknown> {
   key: string;
@@ -22,7 +23,14 @@ interface StoredRecord {
   value: unknown;
 }
 
-export type DefinitionListener = (key: string, definition: Definition | undefined) => void;
+/** How a key changed: from which version to which, and whether this node made the change (as its coordinator) or applied another's. */
+export interface DefinitionChange {
+  fromVersion: number | undefined;
+  toVersion: number;
+  coordinated: boolean;
+}
+
+export type DefinitionListener = (key: string, definition: Definition | undefined, change?: DefinitionChange) => void;
 
 /** A stored key as peers exchange it: its version, and its value or a tombstone. */
 export interface DefinitionRecord {
@@ -82,10 +90,11 @@ export class DefinitionStore implements Definitions {
   put<T>(key: string, value: T, expectedVersion?: string): Promise<Definition<T>> {
     return this.serialised(key, async () => {
       this.checkVersion(key, expectedVersion);
-      const version = (this.byKey.get(key)?.version ?? 0) + 1;
+      const from = this.byKey.get(key)?.version;
+      const version = (from ?? 0) + 1;
       await this.persist(key, { version, value });
       const definition = { key, version: String(version), value };
-      this.notify(key, definition);
+      this.notify(key, definition, { fromVersion: from, toVersion: version, coordinated: true });
       return definition;
     });
   }
@@ -98,7 +107,7 @@ export class DefinitionStore implements Definitions {
       if (current === undefined || current.value === undefined) return undefined;
       const version = current.version + 1;
       await this.persist(key, { version, value: undefined });
-      this.notify(key, undefined);
+      this.notify(key, undefined, { fromVersion: current.version, toVersion: version, coordinated: true });
       return String(version);
     });
   }
@@ -123,7 +132,8 @@ export class DefinitionStore implements Definitions {
       if (current !== undefined && current.version >= incoming.version) return false;
       const value = incoming.deleted ? undefined : incoming.value;
       await this.persist(incoming.key, { version: incoming.version, value });
-      this.notify(incoming.key, value === undefined ? undefined : { key: incoming.key, version: String(incoming.version), value });
+      const change = { fromVersion: current?.version, toVersion: incoming.version, coordinated: false };
+      this.notify(incoming.key, value === undefined ? undefined : { key: incoming.key, version: String(incoming.version), value }, change);
       return true;
     });
   }
@@ -141,13 +151,13 @@ export class DefinitionStore implements Definitions {
   }
 
   private async persist(key: string, record: StoredRecord): Promise<void> {
-    const text = JSON.stringify(record.value === undefined ? { version: record.version, deleted: true } : record);
+    const text = stringifyJson(record.value === undefined ? { version: record.version, deleted: true } : record);
     await this.database.batch([{ type: 'put', sublevel: this.database.kv, key, value: text }], { sync: true });
     this.byKey.set(key, record);
   }
 
-  private notify(key: string, definition: Definition | undefined): void {
-    for (const listener of this.listeners) listener(key, definition);
+  private notify(key: string, definition: Definition | undefined, change: DefinitionChange): void {
+    for (const listener of this.listeners) listener(key, definition, change);
   }
 
   /** Runs `task` after every earlier write to the same key has settled. */
@@ -168,7 +178,7 @@ function toRecord(key: string, record: StoredRecord): DefinitionRecord {
 }
 
 function parseRecord(key: string, text: string): StoredRecord {
-  const parsed = JSON.parse(text) as { version?: unknown; value?: unknown; deleted?: unknown };
+  const parsed = parseJson(text) as { version?: unknown; value?: unknown; deleted?: unknown };
   if (typeof parsed.version !== 'number' || !Number.isSafeInteger(parsed.version) || parsed.version < 1) {
     throw new Error(`definitions store: key ${key} has no valid version`);
   }

@@ -2,6 +2,7 @@
 // next one, so concurrent requests share one fsync instead of queueing one each. Every
 // caller's promise resolves only after the batch holding its operations is durable.
 
+import { performance } from 'node:perf_hooks';
 import type { BatchOperation, Database } from './database.js';
 
 interface Waiter {
@@ -18,14 +19,19 @@ export class GroupCommitter {
     private readonly database: Database,
     /** Upper bound of operations merged into one batch. */
     private readonly batchOperationsMax = 50_000,
+    /** Told how long each commit took, from queued to durable (metrics). */
+    private readonly onCommitted?: (seconds: number) => void,
   ) {}
 
   commit(operations: BatchOperation[]): Promise<void> {
     if (operations.length === 0) return Promise.resolve();
-    return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const committed = new Promise<void>((resolve, reject) => {
       this.queue.push({ operations, resolve, reject });
       if (!this.flushing) void this.flush();
     });
+    const observe = this.onCommitted;
+    return observe === undefined ? committed : committed.then(() => observe((performance.now() - started) / 1000));
   }
 
   private async flush(): Promise<void> {

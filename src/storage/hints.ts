@@ -7,6 +7,7 @@ import type { BatchOperation, Database, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';
 import type { DefinitionRecord } from './definitions.js';
 import type { RepositoryName, StoredRecord } from './repository.js';
+import { parseJson, stringifyJson } from '../json.js';
 
 /** Stream records for a repository, or definition records for the KV repo. */
 export type HintPayload = { repository: RepositoryName; records: StoredRecord[] } | { repository: 'KV'; records: DefinitionRecord[] };
@@ -53,7 +54,7 @@ export class HintBuffer {
 
   /** Operations that store a hint; commit them before acknowledging the write. */
   add(target: string, payload: HintPayload): BatchOperation[] {
-    const value = JSON.stringify(payload);
+    const value = stringifyJson(payload);
     if (this.bytesTotal + value.length > this.hintBufferBytesMax) {
       throw new HintBufferFullError(`the hint buffer is full (${this.hintBufferBytesMax} bytes): owner ${target} is down`);
     }
@@ -95,6 +96,6 @@ export class HintBuffer {
 }
 
 function parseHint(key: string, value: string): Hint {
-  const parsed = JSON.parse(value) as HintPayload;
+  const parsed = parseJson(value) as HintPayload;
   return { key, target: key.slice(0, key.lastIndexOf('/')), ...parsed, bytes: value.length };
 }

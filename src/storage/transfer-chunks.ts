@@ -20,6 +20,7 @@ import type { Database, EncodedPut, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';
 import type { DefinitionRecord } from './definitions.js';
 import { encodePartition } from './repository.js';
+import { parseJson, stringifyJson } from '../json.js';
 
 /** A persisted stream: its storage key and its replicas (from its policy). */
 export interface StoredStream {
@@ -120,7 +121,7 @@ export class TransferChunks {
     if (transfer.repo === 'KV') {
       // Definitions go through their own store (versions, listeners): a KV chunk is small,
       // and its progress is written after it.
-      await this.sources.applyDefinitions(JSON.parse(Buffer.from(chunk.bytes).toString('utf8')) as DefinitionRecord[]);
+      await this.sources.applyDefinitions(parseJson(Buffer.from(chunk.bytes).toString('utf8')) as DefinitionRecord[]);
       await this.database.batchEncoded([progressPut], { sync: true });
       return;
     }
@@ -219,12 +220,12 @@ export class TransferChunks {
     let bytes = 0;
     for (const record of records) {
       taken.push(record);
-      bytes += JSON.stringify(record).length;
+      bytes += stringifyJson(record).length;
       if (bytes >= this.chunkBytesMax) break;
     }
     const last = taken.length === records.length;
     const chunk: ChunkData = {
-      bytes: Buffer.from(JSON.stringify(taken), 'utf8'),
+      bytes: Buffer.from(stringifyJson(taken), 'utf8'),
       records: taken.length,
       cursor: taken.at(-1)?.key ?? cursor ?? '',
     };

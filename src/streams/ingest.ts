@@ -4,12 +4,25 @@
 
 import { canonicalJson, partitionOfCanonical } from '../cluster/partitioner.js';
 import type { PartitionRouter } from '../cluster/partition-router.js';
+import { z } from 'zod';
 import { isPlainObject } from '../json.js';
 import { BadRequestError, ForbiddenError } from '../errors.js';
 import type { StoredRecord } from '../storage/repository.js';
 import type { WriteIdGenerator } from '../storage/write-ids.js';
 import { type StreamId, SYSTEM_COLLECTION } from './stream-id.js';
 import type { CompiledStream, StreamRuntime } from './stream-runtime.js';
+
+/** A payload: a JSON object whose fields follow the stream schema (fields it does not name are kept). */
+export const payloadSchema = z.looseObject({}).meta({ id: 'Payload', examples: [{ host: 'web-1', cpu: 73.5, at: '2024-03-01T12:00:00Z' }] });
+
+/**
+ * The body of POST /streams/:tenant/:collection/:name: an array of payloads or one payload.
+ * Elements are checked one by one at ingest, and those that fail answer 500 by their index
+ * (spec, "Streams"), so the array's items are not checked here.
+ */
+export const ingestBodySchema = z
+  .union([z.array(z.unknown().meta({ type: 'object', description: 'A payload.' })), payloadSchema])
+  .meta({ id: 'IngestBody', examples: [[{ host: 'web-1', cpu: 73.5, at: '2024-03-01T12:00:00Z' }]] });
 
 /** Messages of the failed payloads, by their index in the request. */
 export type IngestFailures = Map<number, string>;
@@ -21,12 +34,16 @@ export type IngestFailures = Map<number, string>;
  */
 export type PayloadListener = (stream: CompiledStream, payloads: readonly Record<string, unknown>[]) => void | Promise<void>;
 
+/** What one batch did, per stream (metrics): payloads accepted and refused, bytes stored. */
+export type IngestOutcomeListener = (stream: string, outcome: { accepted: number; refused: number; bytes: number }) => void;
+
 export interface IngestLimits {
   batchPayloadsMax: number;
 }
 
 export class IngestService {
   private readonly listeners = new Set<PayloadListener>();
+  private outcomeListener: IngestOutcomeListener | undefined;
 
   constructor(
     private readonly runtime: StreamRuntime,
@@ -39,6 +56,11 @@ export class IngestService {
   onPayloads(listener: PayloadListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** One listener told the outcome of every batch (metrics). */
+  onOutcome(listener: IngestOutcomeListener): void {
+    this.outcomeListener = listener;
   }
 
   /**
@@ -58,7 +80,8 @@ export class IngestService {
       if (typeof outcome === 'string') failures.set(index, outcome);
       else accepted.push({ index, payload: outcome });
     }
-    const written = stream.repository === undefined ? accepted : await this.store(stream, accepted, failures, idempotencyKey);
+    const { written, bytes } = stream.repository === undefined ? { written: accepted, bytes: 0 } : await this.store(stream, accepted, failures, idempotencyKey);
+    this.outcomeListener?.(stream.key, { accepted: written.length, refused: failures.size, bytes });
     if (written.length > 0) {
       const payloads = written.map((entry) => entry.payload);
       await Promise.all([...this.listeners].map((listener) => listener(stream, payloads)));
@@ -66,13 +89,13 @@ export class IngestService {
     return failures;
   }
 
-  /** Writes the accepted payloads; returns those written, and adds the others to failures. */
+  /** Writes the accepted payloads; returns those written and their bytes, and adds the others to failures. */
   private async store(
     stream: CompiledStream,
     accepted: Array<{ index: number; payload: Record<string, unknown> }>,
     failures: IngestFailures,
     idempotencyKey: string | undefined,
-  ): Promise<Array<{ index: number; payload: Record<string, unknown> }>> {
+  ): Promise<{ written: Array<{ index: number; payload: Record<string, unknown> }>; bytes: number }> {
     const receivedAt = idempotencyKey === undefined ? this.nowMs() : this.writeIds.receiptOf(stream.key, idempotencyKey);
     const records: StoredRecord[] = accepted.map(({ index, payload }) => {
       // One canonical text serves both the partition hash and storage: measured cheaper
@@ -89,7 +112,9 @@ export class IngestService {
     });
     const writeFailures = await this.router.write(stream.repository!, stream.policy, records);
     for (const [position, message] of writeFailures) failures.set(accepted[position]!.index, message);
-    return accepted.filter((_, position) => !writeFailures.has(position));
+    // Counted only when someone listens: a byte count per payload is not free.
+    const bytes = this.outcomeListener === undefined ? 0 : records.reduce((sum, record, position) => (writeFailures.has(position) ? sum : sum + Buffer.byteLength(record.payloadJson)), 0);
+    return { written: accepted.filter((_, position) => !writeFailures.has(position)), bytes };
   }
 }
 

@@ -35,6 +35,8 @@ interface CompiledField {
 }
 
 const contributorCharsMax = 128;
+const LONG_MIN = -(2n ** 63n);
+const LONG_MAX = 2n ** 63n - 1n;
 const emailCharsMax = 254;
 
 /** Compiles once per schema version into a closure tree; the result is safe to share. */
@@ -117,11 +119,13 @@ const SCALAR_CHECKS: Record<ScalarKind, Check> = {
   string: (value) => (typeof value === 'string' ? undefined : mismatch('string', value)),
   boolean: (value) => (typeof value === 'boolean' ? undefined : mismatch('boolean', value)),
   double: (value) => {
+    // A number too long for a double's exact integers was read as BigInt (json.ts): still a number.
+    if (typeof value === 'bigint') return undefined;
     if (typeof value !== 'number') return mismatch('double', value);
     return Number.isFinite(value) ? undefined : invalid('double (finite number)', String(value));
   },
   int: integerCheck('int', -(2 ** 31), 2 ** 31 - 1),
-  long: integerCheck('long', Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
+  long: longCheck(),
   short: integerCheck('short', -(2 ** 15), 2 ** 15 - 1),
   byte: integerCheck('byte', -(2 ** 7), 2 ** 7 - 1),
   datetime: stringCheck('datetime', 'ISO 8601, e.g. 2024-01-31T12:00:00Z', (text) => parseDatetime(text) !== undefined),
@@ -138,8 +142,19 @@ const SCALAR_CHECKS: Record<ScalarKind, Check> = {
 function integerCheck(kind: ScalarKind, min: number, max: number): Check {
   const expected = `${kind} (integer from ${min} to ${max})`;
   return (value) => {
+    if (typeof value === 'bigint') return invalid(expected, String(value));
     if (typeof value !== 'number') return mismatch(kind, value);
     return Number.isInteger(value) && value >= min && value <= max ? undefined : invalid(expected, String(value));
+  };
+}
+
+/** Longs are 64-bit: beyond 2^53 they arrive as BigInt and are kept exactly (issue 13 item 3b). */
+function longCheck(): Check {
+  const expected = `long (integer from ${LONG_MIN} to ${LONG_MAX})`;
+  return (value) => {
+    if (typeof value === 'bigint') return value >= LONG_MIN && value <= LONG_MAX ? undefined : invalid(expected, String(value));
+    if (typeof value !== 'number') return mismatch('long', value);
+    return Number.isSafeInteger(value) ? undefined : invalid(expected, String(value));
   };
 }
 

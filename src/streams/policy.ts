@@ -1,31 +1,32 @@
 // The distribution policy of a stream (spec, "Distribution policy").
 
-import type { DistributionPolicy } from '../cluster/partitioner.js';
-import { BadRequestError } from '../errors.js';
-import { isPlainObject } from '../json.js';
+import { z } from 'zod';
+import { DEFAULT_POLICY, type DistributionPolicy } from '../cluster/partitioner.js';
+import { validate } from '../validation.js';
 
 /** Bounds that keep the owners table and partition keys small (4 hex digits). */
 export const RING_SIZE_MAX = 65_536;
 export const REPLICAS_MAX = 64;
 export const HASH_BYTES_MAX = 1_048_576;
 
-export function parsePolicy(body: unknown): DistributionPolicy {
-  if (!isPlainObject(body)) throw new BadRequestError('policy must be a JSON object');
-  const replicas = positiveInteger(body.replicas, 'replicas', REPLICAS_MAX);
-  const ringSize = positiveInteger(body.ring_size, 'ring_size', RING_SIZE_MAX);
-  if (!isPlainObject(body.hash_payload)) {
-    throw new BadRequestError('hash_payload must be an object { bytes: integer }');
-  }
-  const bytes = positiveInteger(body.hash_payload.bytes, 'hash_payload.bytes', HASH_BYTES_MAX);
-  if (replicas > ringSize) {
-    throw new BadRequestError(`replicas (${replicas}) must not exceed ring_size (${ringSize})`);
-  }
-  return { replicas, ring_size: ringSize, hash_payload: { bytes } };
-}
+/** The body of PUT …/policy and of GET …/policy. Other fields are dropped. */
+export const policySchema = z
+  .object({
+    replicas: z.int().min(1).max(REPLICAS_MAX).describe('Copies of each partition, on distinct nodes; at most ring_size.'),
+    ring_size: z.int().min(1).max(RING_SIZE_MAX).describe('Partitions of the stream; cannot change once the stream holds stored payloads (409).'),
+    hash_payload: z
+      .object({ bytes: z.int().min(1).max(HASH_BYTES_MAX).describe('How many bytes of the canonical JSON of a payload choose its partition.') })
+      .describe('Cannot change once the stream holds stored payloads (409).'),
+  })
+  .refine((policy) => policy.replicas <= policy.ring_size, {
+    path: ['replicas'],
+    error: (issue) => {
+      const policy = issue.input as DistributionPolicy;
+      return `must not exceed ring_size (${policy.ring_size}), got ${policy.replicas}`;
+    },
+  })
+  .meta({ id: 'DistributionPolicy', description: 'How a stream is spread over the ring (spec, "Distribution policy").', examples: [DEFAULT_POLICY] });
 
-function positiveInteger(value: unknown, field: string, max: number): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > max) {
-    throw new BadRequestError(`${field} must be an integer from 1 to ${max}, got ${JSON.stringify(value) ?? 'nothing'}`);
-  }
-  return value;
+export function parsePolicy(body: unknown): DistributionPolicy {
+  return validate(policySchema, body, 'policy');
 }

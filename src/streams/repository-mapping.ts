@@ -1,26 +1,41 @@
 // Which repository persists a stream (spec, "Repository mapping"). No mapping: not persisted.
 
-import { isPlainObject } from '../json.js';
-import { BadRequestError } from '../errors.js';
-import { REPOSITORY_NAMES, type RepositoryName } from '../storage/repository.js';
+import { z } from 'zod';
+import type { RepositoryName } from '../storage/repository.js';
+import { validate } from '../validation.js';
 
 export interface RepositoryMapping {
   name: RepositoryName;
   config: Record<string, unknown>;
 }
 
+// `config` may be left out or null: no settings. Other settings are kept as sent.
+const ssrMappingSchema = z.object({
+  name: z.literal('ssr').describe('The searchable repository: full-text search, facets, histograms.'),
+  config: z
+    .looseObject({
+      defaultStringAnalyzer: z
+        .string()
+        .optional()
+        .describe("How string fields are split into terms: 'standard' (lowercased runs of letters and digits, the default) or 'keyword' (the whole value)."),
+    })
+    .nullish()
+    .transform((config) => config ?? {}),
+});
+const tsrMappingSchema = z.object({
+  name: z.literal('tsr').describe('The time-series repository: payloads by partition and time.'),
+  config: z
+    .looseObject({})
+    .nullish()
+    .transform((config) => config ?? {})
+    .describe('No settings.'),
+});
+
+/** The body of PUT …/repository and of GET …/repository. */
+export const repositoryMappingSchema = z
+  .discriminatedUnion('name', [ssrMappingSchema, tsrMappingSchema])
+  .meta({ id: 'RepositoryMapping', description: 'Which repository persists the stream (spec, "Repository mapping").', examples: [{ name: 'ssr', config: { defaultStringAnalyzer: 'standard' } }] });
+
 export function parseRepositoryMapping(body: unknown): RepositoryMapping {
-  if (!isPlainObject(body)) throw new BadRequestError('repository mapping must be a JSON object { name, config }');
-  const name = body.name;
-  if (typeof name !== 'string' || !(REPOSITORY_NAMES as readonly string[]).includes(name)) {
-    throw new BadRequestError(
-      `repository name must be one of ${REPOSITORY_NAMES.join(', ')}, got ${JSON.stringify(name) ?? 'nothing'}`,
-    );
-  }
-  const config = body.config ?? {};
-  if (!isPlainObject(config)) throw new BadRequestError('repository config must be a JSON object');
-  if (name === 'ssr' && config.defaultStringAnalyzer !== undefined && typeof config.defaultStringAnalyzer !== 'string') {
-    throw new BadRequestError('config.defaultStringAnalyzer must be a string');
-  }
-  return { name: name as RepositoryName, config };
+  return validate(repositoryMappingSchema, body, 'repository mapping');
 }

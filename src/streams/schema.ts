@@ -196,11 +196,16 @@ function checkFieldName(name: string, path: string): void {
   if (CONTROL_CHARACTERS.test(name)) throw invalid('must not contain control characters');
 }
 
+/**
+ * Whether a field may be missing or null. Existing Valo clients rely on fields being
+ * optional unless they say `optional: false` (issue 13 item 3a), which Valo's documentation
+ * writes as the string "false": both spellings are read. null means "not set".
+ */
 function parseOptional(raw: unknown, path: string): boolean {
-  // JSON clients often send null for "not set"; it means the same as leaving the key out.
-  if (raw === undefined || raw === null) return false;
-  if (typeof raw !== 'boolean') throw problem(path, `expected boolean, got ${jsonTypeName(raw)}`);
-  return raw;
+  if (raw === undefined || raw === null) return true;
+  if (raw === true || raw === 'true') return true;
+  if (raw === false || raw === 'false') return false;
+  throw problem(path, `expected true or false, got ${typeof raw === 'string' ? quoteForMessage(raw) : jsonTypeName(raw)}`);
 }
 
 function parseAnnotations(raw: unknown, path: string): string[] {

@@ -4,15 +4,14 @@
 import { DEFAULT_POLICY, type DistributionPolicy } from '../cluster/partitioner.js';
 import type { TenantService } from '../cluster/tenants.js';
 import { ForbiddenError, NotFoundError, StateConflictError } from '../errors.js';
-import { isPlainObject } from '../json.js';
-import { BadRequestError } from '../errors.js';
 import { checkName } from '../names.js';
+import { validate } from '../validation.js';
 import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';
-import type { Repository, RepositoryName } from '../storage/repository.js';
 import type { SandboxLimits } from '../scripting/sandbox.js';
 import { parsePolicy } from './policy.js';
 import { parseRepositoryMapping, type RepositoryMapping } from './repository-mapping.js';
 import { parseSchema } from './schema.js';
+import { streamBodySchema } from './schema-document.js';
 import { type StreamId, streamKey, SYSTEM_COLLECTION } from './stream-id.js';
 import { parseTags, TagRunner, type TagDefinition } from './tags.js';
 import { parseTaxonomy, type Taxonomy } from './taxonomy.js';
@@ -39,7 +38,8 @@ export class StreamDefinitions {
   constructor(
     private readonly store: Definitions,
     private readonly tenants: TenantService,
-    private readonly repositories: Record<RepositoryName, Repository>,
+    /** Whether any node stores payloads of the stream (in either repository). */
+    private readonly holdsData: (streamKey: string) => Promise<boolean>,
     private readonly sandboxLimits: SandboxLimits,
   ) {}
 
@@ -67,9 +67,10 @@ export class StreamDefinitions {
   putStream(id: StreamId, body: unknown, expectedVersion?: string): Promise<Definition<StreamDocument>> {
     this.checkWritable(id);
     this.tenants.get(id.tenant);
-    if (!isPlainObject(body)) throw new BadRequestError('body must be { schema: { version, topDef } }');
-    parseSchema(body.schema);
-    return this.store.put(partKey('stream', id), { schema: body.schema }, expectedVersion);
+    const { schema } = validate(streamBodySchema, body);
+    parseSchema(schema);
+    // Stored as sent: the order of a record's properties decides the primary timestamp.
+    return this.store.put(partKey('stream', id), { schema: (body as StreamDocument).schema }, expectedVersion);
   }
 
   getTaxonomy(id: StreamId): PartView<Taxonomy> {
@@ -102,10 +103,19 @@ export class StreamDefinitions {
     return definition;
   }
 
-  putRepository(id: StreamId, body: unknown, expectedVersion?: string): Promise<Definition<RepositoryMapping>> {
+  async putRepository(id: StreamId, body: unknown, expectedVersion?: string): Promise<Definition<RepositoryMapping>> {
     this.checkWritable(id);
     this.getStream(id);
-    return this.store.put(partKey('repository', id), parseRepositoryMapping(body), expectedVersion);
+    const mapping = parseRepositoryMapping(body);
+    const current = this.store.get<RepositoryMapping>(partKey('repository', id))?.value;
+    // Stored payloads are read from the mapped repository only: moving the mapping while
+    // they exist would hide them from search and historical queries (issue 13 item 3g).
+    if (current !== undefined && current.name !== mapping.name && (await this.holdsData(streamKey(id)))) {
+      throw new StateConflictError(
+        `the stream holds payloads in ${current.name}; its repository cannot change to ${mapping.name} while it holds data`,
+      );
+    }
+    return this.store.put(partKey('repository', id), mapping, expectedVersion);
   }
 
   getPolicy(id: StreamId): PartView<DistributionPolicy> {
@@ -121,17 +131,10 @@ export class StreamDefinitions {
       policy.ring_size !== current.ring_size || policy.hash_payload.bytes !== current.hash_payload.bytes;
     // Stored payloads are keyed by their partition: a new ring_size or hash width would
     // strand them, so placement is fixed once a stream holds data.
-    if (changesPlacement && (await this.holdsData(id))) {
+    if (changesPlacement && (await this.holdsData(streamKey(id)))) {
       throw new StateConflictError('ring_size and hash_payload cannot change once the stream holds data');
     }
     return this.store.put(partKey('policy', id), policy, expectedVersion);
-  }
-
-  private async holdsData(id: StreamId): Promise<boolean> {
-    for (const repository of Object.values(this.repositories)) {
-      if (await repository.hasData(streamKey(id))) return true;
-    }
-    return false;
   }
 
   private partOrDefault<T>(part: StreamPart, id: StreamId, fallback: T): PartView<T> {

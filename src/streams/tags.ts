@@ -3,7 +3,8 @@
 // payload field the tag names. Scripts run in the sandbox (DESIGN.md "Scripts") and are
 // compiled once per definition version by TagRunner.compile, not per payload.
 
-import { BadRequestError } from '../errors.js';
+import { z } from 'zod';
+import { uniqueField, validate } from '../validation.js';
 import {
   compileFunction,
   ScriptError,
@@ -12,13 +13,6 @@ import {
   type SandboxLimits,
 } from '../scripting/sandbox.js';
 
-export interface TagDefinition {
-  field: string;
-  lang: 'javascript';
-  enabled: boolean;
-  script: string;
-}
-
 export const tagsMax = 32;
 export const tagFieldCharsMax = 128;
 export const tagResultStringsMax = 1024;
@@ -26,48 +20,46 @@ export const tagResultStringCharsMax = 4096;
 
 const controlCharacter = /[\u0000-\u001f\u007f-\u009f]/;
 
-/**
- * Validates the body of PUT .../tags, `{ tags: [ { field, lang, enabled, script } ] }`.
- * Throws BadRequestError naming the path, e.g. "tags[1].lang: must be 'javascript'".
- * `enabled` defaults to true; other keys of a tag are ignored and not kept.
- */
-export function parseTags(body: unknown): TagDefinition[] {
-  if (!isObject(body)) throw new BadRequestError(`body: must be an object with a tags array, got ${typeName(body)}`);
-  const tags = body['tags'];
-  if (!Array.isArray(tags)) throw new BadRequestError(`tags: must be an array, got ${typeName(tags)}`);
-  if (tags.length > tagsMax) throw new BadRequestError(`tags: at most ${tagsMax} tags are allowed, got ${tags.length}`);
-  const firstIndexByField = new Map<string, number>();
-  return tags.map((entry: unknown, index) => {
-    const tag = parseTag(entry, `tags[${index}]`);
-    const earlier = firstIndexByField.get(tag.field);
-    if (earlier !== undefined) {
-      throw new BadRequestError(`tags[${index}].field: duplicate field '${tag.field}' (also tags[${earlier}])`);
-    }
-    firstIndexByField.set(tag.field, index);
-    return tag;
-  });
-}
-
-function parseTag(entry: unknown, path: string): TagDefinition {
-  if (!isObject(entry)) throw new BadRequestError(`${path}: must be an object, got ${typeName(entry)}`);
-  const { field, lang, enabled, script } = entry;
-  if (typeof field !== 'string') throw new BadRequestError(`${path}.field: must be a string, got ${typeName(field)}`);
-  if (field === '') throw new BadRequestError(`${path}.field: must not be empty`);
-  if (field.length > tagFieldCharsMax) {
-    throw new BadRequestError(`${path}.field: at most ${tagFieldCharsMax} characters are allowed, got ${field.length}`);
-  }
-  if (controlCharacter.test(field)) throw new BadRequestError(`${path}.field: must not contain control characters`);
-  if (lang !== 'javascript') throw new BadRequestError(`${path}.lang: must be 'javascript'`);
-  if (enabled !== undefined && typeof enabled !== 'boolean') {
-    throw new BadRequestError(`${path}.enabled: must be a boolean, got ${typeName(enabled)}`);
-  }
-  if (typeof script !== 'string') throw new BadRequestError(`${path}.script: must be a string, got ${typeName(script)}`);
+const tagSchema = z.object({
+  field: z
+    .string()
+    .min(1)
+    .max(tagFieldCharsMax)
+    .refine((field) => !controlCharacter.test(field), 'must not contain control characters')
+    .describe('The payload field that receives the array of strings tag() returns.'),
+  lang: z.literal('javascript'),
+  enabled: z.boolean().default(true).describe('A disabled tag is kept but not run.'),
   // Checked here too, not only when compiling, so that a disabled tag cannot store a huge script.
-  const scriptBytes = Buffer.byteLength(script, 'utf8');
-  if (scriptBytes > sourceBytesMax) {
-    throw new BadRequestError(`${path}.script: at most ${sourceBytesMax} bytes are allowed, got ${scriptBytes}`);
-  }
-  return { field, lang, enabled: enabled ?? true, script };
+  script: z
+    .string()
+    .refine((script) => Buffer.byteLength(script, 'utf8') <= sourceBytesMax, {
+      error: (issue) => `at most ${sourceBytesMax} bytes are allowed, got ${Buffer.byteLength(issue.input as string, 'utf8')}`,
+    })
+    .describe('JavaScript defining `function tag(payload)` that returns an array of strings; run in a sandbox with time and memory limits.'),
+});
+
+/**
+ * The body of PUT …/tags and of GET …/tags, `{ tags: [ { field, lang, enabled, script } ] }`.
+ * `enabled` defaults to true; other keys of a tag are ignored and not kept. Fields are unique.
+ */
+export const tagsBodySchema = z
+  .object({
+    tags: z
+      .array(tagSchema)
+      .max(tagsMax)
+      .superRefine(uniqueField('field', (field, earlier) => `duplicate field '${field}' (also tags[${earlier}])`)),
+  })
+  .meta({
+    id: 'TagsBody',
+    description: 'Scripted derived fields (spec, "Tags").',
+    examples: [{ tags: [{ field: 'words', lang: 'javascript', enabled: true, script: "function tag(p) { return String(p.summary).split(' ') }" }] }],
+  });
+
+export type TagDefinition = z.output<typeof tagSchema>;
+
+/** Validates the body of PUT …/tags; throws BadRequestError naming the path, e.g. "tags[1].lang: expected 'javascript', …". */
+export function parseTags(body: unknown): TagDefinition[] {
+  return validate(tagsBodySchema, body).tags;
 }
 
 interface CompiledTag {
@@ -150,10 +142,6 @@ function checkResult(result: unknown, label: string): string[] {
 /** Defines an own property, so a field named '__proto__' is stored as data, not as the prototype. */
 function setOwn(target: Record<string, unknown>, field: string, value: unknown): void {
   Object.defineProperty(target, field, { value, writable: true, enumerable: true, configurable: true });
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function typeName(value: unknown): string {

@@ -1,48 +1,54 @@
 // A stream's taxonomy: named hierarchies of facet levels (spec, "Taxonomy"). Each level is
 // a field path of the schema or year/month/day of a datetime field.
 
-import { isPlainObject } from '../json.js';
+import { z } from 'zod';
 import { BadRequestError } from '../errors.js';
+import { uniqueField, validate } from '../validation.js';
 import { fieldAt, type StreamSchema } from './schema.js';
-
-export interface TaxonomyNode {
-  name: string;
-  expression: string[];
-}
-
-export interface Taxonomy {
-  nodes: TaxonomyNode[];
-}
 
 const NODES_MAX = 64;
 const LEVELS_MAX = 16;
+const NODE_NAME_CHARS_MAX = 128;
 const DATE_PART = /^(year|month|day)\(\s*([^()\s]+)\s*\)$/;
 
-export function parseTaxonomy(body: unknown, schema: StreamSchema): Taxonomy {
-  const taxonomy = isPlainObject(body) ? body.taxonomy : undefined;
-  if (!isPlainObject(taxonomy) || !Array.isArray(taxonomy.nodes)) {
-    throw new BadRequestError('body must be { taxonomy: { nodes: [ { name, expression: [string] } ] } }');
-  }
-  if (taxonomy.nodes.length > NODES_MAX) throw new BadRequestError(`taxonomy.nodes: at most ${NODES_MAX} nodes`);
-  const names = new Set<string>();
-  const nodes = taxonomy.nodes.map((node, index) => {
-    const where = `taxonomy.nodes[${index}]`;
-    if (!isPlainObject(node) || typeof node.name !== 'string' || node.name === '' || node.name.length > 128) {
-      throw new BadRequestError(`${where}.name must be a non-empty string of at most 128 characters`);
-    }
-    if (names.has(node.name)) throw new BadRequestError(`${where}.name '${node.name}' is used twice`);
-    names.add(node.name);
-    if (!Array.isArray(node.expression) || node.expression.length === 0 || node.expression.length > LEVELS_MAX) {
-      throw new BadRequestError(`${where}.expression must be an array of 1 to ${LEVELS_MAX} strings`);
-    }
-    node.expression.forEach((level, position) => checkLevel(level, `${where}.expression[${position}]`, schema));
-    return { name: node.name, expression: [...(node.expression as string[])] };
+const taxonomyNodeSchema = z.object({
+  name: z.string().min(1).max(NODE_NAME_CHARS_MAX).describe('The dimension: what facet requests and taxonomy filters name.'),
+  expression: z
+    .array(z.string().refine((level) => level.trim() !== '', 'must not be blank'))
+    .min(1)
+    .max(LEVELS_MAX)
+    .describe("The levels, top down: each a field path of the schema (dotted for nested records) or year(field), month(field), day(field) of a datetime field."),
+});
+
+/** The body of PUT …/taxonomy and of GET …/taxonomy. */
+export const taxonomyBodySchema = z
+  .object({
+    taxonomy: z.object({
+      nodes: z
+        .array(taxonomyNodeSchema)
+        .max(NODES_MAX)
+        .superRefine(uniqueField('name', (name, earlier) => `'${name}' is used twice (also nodes[${earlier}])`)),
+    }),
+  })
+  .meta({
+    id: 'TaxonomyBody',
+    description: 'Named hierarchies of facet levels (spec, "Taxonomy"). Node names are unique.',
+    examples: [{ taxonomy: { nodes: [{ name: 'place', expression: ['country', 'city'] }, { name: 'when', expression: ['year(observed)', 'month(observed)'] }] } }],
   });
-  return { nodes };
+
+export type Taxonomy = z.output<typeof taxonomyBodySchema>['taxonomy'];
+export type TaxonomyNode = Taxonomy['nodes'][number];
+
+/** Checks the body and that every level names a field of the schema that can be a level. */
+export function parseTaxonomy(body: unknown, schema: StreamSchema): Taxonomy {
+  const { taxonomy } = validate(taxonomyBodySchema, body);
+  taxonomy.nodes.forEach((node, index) =>
+    node.expression.forEach((level, position) => checkLevel(level, `taxonomy.nodes[${index}].expression[${position}]`, schema)),
+  );
+  return taxonomy;
 }
 
-function checkLevel(level: unknown, where: string, schema: StreamSchema): void {
-  if (typeof level !== 'string' || level.trim() === '') throw new BadRequestError(`${where} must be a non-empty string`);
+function checkLevel(level: string, where: string, schema: StreamSchema): void {
   const datePart = DATE_PART.exec(level.trim());
   const path = datePart ? datePart[2]! : level.trim();
   const field = fieldAt(schema, path);

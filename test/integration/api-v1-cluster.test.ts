@@ -51,7 +51,7 @@ async function race(perNode: number, round: string): Promise<Map<number, number>
 beforeAll(async () => {
   one = await startClusterNode('node-1', { args: LICENCE_ARGS });
   two = await startClusterNode('node-2', { join: true, args: LICENCE_ARGS });
-  expect((await addNode(one, two)).status).toBe(200);
+  expect((await addNode(one, two, SECRET)).status).toBe(200);
   await waitState(two, 'Joined');
 }, 90_000);
 afterAll(cleanup);

@@ -71,7 +71,12 @@ describe('contributors - types', () => {
     const stale = await api.put('/contributors/demo/sensor', sensorType, { 'Valo-Config-Version': current });
     expect(stale.status).toBe(409);
     const now = next.headers.get('service-config-version')!;
-    expect(stale.json.error.message).toContain(`Service-Config-Version: ${now} `);
+    // A client that sent Valo-Config-Version reads the 409 as text (issue 13 item 3d).
+    expect(stale.headers.get('content-type')).toContain('text/plain');
+    expect(stale.text).toContain(`Valo-Config-Version: ${now} `);
+    const staleJson = await api.put('/contributors/demo/sensor', sensorType, { 'Service-Config-Version': current });
+    expect(staleJson.status).toBe(409);
+    expect(staleJson.json.error.message).toContain(`Service-Config-Version: ${now} `);
     expect((await api.get('/contributors/demo/sensor')).json).toEqual(updated);
   });
 

@@ -15,7 +15,8 @@ const schema = {
     properties: {
       host: { type: 'string' },
       at: { type: 'datetime' },
-      cpu: { type: 'double' },
+      // Required: fields are optional unless they say otherwise (issue 13 item 3a).
+      cpu: { type: 'double', optional: false },
       address: { type: 'ip', optional: true },
     },
   },

@@ -35,10 +35,11 @@ export async function localNode(node: NodeProcess): Promise<{ name: string; publ
   return (await client(node).get('/cluster/localNode')).json.node;
 }
 
-/** POST /cluster/nodes on `seed` for `node`, with the key read from the node itself. */
-export async function addNode(seed: NodeProcess, node: NodeProcess) {
+/** POST /cluster/nodes on `seed` for `node`, with the key read from the node itself (and the seed's admin secret, if it has one). */
+export async function addNode(seed: NodeProcess, node: NodeProcess, adminSecret?: string) {
   const { publicKey } = await localNode(node);
-  return client(seed).post('/cluster/nodes', { nodes: [{ name: node.name, publicKey, address: '127.0.0.1', port: node.peerPort }] });
+  const headers: Record<string, string> = adminSecret === undefined ? {} : { authorization: `Bearer ${adminSecret}` };
+  return client(seed).post('/cluster/nodes', { nodes: [{ name: node.name, publicKey, address: '127.0.0.1', port: node.peerPort }] }, headers);
 }
 
 export async function waitState(node: NodeProcess, state: string, timeoutMs = 60_000): Promise<void> {

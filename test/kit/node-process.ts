@@ -3,6 +3,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +28,8 @@ export interface StartOptions {
   /** The ports to use (default: free ones the kit picks). */
   httpPort?: number;
   peerPort?: number;
+  /** The node serves HTTPS with a certificate this CA signed: the kit speaks HTTPS to it, trusting the CA. */
+  ca?: Buffer;
 }
 
 const running = new Set<NodeProcess>();
@@ -62,7 +65,7 @@ export class NodeProcess {
   ) {}
 
   get url(): string {
-    return `http://127.0.0.1:${this.httpPort}`;
+    return `${this.options.ca === undefined ? 'http' : 'https'}://127.0.0.1:${this.httpPort}`;
   }
 
   static async start(options: StartOptions = {}): Promise<NodeProcess> {
@@ -74,6 +77,7 @@ export class NodeProcess {
       options,
     );
     running.add(node);
+    if (options.ca !== undefined) trustedCas.set(new URL(node.url).origin, options.ca);
     await node.launch();
     return node;
   }
@@ -105,8 +109,8 @@ export class NodeProcess {
         throw new Error(`node ${this.name} exited (${child.exitCode ?? child.signalCode}) before ready:\n${this.output}`);
       }
       try {
-        const response = await fetch(`${this.url}/cluster/localNode`);
-        if (response.ok) return;
+        const response = await http(`${this.url}/cluster/localNode`, 'GET');
+        if (response.status === 200) return;
       } catch {
         // Not listening yet.
       }
@@ -160,6 +164,7 @@ export async function cleanup(): Promise<void> {
     }),
   );
   running.clear();
+  trustedCas.clear();
   for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
   dataDirs.clear();
 }
@@ -187,6 +192,8 @@ export async function http(
     init.body = typeof body === 'string' ? body : JSON.stringify(body);
     (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
   }
+  const ca = trustedCas.get(new URL(url).origin);
+  if (ca !== undefined) return httpsCall(url, init, ca);
   const response = await fetch(url, init);
   const text = await response.text();
   let json: unknown;
@@ -196,6 +203,35 @@ export async function http(
     json = undefined;
   }
   return { status: response.status, headers: response.headers, text, json };
+}
+
+/** Origins of nodes that serve HTTPS, with the CA the kit trusts for them (fetch takes no CA). */
+const trustedCas = new Map<string, Buffer>();
+
+function httpsCall(url: string, init: RequestInit, ca: Buffer): Promise<HttpResult> {
+  return new Promise((resolveCall, reject) => {
+    const body = typeof init.body === 'string' ? Buffer.from(init.body) : undefined;
+    const headers = { ...(init.headers as Record<string, string>), ...(body === undefined ? {} : { 'content-length': String(body.length) }) };
+    const request = httpsRequest(url, { method: init.method, headers, ca, timeout: 30_000 }, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (text += chunk));
+      response.on('end', () => {
+        let json: unknown;
+        try {
+          json = text === '' ? undefined : JSON.parse(text);
+        } catch {
+          json = undefined;
+        }
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(response.headers)) if (typeof value === 'string') headers.set(name, value);
+        resolveCall({ status: response.statusCode ?? 0, headers, text, json });
+      });
+    });
+    request.on('error', reject);
+    request.on('timeout', () => request.destroy(new Error(`no answer from ${url}`)));
+    request.end(body);
+  });
 }
 
 /** A small client bound to one node. */

@@ -15,8 +15,16 @@ export class SseClient {
   private opened!: () => void;
   readonly open = new Promise<void>((resolve) => (this.opened = resolve));
   status = 0;
+  private ended!: (error?: Error) => void;
+  /**
+   * Resolves the moment the first `eos` arrives (a bench times bounded queries by it, where
+   * waitFor's polling would add up to its interval); rejects if the stream closes before.
+   */
+  readonly eos = new Promise<void>((resolve, reject) => (this.ended = (error) => (error === undefined ? resolve() : reject(error))));
 
-  private constructor(readonly url: string) {}
+  private constructor(readonly url: string) {
+    this.eos.catch(() => undefined);
+  }
 
   /** Connects and resolves once the response headers (and the opening comment) arrived. */
   static async connect(url: string): Promise<SseClient> {
@@ -65,13 +73,17 @@ export class SseClient {
           buffer = buffer.slice(end + 2);
           for (const line of event.split('\n')) {
             if (!line.startsWith('data:')) continue;
-            this.messages.push(JSON.parse(line.slice(5).trim()) as OutputMessage);
+            const message = JSON.parse(line.slice(5).trim()) as OutputMessage;
+            this.messages.push(message);
             this.arrivals.push(performance.now());
+            if (message.type === 'eos') this.ended();
           }
         }
       }
-    } catch {
+      this.ended(new Error(`${this.url}: the stream closed before eos`));
+    } catch (error) {
       this.opened();
+      this.ended(error as Error);
     }
   }
 }

@@ -61,7 +61,7 @@ export class SimClusterNode implements Incarnation {
   }
 
   member(): Member {
-    return { name: this.name, publicKey: `key-${this.name}`, address: '10.0.0.1', port: this.port, httpPort: 8000, zone: 'z', state: this.lone ? 'Joined' : 'Pending' };
+    return { name: this.name, publicKey: simulatedPublicKey(this.name), address: '10.0.0.1', port: this.port, httpPort: 8000, zone: 'z', state: this.lone ? 'Joined' : 'Pending' };
   }
 
   /** Starts a new incarnation from what the disk holds. */
@@ -123,7 +123,7 @@ export class SimClusterNode implements Incarnation {
     endpoint.handle('Admit', async (sender, admit) => {
       shell.submit({ type: 'receive', from: sender, message: { type: 'membership', membership: admit.membership } });
       const self = core.membership().members.find((member) => member.name === this.name)!;
-      return { name: this.name, publicKey: self.publicKey, state: self.state, zone: self.zone, httpPort: self.httpPort };
+      return { name: this.name, publicKey: self.publicKey, state: self.state, zone: self.zone, httpPort: self.httpPort, address: self.address, port: self.port };
     });
     endpoint.handle('AdminCommand', (_sender, command) => shell.admin(command));
     endpoint.handleTransfer((sender, chunk) => shell.receiveChunk(sender, chunk));
@@ -178,4 +178,9 @@ function compactLogLine(line: string): string {
   const { level: _level, time: _time, pid: _pid, hostname: _hostname, node, msg, ...rest } = JSON.parse(line) as Record<string, unknown>;
   const fields = Object.keys(rest).length === 0 ? '' : ` ${JSON.stringify(rest).slice(0, 300)}`;
   return `${String(node)}: ${String(msg)}${fields}`;
+}
+
+/** A well-formed ed25519 public key (base64 of 32 bytes) made from the node's name: peers check the form. */
+function simulatedPublicKey(name: string): string {
+  return Buffer.from(name.padEnd(32, '.').slice(0, 32)).toString('base64');
 }

@@ -12,7 +12,7 @@ import { AccountService, hashToken, TOKEN_PREFIX } from '../../src/api-v1/accoun
 import { AdminGate, ApiSwitch, authorise, bearerToken } from '../../src/api-v1/access.js';
 import { BrainService, parseCreate, parsePatch } from '../../src/api-v1/brains.js';
 import { DocsAssets } from '../../src/api-v1/docs.js';
-import { heldSlots, LicencePool, RESERVATION_TTL_MS, type Licence } from '../../src/api-v1/licence.js';
+import { checkPaidFeatures, heldSlots, LicencePool, RESERVATION_TTL_MS, type Licence } from '../../src/api-v1/licence.js';
 import { openApiDocument } from '../../src/api-v1/openapi.js';
 import { PROBLEM_TYPE_BASE, PROBLEMS, ProblemError, toProblem } from '../../src/api-v1/problems.js';
 import { brainApiRoutes } from '../../src/api-v1/routes.js';
@@ -323,6 +323,19 @@ describe('api-v1 licence - pool', () => {
     expect(await refusal(brains.create(owner, { name: 'one too many' }))).toBe('licence-brain-allowance-exceeded');
   });
 
+  it("is one setting for the cluster: a joining node's config changes neither tier nor allowance, an administrator does", async () => {
+    const store = new MemoryDefinitions();
+    const env = testEnvironment();
+    const first = new LicencePool(store, { tier: 'free', brainAllowance: 3 }, env);
+    await first.initialise();
+    const joiner = new LicencePool(store, { tier: 'paid', brainAllowance: 100 }, env);
+    expect(joiner.licence).toEqual({ tier: 'free', brainAllowance: 3 });
+    expect(joiner.configDiffers()).toBe(true);
+    expect(checkPaidRefusal(joiner)).toBe('licence-feature-unavailable');
+    await joiner.setLicence({ tier: 'paid' });
+    expect(first.state()).toEqual({ tier: 'paid', brainAllowance: 3, brainsUsed: 0 });
+  });
+
   it('a cluster made before the pool gets it from its live brains on the first create', async () => {
     const store = new MemoryDefinitions();
     const env = testEnvironment();
@@ -331,6 +344,15 @@ describe('api-v1 licence - pool', () => {
     expect(await refusal(pool.reserve('new'))).toBe('licence-brain-allowance-exceeded');
   });
 });
+
+function checkPaidRefusal(pool: LicencePool): string | undefined {
+  try {
+    checkPaidFeatures(pool.licence, { auditEnabled: true });
+    return undefined;
+  } catch (error) {
+    return problemCode(error);
+  }
+}
 
 describe('api-v1 problems - documents', () => {
   it('maps codes of this interface and of the rest of the node to problem types', () => {

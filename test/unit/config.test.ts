@@ -40,6 +40,20 @@ describe('config - sources', () => {
   });
 });
 
+describe('config - errors name their source', () => {
+  it('a flag, a variable, a config file, or the defaults file', () => {
+    expect(() => loadConfig({ env: {}, flags: { 'http-port': '70000' } })).toThrow(/^invalid config key 'httpPort' from --http-port: /);
+    expect(() => loadConfig({ env: { TRIBUTARY_LOG_FORMAT: 'xml' }, flags: {} })).toThrow(/'logFormat' from TRIBUTARY_LOG_FORMAT/);
+    const file = join(mkdtempSync(join(tmpdir(), 'tributary-config-')), 'c.json');
+    writeFileSync(file, JSON.stringify({ limits: { tagTimeoutMs: -1 } }));
+    expect(() => loadConfig({ configFile: file, env: {}, flags: {} })).toThrow(`invalid config key 'limits.tagTimeoutMs' from ${file}`);
+    writeFileSync(file, JSON.stringify({ cluster: { colour: 'blue' } }));
+    expect(() => loadConfig({ configFile: file, env: {}, flags: {} })).toThrow(`invalid config key 'cluster' from ${file}: unknown key(s) colour`);
+    // A rule across keys names where one of them came from.
+    expect(() => loadConfig({ env: {}, flags: { 'cluster-failure-timeout-ms': '100', 'cluster-heartbeat-interval-ms': '500' } })).toThrow(/'cluster' from --cluster-/);
+  });
+});
+
 describe('names - checks', () => {
   it('accepts ordinary names and refuses /, .., control characters and long ones', () => {
     expect(checkName('stream', 'cpu-01.load_avg')).toBe('cpu-01.load_avg');

@@ -50,8 +50,8 @@ describe('contributors - type schemas', () => {
     expect(message(() => parseContributorType({ schema: { type: 'record', properties: { inner: { type: 'record', properties: { contributor: { type: 'contributor' } } } } } }))).toMatch(/top-level field named 'contributor' or 'id'/);
     expect(message(() => parseContributorType(boardSchema('owner')))).toMatch(/schema\.properties\.owner: .*named 'contributor' or 'id'/);
     expect(message(() => parseContributorType({ schema: { type: 'record', properties: { contributor: { type: 'strin' } } } }))).toMatch(/^schema\.properties\.contributor\.type: unknown type 'strin'/);
-    expect(message(() => parseContributorType({}))).toMatch(/schema: missing/);
-    expect(message(() => parseContributorType([]))).toMatch(/body must be/);
+    expect(message(() => parseContributorType({}))).toMatch(/^schema: expected an object, got nothing/);
+    expect(message(() => parseContributorType([]))).toMatch(/^body: expected an object, got array/);
   });
 });
 
@@ -67,8 +67,10 @@ describe('contributors - ids and instances', () => {
     expect(checkInstance(type, 'board-00001', instance)).toBe(instance);
     expect(message(() => checkInstance(type, 'board-00002', instance))).toMatch(/field 'id' \('board-00001'\) must equal the id 'board-00002'/);
     expect(message(() => checkInstance(type, 'board-00001', { ...instance, slots: 'four' }))).toMatch(/field 'slots': expected int/);
-    expect(message(() => checkInstance(type, 'board-00001', { region: 'north', slots: 1 }))).toMatch(/field 'id': missing required field/);
-    expect(message(() => checkInstance(type, 'board-00001', [instance]))).toMatch(/must be a JSON object/);
+    // Fields are optional unless declared otherwise (issue 13 item 3a); the id field must still equal the path's id.
+    expect(message(() => checkInstance(type, 'board-00001', { region: 'north', slots: 1 }))).toMatch(/field 'id' \(missing\) must equal the id 'board-00001'/);
+    expect(checkInstance(type, 'board-00001', { id: 'board-00001', slots: null })).toEqual({ id: 'board-00001', slots: null });
+    expect(message(() => checkInstance(type, 'board-00001', [instance]))).toMatch(/^instance: expected an object, got array/);
   });
 
   it('type URIs: /contributors/<tenant>/<type> or a bare type name', () => {

@@ -53,12 +53,12 @@ describe('domains - definitions', () => {
     };
     expect(bad({ contributorFilters: [{ contributor: 'board', query: 'slots >' }] })).toMatch(/^contributorFilters\[0\]\.query: line 1, column 8/);
     expect(bad({ contributorFilters: [{ contributor: 'board', query: 'nope(slots)' }] })).toMatch(/unknown function 'nope'/);
-    expect(bad({ contributorFilters: [{ contributor: 'board', query: 7 }] })).toMatch(/query must be a string/);
+    expect(bad({ contributorFilters: [{ contributor: 'board', query: 7 }] })).toMatch(/^contributorFilters\[0\]\.query: expected a string, got number/);
     expect(bad({ contributorFilters: [{ contributor: '/contributors/other/board' }] })).toMatch(/tenant 'other'/);
-    expect(bad({ contributorFilters: [{ contributor: 'a' }, { contributor: 'b' }, { contributor: 'c' }] })).toMatch(/at most 2 contributorFilters/);
-    expect(bad({ contributorFilters: [], userData: { text: 'x'.repeat(60) } })).toMatch(/userData is at most 50/);
-    expect(bad({ contributorFilters: [], userData: [1] })).toMatch(/userData must be an object/);
-    expect(bad({ userData: {} })).toMatch(/contributorFilters must be an array/);
+    expect(bad({ contributorFilters: [{ contributor: 'a' }, { contributor: 'b' }, { contributor: 'c' }] })).toMatch(/^contributorFilters: at most 2 items are allowed, got 3/);
+    expect(bad({ contributorFilters: [], userData: { text: 'x'.repeat(60) } })).toMatch(/^userData: at most 50 characters of JSON/);
+    expect(bad({ contributorFilters: [], userData: [1] })).toMatch(/^userData: expected an object, got array/);
+    expect(bad({ userData: {} })).toMatch(/^contributorFilters: expected an array of { contributor, query }, got nothing/);
   });
 
   it('domain URIs', () => {

@@ -223,7 +223,7 @@ describe('execution - time bounds of a historical scan', () => {
 
 describe('execution - output channels', () => {
   const schema = { version: '1', config: { key: ['host'] }, topDef: {} };
-  const limits = { logMessagesMax: 4, retainedRowsMax: 100 };
+  const limits = { logMessagesMax: 4, retainedRowsMax: 100, retainedBytesMax: 1_000_000 };
 
   it('gives a late subscriber the schema and the current table, then what follows', () => {
     const channel = new OutputChannel('o', limits);
@@ -270,11 +270,29 @@ describe('execution - output channels', () => {
   });
 
   it('retains at most retainedRowsMax rows of a bounded result', () => {
-    const channel = new OutputChannel('o', { logMessagesMax: 100, retainedRowsMax: 3 });
+    const channel = new OutputChannel('o', { logMessagesMax: 100, retainedRowsMax: 3, retainedBytesMax: 1_000_000 });
     channel.begin(schema, 'rows');
     channel.increment(Array.from({ length: 5 }, (_, index) => ({ action: 'add' as const, data: { host: `h${index}` } })));
     const late: OutputMessage[] = [];
     channel.subscribe((message) => late.push(message));
     expect(late[1]).toMatchObject({ type: 'increment', items: { length: 3 } });
+  });
+
+  it('retains at most retainedBytesMax bytes of rows, of a table, and of the log (issue 15)', () => {
+    const big = (index: number) => ({ host: `h${index}`, text: 'x'.repeat(1_000) });
+    const rows = new OutputChannel('o', { logMessagesMax: 100, retainedRowsMax: 1_000, retainedBytesMax: 10_000 });
+    rows.begin(schema, 'rows');
+    rows.increment(Array.from({ length: 50 }, (_, index) => ({ action: 'add' as const, data: big(index) })));
+    const late: OutputMessage[] = [];
+    rows.subscribe((message) => late.push(message));
+    expect(late[1]).toMatchObject({ type: 'increment', items: { length: 9 } });
+    const table = new OutputChannel('t', { logMessagesMax: 100, retainedRowsMax: 1_000, retainedBytesMax: 10_000 });
+    table.begin(schema, 'table');
+    for (let index = 0; index < 50; index++) table.increment([{ action: 'add', data: big(index) }]);
+    const first = table.poll(undefined, 1_000);
+    expect(first.entries[1]).toMatchObject({ message: { items: { length: 9 } } });
+    // The log keeps the latest entries within the bound: a poller from the start is sent the state.
+    expect(table.poll({ epoch: first.epoch, seq: 1 }, 1_000).reset).toBe(true);
+    expect(table.poll({ epoch: first.epoch, seq: first.seq - 5 }, 1_000)).toMatchObject({ reset: false, entries: { length: 5 } });
   });
 });

@@ -39,8 +39,13 @@ const CASES: Record<string, TypeCase> = {
   },
   long: {
     type: { type: 'long' },
-    valid: [9007199254740991, -9007199254740991],
-    invalid: [[2 ** 53, 'expected long (integer from -9007199254740991 to 9007199254740991), got 9007199254740992']],
+    // Beyond 2^53 a long arrives as BigInt (src/json.ts) and is kept exactly.
+    valid: [9007199254740991, -9007199254740991, 855448618232418307n, 2n ** 63n - 1n, -(2n ** 63n)],
+    invalid: [
+      [2 ** 53 + 2, 'expected long (integer from -9223372036854775808 to 9223372036854775807), got 9007199254740994'],
+      [2n ** 63n, 'expected long (integer from -9223372036854775808 to 9223372036854775807), got 9223372036854775808'],
+      [1.5, 'expected long (integer from -9223372036854775808 to 9223372036854775807), got 1.5'],
+    ],
   },
   short: {
     type: { type: 'short' },
@@ -166,7 +171,7 @@ describe('payload validator', () => {
   for (const [kind, { type, valid, invalid }] of Object.entries(CASES)) {
     it(`${kind} - accepts valid values`, () => {
       const validate = single(type);
-      for (const value of valid) expect(validate(value), JSON.stringify(value)).toBeUndefined();
+      for (const value of valid) expect(validate(value), String(typeof value === "bigint" ? `${value}n` : JSON.stringify(value))).toBeUndefined();
     });
 
     it(`${kind} - rejects invalid values naming the field`, () => {
@@ -175,11 +180,20 @@ describe('payload validator', () => {
     });
   }
 
-  it('required - reports a missing or null required field', () => {
-    const validate = validatorFor({ host: { type: 'string' }, port: { type: 'int' } });
+  it('required - reports a missing or null field declared optional false (boolean or string)', () => {
+    const validate = validatorFor({ host: { type: 'string', optional: false }, port: { type: 'int', optional: 'false' } });
     expect(validate({ port: 80 })).toBe("field 'host': missing required field");
     expect(validate({ host: null, port: 80 })).toBe("field 'host': expected string, got null");
     expect(validate({ host: 'a' })).toBe("field 'port': missing required field");
+  });
+
+  it('optional - fields that say nothing accept missing and null values, and present ones are still checked', () => {
+    const validate = validatorFor({ position: { type: 'record', properties: { latitude: { type: 'double' }, altitude: { type: 'double' } } }, gender: { type: 'string' } });
+    expect(validate({ position: { latitude: 51.5 } })).toBeUndefined();
+    expect(validate({ position: { latitude: 51.5, altitude: null }, gender: null })).toBeUndefined();
+    expect(validate({})).toBeUndefined();
+    expect(validate({ position: { latitude: 'north' } })).toBe("field 'position.latitude': expected double, got string");
+    expect(validate({ gender: 1 })).toBe("field 'gender': expected string, got number");
   });
 
   it('optional - accepts a missing or null optional field and checks a present one', () => {
@@ -198,7 +212,7 @@ describe('payload validator', () => {
     const validate = validatorFor({
       position: {
         type: 'record',
-        properties: { latitude: { type: 'double' }, source: { type: 'record', properties: { id: { type: 'uuid' } } } },
+        properties: { latitude: { type: 'double' }, source: { type: 'record', optional: false, properties: { id: { type: 'uuid' } } } },
       },
     });
     const source = { id: '123e4567-e89b-12d3-a456-426614174000' };
@@ -215,7 +229,7 @@ describe('payload validator', () => {
 
   it('arrays - name the index of a bad element', () => {
     const validate = validatorFor({
-      tags: { type: 'sequence', underlying: { type: 'string' } },
+      tags: { type: 'sequence', underlying: { type: 'string', optional: false } },
       points: { type: 'array', items: { type: 'record', properties: { ip: { type: 'ip' } } } },
       matrix: { type: 'array', items: { type: 'array', items: { type: 'int' } } },
     });
@@ -252,7 +266,7 @@ describe('payload validator', () => {
 
   it('field names - shared with Object.prototype are read as own properties only', () => {
     const schema = parseSchema(
-      JSON.parse('{"version":"1","topDef":{"type":"record","properties":{"constructor":{"type":"string"},"__proto__":{"type":"int"}}}}'),
+      JSON.parse('{"version":"1","topDef":{"type":"record","properties":{"constructor":{"type":"string","optional":false},"__proto__":{"type":"int","optional":false}}}}'),
     );
     const validate = compileValidator(schema);
     expect(validate({})).toBe("field 'constructor': missing required field");

@@ -1,4 +1,5 @@
 import { createServer } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
 import { pino } from 'pino';
 import nacl from 'tweetnacl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,9 +10,11 @@ import { decodeProto, encodeBody, encodeEnvelope, encodeProto } from '../../src/
 import { PeerUnavailableError } from '../../src/peer/errors.js';
 import type { PeerKind, TransferAck, TransferChunk } from '../../src/peer/messages.js';
 import { NodeTable, type NodeDocument } from '../../src/cluster/node-table.js';
-import { admitSenderKey, startPeerServer } from '../../src/peer/server.js';
+import { admitSenderKey, nodeTableDirectory, startPeerServer } from '../../src/peer/server.js';
 import { sealEnvelope, signingKeyOf } from '../../src/peer/signing.js';
 import { PeerTransport, type PeerDirectory } from '../../src/peer/transport.js';
+import { callerMetadata } from '../../src/peer/inbound-gate.js';
+import { peerMethodPath } from '../../src/peer/proto.js';
 
 const WINDOW_MS = 5_000;
 const CALL = { deadlineMs: 5_000 };
@@ -40,7 +43,7 @@ function directoryOf(known: Peer['known']): PeerDirectory {
   };
 }
 
-async function startPeer(name: string, options: { identity?: NodeIdentity; pending?: () => boolean } = {}): Promise<Peer> {
+async function startPeer(name: string, options: { identity?: NodeIdentity; pending?: () => boolean; trustedKeys?: ReadonlySet<string> } = {}): Promise<Peer> {
   const keys = options.identity ?? identity();
   const logs: Peer['logs'] = [];
   const log = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line) as Record<string, unknown>) });
@@ -54,9 +57,16 @@ async function startPeer(name: string, options: { identity?: NodeIdentity; pendi
     log,
     host: HOST,
     port: 0,
-    acceptUnknown: pending && ((_kind, sender, admit) => (pending() ? admitSenderKey(sender, admit, keys.publicKeyBase64) : undefined)),
+    acceptUnknown:
+      pending &&
+      ((_kind, sender, admit) => {
+        if (!pending()) return undefined;
+        const verdict = admitSenderKey(sender, admit, keys.publicKeyBase64, options.trustedKeys);
+        if ('refusal' in verdict) log.warn({ sender, reason: verdict.refusal }, 'Admit refused');
+        return 'key' in verdict ? verdict.key : undefined;
+      }),
   });
-  transport.handle('Ping', async () => ({ name, publicKey: keys.publicKeyBase64, state: 'Joined', zone: 'local', httpPort: 8888 }));
+  transport.handle('Ping', async () => ({ name, publicKey: keys.publicKeyBase64, state: 'Joined', zone: 'local', httpPort: 8888, address: HOST, port: 1 }));
   transport.handle('Read', async (sender, request) => {
     if (request.json === '"hang"') return new Promise(() => undefined);
     if (request.json === '"conflict"') throw new VersionConflictError('k', '1', '3');
@@ -114,7 +124,7 @@ afterAll(async () => {
 
 describe('peer transport - calls', () => {
   it('answers a call both ways, naming the verified sender', async () => {
-    await expect(a.transport.call('b', 'Ping', {}, CALL)).resolves.toEqual({ name: 'b', publicKey: b.identity.publicKeyBase64, state: 'Joined', zone: 'local', httpPort: 8888 });
+    await expect(a.transport.call('b', 'Ping', {}, CALL)).resolves.toEqual({ name: 'b', publicKey: b.identity.publicKeyBase64, state: 'Joined', zone: 'local', httpPort: 8888, address: HOST, port: 1 });
     const reply = await b.transport.call('a', 'Read', { json: '{"q":1}' }, CALL);
     expect(JSON.parse(reply.json)).toEqual({ from: 'b', echo: { q: 1 } });
   });
@@ -188,6 +198,74 @@ describe('peer transport - refusals', () => {
   });
 });
 
+describe('peer transport - the node table as its directory', () => {
+  it("knows a member of the node's own table before the node table lists it (one persist later), never anyone else", () => {
+    const table = new NodeTable('a');
+    const directory = nodeTableDirectory(table, (name) => (name === 'b' ? 'key-of-b' : undefined));
+    expect(directory.publicKeyOf('b')).toBe('key-of-b');
+    expect(directory.acceptsRequestsFrom?.('b', 'WriteRecords')).toBe(true);
+    expect(directory.publicKeyOf('c')).toBeUndefined();
+    expect(nodeTableDirectory(table).publicKeyOf('b')).toBeUndefined();
+  });
+});
+
+describe('peer transport - the gate before the body (issue 15)', () => {
+  it("refuses a stranger's large call from its header alone, never reading its body", async () => {
+    const refusedBefore = a.transport.gate.refused;
+    const body = { json: JSON.stringify('x'.repeat(8 * 1024 * 1024)) };
+    const error = await stranger.transport.call('a', 'Read', body, CALL).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ status: 401, code: 'PEER_AUTH' });
+    expect(a.transport.gate.refused).toBe(refusedBefore + 1);
+    expect(refusals(a).at(-1)).toMatch(/unknown sender 'c'/);
+  });
+
+  it('refuses a call without a caller header, and one whose envelope is not the one its header announced', async () => {
+    const raw = new grpc.Client(`${HOST}:${b.transport.port}`, grpc.credentials.createInsecure());
+    try {
+      const send = (metadata: grpc.Metadata) =>
+        new Promise<grpc.ServiceError | undefined>((resolve) =>
+          raw.makeUnaryRequest(peerMethodPath('Call'), (x: Buffer) => x, (x: Buffer) => x, Buffer.from(encodeEnvelope(envelopeFrom(a, b, 'Read', readBody(1)))), metadata, (error) => resolve(error ?? undefined)),
+        );
+      expect(await send(new grpc.Metadata())).toMatchObject({ code: grpc.status.UNAUTHENTICATED });
+      const lifted = callerMetadata(signingKeyOf(a.identity), 'a', 'Read', Date.now());
+      expect(await send(lifted)).toMatchObject({ code: grpc.status.UNAUTHENTICATED, details: expect.stringMatching(/differs from its caller header/) });
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('answers RESOURCE_EXHAUSTED (PEER_BUSY) beyond the calls it serves at once, and serves again after', async () => {
+    const keys = identity();
+    const limited = new PeerTransport({ name: 'lim', identity: keys, directory: directoryOf(new Map([['a', { publicKey: a.identity.publicKeyBase64, port: a.transport.port }]])), replayWindowMs: WINDOW_MS, log: pino({ level: 'silent' }), host: HOST, port: 0, callsInFlightMax: 2 });
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    limited.handle('Read', async () => {
+      await held;
+      return { json: '"done"' };
+    });
+    await limited.start();
+    a.known.set('lim', { publicKey: keys.publicKeyBase64, port: limited.port });
+    try {
+      const first = a.transport.call('lim', 'Read', { json: '1' }, CALL);
+      const second = a.transport.call('lim', 'Read', { json: '2' }, CALL);
+      await until(() => limited.gate.inFlight === 2);
+      await expect(a.transport.call('lim', 'Read', { json: '3' }, CALL)).rejects.toMatchObject({ status: 503, code: 'PEER_BUSY' });
+      release();
+      await Promise.all([first, second]);
+      await until(() => limited.gate.inFlight === 0);
+      await expect(a.transport.call('lim', 'Read', { json: '4' }, CALL)).resolves.toEqual({ json: '"done"' });
+    } finally {
+      a.known.delete('lim');
+      await limited.close(1_000);
+    }
+  });
+});
+
+async function until(condition: () => boolean): Promise<void> {
+  for (let tries = 0; tries < 200 && !condition(); tries++) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(condition()).toBe(true);
+}
+
 describe('peer transport - Admit from a node not yet known', () => {
   let pending = true;
   let joiner: Peer;
@@ -197,7 +275,7 @@ describe('peer transport - Admit from a node not yet known', () => {
     joiner = await startPeer('p', { pending: () => pending });
     joiner.transport.handle('Admit', async (_sender, admit) => {
       admitted.push(admit.membership);
-      return { name: 'p', publicKey: joiner.identity.publicKeyBase64, state: 'Pending', zone: 'local', httpPort: 8888 };
+      return { name: 'p', publicKey: joiner.identity.publicKeyBase64, state: 'Pending', zone: 'local', httpPort: 8888, address: HOST, port: 1 };
     });
   });
   afterAll(() => joiner.transport.close(1_000));
@@ -208,7 +286,7 @@ describe('peer transport - Admit from a node not yet known', () => {
       { name: 'a', publicKey: coordinatorKey, address: HOST, port: a.transport.port, httpPort: 1, zone: 'z', state: 'Joined' },
       { name: 'p', publicKey: joiner.identity.publicKeyBase64, address: HOST, port: joiner.transport.port, httpPort: 2, zone: 'z', state: 'Pending' },
     ],
-    change: undefined,
+    change: { id: 'e2-join-p', kind: 'join', node: 'p', slots: [], transfers: [] },
   });
   const target = () => ({ address: HOST, port: joiner.transport.port });
 
@@ -220,6 +298,8 @@ describe('peer transport - Admit from a node not yet known', () => {
       state: 'Pending',
       zone: 'local',
       httpPort: 8888,
+      address: HOST,
+      port: 1,
     });
     expect(admitted).toHaveLength(1);
   });
@@ -231,6 +311,43 @@ describe('peer transport - Admit from a node not yet known', () => {
     const claimsOtherKey = { membership: membershipWith(b.identity.publicKeyBase64), targetPublicKey: joiner.identity.publicKeyBase64 };
     await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Admit', claimsOtherKey, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
     expect(admitted).toHaveLength(1);
+  });
+
+  it('refuses, and logs, an Admit whose table is malformed (members unsorted), without adopting it', async () => {
+    const good = membershipWith(a.identity.publicKeyBase64);
+    const unsorted = { ...good, members: [...good.members].reverse() };
+    const admit = { membership: unsorted, targetPublicKey: joiner.identity.publicKeyBase64 };
+    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Admit', admit, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+    expect(joiner.logs.some((line) => line.msg === 'Admit refused' && /not sorted/.test(String(line.reason)))).toBe(true);
+    expect(admitted).toHaveLength(1);
+  });
+
+  it('with a join token, refuses an Admit signed by a key the token does not name and accepts one it names', async () => {
+    const tokened = await startPeer('q', { pending: () => true, trustedKeys: new Set([b.identity.publicKeyBase64]) });
+    const taken: Membership[] = [];
+    tokened.transport.handle('Admit', async (_sender, admit) => {
+      taken.push(admit.membership);
+      return { name: 'q', publicKey: tokened.identity.publicKeyBase64, state: 'Pending', zone: 'local', httpPort: 8888, address: HOST, port: 1 };
+    });
+    try {
+      const tableFrom = (sender: Peer): Membership => ({
+        epoch: 2,
+        members: [
+          { name: sender.transport.name, publicKey: sender.identity.publicKeyBase64, address: HOST, port: sender.transport.port, httpPort: 1, zone: 'z', state: 'Joined' },
+          { name: 'q', publicKey: tokened.identity.publicKeyBase64, address: HOST, port: tokened.transport.port, httpPort: 2, zone: 'z', state: 'Pending' },
+        ],
+        change: { id: 'e2-join-q', kind: 'join', node: 'q', slots: [], transfers: [] },
+      });
+      const where = { address: HOST, port: tokened.transport.port };
+      const fromA = { membership: tableFrom(a), targetPublicKey: tokened.identity.publicKeyBase64 };
+      await expect(a.transport.callUnknown(where, tokened.identity.publicKeyBase64, 'Admit', fromA, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+      expect(tokened.logs.some((line) => line.msg === 'Admit refused' && /join token/.test(String(line.reason)))).toBe(true);
+      const fromB = { membership: tableFrom(b), targetPublicKey: tokened.identity.publicKeyBase64 };
+      await expect(b.transport.callUnknown(where, tokened.identity.publicKeyBase64, 'Admit', fromB, CALL)).resolves.toMatchObject({ name: 'q' });
+      expect(taken).toHaveLength(1);
+    } finally {
+      await tokened.transport.close(1_000);
+    }
   });
 
   it('answers a Ping from anyone, and the caller proves who answered by the reply signature', async () => {
@@ -359,16 +476,65 @@ describe('peer server - the node table as directory', () => {
       available: 'true',
     });
     const silent = pino({ level: 'silent' });
-    const server = await startPeerServer(HOST, 0, nodes, { identity: keys, log: silent, replayWindowMs: WINDOW_MS });
+    const server = await startPeerServer(HOST, 0, nodes, {
+      identity: keys,
+      log: silent,
+      replayWindowMs: WINDOW_MS,
+      admit: { accepting: () => false, trustedKeys: undefined },
+    });
     nodes.upsert(row('s', keys.publicKeyBase64, server.port, 'Joined'));
     nodes.upsert(row('a', a.identity.publicKeyBase64, a.transport.port, 'Joined'));
     a.known.set('s', { publicKey: keys.publicKeyBase64, port: server.port });
     try {
-      await expect(a.transport.call('s', 'Ping', {}, CALL)).resolves.toEqual({ name: 's', publicKey: keys.publicKeyBase64, state: 'Joined', zone: 'z', httpPort: 1 });
+      await expect(a.transport.call('s', 'Ping', {}, CALL)).resolves.toEqual({ name: 's', publicKey: keys.publicKeyBase64, state: 'Joined', zone: 'z', httpPort: 1, address: HOST, port: server.port });
       nodes.upsert(row('a', a.identity.publicKeyBase64, a.transport.port, 'Left'));
       await expect(a.transport.call('s', 'Read', { json: '{}' }, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
     } finally {
       await server.close(1_000);
+    }
+  });
+});
+
+describe('peer transport - counters (monitoring, issue 13)', () => {
+  it('counts messages and bytes each way per peer, alike on both ends, and refusals by reason', async () => {
+    const [x, y] = await Promise.all([startPeer('x'), startPeer('y')]);
+    try {
+      introduce(x, y);
+      introduce(y, x);
+      for (let i = 0; i < 5; i++) await x.transport.call('y', 'Read', { json: JSON.stringify({ i, pad: 'p'.repeat(i * 100) }) }, CALL);
+      const xy = x.transport.counters.snapshot().find((traffic) => traffic.peer === 'y')!;
+      const yx = y.transport.counters.snapshot().find((traffic) => traffic.peer === 'x')!;
+      expect(xy.sent.messages).toBe(5);
+      expect(xy.received.messages).toBe(5);
+      expect(xy.channelsOpened).toBe(1);
+      expect(xy.errors).toBe(0);
+      // What one end sent is what the other received, byte for byte.
+      expect(yx.received).toEqual(xy.sent);
+      expect(yx.sent).toEqual(xy.received);
+      expect(xy.sent.bytes).toBeGreaterThan(5 * 50);
+
+      const forged = { ...envelopeFrom(x, y, 'Read', readBody(1)), body: readBody(2) };
+      await expect(x.transport.sendRawEnvelope('y', encodeEnvelope(forged), CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+      const replayed = encodeEnvelope(envelopeFrom(x, y, 'Read', readBody('once')));
+      await x.transport.sendRawEnvelope('y', replayed, CALL);
+      await expect(x.transport.sendRawEnvelope('y', replayed, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+      expect(y.transport.counters.snapshot().find((traffic) => traffic.peer === 'x')!.refused).toEqual({ bad_signature: 1, replay: 1 });
+
+      // Refusals at the gate, before any body is read (issue 15), are counted like the others.
+      const stranger = await startPeer('z');
+      try {
+        introduce(stranger, y);
+        await expect(stranger.transport.call('y', 'Read', { json: '1' }, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+        expect(y.transport.counters.snapshot().find((traffic) => traffic.peer === 'z')!.refused).toEqual({ unknown_sender: 1 });
+      } finally {
+        await stranger.transport.close(100);
+      }
+
+      await y.transport.close(100);
+      await expect(x.transport.call('y', 'Ping', {}, { deadlineMs: 500 })).rejects.toBeDefined();
+      expect(x.transport.counters.snapshot().find((traffic) => traffic.peer === 'y')!.errors).toBe(1);
+    } finally {
+      await Promise.all([x.transport.close(100), y.transport.close(100)]);
     }
   });
 });

@@ -29,8 +29,9 @@ const TWEETS = '/streams/demo/twitter/tweets';
 const LOG1 = '/streams/demo/infrastructure/log1';
 const CPU_COPY = '/streams/demo/infrastructure/cpu_copy';
 
-const record = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ type: 'record', properties, ...extra });
-const t = (type: string, extra: Record<string, unknown> = {}) => ({ type, ...extra });
+// Fields are optional unless they say otherwise (issue 13 item 3a): these streams declare theirs required.
+const record = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ type: 'record', properties, optional: false, ...extra });
+const t = (type: string, extra: Record<string, unknown> = {}) => ({ type, optional: false, ...extra });
 const contributor = t('contributor', { definition: 'mobile_user' });
 const timestamp = t('datetime', { annotations: ['urn:itrs:default-timestamp'] });
 const schema = (properties: Record<string, unknown>) => ({ version: '1.0', topDef: record(properties) });

@@ -104,17 +104,44 @@ describe('query pipeline - tumbling windows', () => {
 describe('query pipeline - hopping windows', () => {
   const HOPPING = `from ${EVENTS} group by k, ts window of 1 minute every 30 seconds select k, ts, count() as n`;
 
-  it('puts a row into every window holding it, oldest first, and counts a row late only where closed', () => {
+  it('emits each window when it closes, the latest per key replacing the last, and counts a row late where closed', () => {
     const { pipeline } = start(HOPPING);
-    expect(pipeline.push([event('a', 40)], 0)).toEqual([add({ k: 'a', ts: at(0), n: 1 }), add({ k: 'a', ts: at(30), n: 1 })]);
-    expect(pipeline.push([event('a', 70)], 0)).toEqual([
-      remove({ k: 'a', ts: at(0), n: 1 }),
-      update({ k: 'a', ts: at(30), n: 2 }),
-      add({ k: 'a', ts: at(60), n: 1 }),
-    ]);
-    // a@50 belongs to 12:00:00, closed, and 12:00:30, open.
-    expect(pipeline.push([event('a', 50)], 0)).toEqual([update({ k: 'a', ts: at(30), n: 3 })]);
+    // Windows of 1 minute every 30 s; a@40 is in 12:00:00 and 12:00:30, both open.
+    expect(pipeline.push([event('a', 40), event('b', 45)], 0)).toEqual([]);
+    // The watermark reaches 12:01:10: 12:00:00 – 12:01:00 closed, holding a@40 and b@45.
+    expect(pipeline.push([event('a', 70)], 0)).toEqual([add({ k: 'a', ts: at(0), n: 1 }), add({ k: 'b', ts: at(0), n: 1 })]);
+    // a@50 belongs to 12:00:00, closed, and 12:00:30, open: late once, counted where open.
+    expect(pipeline.push([event('a', 50)], 0)).toEqual([]);
     expect(pipeline.lateRows).toBe(1);
+    // a@100 closes 12:00:30 – 12:01:30 (a@40, a@50, a@70; b@45): each key's new row replaces its last.
+    expect(pipeline.push([event('a', 100)], 0)).toEqual([
+      remove({ k: 'a', ts: at(0), n: 1 }),
+      add({ k: 'a', ts: at(30), n: 3 }),
+      remove({ k: 'b', ts: at(0), n: 1 }),
+      add({ k: 'b', ts: at(30), n: 1 }),
+    ]);
+    // a@200 closes up to 12:03:20: a's latest closed window (12:02:00) holds a@100 ... none: it is
+    // 12:02:00 – 12:03:00, empty for both keys, so both rows go; several closed windows give the latest only.
+    expect(pipeline.push([event('a', 200)], 0)).toEqual([remove({ k: 'a', ts: at(30), n: 3 }), remove({ k: 'b', ts: at(30), n: 1 })]);
+    expect(pipeline.snapshot()).toEqual([]);
+    // A row for a window long closed is dropped.
+    expect(pipeline.push([event('b', 10)], 0)).toEqual([]);
+    expect(pipeline.lateRows).toBe(2);
+  });
+
+  it('computes 8,640 windows per row from panes: every closed window exact, at the same cost per row', () => {
+    const { pipeline } = start(`from ${EVENTS} group by k, ts window of 24 hour every 10 seconds select k, ts, count() as n, sum(v) as s, min(v) as low`);
+    const rows = Array.from({ length: 3000 }, (_, i) => event(i % 2 === 0 ? 'a' : 'b', i * 60, i % 17));
+    const changes = rows.flatMap((row, i) => pipeline.push([row], i));
+    const adds = changes.filter((change) => change.action === 'add');
+    expect(adds.length).toBeGreaterThan(1000);
+    for (const { data } of adds) {
+      const startMs = Date.parse(String(data.ts));
+      const inside = rows.filter((row) => row.k === data.k && Date.parse(row.ts) >= startMs && Date.parse(row.ts) < startMs + 86_400_000);
+      expect(data.n).toBe(inside.length);
+      expect(data.s).toBe(inside.reduce((sum, row) => sum + (row.v as number), 0));
+      expect(data.low).toBe(Math.min(...inside.map((row) => row.v as number)));
+    }
   });
 
   it('agrees with windowStartsMs over random events and window shapes, bounded', () => {

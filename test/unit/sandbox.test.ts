@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   compileFunction,
+  isolatePool,
   ScriptError,
   sourceBytesMax,
   type SandboxedFunction,
@@ -240,5 +241,22 @@ describe('sandbox', () => {
     expect(error.message).toBe("script 'test' was removed while it was running");
     expect(performance.now() - started).toBeLessThan(1_000);
     await expect(sandboxed.call([])).rejects.toThrow(/after dispose/);
+  });
+
+  it('sandbox - the pool keeps at most isolatesMax loaded, and an unloaded function loads again on its next call, sync or not', async () => {
+    isolatePool.configure({ isolatesMax: 2, memoryBytesMax: 1024 * 1024 * 1024 });
+    try {
+      const functions = await Promise.all([1, 2, 3, 4].map((n) => compile(`var state = ${n}; function f(x) { return x * state }`)));
+      expect(isolatePool.size).toBeLessThanOrEqual(2);
+      for (const [index, sandboxed] of functions.entries()) expect(await sandboxed.call([10])).toBe(10 * (index + 1));
+      for (const [index, sandboxed] of functions.entries()) expect(sandboxed.callSync([3])).toBe(3 * (index + 1));
+      expect(isolatePool.size).toBeLessThanOrEqual(2);
+      expect(isolatePool.heapBytes).toBeGreaterThan(0);
+      isolatePool.configure({ isolatesMax: 100, memoryBytesMax: 1 });
+      expect(isolatePool.size).toBe(0);
+      expect(await functions[0]!.call([2])).toBe(2);
+    } finally {
+      isolatePool.configure({ isolatesMax: 256, memoryBytesMax: 1024 * 1024 * 1024 });
+    }
   });
 });

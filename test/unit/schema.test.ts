@@ -42,7 +42,7 @@ describe('schema', () => {
     expect(schema.version).toBe('1.0');
     expect(schema.topDef.kind).toBe('record');
     expect(schema.topDef.properties).toEqual(
-      SCALAR_KINDS.map((kind) => [`f_${kind}`, { kind, optional: false, annotations: [] }]),
+      SCALAR_KINDS.map((kind) => [`f_${kind}`, { kind, optional: true, annotations: [] }]),
     );
   });
 
@@ -58,17 +58,17 @@ describe('schema', () => {
       'position',
       {
         kind: 'record',
-        optional: false,
+        optional: true,
         annotations: [],
         properties: [
-          ['lat', { kind: 'double', optional: false, annotations: [] }],
+          ['lat', { kind: 'double', optional: true, annotations: [] }],
           [
             'inner',
             {
               kind: 'record',
-              optional: false,
+              optional: true,
               annotations: [],
-              properties: [['at', { kind: 'datetime', optional: false, annotations: [] }]],
+              properties: [['at', { kind: 'datetime', optional: true, annotations: [] }]],
             },
           ],
         ],
@@ -83,9 +83,9 @@ describe('schema', () => {
       bare: { type: 'contributor' },
     });
     expect(schema.topDef.properties).toStrictEqual([
-      ['byUri', { kind: 'contributor', uri: { tenant: 'acme', collection: 'hosts' }, optional: false, annotations: [] }],
-      ['byDefinition', { kind: 'contributor', definition: 'server', optional: false, annotations: [] }],
-      ['bare', { kind: 'contributor', optional: false, annotations: [] }],
+      ['byUri', { kind: 'contributor', uri: { tenant: 'acme', collection: 'hosts' }, optional: true, annotations: [] }],
+      ['byDefinition', { kind: 'contributor', definition: 'server', optional: true, annotations: [] }],
+      ['bare', { kind: 'contributor', optional: true, annotations: [] }],
     ]);
   });
 
@@ -100,13 +100,13 @@ describe('schema', () => {
       const type = fieldAt(schema, name);
       return type?.kind === 'array' ? type.element : 'not an array';
     };
-    expect(element('sequence')).toEqual({ kind: 'int', optional: false, annotations: [] });
-    expect(element('underlying')).toEqual({ kind: 'string', optional: false, annotations: [] });
+    expect(element('sequence')).toEqual({ kind: 'int', optional: true, annotations: [] });
+    expect(element('underlying')).toEqual({ kind: 'string', optional: true, annotations: [] });
     expect(element('items')).toEqual({
       kind: 'record',
-      optional: false,
+      optional: true,
       annotations: [],
-      properties: [['n', { kind: 'long', optional: false, annotations: [] }]],
+      properties: [['n', { kind: 'long', optional: true, annotations: [] }]],
     });
     expect(element('bare')).toBeUndefined();
   });
@@ -118,6 +118,14 @@ describe('schema', () => {
     });
     expect(fieldAt(schema, 'required')).toEqual({ kind: 'string', optional: false, annotations: [] });
     expect(fieldAt(schema, 'optional')).toEqual({ kind: 'int', optional: true, annotations: ['urn:a', 'urn:b'] });
+  });
+
+  it('parseSchema - fields are optional unless they say optional false, as a boolean or the string Valo documents', () => {
+    const schema = parse({ plain: { type: 'string' }, nulled: { type: 'string', optional: null }, text: { type: 'string', optional: 'false' }, yes: { type: 'string', optional: 'true' } });
+    expect(fieldAt(schema, 'plain')?.optional).toBe(true);
+    expect(fieldAt(schema, 'nulled')?.optional).toBe(true);
+    expect(fieldAt(schema, 'text')?.optional).toBe(false);
+    expect(fieldAt(schema, 'yes')?.optional).toBe(true);
   });
 
   it('parseSchema - names the path of an unknown type deep in nested records', () => {
@@ -162,7 +170,7 @@ describe('schema', () => {
       'schema.topDef.properties.a.properties: missing properties of record',
     );
     expect(rejection(schemaOf({ a: { type: 'int', optional: 'yes' } }))).toBe(
-      'schema.topDef.properties.a.optional: expected boolean, got string',
+      "schema.topDef.properties.a.optional: expected true or false, got 'yes'",
     );
     expect(rejection(schemaOf({ a: { type: 'int', annotations: ['ok', 7] } }))).toBe(
       'schema.topDef.properties.a.annotations[1]: expected string, got number',
@@ -234,7 +242,7 @@ describe('schema', () => {
       position: { type: 'record', properties: { latitude: { type: 'double' } } },
       list: { type: 'array', items: { type: 'record', properties: { x: { type: 'int' } } } },
     });
-    expect(fieldAt(schema, 'position.latitude')).toEqual({ kind: 'double', optional: false, annotations: [] });
+    expect(fieldAt(schema, 'position.latitude')).toEqual({ kind: 'double', optional: true, annotations: [] });
     expect(fieldAt(schema, 'position')?.kind).toBe('record');
     expect(fieldAt(schema, 'position.longitude')).toBeUndefined();
     expect(fieldAt(schema, 'position.latitude.x')).toBeUndefined();

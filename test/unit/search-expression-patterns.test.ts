@@ -177,7 +177,36 @@ describe('search-expression patterns - fuzzy', () => {
     expect(matcher('hello~1')('hallo')).toBe(false);
     expect(matcher('hello~1')('hello')).toBe(true);
     expect(matcher('hello~.6')('hallu')).toBe(true);
-    expect(matcher('hello~0')('h')).toBe(true);
+  });
+
+  it('caps the edits of any similarity at 2, as Lucene does (issue 15): a long term~0 costs no more than term~', () => {
+    expect(compileTermPattern('hello~0').maxEdits).toBe(2);
+    expect(matcher('hello~0')('h')).toBe(false);
+    expect(matcher('hello~0')('hel')).toBe(true);
+    const long = 'q'.repeat(1_000);
+    const started = performance.now();
+    const fuzzy = matcher(`${long}~0`);
+    for (let i = 0; i < 200; i++) fuzzy(`${'q'.repeat(998)}${'x'.repeat(3)}`);
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(fuzzy(`${'q'.repeat(998)}xx`)).toBe(true);
+  });
+
+  it('refuses a wildcard or fuzzy term longer than the limit, naming it', () => {
+    expect(() => compileTermPattern(`${'a'.repeat(1_100)}*`)).toThrow(/longer than 1024 characters/);
+    expect(() => compileTermPattern(`${'a'.repeat(1_100)}~`)).toThrow(/longer than 1024 characters/);
+    expect(compileTermPattern('a'.repeat(5_000)).kind).toBe('exact');
+  });
+
+  it('matches wildcards in time linear in the value, whatever the stars', () => {
+    const pattern = compileTermPattern(`${'*a'.repeat(40)}*b`);
+    const value = 'a'.repeat(60_000);
+    const started = performance.now();
+    expect(pattern.matches(value)).toBe(false);
+    expect(pattern.matches(`${value}b`)).toBe(true);
+    expect(compileTermPattern('*a?c*x?z*').matches('zzabcqqxyz')).toBe(true);
+    expect(compileTermPattern('a*?*').matches('a')).toBe(false);
+    expect(compileTermPattern('😀?*').matches('😀😀')).toBe(true);
+    expect(performance.now() - started).toBeLessThan(200);
   });
 
   it('rejects similarities outside 0..1, fuzzy wildcards and a bare ~', () => {

@@ -943,7 +943,8 @@ function parseReferenceTerms(pattern: string, whole: boolean): PatternTerm[] {
 function termMatches(term: PatternTerm, token: string): boolean {
   if (term.similarity === undefined) return naiveGlob([...term.glob], [...token]);
   const length = [...term.glob].length;
-  const edits = term.similarity === '' ? (length <= 2 ? 0 : length <= 5 ? 1 : 2) : Math.floor((1 - Number(term.similarity)) * length + 1e-9);
+  // A similarity's edits are capped at 2, Lucene's maximum (issue 15).
+  const edits = term.similarity === '' ? (length <= 2 ? 0 : length <= 5 ? 1 : 2) : Math.min(2, Math.floor((1 - Number(term.similarity)) * length + 1e-9));
   return levenshtein([...term.glob], [...token]) <= edits;
 }
 

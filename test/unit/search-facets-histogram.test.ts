@@ -72,6 +72,30 @@ describe('facets - taxonomy and range', () => {
     expect(node).toEqual({ name: 'temp', count: 4, children: [{ value: '0-10', count: 2, children: [] }, { value: 'warm', count: 2, children: [] }] });
   });
 
+  it('counts overlapping ranges as a per-range check of every value would (random, seeded)', () => {
+    let seed = 7;
+    const next = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    for (let round = 0; round < 200; round++) {
+      const ranges = Array.from({ length: 1 + Math.floor(next() * 8) }, () => {
+        const a = Math.floor(next() * 20) - 5;
+        const b = a + Math.floor(next() * 10);
+        return { label: `${a}`, from: a, to: b, fromInclusive: next() < 0.5, toInclusive: next() < 0.5 };
+      });
+      const values = Array.from({ length: 50 }, () => (next() < 0.5 ? Math.floor(next() * 30) - 8 : next() * 30 - 8));
+      const inRange = (range: (typeof ranges)[number], v: number) => (range.fromInclusive ? v >= range.from : v > range.from) && (range.toInclusive ? v <= range.to : v < range.to);
+      const node = countRanges({ type: 'range', field: 'f', ranges }, values);
+      expect(node.count).toBe(values.filter((v) => ranges.some((range) => inRange(range, v))).length);
+      expect(node.children.map((child) => child.count)).toEqual(ranges.map((range) => values.filter((v) => inRange(range, v)).length));
+    }
+  });
+
+  it('refuses more ranges than the limit, naming it (issue 15)', () => {
+    const ranges = Array.from({ length: 257 }, (_, i) => ({ from: i, to: i + 1 }));
+    expect(() => parseFacetRequests([{ type: 'range', field: 'f', ranges }])).toThrow(/257 ranges; the limit is 256/);
+    const half = ranges.slice(0, 150);
+    expect(() => parseFacetRequests([{ type: 'range', field: 'f', ranges: half }, { type: 'range', field: 'g', ranges: half }])).toThrow(/300 ranges; the limit is 256/);
+  });
+
   it('refuses malformed facet requests', () => {
     expect(() => parseFacetRequests([{ type: 'taxonomy' }])).toThrow(/dimension/);
     expect(() => parseFacetRequests([{ type: 'taxonomy', dimension: 'd', topN: 0 }])).toThrow(/topN/);

@@ -57,24 +57,24 @@ describe('tags', () => {
 
   it('tags - parseTags names the path of what is wrong', () => {
     const good = { field: 'f', lang: 'javascript', script: '' };
-    expect(badRequest(null)).toBe('body: must be an object with a tags array, got null');
-    expect(badRequest({})).toBe('tags: must be an array, got undefined');
-    expect(badRequest({ tags: [good, 'x'] })).toBe('tags[1]: must be an object, got string');
+    expect(badRequest(null)).toBe('body: expected an object, got null');
+    expect(badRequest({})).toBe('tags: expected an array, got nothing');
+    expect(badRequest({ tags: [good, 'x'] })).toBe('tags[1]: expected an object, got string');
     expect(badRequest({ tags: [good, { ...good, field: 'g', lang: 'python' }] })).toBe(
-      "tags[1].lang: must be 'javascript'",
+      "tags[1].lang: expected 'javascript', got 'python'",
     );
     expect(badRequest({ tags: [{ ...good, field: '' }] })).toBe('tags[0].field: must not be empty');
-    expect(badRequest({ tags: [{ ...good, field: 7 }] })).toBe('tags[0].field: must be a string, got number');
+    expect(badRequest({ tags: [{ ...good, field: 7 }] })).toBe('tags[0].field: expected a string, got number');
     expect(badRequest({ tags: [{ ...good, field: 'x'.repeat(129) }] })).toMatch(/^tags\[0\]\.field: at most 128/);
     expect(badRequest({ tags: [{ ...good, field: 'a\nb' }] })).toBe('tags[0].field: must not contain control characters');
-    expect(badRequest({ tags: [{ ...good, enabled: 'yes' }] })).toBe('tags[0].enabled: must be a boolean, got string');
-    expect(badRequest({ tags: [{ ...good, script: null }] })).toBe('tags[0].script: must be a string, got null');
+    expect(badRequest({ tags: [{ ...good, enabled: 'yes' }] })).toBe('tags[0].enabled: expected a boolean, got string');
+    expect(badRequest({ tags: [{ ...good, script: null }] })).toBe('tags[0].script: expected a string, got null');
     expect(badRequest({ tags: [{ ...good, script: 'x'.repeat(65537) }] })).toMatch(/^tags\[0\]\.script: at most 65536 bytes/);
     expect(badRequest({ tags: [good, { ...good, field: 'g' }, good] })).toBe(
       "tags[2].field: duplicate field 'f' (also tags[0])",
     );
     const tooMany = Array.from({ length: 33 }, (_, index) => ({ ...good, field: `f${index}` }));
-    expect(badRequest({ tags: tooMany })).toBe('tags: at most 32 tags are allowed, got 33');
+    expect(badRequest({ tags: tooMany })).toBe('tags: at most 32 items are allowed, got 33');
     expect(parseTags({ tags: tooMany.slice(0, 32) })).toHaveLength(32);
   });
 

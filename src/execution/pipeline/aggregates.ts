@@ -30,7 +30,15 @@ export interface Accumulator {
   result(): Value;
   /** Back to no values, for recomputing a group after a retraction. */
   reset(): void;
+  /**
+   * Adds the values another accumulator of the same aggregate saw, as if they had been
+   * added here (hopping windows combine panes, issue 13 item 3f).
+   */
+  merge(other: Accumulator): void;
 }
+
+/** Arrival order of values across every first/last accumulator, which merges compare. */
+let arrivals = 0;
 
 class CountRows implements Accumulator {
   private count = 0;
@@ -42,6 +50,9 @@ class CountRows implements Accumulator {
   }
   reset(): void {
     this.count = 0;
+  }
+  merge(other: CountRows): void {
+    this.count += other.count;
   }
 }
 
@@ -56,6 +67,9 @@ class CountValues implements Accumulator {
   reset(): void {
     this.count = 0;
   }
+  merge(other: CountValues): void {
+    this.count += other.count;
+  }
 }
 
 class SumOrAverage implements Accumulator {
@@ -63,8 +77,10 @@ class SumOrAverage implements Accumulator {
   private count = 0;
   constructor(private readonly average: boolean) {}
   add(value: Value): void {
-    if (typeof value !== 'number') return;
-    this.total += value;
+    // A long beyond 2^53 (BigInt) is summed as a double.
+    const number = typeof value === 'bigint' ? Number(value) : value;
+    if (typeof number !== 'number') return;
+    this.total += number;
     this.count++;
   }
   result(): Value {
@@ -74,6 +90,10 @@ class SumOrAverage implements Accumulator {
   reset(): void {
     this.total = 0;
     this.count = 0;
+  }
+  merge(other: SumOrAverage): void {
+    this.total += other.total;
+    this.count += other.count;
   }
 }
 
@@ -96,19 +116,36 @@ class Extreme implements Accumulator {
   reset(): void {
     this.current = null;
   }
+  merge(other: Extreme): void {
+    this.add(other.current);
+  }
 }
 
 class FirstOrLast implements Accumulator {
   private current: Value = null;
+  /** When the kept value arrived (see arrivals). */
+  private arrival = 0;
   constructor(private readonly keepFirst: boolean) {}
   add(value: Value): void {
-    if (value !== null && (!this.keepFirst || this.current === null)) this.current = value;
+    if (value === null) return;
+    arrivals++;
+    if (!this.keepFirst || this.current === null) {
+      this.current = value;
+      this.arrival = arrivals;
+    }
   }
   result(): Value {
     return this.current;
   }
   reset(): void {
     this.current = null;
+  }
+  merge(other: FirstOrLast): void {
+    if (other.current === null) return;
+    const takes = this.current === null || (this.keepFirst ? other.arrival < this.arrival : other.arrival > this.arrival);
+    if (!takes) return;
+    this.current = other.current;
+    this.arrival = other.arrival;
   }
 }
 
@@ -130,6 +167,15 @@ class SampleStandardDeviation implements Accumulator {
     this.count = 0;
     this.mean = 0;
     this.squares = 0;
+  }
+  /** Chan et al.'s combination of two Welford states. */
+  merge(other: SampleStandardDeviation): void {
+    if (other.count === 0) return;
+    const count = this.count + other.count;
+    const delta = other.mean - this.mean;
+    this.squares += other.squares + (delta * delta * this.count * other.count) / count;
+    this.mean += (delta * other.count) / count;
+    this.count = count;
   }
 }
 
@@ -172,6 +218,20 @@ class Bivariate implements Accumulator {
     this.squaresX = 0;
     this.squaresY = 0;
     this.products = 0;
+  }
+  /** The pairwise combination of two co-moment states (as for stddev, in both variables). */
+  merge(other: Bivariate): void {
+    if (other.count === 0) return;
+    const count = this.count + other.count;
+    const deltaX = other.meanX - this.meanX;
+    const deltaY = other.meanY - this.meanY;
+    const weight = (this.count * other.count) / count;
+    this.squaresX += other.squaresX + deltaX * deltaX * weight;
+    this.squaresY += other.squaresY + deltaY * deltaY * weight;
+    this.products += other.products + deltaX * deltaY * weight;
+    this.meanX += (deltaX * other.count) / count;
+    this.meanY += (deltaY * other.count) / count;
+    this.count = count;
   }
 }
 

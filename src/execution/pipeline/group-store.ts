@@ -78,13 +78,12 @@ export function compareGroups(a: Group, b: Group): number {
   return 0;
 }
 
-/** Open windowed groups by window end, ends in ascending order. */
-export class WindowEnds {
+/** Open windows (groups, or a key's next window of panes) by window end, ends in ascending order. */
+export class WindowEnds<T = Group> {
   private readonly ends: number[] = [];
-  private readonly groupsByEnd = new Map<number, Group[]>();
+  private readonly groupsByEnd = new Map<number, T[]>();
 
-  add(group: Group): void {
-    const end = group.windowEndMs;
+  add(end: number, group: T): void {
     const groups = this.groupsByEnd.get(end);
     if (groups !== undefined) {
       groups.push(group);
@@ -108,8 +107,8 @@ export class WindowEnds {
   }
 
   /** Takes out the groups of windows ending at or before `watermarkMs`, earliest end first. */
-  takeDue(watermarkMs: number): Group[] {
-    const due: Group[] = [];
+  takeDue(watermarkMs: number): T[] {
+    const due: T[] = [];
     while (this.due(watermarkMs)) {
       const end = this.ends.shift() as number;
       for (const group of this.groupsByEnd.get(end) ?? []) due.push(group);

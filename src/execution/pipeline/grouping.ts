@@ -26,6 +26,8 @@
 //   their remaining rows, so every aggregate (min, first, …) is right after retractions. A
 //   keyed group left with no rows is removed.
 
+import { BadRequestError } from '../../errors.js';
+import { windowHopsMax } from '../../query/index.js';
 import type { CompileOptions, Value } from '../../search/expression/index.js';
 import { createAccumulators, planGrouping, type GroupingPlan, type SelectStep } from './grouping-plan.js';
 import { compareGroups, GroupIndex, WindowEnds, type Group } from './group-store.js';
@@ -56,6 +58,12 @@ export class GroupingOperator implements RowConsumer {
     private readonly budget: Budget,
   ) {
     this.plan = planGrouping(step, compileOptions);
+    const window = this.plan.window;
+    // Rows go into every window holding them here (a table's rows may change or go); the
+    // pane-based path (paned-windows.ts) serves the other hopping windows.
+    if (window !== undefined && Math.ceil(window.sizeMs / window.hopMs) > windowHopsMax) {
+      throw new BadRequestError(`grouping grouped rows into a window of ${window.sizeMs} ms every ${window.hopMs} ms puts each row into more than ${windowHopsMax} windows`);
+    }
     this.index = new GroupIndex(this.plan.keyNames.length);
     this.keyScratch = new Array<Value>(this.plan.keyNames.length).fill(null);
     this.firstArguments = new Array<Value>(this.plan.slots.length).fill(null);
@@ -198,7 +206,7 @@ export class GroupingOperator implements RowConsumer {
     };
     leaf.set(key, group);
     this.groups.add(group);
-    if (windowed) this.windows.add(group);
+    if (windowed) this.windows.add(group.windowEndMs, group);
     return group;
   }
 

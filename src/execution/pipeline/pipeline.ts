@@ -23,6 +23,8 @@
 import { defaultFieldAccessor } from '../../search/expression/index.js';
 import { compileCondition, compileProjection, DROPPED, projectionOf, RowStages, SelectChanges, WhereChanges, type RowStage } from './changes.js';
 import { GroupingOperator } from './grouping.js';
+import { planGrouping } from './grouping-plan.js';
+import { PanedWindowGrouping } from './paned-windows.js';
 import { compileOrderKeys, HistoricalOrder, LiveOrder, type OrderStep } from './ordering.js';
 import {
   Budget,
@@ -48,14 +50,14 @@ interface Chain {
   /** The first table-making operator, then the operators over its changes. */
   readonly first: RowConsumer | undefined;
   readonly operators: TableOperator[];
-  readonly groupings: GroupingOperator[];
+  readonly groupings: Array<{ readonly lateRows: number }>;
   readonly mode: 'stream' | 'table';
 }
 
 function buildChain(options: PipelineOptions): Chain {
   const { check, historical, compile } = options;
   const budget = new Budget(options.limits);
-  const chain = { stages: [] as RowStage[], first: undefined as RowConsumer | undefined, operators: [] as TableOperator[], groupings: [] as GroupingOperator[], mode: 'stream' as 'stream' | 'table' };
+  const chain = { stages: [] as RowStage[], first: undefined as RowConsumer | undefined, operators: [] as TableOperator[], groupings: [] as Array<{ readonly lateRows: number }>, mode: 'stream' as 'stream' | 'table' };
   let selected = false;
   const last = (): TableOperator => chain.operators[chain.operators.length - 1] ?? (chain.first as RowConsumer);
   const place = (operator: TableOperator & RowConsumer): void => {
@@ -77,7 +79,10 @@ function buildChain(options: PipelineOptions): Chain {
       if (inTable) chain.operators.push(new WhereChanges(condition, last()));
       else chain.stages.push({ kind: 'where', condition });
     } else if (step.kind === 'select' && step.aggregating) {
-      const grouping = new GroupingOperator(step, compile, historical, inTable, budget);
+      const plan = planGrouping(step, compile);
+      const grouping = PanedWindowGrouping.suits(plan, inTable)
+        ? new PanedWindowGrouping(plan, historical, budget)
+        : new GroupingOperator(step, compile, historical, inTable, budget);
       chain.groupings.push(grouping);
       place(grouping);
       chain.mode = 'table';

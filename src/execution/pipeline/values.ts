@@ -4,6 +4,7 @@
 
 import { compareValues, datetimeMs, type Value } from '../../search/expression/index.js';
 import type { OutputRow } from './types.js';
+import { stringifyJson } from '../../json.js';
 
 /** Deep equality of JSON values; rows built by the runtime hold nothing else. */
 export function valuesEqual(a: Value, b: Value): boolean {
@@ -39,6 +40,7 @@ function rank(value: Value): number {
     case 'boolean':
       return 1;
     case 'number':
+    case 'bigint':
       return 2;
     case 'string':
       return 3;
@@ -61,8 +63,8 @@ export function orderValues(a: Value, b: Value): number {
   if (rankA !== rankB) return rankA - rankB;
   const sign = compareValues(a, b);
   if (sign !== null) return sign;
-  const textA = JSON.stringify(a);
-  const textB = JSON.stringify(b);
+  const textA = stringifyJson(a);
+  const textB = stringifyJson(b);
   return textA < textB ? -1 : textA > textB ? 1 : 0;
 }
 
@@ -72,7 +74,7 @@ export function orderValues(a: Value, b: Value): number {
  * no string of a row starts with in practice.
  */
 export function mapKey(value: Value | undefined): unknown {
-  return typeof value === 'object' && value !== null ? `\u0000${JSON.stringify(value)}` : value;
+  return typeof value === 'object' && value !== null ? `\u0000${stringifyJson(value)}` : value;
 }
 
 /**

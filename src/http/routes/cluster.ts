@@ -18,10 +18,12 @@ export interface ClusterRoutesDeps {
   repair: ClusterRepair;
   /** This node's repair runs and pending hand-offs, as rows of GET /cluster/transfers. */
   localActions(): TransferAction[];
+  /** Why a running transfer has made no progress lately (null while it moves), from the transfer watch. */
+  stalledBecause(transferId: string): string | null;
   sse: SseOptions & { clientsMax: number };
 }
 
-export function clusterRoutes({ nodes, tenants, events, membership, repair, localActions, sse }: ClusterRoutesDeps): Router {
+export function clusterRoutes({ nodes, tenants, events, membership, repair, localActions, stalledBecause, sse }: ClusterRoutesDeps): Router {
   const router = new Router();
   const clusterDocument = () => ({ nodes: nodes.list(), tenants: tenants.list() });
 
@@ -33,8 +35,13 @@ export function clusterRoutes({ nodes, tenants, events, membership, repair, loca
     await membership.removeNode(ctx.params.name!);
     ctx.body = clusterDocument();
   });
+  router.get('/cluster/join-token', (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { joinToken: membership.joinToken() };
+  });
   router.get('/cluster/transfers', (ctx) => {
-    ctx.body = { actions: [...membership.transfers(), ...localActions()] };
+    const transfers = membership.transfers().map((action) => ({ ...action, info: { ...action.info, stalled: action.complete ? null : stalledBecause(action.info.id) } }));
+    ctx.body = { actions: [...transfers, ...localActions()] };
   });
   // Anti-entropy on demand (issue 12, item 3): every member compares its partitions with
   // the other owners; the run's progress is read back under its id.

@@ -6,6 +6,7 @@ import { BadRequestError } from '../../errors.js';
 import { streamId, streamKey } from '../../streams/stream-id.js';
 import type { Repository, RepositoryName } from '../../storage/repository.js';
 import { REPOSITORY_NAMES } from '../../storage/repository.js';
+import { parseJson } from '../../json.js';
 
 const PAYLOADS_MAX = 10_000;
 
@@ -25,7 +26,7 @@ export function internalRoutes(repositories: Record<RepositoryName, Repository>)
     if (ctx.query.payloads === 'true') {
       const payloads: unknown[] = [];
       for await (const record of repository.scan(key, { limit: PAYLOADS_MAX })) {
-        payloads.push({ partition: record.partition, timestamp: record.timestamp, payload: JSON.parse(record.payloadJson) });
+        payloads.push({ partition: record.partition, timestamp: record.timestamp, payload: parseJson(record.payloadJson) });
       }
       body.payloads = payloads;
     }

@@ -8,7 +8,7 @@ import { checkFilter, checkService, MONITORING_SERVICES, type MonitoringFilter, 
 export interface MonitoringRoutesDeps {
   tenants: TenantService;
   localName: string;
-  local(service: MonitoringService, filter: MonitoringFilter): NodeDetails;
+  local(service: MonitoringService, filter: MonitoringFilter): Promise<NodeDetails>;
   /** Details from one named peer, or from every live peer when `node` is undefined. */
   remote(service: MonitoringService, filter: MonitoringFilter, node: string | undefined): Promise<NodeDetails[]>;
 }
@@ -28,11 +28,12 @@ export function monitoringRoutes(deps: MonitoringRoutesDeps): Router {
     const node = ctx.query.node;
     if (Array.isArray(node)) throw new BadRequestError('give the query parameter node at most once');
     if (node === 'local' || node === deps.localName) {
-      ctx.body = { nodes: [deps.local(service, filter)] };
+      ctx.body = { nodes: [await deps.local(service, filter)] };
     } else if (node !== undefined) {
       ctx.body = { nodes: await deps.remote(service, filter, node) };
     } else {
-      ctx.body = { nodes: [deps.local(service, filter), ...(await deps.remote(service, filter, undefined))] };
+      const [local, remote] = await Promise.all([deps.local(service, filter), deps.remote(service, filter, undefined)]);
+      ctx.body = { nodes: [local, ...remote] };
     }
   });
 

@@ -1,13 +1,13 @@
 // Routes of the Streams table (spec, "Streams"): parse, call one service, shape the answer.
 
 import Router from '@koa/router';
-import { BadRequestError } from '../../errors.js';
-import type { IngestService } from '../../streams/ingest.js';
+import { ingestBodySchema, payloadSchema, type IngestService } from '../../streams/ingest.js';
 import type { PartView, StreamDefinitions } from '../../streams/stream-definitions.js';
 import { streamId } from '../../streams/stream-id.js';
 import type { StreamRuntime } from '../../streams/stream-runtime.js';
 import type { Definition } from '../../storage/definitions.js';
-import { isPlainObject } from '../../json.js';
+import { validate } from '../../validation.js';
+import { BadRequestError } from '../../errors.js';
 import { expectedVersion, setVersionHeaders } from '../version-header.js';
 import type Koa from 'koa';
 
@@ -36,7 +36,7 @@ export function streamRoutes({ definitions, runtime, ingest }: StreamRoutesDeps)
   });
   router.post(STREAM, async (ctx) => {
     const body = ctx.request.body;
-    if (body === undefined) throw new BadRequestError('body must be a JSON array of payloads (or one payload object)');
+    validate(ingestBodySchema, body);
     const failures = await ingest.ingest(idOf(ctx), Array.isArray(body) ? body : [body], idempotencyKey(ctx));
     if (failures.size === 0) {
       ctx.status = 200;
@@ -58,8 +58,9 @@ export function streamRoutes({ definitions, runtime, ingest }: StreamRoutesDeps)
     respondPart(ctx, 'tags', await definitions.putTags(idOf(ctx), ctx.request.body, expectedVersion(ctx)));
   });
   router.post(`${STREAM}/tags`, async (ctx) => {
-    const payload = ctx.request.body;
-    if (!isPlainObject(payload)) throw new BadRequestError('body must be one payload object');
+    // The body itself, not the checked copy: a field named __proto__ stays a field.
+    const payload = ctx.request.body as Record<string, unknown>;
+    validate(payloadSchema, payload);
     const stream = await runtime.resolve(idOf(ctx));
     await stream.tags?.apply(payload);
     ctx.body = payload;

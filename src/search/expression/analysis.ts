@@ -50,10 +50,28 @@ export function termsOf(expr: Expr, options: CompileOptions = {}): ExpressionTer
     const term = node.kind === 'call' ? textTerm(node, options) : undefined;
     if (term !== undefined) termsByCall.set(node, term);
   });
+  checkExpandingTerms([...termsByCall.values()]);
   const conjuncts = topLevelConjuncts(expr);
   const required = conjuncts.flatMap((conjunct) => termsByCall.get(conjunct) ?? []);
   const pureConjunction = required.length > 0 && required.length === conjuncts.length;
   return { all: [...termsByCall.values()], required, pureConjunction };
+}
+
+/**
+ * Most wildcard and fuzzy terms one expression may hold (issue 15, item 4): each is
+ * expanded over the whole term dictionary of every partition searched, so 256 of them
+ * (`*x*`) held a node for seconds. Elasticsearch bounds the same with max_clause_count.
+ */
+export const expandingTermsMax = 16;
+
+function checkExpandingTerms(terms: readonly TextTerm[]): void {
+  let count = 0;
+  for (const term of terms) {
+    count += term.terms.filter((pattern) => pattern.kind !== 'exact').length;
+    if (count > expandingTermsMax) {
+      throw new ExpressionSyntaxError(term.position, `more than ${expandingTermsMax} wildcard or fuzzy terms in one expression (the limit)`);
+    }
+  }
 }
 
 function topLevelConjuncts(expr: Expr): Expr[] {

@@ -10,7 +10,7 @@ export interface Position {
 }
 
 /** A JSON value as rows carry it; a missing field reads as null. */
-export type Value = null | boolean | number | string | readonly Value[] | { readonly [key: string]: Value };
+export type Value = null | boolean | number | bigint | string | readonly Value[] | { readonly [key: string]: Value };
 
 /**
  * What is statically known about a number, which decides whether `/` truncates
@@ -26,7 +26,7 @@ export type UnaryOperator = '!' | '-';
 
 export interface LiteralExpr {
   readonly kind: 'literal';
-  readonly value: null | boolean | number | string;
+  readonly value: null | boolean | number | bigint | string;
   /** For numbers: 'int' when written without '.' or exponent (`3`), else 'double' (`3.0`). */
   readonly numericKind?: 'int' | 'double';
   readonly position: Position;

@@ -189,7 +189,7 @@ function unaryNode(operator: '!' | '-', operand: CompiledNode): Omit<CompiledNod
   }
   const negate = (row: Row): Value => {
     const v = inner(row);
-    return typeof v === 'number' ? -v : null;
+    return typeof v === 'number' || typeof v === 'bigint' ? -v : null;
   };
   return { kind: operand.kind, evaluate: negate };
 }
@@ -233,9 +233,9 @@ function arithmeticNode(
   const r = right.evaluate;
   const kind = combineKinds(left.kind, right.kind);
   const numeric = (compute: (a: number, b: number) => number | null): Evaluator => (row) => {
-    const a = l(row);
-    const b = r(row);
-    return typeof a === 'number' && typeof b === 'number' ? compute(a, b) : null;
+    const a = toArithmetic(l(row));
+    const b = toArithmetic(r(row));
+    return a === null || b === null ? null : compute(a, b);
   };
   switch (operator) {
     case '+':
@@ -253,8 +253,17 @@ function arithmeticNode(
   }
 }
 
+/**
+ * A number for arithmetic: longs beyond 2^53 (BigInt) are computed as doubles; comparisons,
+ * not arithmetic, are what keep them exact (issue 13 item 3b).
+ */
+function toArithmetic(value: Value): number | null {
+  if (typeof value === 'number') return value;
+  return typeof value === 'bigint' ? Number(value) : null;
+}
+
 function add(a: Value, b: Value): Value {
-  if (typeof a === 'number' && typeof b === 'number') return a + b;
+  if (isNumeric(a) && isNumeric(b)) return toArithmetic(a)! + toArithmetic(b)!;
   if (typeof a === 'string' && typeof b === 'string') return a + b;
   return null;
 }
@@ -300,7 +309,7 @@ function comparisonEvaluator(operator: ComparisonOperator, left: CompiledNode, r
 
 /** How a value compares with a fixed constant: a sign, or null when they do not compare. */
 function comparatorAgainst(constant: Value): (value: Value) => number | null {
-  if (typeof constant === 'number') return (v) => (typeof v === 'number' ? numberSign(v, constant) : null);
+  if (isNumeric(constant)) return (v) => (isNumeric(v) ? numberSign(v, constant) : null);
   if (typeof constant === 'boolean') return (v) => (typeof v === 'boolean' ? Number(v) - Number(constant) : null);
   if (typeof constant !== 'string') return () => null;
   const instant = datetimeMs(constant);
@@ -314,7 +323,7 @@ function comparatorAgainst(constant: Value): (value: Value) => number | null {
 
 /** The order of two values (-1, 0, 1), or null when either is null or their kinds differ. */
 export function compareValues(a: Value, b: Value): number | null {
-  if (typeof a === 'number' && typeof b === 'number') return numberSign(a, b);
+  if (isNumeric(a) && isNumeric(b)) return numberSign(a, b);
   if (typeof a === 'string' && typeof b === 'string') {
     const x = datetimeMs(a);
     const y = x === undefined ? undefined : datetimeMs(b);
@@ -324,8 +333,13 @@ export function compareValues(a: Value, b: Value): number | null {
   return null;
 }
 
-function numberSign(a: number, b: number): number {
+/** Numbers and BigInts compare exactly with each other in JavaScript. */
+function numberSign(a: number | bigint, b: number | bigint): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function isNumeric(value: Value): value is number | bigint {
+  return typeof value === 'number' || typeof value === 'bigint';
 }
 
 function stringSign(a: string, b: string): number {

@@ -14,6 +14,7 @@ import { combineKinds, type CompiledNode, type FunctionDefinition } from './comp
 import { toUtcDate } from './datetime.js';
 import { ExpressionSyntaxError } from './errors.js';
 import { searchFunctions } from './search-functions.js';
+import { stringifyJson } from '../../json.js';
 
 type Present = Exclude<Value, null>;
 
@@ -117,7 +118,7 @@ const scalarFunctions: Record<string, FunctionDefinition> = {
   }, intKind),
   tostring: unary((value) => {
     if (typeof value === 'string') return value;
-    return typeof value === 'object' ? JSON.stringify(value) : String(value);
+    return typeof value === 'object' ? stringifyJson(value) : String(value);
   }),
   lower: text((s) => s.toLowerCase()),
   upper: text((s) => s.toUpperCase()),

@@ -18,7 +18,7 @@ export interface Token {
   /** The source text: a symbol itself, an identifier's name, a literal as written, '' at the end. */
   readonly text: string;
   /** A string's decoded content, a number's value or a variable's name (without '@'). */
-  readonly value?: string | number;
+  readonly value?: string | number | bigint;
   /** For numbers: 'int' when written without '.' or exponent. */
   readonly numericKind?: 'int' | 'double';
   readonly position: Position;
@@ -134,7 +134,9 @@ class Lexer {
       throw new ExpressionSyntaxError(position, `malformed number ${quoteForMessage(word)}`);
     }
     const integral = !/[.eE]/.test(text);
-    return { kind: 'number', text, value: Number(text), numericKind: integral ? 'int' : 'double', position };
+    // An integer literal beyond 2^53 is kept exactly, as payload longs are (issue 13 item 3b).
+    const value = integral && !Number.isSafeInteger(Number(text)) ? BigInt(text) : Number(text);
+    return { kind: 'number', text, value, numericKind: integral ? 'int' : 'double', position };
   }
 
   private readVariable(position: Position): Token {

@@ -144,7 +144,7 @@ export class ExpressionParser {
       case 'number': {
         this.advance();
         const numericKind = token.numericKind ?? 'double';
-        return this.build({ kind: 'literal', value: token.value as number, numericKind, position: token.position }, []);
+        return this.build({ kind: 'literal', value: token.value as number | bigint, numericKind, position: token.position }, []);
       }
       case 'string':
         this.advance();

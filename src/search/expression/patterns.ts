@@ -13,18 +13,30 @@
 // - `term~` allows Elasticsearch's AUTO edit distance: 0 edits for terms of 1–2
 //   characters, 1 for 3–5, 2 for longer. `term~s` with 0 ≤ s ≤ 1 allows
 //   floor((1 - s) × length) edits (length of the term in code points), so `~1` is exact
-//   and `hello~0.8` allows 1. A value above 1 (Lucene's edit-distance form) is a 400.
+//   and `hello~0.8` allows 1, but never more than 2 (fuzzyEditsMax: Lucene turns a
+//   similarity into edits the same way and caps them at 2). A value above 1 (Lucene's
+//   edit-distance form) is a 400.
+// - A wildcard or fuzzy term longer than expandingTermCharsMax is a 400 naming the limit.
 // - Edits are Levenshtein (insert, delete, substitute); a fuzzy term has no wildcards.
 // - A backslash makes the next character literal in whole-value patterns (like, keyword
 //   fields): `like(f, 'a\\*')` matches "a*". In tokenized search patterns every
 //   character other than letters, digits, `*`, `?` and `~` separates terms.
 
 import { BadRequestError } from '../../errors.js';
+import { compileGlob, ONE, STAR } from './glob.js';
 
 export type Analyzer = 'standard' | 'keyword';
 
 /** Most terms in one search pattern: each costs a scan of the row's tokens. */
 export const searchPatternTermsMax = 256;
+/**
+ * Most edits a fuzzy term allows, whatever its similarity says: Lucene's maximum (its
+ * Levenshtein automata stop at 2), and what keeps a fuzzy term's cost independent of its
+ * length (issue 15, item 4: `search('qqqq…~0')` asked for 2,000 edits).
+ */
+export const fuzzyEditsMax = 2;
+/** Longest wildcard or fuzzy term (code units): each is matched against every term of a dictionary. */
+export const expandingTermCharsMax = 1_024;
 
 export interface TermPattern {
   /** The term as written in the pattern. */
@@ -141,8 +153,6 @@ export function parseSearchPattern(pattern: string, analyzer: Analyzer): TermPat
 }
 
 const FUZZY_SUFFIX = /~([0-9.]*)$/;
-const STAR = -1;
-const ONE = -2;
 /** A term as code units (literal characters) and STAR/ONE wildcards. */
 type Glob = number[];
 
@@ -170,6 +180,7 @@ function parseGlob(text: string, escapes: boolean): Glob {
 
 function fuzzyTerm(source: string, glob: Glob, similarityText: string, bodyIndex: number, tildeIndex: number): TermPattern {
   if (glob.length === 0) throw new PatternError(tildeIndex, "expected a term before '~'");
+  checkExpandingLength(glob, bodyIndex);
   if (glob.some((e) => e < 0)) throw new PatternError(bodyIndex, 'a fuzzy term (~) cannot contain the wildcards * or ?');
   const text = fromCodes(glob);
   const codes = toCodePoints(text);
@@ -179,7 +190,7 @@ function fuzzyTerm(source: string, glob: Glob, similarityText: string, bodyIndex
     if (!(similarity >= 0 && similarity <= 1)) {
       throw new PatternError(tildeIndex + 1, `expected a similarity between 0 and 1 after '~' but found '${similarityText}'`);
     }
-    maxEdits = similarityEdits(similarity, codes.length);
+    maxEdits = Math.min(fuzzyEditsMax, similarityEdits(similarity, codes.length));
   }
   const matches = (term: string): boolean => withinEdits(codes, toCodePoints(term), maxEdits);
   return { source, kind: 'fuzzy', text, maxEdits, literalPrefix: '', requiredFragment: '', matches };
@@ -192,6 +203,7 @@ function globTerm(source: string, glob: Glob): TermPattern {
   const text = glob.map((e) => (e === STAR ? '*' : e === ONE ? '?' : String.fromCharCode(e))).join('');
   const fields = { source, text, maxEdits: 0, requiredFragment: longestLiteralRun(glob) };
   if (wildcards === 0) return { ...fields, kind: 'exact', literalPrefix: text, matches: (term) => term === text };
+  checkExpandingLength(glob, 0);
   const literalPrefix = literal(0, firstWildcard);
   const last = glob.length - 1;
   let matches: (term: string) => boolean;
@@ -204,7 +216,7 @@ function globTerm(source: string, glob: Glob): TermPattern {
     const middle = literal(1, last);
     matches = (term) => term.includes(middle);
   } else {
-    matches = (term) => globMatches(glob, term);
+    matches = compileGlob(glob);
   }
   return { ...fields, kind: 'wildcard', literalPrefix, matches };
 }
@@ -230,37 +242,10 @@ function fromCodes(codes: readonly number[]): string {
   return text;
 }
 
-/**
- * Wildcard matching in O(pattern × text) at worst: on a mismatch, the last `*` takes
- * one more character. Unlike a RegExp built from the pattern, many stars cannot make it
- * backtrack exponentially. Works on code units; `?` and `*` step over surrogate pairs.
- */
-function globMatches(glob: Glob, text: string): boolean {
-  let p = 0;
-  let t = 0;
-  let starAt = -1;
-  let starText = 0;
-  while (t < text.length) {
-    const element = glob[p];
-    if (element === ONE) {
-      p++;
-      t += charWidth(text, t);
-    } else if (element === STAR) {
-      starAt = p++;
-      starText = t;
-    } else if (element !== undefined && element === text.charCodeAt(t)) {
-      p++;
-      t++;
-    } else if (starAt >= 0) {
-      p = starAt + 1;
-      starText += charWidth(text, starText);
-      t = starText;
-    } else {
-      return false;
-    }
+function checkExpandingLength(glob: Glob, index: number): void {
+  if (glob.length > expandingTermCharsMax) {
+    throw new PatternError(index, `a wildcard or fuzzy term is longer than ${expandingTermCharsMax} characters (the limit of one such term)`);
   }
-  while (glob[p] === STAR) p++;
-  return p === glob.length;
 }
 
 function charWidth(text: string, index: number): number {
@@ -275,23 +260,31 @@ function toCodePoints(text: string): number[] {
 }
 
 /**
- * Whether the Levenshtein distance of a and b is at most maxEdits. Two rows of the
- * dynamic programme, abandoned as soon as a whole row exceeds the bound.
+ * Whether the Levenshtein distance of a and b is at most maxEdits. Only the band of cells
+ * within maxEdits of the diagonal can hold such a distance, so only it is computed (cells
+ * outside count as over the bound): O(length × maxEdits), abandoned as soon as a whole
+ * row exceeds the bound.
  */
 export function withinEdits(a: readonly number[], b: readonly number[], maxEdits: number): boolean {
   if (Math.abs(a.length - b.length) > maxEdits) return false;
+  const over = maxEdits + 1;
   let previous = new Array<number>(b.length + 1);
   let current = new Array<number>(b.length + 1);
-  for (let j = 0; j <= b.length; j++) previous[j] = j;
+  for (let j = 0; j <= b.length; j++) previous[j] = j <= maxEdits ? j : over;
   for (let i = 1; i <= a.length; i++) {
-    current[0] = i;
-    let rowMin = i;
-    for (let j = 1; j <= b.length; j++) {
+    const from = Math.max(1, i - maxEdits);
+    const to = Math.min(b.length, i + maxEdits);
+    current[0] = i <= maxEdits ? i : over;
+    if (from > 1) current[from - 1] = over;
+    let rowMin = current[0] as number;
+    for (let j = from; j <= to; j++) {
       const substitute = (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1);
-      const cost = Math.min(substitute, (previous[j] as number) + 1, (current[j - 1] as number) + 1);
+      const above = j <= i - 1 + maxEdits ? (previous[j] as number) + 1 : over;
+      const cost = Math.min(substitute, above, (current[j - 1] as number) + 1, over);
       current[j] = cost;
       if (cost < rowMin) rowMin = cost;
     }
+    if (to < b.length) current[to + 1] = over;
     if (rowMin > maxEdits) return false;
     [previous, current] = [current, previous];
   }

@@ -1,0 +1,402 @@
+// Peers ingest benchmark (issue 17, item 1): persisted, acknowledged ingest of the ingest
+// bench's ~1 KiB JSON payloads by `--concurrency` clients (4), into Tributary (one node;
+// 3 nodes with replicas 2 and 3) and into a 3-server NATS JetStream cluster (file storage,
+// R1 and R3), in the same run on the same payloads. Each side is fresh for each setup
+// (new processes, new data folders) and gets a warm-up first.
+//
+// Same work on both sides: our clients post batches of `--batch` payloads (500), one
+// request in flight each, so each client has `batch` payloads unacknowledged; JetStream
+// 2.9 has no batch publish, so each of its clients publishes single messages with the same
+// number, `batch`, unacknowledged at once (an acknowledged `js.publish` per message, the
+// `nats` npm client). Acknowledgement latency is per payload: from handing it to the client
+// (the request carrying it; its publish) to its acknowledgement.
+//
+// Answers compared: after each run, what the side stored is counted (ours: every node's
+// copies over /_internal; JetStream: every server's replica of the stream over /jsz) and must
+// be replicas × acknowledged payloads; a difference fails the bench.
+// Goal: ours at replicas 3 ≥ 2 × JetStream R3, ours fsynced at the ack.
+// Results go to bench/results/peers-ingest.json and a markdown table to stdout.
+
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { connect, type JetStreamClient, type NatsConnection, StorageType } from 'nats';
+import { startClusterNode, until } from '../test/kit/cluster.js';
+import { client, type NodeProcess, sleep } from '../test/kit/node-process.js';
+import {
+  log,
+  nodeFlags,
+  phase,
+  PAYLOAD_BYTES_AVG_RANGE,
+  payloadBytesOf,
+  percentile,
+  prepareBatches,
+  type PreparedBatch,
+  round,
+  SEED,
+} from './ingest.js';
+import { findNatsServer, type NatsBinary, type NatsCluster, natsSyncAlwaysSupported, startNatsCluster } from './nats.js';
+import {
+  type BenchPolicy,
+  CLUSTER_NODES,
+  defineBenchStream,
+  postRoundRobin,
+  startCluster,
+  stopAll,
+  storedOn,
+  warmUp,
+} from './replicated.js';
+import type { BenchOptions } from './run.js';
+import { machine } from './machine.js';
+import { cpuSecondsOf, folderBytes } from './server-process.js';
+
+const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
+const RESULTS_PATH = join(PACKAGE_ROOT, 'bench', 'results', 'peers-ingest.json');
+const GOAL_RATIO_MIN = 2;
+const OUR_REPLICAS = [2, 3] as const;
+const JETSTREAM_REPLICAS = [1, 3] as const;
+const RING_SIZE = 128;
+const HASH_BYTES = 128;
+const STREAM = 'ingest';
+const SUBJECT = 'bench.ingest';
+/** Messages each JetStream client publishes to a warm-up stream first (as our warm-up batches). */
+const JETSTREAM_WARMUP_MESSAGES = 2_000;
+/** A publish not acknowledged in this long fails the bench (the shared machine can be slow). */
+const PUBLISH_TIMEOUT_MS = 60_000;
+/** How long followers may take to catch up after the last acknowledgement before the count. */
+const REPLICAS_CATCH_UP_MS = 60_000;
+
+export interface IngestRun {
+  system: 'Tributary' | 'NATS JetStream';
+  setup: string;
+  replicas: number;
+  /** What is on disk when the acknowledgement arrives. */
+  durableAtAck: string;
+  payloads: number;
+  payloadBytes: number;
+  seconds: number;
+  payloadsPerSecond: number;
+  megabytesPerSecond: number;
+  ackLatencyMs: { p50: number; p99: number };
+  /** Per node or server, the payloads (messages) it holds after the run. */
+  storedCopies: Record<string, number>;
+  /** Bytes in the data folders after the run (every node or server). */
+  bytesOnDisk: number;
+  /** CPU seconds the servers (every node or nats-server) and this bench's clients used during the run. */
+  cpuSeconds: { servers: number | undefined; clients: number };
+  loadAverage1mBefore: number;
+}
+
+interface Measured {
+  elapsedMs: number;
+  /** One per payload. */
+  latenciesMs: ArrayLike<number>;
+}
+
+/** Runs `work` and says what CPU it cost the servers and this process (the clients). */
+async function withCpu<T>(pids: ReadonlyArray<number | undefined>, work: () => Promise<T>): Promise<[T, IngestRun['cpuSeconds']]> {
+  const serversBefore = cpuSecondsOf(pids);
+  const clientsBefore = process.cpuUsage();
+  const value = await work();
+  const clients = process.cpuUsage(clientsBefore);
+  const serversAfter = cpuSecondsOf(pids);
+  const servers = serversBefore === undefined || serversAfter === undefined ? undefined : round(serversAfter - serversBefore, 2);
+  return [value, { servers, clients: round((clients.user + clients.system) / 1e6, 2) }];
+}
+
+function summary(measured: Measured, payloads: number, payloadBytes: number) {
+  const sorted = Float64Array.from(measured.latenciesMs).sort();
+  const seconds = measured.elapsedMs / 1000;
+  return {
+    payloads,
+    payloadBytes,
+    seconds: round(seconds, 3),
+    payloadsPerSecond: Math.round(payloads / seconds),
+    megabytesPerSecond: round(payloadBytes / 1e6 / seconds, 2),
+    ackLatencyMs: { p50: round(percentile(sorted, 0.5), 2), p99: round(percentile(sorted, 0.99), 2) },
+  };
+}
+
+function countOf(batches: readonly PreparedBatch[]): number {
+  return batches.reduce((sum, batch) => sum + batch.payloadJsons.length, 0);
+}
+
+// ---------------------------------------------------------------- ours
+
+function policyOf(replicas: number): BenchPolicy {
+  return { replicas, ring_size: RING_SIZE, hash_payload: { bytes: HASH_BYTES } };
+}
+
+/** A batch's latency is that of each payload it carries. */
+function perPayload(batches: readonly PreparedBatch[], batchLatenciesMs: readonly number[]): Float64Array {
+  const latencies = new Float64Array(countOf(batches));
+  let offset = 0;
+  batches.forEach((batch, index) => {
+    latencies.fill(batchLatenciesMs[index]!, offset, offset + batch.payloadJsons.length);
+    offset += batch.payloadJsons.length;
+  });
+  return latencies;
+}
+
+async function runOurs(batches: readonly PreparedBatch[], nodeCount: number, replicas: number, clients: number): Promise<IngestRun> {
+  const loadAverage1mBefore = round(os.loadavg()[0]!, 2);
+  let nodes: NodeProcess[] = [];
+  try {
+    nodes = nodeCount === 1 ? [await startClusterNode('alone', { execArgv: nodeFlags() })] : await startCluster();
+    await warmUp(nodes, batches);
+    const path = await defineBenchStream(client(nodes[0]!), STREAM, policyOf(replicas));
+    // A definition reaches the other nodes after its PUT answers: wait until each has it.
+    await until('the stream on every node', async () => {
+      const statuses = await Promise.all(nodes.map(async (node) => (await client(node).get(`${path}/policy`)).status));
+      return statuses.every((status) => status === 200);
+    });
+    const setup = nodeCount === 1 ? 'one node' : `${nodeCount} nodes, replicas ${replicas}`;
+    log(`peers-ingest: Tributary, ${setup}, ${clients} clients…`);
+    phase(`tributary-${nodeCount}-${replicas}-start`);
+    const [timing, cpuSeconds] = await withCpu(nodes.map((node) => node.child?.pid), () => postRoundRobin(nodes, path, batches, clients));
+    phase(`tributary-${nodeCount}-${replicas}-end`);
+    const storedCopies: Record<string, number> = {};
+    for (const node of nodes) storedCopies[node.name] = await storedOn(node, STREAM);
+    const copies = Math.min(replicas, nodeCount);
+    expectCopies(`Tributary ${setup}`, storedCopies, copies * countOf(batches));
+    const bytesOnDisk = nodes.reduce((sum, node) => sum + folderBytes(node.dataDir), 0);
+    return {
+      system: 'Tributary',
+      setup,
+      replicas: copies,
+      durableAtAck: copies === 1 ? 'fsynced on its 1 node' : `fsynced on all ${copies} owners`,
+      ...summary({ elapsedMs: timing.elapsedMs, latenciesMs: perPayload(batches, timing.latenciesMs) }, countOf(batches), payloadBytesOf(batches)),
+      storedCopies,
+      bytesOnDisk,
+      cpuSeconds,
+      loadAverage1mBefore,
+    };
+  } finally {
+    await stopAll(nodes);
+  }
+}
+
+function expectCopies(what: string, storedCopies: Record<string, number>, expected: number): void {
+  const copies = Object.values(storedCopies).reduce((sum, count) => sum + count, 0);
+  if (copies !== expected) throw new Error(`${what} holds ${copies} copies, ${expected} were acknowledged: ${JSON.stringify(storedCopies)}`);
+}
+
+// ---------------------------------------------------------------- JetStream
+
+/**
+ * What JetStream has on disk at the ack, from the v2.9.10 source: a stream's file store
+ * write(2)s each message before the ack (AsyncFlush false) and fsyncs every 2 minutes
+ * (stream.go), a replicated stream's raft log every 5 minutes (jetstream_cluster.go); an R3
+ * ack waits for a quorum of 2 (JETSTREAM_DURABILITY explains it in the report).
+ */
+function jetStreamDurability(replicas: number, syncAlways: boolean): string {
+  const where = replicas === 1 ? 'on its 1 server' : `on ${Math.floor(replicas / 2) + 1} of ${replicas} servers`;
+  return syncAlways ? `fsynced ${where}` : `written ${where}, not fsynced`;
+}
+
+const JETSTREAM_DURABILITY =
+  'at the ack a message is written (write(2), in the page cache) to the stream files of its server (R1) or of a quorum of ' +
+  'its servers (R3: the leader and one follower, through the raft log); nats-server 2.9 fsyncs stream files every 2 minutes ' +
+  'and the raft log every 5 minutes';
+
+async function connectClients(cluster: NatsCluster, clients: number): Promise<NatsConnection[]> {
+  // Client i connects to server i mod 3, as our clients' batches go to the nodes in turn.
+  return Promise.all(
+    Array.from({ length: clients }, (_, index) =>
+      connect({ servers: cluster.urls[index % cluster.urls.length]!, name: `bench-${index}`, noRandomize: true, maxReconnectAttempts: 0 }),
+    ),
+  );
+}
+
+/**
+ * Publishes every message once: `clients` publishers take the next message in turn, each
+ * with at most `window` unacknowledged. Every acknowledgement must name the stream and not
+ * be a duplicate; a failed or missing one fails the bench.
+ */
+async function publishAll(jetStreams: readonly JetStreamClient[], subject: string, stream: string, messages: readonly Uint8Array[], window: number): Promise<Measured> {
+  const latenciesMs = new Float64Array(messages.length);
+  let next = 0;
+  const publisher = (js: JetStreamClient) =>
+    new Promise<void>((resolveAll, reject) => {
+      let inFlight = 0;
+      let failed = false;
+      const pump = () => {
+        while (!failed && inFlight < window && next < messages.length) {
+          const index = next;
+          next += 1;
+          inFlight += 1;
+          const started = performance.now();
+          js.publish(subject, messages[index]!, { timeout: PUBLISH_TIMEOUT_MS }).then(
+            (ack) => {
+              latenciesMs[index] = performance.now() - started;
+              inFlight -= 1;
+              if (ack.stream !== stream || ack.duplicate) {
+                failed = true;
+                reject(new Error(`publish ${index}: unexpected acknowledgement ${JSON.stringify(ack)}`));
+                return;
+              }
+              pump();
+            },
+            (error: unknown) => {
+              failed = true;
+              reject(new Error(`publish ${index} not acknowledged: ${(error as Error).message}`));
+            },
+          );
+        }
+        if (!failed && inFlight === 0 && next >= messages.length) resolveAll();
+      };
+      pump();
+    });
+  const started = performance.now();
+  await Promise.all(jetStreams.map(publisher));
+  return { elapsedMs: performance.now() - started, latenciesMs };
+}
+
+async function addStream(connection: NatsConnection, name: string, subject: string, replicas: number): Promise<void> {
+  const manager = await connection.jetstreamManager();
+  await manager.streams.add({ name, subjects: [subject], storage: StorageType.File, num_replicas: replicas });
+  await until(`JetStream stream ${name}: a leader and ${replicas - 1} current replicas`, async () => {
+    const cluster = (await manager.streams.info(name)).cluster;
+    const replicasCurrent = (cluster?.replicas ?? []).filter((replica) => replica.current).length;
+    return typeof cluster?.leader === 'string' && cluster.leader !== '' && replicasCurrent >= replicas - 1;
+  });
+}
+
+async function runJetStream(binary: NatsBinary, batches: readonly PreparedBatch[], replicas: number, clients: number, window: number, syncAlways: boolean): Promise<IngestRun> {
+  const loadAverage1mBefore = round(os.loadavg()[0]!, 2);
+  // Encoded before any timing, as our request bodies are.
+  const messages = batches.flatMap((batch) => batch.payloadJsons.map((json) => Buffer.from(json, 'utf8')));
+  const cluster = await startNatsCluster(binary, CLUSTER_NODES, { syncAlways });
+  let connections: NatsConnection[] = [];
+  try {
+    connections = await connectClients(cluster, clients);
+    const jetStreams = connections.map((connection) => connection.jetstream());
+    await addStream(connections[0]!, 'warmup', 'bench.warmup', replicas);
+    await publishAll(jetStreams, 'bench.warmup', 'warmup', messages.slice(0, JETSTREAM_WARMUP_MESSAGES), window);
+    await addStream(connections[0]!, STREAM, SUBJECT, replicas);
+    const setup = `${CLUSTER_NODES} servers, R${replicas}${syncAlways ? ', sync_interval: always' : ''}`;
+    log(`peers-ingest: JetStream, ${setup}, ${clients} clients…`);
+    const [measured, cpuSeconds] = await withCpu(cluster.pids, () => publishAll(jetStreams, SUBJECT, STREAM, messages, window));
+    const manager = await connections[0]!.jetstreamManager();
+    const leaderCount = (await manager.streams.info(STREAM)).state.messages;
+    if (leaderCount !== messages.length) throw new Error(`JetStream ${setup}: the stream holds ${leaderCount} messages, ${messages.length} were acknowledged`);
+    // Followers may trail the quorum: wait (bounded) until every replica holds them all.
+    const storedCopies = await untilCaughtUp(cluster, replicas * messages.length);
+    expectCopies(`JetStream ${setup}`, storedCopies, replicas * messages.length);
+    return {
+      system: 'NATS JetStream',
+      setup,
+      replicas,
+      durableAtAck: jetStreamDurability(replicas, syncAlways),
+      ...summary(measured, messages.length, payloadBytesOf(batches)),
+      storedCopies,
+      bytesOnDisk: cluster.bytesOnDisk(),
+      cpuSeconds,
+      loadAverage1mBefore,
+    };
+  } finally {
+    await Promise.all(connections.map((connection) => connection.close().catch(() => undefined)));
+    await cluster.stop();
+  }
+}
+
+async function untilCaughtUp(cluster: NatsCluster, copies: number): Promise<Record<string, number>> {
+  const deadline = Date.now() + REPLICAS_CATCH_UP_MS;
+  for (;;) {
+    const counts = await cluster.storedPerServer(STREAM);
+    const total = Object.values(counts).reduce((sum, count) => sum + count, 0);
+    if (total >= copies || Date.now() > deadline) return counts;
+    await sleep(200);
+  }
+}
+
+// ---------------------------------------------------------------- report
+
+function markdown(report: { runs: IngestRun[]; goal: any; params: any; machine: ReturnType<typeof machine>; jetStream: any }): string {
+  const n = (value: number) => value.toLocaleString('en-US');
+  const lines = [
+    '| system | setup | at the ack | payloads/s | MB/s | p50 ack ms | p99 ack ms | stored (all copies) | on disk after, MB | server CPU s | client CPU s |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...report.runs.map(
+      (run) =>
+        `| ${run.system} | ${run.setup} | ${run.durableAtAck} | ${n(run.payloadsPerSecond)} | ${run.megabytesPerSecond.toFixed(1)} | ` +
+        `${run.ackLatencyMs.p50.toFixed(1)} | ${run.ackLatencyMs.p99.toFixed(1)} | ${n(Object.values(run.storedCopies).reduce((a, b) => a + b, 0))} | ` +
+        `${Math.round(run.bytesOnDisk / 1e6)} | ${run.cpuSeconds.servers ?? '–'} | ${run.cpuSeconds.clients} |`,
+    ),
+    '',
+    'Ours: the 200 of a batch comes after it is fsynced on every owner of each payload.' +
+      (report.jetStream.ran ? ` JetStream (${report.jetStream.version}): ${report.jetStream.durability}; ${report.jetStream.syncEveryWrite}.` : ''),
+    `Params: ${JSON.stringify(report.params)}. Machine: ${report.machine.cpus} × ${report.machine.model}, Node ${report.machine.node}, ` +
+      `load average ${report.machine.loadAverage1m.before} → ${report.machine.loadAverage1m.after}.`,
+  ];
+  if (report.goal.ratio !== undefined) {
+    lines.push('', `Goal: Tributary at replicas 3 ≥ ${GOAL_RATIO_MIN} × JetStream R3: ${report.goal.met ? 'met' : '**NOT met**'} (${report.goal.ratio}×).`);
+  }
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------- entry point
+
+export async function runPeersIngestBench(options: BenchOptions): Promise<void> {
+  const loadAverageBefore = os.loadavg()[0]!;
+  const batches = prepareBatches(options);
+  const payloadBytesAvg = payloadBytesOf(batches) / options.payloads;
+  if (payloadBytesAvg < PAYLOAD_BYTES_AVG_RANGE[0] || payloadBytesAvg > PAYLOAD_BYTES_AVG_RANGE[1]) {
+    throw new Error(`payloads average ${payloadBytesAvg.toFixed(0)} bytes, outside ${PAYLOAD_BYTES_AVG_RANGE.join('–')}`);
+  }
+  const clients = options.concurrency;
+  const window = options.batch;
+  log(`peers-ingest: ${options.payloads} payloads (${payloadBytesAvg.toFixed(0)} bytes on average), ${clients} clients, ${window} unacknowledged each`);
+  const binary = findNatsServer();
+  const syncAlways = binary !== undefined && natsSyncAlwaysSupported(binary);
+  if (binary === undefined) log('nats-server not found (apt-get install nats-server, or NATS_SERVER_BIN): measuring Tributary only.');
+  else log(`JetStream: ${binary.version} at ${binary.path}; sync on every write ${syncAlways ? 'supported' : 'not supported by this version'}`);
+
+  // Ours and theirs alternate, so that a change of the machine's load hits both.
+  const runs: IngestRun[] = [];
+  runs.push(await runOurs(batches, 1, 1, clients));
+  if (binary !== undefined) runs.push(await runJetStream(binary, batches, JETSTREAM_REPLICAS[0], clients, window, false));
+  for (const replicas of OUR_REPLICAS) runs.push(await runOurs(batches, CLUSTER_NODES, replicas, clients));
+  if (binary !== undefined) runs.push(await runJetStream(binary, batches, JETSTREAM_REPLICAS[1], clients, window, false));
+  if (binary !== undefined && syncAlways) runs.push(await runJetStream(binary, batches, JETSTREAM_REPLICAS[1], clients, window, true));
+
+  const ours3 = runs.find((run) => run.system === 'Tributary' && run.replicas === 3);
+  const theirs3 = runs.find((run) => run.system === 'NATS JetStream' && run.replicas === 3 && !run.setup.includes('always'));
+  const ratio = ours3 !== undefined && theirs3 !== undefined ? round(ours3.payloadsPerSecond / theirs3.payloadsPerSecond, 2) : undefined;
+  const report = {
+    date: new Date().toISOString(),
+    machine: machine(loadAverageBefore),
+    params: {
+      payloads: options.payloads,
+      payloadBytesAvg: Math.round(payloadBytesAvg),
+      clients,
+      unacknowledgedPerClient: window,
+      ourBatch: options.batch,
+      seed: SEED,
+      policy: `ring_size ${RING_SIZE}, hash_payload.bytes ${HASH_BYTES}`,
+      nodeExecArgv: nodeFlags(),
+    },
+    jetStream: {
+      ran: binary !== undefined,
+      version: binary?.version ?? 'not installed',
+      storage: 'file',
+      durability: JETSTREAM_DURABILITY,
+      publish: `nats npm client, js.publish per message, ${window} unacknowledged per client (JetStream 2.9 has no batch publish)`,
+      syncEveryWrite:
+        binary === undefined
+          ? 'not run'
+          : syncAlways
+            ? 'this version syncs on an interval by default (sync_interval); also measured with sync_interval: always'
+            : 'this version has no setting to sync every write (sync_interval arrived in 2.10): not measured with a sync per write',
+    },
+    runs,
+    verified: 'after each run every node or server counted what it holds: replicas × acknowledged, else the bench fails',
+    goal: { ratioMin: GOAL_RATIO_MIN, ratio, met: ratio === undefined ? undefined : ratio >= GOAL_RATIO_MIN },
+  };
+  mkdirSync(dirname(RESULTS_PATH), { recursive: true });
+  writeFileSync(RESULTS_PATH, `${JSON.stringify(report, null, 2)}\n`);
+  console.log(markdown(report));
+  if (binary === undefined) console.log('\nnats-server not installed: the comparison was skipped.');
+  log(`results written to ${RESULTS_PATH}`);
+}

@@ -1,0 +1,511 @@
+// Peers time-series benchmark (issue 17, item 2): `--payloads` metric points (1M: host, cpu,
+// mem, event time) into a tsr stream of one node and into InfluxDB 1.x (the Debian package
+// `influxdb`, started by the bench, skipped with a message when missing), in batches of
+// `--batch` (5,000: JSON arrays to us, line protocol over HTTP to InfluxDB), `--concurrency`
+// batches in flight on both; then the same historical aggregations both ways, `--runs`
+// measured runs each (after warm-up runs), ours and InfluxDB's alternating:
+//   1. count and mean of cpu and mem per host per 1-minute window over the whole range,
+//   2. the same over a 1% time range (a different one each run),
+//   3. the latest point per host (its time, cpu and mem).
+// Ours through the query language: an execution session with a `from historical` query per
+// run, its rows read over SSE; the time is from `_start` to `eos` (the session is made and
+// the output connected beforehand, and that setup is reported apart). InfluxDB's is one
+// GET /query, its JSON parsed. Every answer pair is compared exactly (a difference fails
+// the bench): cpu and mem are multiples of 1/4 and 1/16, so every sum is exact in any
+// order and a mean is the same double on both sides.
+// Goals: ingest ≥ 1.0 × InfluxDB; each query's p50 ≤ 1.0 × InfluxDB's.
+// Results go to bench/results/peers-timeseries.json and a markdown table to stdout.
+
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { cleanup, client, NodeProcess } from '../test/kit/node-process.js';
+import { SseClient } from '../test/kit/sse-client.js';
+import { Prng } from '../test/sim/prng.js';
+import { expectOk, log, nodeFlags, percentile, phase, round, runBatches, type Timing } from './ingest.js';
+import { findInfluxd, INFLUX_SETTINGS, influxQuery, type InfluxServer, startInfluxd } from './influxdb.js';
+import { machine } from './machine.js';
+import type { BenchOptions } from './run.js';
+import { cpuSecondsOf, folderBytes } from './server-process.js';
+
+const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
+const RESULTS_PATH = join(PACKAGE_ROOT, 'bench', 'results', 'peers-timeseries.json');
+const SEED = 0x715e;
+const TENANT = 'demo';
+const STREAM = `/streams/${TENANT}/bench/metrics`;
+const DATABASE = 'bench';
+const MEASUREMENT = 'metrics';
+const FIRST_EVENT_MS = Date.UTC(2024, 0, 1);
+/** Each host reports every 2 s, the hosts 40 ms apart: every (host, time) and every time is distinct. */
+const HOSTS = 50;
+const HOST_PERIOD_MS = 2_000;
+const HOST_OFFSET_MS = HOST_PERIOD_MS / HOSTS;
+const WINDOW_MS = 60_000;
+/** The narrow query's range: 1% of the data's span, whole minutes. */
+const NARROW_FRACTION = 0.01;
+const WARMUP_RUNS = 2;
+/** Batches each side takes into a throwaway stream (database) before its ingest is timed: JIT, first files. */
+const WARMUP_BATCHES = 4;
+const INGEST_RATIO_MIN = 1;
+const QUERY_P50_RATIO_MAX = 1;
+const QUERY_TIMEOUT_MS = 600_000;
+
+const SCHEMA = {
+  version: '1',
+  topDef: {
+    type: 'record',
+    properties: {
+      at: { type: 'datetime', annotations: ['urn:itrs:default-timestamp'] },
+      cpu: { type: 'double' },
+      host: { type: 'string' },
+      mem: { type: 'double' },
+    },
+  },
+};
+
+// ---------------------------------------------------------------- data
+
+interface Point {
+  host: string;
+  atMs: number;
+  /** A multiple of 1/4 in [0, 100]. */
+  cpu: number;
+  /** A multiple of 1/16 in [0, 64]. */
+  mem: number;
+}
+
+function hostName(index: number): string {
+  return `host-${String(index).padStart(3, '0')}`;
+}
+
+/** The i-th point: hosts in turn, time rising; values from the seeded PRNG. */
+function makePoints(count: number): Point[] {
+  const prng = new Prng(SEED);
+  return Array.from({ length: count }, (_, index) => {
+    const host = index % HOSTS;
+    return {
+      host: hostName(host),
+      atMs: FIRST_EVENT_MS + Math.floor(index / HOSTS) * HOST_PERIOD_MS + host * HOST_OFFSET_MS,
+      cpu: prng.int(0, 400) / 4,
+      mem: prng.int(0, 1024) / 16,
+    };
+  });
+}
+
+interface Bodies {
+  ours: Buffer[];
+  influx: Buffer[];
+}
+
+/** Both request bodies of every batch, encoded before any timing. */
+function makeBodies(points: readonly Point[], batch: number): Bodies {
+  const bodies: Bodies = { ours: [], influx: [] };
+  for (let first = 0; first < points.length; first += batch) {
+    const slice = points.slice(first, first + batch);
+    bodies.ours.push(Buffer.from(JSON.stringify(slice.map((p) => ({ at: new Date(p.atMs).toISOString(), cpu: p.cpu, host: p.host, mem: p.mem }))), 'utf8'));
+    // No `i` suffix: cpu and mem are floats to InfluxDB, as they are doubles to us.
+    bodies.influx.push(Buffer.from(slice.map((p) => `${MEASUREMENT},host=${p.host} cpu=${p.cpu},mem=${p.mem} ${p.atMs}`).join('\n'), 'utf8'));
+  }
+  return bodies;
+}
+
+// ---------------------------------------------------------------- ingest
+
+async function post(url: string, body: Buffer, contentType: string, okStatus: number): Promise<void> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': contentType }, body });
+  const text = await response.text();
+  if (response.status !== okStatus) throw new Error(`POST ${url}: HTTP ${response.status} ${text.slice(0, 500)}`);
+}
+
+async function defineStream(node: NodeProcess, path: string): Promise<string> {
+  const api = client(node);
+  await expectOk(`PUT ${path}`, api.put(path, { schema: SCHEMA }));
+  await expectOk(`PUT ${path}/repository`, api.put(`${path}/repository`, { name: 'tsr', config: {} }));
+  return node.url + path;
+}
+
+/** A timed ingest and the CPU seconds the server used meanwhile. */
+type IngestTiming = Timing & { serverCpuSeconds: number | undefined };
+
+async function timedIngest(pid: number | undefined, count: number, concurrency: number, send: (index: number) => Promise<void>): Promise<IngestTiming> {
+  const before = cpuSecondsOf([pid]);
+  const timing = await runBatches(count, concurrency, send);
+  const after = cpuSecondsOf([pid]);
+  return { ...timing, serverCpuSeconds: before === undefined || after === undefined ? undefined : round(after - before, 2) };
+}
+
+async function ingestOurs(node: NodeProcess, bodies: readonly Buffer[], concurrency: number, expected: number): Promise<IngestTiming> {
+  const api = client(node);
+  const warmup = await defineStream(node, `${STREAM}-warmup`);
+  for (const body of bodies.slice(0, WARMUP_BATCHES)) await post(warmup, body, 'application/json', 200);
+  const url = await defineStream(node, STREAM);
+  phase('ingest-start');
+  const timing = await timedIngest(node.child?.pid, bodies.length, concurrency, (index) => post(url, bodies[index]!, 'application/json', 200));
+  phase('ingest-end');
+  const stored = await api.get(`/_internal/repos/tsr/${STREAM.slice('/streams/'.length)}`);
+  if (stored.status !== 200 || stored.json.total !== expected) throw new Error(`the node stores ${stored.json?.total ?? `? (HTTP ${stored.status})`} points, ${expected} were acknowledged`);
+  return timing;
+}
+
+async function ingestInflux(server: InfluxServer, bodies: readonly Buffer[], concurrency: number, expected: number): Promise<IngestTiming> {
+  await influxQuery(server, undefined, `CREATE DATABASE ${DATABASE}_warmup`, 'POST');
+  for (const body of bodies.slice(0, WARMUP_BATCHES)) await post(`${server.url}/write?db=${DATABASE}_warmup&precision=ms`, body, 'text/plain; charset=utf-8', 204);
+  await influxQuery(server, undefined, `CREATE DATABASE ${DATABASE}`, 'POST');
+  const url = `${server.url}/write?db=${DATABASE}&precision=ms`;
+  const timing = await timedIngest(server.pid, bodies.length, concurrency, (index) => post(url, bodies[index]!, 'text/plain; charset=utf-8', 204));
+  const series = await influxQuery(server, DATABASE, `SELECT count(cpu) FROM ${MEASUREMENT}`);
+  const stored = Number(series[0]?.values?.[0]?.[1] ?? 0);
+  if (stored !== expected) throw new Error(`InfluxDB stores ${stored} points, ${expected} were acknowledged`);
+  return timing;
+}
+
+interface IngestResult {
+  points: number;
+  seconds: number;
+  pointsPerSecond: number;
+  batchLatencyMs: { p50: number; p99: number };
+  bytesOnDisk: number;
+  serverCpuSeconds: number | undefined;
+}
+
+function ingestResult(timing: IngestTiming, points: number, bytesOnDisk: number): IngestResult {
+  const sorted = [...timing.latenciesMs].sort((a, b) => a - b);
+  return {
+    points,
+    seconds: round(timing.elapsedMs / 1000, 3),
+    pointsPerSecond: Math.round(points / (timing.elapsedMs / 1000)),
+    batchLatencyMs: { p50: round(percentile(sorted, 0.5), 2), p99: round(percentile(sorted, 0.99), 2) },
+    bytesOnDisk,
+    serverCpuSeconds: timing.serverCpuSeconds,
+  };
+}
+
+// ---------------------------------------------------------------- queries
+
+/** host|time → the row's values: what both sides must agree on exactly. */
+type Answer = Map<string, string>;
+
+interface Range {
+  fromMs: number;
+  /** Exclusive. */
+  toMs: number;
+}
+
+interface QueryKind {
+  name: 'windows' | 'narrowWindows' | 'latest';
+  label: string;
+  range(run: number): Range | undefined;
+  ours(range: Range | undefined): string;
+  influx(range: Range | undefined): string;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function windowsQuery(name: 'windows' | 'narrowWindows', label: string, range: (run: number) => Range): QueryKind {
+  return {
+    name,
+    label,
+    range,
+    ours: (r) =>
+      `from historical ${STREAM} where at >= '${iso(r!.fromMs)}' && at < '${iso(r!.toMs)}' ` +
+      'group by host, at window of 1 minute select host, at, count() as n, avg(cpu) as cpu, avg(mem) as mem',
+    influx: (r) =>
+      `SELECT count(cpu) AS n, mean(cpu) AS cpu, mean(mem) AS mem FROM ${MEASUREMENT} ` +
+      `WHERE time >= '${iso(r!.fromMs)}' AND time < '${iso(r!.toMs)}' GROUP BY time(1m), host fill(none)`,
+  };
+}
+
+function queryKinds(points: readonly Point[]): QueryKind[] {
+  const lastMs = points[points.length - 1]!.atMs;
+  const whole: Range = { fromMs: FIRST_EVENT_MS, toMs: lastMs + 1 };
+  const minutes = Math.ceil((whole.toMs - whole.fromMs) / WINDOW_MS);
+  const narrowMinutes = Math.max(1, Math.round(minutes * NARROW_FRACTION));
+  // A different 1% each run (a fixed stride through the span), whole minutes.
+  const narrow = (run: number): Range => {
+    const startMinute = Math.floor(((run * 0.377) % 1) * Math.max(1, minutes - narrowMinutes));
+    const fromMs = FIRST_EVENT_MS + startMinute * WINDOW_MS;
+    return { fromMs, toMs: fromMs + narrowMinutes * WINDOW_MS };
+  };
+  return [
+    windowsQuery('windows', 'count, mean(cpu), mean(mem) per host per 1-minute window, whole range', () => whole),
+    windowsQuery('narrowWindows', `the same over 1% of the range (${narrowMinutes} minute${narrowMinutes === 1 ? '' : 's'}, a different one each run)`, narrow),
+    {
+      name: 'latest',
+      label: 'the latest point per host (time, cpu, mem)',
+      range: () => undefined,
+      ours: () => `from historical ${STREAM} group by host select host, last(at) as at, last(cpu) as cpu, last(mem) as mem`,
+      influx: () => `SELECT last(cpu) AS cpu, mem FROM ${MEASUREMENT} GROUP BY host`,
+    },
+  ];
+}
+
+function timeMs(value: unknown): number {
+  return typeof value === 'number' ? value : Date.parse(String(value));
+}
+
+/** The final table of a grouped output: its add/update/remove items applied by key. */
+function oursAnswer(sse: SseClient, kind: QueryKind): Answer {
+  const keyFields = sse.messages.find((message) => message.type === 'sos')?.schema?.config.key ?? [];
+  const rows = new Map<string, Record<string, unknown>>();
+  for (const item of sse.items()) {
+    const key = JSON.stringify(keyFields.map((field) => item.data[field]));
+    if (item.action === 'remove') rows.delete(key);
+    else rows.set(key, item.data);
+  }
+  const answer: Answer = new Map();
+  for (const row of rows.values()) {
+    const values = kind.name === 'latest' ? [row.cpu, row.mem] : [row.n, row.cpu, row.mem];
+    answer.set(`${row.host}|${timeMs(row.at)}`, JSON.stringify(values));
+  }
+  return answer;
+}
+
+function influxAnswer(series: any[]): Answer {
+  const answer: Answer = new Map();
+  for (const each of series) {
+    const columns = each.columns as string[];
+    for (const values of each.values as unknown[][]) {
+      const row = Object.fromEntries(columns.map((column, index) => [column, values[index]]));
+      const fields = 'n' in row ? [row.n, row.cpu, row.mem] : [row.cpu, row.mem];
+      answer.set(`${each.tags.host}|${row.time}`, JSON.stringify(fields));
+    }
+  }
+  return answer;
+}
+
+/** undefined when equal, else what differs (a few keys). */
+function difference(ours: Answer, theirs: Answer): string | undefined {
+  const differing: string[] = [];
+  for (const [key, value] of ours) if (theirs.get(key) !== value) differing.push(`${key}: ours ${value}, InfluxDB ${theirs.get(key) ?? 'none'}`);
+  for (const [key, value] of theirs) if (!ours.has(key)) differing.push(`${key}: ours none, InfluxDB ${value}`);
+  return differing.length === 0 ? undefined : `${differing.length} rows differ (ours ${ours.size} rows, InfluxDB ${theirs.size}): ${differing.slice(0, 5).join('; ')}`;
+}
+
+interface OursTiming {
+  /** POST session + PUT query + SSE connected: not in the query time. */
+  setupMs: number;
+  /** `_start` sent → `eos` received. */
+  queryMs: number;
+  answer: Answer;
+}
+
+/** One run of a historical query the way a client runs one: a session of its own, deleted after. */
+async function runOurs(node: NodeProcess, text: string, kind: QueryKind): Promise<OursTiming> {
+  const api = client(node);
+  const setupStarted = performance.now();
+  const session = (await api.post(`/execution/${TENANT}/sessions`)).json?.session as string | undefined;
+  if (session === undefined) throw new Error('POST session: no session URI');
+  const put = await api.put(session, { queries: [{ id: 'q', body: text }] });
+  if (put.status !== 200) throw new Error(`PUT session: HTTP ${put.status} ${put.text.slice(0, 500)}`);
+  const sse = await SseClient.connect(`${node.url}${put.json[0].query.outputs[0].outputUri}`);
+  const setupMs = performance.now() - setupStarted;
+  try {
+    const started = performance.now();
+    const start = await api.put(`${session}/queries/q/_start`);
+    if (start.status !== 200) throw new Error(`_start: HTTP ${start.status} ${start.text.slice(0, 500)}`);
+    await withTimeout(sse.eos, QUERY_TIMEOUT_MS, `eos of ${text}`);
+    const queryMs = performance.now() - started;
+    return { setupMs, queryMs, answer: oursAnswer(sse, kind) };
+  } finally {
+    sse.close();
+    await api.delete(session);
+  }
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function runInflux(server: InfluxServer, text: string): Promise<{ queryMs: number; answer: Answer }> {
+  const started = performance.now();
+  const series = await influxQuery(server, DATABASE, text);
+  const queryMs = performance.now() - started;
+  return { queryMs, answer: influxAnswer(series) };
+}
+
+interface Latency {
+  p50: number;
+  p99: number;
+  min: number;
+  max: number;
+}
+
+function latency(samples: readonly number[]): Latency {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { p50: round(percentile(sorted, 0.5), 1), p99: round(percentile(sorted, 0.99), 1), min: round(sorted[0]!, 1), max: round(sorted[sorted.length - 1]!, 1) };
+}
+
+interface QueryResult {
+  name: string;
+  query: string;
+  ours: string;
+  influx: string;
+  runs: number;
+  rows: number;
+  oursMs: Latency;
+  oursSetupMs: Latency;
+  influxMs: Latency | undefined;
+  p50Ratio: number | undefined;
+}
+
+/** Warm-up runs, then `runs` measured ones; which side goes first alternates. */
+async function measure(kind: QueryKind, node: NodeProcess, influx: InfluxServer | undefined, runs: number, mismatches: string[]): Promise<QueryResult> {
+  const oursMs: number[] = [];
+  const setupMs: number[] = [];
+  const influxMs: number[] = [];
+  let rows = 0;
+  for (let run = 0; run < WARMUP_RUNS + runs; run += 1) {
+    const range = kind.range(run);
+    let ours: OursTiming;
+    let theirs: { queryMs: number; answer: Answer } | undefined;
+    if (influx !== undefined && run % 2 === 1) {
+      theirs = await runInflux(influx, kind.influx(range));
+      ours = await runOurs(node, kind.ours(range), kind);
+    } else {
+      ours = await runOurs(node, kind.ours(range), kind);
+      if (influx !== undefined) theirs = await runInflux(influx, kind.influx(range));
+    }
+    if (ours.answer.size === 0) mismatches.push(`${kind.name} run ${run}: our answer is empty`);
+    if (theirs !== undefined) {
+      const differs = difference(ours.answer, theirs.answer);
+      if (differs !== undefined) mismatches.push(`${kind.name} run ${run}: ${differs}`);
+    }
+    if (run < WARMUP_RUNS) continue;
+    oursMs.push(ours.queryMs);
+    setupMs.push(ours.setupMs);
+    if (theirs !== undefined) influxMs.push(theirs.queryMs);
+    rows += ours.answer.size;
+  }
+  const oursLatency = latency(oursMs);
+  const influxLatency = influxMs.length === 0 ? undefined : latency(influxMs);
+  return {
+    name: kind.name,
+    query: kind.label,
+    ours: kind.ours(kind.range(WARMUP_RUNS)),
+    influx: kind.influx(kind.range(WARMUP_RUNS)),
+    runs,
+    rows: Math.round(rows / runs),
+    oursMs: oursLatency,
+    oursSetupMs: latency(setupMs),
+    influxMs: influxLatency,
+    p50Ratio: influxLatency === undefined ? undefined : round(oursLatency.p50 / influxLatency.p50, 2),
+  };
+}
+
+// ---------------------------------------------------------------- report
+
+function markdown(report: any): string {
+  const n = (value: number | undefined) => (value === undefined ? '–' : value.toLocaleString('en-US'));
+  const ms = (value: number | undefined) => (value === undefined ? '–' : value.toFixed(1));
+  const ingest = report.ingest;
+  const lines = [
+    '| ingest | points/s | seconds | p50 batch ms | p99 batch ms | on disk after, MB | server CPU s |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    `| Tributary, tsr, one node | ${n(ingest.ours.pointsPerSecond)} | ${ingest.ours.seconds} | ${ms(ingest.ours.batchLatencyMs.p50)} | ${ms(ingest.ours.batchLatencyMs.p99)} | ${Math.round(ingest.ours.bytesOnDisk / 1e6)} | ${ingest.ours.serverCpuSeconds ?? '–'} |`,
+  ];
+  if (ingest.influx !== undefined) {
+    lines.push(
+      `| InfluxDB | ${n(ingest.influx.pointsPerSecond)} | ${ingest.influx.seconds} | ${ms(ingest.influx.batchLatencyMs.p50)} | ${ms(ingest.influx.batchLatencyMs.p99)} | ${Math.round(ingest.influx.bytesOnDisk / 1e6)} | ${ingest.influx.serverCpuSeconds ?? '–'} |`,
+      '',
+      `Ingest ratio (ours / InfluxDB): **${ingest.ratio}** (goal ≥ ${INGEST_RATIO_MIN}).`,
+    );
+  }
+  lines.push(
+    '',
+    '| query | rows | ours p50 ms | ours p99 ms | InfluxDB p50 ms | InfluxDB p99 ms | ours/InfluxDB p50 | ours setup p50 ms |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...report.queries.map(
+      (q: QueryResult) =>
+        `| ${q.query} | ${n(q.rows)} | ${ms(q.oursMs.p50)} | ${ms(q.oursMs.p99)} | ${ms(q.influxMs?.p50)} | ${ms(q.influxMs?.p99)} | ` +
+        `${q.p50Ratio === undefined ? '–' : `**${q.p50Ratio}**`} | ${ms(q.oursSetupMs.p50)} |`,
+    ),
+    '',
+    `InfluxDB: ${report.influx.version ?? 'not run'}. Params: ${JSON.stringify(report.params)}. ` +
+      `Machine: ${report.machine.cpus} × ${report.machine.model}, Node ${report.machine.node}, load average ${report.machine.loadAverage1m.before} → ${report.machine.loadAverage1m.after}.`,
+  );
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------- entry point
+
+export async function runPeersTimeseriesBench(options: BenchOptions): Promise<void> {
+  const loadAverageBefore = os.loadavg()[0]!;
+  const binary = findInfluxd();
+  if (binary === undefined) log('influxd not found (apt-get install influxdb, or INFLUXD_BIN): measuring Tributary only.');
+  else log(`InfluxDB: ${binary.version} at ${binary.path}`);
+  const points = makePoints(options.payloads);
+  const bodies = makeBodies(points, options.batch);
+  log(`peers-timeseries: ${points.length} points of ${HOSTS} hosts, batches of ${options.batch}, ${options.concurrency} in flight`);
+
+  let node: NodeProcess | undefined;
+  let influx: InfluxServer | undefined;
+  try {
+    node = await NodeProcess.start({ name: 'bench-timeseries', execArgv: nodeFlags() });
+    if (binary !== undefined) influx = await startInfluxd(binary);
+    // InfluxDB first, then ours: each loads while the other is idle.
+    let influxIngest: IngestResult | undefined;
+    if (influx !== undefined) {
+      log('peers-timeseries: ingest into InfluxDB…');
+      influxIngest = ingestResult(await ingestInflux(influx, bodies.influx, options.concurrency, points.length), points.length, influx.bytesOnDisk());
+      log(`  ${influxIngest.pointsPerSecond} points/s`);
+    }
+    log('peers-timeseries: ingest into Tributary…');
+    const oursIngest = ingestResult(await ingestOurs(node, bodies.ours, options.concurrency, points.length), points.length, folderBytes(node.dataDir));
+    log(`  ${oursIngest.pointsPerSecond} points/s`);
+
+    const mismatches: string[] = [];
+    const queries: QueryResult[] = [];
+    for (const kind of queryKinds(points)) {
+      log(`peers-timeseries: ${kind.name}: ${WARMUP_RUNS} warm-up runs, ${options.runs} measured…`);
+      phase(`${kind.name}-start`);
+      const result = await measure(kind, node, influx, options.runs, mismatches);
+      phase(`${kind.name}-end`);
+      log(`  ours p50 ${result.oursMs.p50} ms; InfluxDB p50 ${result.influxMs?.p50 ?? '–'} ms; ${result.rows} rows`);
+      queries.push(result);
+    }
+    if (mismatches.length > 0) throw new Error(`${mismatches.length} answers differ from InfluxDB's:\n${mismatches.slice(0, 10).join('\n')}`);
+
+    const ingestRatio = influxIngest === undefined ? undefined : round(oursIngest.pointsPerSecond / influxIngest.pointsPerSecond, 2);
+    const report = {
+      date: new Date().toISOString(),
+      machine: machine(loadAverageBefore),
+      params: {
+        points: points.length,
+        hosts: HOSTS,
+        hostPeriodMs: HOST_PERIOD_MS,
+        batch: options.batch,
+        concurrency: options.concurrency,
+        runs: options.runs,
+        warmupRuns: WARMUP_RUNS,
+        seed: SEED,
+        nodeExecArgv: nodeFlags(),
+      },
+      influx: { version: binary?.version, settings: binary === undefined ? undefined : INFLUX_SETTINGS, compared: influx !== undefined },
+      ingest: { ours: oursIngest, influx: influxIngest, ratio: ingestRatio },
+      queries,
+      verified: influx === undefined ? 'no InfluxDB: answers not cross-checked' : 'every answer pair equal, exactly (per host and window: count, mean cpu, mean mem; per host: time, cpu, mem)',
+      goals: {
+        ingestRatioMin: INGEST_RATIO_MIN,
+        ingestMet: ingestRatio === undefined ? undefined : ingestRatio >= INGEST_RATIO_MIN,
+        queryP50RatioMax: QUERY_P50_RATIO_MAX,
+        queriesMet: influx === undefined ? undefined : queries.every((query) => query.p50Ratio! <= QUERY_P50_RATIO_MAX),
+      },
+    };
+    mkdirSync(dirname(RESULTS_PATH), { recursive: true });
+    writeFileSync(RESULTS_PATH, `${JSON.stringify(report, null, 2)}\n`);
+    console.log(markdown(report));
+    if (influx === undefined) console.log('\nInfluxDB not installed: the comparison was skipped.');
+    else console.log(`\nGoals: ingest ≥ ${INGEST_RATIO_MIN} × InfluxDB ${report.goals.ingestMet ? 'met' : '**NOT met**'}; query p50 ≤ ${QUERY_P50_RATIO_MAX} × InfluxDB ${report.goals.queriesMet ? 'met' : '**NOT met**'}.`);
+    log(`results written to ${RESULTS_PATH}`);
+  } finally {
+    if (node !== undefined) await node.kill('SIGTERM');
+    await cleanup();
+    await influx?.stop();
+  }
+}

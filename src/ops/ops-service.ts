@@ -1,0 +1,135 @@
+// The operator views of one node (issue 14): health and readiness, the _cat tables, and
+// the log lines about membership changes and transfers. It reads the node's state through
+// the functions node.ts hands it, and asks peers for what they store over the peer Read.
+
+import { coordinatorOf } from '../cluster/core/placement.js';
+import type { Membership, Slot } from '../cluster/core/types.js';
+import type { Logger } from '../log.js';
+import type { Readiness } from '../http/routes/ops.js';
+import type { SoftwareVersion } from '../version.js';
+import type { Cell } from './cat-table.js';
+import { formatBytes, formatDuration } from './cat-table.js';
+import { nodeRows, ownership, streamRows, transferRows, type StreamPlacement } from './cat-views.js';
+import type { StoreStats } from './store-stats.js';
+import { membershipChangeLine, type TransferEvent, type TransferWatch } from './transfer-watch.js';
+
+export interface OpsServiceDeps {
+  localName: string;
+  version: SoftwareVersion;
+  startedAtMs: number;
+  membership(): Membership;
+  available(name: string): boolean;
+  storageOpen(): boolean;
+  localStats(): Promise<StoreStats>;
+  remoteStats(node: string): Promise<StoreStats>;
+  streams(): StreamPlacement[];
+  /** The (partition, replicas) pairs in use; ownership is computed over these. */
+  slots(): Slot[];
+  watch: TransferWatch;
+  log: Logger;
+  clock?: () => number;
+}
+
+export class OpsService {
+  private stopping = false;
+  private lastMembership: Membership | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly deps: OpsServiceDeps) {}
+
+  /** Watches transfers between membership changes too: a stall changes nothing. */
+  start(intervalMs: number): void {
+    this.observe(this.deps.membership());
+    this.timer = setInterval(() => this.observe(this.deps.membership()), intervalMs);
+    this.timer.unref();
+  }
+
+  /** The node is stopping: /ready answers 503 from now on. */
+  stop(): void {
+    this.stopping = true;
+    clearInterval(this.timer);
+  }
+
+  observe(membership: Membership): void {
+    const line = membershipChangeLine(this.lastMembership, membership);
+    this.lastMembership = membership;
+    if (line !== undefined) this.deps.log.info(line.fields, line.message);
+    for (const event of this.deps.watch.observe(membership, this.now(), (name) => this.deps.available(name))) this.logTransfer(event);
+  }
+
+  /** Why the transfer has made no progress for the stall time, or null (unknown, moving or done). */
+  stalledBecause(transferId: string): string | null {
+    return this.deps.watch.views().find((view) => view.id === transferId)?.stalled ?? null;
+  }
+
+  health(): Record<string, unknown> {
+    return { status: 'up', node: this.deps.localName, version: this.deps.version, uptimeSeconds: Math.round((Date.now() - this.deps.startedAtMs) / 1000) };
+  }
+
+  readiness(): Readiness {
+    const self = this.deps.membership().members.find((member) => member.name === this.deps.localName);
+    const state = self?.state ?? 'unknown';
+    const storage = this.deps.storageOpen() ? 'open' : 'closed';
+    const reasons: string[] = [];
+    if (state !== 'Joined') reasons.push(`state is ${state}, not Joined`);
+    if (storage !== 'open') reasons.push('storage is not open');
+    if (this.stopping) reasons.push('the node is stopping');
+    return { ready: reasons.length === 0, node: this.deps.localName, state, storage, stopping: this.stopping, reasons };
+  }
+
+  async catNodes(): Promise<Array<Record<string, Cell>>> {
+    const membership = this.deps.membership();
+    const stats = await this.allStats(membership);
+    const coordinator = coordinatorOf(membership, (name) => this.deps.available(name));
+    return nodeRows(membership, (name) => this.deps.available(name), coordinator, ownership(membership, this.deps.slots()), stats);
+  }
+
+  catTransfers(): Array<Record<string, Cell>> {
+    this.observe(this.deps.membership());
+    return transferRows(this.deps.watch.views(), this.now());
+  }
+
+  async catStreams(): Promise<Array<Record<string, Cell>>> {
+    return streamRows(this.deps.streams(), await this.allStats(this.deps.membership()));
+  }
+
+  /** Every member's stats (not Left); undefined for one that did not answer. */
+  private async allStats(membership: Membership): Promise<Map<string, StoreStats | undefined>> {
+    const members = membership.members.filter((member) => member.state !== 'Left');
+    const answers = await Promise.all(
+      members.map(async (member) => {
+        if (member.name === this.deps.localName) return [member.name, await this.deps.localStats()] as const;
+        if (!this.deps.available(member.name)) return [member.name, undefined] as const;
+        return [member.name, await this.deps.remoteStats(member.name).catch(() => undefined)] as const;
+      }),
+    );
+    return new Map(answers);
+  }
+
+  /** Transfer lines go to the logs of the two nodes the transfer runs between. */
+  private logTransfer(event: TransferEvent): void {
+    const transfer = event.transfer;
+    if (transfer.from !== this.deps.localName && transfer.to !== this.deps.localName) return;
+    const fields = { transfer: transfer.id, repo: transfer.repo, from: transfer.from, to: transfer.to, percent: transfer.percentComplete, bytes: transfer.bytes, records: transfer.records };
+    const route = `${transfer.repo} ${transfer.from} → ${transfer.to}`;
+    switch (event.type) {
+      case 'started':
+        return this.deps.log.info(fields, `transfer started: ${route}`);
+      case 'progress': {
+        const rate = transfer.rateBytesPerSecond === null ? '' : `, ${formatBytes(transfer.rateBytesPerSecond)}/s`;
+        const eta = transfer.etaSeconds === null ? '' : `, ETA ${formatDuration(transfer.etaSeconds)}`;
+        return this.deps.log.info({ ...fields, rateBytesPerSecond: transfer.rateBytesPerSecond, etaSeconds: transfer.etaSeconds }, `transfer progress: ${route} ${transfer.percentComplete}%${rate}${eta}`);
+      }
+      case 'done':
+        return this.deps.log.info({ ...fields, seconds: Math.round(event.seconds * 10) / 10 }, `transfer done: ${route}, ${formatBytes(transfer.bytes)} in ${formatDuration(event.seconds)}`);
+      case 'stalled':
+        return this.deps.log.warn({ ...fields, reason: event.reason }, `transfer stalled: ${route}: ${event.reason}`);
+      case 'resumed':
+        return this.deps.log.info(fields, `transfer resumed: ${route}`);
+    }
+  }
+
+  private now(): number {
+    return (this.deps.clock ?? Date.now)();
+  }
+}

@@ -1,0 +1,111 @@
+// `npm run cluster -- N` (scripts/cluster.ts, issue 14 item 8): its nodes never outlive it,
+// even when it is killed with SIGKILL; a second run reuses its folders; --fresh starts
+// over; it prints transfer progress and any node that dies.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { packageRoot } from '../../src/package-root.js';
+import { until } from '../kit/cluster.js';
+import { sleep, temporaryDataDir, cleanup } from '../kit/node-process.js';
+
+const SCRIPT = join(packageRoot(), 'dist', 'scripts', 'cluster.js');
+const started: ChildProcess[] = [];
+const nodePids = new Set<number>();
+
+afterAll(async () => {
+  // Whatever a failed assertion left: the scripts, then any node they started.
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const pid of nodePids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  await cleanup();
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** A base port whose next `count` ports are all free. */
+async function freeRange(count: number): Promise<number> {
+  for (;;) {
+    const base = 20_000 + Math.floor(Math.random() * 40_000);
+    let free = true;
+    for (let port = base; port < base + count && free; port += 1) free = await portFree(port);
+    if (free) return base;
+  }
+}
+
+function runScript(args: string[]): { child: ChildProcess; output: () => string; pids: () => Map<string, number> } {
+  const child = spawn(process.execPath, [SCRIPT, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  started.push(child);
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const pids = () => {
+    const found = new Map<string, number>();
+    for (const match of output.matchAll(/^started (node-\d+) at \S+ \(pid (\d+), /gm)) {
+      found.set(match[1]!, Number(match[2]));
+      nodePids.add(Number(match[2]));
+    }
+    return found;
+  };
+  return { child, output: () => output, pids };
+}
+
+async function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise<void>((resolve) => child.once('exit', () => resolve()));
+}
+
+describe('npm run cluster - lifecycle', () => {
+  it('nodes stop with the script, even on SIGKILL; a second run reuses the folders; --fresh starts over', async () => {
+    const dataRoot = temporaryDataDir();
+    const basePort = await freeRange(4);
+    const args = ['2', '--base-port', String(basePort), '--data-root', dataRoot];
+
+    const first = runScript(args);
+    await until('the first run to be ready', async () => first.output().includes('events, transfers and node exits follow'), 90_000);
+    expect(first.output()).toContain('adding node-2…');
+    await until('the KV transfer to be printed', async () => /\[transfer\] KV node-1 → node-2 done 100%/.test(first.output()), 20_000);
+    const firstPids = [...first.pids().values()];
+    expect(firstPids).toHaveLength(2);
+    first.child.kill('SIGKILL');
+    await exited(first.child);
+    await until('every node of the killed run to stop', async () => firstPids.every((pid) => !alive(pid)), 15_000);
+
+    const second = runScript(args);
+    await until('the second run to be ready', async () => second.output().includes('events, transfers and node exits follow'), 90_000);
+    expect(second.output()).toContain('node-2 is already a member (Joined): not added again');
+    expect(second.output()).toMatch(/^node-1 +Joined +true /m);
+    const secondPids = second.pids();
+    process.kill(secondPids.get('node-2')!, 'SIGKILL');
+    await until('the script to report the dead node', async () => second.output().includes(`[cluster] node-2 (pid ${secondPids.get('node-2')}) died: SIGKILL`), 10_000);
+    second.child.kill('SIGTERM');
+    await exited(second.child);
+    expect(second.child.exitCode).toBe(0);
+    expect(alive(secondPids.get('node-1')!)).toBe(false);
+
+    const fresh = runScript([...args, '--fresh']);
+    await until('the fresh run to be ready', async () => fresh.output().includes('events, transfers and node exits follow'), 90_000);
+    expect(fresh.output()).toContain('--fresh: removed the node folders');
+    expect(fresh.output()).toContain('adding node-2…');
+    const freshPids = [...fresh.pids().values()];
+    fresh.child.kill('SIGINT');
+    await exited(fresh.child);
+    await sleep(100);
+    for (const pid of freshPids) expect(alive(pid)).toBe(false);
+  }, 300_000);
+});
