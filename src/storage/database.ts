@@ -87,7 +87,7 @@ export class Database {
     } catch (error) {
       const cause = (error as { cause?: { message?: string; code?: string } }).cause;
       if (/lock/i.test(cause?.message ?? '')) {
-        throw new DatabaseLockedError(`cannot open database in ${location}: another node uses this data folder (${cause?.message})`, { cause: error });
+        throw new DatabaseLockedError(`cannot open database in ${location} (is another node using this data folder?) ${cause?.message ?? ''}`.trim(), { cause: error });
       }
       throw new Error(`cannot open database in ${location}: ${cause?.message ?? (error as Error).message}`, { cause: error });
     }

@@ -6,7 +6,7 @@
 
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startClusterNode, waitState } from '../kit/cluster.js';
+import { startClusterNode, until, waitState } from '../kit/cluster.js';
 import { cleanup, http, type HttpResult, type NodeProcess } from '../kit/node-process.js';
 import { OpenApiCheck } from '../kit/openapi-check.js';
 import { SseClient } from '../kit/sse-client.js';
@@ -266,6 +266,10 @@ describe('platform docs - every operation answers as documented', () => {
     await waitState(joining, 'Joined');
     const transfers = await call('GET', '/cluster/transfers', {});
     expect(transfers.json.actions.some((action: any) => action.to === 'docs-2')).toBe(true);
+    const repair = await call('POST', '/cluster/repair', {}, { body: { stream: '/streams/demo/weather/obs' } });
+    expect(repair.status).toBe(202);
+    expect(repair.json.repair.nodes.sort()).toEqual(['docs-1', 'docs-2']);
+    await until('the repair run completes', async () => (await call('GET', '/cluster/repair/{id}', { id: repair.json.repair.id })).json.repair.complete === true, 30_000);
     expect((await call('DELETE', '/cluster/nodes/{name}', { name: 'docs-2' })).status).toBe(200);
     await waitState(joining, 'Left');
     await events.waitFor('NODE_STATE_UPDATED of docs-2', (client) => client.messages.some((message: any) => message.type === 'NODE_STATE_UPDATED' && message.node === 'docs-2'));
