@@ -10,7 +10,7 @@ import type { DefinitionRecord as WireDefinitionRecord, WriteRecords } from '../
 import type { DefinitionRecord } from '../storage/definitions.js';
 import type { RepositoryName } from '../storage/repository.js';
 import type { Timers } from '../timers.js';
-import { BadRequestError, TributaryError } from '../errors.js';
+import { BadRequestError } from '../errors.js';
 import { ClusterRepair, toReply } from '../repair/cluster-repair.js';
 import { keysInSegments } from '../repair/key-digest.js';
 import type { LocalPartitions, PeerPartitions } from '../repair/partition-sync.js';
@@ -25,7 +25,7 @@ import { HintReplayer } from './hint-replayer.js';
 import { PartitionHandOff } from './partition-handoff.js';
 import { PartitionRouter } from './partition-router.js';
 import type { DistributionPolicy } from './partitioner.js';
-import { NOT_OWNER, ReplicaWriter, STALE_EPOCH, type ReplicaStore } from './replica-writer.js';
+import { ReplicaWriter, storeReplicaWrite, type ReplicaStore } from './replica-writer.js';
 
 export interface DataPlaneLimits {
   writeDeadlineMs: number;
@@ -158,26 +158,6 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
 }
 
 /**
- * A replica write from a peer. A writer with an older table than ours may be routing to
- * nodes that gave the partition up, and one whose table names another owner is wrong about
- * this one: both are refused with our table, and the writer routes again (the epoch fence;
- * nothing lands on a node that does not own it).
- */
-export async function storeReplicaWrite(core: ClusterCore, replica: ReplicaStore, localName: string, write: WriteRecords): Promise<void> {
-  const membership = core.membership();
-  if (write.epoch < membership.epoch) {
-    throw new TributaryError(409, STALE_EPOCH, `writer epoch ${write.epoch} is older than ${membership.epoch}`, { details: { membership } });
-  }
-  if (!Number.isInteger(write.replicas) || write.replicas < 1) throw new BadRequestError(`WriteRecords: replicas must be a positive integer, got ${write.replicas}`);
-  for (const record of write.records) {
-    if (!writeOwners(membership, { partition: record.partition, replicas: write.replicas }).includes(localName)) {
-      throw new TributaryError(409, NOT_OWNER, `${localName} does not own partition ${record.partition} of ${record.stream} at epoch ${membership.epoch}`, { details: { membership } });
-    }
-  }
-  await replica.store(write.repo, write.records);
-}
-
-/**
  * Transfers as the data plane needs them: a node refilling damaged data is no transfer
  * source (a chunk read from it could miss what it lost; the target asks again later), and
  * a chunk stored into a partition waits for a delete of it that is under way.
@@ -213,7 +193,7 @@ function serveDataPlane(
 ): void {
   const { keeper, partitions, repair } = parts;
   endpoint.handle('WriteRecords', async (_sender, write) => {
-    await storeReplicaWrite(parts.core, parts.replica, parts.localName, write);
+    await storeReplicaWrite(parts.core.membership(), parts.replica, parts.localName, write);
     return {};
   });
   endpoint.handle('HintStore', async (_sender, store) => {

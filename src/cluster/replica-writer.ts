@@ -7,11 +7,17 @@
 // is paused or slow is suspected at once (the failure detector marks it unavailable until
 // it is heard from again) and hinted, so one stopped node never holds every batch for the
 // whole peer deadline (issue 12, item 6).
+//
+// Both halves of the epoch fence live here: the writer sends its epoch (`write`), the owner
+// refuses an older one or a partition it does not own (`storeReplicaWrite`).
 
+import { BadRequestError, TributaryError } from '../errors.js';
 import type { Logger } from '../log.js';
+import type { WriteRecords } from '../peer/messages.js';
 import type { RemotePeerError } from '../peer/wire.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
+import { writeOwners } from './core/placement.js';
 import type { Membership } from './core/types.js';
 import { RouteAgainError } from './partition-router.js';
 
@@ -77,4 +83,23 @@ export class ReplicaWriter {
       throw new ReplicaWriteError(node, `not written to owner ${node}: ${(error as Error).message}`, { cause: error });
     }
   }
+}
+
+/**
+ * A replica write from a peer. A writer with an older table than ours may be routing to
+ * nodes that gave the partition up, and one whose table names another owner is wrong about
+ * this one: both are refused with our table, and the writer routes again (the epoch fence;
+ * nothing lands on a node that does not own it).
+ */
+export async function storeReplicaWrite(membership: Membership, replica: ReplicaStore, localName: string, write: WriteRecords): Promise<void> {
+  if (write.epoch < membership.epoch) {
+    throw new TributaryError(409, STALE_EPOCH, `writer epoch ${write.epoch} is older than ${membership.epoch}`, { details: { membership } });
+  }
+  if (!Number.isInteger(write.replicas) || write.replicas < 1) throw new BadRequestError(`WriteRecords: replicas must be a positive integer, got ${write.replicas}`);
+  for (const record of write.records) {
+    if (!writeOwners(membership, { partition: record.partition, replicas: write.replicas }).includes(localName)) {
+      throw new TributaryError(409, NOT_OWNER, `${localName} does not own partition ${record.partition} of ${record.stream} at epoch ${membership.epoch}`, { details: { membership } });
+    }
+  }
+  await replica.store(write.repo, write.records);
 }

@@ -4,6 +4,7 @@
 
 import { randomBytes } from 'node:crypto';
 import type { Membership } from '../cluster/core/types.js';
+import type { TransferAction } from '../cluster/membership-service.js';
 import { z } from 'zod';
 import { NotFoundError } from '../errors.js';
 import type { RepairStatusReply } from '../peer/messages.js';
@@ -124,4 +125,17 @@ function parseStream(body: unknown): string | undefined {
   if (stream === undefined) return undefined;
   const [, tenant, collection, name] = STREAM_URI.exec(stream)!;
   return `${tenant}/${collection}/${name}`;
+}
+
+/** This node's repair runs as rows of GET /cluster/transfers (a repair moves data too). */
+export function repairActions(localName: string, runs: readonly RepairRunStatus[]): TransferAction[] {
+  return runs.map((run) => ({
+    type: 'repo_data_transfer',
+    repo: 'ssr,tsr',
+    from: localName,
+    to: 'other owners',
+    complete: run.complete,
+    percentComplete: run.complete ? 100 : run.partitionsTotal === 0 ? 0 : Math.min(99, Math.floor((100 * run.partitionsDone) / run.partitionsTotal)),
+    info: { ...run, bytes: 0, payloads: run.recordsSent + run.recordsReceived, partitions: run.partitionsTotal },
+  }));
 }
