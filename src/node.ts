@@ -57,19 +57,21 @@ import { StreamDefinitions } from './streams/stream-definitions.js';
 import { StreamRuntime } from './streams/stream-runtime.js';
 import { softwareVersion, type SoftwareVersion } from './version.js';
 import { loadTls, type TlsMaterial } from './tls.js';
-import { searchLocally, type LocalSearchRequest, type LocalSearchResult } from './search/local-search.js';
+import { searchLocally, type LocalSearchRequest } from './search/local-search.js';
 import { SearchService } from './search/search-service.js';
+import { remoteSearch, serveSearchReads } from './search/search-peer.js';
 import { SsrIndex } from './search/ssr-index.js';
 import { searchRoutes } from './http/routes/search.js';
 import type { RepositoryMapping } from './streams/repository-mapping.js';
-import { checkFilter, checkService, localDetails, type MonitoringDeps, type MonitoringFilter, type MonitoringService, type NodeDetails } from './monitoring/monitoring.js';
+import { localDetails, type MonitoringDeps } from './monitoring/monitoring.js';
 import { monitoringRoutes } from './http/routes/monitoring.js';
+import { remoteDetails, serveMonitoring } from './monitoring/monitoring-peer.js';
 import { AuditLog } from './monitoring/audit-log.js';
 import { RepositoryStats } from './monitoring/repository-stats.js';
 import { StreamStats } from './monitoring/stream-stats.js';
 import { SystemStats } from './monitoring/system-stats.js';
 import { SseTracker } from './http/sse.js';
-import { BadRequestError, NotFoundError, StartupError, TributaryError } from './errors.js';
+import { BadRequestError, StartupError, TributaryError } from './errors.js';
 import { parseJson, stringifyJson } from './json.js';
 import type { WriteRecords } from './peer/messages.js';
 import { AccountService } from './api-v1/accounts.js';
@@ -96,17 +98,19 @@ import { createPipeline } from './execution/pipeline/index.js';
 import { ExecutionService } from './execution/execution-service.js';
 import { readHistorical, scanPage, type ScanRequest } from './execution/historical-reader.js';
 import { LiveFeed, LiveForwarder } from './execution/live-feed.js';
-import type { PollReply } from './execution/output-channel.js';
-import { OutputRegistry, type OutputPollRequest } from './execution/output-registry.js';
+import { OutputRegistry } from './execution/output-registry.js';
 import { SessionDirectory } from './execution/session-directory.js';
 import { SessionHost, type RunStatus } from './execution/session-host.js';
 import { sessionKey } from './execution/session-model.js';
 import { sessionHostOf } from './execution/session-placement.js';
+import { remoteExecutionStatuses, remoteOutputPoll, remoteScan, serveExecutionStatuses, serveOutputPolls, serveScans } from './execution/execution-peer.js';
+import { clusterHoldsData, serveHoldsData } from './streams/stored-data-peer.js';
 import { parseStreamUri } from './streams/stream-id.js';
 import { Metrics } from './metrics/metrics.js';
 import { opsRoutes } from './http/routes/ops.js';
 import { OpsService } from './ops/ops-service.js';
-import { StoreStatsCache, type StoreStats } from './ops/store-stats.js';
+import { StoreStatsCache } from './ops/store-stats.js';
+import { remoteStoreStats, serveStoreStats } from './ops/store-stats-peer.js';
 import { DEFAULT_WATCH_OPTIONS, TransferWatch } from './ops/transfer-watch.js';
 import { countKeysByPartition } from './storage/scans.js';
 
@@ -291,7 +295,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
   const outputs = new OutputRegistry({
     localName: config.name,
     hostOfOutput: (outputId) => directory.hostOfOutput(outputId),
-    pollRemote: async (node, request) => parseJson((await transport.call(node, 'Read', { json: JSON.stringify({ outputPoll: request }) }, { deadlineMs: deadline })).json) as PollReply,
+    pollRemote: remoteOutputPoll(transport, deadline),
     limits: {
       logMessagesMax: config.execution.outputLogMessagesMax,
       retainedRowsMax: config.execution.outputRetainedRowsMax,
@@ -330,7 +334,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     ownersOf: (partition: number, replicas: number) => currentOwners(core.membership(), { partition, replicas }),
     available,
     scanLocal,
-    scanRemote: async (node: string, request: ScanRequest) => JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ scan: request }) }, { deadlineMs: deadline })).json),
+    scanRemote: remoteScan(transport, deadline),
   };
   const sessionHost = new SessionHost({
     localName: config.name,
@@ -363,17 +367,17 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     hostingSignature = signature;
     void sessionHost.reconcile();
   };
-  const localStatuses = (tenant: string, id: string): Record<string, RunStatus> => Object.fromEntries(sessionHost.statuses(sessionKey(tenant, id)) ?? []);
+  const localStatuses = (tenant: string, id: string): Map<string, RunStatus> => new Map(sessionHost.statuses(sessionKey(tenant, id)) ?? []);
+  const hostStatuses = remoteExecutionStatuses(transport, deadline);
   const execution = new ExecutionService({
     definitions,
     tenants,
     statuses: async (tenant, id) => {
       const host = hostOf(id);
       if (host === undefined) return new Map();
-      if (host === config.name) return new Map(Object.entries(localStatuses(tenant, id)));
+      if (host === config.name) return localStatuses(tenant, id);
       try {
-        const reply = await transport.call(host, 'Read', { json: JSON.stringify({ executionStatuses: { tenant, id } }) }, { deadlineMs: deadline });
-        return new Map(Object.entries(JSON.parse(reply.json) as Record<string, RunStatus>));
+        return await hostStatuses(host, tenant, id);
       } catch {
         return new Map();
       }
@@ -384,28 +388,13 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     sandboxLimits: { timeoutMs: config.execution.functionTimeoutMs, memoryMb: config.limits.tagMemoryMb },
   });
 
-  transport.handle('Read', async (_sender, read) => {
-    const request = parseJson(read.json) as {
-      monitoring?: unknown;
-      tenant?: unknown;
-      uri?: unknown;
-      search?: LocalSearchRequest;
-      outputPoll?: OutputPollRequest;
-      scan?: ScanRequest;
-      executionStatuses?: { tenant: string; id: string };
-      storeStats?: unknown;
-      holdsData?: string;
-    };
-    if (typeof request.holdsData === 'string') return { json: JSON.stringify(await localHoldsData(request.holdsData)) };
-    if (request.search !== undefined) return { json: stringifyJson(await searchLocal(request.search)) };
-    if (request.storeStats !== undefined) return { json: JSON.stringify(await storeStats.get()) };
-    if (request.outputPoll !== undefined) return { json: stringifyJson(await outputs.poll(request.outputPoll)) };
-    if (request.scan !== undefined) return { json: JSON.stringify(await scanLocal(request.scan)) };
-    if (request.executionStatuses !== undefined) return { json: JSON.stringify(localStatuses(request.executionStatuses.tenant, request.executionStatuses.id)) };
-    if (typeof request.monitoring !== 'string') throw new BadRequestError('unknown read');
-    const service = checkService(request.monitoring);
-    return { json: JSON.stringify(await localDetails(service, monitoring, checkFilter(service, request.tenant, request.uri))) };
-  });
+  serveSearchReads(transport, searchLocal);
+  serveOutputPolls(transport, outputs);
+  serveScans(transport, scanLocal);
+  serveExecutionStatuses(transport, sessionHost);
+  serveStoreStats(transport, storeStats);
+  serveMonitoring(transport, monitoring);
+  serveHoldsData(transport, localHoldsData);
   const reportSlots = () => shell.submit({ type: 'slots', slots: slotsInUse(definitions) });
   definitions.onChange((key) => (key.startsWith('repository/') || key.startsWith('policy/')) && reportSlots());
   reportSlots();
@@ -450,7 +439,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
     available,
     storageOpen: () => database.isOpen,
     localStats: () => storeStats.get(),
-    remoteStats: async (node) => JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ storeStats: true }) }, { deadlineMs: deadline })).json) as StoreStats,
+    remoteStats: remoteStoreStats(transport, deadline),
     streams: () => streamPlacements(definitions),
     slots: () => slotsForOwnership(definitions),
     watch: new TransferWatch({ ...DEFAULT_WATCH_OPTIONS, stallMs: config.cluster.transferStallMs }),
@@ -495,8 +484,7 @@ export async function startNode(config: Config, log: Logger): Promise<RunningNod
         owners: (partition, replicas) => currentOwners(core.membership(), { partition, replicas }),
         available,
         runLocal: searchLocal,
-        runRemote: async (node, request) =>
-          parseJson((await transport.call(node, 'Read', { json: JSON.stringify({ search: request }) }, { deadlineMs: deadline })).json) as LocalSearchResult,
+        runRemote: remoteSearch(transport, deadline),
       }, domains), tenants),
       contributorRoutes(contributors),
       domainRoutes(domains),
@@ -625,54 +613,6 @@ function repairActions(localName: string, runs: readonly RepairRunStatus[]): Tra
     percentComplete: run.complete ? 100 : run.partitionsTotal === 0 ? 0 : Math.min(99, Math.floor((100 * run.partitionsDone) / run.partitionsTotal)),
     info: { ...run, bytes: 0, payloads: run.recordsSent + run.recordsReceived, partitions: run.partitionsTotal },
   }));
-}
-
-/** Monitoring details from one named peer, or from every other member that is not Left. */
-async function remoteDetails(
-  transport: PeerTransport,
-  core: ClusterCore,
-  service: MonitoringService,
-  filter: MonitoringFilter,
-  node: string | undefined,
-  deadlineMs: number,
-): Promise<NodeDetails[]> {
-  const members = core.membership().members.filter((member) => member.state !== 'Left' && member.name !== transport.name);
-  if (node !== undefined && !members.some((member) => member.name === node)) throw new NotFoundError(`node '${node}' is not in the cluster`);
-  const asked = node === undefined ? members.map((member) => member.name) : [node];
-  return Promise.all(
-    asked.map(async (name) => {
-      try {
-        const reply = await transport.call(name, 'Read', { json: JSON.stringify({ monitoring: service, ...filter }) }, { deadlineMs });
-        return JSON.parse(reply.json) as NodeDetails;
-      } catch (error) {
-        return { node: name, details: { error: `unreachable: ${(error as Error).message}` } };
-      }
-    }),
-  );
-}
-
-/**
- * Whether any member stores payloads of the stream (issue 13 item 3g). A member that does
- * not answer counts as holding some: a change that would hide stored data is refused
- * rather than risked.
- */
-async function clusterHoldsData(
-  stream: string,
-  parts: { localHoldsData(stream: string): Promise<boolean>; core: ClusterCore; transport: PeerTransport; deadlineMs: number },
-): Promise<boolean> {
-  if (await parts.localHoldsData(stream)) return true;
-  const others = parts.core.membership().members.filter((member) => member.state !== 'Left' && member.name !== parts.transport.name);
-  const answers = await Promise.all(
-    others.map(async (member) => {
-      try {
-        const reply = await parts.transport.call(member.name, 'Read', { json: JSON.stringify({ holdsData: stream }) }, { deadlineMs: parts.deadlineMs });
-        return JSON.parse(reply.json) === true;
-      } catch {
-        return true;
-      }
-    }),
-  );
-  return answers.some((holds) => holds);
 }
 
 /** Whom a node with no cluster yet takes an Admit from: the join token's keys, or (bare --join) the first. */
