@@ -57,11 +57,16 @@ const count = z.int().min(0);
 
 // ---- Search (src/search/local-search.ts)
 
+// The lists of search/histogram.ts and expression/patterns.ts, kept here so the peer layer
+// imports no search code; the transforms below check them against the search's types.
+const analyzer = z.enum(['standard', 'keyword']);
+const frequency = z.enum(['YEAR', 'MONTH', 'DAY', 'HOUR', 'MINUTE', 'SECOND', 'MILLIS']);
+
 const searchPartSchema = z
   .object({
     stream: z.string(),
     partitions: z.array(count),
-    analyzer: z.enum(['standard', 'keyword']),
+    analyzer,
     base: z.string().optional(),
     drilldowns: z.array(z.object({ levels: strings, values: strings })),
     taxonomyFacets: z.array(z.object({ dimension: z.string(), levels: strings })),
@@ -78,7 +83,6 @@ const searchPartSchema = z
   .transform((part) => ({ ...part, base: part.base, tsField: part.tsField }));
 
 const timeRange = z.object({ start: z.number(), end: z.number() });
-const frequency = z.enum(['YEAR', 'MONTH', 'DAY', 'HOUR', 'MINUTE', 'SECOND', 'MILLIS']);
 
 export const searchRequestSchema = z
   .object({
@@ -146,7 +150,7 @@ export const logEntriesSchema = z.array(
 
 // ---- Execution statuses (src/execution/session-host.ts)
 
-export const RUN_STATES = ['running', 'completed', 'failed', 'stopped'] as const;
+export const RUN_STATES = ['running', 'completed', 'failed', 'stopped'] as const satisfies ReadonlyArray<RunStatus['state']>;
 
 /** A query's errors: objects with a `type`, shown to clients as the host reported them. */
 export const runErrorsSchema = z.array(
