@@ -83,3 +83,26 @@ export function stringifyJson(value: unknown): string {
     return stringifyLossless(value) as string;
   }
 }
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `depthMax`, by one pass over the
+ * text (brackets inside strings do not count). Malformed text is left to JSON.parse.
+ */
+export function jsonDeeperThan(text: string, depthMax: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let at = 0; at < text.length; at++) {
+    const code = text.charCodeAt(at);
+    if (inString) {
+      if (code === 0x5c) at++; // backslash: the next character is escaped
+      else if (code === 0x22) inString = false;
+    } else if (code === 0x22) {
+      inString = true;
+    } else if (code === 0x5b || code === 0x7b) {
+      if (++depth > depthMax) return true;
+    } else if (code === 0x5d || code === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
+}

@@ -42,8 +42,8 @@ import { DaemonService } from './execution/daemon-service.js';
 import { ExecutionService } from './execution/execution-service.js';
 import { readHistorical, scanPage, type ScanRequest } from './execution/historical-reader.js';
 import { LiveFeed, LiveForwarder } from './execution/live-feed.js';
-import type { PollReply } from './execution/output-channel.js';
-import { OutputRegistry, type OutputPollRequest } from './execution/output-registry.js';
+import { OutputRegistry } from './execution/output-registry.js';
+import { remoteExecutionStatuses, remoteOutputPoll, remoteScan, serveExecutionStatuses, serveLivePayloads, serveOutputPolls, serveScans } from './execution/execution-peer.js';
 import { createPipeline } from './execution/pipeline/index.js';
 import { SessionDirectory } from './execution/session-directory.js';
 import { SessionHost, type RunStatus } from './execution/session-host.js';
@@ -68,17 +68,19 @@ import { searchRoutes } from './http/routes/search.js';
 import { streamRoutes } from './http/routes/streams.js';
 import { servingGate } from './http/serving-gate.js';
 import { SseTracker } from './http/sse.js';
-import { parseJson, stringifyJson } from './json.js';
+import { stringifyJson } from './json.js';
+import { parsePeerJson } from './peer/documents.js';
 import type { Logger } from './log.js';
 import { Metrics } from './metrics/metrics.js';
 import { AuditLog } from './monitoring/audit-log.js';
-import { checkFilter, checkService, localDetails, type MonitoringDeps, type NodeDetails } from './monitoring/monitoring.js';
-import { remoteDetails } from './monitoring/remote-details.js';
+import { localDetails, type MonitoringDeps } from './monitoring/monitoring.js';
+import { remoteDetails, serveMonitoring } from './monitoring/monitoring-peer.js';
 import { RepositoryStats } from './monitoring/repository-stats.js';
 import { StreamStats } from './monitoring/stream-stats.js';
 import { SystemStats } from './monitoring/system-stats.js';
 import { OpsService } from './ops/ops-service.js';
-import { StoreStatsCache, type StoreStats } from './ops/store-stats.js';
+import { StoreStatsCache } from './ops/store-stats.js';
+import { remoteStoreStats, serveStoreStats } from './ops/store-stats-peer.js';
 import { DEFAULT_WATCH_OPTIONS, TransferWatch } from './ops/transfer-watch.js';
 import { nodeStatus, startPeerServer, type PeerServer } from './peer/server.js';
 import type { PeerTransport } from './peer/transport.js';
@@ -86,7 +88,8 @@ import { repairActions } from './repair/cluster-repair.js';
 import { loadDamage, saveDamage } from './repair/damage-store.js';
 import { StoredPartitions } from './repair/stored-partitions.js';
 import { isolatePool } from './scripting/sandbox.js';
-import { searchLocally, type LocalSearchRequest, type LocalSearchResult } from './search/local-search.js';
+import { searchLocally, type LocalSearchRequest } from './search/local-search.js';
+import { remoteSearch, serveSearchReads } from './search/search-peer.js';
 import { SearchService } from './search/search-service.js';
 import { SsrIndex } from './search/ssr-index.js';
 import type { Database } from './storage/database.js';
@@ -101,7 +104,7 @@ import { SearchableRepository } from './storage/ssr.js';
 import { TransferChunks } from './storage/transfer-chunks.js';
 import { TimeSeriesRepository } from './storage/tsr.js';
 import { WriteIdGenerator } from './storage/write-ids.js';
-import { clusterHoldsData } from './streams/cluster-holds-data.js';
+import { clusterHoldsData, serveHoldsData } from './streams/stored-data-peer.js';
 import { IngestService } from './streams/ingest.js';
 import { parseStreamUri } from './streams/stream-id.js';
 import { StreamDefinitions } from './streams/stream-definitions.js';
@@ -224,9 +227,7 @@ async function startCluster(config: Config, log: Logger, base: Base, storage: St
     ...(base.tls === undefined ? {} : { tls: base.tls }),
   });
   const transport = peer.transport!;
-  /** The members other than this node that are not Left: whom a cluster-wide read asks. */
-  const others = () => core.membership().members.filter((member) => member.state !== 'Left' && member.name !== config.name).map((member) => member.name);
-  return { persisted, core, available, nodes, membershipFeed, peer, transport, others, events: new ClusterEventBus(), deadline: config.cluster.peerDeadlineMs };
+  return { persisted, core, available, nodes, membershipFeed, peer, transport, events: new ClusterEventBus(), deadline: config.cluster.peerDeadlineMs };
 }
 
 /** Replicated definitions, tenants, stream definitions and where each stream's partitions go. */
@@ -238,12 +239,7 @@ function definitionParts(config: Config, cluster: Cluster, storage: Storage) {
   const tenants = new TenantService(definitions, cluster.events);
   const sandboxLimits = { timeoutMs: config.limits.tagTimeoutMs, memoryMb: config.limits.tagMemoryMb };
   isolatePool.configure({ isolatesMax: config.limits.isolatesMax, memoryBytesMax: config.limits.isolatesMemoryMb * 1024 * 1024 });
-  const holdsData = (stream: string) =>
-    clusterHoldsData(stream, {
-      localHoldsData: storage.localHoldsData,
-      others: cluster.others,
-      askPeer: async (node, key) => JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ holdsData: key }) }, { deadlineMs: deadline })).json) === true,
-    });
+  const holdsData = (stream: string) => clusterHoldsData(stream, { localHoldsData: storage.localHoldsData, core, transport, deadlineMs: deadline });
   const streamDefinitions = new StreamDefinitions(definitions, tenants, holdsData, sandboxLimits);
   return { definitions, tenants, streamDefinitions, sandboxLimits, placements: new StreamPlacements(definitions) };
 }
@@ -376,7 +372,7 @@ function outputParts(config: Config, log: Logger, base: Base, cluster: Cluster, 
   const outputs = new OutputRegistry({
     localName: config.name,
     hostOfOutput: (outputId) => directory.hostOfOutput(outputId),
-    pollRemote: async (node, request) => parseJson((await transport.call(node, 'Read', { json: JSON.stringify({ outputPoll: request }) }, { deadlineMs: deadline })).json) as PollReply,
+    pollRemote: remoteOutputPoll(transport, deadline),
     limits: {
       logMessagesMax: config.execution.outputLogMessagesMax,
       retainedRowsMax: config.execution.outputRetainedRowsMax,
@@ -396,12 +392,7 @@ function outputParts(config: Config, log: Logger, base: Base, cluster: Cluster, 
     feed.deliver(stream.key, payloads);
     forwarder.forward(stream.key, payloads);
   });
-  transport.handle('LivePayloads', async (_sender, live) => {
-    const payloads: unknown = parseJson(live.payloadsJson);
-    if (!Array.isArray(payloads)) throw new BadRequestError('LivePayloads: payloads_json must be a JSON array');
-    feed.deliver(live.stream, payloads as Record<string, unknown>[]);
-    return {};
-  });
+  serveLivePayloads(transport, feed);
   return { feed, directory, outputs, forwarder };
 }
 
@@ -425,7 +416,7 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
     ownersOf: (partition: number, replicas: number) => currentOwners(cluster.core.membership(), { partition, replicas }),
     available,
     scanLocal: data.scanLocal,
-    scanRemote: async (node: string, request: ScanRequest) => JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ scan: request }) }, { deadlineMs: deadline })).json),
+    scanRemote: remoteScan(transport, deadline),
   };
   const sessionHost = new SessionHost({
     localName: config.name,
@@ -449,17 +440,17 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
   });
   definitions.onChange((key) => key.startsWith('session/') && void sessionHost.reconcile(key));
   cluster.membershipFeed.subscribe(hostingFollower(sessionHost, available));
-  const localStatuses = (tenant: string, id: string): Record<string, RunStatus> => Object.fromEntries(sessionHost.statuses(sessionKey(tenant, id)) ?? []);
+  const localStatuses = (tenant: string, id: string): Map<string, RunStatus> => new Map(sessionHost.statuses(sessionKey(tenant, id)) ?? []);
+  const hostStatuses = remoteExecutionStatuses(transport, deadline);
   const execution = new ExecutionService({
     definitions,
     tenants,
     statuses: async (tenant, id) => {
       const host = hostOf(id);
       if (host === undefined) return new Map();
-      if (host === config.name) return new Map(Object.entries(localStatuses(tenant, id)));
+      if (host === config.name) return localStatuses(tenant, id);
       try {
-        const reply = await transport.call(host, 'Read', { json: JSON.stringify({ executionStatuses: { tenant, id } }) }, { deadlineMs: deadline });
-        return new Map(Object.entries(JSON.parse(reply.json) as Record<string, RunStatus>));
+        return await hostStatuses(host, tenant, id);
       } catch {
         return new Map();
       }
@@ -469,7 +460,7 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
     limits: { sessionQueriesMax: config.execution.sessionQueriesMax },
     sandboxLimits: { timeoutMs: config.execution.functionTimeoutMs, memoryMb: config.limits.tagMemoryMb },
   });
-  const parts = { sessionHost, forwarder, outputs, directory, execution, contributors, domains, localStatuses };
+  const parts = { sessionHost, forwarder, outputs, directory, execution, contributors, domains };
   monitoring.late.execution = parts;
   return parts;
 }
@@ -485,31 +476,16 @@ function hostingFollower(sessionHost: SessionHost, available: (name: string) => 
   };
 }
 
-/** The reads peers ask of this node: searches, scans, output polls, statuses, stats, monitoring. */
+/** The reads peers ask of this node, each answered by the part that owns its data. */
 function serveReads(transport: PeerTransport, parts: { storage: Storage; data: Data; monitoring: Monitoring; execution: Execution }): void {
   const { storage, data, monitoring, execution } = parts;
-  transport.handle('Read', async (_sender, read) => {
-    const request = parseJson(read.json) as {
-      monitoring?: unknown;
-      tenant?: unknown;
-      uri?: unknown;
-      search?: LocalSearchRequest;
-      outputPoll?: OutputPollRequest;
-      scan?: ScanRequest;
-      executionStatuses?: { tenant: string; id: string };
-      storeStats?: unknown;
-      holdsData?: string;
-    };
-    if (typeof request.holdsData === 'string') return { json: JSON.stringify(await storage.localHoldsData(request.holdsData)) };
-    if (request.search !== undefined) return { json: stringifyJson(await data.searchLocal(request.search)) };
-    if (request.storeStats !== undefined) return { json: JSON.stringify(await data.storeStats.get()) };
-    if (request.outputPoll !== undefined) return { json: stringifyJson(await execution.outputs.poll(request.outputPoll)) };
-    if (request.scan !== undefined) return { json: JSON.stringify(await data.scanLocal(request.scan)) };
-    if (request.executionStatuses !== undefined) return { json: JSON.stringify(execution.localStatuses(request.executionStatuses.tenant, request.executionStatuses.id)) };
-    if (typeof request.monitoring !== 'string') throw new BadRequestError('unknown read');
-    const service = checkService(request.monitoring);
-    return { json: JSON.stringify(await localDetails(service, monitoring.deps, checkFilter(service, request.tenant, request.uri))) };
-  });
+  serveSearchReads(transport, data.searchLocal);
+  serveOutputPolls(transport, execution.outputs);
+  serveScans(transport, data.scanLocal);
+  serveExecutionStatuses(transport, execution.sessionHost);
+  serveStoreStats(transport, data.storeStats);
+  serveMonitoring(transport, monitoring.deps);
+  serveHoldsData(transport, storage.localHoldsData);
 }
 
 /** Starts what runs on its own: the shell, the data plane (with any damage found at open), sessions, default tenants. */
@@ -567,7 +543,7 @@ function opsParts(config: Config, log: Logger, base: Base, storage: Storage, clu
     available,
     storageOpen: () => storage.database.isOpen,
     localStats: () => data.storeStats.get(),
-    remoteStats: async (node) => JSON.parse((await transport.call(node, 'Read', { json: JSON.stringify({ storeStats: true }) }, { deadlineMs: deadline })).json) as StoreStats,
+    remoteStats: remoteStoreStats(transport, deadline),
     streams: () => defined.placements.persisted(),
     slots: () => defined.placements.slotsForOwnership(),
     watch: new TransferWatch({ ...DEFAULT_WATCH_OPTIONS, stallMs: config.cluster.transferStallMs }),
@@ -618,8 +594,7 @@ function httpApp(
         owners: (partition, replicas) => currentOwners(core.membership(), { partition, replicas }),
         available,
         runLocal: data.searchLocal,
-        runRemote: async (node, request) =>
-          parseJson((await transport.call(node, 'Read', { json: JSON.stringify({ search: request }) }, { deadlineMs: deadline })).json) as LocalSearchResult,
+        runRemote: remoteSearch(transport, deadline),
       }, execution.domains), tenants),
       contributorRoutes(execution.contributors),
       domainRoutes(execution.domains),
@@ -634,12 +609,7 @@ function httpApp(
         tenants,
         localName: config.name,
         local: (service, filter) => localDetails(service, monitoring.deps, filter),
-        remote: (service, filter, node) =>
-          remoteDetails({
-            others: cluster.others,
-            ask: async (name, asked, askedFilter) =>
-              JSON.parse((await transport.call(name, 'Read', { json: JSON.stringify({ monitoring: asked, ...askedFilter }) }, { deadlineMs: deadline })).json) as NodeDetails,
-          }, service, filter, node),
+        remote: (service, filter, node) => remoteDetails(transport, core, service, filter, node, deadline),
       }),
       ...(config.internalReads ? [internalRoutes(storage.repositories)] : []),
       nodePages(config, base.version, () => cluster.nodes.local().state),
@@ -681,7 +651,7 @@ function servePeers(transport: PeerTransport, parts: { shell: ClusterShell; defi
   });
   transport.handle('AdminCommand', (_sender, command) => shell.admin(command));
   transport.handle('DefinitionWrite', async (_sender, write) => {
-    const value = write.delete ? undefined : parseJson(write.valueJson);
+    const value = write.delete ? undefined : parsePeerJson('valueJson', write.valueJson);
     const record = await definitions.coordinate({ key: write.key, value, expectedVersion: write.expectedVersion, delete: write.delete });
     return { version: record === undefined ? undefined : String(record.version) };
   });

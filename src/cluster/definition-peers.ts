@@ -10,7 +10,8 @@ import type { GroupCommitter } from '../storage/group-commit.js';
 import type { HintBuffer } from '../storage/hints.js';
 import type { Membership } from './core/types.js';
 import type { DefinitionPeers, DefinitionWrite } from './replicated-definitions.js';
-import { parseJson, stringifyJson } from '../json.js';
+import { stringifyJson } from '../json.js';
+import { parsePeerJson } from '../peer/documents.js';
 
 export interface ClusterDefinitionPeersDeps {
   localName: string;
@@ -27,7 +28,7 @@ export function toWireRecord(record: DefinitionRecord): WireDefinitionRecord {
 }
 
 export function fromWireRecord(record: WireDefinitionRecord): DefinitionRecord {
-  return { key: record.key, version: record.version, deleted: record.deleted, value: record.deleted ? undefined : parseJson(record.valueJson) };
+  return { key: record.key, version: record.version, deleted: record.deleted, value: record.deleted ? undefined : parsePeerJson('valueJson', record.valueJson) };
 }
 
 export class ClusterDefinitionPeers implements DefinitionPeers {

@@ -5,7 +5,8 @@
 // receipt, which the merge keeps). A bound on the timestamp narrows each partition's scan.
 
 import type { RepositoryName } from '../storage/repository.js';
-import { parseJson } from '../json.js';
+import { isPlainObject, parseJson } from '../json.js';
+import { TributaryError } from '../errors.js';
 
 export interface ScanRequest {
   readonly repo: RepositoryName;
@@ -20,7 +21,8 @@ export interface ScanRequest {
 export interface ScannedRecord {
   readonly timestamp: number;
   readonly writeId: string;
-  readonly payloadJson: string;
+  /** Parsed where the page was read: by scanPage here, by the peer codec from another owner. */
+  readonly payload: Record<string, unknown>;
 }
 
 export interface ScanPage {
@@ -73,7 +75,7 @@ export async function* readHistorical(deps: HistoricalDeps, source: HistoricalSo
   while (heap.size > 0) {
     const cursor = heap.peek();
     const record = cursor.records[cursor.index]!;
-    batch.push(parseJson(record.payloadJson) as Record<string, unknown>);
+    batch.push(record.payload);
     cursor.index += 1;
     if (cursor.index === cursor.records.length) {
       if (cursor.done) heap.pop();
@@ -170,9 +172,22 @@ function before(a: Cursor, b: Cursor): boolean {
   return x.timestamp < y.timestamp || (x.timestamp === y.timestamp && x.writeId < y.writeId);
 }
 
+interface StoredPayload {
+  readonly timestamp: number;
+  readonly writeId: string;
+  readonly payloadJson: string;
+}
+
+/** A payload this node stored: ingest stores JSON objects only, so anything else is damage. */
+function storedPayload(record: StoredPayload): Record<string, unknown> {
+  const payload = parseJson(record.payloadJson);
+  if (!isPlainObject(payload)) throw new TributaryError(500, 'DAMAGED_DATA', `stored payload ${record.writeId} is not a JSON object`);
+  return payload;
+}
+
 /** The owner side: one page of one partition from a local repository's scan. */
 export async function scanPage(
-  scan: (stream: string, options: { partition: number; fromTimestamp?: number; toTimestamp?: number; limit: number; after?: { timestamp: number; writeId: string } }) => AsyncIterable<ScannedRecord>,
+  scan: (stream: string, options: { partition: number; fromTimestamp?: number; toTimestamp?: number; limit: number; after?: { timestamp: number; writeId: string } }) => AsyncIterable<StoredPayload>,
   request: ScanRequest,
   limitMax: number,
 ): Promise<ScanPage> {
@@ -186,7 +201,7 @@ export async function scanPage(
     ...(request.after === undefined ? {} : { after: request.after }),
   };
   for await (const record of scan(request.stream, options)) {
-    records.push({ timestamp: record.timestamp, writeId: record.writeId, payloadJson: record.payloadJson });
+    records.push({ timestamp: record.timestamp, writeId: record.writeId, payload: storedPayload(record) });
   }
   const done = records.length <= limit;
   return { records: done ? records : records.slice(0, limit), done };

@@ -7,7 +7,7 @@
 import type Koa from 'koa';
 import getRawBody from 'raw-body';
 import { BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../errors.js';
-import { parseJson, stringifyJson } from '../json.js';
+import { jsonDeeperThan, parseJson, stringifyJson } from '../json.js';
 
 declare module 'koa' {
   interface Request {
@@ -30,29 +30,6 @@ export function jsonBodyMiddleware(bodyBytesMax: number, jsonDepthMax = DEFAULT_
     if (METHODS_WITH_BODY.has(ctx.method)) ctx.request.body = await readJsonBody(ctx, bodyBytesMax, jsonDepthMax);
     await next();
   };
-}
-
-/**
- * Whether JSON text nests arrays and objects deeper than `depthMax`, by one pass over the
- * text (brackets inside strings do not count). Malformed text is left to JSON.parse.
- */
-export function jsonDeeperThan(text: string, depthMax: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let at = 0; at < text.length; at++) {
-    const code = text.charCodeAt(at);
-    if (inString) {
-      if (code === 0x5c) at++; // backslash: the next character is escaped
-      else if (code === 0x22) inString = false;
-    } else if (code === 0x22) {
-      inString = true;
-    } else if (code === 0x5b || code === 0x7b) {
-      if (++depth > depthMax) return true;
-    } else if (code === 0x5d || code === 0x7d) {
-      depth--;
-    }
-  }
-  return false;
 }
 
 async function readJsonBody(ctx: Koa.Context, bodyBytesMax: number, jsonDepthMax: number): Promise<unknown> {

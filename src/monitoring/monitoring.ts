@@ -1,6 +1,6 @@
 // Monitoring (spec, "Monitoring"; issue 13 item 1): per service, details from each node. A
 // service answers for the local node; the default view asks every other live node over
-// the peer `Read` call and lists them all. The ten services of the spec:
+// a MonitoringRead (monitoring-peer.ts) and lists them all. The ten services of the spec:
 //   handoff    hint buffers of this node, per target
 //   ssr        per ssr stream: payloads and partitions held here, index memory, index built or pending
 //   audit      a bounded log of definition and membership changes (audit-log.ts)
@@ -90,7 +90,7 @@ export function checkService(service: string): MonitoringService {
 }
 
 /**
- * The filter of a request (or of a peer's Read, which carries the same fields): a `uri`
+ * The filter of a request (or of a peer's MonitoringRead, which carries the same fields): a `uri`
  * only where the service has one, and bounded like any other input.
  */
 export function checkFilter(service: MonitoringService, tenant: unknown, uri: unknown): MonitoringFilter {

@@ -1,6 +1,6 @@
 // The operator views of one node (issue 14): health and readiness, the _cat tables, and
 // the log lines about membership changes and transfers. It reads the node's state through
-// the functions node.ts hands it, and asks peers for what they store over the peer Read.
+// the functions node.ts hands it, and asks peers for what they store with a StoreStatsRead (store-stats-peer.ts).
 
 import { coordinatorOf } from '../cluster/core/placement.js';
 import type { Membership, Slot } from '../cluster/core/types.js';

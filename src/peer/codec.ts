@@ -19,7 +19,13 @@ import type {
 } from '../cluster/core/types.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import { BadPeerMessageError, ChunkChecksumError } from './errors.js';
-import type { DefinitionRecord, NodeStatusReply, PeerBodies, PeerKind, RepairPartition, TransferAck, TransferChunk, WireHintEntry } from './messages.js';
+import type { DefinitionRecord, ExecutionStatusReply, NodeStatusReply, PeerBodies, PeerKind, RepairPartition, TransferAck, TransferChunk, WireHintEntry } from './messages.js';
+import type { ScanPage, ScanRequest } from '../execution/historical-reader.js';
+import type { PollReply } from '../execution/output-channel.js';
+import type { OutputPollRequest } from '../execution/output-registry.js';
+import type { RunStatus } from '../execution/session-host.js';
+import type { StoreStats } from '../ops/store-stats.js';
+import { detailsSchema, logEntriesSchema, payloadSchema, readDocument, RUN_STATES, runErrorsSchema, searchRequestSchema, searchResultSchema, writeDocument } from './documents.js';
 import protobuf from 'protobufjs';
 import { peerType } from './proto.js';
 
@@ -422,9 +428,104 @@ const nodeStatusReply: BodyCodec<NodeStatusReply> = {
 
 const empty: BodyCodec<PeerBodies['Empty']> = { toProto: () => ({}), fromProto: () => ({}) };
 
-const json: BodyCodec<{ json: string }> = {
-  toProto: (value) => ({ json: value.json }),
-  fromProto: (object) => ({ json: str(object, 'json') }),
+// ---- Reads between nodes: typed fields, and JSON documents checked by documents.ts
+
+const RUN_STATE_NAMES: ReadonlySet<string> = new Set(RUN_STATES);
+
+function runState(object: ProtoObject): RunStatus['state'] {
+  const state = str(object, 'state');
+  return RUN_STATE_NAMES.has(state) ? (state as RunStatus['state']) : refuse('state', RUN_STATES.join(', '));
+}
+
+function optionalInt(object: ProtoObject, key: string): number | undefined {
+  return field(object, key) === undefined ? undefined : int(object, key);
+}
+
+const scanRead: BodyCodec<ScanRequest> = {
+  toProto: (value) => ({ ...value, repo: DATA_REPOS[value.repo] }),
+  fromProto: (object) => {
+    const after = optionalMessage(object, 'after');
+    const fromMs = optionalInt(object, 'fromMs');
+    const toMs = optionalInt(object, 'toMs');
+    return {
+      repo: enumOf(object, 'repo', DATA_REPOS),
+      stream: str(object, 'stream'),
+      partition: int(object, 'partition'),
+      limit: int(object, 'limit'),
+      ...(fromMs === undefined ? {} : { fromMs }),
+      ...(toMs === undefined ? {} : { toMs }),
+      ...(after === undefined ? {} : { after: { timestamp: int(after, 'timestamp'), writeId: str(after, 'writeId') } }),
+    };
+  },
+};
+
+const scanReply: BodyCodec<ScanPage> = {
+  toProto: (value) => ({
+    records: value.records.map((record) => ({ timestamp: record.timestamp, writeId: record.writeId, payloadJson: writeDocument(record.payload) })),
+    done: value.done,
+  }),
+  fromProto: (object) => ({
+    records: list(object, 'records', (record) => ({
+      timestamp: int(record, 'timestamp'),
+      writeId: str(record, 'writeId'),
+      payload: readDocument('records.payloadJson', str(record, 'payloadJson'), payloadSchema),
+    })),
+    done: bool(object, 'done'),
+  }),
+};
+
+const outputPoll: BodyCodec<OutputPollRequest> = {
+  toProto: (value) => ({ outputId: value.outputId, cursor: value.cursor, waitMs: value.waitMs }),
+  fromProto: (object) => {
+    const cursor = optionalMessage(object, 'cursor');
+    return {
+      outputId: str(object, 'outputId'),
+      waitMs: int(object, 'waitMs'),
+      ...(cursor === undefined ? {} : { cursor: { epoch: str(cursor, 'epoch'), seq: int(cursor, 'seq') } }),
+    };
+  },
+};
+
+const outputPollReply: BodyCodec<PollReply> = {
+  toProto: (value) => ({ epoch: value.epoch, seq: value.seq, reset: value.reset, entriesJson: writeDocument(value.entries) }),
+  fromProto: (object) => ({
+    epoch: str(object, 'epoch'),
+    seq: int(object, 'seq'),
+    reset: bool(object, 'reset'),
+    entries: readDocument('entriesJson', str(object, 'entriesJson'), logEntriesSchema),
+  }),
+};
+
+const executionStatusReply: BodyCodec<ExecutionStatusReply> = {
+  toProto: (value) => ({
+    queries: value.queries.map(({ queryId, status }) => ({ queryId, runToken: status.runToken, state: status.state, errorsJson: writeDocument(status.errors) })),
+  }),
+  fromProto: (object) => ({
+    queries: list(object, 'queries', (query) => ({
+      queryId: str(query, 'queryId'),
+      status: { runToken: int(query, 'runToken'), state: runState(query), errors: readDocument('queries.errorsJson', str(query, 'errorsJson'), runErrorsSchema) },
+    })),
+  }),
+};
+
+const storeStatsReply: BodyCodec<StoreStats> = {
+  toProto: (value) => ({
+    records: value.records,
+    bytes: value.bytes,
+    countedAtMs: value.countedAtMs,
+    partitions: Object.entries(value.partitions).flatMap(([stream, counts]) =>
+      Object.entries(counts).map(([partition, records]) => ({ stream, partition: Number(partition), records })),
+    ),
+  }),
+  fromProto: (object) => {
+    // Keyed by stream name, which may be any name a client chose: no prototype to collide with.
+    const partitions: Record<string, Record<string, number>> = Object.create(null) as Record<string, Record<string, number>>;
+    for (const entry of list(object, 'partitions', (item) => ({ stream: str(item, 'stream'), partition: int(item, 'partition'), records: int(item, 'records') }))) {
+      partitions[entry.stream] ??= {};
+      partitions[entry.stream]![String(entry.partition)] = entry.records;
+    }
+    return { records: int(object, 'records'), bytes: int(object, 'bytes'), countedAtMs: int(object, 'countedAtMs'), partitions };
+  },
 };
 
 const CODECS: { readonly [K in PeerKind]: BodyCodec<PeerBodies[K]> } = {
@@ -469,8 +570,41 @@ const CODECS: { readonly [K in PeerKind]: BodyCodec<PeerBodies[K]> } = {
   AdmitReply: nodeStatusReply,
   Ping: empty,
   PingReply: nodeStatusReply,
-  Read: json,
-  ReadReply: json,
+  SearchRead: {
+    toProto: (value) => ({ requestJson: writeDocument(value) }),
+    fromProto: (object) => readDocument('requestJson', str(object, 'requestJson'), searchRequestSchema),
+  },
+  SearchReply: {
+    toProto: (value) => ({ resultJson: writeDocument(value) }),
+    fromProto: (object) => readDocument('resultJson', str(object, 'resultJson'), searchResultSchema),
+  },
+  OutputPoll: outputPoll,
+  OutputPollReply: outputPollReply,
+  ScanRead: scanRead,
+  ScanReply: scanReply,
+  ExecutionStatusRead: {
+    toProto: (value) => ({ ...value }),
+    fromProto: (object) => ({ tenant: str(object, 'tenant'), sessionId: str(object, 'sessionId') }),
+  },
+  ExecutionStatusReply: executionStatusReply,
+  StoreStatsRead: empty,
+  StoreStatsReply: storeStatsReply,
+  MonitoringRead: {
+    toProto: (value) => ({ ...value }),
+    fromProto: (object) => ({ service: str(object, 'service'), tenant: str(object, 'tenant'), uri: optionalStr(object, 'uri') }),
+  },
+  MonitoringReply: {
+    toProto: (value) => ({ node: value.node, detailsJson: writeDocument(value.details) }),
+    fromProto: (object) => ({ node: str(object, 'node'), details: readDocument('detailsJson', str(object, 'detailsJson'), detailsSchema) }),
+  },
+  HoldsDataRead: {
+    toProto: (value) => ({ stream: value.stream }),
+    fromProto: (object) => ({ stream: str(object, 'stream') }),
+  },
+  HoldsDataReply: {
+    toProto: (value) => ({ holds: value.holds }),
+    fromProto: (object) => ({ holds: bool(object, 'holds') }),
+  },
   LivePayloads: {
     toProto: (value) => ({ ...value }),
     fromProto: (object) => ({ stream: str(object, 'stream'), payloadsJson: str(object, 'payloadsJson') }),

@@ -4,6 +4,13 @@
 
 import type { AdminCommand, AdminResult, Membership, NodeState, PeerMessage } from '../cluster/core/types.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
+import type { ScanPage, ScanRequest } from '../execution/historical-reader.js';
+import type { PollReply } from '../execution/output-channel.js';
+import type { OutputPollRequest } from '../execution/output-registry.js';
+import type { RunStatus } from '../execution/session-host.js';
+import type { NodeDetails } from '../monitoring/monitoring.js';
+import type { StoreStats } from '../ops/store-stats.js';
+import type { LocalSearchRequest, LocalSearchResult } from '../search/local-search.js';
 
 export type Empty = Record<string, never>;
 
@@ -108,12 +115,21 @@ export interface NodeStatusReply {
   port: number;
 }
 
-export interface ReadRequest {
-  json: string;
+/** ExecutionStatusRead: the session whose queries' run statuses its host reports. */
+export interface ExecutionStatusRead {
+  tenant: string;
+  sessionId: string;
 }
 
-export interface ReadReply {
-  json: string;
+export interface ExecutionStatusReply {
+  queries: Array<{ queryId: string; status: RunStatus }>;
+}
+
+/** MonitoringRead: the service and filter are checked by the monitoring module that answers. */
+export interface MonitoringRead {
+  service: string;
+  tenant: string;
+  uri: string | undefined;
 }
 
 export interface LivePayloads {
@@ -143,8 +159,20 @@ export interface PeerBodies {
   AdmitReply: NodeStatusReply;
   Ping: Empty;
   PingReply: NodeStatusReply;
-  Read: ReadRequest;
-  ReadReply: ReadReply;
+  SearchRead: LocalSearchRequest;
+  SearchReply: LocalSearchResult;
+  OutputPoll: OutputPollRequest;
+  OutputPollReply: PollReply;
+  ScanRead: ScanRequest;
+  ScanReply: ScanPage;
+  ExecutionStatusRead: ExecutionStatusRead;
+  ExecutionStatusReply: ExecutionStatusReply;
+  StoreStatsRead: Empty;
+  StoreStatsReply: StoreStats;
+  MonitoringRead: MonitoringRead;
+  MonitoringReply: NodeDetails;
+  HoldsDataRead: { stream: string };
+  HoldsDataReply: { holds: boolean };
   LivePayloads: LivePayloads;
   HintStore: HintStore;
   DefinitionRead: { after: string; limit: number };
@@ -173,7 +201,13 @@ export const REPLY_KIND = {
   AdminCommand: 'AdminReply',
   Admit: 'AdmitReply',
   Ping: 'PingReply',
-  Read: 'ReadReply',
+  SearchRead: 'SearchReply',
+  OutputPoll: 'OutputPollReply',
+  ScanRead: 'ScanReply',
+  ExecutionStatusRead: 'ExecutionStatusReply',
+  StoreStatsRead: 'StoreStatsReply',
+  MonitoringRead: 'MonitoringReply',
+  HoldsDataRead: 'HoldsDataReply',
   LivePayloads: 'Empty',
   HintStore: 'Empty',
   DefinitionRead: 'DefinitionPush',

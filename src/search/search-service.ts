@@ -1,6 +1,6 @@
 // Search over stored streams, cluster-wide (spec, "Search"; issue 4): the node asked plans
 // one live owner per partition (itself when it owns one), runs its own share, asks the
-// others over the peer Read call, and merges: totals and facet counts and histogram buckets
+// others with a SearchRead (search-peer.ts), and merges: totals and facet counts and histogram buckets
 // are summed exactly; hits are merged and paged after the merge, most relevant first.
 // A node that fails during a search has its partitions asked of another live owner.
 

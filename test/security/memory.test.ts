@@ -102,9 +102,9 @@ describe('security - bounded memory', () => {
     });
     const nodeKey = (await ok(api.get('/cluster/localNode'), 'localNode')).node.publicKey as string;
     const before = rssMiB(node);
-    const body = { json: JSON.stringify('z'.repeat(12 * 1024 * 1024)) };
+    const body = { service: 'system', tenant: 'z'.repeat(12 * 1024 * 1024), uri: undefined };
     const outcomes = await Promise.all(
-      Array.from({ length: 40 }, () => stranger.callUnknown({ address: '127.0.0.1', port: node.peerPort }, nodeKey, 'Read', body, { deadlineMs: 30_000 }).then(() => 'accepted', (error: { code?: string }) => error.code ?? 'error')),
+      Array.from({ length: 40 }, () => stranger.callUnknown({ address: '127.0.0.1', port: node.peerPort }, nodeKey, 'MonitoringRead', body, { deadlineMs: 30_000 }).then(() => 'accepted', (error: { code?: string }) => error.code ?? 'error')),
     );
     await stranger.close(1_000);
     const growth = Math.round(rssMiB(node) - before);

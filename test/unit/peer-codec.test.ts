@@ -11,9 +11,11 @@ import {
   isPeerKind,
   transferChunkProto,
 } from '../../src/peer/codec.js';
+import { PEER_JSON_CHARS_MAX, PEER_JSON_DEPTH_MAX, parsePeerJson } from '../../src/peer/documents.js';
 import { BadPeerMessageError, ChunkChecksumError } from '../../src/peer/errors.js';
 import { REPLY_KIND, type PeerBodies, type PeerKind } from '../../src/peer/messages.js';
 import { peerRoot } from '../../src/peer/proto.js';
+import type { CountTreeJson } from '../../src/search/local-search.js';
 
 const member = (name: string, state: Member['state']): Member => ({
   name,
@@ -65,6 +67,40 @@ const CORE: PeerMessage[] = [
   { type: 'transfer-ack', transferId: plan.id, seq: 3 },
   { type: 'transfer-progress', transferId: plan.id, percentComplete: 99.5, bytes: 123, records: 4, complete: true },
 ];
+
+const SEARCH_REQUEST: PeerBodies['SearchRead'] = {
+  parts: [
+    {
+      stream: 'demo/c/s',
+      partitions: [0, 5],
+      analyzer: 'standard',
+      base: 'title:fox',
+      drilldowns: [{ levels: ['country', 'city'], values: ['uk'] }],
+      taxonomyFacets: [{ dimension: 'place', levels: ['country'] }],
+      rangeFacets: [{ type: 'range', field: 'n', ranges: [{ label: 'low', from: 0, fromInclusive: true, to: 10, toInclusive: false }] }],
+      tsField: undefined,
+      contributorFields: [{ path: 'user.id', ids: ['friends'] }],
+    },
+  ],
+  range: { start: 0, end: 1_700_000_000_000 },
+  hitsMax: 20,
+  histogram: { start: 0, end: 86_400_000, frequency: 'HOUR' },
+  // Parsed, so that `__proto__` is an own field (as a peer's JSON makes it), not the prototype.
+  contributorIds: JSON.parse('{"friends": ["u1", "u2"], "__proto__": ["u3"]}') as Record<string, readonly string[]>,
+};
+
+const SEARCH_RESULT: PeerBodies['SearchReply'] = {
+  streams: [
+    {
+      stream: 'demo/c/s',
+      total: 2,
+      hits: [{ score: 1.25, writeId: 'w1', data: { title: 'fox', id: 855448618232418304n } }],
+      facets: [{ dimension: 'place', tree: JSON.parse('{"count": 2, "children": {"uk": {"count": 2, "children": {}}, "__proto__": {"count": 0, "children": {}}}}') as CountTreeJson }],
+      ranges: [{ name: 'n', count: 2, children: [{ value: 'low', count: 1, children: [] }] }],
+    },
+  ],
+  histogram: { start: '1970-01-01T00:00:00.000Z', end: '1970-01-02T00:00:00.000Z', frequency: 'HOUR', buckets: [0, 2] },
+};
 
 const SAMPLES: { [K in PeerKind]: Array<PeerBodies[K]> } = {
   CoreMessage: CORE,
@@ -128,8 +164,49 @@ const SAMPLES: { [K in PeerKind]: Array<PeerBodies[K]> } = {
   AdmitReply: [{ name: 'e', publicKey: 'key', state: 'Pending', zone: 'z1', httpPort: 18080, address: '10.0.0.5', port: 18081 }],
   Ping: [{}],
   PingReply: [{ name: 'a', publicKey: 'key', state: 'Joined', zone: 'local', httpPort: 8888, address: '127.0.0.1', port: 8889 }],
-  Read: [{ json: '{"search":"x"}' }],
-  ReadReply: [{ json: '[]' }],
+  SearchRead: [SEARCH_REQUEST, { parts: [], range: undefined, hitsMax: 0, histogram: undefined }],
+  SearchReply: [SEARCH_RESULT, { streams: [], histogram: undefined }],
+  OutputPoll: [{ outputId: 'o1', waitMs: 2_000 }, { outputId: 'o1', cursor: { epoch: 'e1', seq: 41 }, waitMs: 0 }],
+  OutputPollReply: [
+    {
+      epoch: 'e1',
+      seq: 44,
+      reset: true,
+      entries: [
+        { message: { type: 'sos', schema: { type: 'record', properties: {} } }, retention: 'table' },
+        { message: { type: 'increment', items: [{ action: 'add', data: { n: 1, id: 855448618232418304n } }, { action: 'remove', data: {} }] } },
+        { message: { type: 'eos' } },
+      ],
+    },
+    { epoch: 'e2', seq: 0, reset: false, entries: [] },
+  ],
+  ScanRead: [
+    { repo: 'tsr', stream: 't/c/s', partition: 3, limit: 500 },
+    { repo: 'ssr', stream: 't/c/s', partition: 0, limit: 1, fromMs: -5, toMs: 1_700_000_000_000, after: { timestamp: 7, writeId: 'w7' } },
+  ],
+  ScanReply: [
+    { records: [{ timestamp: -86_400_000, writeId: 'w1', payload: { a: 1, nested: { list: [1, 'x', null] }, big: 855448618232418304n } }], done: false },
+    { records: [], done: true },
+  ],
+  ExecutionStatusRead: [{ tenant: 'demo', sessionId: 's1' }],
+  ExecutionStatusReply: [
+    {
+      queries: [
+        { queryId: 'q1', status: { runToken: 3, state: 'running', errors: [] } },
+        { queryId: 'q2', status: { runToken: 1, state: 'failed', errors: [{ type: 'RUNTIME_ERROR', message: 'boom' }, { type: 'UNKNOWN_FUNCTION', name: 'f' }] } },
+      ],
+    },
+    { queries: [] },
+  ],
+  StoreStatsRead: [{}],
+  StoreStatsReply: [
+    { records: 12, bytes: 2 ** 40, partitions: { 't/c/s': { '0': 5, '7': 7 }, '__proto__/c/s': { '1': 0 } }, countedAtMs: 1_700_000_000_123 },
+    { records: 0, bytes: 0, partitions: {}, countedAtMs: 0 },
+  ],
+  MonitoringRead: [{ service: 'streams', tenant: 'demo', uri: '/streams/demo/c/s' }, { service: 'system', tenant: 'system', uri: undefined }],
+  MonitoringReply: [{ node: 'b', details: { streams: [{ uri: '/streams/demo/c/s', accepted: 3 }], error: null } }],
+  HoldsDataRead: [{ stream: 'demo/c/s' }],
+  HoldsDataReply: [{ holds: true }, { holds: false }],
   LivePayloads: [{ stream: 'demo/c/s', payloadsJson: '[{"a":1}]' }],
   ErrorReply: [
     { status: 409, code: 'VERSION_CONFLICT', message: 'version conflict', details: { currentVersion: '3' } },
@@ -214,6 +291,41 @@ describe('peer codec - refusals', () => {
     expect(() => decodeBody('Admit', encodeProto('Admit', { targetPublicKey: 'k' }))).toThrow(/membership/);
     expect(() => decodeBody('CoreMessage', encodeProto('CoreMessage', { heartbeat: { epoch: '9007199254740993' } }))).toThrow(/safe integer/);
     expect(() => decodeBody('CoreMessage', encodeProto('CoreMessage', {}))).toThrow(/payload/);
+  });
+
+  it('refuses a JSON document that is not JSON, nests too deep or is larger than a message, naming its field', () => {
+    expect(() => decodeBody('SearchRead', encodeProto('SearchRead', { requestJson: '{"parts": [' }))).toThrow(/field requestJson: not JSON/);
+    const deep = `${'['.repeat(PEER_JSON_DEPTH_MAX + 1)}${']'.repeat(PEER_JSON_DEPTH_MAX + 1)}`;
+    expect(() => decodeBody('MonitoringReply', encodeProto('MonitoringReply', { node: 'b', detailsJson: `{"a":${deep}}` }))).toThrow(/field detailsJson: JSON nested deeper than 1100 levels/);
+    expect(() => parsePeerJson('resultJson', ' '.repeat(PEER_JSON_CHARS_MAX + 1))).toThrow(/field resultJson: \d+ characters of JSON; the limit is/);
+    expect(() => parsePeerJson('resultJson', ' '.repeat(PEER_JSON_CHARS_MAX + 1))).toThrow(BadPeerMessageError);
+  });
+
+  it("keeps a facet value or id set named __proto__ as an own field, as the sender's JSON had it", () => {
+    const request = roundTrip('SearchRead', SEARCH_REQUEST);
+    expect(Object.hasOwn(request.contributorIds!, '__proto__')).toBe(true);
+    expect(Object.getPrototypeOf(request.contributorIds)).toBe(Object.prototype);
+    const tree = decodeBody('SearchReply', encodeBody('SearchReply', SEARCH_RESULT)).streams[0]!.facets[0]!.tree;
+    expect(Object.keys(tree.children)).toEqual(['uk', '__proto__']);
+  });
+
+  it('refuses a document of the wrong shape, naming the path of the problem', () => {
+    const request = (value: unknown) => encodeProto('SearchRead', { requestJson: JSON.stringify(value) });
+    expect(() => decodeBody('SearchRead', request({ ...SEARCH_REQUEST, hitsMax: -1 }))).toThrow(/requestJson\.hitsMax: /);
+    expect(() => decodeBody('SearchRead', request({ ...SEARCH_REQUEST, parts: [{ ...SEARCH_REQUEST.parts[0], analyzer: 'klingon' }] }))).toThrow(/requestJson\.parts\[0\]\.analyzer: expected 'standard' or 'keyword'/);
+    expect(() => decodeBody('SearchRead', request([1, 2]))).toThrow(BadPeerMessageError);
+    const result = (value: unknown) => encodeProto('SearchReply', { resultJson: JSON.stringify(value) });
+    const stream = { ...SEARCH_RESULT.streams[0]!, hits: [] };
+    expect(() => decodeBody('SearchReply', result({ streams: [{ ...stream, hits: [{ score: 1, writeId: 'w', data: 'text' }] }] }))).toThrow(/resultJson\.streams\[0\]\.hits\[0\]\.data: expected an object, got string/);
+    expect(() => decodeBody('SearchReply', result({ streams: [{ ...stream, facets: [{ dimension: 'd', tree: { count: 1, children: { x: { count: -1, children: {} } } } }] }] }))).toThrow(/facets\[0\]\.tree: expected a count tree/);
+    const poll = (entries: unknown) => encodeProto('OutputPollReply', { epoch: 'e', seq: 1, reset: false, entriesJson: JSON.stringify(entries) });
+    expect(() => decodeBody('OutputPollReply', poll([{ message: { type: 'explode' } }]))).toThrow(/entriesJson\[0\]\.message\.type: expected 'sos' or 'increment' or 'eos'/);
+    expect(() => decodeBody('OutputPollReply', poll([{ message: { type: 'increment', items: [{ action: 'add', data: [1] }] } }]))).toThrow(/items\[0\]\.data: expected an object, got array/);
+    expect(() => decodeBody('ScanReply', encodeProto('ScanReply', { records: [{ timestamp: 1, writeId: 'w', payloadJson: '[1]' }], done: true }))).toThrow(/records\.payloadJson: expected an object, got array/);
+    const statuses = (state: string, errorsJson: string) => encodeProto('ExecutionStatusReply', { queries: [{ queryId: 'q', runToken: 1, state, errorsJson }] });
+    expect(() => decodeBody('ExecutionStatusReply', statuses('exploded', '[]'))).toThrow(/field state: expected running, completed, failed, stopped/);
+    expect(() => decodeBody('ExecutionStatusReply', statuses('failed', '[{"message":"no type"}]'))).toThrow(/errorsJson\[0\]: expected an error object with a type/);
+    expect(() => decodeBody('MonitoringReply', encodeProto('MonitoringReply', { node: 'b', detailsJson: 'null' }))).toThrow(/detailsJson: expected an object, got null/);
   });
 
   it('refuses bytes that are not a message', () => {

@@ -68,7 +68,7 @@ describe('peer signing - envelopes', () => {
     const key = verifyingKeyOf(sender.publicKey);
     const changes: UnsignedEnvelope[] = [
       { ...fields, sender: 'b' },
-      { ...fields, kind: 'Read' },
+      { ...fields, kind: 'ScanRead' },
       { ...fields, sentAtMs: fields.sentAtMs + 1 },
       { ...fields, nonce: randomBytes(16) },
       { ...fields, body: Buffer.from('bodY') },

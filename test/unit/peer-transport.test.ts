@@ -67,10 +67,11 @@ async function startPeer(name: string, options: { identity?: NodeIdentity; pendi
       }),
   });
   transport.handle('Ping', async () => ({ name, publicKey: keys.publicKeyBase64, state: 'Joined', zone: 'local', httpPort: 8888, address: HOST, port: 1 }));
-  transport.handle('Read', async (sender, request) => {
-    if (request.json === '"hang"') return new Promise(() => undefined);
-    if (request.json === '"conflict"') throw new VersionConflictError('k', '1', '3');
-    return { json: JSON.stringify({ from: sender, echo: JSON.parse(request.json) as unknown }) };
+  // MonitoringRead stands for any call here: its tenant is echoed back with the verified sender.
+  transport.handle('MonitoringRead', async (sender, request) => {
+    if (request.tenant === 'hang') return new Promise(() => undefined);
+    if (request.tenant === 'conflict') throw new VersionConflictError('k', '1', '3');
+    return { node: sender, details: { echo: request.tenant } };
   });
   await transport.start();
   return { identity: keys, transport, logs, known };
@@ -93,7 +94,9 @@ function envelopeFrom(from: Peer, to: Peer, kind: PeerKind, body: Uint8Array, ov
   });
 }
 
-const readBody = (json: unknown) => encodeBody('Read', { json: JSON.stringify(json) });
+/** A call whose tenant the test peers echo (see startPeer). */
+const echo = (text: string) => ({ service: 'echo', tenant: text, uri: undefined });
+const echoBody = (text: string) => encodeBody('MonitoringRead', echo(text));
 
 function refusals(peer: Peer): string[] {
   return peer.logs.filter((line) => line.level === 40 && /refused/.test(String(line.msg))).map((line) => String(line.reason));
@@ -125,12 +128,12 @@ afterAll(async () => {
 describe('peer transport - calls', () => {
   it('answers a call both ways, naming the verified sender', async () => {
     await expect(a.transport.call('b', 'Ping', {}, CALL)).resolves.toEqual({ name: 'b', publicKey: b.identity.publicKeyBase64, state: 'Joined', zone: 'local', httpPort: 8888, address: HOST, port: 1 });
-    const reply = await b.transport.call('a', 'Read', { json: '{"q":1}' }, CALL);
-    expect(JSON.parse(reply.json)).toEqual({ from: 'b', echo: { q: 1 } });
+    const reply = await b.transport.call('a', 'MonitoringRead', echo('q1'), CALL);
+    expect(reply).toEqual({ node: 'b', details: { echo: 'q1' } });
   });
 
   it('rethrows the remote error with its status, code, message and details', async () => {
-    const error = await a.transport.call('b', 'Read', { json: '"conflict"' }, CALL).catch((caught: unknown) => caught);
+    const error = await a.transport.call('b', 'MonitoringRead', echo('conflict'), CALL).catch((caught: unknown) => caught);
     const expected = new VersionConflictError('k', '1', '3');
     expect(error).toMatchObject({ status: 409, code: 'VERSION_CONFLICT', message: expected.message, details: { currentVersion: '3' } });
   });
@@ -145,15 +148,15 @@ describe('peer transport - calls', () => {
 
 describe('peer transport - refusals', () => {
   it('refuses and logs a forged message (body altered after signing)', async () => {
-    const envelope = envelopeFrom(a, b, 'Read', readBody({ amount: 1 }));
-    const forged = { ...envelope, body: readBody({ amount: 1_000_000 }) };
+    const envelope = envelopeFrom(a, b, 'MonitoringRead', echoBody('amount 1'));
+    const forged = { ...envelope, body: echoBody('amount 1000000') };
     await expect(a.transport.sendRawEnvelope('b', encodeEnvelope(forged), CALL)).rejects.toMatchObject({ status: 401, code: 'PEER_AUTH' });
     expect(refusals(b).at(-1)).toMatch(/bad signature/);
   });
 
   it('refuses a replayed message (the exact same bytes again)', async () => {
-    const bytes = encodeEnvelope(envelopeFrom(a, b, 'Read', readBody('once')));
-    await expect(a.transport.sendRawEnvelope('b', bytes, CALL)).resolves.toEqual({ json: '{"from":"a","echo":"once"}' });
+    const bytes = encodeEnvelope(envelopeFrom(a, b, 'MonitoringRead', echoBody('once')));
+    await expect(a.transport.sendRawEnvelope('b', bytes, CALL)).resolves.toEqual({ node: 'a', details: { echo: 'once' } });
     await expect(a.transport.sendRawEnvelope('b', bytes, CALL)).rejects.toMatchObject({ status: 401, code: 'PEER_AUTH' });
     expect(refusals(b).at(-1)).toMatch(/already seen/);
   });
@@ -178,7 +181,7 @@ describe('peer transport - refusals', () => {
   });
 
   it('refuses a sender not in the node table', async () => {
-    await expect(stranger.transport.call('a', 'Read', { json: '{}' }, CALL)).rejects.toMatchObject({ status: 401, code: 'PEER_AUTH' });
+    await expect(stranger.transport.call('a', 'MonitoringRead', echo(''), CALL)).rejects.toMatchObject({ status: 401, code: 'PEER_AUTH' });
     expect(refusals(a).at(-1)).toMatch(/unknown sender 'c'/);
   });
 
@@ -212,8 +215,8 @@ describe('peer transport - the node table as its directory', () => {
 describe('peer transport - the gate before the body (issue 15)', () => {
   it("refuses a stranger's large call from its header alone, never reading its body", async () => {
     const refusedBefore = a.transport.gate.refused;
-    const body = { json: JSON.stringify('x'.repeat(8 * 1024 * 1024)) };
-    const error = await stranger.transport.call('a', 'Read', body, CALL).catch((caught: unknown) => caught);
+    const body = echo('x'.repeat(8 * 1024 * 1024));
+    const error = await stranger.transport.call('a', 'MonitoringRead', body, CALL).catch((caught: unknown) => caught);
     expect(error).toMatchObject({ status: 401, code: 'PEER_AUTH' });
     expect(a.transport.gate.refused).toBe(refusedBefore + 1);
     expect(refusals(a).at(-1)).toMatch(/unknown sender 'c'/);
@@ -224,10 +227,10 @@ describe('peer transport - the gate before the body (issue 15)', () => {
     try {
       const send = (metadata: grpc.Metadata) =>
         new Promise<grpc.ServiceError | undefined>((resolve) =>
-          raw.makeUnaryRequest(peerMethodPath('Call'), (x: Buffer) => x, (x: Buffer) => x, Buffer.from(encodeEnvelope(envelopeFrom(a, b, 'Read', readBody(1)))), metadata, (error) => resolve(error ?? undefined)),
+          raw.makeUnaryRequest(peerMethodPath('Call'), (x: Buffer) => x, (x: Buffer) => x, Buffer.from(encodeEnvelope(envelopeFrom(a, b, 'MonitoringRead', echoBody('1')))), metadata, (error) => resolve(error ?? undefined)),
         );
       expect(await send(new grpc.Metadata())).toMatchObject({ code: grpc.status.UNAUTHENTICATED });
-      const lifted = callerMetadata(signingKeyOf(a.identity), 'a', 'Read', Date.now());
+      const lifted = callerMetadata(signingKeyOf(a.identity), 'a', 'MonitoringRead', Date.now());
       expect(await send(lifted)).toMatchObject({ code: grpc.status.UNAUTHENTICATED, details: expect.stringMatching(/differs from its caller header/) });
     } finally {
       raw.close();
@@ -239,21 +242,21 @@ describe('peer transport - the gate before the body (issue 15)', () => {
     const limited = new PeerTransport({ name: 'lim', identity: keys, directory: directoryOf(new Map([['a', { publicKey: a.identity.publicKeyBase64, port: a.transport.port }]])), replayWindowMs: WINDOW_MS, log: pino({ level: 'silent' }), host: HOST, port: 0, callsInFlightMax: 2 });
     let release = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
-    limited.handle('Read', async () => {
+    limited.handle('MonitoringRead', async () => {
       await held;
-      return { json: '"done"' };
+      return { node: 'lim', details: {} };
     });
     await limited.start();
     a.known.set('lim', { publicKey: keys.publicKeyBase64, port: limited.port });
     try {
-      const first = a.transport.call('lim', 'Read', { json: '1' }, CALL);
-      const second = a.transport.call('lim', 'Read', { json: '2' }, CALL);
+      const first = a.transport.call('lim', 'MonitoringRead', echo('1'), CALL);
+      const second = a.transport.call('lim', 'MonitoringRead', echo('2'), CALL);
       await until(() => limited.gate.inFlight === 2);
-      await expect(a.transport.call('lim', 'Read', { json: '3' }, CALL)).rejects.toMatchObject({ status: 503, code: 'PEER_BUSY' });
+      await expect(a.transport.call('lim', 'MonitoringRead', echo('3'), CALL)).rejects.toMatchObject({ status: 503, code: 'PEER_BUSY' });
       release();
       await Promise.all([first, second]);
       await until(() => limited.gate.inFlight === 0);
-      await expect(a.transport.call('lim', 'Read', { json: '4' }, CALL)).resolves.toEqual({ json: '"done"' });
+      await expect(a.transport.call('lim', 'MonitoringRead', echo('4'), CALL)).resolves.toEqual({ node: 'lim', details: {} });
     } finally {
       a.known.delete('lim');
       await limited.close(1_000);
@@ -305,7 +308,7 @@ describe('peer transport - Admit from a node not yet known', () => {
   });
 
   it('refuses any other kind from an unknown sender, an Admit for another key, and one signed by another key', async () => {
-    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Read', { json: '{}' }, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'MonitoringRead', echo(''), CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
     const elsewhere = { membership: membershipWith(a.identity.publicKeyBase64), targetPublicKey: b.identity.publicKeyBase64 };
     await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Admit', elsewhere, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
     const claimsOtherKey = { membership: membershipWith(b.identity.publicKeyBase64), targetPublicKey: joiner.identity.publicKeyBase64 };
@@ -448,7 +451,7 @@ describe('peer transport - unreachable peers', () => {
 
   it('fails with PeerUnavailableError at the deadline when the peer does not answer', async () => {
     const started = performance.now();
-    const error = await a.transport.call('b', 'Read', { json: '"hang"' }, { deadlineMs: 200 }).catch((caught: unknown) => caught);
+    const error = await a.transport.call('b', 'MonitoringRead', echo('hang'), { deadlineMs: 200 }).catch((caught: unknown) => caught);
     const elapsedMs = performance.now() - started;
     expect(error).toBeInstanceOf(PeerUnavailableError);
     expect(elapsedMs).toBeGreaterThanOrEqual(190);
@@ -488,7 +491,7 @@ describe('peer server - the node table as directory', () => {
     try {
       await expect(a.transport.call('s', 'Ping', {}, CALL)).resolves.toEqual({ name: 's', publicKey: keys.publicKeyBase64, state: 'Joined', zone: 'z', httpPort: 1, address: HOST, port: server.port });
       nodes.upsert(row('a', a.identity.publicKeyBase64, a.transport.port, 'Left'));
-      await expect(a.transport.call('s', 'Read', { json: '{}' }, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+      await expect(a.transport.call('s', 'MonitoringRead', echo(''), CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
     } finally {
       await server.close(1_000);
     }
@@ -501,7 +504,7 @@ describe('peer transport - counters (monitoring, issue 13)', () => {
     try {
       introduce(x, y);
       introduce(y, x);
-      for (let i = 0; i < 5; i++) await x.transport.call('y', 'Read', { json: JSON.stringify({ i, pad: 'p'.repeat(i * 100) }) }, CALL);
+      for (let i = 0; i < 5; i++) await x.transport.call('y', 'MonitoringRead', echo(`${i} ${'p'.repeat(i * 100)}`), CALL);
       const xy = x.transport.counters.snapshot().find((traffic) => traffic.peer === 'y')!;
       const yx = y.transport.counters.snapshot().find((traffic) => traffic.peer === 'x')!;
       expect(xy.sent.messages).toBe(5);
@@ -513,9 +516,9 @@ describe('peer transport - counters (monitoring, issue 13)', () => {
       expect(yx.sent).toEqual(xy.received);
       expect(xy.sent.bytes).toBeGreaterThan(5 * 50);
 
-      const forged = { ...envelopeFrom(x, y, 'Read', readBody(1)), body: readBody(2) };
+      const forged = { ...envelopeFrom(x, y, 'MonitoringRead', echoBody('1')), body: echoBody('2') };
       await expect(x.transport.sendRawEnvelope('y', encodeEnvelope(forged), CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
-      const replayed = encodeEnvelope(envelopeFrom(x, y, 'Read', readBody('once')));
+      const replayed = encodeEnvelope(envelopeFrom(x, y, 'MonitoringRead', echoBody('once')));
       await x.transport.sendRawEnvelope('y', replayed, CALL);
       await expect(x.transport.sendRawEnvelope('y', replayed, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
       expect(y.transport.counters.snapshot().find((traffic) => traffic.peer === 'x')!.refused).toEqual({ bad_signature: 1, replay: 1 });
@@ -524,7 +527,7 @@ describe('peer transport - counters (monitoring, issue 13)', () => {
       const stranger = await startPeer('z');
       try {
         introduce(stranger, y);
-        await expect(stranger.transport.call('y', 'Read', { json: '1' }, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+        await expect(stranger.transport.call('y', 'MonitoringRead', echo('1'), CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
         expect(y.transport.counters.snapshot().find((traffic) => traffic.peer === 'z')!.refused).toEqual({ unknown_sender: 1 });
       } finally {
         await stranger.transport.close(100);

@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { clusterHoldsData } from '../../src/streams/cluster-holds-data.js';
 import { StreamPlacements } from '../../src/streams/stream-placements.js';
 import { MembershipFeed } from '../../src/cluster/membership-feed.js';
-import { remoteDetails } from '../../src/monitoring/remote-details.js';
 import type { Membership } from '../../src/cluster/core/types.js';
 
 function store(entries: Record<string, unknown>) {
@@ -49,39 +47,6 @@ describe('stream placements - where persisted streams live', () => {
     expect(empty.slotsInUse()).toEqual([]);
     expect(empty.slotsForOwnership()).toHaveLength(policy.ring_size);
     expect(empty.policiesInUse()).toEqual([policy]);
-  });
-});
-
-describe('cluster reads - asking the other members', () => {
-  it('a stream is held when any member holds it, or a member does not answer', async () => {
-    const peers = (answers: Record<string, boolean | Error>, local = false) => ({
-      localHoldsData: async () => local,
-      others: () => Object.keys(answers),
-      askPeer: async (node: string) => {
-        const answer = answers[node]!;
-        if (answer instanceof Error) throw answer;
-        return answer;
-      },
-    });
-    expect(await clusterHoldsData('s', peers({ b: false, c: false }))).toBe(false);
-    expect(await clusterHoldsData('s', peers({ b: false, c: true }))).toBe(true);
-    expect(await clusterHoldsData('s', peers({ b: false, c: new Error('down') }))).toBe(true);
-    expect(await clusterHoldsData('s', peers({}, true))).toBe(true);
-  });
-
-  it('monitoring shows an unreachable member with its error, and refuses a node that is not a member', async () => {
-    const remote = {
-      others: () => ['b', 'c'],
-      ask: async (node: string) => {
-        if (node === 'c') throw new Error('deadline passed');
-        return { node, details: { ok: true } };
-      },
-    };
-    expect(await remoteDetails(remote, 'system', { tenant: 'system' } as never, undefined)).toEqual([
-      { node: 'b', details: { ok: true } },
-      { node: 'c', details: { error: 'unreachable: deadline passed' } },
-    ]);
-    expect(() => remoteDetails(remote, 'system', { tenant: 'system' } as never, 'z')).toThrow("node 'z' is not in the cluster");
   });
 });
 

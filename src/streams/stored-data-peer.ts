@@ -1,0 +1,34 @@
+// Whether a stream has stored payloads anywhere in the cluster (issue 13 item 3g): a change
+// of a stream's repository or placement that would hide stored data is refused. Each node
+// answers a HoldsDataRead for its own repositories.
+
+import type { ClusterCore } from '../cluster/core/core.js';
+import type { PeerEndpoint } from '../peer/endpoint.js';
+
+type LocalHoldsData = (stream: string) => Promise<boolean>;
+
+export function serveHoldsData(endpoint: PeerEndpoint, localHoldsData: LocalHoldsData): void {
+  endpoint.handle('HoldsDataRead', async (_sender, read) => ({ holds: await localHoldsData(read.stream) }));
+}
+
+/**
+ * Whether any member stores payloads of the stream. A member that does not answer counts
+ * as holding some: a change that would hide stored data is refused rather than risked.
+ */
+export async function clusterHoldsData(
+  stream: string,
+  parts: { localHoldsData: LocalHoldsData; core: Pick<ClusterCore, 'membership'>; transport: PeerEndpoint; deadlineMs: number },
+): Promise<boolean> {
+  if (await parts.localHoldsData(stream)) return true;
+  const others = parts.core.membership().members.filter((member) => member.state !== 'Left' && member.name !== parts.transport.name);
+  const answers = await Promise.all(
+    others.map(async (member) => {
+      try {
+        return (await parts.transport.call(member.name, 'HoldsDataRead', { stream }, { deadlineMs: parts.deadlineMs })).holds;
+      } catch {
+        return true;
+      }
+    }),
+  );
+  return answers.some((holds) => holds);
+}
