@@ -23,7 +23,7 @@
 //   UNKNOWN_FUNCTION: in that place the function does not exist.
 
 import { assert } from '../assert.js';
-import type { Expr, FieldExpr, Position } from '../search/expression/index.js';
+import type { Expr, FieldExpr, Position } from '../expression/index.js';
 import type { GroupStage, NamedExpression, QueryAst, SelectStage, Stage, WindowStage, WindowSpec } from './ast.js';
 import { contributorRowType, streamRowType, variableType, variableValue, type CheckContext } from './context.js';
 import type { QueryDiagnostic, QueryError } from './errors.js';

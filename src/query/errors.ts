@@ -2,7 +2,7 @@
 // them (`{ type, …type-specific fields }`), and the thrown form of a syntax error.
 
 import { BadRequestError } from '../errors.js';
-import type { Position } from '../search/expression/index.js';
+import type { Position } from '../expression/index.js';
 
 export interface SyntaxErrorObject {
   readonly type: 'SYNTAX_ERROR';

@@ -3,7 +3,7 @@
 // contributor of no known type) and `null` (the literal), so that a stream's schema is a
 // row type as it is and an output schema is written in the same vocabulary.
 
-import type { NumericKind } from '../search/expression/index.js';
+import type { NumericKind } from '../expression/index.js';
 import type { ScalarKind } from '../streams/schema.js';
 
 interface TypeBase {

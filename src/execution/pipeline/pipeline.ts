@@ -21,7 +21,7 @@
 //   fields (missing ones null), so a consumer never sees fields the schema lacks.
 
 import { assert } from '../../assert.js';
-import { defaultFieldAccessor } from '../../search/expression/index.js';
+import { defaultFieldAccessor } from '../../expression/index.js';
 import { compileCondition, compileProjection, DROPPED, projectionOf, RowStages, SelectChanges, WhereChanges, type RowStage } from './changes.js';
 import { GroupingOperator } from './grouping.js';
 import { planGrouping } from './grouping-plan.js';

@@ -5,7 +5,7 @@
 import { assert } from '../../assert.js';
 import { TributaryError } from '../../errors.js';
 import type { QueryCheck } from '../../query/index.js';
-import type { CompileOptions, Value } from '../../search/expression/index.js';
+import type { CompileOptions, Value } from '../../expression/index.js';
 
 export type ChangeAction = 'add' | 'update' | 'remove';
 
