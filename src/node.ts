@@ -17,7 +17,7 @@ import { ClusterEventBus } from './cluster/events.js';
 import { loadOrCreateIdentity, type NodeIdentity } from './cluster/identity.js';
 import { MembershipService } from './cluster/membership-service.js';
 import { NodeTable, type NodeDocument } from './cluster/node-table.js';
-import { DEFAULT_POLICY, type DistributionPolicy } from './cluster/partitioner.js';
+import { DEFAULT_POLICY, type DistributionPolicy } from './streams/policy.js';
 import { PartitionRouter } from './cluster/partition-router.js';
 import { ReplicatedDefinitions } from './cluster/replicated-definitions.js';
 import { TenantService } from './cluster/tenants.js';

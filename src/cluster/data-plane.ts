@@ -24,7 +24,7 @@ import { HintKeeper, type Committer, type HintStorage } from './hint-keeper.js';
 import { HintReplayer } from './hint-replayer.js';
 import { PartitionHandOff } from './partition-handoff.js';
 import { PartitionRouter } from './partition-router.js';
-import type { DistributionPolicy } from './partitioner.js';
+import type { DistributionPolicy } from '../streams/policy.js';
 import { NOT_OWNER, ReplicaWriter, STALE_EPOCH, type ReplicaStore } from './replica-writer.js';
 
 export interface DataPlaneLimits {

@@ -5,7 +5,7 @@
 
 import { nextOwnersOf, ownersOf } from '../cluster/core/placement.js';
 import type { Membership } from '../cluster/core/types.js';
-import type { DistributionPolicy } from '../cluster/partitioner.js';
+import type { DistributionPolicy } from '../streams/policy.js';
 
 export interface RingPartition {
   partition: number;

@@ -5,7 +5,7 @@
 
 import { ringOwners } from '../cluster/core/placement.js';
 import type { Membership } from '../cluster/core/types.js';
-import { fnv1a32 } from '../cluster/partitioner.js';
+import { fnv1a32 } from '../streams/partitioner.js';
 
 /** The ring size used to place sessions; independent of any stream's. */
 const SESSION_RING_SIZE = 1024;

@@ -2,7 +2,7 @@
 // joining a node as an operator would, waiting for states, and checking placement.
 
 import { expect } from 'vitest';
-import { partitionOf } from '../../src/cluster/partitioner.js';
+import { partitionOf } from '../../src/streams/partitioner.js';
 import { Ring } from '../../src/cluster/ring.js';
 import { client, NodeProcess, sleep, type StartOptions } from './node-process.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/cluster/partitioner.js';
+import { canonicalJson } from '../../src/streams/partitioner.js';
 import { parseJson, stringifyJson } from '../../src/json.js';
 import { compileExpression } from '../../src/expression/index.js';
 

@@ -3,7 +3,7 @@
 // (gRPC, LevelDB, Koa) carries them out in order. Time enters only through `tick` inputs.
 // The same core runs in the seeded simulation (test/sim) and in the real node (node.ts).
 //
-// Data placement: a stream's payload lives in partition p (partitioner.ts) and is owned by
+// Data placement: a stream's payload lives in partition p (streams/partitioner.ts) and is owned by
 // the first `replicas` nodes of ring.range(`partition-${p}`) over the Joined nodes. Owners
 // depend only on (p, replicas), never on the stream, so the core plans transfers in
 // "slots": a slot is one (partition, replicas) pair in use by some persisted stream.
