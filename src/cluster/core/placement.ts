@@ -116,8 +116,24 @@ function memoised<T>(memo: WeakMap<Membership, T>, membership: Membership, compu
 }
 
 /**
- * Owners of a slot on the ring of `sortedNames`: the same as Ring.ownersOf
- * (`range('partition-'+p, replicas)`), replicas capped by the number of nodes.
+ * The one placement function (issue 16, item 4): the first `count` distinct nodes of the
+ * ring of `sortedNames`, walking clockwise from `key` (hashring's `range`). Slot owners,
+ * definition coordinators and session hosts all come from here.
+ */
+export function preferenceList(sortedNames: readonly string[], key: string, count: number): string[] {
+  assert(Number.isSafeInteger(count) && count >= 0, `a preference list of ${count} nodes`);
+  if (sortedNames.length === 0 || count === 0) return [];
+  assertSortedNames(sortedNames, 'ring');
+  const copies = Math.min(count, sortedNames.length);
+  const names = cachedRing(sortedNames).ring.range(key, copies);
+  // Invariant: `copies` distinct owners (STYLE.md, "assert invariants where state changes").
+  assert(names.length === copies && new Set(names).size === copies, `key ${key} got ${names.join(',')}, wanted ${copies} distinct`);
+  return names;
+}
+
+/**
+ * Owners of a slot on the ring of `sortedNames`: the preference list of
+ * `partition-${p}`, replicas capped by the number of nodes; memoised per ring.
  */
 export function ringOwners(sortedNames: readonly string[], slot: Slot): readonly string[] {
   assertSlot(slot);
@@ -127,10 +143,7 @@ export function ringOwners(sortedNames: readonly string[], slot: Slot): readonly
   const key = slotKey(slot);
   let owners = entry.owners.get(key);
   if (owners === undefined) {
-    const copies = Math.min(slot.replicas, sortedNames.length);
-    owners = Object.freeze(entry.ring.range(`partition-${slot.partition}`, copies));
-    // Invariant: `copies` distinct owners (STYLE.md, "assert invariants where state changes").
-    assert(owners.length === copies && new Set(owners).size === copies, `slot ${key} got owners ${owners.join(',')}, wanted ${copies} distinct`);
+    owners = Object.freeze(preferenceList(sortedNames, `partition-${slot.partition}`, slot.replicas));
     entry.owners.set(key, owners);
   }
   // Owners count <= replicas, and each owner is on the ring.
