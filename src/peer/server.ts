@@ -14,8 +14,7 @@ import { PeerTransport, type PeerDirectory } from './transport.js';
 
 export interface PeerServer {
   port: number;
-  /** undefined only while node.ts starts the server without wiring (before issue 3). */
-  transport: PeerTransport | undefined;
+  transport: PeerTransport;
   close(graceMs: number): Promise<void>;
 }
 
@@ -47,13 +46,8 @@ export interface AdmitTrust {
   trustedKeys: ReadonlySet<string> | undefined;
 }
 
-/**
- * Starts the peer port. With `wiring` it serves the signed protocol of proto/peer.proto;
- * without it (node.ts before issue 3 passes the identity) it only holds the port: every
- * call is answered UNIMPLEMENTED, since nothing could be signed.
- */
-export async function startPeerServer(host: string, port: number, nodes: NodeTable, wiring?: PeerWiring): Promise<PeerServer> {
-  if (wiring === undefined) return startBarePort(host, port);
+/** Starts the peer port: it serves the signed protocol of proto/peer.proto. */
+export async function startPeerServer(host: string, port: number, nodes: NodeTable, wiring: PeerWiring): Promise<PeerServer> {
   routeGrpcLogs(wiring.log);
   const transport = new PeerTransport({
     name: nodes.localName,
@@ -139,28 +133,4 @@ export function admitSenderKey(
     return { refusal: `the sender's key is not one the join token names` };
   }
   return { key: member.publicKey };
-}
-
-async function startBarePort(host: string, port: number): Promise<PeerServer> {
-  const server = new grpc.Server();
-  const boundPort = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
-      error ? reject(new Error(`cannot listen for peers on ${host}:${port}: ${error.message}`)) : resolve(bound),
-    );
-  });
-  return {
-    port: boundPort,
-    transport: undefined,
-    close: (graceMs) =>
-      new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, graceMs);
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      }),
-  };
 }
