@@ -39,11 +39,9 @@ export type {
   CompileOptions,
   Evaluator,
   FieldAccessor,
-  FunctionContext,
   FunctionDefinition,
   Row,
 } from './compiled.js';
-export { constantStringArgument } from './compiled.js';
 
 /** Parses and compiles in one step; every problem is a 400 naming line and column. */
 export function compileExpression(source: string, options: CompileOptions & ParseOptions = {}): Evaluator {

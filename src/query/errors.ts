@@ -22,8 +22,6 @@ export type QueryError =
   | { readonly type: 'TYPE_MISMATCH'; readonly expected: string; readonly actual: string; readonly expression: string }
   | { readonly type: 'UNNAMED_EXPRESSION'; readonly expression: string };
 
-export type QueryErrorType = QueryError['type'];
-
 /**
  * An error with where it was found and a sentence for people. The error objects keep
  * exactly the fields the language fixes; logs and editors can use the rest.

@@ -39,7 +39,6 @@ export interface QueryOutputSchema {
 export const OUTPUT_SCHEMA_VERSION = '1.0';
 
 export const UNKNOWN: ValueType = scalarType('unknown');
-export const NULL_TYPE: ValueType = scalarType('null', true);
 
 /** A computed value's type: optional unless said otherwise, as most operations can give null. */
 export function scalarType(kind: ScalarKind | 'unknown' | 'null', optional = true): ValueType {

@@ -16,8 +16,6 @@ import { tokenize } from '../expression/patterns.js';
 import { grown, Postings } from './postings.js';
 import { HASH_START, hashStep, lowerAscii, TermDictionary } from './term-dictionary.js';
 
-export { EXPANDED_TERMS_MAX } from './term-dictionary.js';
-
 export interface SsrDocument {
   writeId: string;
   /** Epoch ms: the stream's primary timestamp, else the time of receipt. */
