@@ -18,7 +18,7 @@ import { RepairService, type Damage, type RepairStream } from '../repair/repair-
 import type { ChunkStore } from './cluster-shell.js';
 import type { ClusterCore } from './core/core.js';
 import { writeOwners } from './core/placement.js';
-import type { Membership } from './core/types.js';
+import type { Membership } from '../protocol/cluster-types.js';
 import { fromWireRecord, toWireRecord } from './definition-peers.js';
 import { HintKeeper, type Committer, type HintStorage } from './hint-keeper.js';
 import { HintReplayer } from './hint-replayer.js';

@@ -8,7 +8,7 @@ import type { DefinitionRecord } from '../storage/definitions.js';
 import type { GroupCommitter } from '../storage/group-commit.js';
 import type { HintBuffer } from '../storage/hints.js';
 import { preferenceList } from './core/placement.js';
-import type { Membership } from './core/types.js';
+import type { Membership } from '../protocol/cluster-types.js';
 import type { DefinitionPeers, DefinitionWrite } from './replicated-definitions.js';
 import { parseJson, stringifyJson } from '../json.js';
 

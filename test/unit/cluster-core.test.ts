@@ -15,7 +15,7 @@ import {
   writeOwners,
 } from '../../src/cluster/core/placement.js';
 import { withAddedMember, withJoiningMember, withLeavingMember } from '../../src/cluster/core/membership.js';
-import type { Member, Membership, NodeState, PeerMessage, Slot } from '../../src/cluster/core/types.js';
+import type { Member, Membership, NodeState, PeerMessage, Slot } from '../../src/protocol/cluster-types.js';
 import { link, ScriptedCluster } from '../sim/script.js';
 import { ClusterCore } from '../../src/cluster/core/core.js';
 

@@ -87,7 +87,7 @@ import type {
   PersistedCoreState,
   Slot,
   TransferPlan,
-} from './types.js';
+} from '../../protocol/cluster-types.js';
 
 type ProgressReport = Extract<PeerMessage, { type: 'transfer-progress' }>;
 type AdminRefusal = Omit<Extract<AdminResult, { ok: false }>, 'ok'>;

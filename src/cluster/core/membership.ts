@@ -21,8 +21,8 @@ import {
   nextOwnersOf,
   uncoveredNeeds,
 } from './placement.js';
-import type { AnnouncedAddress, Member, Membership, MembershipChange, NodeState, Slot, TransferPlan } from './types.js';
-import { NODE_STATE_EDGES } from './types.js';
+import type { AnnouncedAddress, Member, Membership, MembershipChange, NodeState, Slot, TransferPlan } from '../../protocol/cluster-types.js';
+import { NODE_STATE_EDGES } from '../../protocol/cluster-types.js';
 
 /** The states after `from` up to and including `to`, along NODE_STATE_EDGES; throws if `to` is not ahead. */
 export function statePath(from: NodeState, to: NodeState): NodeState[] {

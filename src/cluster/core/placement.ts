@@ -12,7 +12,7 @@
 
 import HashRing from 'hashring';
 import { assert } from '../../assert.js';
-import type { Member, Membership, Slot, TransferPlan, TransferRepo } from './types.js';
+import type { Member, Membership, Slot, TransferPlan, TransferRepo } from '../../protocol/cluster-types.js';
 
 export type Availability = (name: string) => boolean;
 

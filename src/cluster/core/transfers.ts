@@ -16,7 +16,7 @@
 
 import { assert } from '../../assert.js';
 import { compareText, transferCovers, uncoveredNeeds } from './placement.js';
-import type { ChunkData, CoreConfig, CoreEffect, DurableIncoming, Membership, PeerMessage, TransferPlan } from './types.js';
+import type { ChunkData, CoreConfig, CoreEffect, DurableIncoming, Membership, PeerMessage, TransferPlan } from '../../protocol/cluster-types.js';
 
 type ChunkMessage = Extract<PeerMessage, { type: 'transfer-chunk' }>;
 type RequestMessage = Extract<PeerMessage, { type: 'transfer-request' }>;

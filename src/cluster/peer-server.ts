@@ -1,16 +1,18 @@
-// The peer port of a node: a PeerTransport whose directory is the node table. The cluster
+// The peer port of a node: a PeerTransport whose directory is the node table. It joins the
+// peer layer to cluster knowledge (the node table, who may Admit), so it lives with the
+// cluster and the peer layer stays free of it (issue 16, item 3). The cluster
 // shell registers its handlers on `transport`; this file adds what every node answers
 // (Ping) and the one message a Pending node takes from strangers (Admit, see below).
 
 import * as grpc from '@grpc/grpc-js';
-import type { NodeIdentity } from '../cluster/identity.js';
-import type { NodeDocument, NodeTable } from '../cluster/node-table.js';
+import type { NodeIdentity } from '../peer/identity.js';
+import type { NodeDocument, NodeTable } from './node-table.js';
 import type { Logger } from '../log.js';
 import type { PeerObserver } from '../metrics/metrics.js';
-import { membershipProblem } from '../cluster/peer-input.js';
-import type { Admit, NodeStatusReply } from './messages.js';
+import { membershipProblem } from './peer-input.js';
+import type { Admit, NodeStatusReply } from '../peer/messages.js';
 import type { TlsMaterial } from '../tls.js';
-import { PeerTransport, type PeerDirectory } from './transport.js';
+import { PeerTransport, type PeerDirectory } from '../peer/transport.js';
 
 export interface PeerServer {
   port: number;
