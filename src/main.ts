@@ -8,7 +8,7 @@ import { Command, Option } from 'commander';
 import { fetchStatus, probe, renderStatus } from './cli/status.js';
 import { ConfigError, configKeys, loadConfig, readDefaults } from './config.js';
 import { advertisedAddress } from './cluster/advertised-address.js';
-import { loadOrCreateIdentity } from './cluster/identity.js';
+import { loadOrCreateIdentity } from './peer/identity.js';
 import { StartupError } from './errors.js';
 import { createLogger } from './log.js';
 import { softwareVersion } from './version.js';

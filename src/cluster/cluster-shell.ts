@@ -12,11 +12,11 @@ import type { PeerEndpoint, TransferSender } from '../peer/endpoint.js';
 import type { TransferAck, TransferChunk } from '../peer/messages.js';
 import type { Timer, Timers } from '../timers.js';
 import type { ClusterCore } from './core/core.js';
-import type { AdminCommand, AdminResult, ChunkData, CoreEffect, CoreInput, DurableIncoming, Membership, PeerMessage, PersistedCoreState, Slot, TransferPlan } from './core/types.js';
+import type { AdminCommand, AdminResult, ChunkData, CoreEffect, CoreInput, DurableIncoming, Membership, PeerMessage, PersistedCoreState, Slot, TransferPlan } from '../protocol/cluster-types.js';
 import type { ClusterEventBus } from './events.js';
 import { peerMessageProblem } from './peer-input.js';
 
-/** Where transfer chunks are read and stored (storage/transfer-chunks.ts; the simulation's own). */
+/** Where transfer chunks are read and stored (cluster/transfer-chunks.ts; the simulation's own). */
 export interface ChunkStore {
   /** Every progress entry stored with a chunk: what the core resumes from after a restart. */
   storedProgress(): Promise<DurableIncoming[]>;

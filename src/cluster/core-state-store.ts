@@ -2,7 +2,7 @@
 // node's `local` sublevel and synced before the shell carries out any effect that depends on it.
 
 import type { Database } from '../storage/database.js';
-import type { PersistedCoreState } from './core/types.js';
+import type { PersistedCoreState } from '../protocol/cluster-types.js';
 
 const CORE_STATE_KEY = 'cluster-core';
 

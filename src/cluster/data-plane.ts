@@ -18,13 +18,13 @@ import { RepairService, type Damage, type RepairStream } from '../repair/repair-
 import type { ChunkStore } from './cluster-shell.js';
 import type { ClusterCore } from './core/core.js';
 import { writeOwners } from './core/placement.js';
-import type { Membership } from './core/types.js';
+import type { Membership } from '../protocol/cluster-types.js';
 import { fromWireRecord, toWireRecord } from './definition-peers.js';
 import { HintKeeper, type Committer, type HintStorage } from './hint-keeper.js';
 import { HintReplayer } from './hint-replayer.js';
 import { PartitionHandOff } from './partition-handoff.js';
 import { PartitionRouter } from './partition-router.js';
-import type { DistributionPolicy } from './partitioner.js';
+import type { DistributionPolicy } from '../streams/policy.js';
 import { ReplicaWriter, storeReplicaWrite, type ReplicaStore } from './replica-writer.js';
 
 export interface DataPlaneLimits {

@@ -1,14 +1,14 @@
 // The cluster side of definition replication: which node coordinates a key, and the peer
 // calls that forward a write, push records and keep hints (replicated-definitions.ts).
 
-import HashRing from 'hashring';
 import { StateConflictError } from '../errors.js';
 import type { DefinitionRecord as WireDefinitionRecord } from '../peer/messages.js';
 import type { PeerTransport } from '../peer/transport.js';
 import type { DefinitionRecord } from '../storage/definitions.js';
 import type { GroupCommitter } from '../storage/group-commit.js';
 import type { HintBuffer } from '../storage/hints.js';
-import type { Membership } from './core/types.js';
+import { preferenceList } from './core/placement.js';
+import type { Membership } from '../protocol/cluster-types.js';
 import type { DefinitionPeers, DefinitionWrite } from './replicated-definitions.js';
 import { stringifyJson } from '../json.js';
 import { parsePeerJson } from '../peer/documents.js';
@@ -33,7 +33,7 @@ export function fromWireRecord(record: WireDefinitionRecord): DefinitionRecord {
 
 export class ClusterDefinitionPeers implements DefinitionPeers {
   readonly localName: string;
-  private ring: { epoch: number; names: string[]; ring: HashRing | undefined } = { epoch: -1, names: [], ring: undefined };
+  private joined: { epoch: number; names: string[] } = { epoch: -1, names: [] };
 
   constructor(private readonly deps: ClusterDefinitionPeersDeps) {
     this.localName = deps.localName;
@@ -41,9 +41,9 @@ export class ClusterDefinitionPeers implements DefinitionPeers {
 
   /** The first available node of the key's ring range over Joined nodes (DESIGN.md). */
   coordinatorOf(key: string): string {
-    const { names, ring } = this.currentRing();
-    if (ring === undefined) throw new StateConflictError('this node has not joined a cluster yet: definitions cannot be written here');
-    const candidates = ring.range(key, names.length);
+    const names = this.joinedNames();
+    if (names.length === 0) throw new StateConflictError('this node has not joined a cluster yet: definitions cannot be written here');
+    const candidates = preferenceList(names, key, names.length);
     return candidates.find((name) => this.deps.available(name)) ?? candidates[0]!;
   }
 
@@ -73,13 +73,12 @@ export class ClusterDefinitionPeers implements DefinitionPeers {
     await this.deps.committer.commit(this.deps.hints.add(node, { repository: 'KV', records }));
   }
 
-  private currentRing() {
+  private joinedNames(): string[] {
     const membership = this.deps.membership();
-    if (this.ring.epoch !== membership.epoch) {
-      const names = membership.members.filter((member) => member.state === 'Joined').map((member) => member.name).sort();
-      this.ring = { epoch: membership.epoch, names, ring: names.length === 0 ? undefined : new HashRing(names) };
+    if (this.joined.epoch !== membership.epoch) {
+      this.joined = { epoch: membership.epoch, names: membership.members.filter((member) => member.state === 'Joined').map((member) => member.name).sort() };
     }
-    return this.ring;
+    return this.joined.names;
   }
 }
 

@@ -11,7 +11,7 @@
 
 import { createHash } from 'node:crypto';
 import type { Logger } from '../log.js';
-import type { AdmitTrust } from '../peer/server.js';
+import type { AdmitTrust } from './peer-server.js';
 import { isPublicKey } from './peer-input.js';
 
 const PREFIX = 'tribjoin1';

@@ -3,7 +3,7 @@
 // views) subscribes once, and the shell publishes each table it adopts to all of them, in
 // the order they subscribed.
 
-import type { Membership } from './core/types.js';
+import type { Membership } from '../protocol/cluster-types.js';
 
 export type MembershipListener = (membership: Membership) => void;
 

@@ -11,7 +11,7 @@ import type { PeerTransport } from '../peer/transport.js';
 import type { ClusterShell } from './cluster-shell.js';
 import type { ClusterCore } from './core/core.js';
 import { coordinatorOf, NODE_NAME_FORBIDDEN } from './core/placement.js';
-import type { AdminCommand, AdminResult, Member, Membership, TransferPlan } from './core/types.js';
+import type { AdminCommand, AdminResult, Member, Membership, TransferPlan } from '../protocol/cluster-types.js';
 import { validate } from '../validation.js';
 import { makeJoinToken } from './join-token.js';
 

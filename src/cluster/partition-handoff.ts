@@ -14,7 +14,7 @@ import type { RepositoryName } from '../storage/repository.js';
 import type { Timer, Timers } from '../timers.js';
 import { memberNamed } from './core/membership.js';
 import { nextOwnersOf, ownersOf, uncoveredNeeds, writeOwners } from './core/placement.js';
-import type { Membership, Slot } from './core/types.js';
+import type { Membership, Slot } from '../protocol/cluster-types.js';
 
 export interface HandOffStream {
   key: string;

@@ -9,7 +9,7 @@
 // later behind the client's back (a client that retries it must not find it twice).
 
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
-import type { DistributionPolicy } from './partitioner.js';
+import type { DistributionPolicy } from '../streams/policy.js';
 
 /** An owner refused the write because this node's table was old; it has the new one now. */
 export class RouteAgainError extends Error {

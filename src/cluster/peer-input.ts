@@ -13,8 +13,8 @@
 
 import { assertMembership, assertSuccessor, structuralKey } from './core/membership.js';
 import { compareSlots, compareText, NODE_NAME_FORBIDDEN } from './core/placement.js';
-import type { Member, Membership, MembershipChange, NodeState, PeerMessage, Slot, TransferPlan } from './core/types.js';
-import { NODE_STATE_EDGES } from './core/types.js';
+import type { Member, Membership, MembershipChange, NodeState, PeerMessage, Slot, TransferPlan } from '../protocol/cluster-types.js';
+import { NODE_STATE_EDGES } from '../protocol/cluster-types.js';
 import { NAME_LENGTH_MAX } from '../names.js';
 
 /** Members of one table: far above any real cluster, low enough to bound the work of a check. */

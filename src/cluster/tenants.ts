@@ -5,7 +5,6 @@
 import { NotFoundError } from '../errors.js';
 import { checkName } from '../names.js';
 import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';
-import type { ClusterEventBus } from './events.js';
 
 export interface Tenant {
   name: string;
@@ -13,12 +12,21 @@ export interface Tenant {
 
 const PREFIX = 'tenant/';
 
+/**
+ * Where a new tenant is announced: the cluster event bus (events.ts), seen only through what
+ * this module publishes, so that tenants need not import the bus (whose cluster document
+ * holds tenants: a file cycle, issue 16 item 3).
+ */
+interface TenantEvents {
+  publish(event: { type: 'TENANT_ADDED'; tenant: { name: string } }): void;
+}
+
 export class TenantService {
   private readonly known = new Set<string>();
 
   constructor(
     private readonly store: Definitions,
-    private readonly events: ClusterEventBus,
+    private readonly events: TenantEvents,
   ) {
     for (const tenant of this.list()) this.known.add(tenant.name);
     store.onChange((key, definition) => {

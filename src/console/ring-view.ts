@@ -4,8 +4,8 @@
 // many partitions each node holds. Pure: a function of the membership and the policies.
 
 import { nextOwnersOf, ownersOf } from '../cluster/core/placement.js';
-import type { Membership } from '../cluster/core/types.js';
-import type { DistributionPolicy } from '../cluster/partitioner.js';
+import type { Membership } from '../protocol/cluster-types.js';
+import type { DistributionPolicy } from '../streams/policy.js';
 
 export interface RingPartition {
   partition: number;

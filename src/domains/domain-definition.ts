@@ -9,7 +9,7 @@ import { jsonTypeName, stringifyJson } from '../json.js';
 import { jsonObject, validate } from '../validation.js';
 import { checkName } from '../names.js';
 import { contributorTypeUri, parseContributorTypeUri } from '../contributors/contributor-schema.js';
-import { compileExpression, ExpressionError, matches, type Evaluator } from '../search/expression/index.js';
+import { compileExpression, ExpressionError, matches, type Evaluator } from '../expression/index.js';
 
 export interface ContributorFilter {
   /** Contributor type URI (`/contributors/<tenant>/<type>`) or bare type name, as sent. */

@@ -13,7 +13,7 @@ import {
   type SessionVariable,
   type StreamInfo,
 } from '../query/index.js';
-import type { CompileOptions, FieldAccessor, FunctionDefinition, Value } from '../search/expression/index.js';
+import type { CompileOptions, FieldAccessor, FunctionDefinition, Value } from '../expression/index.js';
 import type { SandboxedFunction } from '../scripting/sandbox.js';
 import type { FunctionBudget } from './function-budget.js';
 import type { Definitions } from '../storage/definitions.js';

@@ -6,7 +6,7 @@
 // target stream refuses) stops it in state `failed` with the error.
 
 import type { QueryCheck } from '../query/index.js';
-import type { CompileOptions } from '../search/expression/index.js';
+import type { CompileOptions } from '../expression/index.js';
 import type { Logger } from '../log.js';
 import { outputSchemaToJson } from '../query/index.js';
 import type { HistoricalSource } from './historical-reader.js';

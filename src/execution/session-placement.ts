@@ -4,8 +4,8 @@
 // before it goes; a node that cannot be reached is skipped, so they move off a dead one.
 
 import { ringOwners } from '../cluster/core/placement.js';
-import type { Membership } from '../cluster/core/types.js';
-import { fnv1a32 } from '../cluster/partitioner.js';
+import type { Membership } from '../protocol/cluster-types.js';
+import { fnv1a32 } from '../streams/partitioner.js';
 
 /** The ring size used to place sessions; independent of any stream's. */
 const SESSION_RING_SIZE = 1024;

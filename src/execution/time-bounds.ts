@@ -4,7 +4,7 @@
 // timestamp with a constant bounds the range. Anything else leaves it open: the bounds only
 // skip rows the where would drop anyway, and the where still runs on what is read.
 
-import { datetimeMs, type Expr, type Value } from '../search/expression/index.js';
+import { datetimeMs, type Expr, type Value } from '../expression/index.js';
 import type { PlanStep } from '../query/index.js';
 
 export interface TimeBounds {

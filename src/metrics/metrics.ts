@@ -200,7 +200,3 @@ export class Metrics {
   }
 }
 
-/** Seconds since `startedAt` (from performance.now()). */
-export function secondsSince(startedAt: number): number {
-  return (performance.now() - startedAt) / 1000;
-}

@@ -4,7 +4,7 @@
 // a membership change (a node's state) is logged by every node that sees it, naming the
 // membership coordinator. The oldest entries go first once `entriesMax` is reached.
 
-import type { Membership, NodeState } from '../cluster/core/types.js';
+import type { Membership, NodeState } from '../protocol/cluster-types.js';
 
 export type AuditEntry =
   | {

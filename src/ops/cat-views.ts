@@ -2,7 +2,7 @@
 // have (pure: the node's state in, rows out). `tributary status` prints the same rows.
 
 import { ownersOf } from '../cluster/core/placement.js';
-import type { Membership, Slot } from '../cluster/core/types.js';
+import type { Membership, Slot } from '../protocol/cluster-types.js';
 import type { Cell, CatColumn } from './cat-table.js';
 import type { StoreStats } from './store-stats.js';
 import type { TransferView } from './transfer-watch.js';

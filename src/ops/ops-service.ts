@@ -3,7 +3,7 @@
 // the functions node.ts hands it, and asks peers for what they store with a StoreStatsRead (store-stats-peer.ts).
 
 import { coordinatorOf } from '../cluster/core/placement.js';
-import type { Membership, Slot } from '../cluster/core/types.js';
+import type { Membership, Slot } from '../protocol/cluster-types.js';
 import type { Logger } from '../log.js';
 import type { Readiness } from '../http/routes/ops.js';
 import type { SoftwareVersion } from '../version.js';

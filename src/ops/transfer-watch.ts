@@ -4,7 +4,7 @@
 // why (an end unavailable, or nothing arriving), and its rate and ETA for status views.
 // Progress reaches every node through the replicated membership, once per heartbeat.
 
-import type { Membership, TransferPlan } from '../cluster/core/types.js';
+import type { Membership, TransferPlan } from '../protocol/cluster-types.js';
 
 export interface TransferView {
   id: string;

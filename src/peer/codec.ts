@@ -16,7 +16,7 @@ import type {
   Slot,
   TransferPlan,
   TransferRepo,
-} from '../cluster/core/types.js';
+} from '../protocol/cluster-types.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import { BadPeerMessageError, ChunkChecksumError } from './errors.js';
 import type { DefinitionRecord, ExecutionStatusReply, NodeStatusReply, PeerBodies, PeerKind, RepairPartition, TransferAck, TransferChunk, WireHintEntry } from './messages.js';

@@ -2,7 +2,7 @@
 // a proto message; an envelope's body is that message's encoding (codec.ts maps both ways).
 // The core's messages are carried exactly as src/cluster/core/types.ts declares them.
 
-import type { AdminCommand, AdminResult, Membership, NodeState, PeerMessage } from '../cluster/core/types.js';
+import type { AdminCommand, AdminResult, Membership, NodeState, PeerMessage } from '../protocol/cluster-types.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { ScanPage, ScanRequest } from '../execution/historical-reader.js';
 import type { PollReply } from '../execution/output-channel.js';

@@ -1,4 +1,4 @@
-// Envelope signatures. The keys are tweetnacl's (cluster/identity.ts) and the signatures are
+// Envelope signatures. The keys are tweetnacl's (peer/identity.ts) and the signatures are
 // byte-identical to tweetnacl's `nacl.sign.detached` (ed25519 is deterministic; see
 // test/unit/peer-signing.test.ts), but node:crypto computes them 30–100× faster
 // (DEPENDENCIES.md, "tweetnacl"). What is signed is a SHA-256 digest of the envelope's
@@ -8,7 +8,7 @@
 // each side (to make and to check chunk.sha256) rather than twice.
 
 import { createPrivateKey, createPublicKey, randomBytes, sign, verify, type KeyObject } from 'node:crypto';
-import type { NodeIdentity } from '../cluster/identity.js';
+import type { NodeIdentity } from './identity.js';
 import { decodeProto, sha256, type Envelope } from './codec.js';
 
 export const NONCE_BYTES = 16;

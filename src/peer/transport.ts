@@ -10,7 +10,7 @@
 
 import { randomBytes, type KeyObject } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import type { NodeIdentity } from '../cluster/identity.js';
+import type { NodeIdentity } from './identity.js';
 import type { Logger } from '../log.js';
 import type { PeerObserver, PeerRefusalReason } from '../metrics/metrics.js';
 import { StartupError, TributaryError } from '../errors.js';

@@ -2,9 +2,9 @@
 // item 2). Expressions inside it are the shared expression module's trees, so the search
 // query's `base`, domains and queries have one expression language and one evaluator.
 
-import type { Expr, Position } from '../search/expression/index.js';
+import type { Expr, Position } from '../expression/index.js';
 
-export type { Expr, Position } from '../search/expression/index.js';
+export type { Expr, Position } from '../expression/index.js';
 
 /** A physical stream, `/streams/<tenant>/<collection>/<name>`, written bare or quoted. */
 export interface PhysicalStreamRef {

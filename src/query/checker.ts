@@ -22,7 +22,8 @@
 //   and search functions over a source that is not historical in the ssr are reported as
 //   UNKNOWN_FUNCTION: in that place the function does not exist.
 
-import type { Expr, FieldExpr, Position } from '../search/expression/index.js';
+import { assert } from '../assert.js';
+import type { Expr, FieldExpr, Position } from '../expression/index.js';
 import type { GroupStage, NamedExpression, QueryAst, SelectStage, Stage, WindowStage, WindowSpec } from './ast.js';
 import { contributorRowType, streamRowType, variableType, variableValue, type CheckContext } from './context.js';
 import type { QueryDiagnostic, QueryError } from './errors.js';
@@ -97,7 +98,26 @@ export interface QueryCheck {
 
 /** Checks a parsed query in its session's context. Never throws for a problem of the query. */
 export function checkQuery(ast: QueryAst, context: CheckContext): QueryCheck {
-  return new QueryChecker(ast, context).run();
+  assert(Array.isArray(ast.stages) && ast.source !== undefined, 'checking a query tree without a source or stages');
+  const check = new QueryChecker(ast, context).run();
+  assertCheck(ast, check);
+  return check;
+}
+
+/**
+ * What every check gives, sound or not: one error per diagnostic, one input, at most one
+ * step per stage; and for a sound query, an output whose keys are among its fields (a key
+ * a select leaves out is not in `config.key`) and steps the runtime can run.
+ */
+function assertCheck(ast: QueryAst, check: QueryCheck): void {
+  assert(check.errors.length === check.diagnostics.length, `${check.errors.length} errors for ${check.diagnostics.length} diagnostics`);
+  assert(check.inputs.length === 1 && check.steps.length <= ast.stages.length, `${check.inputs.length} inputs, ${check.steps.length} steps for ${ast.stages.length} stages`);
+  assert(new Set(check.dependencies.map((dependency) => `${dependency.type}:${dependency.id}`)).size === check.dependencies.length, 'a dependency listed twice');
+  if (check.errors.length > 0) return;
+  const fields = new Set(check.output.schema.topDef.properties.map(([name]) => name));
+  assert(check.output.schema.config.key.every((key) => fields.has(key)), `output keys ${check.output.schema.config.key.join(',')} not among its fields`);
+  assert(check.steps.every((step) => step.kind !== 'take' || (Number.isSafeInteger(step.count) && step.count >= 0)), 'a take of a count that is not an integer >= 0');
+  assert(check.output.isHistorical === (check.output.outputType === 'BOUNDED'), `a ${check.output.outputType} output with isHistorical ${check.output.isHistorical}`);
 }
 
 /** The rows between two stages: their type and the names of their key fields. */
@@ -142,7 +162,7 @@ class QueryChecker implements TypingEnvironment {
       if (stage.kind === 'group' || stage.kind === 'window') {
         const select = stages[++i];
         // The parser guarantees the pairing; a hand-built tree without it is a bug.
-        if (select?.kind !== 'select') throw new Error(`a ${stage.kind} stage must be followed by a select`);
+        assert(select?.kind === 'select', `a ${stage.kind} stage must be followed by a select`);
         const [next, step] = this.select(select, scope, this.grouping(stage, scope));
         scope = next;
         steps.push(step);

@@ -3,7 +3,7 @@
 // functions, and the contributor types that contributor fields name. The runtime gathers
 // these (from KV and the session) and passes them in; the checker does no I/O.
 
-import { datetimeMs, type Value } from '../search/expression/index.js';
+import { datetimeMs, type Value } from '../expression/index.js';
 import { parseSchema, type ScalarKind, type StreamSchema } from '../streams/schema.js';
 import { scalarType, UNKNOWN, type QueryOutputSchema, type RecordValueType, type ValueType } from './types.js';
 

@@ -2,7 +2,7 @@
 // them (`{ type, …type-specific fields }`), and the thrown form of a syntax error.
 
 import { BadRequestError } from '../errors.js';
-import type { Position } from '../search/expression/index.js';
+import type { Position } from '../expression/index.js';
 
 export interface SyntaxErrorObject {
   readonly type: 'SYNTAX_ERROR';
@@ -21,8 +21,6 @@ export type QueryError =
   | { readonly type: 'UNKNOWN_FUNCTION'; readonly name: string }
   | { readonly type: 'TYPE_MISMATCH'; readonly expected: string; readonly actual: string; readonly expression: string }
   | { readonly type: 'UNNAMED_EXPRESSION'; readonly expression: string };
-
-export type QueryErrorType = QueryError['type'];
 
 /**
  * An error with where it was found and a sentence for people. The error objects keep

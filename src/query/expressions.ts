@@ -20,7 +20,7 @@ import {
   type FunctionDefinition,
   type Position,
   type Value,
-} from '../search/expression/index.js';
+} from '../expression/index.js';
 import type { QueryError } from './errors.js';
 import { formatExpression } from './format.js';
 import {

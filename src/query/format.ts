@@ -2,7 +2,7 @@
 // The tree keeps no end offsets, so the text is rebuilt with the fewest parentheses that
 // keep its grouping: `avg(x) / 2`, not the spacing or quotes the user happened to type.
 
-import type { Expr } from '../search/expression/index.js';
+import type { Expr } from '../expression/index.js';
 
 // Binding strength, loosest first, as QUERY-LANGUAGE.md "Expressions" orders it.
 const LEVEL_OR = 1;

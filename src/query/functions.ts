@@ -1,6 +1,6 @@
 // The static signatures of the query language's functions (QUERY-LANGUAGE.md
 // "Expressions"): how many arguments each takes, what each argument must be, and the type
-// of the result. The evaluator (src/search/expression/functions.ts) defines what they do;
+// of the result. The evaluator (src/expression/functions.ts) defines what they do;
 // this table must name the same built-ins.
 
 import {

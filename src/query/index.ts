@@ -8,33 +8,26 @@ import { QuerySyntaxError, type QueryDiagnostic, type QueryError } from './error
 import { parseQuery } from './parser.js';
 
 export type * from './ast.js';
-export { checkQuery, type PlanStep, type NamedStep, type QueryCheck, type QueryDependency, type QueryInput, type QueryOutput } from './checker.js';
+export { checkQuery, type PlanStep, type QueryCheck } from './checker.js';
 export {
-  contributorRowType,
   streamRowType,
-  variableType,
   variableValue,
   type CheckContext,
   type LogicalStreamWriter,
   type SessionVariable,
   type StreamInfo,
 } from './context.js';
-export { QuerySyntaxError, type QueryDiagnostic, type QueryError, type QueryErrorType, type SyntaxErrorObject } from './errors.js';
+export { QuerySyntaxError, type QueryDiagnostic, type QueryError, type SyntaxErrorObject } from './errors.js';
 export { formatExpression } from './format.js';
-export { AGGREGATE_SIGNATURES, BIVAR_FIELDS, BUILTIN_SIGNATURES, type FunctionSignature } from './functions.js';
-export type { OutputTarget } from './outputs.js';
-export { parseQuery, RESERVED_WORDS, windowHopsMax } from './parser.js';
+export { AGGREGATE_SIGNATURES, BUILTIN_SIGNATURES } from './functions.js';
+export { parseQuery, windowHopsMax } from './parser.js';
 export {
   numericKindOfType,
-  OUTPUT_SCHEMA_VERSION,
   outputSchemaToJson,
   primaryTimestampPath,
   resolveFieldType,
-  sameOutputSchema,
   typeToJson,
-  type QueryOutputSchema,
   type RecordValueType,
-  type ValueType,
 } from './types.js';
 export { windowStartsMs } from './windows.js';
 

@@ -2,7 +2,7 @@
 // an output channel, a logical stream that must keep one schema across its writers, or a
 // physical stream that must exist and accept the rows.
 
-import type { Position } from '../search/expression/index.js';
+import type { Position } from '../expression/index.js';
 import type { QueryAst } from './ast.js';
 import { streamRowType, type CheckContext } from './context.js';
 import type { QueryError } from './errors.js';

@@ -25,7 +25,7 @@ import {
   visit,
   type Expr,
   type Token,
-} from '../search/expression/index.js';
+} from '../expression/index.js';
 import { BadRequestError } from '../errors.js';
 import { parseStreamUri } from '../streams/stream-id.js';
 import type {

@@ -3,7 +3,7 @@
 // contributor of no known type) and `null` (the literal), so that a stream's schema is a
 // row type as it is and an output schema is written in the same vocabulary.
 
-import type { NumericKind } from '../search/expression/index.js';
+import type { NumericKind } from '../expression/index.js';
 import type { ScalarKind } from '../streams/schema.js';
 
 interface TypeBase {
@@ -39,7 +39,6 @@ export interface QueryOutputSchema {
 export const OUTPUT_SCHEMA_VERSION = '1.0';
 
 export const UNKNOWN: ValueType = scalarType('unknown');
-export const NULL_TYPE: ValueType = scalarType('null', true);
 
 /** A computed value's type: optional unless said otherwise, as most operations can give null. */
 export function scalarType(kind: ScalarKind | 'unknown' | 'null', optional = true): ValueType {

@@ -3,7 +3,7 @@
 // the sum of theirs. A member that cannot be reached leaves the run incomplete.
 
 import { randomBytes } from 'node:crypto';
-import type { Membership } from '../cluster/core/types.js';
+import type { Membership } from '../protocol/cluster-types.js';
 import type { TransferAction } from '../cluster/membership-service.js';
 import { z } from 'zod';
 import { NotFoundError } from '../errors.js';

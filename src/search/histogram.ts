@@ -20,14 +20,6 @@ export const DEFAULT_BUCKETS_TARGET = 60;
 
 const FIXED_MS: Partial<Record<Frequency, number>> = { DAY: 86_400_000, HOUR: 3_600_000, MINUTE: 60_000, SECOND: 1_000, MILLIS: 1 };
 
-/** The start of the bucket holding `ms`. */
-export function bucketStart(ms: number, frequency: Frequency): number {
-  const fixed = FIXED_MS[frequency];
-  if (fixed !== undefined) return Math.floor(ms / fixed) * fixed;
-  const date = new Date(ms);
-  return frequency === 'YEAR' ? Date.UTC(date.getUTCFullYear(), 0, 1) : Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
-}
-
 /** Index of the bucket of `ms` counted from the bucket of `startMs`. */
 export function bucketIndex(startMs: number, ms: number, frequency: Frequency): number {
   const fixed = FIXED_MS[frequency];

@@ -2,13 +2,13 @@
 // ssr index. The answer is made of parts the node asked can merge exactly: totals, each
 // stream's best hits, facet count trees, range counts and histogram buckets.
 
-import type { Expr } from './expression/ast.js';
-import type { CompileOptions } from './expression/compiled.js';
-import { datetimeMs } from './expression/datetime.js';
-import { compile, matches } from './expression/evaluate.js';
-import { termsOf } from './expression/analysis.js';
-import { parseExpression } from './expression/parser.js';
-import type { Analyzer } from './expression/patterns.js';
+import type { Expr } from '../expression/ast.js';
+import type { CompileOptions } from '../expression/compiled.js';
+import { datetimeMs } from '../expression/datetime.js';
+import { compile, matches } from '../expression/evaluate.js';
+import { termsOf } from '../expression/analysis.js';
+import { parseExpression } from '../expression/parser.js';
+import type { Analyzer } from '../expression/patterns.js';
 import { countPath, countRanges, emptyTree, type CountTree, type FacetNode, type RangeFacetRequest } from './facets.js';
 import { addSortedTimes, addToHistogram, emptyHistogram, lowerBound, upperBound, type Frequency, type Histogram } from './histogram.js';
 import type { PartitionIndex, ScoredDocuments } from './partition-index.js';

@@ -11,12 +11,10 @@
 // document holds. The average length is the exact mean, so every replica of a partition
 // scores alike whatever order it received the documents in.
 
-import type { Analyzer, TermPattern } from './expression/patterns.js';
-import { tokenize } from './expression/patterns.js';
+import type { Analyzer, TermPattern } from '../expression/patterns.js';
+import { tokenize } from '../expression/patterns.js';
 import { grown, Postings } from './postings.js';
 import { HASH_START, hashStep, lowerAscii, TermDictionary } from './term-dictionary.js';
-
-export { EXPANDED_TERMS_MAX } from './term-dictionary.js';
 
 export interface SsrDocument {
   writeId: string;

@@ -6,7 +6,7 @@
 // while one is indexed (issue 4: the first search after a restart pays for every build).
 
 import type { Repository, StoredRecord } from '../storage/repository.js';
-import type { Analyzer } from './expression/patterns.js';
+import type { Analyzer } from '../expression/patterns.js';
 import { PartitionIndex, type SsrDocument } from './partition-index.js';
 import { parseJson } from '../json.js';
 

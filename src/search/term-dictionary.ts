@@ -6,7 +6,7 @@
 // order is kept lazily: terms added since the last expansion are sorted among themselves
 // and merged in.
 
-import type { TermPattern } from './expression/patterns.js';
+import type { TermPattern } from '../expression/patterns.js';
 import { grown } from './postings.js';
 
 /** Bounds the terms one wildcard or fuzzy term may expand to. */

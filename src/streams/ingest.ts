@@ -2,7 +2,7 @@
 // check the schema, place it in its partition, and write it to every owner; the batch
 // answers with the payloads that failed, by index, and every other payload is durable.
 
-import { canonicalJson, partitionOfCanonical } from '../cluster/partitioner.js';
+import { canonicalJson, partitionOfCanonical } from './partitioner.js';
 import type { PartitionRouter } from '../cluster/partition-router.js';
 import { z } from 'zod';
 import { isPlainObject } from '../json.js';

@@ -1,8 +1,20 @@
 // The distribution policy of a stream (spec, "Distribution policy").
 
 import { z } from 'zod';
-import { DEFAULT_POLICY, type DistributionPolicy } from '../cluster/partitioner.js';
 import { validate } from '../validation.js';
+
+/** How a stream is spread over the ring: its partitions, their copies, what is hashed. */
+export interface DistributionPolicy {
+  replicas: number;
+  ring_size: number;
+  hash_payload: { bytes: number };
+}
+
+export const DEFAULT_POLICY: DistributionPolicy = Object.freeze({
+  replicas: 3,
+  ring_size: 128,
+  hash_payload: Object.freeze({ bytes: 128 }),
+}) as DistributionPolicy;
 
 /** Bounds that keep the owners table and partition keys small (4 hex digits). */
 export const RING_SIZE_MAX = 65_536;

@@ -1,7 +1,7 @@
 // Stream definitions and their parts (spec, "Streams" table). Each part is its own
 // definition with its own version: schema, taxonomy, tags, repository mapping, policy.
 
-import { DEFAULT_POLICY, type DistributionPolicy } from '../cluster/partitioner.js';
+import { DEFAULT_POLICY, type DistributionPolicy } from './policy.js';
 import type { TenantService } from '../cluster/tenants.js';
 import { ForbiddenError, NotFoundError, StateConflictError } from '../errors.js';
 import { checkName } from '../names.js';

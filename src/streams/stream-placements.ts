@@ -3,7 +3,7 @@
 // streams, the _cat tables and the console show them, and ingest and execution route by
 // them; all of them ask here instead of reading `policy/` and `repository/` keys.
 
-import { DEFAULT_POLICY, type DistributionPolicy } from '../cluster/partitioner.js';
+import { DEFAULT_POLICY, type DistributionPolicy } from './policy.js';
 import type { RepositoryName } from '../storage/repository.js';
 import type { RepositoryMapping } from './repository-mapping.js';
 

@@ -2,7 +2,7 @@
 // "compile each script once per definition version, not per payload"): the payload
 // validator, the tag runner, the repository and policy, and the timestamp field.
 
-import type { DistributionPolicy } from '../cluster/partitioner.js';
+import type { DistributionPolicy } from './policy.js';
 import type { SandboxLimits } from '../scripting/sandbox.js';
 import type { Definitions } from '../storage/definitions.js';
 import type { RepositoryName } from '../storage/repository.js';

@@ -37,7 +37,6 @@ export const taxonomyBodySchema = z
   });
 
 export type Taxonomy = z.output<typeof taxonomyBodySchema>['taxonomy'];
-export type TaxonomyNode = Taxonomy['nodes'][number];
 
 /** Checks the body and that every level names a field of the schema that can be a level. */
 export function parseTaxonomy(body: unknown, schema: StreamSchema): Taxonomy {

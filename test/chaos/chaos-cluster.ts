@@ -6,7 +6,7 @@
 import { closeSync, openSync, readdirSync, statSync, truncateSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { ownersOf } from '../../src/cluster/core/placement.js';
-import type { Member, Membership, NodeState } from '../../src/cluster/core/types.js';
+import type { Member, Membership, NodeState } from '../../src/protocol/cluster-types.js';
 import { FAST_CLUSTER_ARGS, localNode } from '../kit/cluster.js';
 import { freePort, NodeProcess, sleep, type HttpResult } from '../kit/node-process.js';
 import { SseClient } from '../kit/sse-client.js';

@@ -3,7 +3,7 @@
 // timestamps, definitions written, SSE clients opened).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/cluster/partitioner.js';
+import { canonicalJson } from '../../src/streams/partitioner.js';
 import { cleanup, client, NodeProcess } from '../kit/node-process.js';
 import { SseClient } from '../kit/sse-client.js';
 

@@ -2,8 +2,8 @@
 // joining a node as an operator would, waiting for states, and checking placement.
 
 import { expect } from 'vitest';
-import { partitionOf } from '../../src/cluster/partitioner.js';
-import { Ring } from '../../src/cluster/ring.js';
+import { partitionOf } from '../../src/streams/partitioner.js';
+import { ringOwners } from '../../src/cluster/core/placement.js';
 import { client, NodeProcess, sleep, type StartOptions } from './node-process.js';
 
 /** Heartbeats every 200 ms, a node is down after 1.5 s, a transfer stalls after 2 s. */
@@ -119,7 +119,8 @@ async function checkPlacement(
   unacknowledged: number,
 ): Promise<void> {
   const expected = expectedCounts(acknowledged, placement);
-  const owners = new Ring(nodes.map((node) => node.name)).owners(placement.ringSize, placement.replicas);
+  const names = nodes.map((node) => node.name).sort();
+  const owners = Array.from({ length: placement.ringSize }, (_, partition) => ringOwners(names, { partition, replicas: placement.replicas }));
   for (const node of nodes) {
     const counts = await partitionCounts(node, repo, stream);
     for (let partition = 0; partition < placement.ringSize; partition += 1) {

@@ -8,7 +8,7 @@ import { createServer, connect, type Server } from 'node:net';
 import nacl from 'tweetnacl';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Membership } from '../../src/cluster/core/types.js';
+import type { Membership } from '../../src/protocol/cluster-types.js';
 import { PeerTransport } from '../../src/peer/transport.js';
 import { FAST_CLUSTER_ARGS, localNode, startClusterNode, waitState } from '../kit/cluster.js';
 import { cleanup, client, freePort, type NodeProcess } from '../kit/node-process.js';

@@ -21,8 +21,8 @@ import type {
   PeerMessage,
   PersistedCoreState,
   Slot,
-} from '../../src/cluster/core/types.js';
-import { NODE_STATE_EDGES } from '../../src/cluster/core/types.js';
+} from '../../src/protocol/cluster-types.js';
+import { NODE_STATE_EDGES } from '../../src/protocol/cluster-types.js';
 import { EventQueue } from './event-queue.js';
 import type { Prng } from './prng.js';
 import { FakeStorage, type DataRepo } from './storage.js';

@@ -4,7 +4,7 @@
 // them (or `settle` delivers everything that is not held), storage I/O completes on settle,
 // and time moves only on `tick`.
 
-import type { AdminResult, CoreEffect, NodeState, PeerMessage, Slot } from '../../src/cluster/core/types.js';
+import type { AdminResult, CoreEffect, NodeState, PeerMessage, Slot } from '../../src/protocol/cluster-types.js';
 import { SimCluster, type AckedRecord, type PendingMessage, type SimConfig } from './cluster.js';
 import { Prng } from './prng.js';
 import type { DataRepo } from './storage.js';

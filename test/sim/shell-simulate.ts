@@ -8,7 +8,7 @@
 
 import { coordinatorOf, ownersOf, writeOwners } from '../../src/cluster/core/placement.js';
 import { notServingBecause } from '../../src/cluster/serving.js';
-import type { AdminCommand, Membership } from '../../src/cluster/core/types.js';
+import type { AdminCommand, Membership } from '../../src/protocol/cluster-types.js';
 import type { RepairStream } from '../../src/repair/repair-service.js';
 import type { RepositoryName, StoredRecord } from '../../src/storage/repository.js';
 import { Prng } from './prng.js';

@@ -6,7 +6,7 @@
 // loses writes without sync on a power cut. A write that fails leaves nothing behind.
 
 import type { ChunkStore } from '../../src/cluster/cluster-shell.js';
-import type { ChunkData, DurableIncoming, PersistedCoreState, TransferPlan } from '../../src/cluster/core/types.js';
+import type { ChunkData, DurableIncoming, PersistedCoreState, TransferPlan } from '../../src/protocol/cluster-types.js';
 import type { Committer, HintStorage } from '../../src/cluster/hint-keeper.js';
 import type { ReplicaStore } from '../../src/cluster/replica-writer.js';
 import { digestKeys } from '../../src/repair/key-digest.js';

@@ -6,7 +6,7 @@
 import { pino } from 'pino';
 import { ClusterShell } from '../../src/cluster/cluster-shell.js';
 import { ClusterCore } from '../../src/cluster/core/core.js';
-import type { CoreConfig, Member, Slot } from '../../src/cluster/core/types.js';
+import type { CoreConfig, Member, Slot } from '../../src/protocol/cluster-types.js';
 import { guardedChunks, startDataPlane, type DataPlane } from '../../src/cluster/data-plane.js';
 import { ClusterEventBus } from '../../src/cluster/events.js';
 import type { RepairStream } from '../../src/repair/repair-service.js';

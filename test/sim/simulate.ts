@@ -5,7 +5,7 @@
 //   SIM_SEED=<seed> npx vitest run test/unit/cluster-core.sim.test.ts
 
 import { coordinatorOf } from '../../src/cluster/core/placement.js';
-import type { AdminCommand, Membership, Slot } from '../../src/cluster/core/types.js';
+import type { AdminCommand, Membership, Slot } from '../../src/protocol/cluster-types.js';
 import { SimCluster, SimFailure, type SimConfig } from './cluster.js';
 import { Prng } from './prng.js';
 import type { DataRepo } from './storage.js';

@@ -4,7 +4,7 @@
 // `chunkRecords` keys after the cursor, in key order.
 
 import { slotKey } from '../../src/cluster/core/placement.js';
-import type { ChunkData, Slot, TransferPlan } from '../../src/cluster/core/types.js';
+import type { ChunkData, Slot, TransferPlan } from '../../src/protocol/cluster-types.js';
 
 export type DataRepo = 'ssr' | 'tsr';
 

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import {
   coordinatorOf,
   ownersOf,
+  ringOwners,
   planAlternatives,
   planChange,
   slotKey,
@@ -14,8 +15,7 @@ import {
   writeOwners,
 } from '../../src/cluster/core/placement.js';
 import { withAddedMember, withJoiningMember, withLeavingMember } from '../../src/cluster/core/membership.js';
-import { Ring } from '../../src/cluster/ring.js';
-import type { Member, Membership, NodeState, PeerMessage, Slot } from '../../src/cluster/core/types.js';
+import type { Member, Membership, NodeState, PeerMessage, Slot } from '../../src/protocol/cluster-types.js';
 import { link, ScriptedCluster } from '../sim/script.js';
 import { ClusterCore } from '../../src/cluster/core/core.js';
 
@@ -43,10 +43,9 @@ function missingRecords(script: ScriptedCluster, observer: string): string[] {
 }
 
 describe('cluster core - placement', () => {
-  it('owns slots exactly as Ring does, over the Joined members', () => {
+  it('owns slots exactly as the ring of the Joined members does', () => {
     const membership = table([member('a'), member('b'), member('c'), member('d', 'Pending')]);
-    const ring = new Ring(['a', 'b', 'c']);
-    for (const slot of slotsOf(2, 16)) expect(ownersOf(membership, slot)).toEqual(ring.owners(16, 2)[slot.partition]);
+    for (const slot of slotsOf(2, 16)) expect(ownersOf(membership, slot)).toEqual(ringOwners(['a', 'b', 'c'], slot));
   });
 
   it('caps replicas by the number of data members', () => {
@@ -57,7 +56,7 @@ describe('cluster core - placement', () => {
     const joining = withAddedMember(table([member('a'), member('b')]), member('c'), slotsOf(1), () => []);
     for (const slot of slotsOf(1)) {
       const current = ownersOf(joining, slot);
-      const next = new Ring(['a', 'b', 'c']).owners(8, 1)[slot.partition]!;
+      const next = ringOwners(['a', 'b', 'c'], slot);
       expect(writeOwners(joining, slot)).toEqual([...new Set([...current, ...next])]);
     }
   });
@@ -177,7 +176,7 @@ describe('cluster core - scripted scenarios', () => {
 
   it('transfer - a killed target resumes from its last acknowledged chunk; chunks before it are not stored again', () => {
     // A partition that moves from a to b when b joins.
-    const partition = new Ring(['a', 'b']).owners(16, 1).findIndex((owners) => owners[0] === 'b');
+    const partition = Array.from({ length: 16 }, (_, partition) => ringOwners(['a', 'b'], { partition, replicas: 1 })).findIndex((owners) => owners[0] === 'b');
     const slot = { partition, replicas: 1 };
     const s = new ScriptedCluster({ slots: [slot], chunkRecords: 1, transferWindowChunks: 1 }).lone('a');
     s.write('a', slot, 6);
@@ -280,7 +279,7 @@ describe('cluster core - scripted scenarios', () => {
   });
 
   it('transfer - progress goes to the coordinator at most once per heartbeat interval, then once at the end', () => {
-    const partition = new Ring(['a', 'b']).owners(16, 1).findIndex((owners) => owners[0] === 'b');
+    const partition = Array.from({ length: 16 }, (_, partition) => ringOwners(['a', 'b'], { partition, replicas: 1 })).findIndex((owners) => owners[0] === 'b');
     const slot = { partition, replicas: 1 };
     const s = new ScriptedCluster({ slots: [slot], chunkRecords: 1, transferWindowChunks: 1, heartbeatIntervalMs: 50 }).lone('a');
     s.write('a', slot, 12);

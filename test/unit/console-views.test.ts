@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { ringOwners } from '../../src/cluster/core/placement.js';
-import type { Member, Membership, NodeState } from '../../src/cluster/core/types.js';
+import type { Member, Membership, NodeState } from '../../src/protocol/cluster-types.js';
 import { ringView } from '../../src/console/ring-view.js';
 
 function member(name: string, state: NodeState): Member {

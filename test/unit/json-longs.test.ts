@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/cluster/partitioner.js';
+import { canonicalJson } from '../../src/streams/partitioner.js';
 import { parseJson, stringifyJson } from '../../src/json.js';
-import { compileExpression } from '../../src/search/expression/index.js';
+import { compileExpression } from '../../src/expression/index.js';
 
 // Tweet ids: above 2^53, where JSON.parse would round them (issue 13 item 3b).
 const ID = '855448618232418307';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Membership } from '../../src/cluster/core/types.js';
+import type { Membership } from '../../src/protocol/cluster-types.js';
 import { AuditLog, tenantOfKey } from '../../src/monitoring/audit-log.js';
 import { checkFilter, MONITORING_SERVICES } from '../../src/monitoring/monitoring.js';
 import { RATE_WINDOW_SECONDS, StreamStats } from '../../src/monitoring/stream-stats.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Membership, TransferPlan } from '../../src/cluster/core/types.js';
+import type { Membership, TransferPlan } from '../../src/protocol/cluster-types.js';
 import { advertisedAddress } from '../../src/cluster/advertised-address.js';
 import { renderStatus } from '../../src/cli/status.js';
 import { TributaryError } from '../../src/errors.js';

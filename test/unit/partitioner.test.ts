@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, canonicalJsonPrefix, fnv1a32, partitionOf, partitionOfCanonical } from '../../src/cluster/partitioner.js';
+import { canonicalJson, canonicalJsonPrefix, fnv1a32, partitionOf, partitionOfCanonical } from '../../src/streams/partitioner.js';
 
 const policy = (ring_size: number, bytes: number) => ({ replicas: 1, ring_size, hash_payload: { bytes } });
 

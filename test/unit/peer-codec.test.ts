@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Member, Membership, PeerMessage, TransferPlan } from '../../src/cluster/core/types.js';
+import type { Member, Membership, PeerMessage, TransferPlan } from '../../src/protocol/cluster-types.js';
 import {
   decodeBody,
   decodeEnvelope,

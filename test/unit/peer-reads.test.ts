@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import nacl from 'tweetnacl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { NodeIdentity } from '../../src/cluster/identity.js';
+import type { NodeIdentity } from '../../src/peer/identity.js';
 import { remoteExecutionStatuses, remoteOutputPoll, remoteScan, serveExecutionStatuses, serveOutputPolls, serveScans } from '../../src/execution/execution-peer.js';
 import type { OutputRegistry } from '../../src/execution/output-registry.js';
 import { remoteDetails, serveMonitoring } from '../../src/monitoring/monitoring-peer.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import nacl from 'tweetnacl';
 import { describe, expect, it } from 'vitest';
-import type { NodeIdentity } from '../../src/cluster/identity.js';
+import type { NodeIdentity } from '../../src/peer/identity.js';
 import { decodeBody, decodeProto, encodeBody, encodeProto } from '../../src/peer/codec.js';
 import { ChunkChecksumError } from '../../src/peer/errors.js';
 import { peerType } from '../../src/peer/proto.js';

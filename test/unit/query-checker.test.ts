@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { builtinFunctions } from '../../src/search/expression/index.js';
+import { builtinFunctions } from '../../src/expression/index.js';
 import { parseSchema } from '../../src/streams/schema.js';
 import {
   AGGREGATE_SIGNATURES,

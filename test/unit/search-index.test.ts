@@ -5,7 +5,7 @@
 
 import MiniSearch from 'minisearch';
 import { describe, expect, it } from 'vitest';
-import { compileExpression, matches, parseSearchPattern, tokenize, type Analyzer, type TermPattern } from '../../src/search/expression/index.js';
+import { compileExpression, matches, parseSearchPattern, tokenize, type Analyzer, type TermPattern } from '../../src/expression/index.js';
 import { addSortedTimes, addToHistogram, emptyHistogram, FREQUENCIES, type Frequency } from '../../src/search/histogram.js';
 import { compareHits, searchLocally, type LocalSearchRequest, type StreamSearchPart } from '../../src/search/local-search.js';
 import { forEachString, PartitionIndex, type SsrDocument } from '../../src/search/partition-index.js';

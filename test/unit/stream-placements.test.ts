@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { StreamPlacements } from '../../src/streams/stream-placements.js';
 import { MembershipFeed } from '../../src/cluster/membership-feed.js';
-import type { Membership } from '../../src/cluster/core/types.js';
+import type { Membership } from '../../src/protocol/cluster-types.js';
 
 function store(entries: Record<string, unknown>) {
   return {

@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ChunkData, DurableIncoming, TransferPlan } from '../../src/cluster/core/types.js';
+import type { ChunkData, DurableIncoming, TransferPlan } from '../../src/protocol/cluster-types.js';
 import { Database } from '../../src/storage/database.js';
 import type { DefinitionRecord } from '../../src/storage/definitions.js';
 import { TimeSeriesRepository } from '../../src/storage/tsr.js';
-import { TransferChunks } from '../../src/storage/transfer-chunks.js';
+import { TransferChunks } from '../../src/cluster/transfer-chunks.js';
 
 const dirs: string[] = [];
 let source: Database;
@@ -122,7 +122,7 @@ describe('transfer chunks - read, resume, store, drop', () => {
 
 describe('transfer chunks - encoding', () => {
   it('round-trips pairs with any text, and refuses truncated bytes', async () => {
-    const { decodePairs, encodePairs } = await import('../../src/storage/transfer-chunks.js');
+    const { decodePairs, encodePairs } = await import('../../src/cluster/transfer-chunks.js');
     const texts: Array<[string, string]> = [['a/b/c/0001/x', '{"é":"😀","q":"\\"quoted\\""}'], ['', ''], ['k', 'v'.repeat(70_000)]];
     const bytes = encodePairs(texts.map(([key, value]) => [Buffer.from(key), Buffer.from(value)]));
     expect(decodePairs(bytes).map(([key, value]) => [key.toString('utf8'), value.toString('utf8')])).toEqual(texts);

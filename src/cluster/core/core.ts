@@ -39,12 +39,15 @@
 //    with the current epoch, and kept until all of them stored it. The simulation shows
 //    acknowledged writes are lost without the epoch check.
 
+import { assert } from '../../assert.js';
 import {
   adminAuthorityOf,
-  assert,
+  assertSlot,
+  compareSlots,
   coordinatorOf,
   NODE_NAME_FORBIDDEN,
   normaliseSlots,
+  ownersOf,
   planAlternatives,
   planChange,
   uncoveredNeeds,
@@ -53,6 +56,7 @@ import {
 import {
   assertMembership,
   assertSuccessor,
+  incarnationOf,
   isReadyToComplete,
   knowsNewerAddresses,
   memberNamed,
@@ -83,7 +87,7 @@ import type {
   PersistedCoreState,
   Slot,
   TransferPlan,
-} from './types.js';
+} from '../../protocol/cluster-types.js';
 
 type ProgressReport = Extract<PeerMessage, { type: 'transfer-progress' }>;
 type AdminRefusal = Omit<Extract<AdminResult, { ok: false }>, 'ok'>;
@@ -161,18 +165,24 @@ export class ClusterCore {
     this.createdLone = this.bootstrapped && (initial === undefined || initial.membership.epoch === 0);
     this.target = new TargetTransfers(this.name, this.bootstrapped ? (initial?.incoming ?? []) : []);
     this.source = new SourceTransfers(this.name);
+    // A node's own entry is in its table from the start and never leaves it (members never vanish).
+    assert(memberNamed(this.current, this.name) !== undefined, `${this.name} is not in its own table`);
+    assert(this.bootstrapped === this.current.epoch > 0, `bootstrapped ${this.bootstrapped} at epoch ${this.current.epoch}`);
   }
 
   /** A restart on another address or port: the node's own entry takes it, at a higher incarnation. */
   private announceAddressIfMoved(persisted: Member, self: Member): void {
+    assert(persisted.name === self.name, `${self.name} restarted as ${persisted.name}`);
     if (persisted.address === self.address && persisted.port === self.port && persisted.httpPort === self.httpPort) return;
     this.current = withReaddressedMember(this.current, this.name, { address: self.address, port: self.port, httpPort: self.httpPort });
     this.readdressed = true;
+    assert(incarnationOf(this.selfMember()) > incarnationOf(persisted), `${this.name} moved without a higher incarnation`);
     for (const member of this.current.members) if (member.name !== this.name && member.state !== 'Left') this.addressNotSeenBy.add(member.name);
   }
 
   step(input: CoreInput): CoreEffect[] {
     const effects: CoreEffect[] = [];
+    const epochBefore = this.current.epoch;
     if (input.type === 'resume') {
       assert(!this.started, 'resume after the first step');
       // A node that has no table yet can have no transfer to resume (its table is durable before any request).
@@ -215,21 +225,31 @@ export class ClusterCore {
         break;
     }
     this.afterStep(effects);
+    // Epochs only rise, and the core never addresses itself.
+    assert(this.current.epoch >= epochBefore, `epoch went back from ${epochBefore} to ${this.current.epoch} on ${input.type}`);
+    assert(effects.every((effect) => effect.type !== 'send' || effect.to !== this.name), `${input.type} sent to self`);
     return effects;
   }
 
   persistedState(): PersistedCoreState {
-    return { membership: this.current, incoming: this.target.durableState() };
+    assert(this.bootstrapped === this.current.epoch > 0, `persisting epoch ${this.current.epoch} (bootstrapped ${this.bootstrapped})`);
+    const state = { membership: this.current, incoming: this.target.durableState() };
+    assert(this.bootstrapped || state.incoming.length === 0, 'transfer progress before this node has a table');
+    return state;
   }
 
   membership(): Membership {
+    assert(this.bootstrapped === this.current.epoch > 0, `table of epoch ${this.current.epoch} (bootstrapped ${this.bootstrapped})`);
+    assert(memberNamed(this.current, this.name) !== undefined, `${this.name} left its own table`);
     return this.current;
   }
 
   /** True for self, and for a peer heard from within failureTimeoutMs (everyone, before the first tick). */
   available(name: string): boolean {
+    assert(name.length > 0, 'availability of an empty name');
     if (name === this.name) return true;
     if (this.clockStart === undefined) return true;
+    assert(this.now >= this.clockStart, `clock at ${this.now} before its start ${this.clockStart}`);
     return this.now - this.heardAt(name) < this.config.failureTimeoutMs;
   }
 
@@ -240,13 +260,18 @@ export class ClusterCore {
    */
   confirmed(): boolean {
     if (!this.bootstrapped) return false;
+    assert(this.current.epoch > 0, `bootstrapped at epoch ${this.current.epoch}`);
+    assert(this.started || !this.confirmedByPeer, 'confirmed by a peer before the first step');
     if (this.confirmedByPeer) return true;
     return this.current.members.every((member) => member.name === this.name || member.state === 'Left');
   }
 
   /** Ids of the transfers this node is receiving (for status pages and tests). */
   incomingTransfers(): string[] {
-    return this.target.activeIds();
+    const ids = this.target.activeIds();
+    assert(this.bootstrapped || ids.length === 0, 'receiving transfers without a table');
+    assert(ids.every((id) => this.current.change !== undefined && id.startsWith(`${this.current.change.id}/`)), `receiving transfers outside the change in flight: ${ids.join(',')}`);
+    return ids;
   }
 
   // -------------------------------------------------------------------------------------
@@ -264,6 +289,8 @@ export class ClusterCore {
     const gap = now - this.now;
     this.now = Math.max(this.now, now);
     if (gap > PAUSE_FRACTION_OF_FAILURE_TIMEOUT * this.config.failureTimeoutMs) this.forgiveSilenceOf(gap);
+    // The core's clock never goes back, whatever the shell feeds it.
+    assert(this.now >= now && this.now >= this.clockStart, `clock at ${this.now} after a tick at ${now}`);
   }
 
   /**
@@ -273,14 +300,18 @@ export class ClusterCore {
    * view (issue 12, item 6); heartbeats go out at once.
    */
   private forgiveSilenceOf(gap: number): void {
+    assert(gap > 0, `forgiving a gap of ${gap} ms`);
     for (const [name, heardAt] of this.lastHeard) {
       this.lastHeard.set(name, Math.min(this.now, heardAt + gap));
     }
     this.nextHeartbeatAt = this.now;
+    assert([...this.lastHeard.values()].every((heardAt) => heardAt <= this.now), 'a peer heard from in the future');
   }
 
   /** The first step announces what the node starts from and resumes its transfers. */
   private start(effects: CoreEffect[]): void {
+    assert(!this.started, 'started twice');
+    assert(effects.length === 0, 'effects before the start');
     this.started = true;
     if (!this.bootstrapped) return;
     if (this.createdLone || this.readdressed) effects.push({ type: 'persist' });
@@ -293,7 +324,9 @@ export class ClusterCore {
   }
 
   private afterStep(effects: CoreEffect[]): void {
+    assert(this.started, 'a step before the start');
     while (this.localProgress.length > 0) this.onProgress(this.name, this.localProgress.shift()!, effects);
+    assert(this.localProgress.length === 0, 'local progress left over after a step');
     if (this.bootstrapped && this.selfState() === 'Joined' && isReadyToComplete(this.current)) {
       this.adopt(withCompletedChange(this.current), effects, true);
     }
@@ -302,6 +335,7 @@ export class ClusterCore {
 
   private onTick(effects: CoreEffect[]): void {
     if (!this.bootstrapped) return;
+    assert(this.clockStart !== undefined, 'a tick before the clock started');
     this.updateAvailability(effects);
     if (this.now >= this.nextHeartbeatAt) {
       this.nextHeartbeatAt = this.now + this.config.heartbeatIntervalMs;
@@ -310,6 +344,7 @@ export class ClusterCore {
       this.sendHeartbeats(effects);
       this.sendReadyIfPending(effects);
     }
+    assert(this.nextHeartbeatAt > this.now, `next heartbeat at ${this.nextHeartbeatAt}, now ${this.now}`);
     if (this.selfState() === 'Left') return;
     this.target.onTick(this.context(), effects);
     if (coordinatorOf(this.current, (name) => this.available(name)) === this.name) this.replaceLostSources(effects);
@@ -318,11 +353,13 @@ export class ClusterCore {
   private onSlots(slots: readonly Slot[], effects: CoreEffect[]): void {
     this.slotsInUse = normaliseSlots(slots);
     this.slotsKnown = true;
+    assert(this.slotsInUse.length <= slots.length, 'normalising slots added some');
     // A crash between persisting a table and carrying out its drops leaves data behind:
     // after a restart, drop what this node's table says it does not own (idempotent).
     if (!this.restarted || !this.bootstrapped || this.catchUpDropsDone) return;
     this.catchUpDropsDone = true;
     const notOwned = this.slotsInUse.filter((slot) => !writeOwners(this.current, slot).includes(this.name));
+    assert(this.current.epoch > 0, 'dropping data without a table');
     pushDrops(notOwned, effects);
   }
 
@@ -330,10 +367,14 @@ export class ClusterCore {
   // Failure detection and gossip.
 
   private heardAt(name: string): number {
-    return this.lastHeard.get(name) ?? this.clockStart ?? this.now;
+    assert(name !== this.name, 'when this node heard from itself');
+    const heardAt = this.lastHeard.get(name) ?? this.clockStart ?? this.now;
+    assert(heardAt <= this.now, `${name} heard at ${heardAt}, after now ${this.now}`);
+    return heardAt;
   }
 
   private heard(from: string, effects: CoreEffect[]): void {
+    assert(from !== this.name, 'heard from itself');
     this.lastHeard.set(from, this.now);
     // It reached this node, so it has this node's address.
     this.addressNotSeenBy.delete(from);
@@ -341,6 +382,7 @@ export class ClusterCore {
       this.reportedAvailable.set(from, true);
       effects.push({ type: 'availability', node: from, available: true });
     }
+    assert(this.available(from), `${from} just heard but unavailable`);
   }
 
   /**
@@ -351,11 +393,14 @@ export class ClusterCore {
    */
   private onUnreachable(node: string, effects: CoreEffect[]): void {
     if (node === this.name) return;
+    assert(node.length > 0, 'an unreachable node without a name');
     this.lastHeard.set(node, Math.min(this.heardAt(node), this.now - this.config.failureTimeoutMs));
+    assert(this.clockStart === undefined || !this.available(node), `${node} unreachable but available`);
     this.updateAvailability(effects);
   }
 
   private updateAvailability(effects: CoreEffect[]): void {
+    const reportsBefore = effects.length;
     for (const member of this.current.members) {
       if (member.name === this.name || member.state === 'Left') continue;
       const available = this.available(member.name);
@@ -363,6 +408,7 @@ export class ClusterCore {
       this.reportedAvailable.set(member.name, available);
       effects.push({ type: 'availability', node: member.name, available });
     }
+    assert(effects.length - reportsBefore < this.current.members.length, 'availability reported for this node itself');
   }
 
   /**
@@ -372,6 +418,7 @@ export class ClusterCore {
    * merged by a node whose broadcast was lost must still reach whoever completes the change.
    */
   private sendHeartbeats(effects: CoreEffect[]): void {
+    assert(this.bootstrapped, 'heartbeats before this node has a table');
     const epoch = this.current.epoch;
     const coordinator = this.current.change === undefined ? undefined : coordinatorOf(this.current, (name) => this.available(name));
     for (const member of this.current.members) {
@@ -381,6 +428,7 @@ export class ClusterCore {
       else this.send(member.name, { type: 'heartbeat', epoch, at: this.ownAddress() }, effects);
     }
     this.progressDirty = false;
+    assert(coordinator === undefined || this.current.change !== undefined, 'a coordinator copy without a change in flight');
     this.repeatFinalSynced(effects);
   }
 
@@ -388,6 +436,8 @@ export class ClusterCore {
     const change = this.current.change;
     if (!this.bootstrapped || this.selfState() !== 'Pending' || change?.kind !== 'join' || change.node !== this.name) return;
     const coordinator = coordinatorOf(this.current, (name) => this.available(name));
+    // The coordinator is Joined, so a Pending node is never its own.
+    assert(coordinator !== this.name, `${this.name} is Pending and its own coordinator`);
     if (coordinator !== undefined) this.send(coordinator, { type: 'ready', changeId: change.id }, effects);
   }
 
@@ -395,6 +445,7 @@ export class ClusterCore {
   // Messages.
 
   private onReceive(from: string, message: PeerMessage, effects: CoreEffect[]): void {
+    assert(from.length > 0 && from !== this.name, `a ${message.type} from '${from}'`);
     if (!this.bootstrapped) {
       if (message.type === 'membership') this.onFirstMembership(from, message.membership, effects);
       return;
@@ -418,6 +469,7 @@ export class ClusterCore {
       return this.sendMembership(from, effects);
     }
     this.heard(from, effects);
+    assert(sender.state !== 'Left' || this.selfState() === 'Left', `${from} is Left and still heard`);
     const context = (): TransferContext => this.context();
     switch (message.type) {
       case 'membership':
@@ -445,26 +497,36 @@ export class ClusterCore {
   }
 
   private ownAddress(): AnnouncedAddress {
-    const self = memberNamed(this.current, this.name)!;
+    const self = this.selfMember();
+    assert(self.port > 0 && self.httpPort > 0, `${this.name} announces ports ${self.port}/${self.httpPort}`);
     return { address: self.address, port: self.port, httpPort: self.httpPort, incarnation: self.incarnation ?? 0 };
   }
 
   private takeAnnouncedAddress(from: string, at: AnnouncedAddress, effects: CoreEffect[]): void {
+    const epoch = this.current.epoch;
     const next = withAnnouncedAddress(this.current, from, at);
+    // An address travels without a new epoch (withMemberAddresses).
+    assert(next.epoch === epoch, `an address of ${from} changed the epoch`);
     if (next !== this.current) this.adopt(next, effects, false);
+    assert(this.current.epoch === epoch, `an address of ${from} moved the epoch to ${this.current.epoch}`);
   }
 
   private notePeerEpoch(from: string, epoch: number): void {
+    assert(Number.isSafeInteger(epoch) && epoch >= 0, `${from} is at epoch ${epoch}`);
     this.peerEpochs.set(from, Math.max(epoch, this.peerEpochs.get(from) ?? -1));
+    // What a peer has shown only rises.
+    assert(this.peerEpochs.get(from)! >= epoch, `${from}'s epoch went back`);
   }
 
   /** A `--join` node accepts the first table that names it with its own key (DESIGN.md, "Trust"). */
   private onFirstMembership(from: string, membership: Membership, effects: CoreEffect[]): void {
     const me = memberNamed(membership, this.name);
     if (me === undefined || me.publicKey !== this.bootstrap.self.publicKey || membership.epoch < 1) return;
+    assert(!this.bootstrapped, 'a first table after the first');
     this.heard(from, effects);
     this.notePeerEpoch(from, membership.epoch);
     this.adopt(membership, effects, false);
+    assert(this.bootstrapped && this.current.epoch === membership.epoch, `the first table (epoch ${membership.epoch}) was not adopted`);
   }
 
   /**
@@ -474,6 +536,7 @@ export class ClusterCore {
    * failure, not a tie to break.
    */
   private onMembership(from: string, incoming: Membership, effects: CoreEffect[]): void {
+    assert(this.bootstrapped, `a table from ${from} before this node has one`);
     this.notePeerEpoch(from, incoming.epoch);
     const mine = this.current;
     if (incoming.epoch < mine.epoch) {
@@ -489,6 +552,7 @@ export class ClusterCore {
       const kept = sameChange ? mergeChangeNews(incoming, mine) : incoming;
       // What this node knows of addresses (its own above all) survives a newer table.
       this.adopt(withMemberAddresses(kept, mine), effects, false);
+      assert(this.current.epoch === incoming.epoch, `adopted epoch ${this.current.epoch} for ${incoming.epoch}`);
       if (knowsNewerAddresses(mine, incoming)) this.sendMembership(from, effects);
       return;
     }
@@ -507,6 +571,7 @@ export class ClusterCore {
     if (change === undefined || change.id !== changeId || change.node !== from) return;
     const next = withFinalSynced(this.current, changeId);
     if (next === this.current) return;
+    assert(next.change?.finalSynced === true && next.epoch === this.current.epoch, `final sync of ${changeId} not recorded`);
     this.adopt(next, effects, true);
   }
 
@@ -514,6 +579,7 @@ export class ClusterCore {
   private onFinalSyncDone(changeId: string, effects: CoreEffect[]): void {
     const change = this.current.change;
     if (!this.bootstrapped || change?.id !== changeId || change.node !== this.name) return;
+    assert(this.selfState() === (change.kind === 'join' ? 'Joining' : 'Leaving'), `${this.name} final-synced while ${this.selfState()}`);
     this.finalSynced = changeId;
     const coordinator = coordinatorOf(this.current, (name) => this.available(name));
     if (coordinator === this.name) this.onFinalSynced(this.name, changeId, effects);
@@ -524,6 +590,7 @@ export class ClusterCore {
   private repeatFinalSynced(effects: CoreEffect[]): void {
     const change = this.current.change;
     if (this.finalSynced === undefined || change?.id !== this.finalSynced || change.finalSynced === true) return;
+    assert(change.node === this.name, `${this.name} repeats the final sync of ${change.node}`);
     const coordinator = coordinatorOf(this.current, (name) => this.available(name));
     if (coordinator === this.name) this.onFinalSynced(this.name, change.id, effects);
     else if (coordinator !== undefined) this.send(coordinator, { type: 'final-synced', changeId: change.id }, effects);
@@ -534,7 +601,10 @@ export class ClusterCore {
     const change = this.current.change;
     if (this.selfState() !== 'Joined' || change === undefined || change.id !== changeId || change.node !== from) return;
     if (memberNamed(this.current, from)?.state !== 'Pending') return this.sendMembership(from, effects); // it missed the Joining table
+    assert(change.kind === 'join', `ready for the ${change.kind} of ${from}`);
+    const epoch = this.current.epoch;
     this.adopt(withJoiningMember(this.current), effects, true);
+    assert(this.current.epoch === epoch + 1 && memberNamed(this.current, from)?.state === 'Joining', `${from} did not turn Joining`);
   }
 
   /** A target's progress: merged into the table (percent only rises); completion is spread at once. */
@@ -548,6 +618,7 @@ export class ClusterCore {
       return;
     }
     if (known.to !== from) return;
+    assert(known.id === report.transferId, `progress of ${report.transferId} taken for ${known.id}`);
     const update = {
       ...known,
       complete: report.complete,
@@ -555,6 +626,7 @@ export class ClusterCore {
       bytes: report.bytes,
       records: report.records,
     };
+    assert(update.percentComplete >= 0 && update.percentComplete <= 100, `transfer ${known.id} at ${update.percentComplete}%`);
     const next = withMergedTransfers(this.current, [update]);
     if (next === this.current) {
       if (known.complete && from !== this.name) this.sendMembership(from, effects); // it waits to see completion
@@ -568,6 +640,8 @@ export class ClusterCore {
   }
 
   private routeProgress(report: ProgressReport, effects: CoreEffect[]): void {
+    assert(report.percentComplete >= 0 && report.percentComplete <= 100, `transfer ${report.transferId} reports ${report.percentComplete}%`);
+    assert(!report.complete || report.percentComplete === 100, `transfer ${report.transferId} complete at ${report.percentComplete}%`);
     const coordinator = coordinatorOf(this.current, (name) => this.available(name));
     // Handled at the end of the step, so no table changes under a transfer being updated.
     if (coordinator === this.name) this.localProgress.push(report);
@@ -579,10 +653,14 @@ export class ClusterCore {
     const change = this.current.change;
     if (change === undefined || change.transfers.length === 0 || memberNamed(this.current, change.node)?.state === 'Pending') return;
     const limitMs = SOURCE_REPLACE_AFTER_FAILURE_TIMEOUTS * this.config.failureTimeoutMs;
+    assert(limitMs > this.config.failureTimeoutMs, `sources replaced after ${limitMs} ms, within a failure timeout`);
+    const epoch = this.current.epoch;
     const longUnavailable = (name: string): boolean => name !== this.name && this.now - this.heardAt(name) > limitMs;
     const added = planAlternatives(this.current, (name) => this.available(name), longUnavailable);
     if (added.length > 0) this.adopt(withMergedTransfers(this.current, added), effects, true);
     this.waiveHandOffOfLostLeaver(longUnavailable, effects);
+    // Alternatives and the waiver merge into the same epoch: only completion makes a new one.
+    assert(this.current.epoch === epoch || isReadyToComplete(this.current) || this.current.change === undefined, `replacing sources moved epoch ${epoch}`);
   }
 
   /**
@@ -595,25 +673,32 @@ export class ClusterCore {
     const change = this.current.change;
     if (change?.kind !== 'leave' || change.finalSynced === true || !longUnavailable(change.node)) return;
     if (uncoveredNeeds(this.current).length > 0) return;
+    assert(change.node !== this.name, `${this.name} waives its own hand-off`);
     this.adopt(withFinalSynced(this.current, change.id), effects, true);
+    assert(this.current.change?.finalSynced === true, `the hand-off of ${change.node} was not waived`);
   }
 
   // -------------------------------------------------------------------------------------
   // Admin commands (forwarded by the shell to the coordinator).
 
   private onAdmin(requestId: string, command: AdminCommand, effects: CoreEffect[]): void {
+    const epoch = this.current.epoch;
     const decision = this.decideAdmin(command);
     if ('status' in decision) {
       effects.push({ type: 'admin-result', requestId, result: { ok: false, ...decision } });
       return;
     }
+    // A command starts exactly one change, one epoch on.
+    assert(decision.epoch === epoch + 1 && decision.change !== undefined, `admin ${command.type} led from epoch ${epoch} to ${decision.epoch}`);
     this.adopt(decision, effects, true);
+    assert(this.current === decision, `admin ${command.type}: the table adopted is not the one decided`);
     effects.push({ type: 'admin-result', requestId, result: { ok: true, membership: this.current } });
   }
 
   /** The table the command leads to, or why it is refused. */
   private decideAdmin(command: AdminCommand): Membership | AdminRefusal {
     const refuse = (status: AdminRefusal['status'], message: string): AdminRefusal => ({ status, message });
+    assert(this.started, 'an admin command before the start');
     if (!this.bootstrapped || adminAuthorityOf(this.current) !== this.name) return refuse(409, 'not the coordinator');
     const change = this.current.change;
     if (change !== undefined) return refuse(409, `a membership change is in flight: ${change.kind} of ${change.node}`);
@@ -628,12 +713,17 @@ export class ClusterCore {
     if (member === undefined) return refuse(404, `node '${command.name}' is not in the cluster`);
     if (member.state !== 'Joined') return refuse(409, `node '${command.name}' is ${member.state}`);
     if (this.current.members.filter((other) => other.state === 'Joined').length === 1) return refuse(409, 'the cluster needs one Joined node');
+    assert(command.name !== this.name || this.current.members.some((other) => other.name !== this.name && other.state === 'Joined'), 'removing the last Joined node');
     return withLeavingMember(this.current, command.name, this.slotsInUse, (draft) => this.plan(draft));
   }
 
   /** The authority plans with its own view of who is up, and sends KV itself (it is Joined and up). */
   private plan(draft: Membership): TransferPlan[] {
-    return planChange({ membership: draft, available: (name) => this.available(name), kvSource: this.name });
+    const change = draft.change;
+    assert(change !== undefined, 'planning without a change');
+    const plans = planChange({ membership: draft, available: (name) => this.available(name), kvSource: this.name });
+    assert(plans.every((plan) => plan.id.startsWith(`${change.id}/`) && !plan.complete), `change ${change.id}: a plan outside it or already complete`);
+    return plans;
   }
 
   // -------------------------------------------------------------------------------------
@@ -663,33 +753,50 @@ export class ClusterCore {
     if (broadcast) this.broadcast(effects);
     this.target.pursue(this.context(), effects);
     if (newEpoch) this.sendReadyIfPending(effects);
+    assert(this.current === next, `epoch ${next.epoch} replaced while it was adopted`);
+    assert(memberNamed(next, this.name) !== undefined, `adopted epoch ${next.epoch} without ${this.name}`);
   }
 
   /** Slots this node wrote under `previous` and does not under `next`: their moves are complete. */
   private lostSlots(previous: Membership, next: Membership): Slot[] {
+    assert(next.epoch > previous.epoch, `slots lost from epoch ${previous.epoch} to ${next.epoch}`);
     const universe = normaliseSlots([...this.slotsInUse, ...(previous.change?.slots ?? []), ...(next.change?.slots ?? [])]);
-    return universe.filter((slot) => writeOwners(previous, slot).includes(this.name) && !writeOwners(next, slot).includes(this.name));
+    const lost = universe.filter((slot) => writeOwners(previous, slot).includes(this.name) && !writeOwners(next, slot).includes(this.name));
+    // What is dropped is what the new table says this node does not own.
+    assert(lost.every((slot) => !ownersOf(next, slot).includes(this.name)), `epoch ${next.epoch}: ${this.name} drops a slot it owns`);
+    return lost;
   }
 
   /** To every other member, Left ones included (they keep answering GET /cluster). */
   private broadcast(effects: CoreEffect[]): void {
+    assert(this.bootstrapped, 'broadcasting without a table');
     for (const member of this.current.members) this.sendMembership(member.name, effects);
   }
 
   private sendMembership(to: string, effects: CoreEffect[]): void {
+    assert(memberNamed(this.current, this.name) !== undefined, `sending a table without ${this.name}`);
     if (to !== this.name && this.bootstrapped) this.send(to, { type: 'membership', membership: this.current }, effects);
   }
 
   private send(to: string, message: PeerMessage, effects: CoreEffect[]): void {
     assert(to !== this.name, `sending ${message.type} to self`);
+    assert(to.length > 0, `sending ${message.type} to nobody`);
     effects.push({ type: 'send', to, message });
   }
 
   private selfState(): NodeState {
-    return memberNamed(this.current, this.name)!.state;
+    return this.selfMember().state;
+  }
+
+  private selfMember(): Member {
+    const self = memberNamed(this.current, this.name);
+    assert(self !== undefined, `${this.name} is not in its own table`);
+    return self;
   }
 
   private context(): TransferContext {
+    assert(this.started, 'transfers before the start');
+    assert(this.bootstrapped, 'transfers without a table');
     return {
       config: this.config,
       now: this.now,
@@ -702,22 +809,29 @@ export class ClusterCore {
 
 function completionCount(membership: Membership): string {
   const transfers = membership.change?.transfers ?? [];
+  assert(transfers.every((transfer) => !transfer.complete || transfer.percentComplete === 100), `epoch ${membership.epoch}: a transfer complete below 100%`);
+  assert(transfers.every((transfer) => transfer.percentComplete >= 0 && transfer.percentComplete <= 100), `epoch ${membership.epoch}: a transfer outside 0..100%`);
   return `${transfers.length}/${transfers.filter((transfer) => transfer.complete).length}/${membership.change?.finalSynced === true}`;
 }
 
 /** The members' address incarnations: a new address is persisted like a new epoch. */
 function incarnations(membership: Membership): string {
+  assert(membership.members.length > 0, `epoch ${membership.epoch} has no members`);
   return membership.members.map((member) => member.incarnation ?? 0).join(',');
 }
 
 /** `base` with what `news` adds to the same change: transfers and their progress, the hand-off. */
 function mergeChangeNews(base: Membership, news: Membership): Membership {
   const merged = withMergedTransfers(base, news.change?.transfers ?? []);
-  return news.change?.finalSynced === true && news.change.id === base.change?.id ? withFinalSynced(merged, news.change.id) : merged;
+  const result = news.change?.finalSynced === true && news.change.id === base.change?.id ? withFinalSynced(merged, news.change.id) : merged;
+  // News merges into the base's epoch and change; it never starts another.
+  assert(result.epoch === base.epoch && result.change?.id === base.change?.id, `merging news changed epoch ${base.epoch}`);
+  return result;
 }
 
 /** One node-state per state a member moved through (a table may skip epochs; the events do not). */
 function pushNodeStates(previous: Membership | undefined, next: Membership, effects: CoreEffect[]): void {
+  assert(previous === undefined || previous.epoch < next.epoch, `node states from epoch ${previous?.epoch} to ${next.epoch}`);
   for (const member of next.members) {
     const before = previous === undefined ? undefined : memberNamed(previous, member.name)?.state;
     const states = before === undefined ? [member.state] : statePath(before, member.state);
@@ -727,6 +841,8 @@ function pushNodeStates(previous: Membership | undefined, next: Membership, effe
 
 function pushDrops(slots: Slot[], effects: CoreEffect[]): void {
   if (slots.length === 0) return;
+  for (const slot of slots) assertSlot(slot);
+  assert(slots.every((slot, index) => index === 0 || compareSlots(slots[index - 1]!, slot) < 0), 'dropping slots not sorted and distinct');
   effects.push({ type: 'drop', repo: 'ssr', slots }, { type: 'drop', repo: 'tsr', slots: [...slots] });
 }
 

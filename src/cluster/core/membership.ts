@@ -11,8 +11,8 @@
 // is a function of their id) and progress; those merge as a join-semilattice (union of
 // transfers by id, complete = or, percent/bytes/records = max).
 
+import { assert } from '../../assert.js';
 import {
-  assert,
   compareSlots,
   compareText,
   dataRingNames,
@@ -21,8 +21,8 @@ import {
   nextOwnersOf,
   uncoveredNeeds,
 } from './placement.js';
-import type { AnnouncedAddress, Member, Membership, MembershipChange, NodeState, Slot, TransferPlan } from './types.js';
-import { NODE_STATE_EDGES } from './types.js';
+import type { AnnouncedAddress, Member, Membership, MembershipChange, NodeState, Slot, TransferPlan } from '../../protocol/cluster-types.js';
+import { NODE_STATE_EDGES } from '../../protocol/cluster-types.js';
 
 /** The states after `from` up to and including `to`, along NODE_STATE_EDGES; throws if `to` is not ahead. */
 export function statePath(from: NodeState, to: NodeState): NodeState[] {
@@ -34,19 +34,26 @@ export function statePath(from: NodeState, to: NodeState): NodeState[] {
     path.push(next);
     state = next;
   }
+  // A member moves only forward, Pending→Joining→Joined→Leaving→Left: never more than four steps.
+  assert(path.length <= 4 && path[path.length - 1] === (path.length === 0 ? undefined : to), `path ${from}→${to} is ${path.join('→')}`);
   return path;
 }
 
 export function memberNamed(membership: Membership, name: string): Member | undefined {
-  return membership.members.find((member) => member.name === name);
+  assert(name.length > 0, 'looking up an empty node name');
+  const member = membership.members.find((each) => each.name === name);
+  assert(member === undefined || member.name === name, `found ${member?.name} for ${name}`);
+  return member;
 }
 
 /** What must be equal in two tables of the same epoch; transfer details may differ and merge. */
 const structuralKeyMemo = new WeakMap<Membership, string>();
 
 export function structuralKey(membership: Membership): string {
+  assert(membership.members.length > 0, `epoch ${membership.epoch} has no members`);
   let key = structuralKeyMemo.get(membership);
   if (key === undefined) structuralKeyMemo.set(membership, (key = computeStructuralKey(membership)));
+  assert(key.startsWith(`[${membership.epoch},`), `structural key of epoch ${membership.epoch} is ${key.slice(0, 40)}`);
   return key;
 }
 
@@ -56,6 +63,8 @@ export function structuralKey(membership: Membership): string {
  * which merge as a semilattice.
  */
 function computeStructuralKey(membership: Membership): string {
+  assert(Number.isSafeInteger(membership.epoch), `epoch ${membership.epoch}`);
+  assert(membership.members.every((member) => member.name.length > 0), `epoch ${membership.epoch} has a member without a name`);
   const change = membership.change;
   return JSON.stringify([
     membership.epoch,
@@ -77,28 +86,38 @@ export function withMemberAddresses(membership: Membership, source: Membership):
     changed = true;
     return { ...member, address: other.address, port: other.port, httpPort: other.httpPort, incarnation: incarnationOf(other) };
   });
+  // Addresses merge by incarnation: no member's incarnation falls, the table keeps its members.
+  assert(members.length === membership.members.length, 'merging addresses changed the members');
+  assert(members.every((member, index) => incarnationOf(member) >= incarnationOf(membership.members[index]!)), 'an incarnation fell');
   return changed ? { ...membership, members } : membership;
 }
 
 /** `membership` with `name`'s address as it announced it, when that is newer than what it holds. */
 export function withAnnouncedAddress(membership: Membership, name: string, at: AnnouncedAddress): Membership {
+  assert(Number.isSafeInteger(at.incarnation) && at.incarnation >= 0, `${name} announced incarnation ${at.incarnation}`);
   const member = memberNamed(membership, name);
   if (member === undefined || at.incarnation <= incarnationOf(member)) return membership;
   const members = membership.members.map((each) => (each.name === name ? { ...each, address: at.address, port: at.port, httpPort: at.httpPort, incarnation: at.incarnation } : each));
+  assert(members.length === membership.members.length, 'announcing an address changed the members');
   return { ...membership, members };
 }
 
 /** True when `a` knows some member's address at a higher incarnation than `b`. */
 export function knowsNewerAddresses(a: Membership, b: Membership): boolean {
+  assert(a.members.length > 0 && b.members.length > 0, 'comparing addresses of an empty table');
   return withMemberAddresses(b, a) !== b;
 }
 
 export function incarnationOf(member: Member): number {
-  return member.incarnation ?? 0;
+  const incarnation = member.incarnation ?? 0;
+  assert(Number.isSafeInteger(incarnation) && incarnation >= 0, `${member.name} has incarnation ${incarnation}`);
+  return incarnation;
 }
 
 /** The table with `name`'s address replaced and its incarnation raised: the node announces itself again. */
 export function withReaddressedMember(membership: Membership, name: string, address: Pick<Member, 'address' | 'port' | 'httpPort'>): Membership {
+  assert(memberNamed(membership, name) !== undefined, `readdressing ${name}, who is not in the table`);
+  assert(Number.isInteger(address.port) && address.port > 0 && Number.isInteger(address.httpPort) && address.httpPort > 0, `${name} readdressed to ports ${address.port}/${address.httpPort}`);
   const members = membership.members.map((member) =>
     member.name === name ? { ...member, ...address, incarnation: incarnationOf(member) + 1 } : member,
   );
@@ -146,11 +165,18 @@ export function assertSuccessor(previous: Membership, next: Membership): void {
 }
 
 function withMembers(membership: Membership, members: Member[], change: MembershipChange | undefined, epoch: number): Membership {
+  // Epochs only rise, by one per change.
+  assert(epoch === membership.epoch + 1, `epoch ${membership.epoch} followed by ${epoch}`);
+  assert(members.length >= membership.members.length, `epoch ${epoch} dropped a member`);
   return { epoch, members: [...members].sort((a, b) => compareText(a.name, b.name)), change };
 }
 
 function withState(members: readonly Member[], name: string, state: NodeState): Member[] {
-  return members.map((member) => (member.name === name ? { ...member, state } : member));
+  const member = members.find((each) => each.name === name);
+  assert(member !== undefined, `${name} is not in the table`);
+  // One step along the allowed edges (NODE_STATE_EDGES), never back.
+  assert(NODE_STATE_EDGES[member.state].includes(state), `${name} cannot move from ${member.state} to ${state}`);
+  return members.map((each) => (each.name === name ? { ...each, state } : each));
 }
 
 /**
@@ -160,19 +186,25 @@ function withState(members: readonly Member[], name: string, state: NodeState): 
  */
 export function withAddedMember(membership: Membership, member: Omit<Member, 'state'>, slots: readonly Slot[], plan: (draft: Membership) => TransferPlan[]): Membership {
   assert(membership.change === undefined, 'add while a change is in flight');
+  assert(memberNamed(membership, member.name) === undefined, `adding ${member.name}, who is in the table`);
   const epoch = membership.epoch + 1;
   const change: MembershipChange = { id: `e${epoch}-join-${member.name}`, kind: 'join', node: member.name, slots: normaliseSlots(slots), transfers: [] };
   const draft = withMembers(membership, [...membership.members, { ...member, state: 'Pending' }], change, epoch);
-  return { ...draft, change: { ...change, transfers: plan(draft) } };
+  const next = { ...draft, change: { ...change, transfers: plan(draft) } };
+  assert(next.change.transfers.every((transfer) => transfer.to === member.name), `join of ${member.name} plans a transfer to another node`);
+  return next;
 }
 
 /** DELETE /cluster/nodes/:name: the node turns Leaving; `plan` computes its transfers. */
 export function withLeavingMember(membership: Membership, name: string, slots: readonly Slot[], plan: (draft: Membership) => TransferPlan[]): Membership {
   assert(membership.change === undefined, 'remove while a change is in flight');
+  assert(memberNamed(membership, name)?.state === 'Joined', `removing ${name}, who is not Joined`);
   const epoch = membership.epoch + 1;
   const change: MembershipChange = { id: `e${epoch}-leave-${name}`, kind: 'leave', node: name, slots: normaliseSlots(slots), transfers: [] };
   const draft = withMembers(membership, withState(membership.members, name, 'Leaving'), change, epoch);
-  return { ...draft, change: { ...change, transfers: plan(draft) } };
+  const next = { ...draft, change: { ...change, transfers: plan(draft) } };
+  assert(next.change.transfers.every((transfer) => transfer.to !== name && transfer.repo !== 'KV'), `leave of ${name} plans a transfer to it`);
+  return next;
 }
 
 /** The Pending node is ready: it turns Joining and its transfers start. Deterministic: any node may take this step. */
@@ -189,6 +221,7 @@ export function withCompletedChange(membership: Membership): Membership {
   assert(change !== undefined, 'completing without a change');
   assert(uncoveredNeeds(membership).length === 0, `completing ${change.id} with transfers outstanding`);
   const state: NodeState = change.kind === 'join' ? 'Joined' : 'Left';
+  assert(change.transfers.every((transfer) => transfer.percentComplete >= 0 && transfer.percentComplete <= 100), `completing ${change.id} with progress outside 0..100`);
   return withMembers(membership, withState(membership.members, change.node, state), undefined, membership.epoch + 1);
 }
 
@@ -200,6 +233,7 @@ export function withCompletedChange(membership: Membership): Membership {
 export function isReadyToComplete(membership: Membership): boolean {
   const change = membership.change;
   if (change === undefined) return false;
+  assert(change.transfers.every((transfer) => transfer.id.startsWith(`${change.id}/`)), `change ${change.id} holds another change's transfer`);
   const state = memberNamed(membership, change.node)?.state;
   if (state !== (change.kind === 'join' ? 'Joining' : 'Leaving')) return false;
   if (change.finalSynced !== true) return false;
@@ -210,26 +244,35 @@ export function isReadyToComplete(membership: Membership): boolean {
 export function withFinalSynced(membership: Membership, changeId: string): Membership {
   const change = membership.change;
   if (change === undefined || change.id !== changeId || change.finalSynced === true) return membership;
+  // The hand-off belongs to the data phase: a joining node is ready (Joining) before it makes it.
+  assert(memberNamed(membership, change.node)?.state !== 'Pending', `${change.node} final-synced while Pending`);
+  assert(changeId.length > 0, 'final sync of an empty change id');
   return { ...membership, change: { ...change, finalSynced: true } };
 }
 
 function mergeTransfer(a: TransferPlan, b: TransferPlan): TransferPlan {
+  assert(a.id === b.id, `merging transfer ${a.id} with ${b.id}`);
   const complete = a.complete || b.complete;
-  return {
+  const merged = {
     ...a,
     complete,
     percentComplete: complete ? 100 : Math.max(a.percentComplete, b.percentComplete),
     bytes: Math.max(a.bytes, b.bytes),
     records: Math.max(a.records, b.records),
   };
+  // A semilattice join: progress only rises and stays within 0..100.
+  assert(merged.percentComplete >= a.percentComplete && merged.percentComplete >= b.percentComplete && merged.percentComplete <= 100, `transfer ${a.id} merged to ${merged.percentComplete}%`);
+  return merged;
 }
 
 function sameContent(a: TransferPlan, b: TransferPlan): boolean {
+  assert(a.id === b.id, `comparing the content of ${a.id} with ${b.id}`);
   return a.repo === b.repo && a.from === b.from && a.to === b.to && a.slots.length === b.slots.length && a.slots.every((slot, index) => compareSlots(slot, b.slots[index]!) === 0);
 }
 
 /** True when `news` tells something `known` does not already say. */
 function adds(known: TransferPlan, news: TransferPlan): boolean {
+  assert(known.id === news.id, `news of ${news.id} about ${known.id}`);
   return (news.complete && !known.complete) || news.percentComplete > known.percentComplete || news.bytes > known.bytes || news.records > known.records;
 }
 
@@ -254,5 +297,8 @@ export function withMergedTransfers(membership: Membership, transfers: readonly 
   }
   if (!changed) return membership;
   const merged = [...byId.values()].sort((a, b) => compareText(a.id, b.id));
+  // Merging only adds transfers and news: none is lost, none goes back from complete.
+  assert(merged.length >= change.transfers.length, `change ${change.id} lost a transfer in a merge`);
+  assert(change.transfers.every((transfer) => !transfer.complete || byId.get(transfer.id)!.complete), `change ${change.id}: a complete transfer went back`);
   return { ...membership, change: { ...change, transfers: merged } };
 }

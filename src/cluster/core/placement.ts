@@ -11,7 +11,8 @@
 // reaches the new owner directly.
 
 import HashRing from 'hashring';
-import type { Member, Membership, Slot, TransferPlan, TransferRepo } from './types.js';
+import { assert } from '../../assert.js';
+import type { Member, Membership, Slot, TransferPlan, TransferRepo } from '../../protocol/cluster-types.js';
 
 export type Availability = (name: string) => boolean;
 
@@ -31,10 +32,15 @@ export const NODE_NAME_FORBIDDEN = /[/>~\s]/;
 const DATA_REPOS: readonly TransferRepo[] = ['ssr', 'tsr'];
 
 export function slotKey(slot: Slot): string {
-  return `${slot.partition}/${slot.replicas}`;
+  assertSlot(slot);
+  const key = `${slot.partition}/${slot.replicas}`;
+  assert(key.length <= 32, `slot key ${key.slice(0, 32)}… too long`);
+  return key;
 }
 
 export function compareSlots(a: Slot, b: Slot): number {
+  assertSlot(a);
+  assertSlot(b);
   return a.partition - b.partition || a.replicas - b.replicas;
 }
 
@@ -42,11 +48,25 @@ export function compareSlots(a: Slot, b: Slot): number {
 export function normaliseSlots(slots: readonly Slot[]): Slot[] {
   const byKey = new Map<string, Slot>();
   for (const slot of slots) {
-    assert(Number.isInteger(slot.partition) && slot.partition >= 0, `bad partition ${slot.partition}`);
-    assert(Number.isInteger(slot.replicas) && slot.replicas >= 1, `bad replicas ${slot.replicas}`);
+    assertSlot(slot);
     byKey.set(slotKey(slot), { partition: slot.partition, replicas: slot.replicas });
   }
-  return [...byKey.values()].sort(compareSlots);
+  const normalised = [...byKey.values()].sort(compareSlots);
+  assert(normalised.length <= slots.length, 'normalising slots added some');
+  assert(normalised.every((slot, index) => index === 0 || compareSlots(normalised[index - 1]!, slot) < 0), 'normalised slots not sorted and distinct');
+  return normalised;
+}
+
+/** A slot names a partition (an integer >= 0) and a replica count (an integer >= 1). */
+export function assertSlot(slot: Slot): void {
+  assert(Number.isInteger(slot.partition) && slot.partition >= 0, `bad partition ${slot.partition}`);
+  assert(Number.isInteger(slot.replicas) && slot.replicas >= 1, `bad replicas ${slot.replicas}`);
+}
+
+/** Node names on a ring are sorted and distinct: the ring cache is keyed by them. */
+function assertSortedNames(names: readonly string[], what: string): void {
+  assert(names.every((name) => name.length > 0), `${what}: an empty node name`);
+  assert(names.every((name, index) => index === 0 || compareText(names[index - 1]!, name) < 0), `${what} not sorted and distinct: ${names.join(',')}`);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -65,6 +85,7 @@ const ringCache = new Map<string, CachedRing>();
 const ringByNames = new WeakMap<readonly string[], CachedRing>();
 
 function cachedRing(sortedNames: readonly string[]): CachedRing {
+  assert(sortedNames.length > 0, 'a ring of no nodes');
   const known = ringByNames.get(sortedNames);
   if (known !== undefined) return known;
   const cacheKey = sortedNames.join('\n');
@@ -75,6 +96,7 @@ function cachedRing(sortedNames: readonly string[]): CachedRing {
     ringCache.set(cacheKey, entry);
   }
   ringByNames.set(sortedNames, entry);
+  assert(ringCache.size <= RING_CACHE_ENTRIES_MAX, `ring cache holds ${ringCache.size} rings`);
   return entry;
 }
 
@@ -88,58 +110,99 @@ const uncoveredMemo = new WeakMap<Membership, TransferNeed[]>();
 function memoised<T>(memo: WeakMap<Membership, T>, membership: Membership, compute: () => T): T {
   let value = memo.get(membership);
   if (value === undefined) memo.set(membership, (value = compute()));
+  assert(value !== undefined, 'a memoised value computed as undefined');
+  assert(memo.get(membership) === value, 'a memoised value not kept');
   return value;
 }
 
 /**
- * Owners of a slot on the ring of `sortedNames`: the same as Ring.ownersOf
- * (`range('partition-'+p, replicas)`), replicas capped by the number of nodes.
+ * The one placement function (issue 16, item 4): the first `count` distinct nodes of the
+ * ring of `sortedNames`, walking clockwise from `key` (hashring's `range`). Slot owners,
+ * definition coordinators and session hosts all come from here.
+ */
+export function preferenceList(sortedNames: readonly string[], key: string, count: number): string[] {
+  assert(Number.isSafeInteger(count) && count >= 0, `a preference list of ${count} nodes`);
+  if (sortedNames.length === 0 || count === 0) return [];
+  assertSortedNames(sortedNames, 'ring');
+  const copies = Math.min(count, sortedNames.length);
+  const names = cachedRing(sortedNames).ring.range(key, copies);
+  // Invariant: `copies` distinct owners (STYLE.md, "assert invariants where state changes").
+  assert(names.length === copies && new Set(names).size === copies, `key ${key} got ${names.join(',')}, wanted ${copies} distinct`);
+  return names;
+}
+
+/**
+ * Owners of a slot on the ring of `sortedNames`: the preference list of
+ * `partition-${p}`, replicas capped by the number of nodes; memoised per ring.
  */
 export function ringOwners(sortedNames: readonly string[], slot: Slot): readonly string[] {
+  assertSlot(slot);
   if (sortedNames.length === 0) return [];
+  assertSortedNames(sortedNames, 'ring');
   const entry = cachedRing(sortedNames);
   const key = slotKey(slot);
   let owners = entry.owners.get(key);
   if (owners === undefined) {
-    const copies = Math.min(slot.replicas, sortedNames.length);
-    owners = Object.freeze(entry.ring.range(`partition-${slot.partition}`, copies));
-    // Invariant: `copies` distinct owners (STYLE.md, "assert invariants where state changes").
-    assert(owners.length === copies && new Set(owners).size === copies, `slot ${key} got owners ${owners.join(',')}, wanted ${copies} distinct`);
+    owners = Object.freeze(preferenceList(sortedNames, `partition-${slot.partition}`, slot.replicas));
     entry.owners.set(key, owners);
   }
+  // Owners count <= replicas, and each owner is on the ring.
+  assert(owners.length <= slot.replicas && owners.every((owner) => sortedNames.includes(owner)), `slot ${key}: owners ${owners.join(',')} off the ring`);
   return owners;
 }
 
 function namesIn(members: readonly Member[], keep: (member: Member) => boolean): string[] {
-  return members.filter(keep).map((member) => member.name).sort();
+  const names = members.filter(keep).map((member) => member.name).sort();
+  assertSortedNames(names, 'member names');
+  return names;
 }
 
 /** Members whose data is current: Joined, and Leaving until they are Left. */
 export function dataRingNames(membership: Membership): readonly string[] {
-  return memoised(dataRingMemo, membership, () =>
+  assertEpoch(membership);
+  const names = memoised(dataRingMemo, membership, () =>
     Object.freeze(namesIn(membership.members, (member) => member.state === 'Joined' || member.state === 'Leaving')),
   );
+  assert(names.length <= membership.members.length, `data ring of epoch ${membership.epoch} larger than its table`);
+  return names;
+}
+
+/** Epochs are integers from 0 (a node that has not joined) upwards. */
+export function assertEpoch(membership: Membership): void {
+  assert(Number.isSafeInteger(membership.epoch) && membership.epoch >= 0, `epoch ${membership.epoch}`);
+  // Every table holds at least the node that holds it.
+  assert(membership.members.length > 0, `epoch ${membership.epoch} has no members`);
 }
 
 /** The data ring the change in flight leads to; the data ring itself when none is. */
 export function nextRingNames(membership: Membership): readonly string[] {
-  return memoised(nextRingMemo, membership, () => {
+  assertEpoch(membership);
+  const names = memoised(nextRingMemo, membership, () => {
     const change = membership.change;
     const current = dataRingNames(membership);
     if (change === undefined) return current;
     if (change.kind === 'leave') return Object.freeze(current.filter((name) => name !== change.node));
     return Object.freeze([...new Set([...current, change.node])].sort());
   });
+  // A change moves one node: the next ring differs from the data ring by at most one name.
+  assert(Math.abs(names.length - dataRingNames(membership).length) <= 1, `next ring of epoch ${membership.epoch} differs by more than one node`);
+  return names;
 }
 
 /** Current owners of a slot: the data ring (Joined + Leaving), replicas capped by its size. */
 export function ownersOf(membership: Membership, slot: Slot): readonly string[] {
-  return ringOwners(dataRingNames(membership), slot);
+  const owners = ringOwners(dataRingNames(membership), slot);
+  assert(owners.length <= slot.replicas, `slot ${slotKey(slot)} has ${owners.length} owners`);
+  assert(owners.length > 0 || dataRingNames(membership).length === 0, `slot ${slotKey(slot)} has no owner`);
+  return owners;
 }
 
 /** Owners once the change in flight completes. */
 export function nextOwnersOf(membership: Membership, slot: Slot): readonly string[] {
-  return ringOwners(nextRingNames(membership), slot);
+  const owners = ringOwners(nextRingNames(membership), slot);
+  assert(owners.length <= slot.replicas, `slot ${slotKey(slot)} has ${owners.length} next owners`);
+  assert(membership.change !== undefined || owners === ownersOf(membership, slot), `slot ${slotKey(slot)}: next owners differ without a change`);
+  return owners;
 }
 
 /** Where a write of this slot goes: current owners first, then the owners the change adds. */
@@ -147,6 +210,9 @@ export function writeOwners(membership: Membership, slot: Slot): string[] {
   const owners = [...ownersOf(membership, slot)];
   if (membership.change === undefined) return owners;
   for (const name of nextOwnersOf(membership, slot)) if (!owners.includes(name)) owners.push(name);
+  // Old and new owners alike, each once: at most replicas + 1 (one node moves per change).
+  assert(new Set(owners).size === owners.length, `slot ${slotKey(slot)}: a write owner twice`);
+  assert(owners.length <= slot.replicas + 1, `slot ${slotKey(slot)}: ${owners.length} write owners`);
   return owners;
 }
 
@@ -157,7 +223,10 @@ export function writeOwners(membership: Membership, slot: Slot): string[] {
  */
 export function coordinatorOf(membership: Membership, available: Availability): string | undefined {
   const joined = namesIn(membership.members, (member) => member.state === 'Joined');
-  return joined.find((name) => available(name)) ?? joined[0];
+  const coordinator = joined.find((name) => available(name)) ?? joined[0];
+  assert(coordinator === undefined || joined.includes(coordinator), `coordinator ${coordinator} is not Joined`);
+  assert(coordinator !== undefined || joined.length === 0, `epoch ${membership.epoch}: Joined members but no coordinator`);
+  return coordinator;
 }
 
 /**
@@ -168,7 +237,9 @@ export function coordinatorOf(membership: Membership, available: Availability): 
  * so any node may take it and a dead coordinator never strands a change.
  */
 export function adminAuthorityOf(membership: Membership): string | undefined {
-  return coordinatorOf(membership, () => false);
+  const authority = coordinatorOf(membership, () => false);
+  assert(authority === undefined || membership.members.every((member) => member.state !== 'Joined' || compareText(authority, member.name) <= 0), `admin authority ${authority} is not the lowest-named Joined member`);
+  return authority;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -176,7 +247,9 @@ export function adminAuthorityOf(membership: Membership): string | undefined {
 
 /** What must move for the change in flight: each slot a node gains, per data repo; KV for a join. */
 export function transferNeeds(membership: Membership): readonly TransferNeed[] {
-  return memoised(needsMemo, membership, () => computeNeeds(membership));
+  const needs = memoised(needsMemo, membership, () => computeNeeds(membership));
+  assert(membership.change !== undefined || needs.length === 0, `epoch ${membership.epoch}: transfer needs without a change`);
+  return needs;
 }
 
 function computeNeeds(membership: Membership): TransferNeed[] {
@@ -187,14 +260,19 @@ function computeNeeds(membership: Membership): TransferNeed[] {
     const current = ownersOf(membership, slot);
     for (const to of nextOwnersOf(membership, slot)) {
       if (current.includes(to)) continue;
+      // Only the joining node gains data on a join; the leaving node never does.
+      assert(change.kind === 'leave' ? to !== change.node : to === change.node, `change ${change.id}: ${to} gains slot ${slotKey(slot)}`);
       for (const repo of DATA_REPOS) needs.push({ repo, to, slot });
     }
   }
   if (change.kind === 'join') needs.push({ repo: 'KV', to: change.node, slot: undefined });
+  assert(needs.every((need) => (need.repo === 'KV') === (need.slot === undefined)), `change ${change.id}: a KV need with a slot or a data need without`);
   return needs;
 }
 
 export function transferCovers(transfer: TransferPlan, need: TransferNeed): boolean {
+  assert((need.repo === 'KV') === (need.slot === undefined), `a ${need.repo} need ${need.slot === undefined ? 'without' : 'with'} a slot`);
+  assert(transfer.repo !== 'KV' || transfer.slots.length === 0, `KV transfer ${transfer.id} with slots`);
   if (transfer.repo !== need.repo || transfer.to !== need.to) return false;
   if (need.slot === undefined) return true;
   const key = slotKey(need.slot);
@@ -203,10 +281,12 @@ export function transferCovers(transfer: TransferPlan, need: TransferNeed): bool
 
 /** Needs that no *complete* transfer covers yet: the change may complete when this is empty. */
 export function uncoveredNeeds(membership: Membership): readonly TransferNeed[] {
-  return memoised(uncoveredMemo, membership, () => {
+  const uncovered = memoised(uncoveredMemo, membership, () => {
     const complete = (membership.change?.transfers ?? []).filter((transfer) => transfer.complete);
     return transferNeeds(membership).filter((need) => !complete.some((transfer) => transferCovers(transfer, need)));
   });
+  assert(uncovered.length <= transferNeeds(membership).length, 'more needs uncovered than there are');
+  return uncovered;
 }
 
 export interface ChangePlanInput {
@@ -246,18 +326,29 @@ export function planChange(input: ChangePlanInput): TransferPlan[] {
     for (const repo of DATA_REPOS) plans.push(newTransfer(`${change.id}/${repo}/${from}>${to}`, repo, from, to, slots));
   }
   if (change.kind === 'join') plans.push(newTransfer(`${change.id}/KV/${input.kvSource}>${change.node}`, 'KV', input.kvSource, change.node, []));
-  return plans.sort((a, b) => compareText(a.id, b.id));
+  plans.sort((a, b) => compareText(a.id, b.id));
+  // Every need has a planned transfer, and transfer ids name one content each.
+  assert(transferNeeds(membership).every((need) => plans.some((plan) => transferCovers(plan, need))), `change ${change.id}: a need without a transfer`);
+  assert(new Set(plans.map((plan) => plan.id)).size === plans.length, `change ${change.id}: two transfers under one id`);
+  return plans;
 }
 
 function newTransfer(id: string, repo: TransferRepo, from: string, to: string, slots: readonly Slot[]): TransferPlan {
   assert(from !== to, `transfer ${id} from a node to itself`);
+  assert((repo === 'KV') === (slots.length === 0), `transfer ${id}: ${repo} with ${slots.length} slots`);
+  // The id names the content (`${changeId}/${repo}/${from}>${to}`, an alternative `${root}~${from}`).
+  assert(id.includes(`/${repo}/`) && rootTransferId(id).endsWith(`>${to}`), `transfer ${id} does not name its repo and target`);
+  assert(rootTransferId(id) === id ? id.endsWith(`/${repo}/${from}>${to}`) : id.endsWith(`${ALTERNATIVE_SEPARATOR}${from}`), `transfer ${id} does not name its source ${from}`);
   return { id, repo, from, to, slots: normaliseSlots(slots), complete: false, percentComplete: 0, bytes: 0, records: 0 };
 }
 
 /** The plan transfer an alternative stands in for (itself for a plan transfer). */
 export function rootTransferId(transferId: string): string {
+  assert(transferId.length > 0, 'an empty transfer id');
   const at = transferId.indexOf(ALTERNATIVE_SEPARATOR);
-  return at < 0 ? transferId : transferId.slice(0, at);
+  const root = at < 0 ? transferId : transferId.slice(0, at);
+  assert(root.length > 0 && !root.includes(ALTERNATIVE_SEPARATOR), `transfer ${transferId} has no root`);
+  return root;
 }
 
 /**
@@ -289,6 +380,9 @@ export function planAlternatives(membership: Membership, available: Availability
       added.push(alternative);
     }
   }
+  // An alternative stands in for a plan transfer of this change and never duplicates an id.
+  assert(added.every((alternative) => byId.has(rootTransferId(alternative.id)) && !byId.has(alternative.id)), `change ${change.id}: an alternative without a root`);
+  assert(added.every((alternative) => !alternative.complete && alternative.percentComplete === 0), `change ${change.id}: an alternative born with progress`);
   return added;
 }
 
@@ -299,6 +393,8 @@ function alternativesFor(
   available: Availability,
   isLongUnavailable: Availability,
 ): TransferPlan[] {
+  assert(rootTransferId(root.id) === root.id, `alternative ${root.id} used as a root`);
+  assert(open.every((need) => need.to === root.to && need.repo === root.repo), `needs of another transfer than ${root.id}`);
   const usable = (name: string): boolean => name !== root.to && available(name) && !isLongUnavailable(name);
   if (root.repo === 'KV') {
     if (open.length === 0) return [];
@@ -317,23 +413,14 @@ function alternativesFor(
     result.push(newTransfer(`${root.id}${ALTERNATIVE_SEPARATOR}${source}`, root.repo, source, root.to, slots));
     remaining = remaining.filter((slot) => !ownersOf(membership, slot).includes(source));
   }
+  assert(result.every((alternative) => alternative.from !== root.to), `an alternative of ${root.id} from its own target`);
   return result;
 }
 
 // ---------------------------------------------------------------------------------------
 
 export function compareText(a: string, b: string): number {
+  assert(typeof a === 'string' && typeof b === 'string', 'comparing other than text');
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-export class InvariantError extends Error {
-  readonly code = 'CLUSTER_CORE_INVARIANT';
-  constructor(message: string) {
-    super(`cluster core invariant broken: ${message}`);
-    this.name = 'InvariantError';
-  }
-}
-
-export function assert(condition: unknown, message: string): asserts condition {
-  if (!condition) throw new InvariantError(message);
-}

@@ -14,8 +14,9 @@
 // Source: reads one chunk at a time (a read continues from the previous chunk's cursor),
 // and stays at most `transferWindowChunks` chunks ahead of the target's acks.
 
-import { assert, compareText, transferCovers, uncoveredNeeds } from './placement.js';
-import type { ChunkData, CoreConfig, CoreEffect, DurableIncoming, Membership, PeerMessage, TransferPlan } from './types.js';
+import { assert } from '../../assert.js';
+import { compareText, transferCovers, uncoveredNeeds } from './placement.js';
+import type { ChunkData, CoreConfig, CoreEffect, DurableIncoming, Membership, PeerMessage, TransferPlan } from '../../protocol/cluster-types.js';
 
 type ChunkMessage = Extract<PeerMessage, { type: 'transfer-chunk' }>;
 type RequestMessage = Extract<PeerMessage, { type: 'transfer-request' }>;
@@ -59,7 +60,9 @@ export class TargetTransfers {
   private readonly resumable = new Map<string, DurableIncoming>();
 
   constructor(private readonly self: string, persisted: readonly DurableIncoming[]) {
+    assert(self.length > 0, 'a transfer target without a name');
     this.resume(persisted);
+    assert(this.resumable.size <= persisted.length, 'more resumable transfers than entries');
   }
 
   /**
@@ -74,19 +77,26 @@ export class TargetTransfers {
       const known = this.resumable.get(entry.transferId);
       if (known === undefined || entry.seqAcked > known.seqAcked) this.resumable.set(entry.transferId, entry);
     }
+    assert([...this.resumable.values()].every((entry) => (entry.records ?? 0) >= 0 && (entry.bytes ?? 0) >= 0), 'a resumable transfer with negative counts');
   }
 
   durableState(): DurableIncoming[] {
+    // A transfer is either resumable (not yet claimed) or running, never both.
+    assert([...this.transfers.keys()].every((id) => !this.resumable.has(id)), 'a transfer both resumable and running');
     const entries: DurableIncoming[] = [...this.resumable.values()];
     for (const [transferId, transfer] of this.transfers) {
       entries.push({ transferId, seqAcked: transfer.seqAcked, cursor: transfer.cursor, records: transfer.records, bytes: transfer.bytes });
     }
-    return entries.sort((a, b) => compareText(a.transferId, b.transferId));
+    entries.sort((a, b) => compareText(a.transferId, b.transferId));
+    assert(entries.every((entry) => Number.isInteger(entry.seqAcked) && entry.seqAcked >= 0), 'a durable entry with a bad seq');
+    return entries;
   }
 
   /** Ids of transfers still being received (for tests and the shell's status page). */
   activeIds(): string[] {
-    return [...this.transfers.keys()].sort(compareText);
+    const ids = [...this.transfers.keys()].sort(compareText);
+    assert([...this.transfers.values()].every((transfer) => transfer.plan.to === this.self), `${this.self} receives a transfer to another node`);
+    return ids;
   }
 
   /**
@@ -96,6 +106,7 @@ export class TargetTransfers {
    */
   pursue(context: TransferContext, effects: CoreEffect[]): void {
     const wanted = wantedTransfers(context.membership, this.self);
+    assert([...wanted.values()].every((plan) => plan.to === this.self && plan.from !== this.self), `${this.self} wants a transfer not to it`);
     for (const id of [...this.transfers.keys()]) if (!wanted.has(id)) this.transfers.delete(id);
     for (const id of [...this.resumable.keys()]) if (!wanted.has(id)) this.resumable.delete(id);
     for (const plan of wanted.values()) {
@@ -124,9 +135,11 @@ export class TargetTransfers {
       this.transfers.set(plan.id, transfer);
       this.request(transfer, context, effects);
     }
+    assert(this.transfers.size === wanted.size, `${this.transfers.size} transfers running, ${wanted.size} wanted`);
   }
 
   onChunk(from: string, message: ChunkMessage, context: TransferContext, effects: CoreEffect[]): void {
+    assert(Number.isInteger(message.seq) && message.seq >= 1, `chunk seq ${message.seq}`);
     const transfer = this.transfers.get(message.transferId);
     if (transfer === undefined || transfer.done || from !== transfer.plan.from) return;
     if (message.seq <= transfer.seqAcked) {
@@ -139,6 +152,9 @@ export class TargetTransfers {
     transfer.buffer.set(message.seq, message);
     transfer.lastActivityAt = context.now;
     this.storeNext(transfer, effects);
+    // One store in flight, and only of the chunk right after the last durable one.
+    const storing = transfer.storing as ChunkMessage | undefined; // storeNext may have set it
+    assert(storing === undefined || storing.seq === transfer.seqAcked + 1, `transfer ${transfer.plan.id} stores ${storing?.seq} after ${transfer.seqAcked}`);
   }
 
   onChunkStored(transferId: string, seq: number, context: TransferContext, effects: CoreEffect[]): void {
@@ -146,6 +162,7 @@ export class TargetTransfers {
     const chunk = transfer?.storing;
     if (transfer === undefined || chunk === undefined || chunk.seq !== seq) return; // from before a restart of this core
     assert(seq === transfer.seqAcked + 1, `transfer ${transferId} stored seq ${seq} after ${transfer.seqAcked}`);
+    assert(!transfer.done, `transfer ${transferId} stored a chunk after its last`);
     transfer.storing = undefined;
     transfer.seqAcked = seq;
     transfer.cursor = chunk.chunk.cursor;
@@ -162,6 +179,9 @@ export class TargetTransfers {
     context.send(transfer.plan.from, { type: 'transfer-ack', transferId, seq }, effects);
     if (transfer.done || this.progressDue(transfer, context)) this.sendProgress(transfer, context, effects);
     this.storeNext(transfer, effects);
+    // One store in flight, and only ever of the next chunk.
+    const storing = transfer.storing as ChunkMessage | undefined; // storeNext may have set it
+    assert(storing === undefined || storing.seq === seq + 1, `transfer ${transferId} stores ${storing?.seq} after ${seq}`);
   }
 
   /**
@@ -173,9 +193,11 @@ export class TargetTransfers {
   onStoreFailed(transferId: string, seq: number, context: TransferContext): void {
     const transfer = this.transfers.get(transferId);
     if (transfer === undefined || transfer.storing?.seq !== seq) return;
+    assert(seq === transfer.seqAcked + 1, `transfer ${transferId} failed to store ${seq} after ${transfer.seqAcked}`);
     transfer.storing = undefined;
     transfer.buffer.clear();
     transfer.lastActivityAt = context.now;
+    assert(!transfer.done, `transfer ${transferId} failed a store after its last chunk`);
   }
 
   /**
@@ -183,7 +205,9 @@ export class TargetTransfers {
    * completion reports until the membership shows them.
    */
   onTick(context: TransferContext, effects: CoreEffect[]): void {
+    assert(Number.isFinite(context.now), `transfers ticked at ${context.now}`);
     for (const transfer of this.transfers.values()) {
+      assert(transfer.lastActivityAt <= context.now && transfer.lastProgressAt <= context.now, `transfer ${transfer.plan.id} active in the future`);
       const reportDue = context.now - transfer.lastProgressAt >= context.config.heartbeatIntervalMs;
       if (transfer.done) {
         if (reportDue) this.sendProgress(transfer, context, effects);
@@ -198,10 +222,13 @@ export class TargetTransfers {
 
   /** Records stored since the last report, and a heartbeat interval gone by since it. */
   private progressDue(transfer: IncomingTransfer, context: TransferContext): boolean {
+    assert(transfer.records >= transfer.recordsReported, `transfer ${transfer.plan.id} reported more records than it holds`);
     return transfer.records > transfer.recordsReported && context.now - transfer.lastProgressAt >= context.config.heartbeatIntervalMs;
   }
 
   private request(transfer: IncomingTransfer, context: TransferContext, effects: CoreEffect[]): void {
+    assert(!transfer.done, `re-requesting finished transfer ${transfer.plan.id}`);
+    assert(transfer.storing === undefined, `requesting ${transfer.plan.id} while a store is in flight`);
     transfer.buffer.clear();
     transfer.lastActivityAt = context.now;
     const message: RequestMessage = { type: 'transfer-request', transfer: transfer.plan, seq: transfer.seqAcked + 1, cursor: transfer.cursor };
@@ -216,6 +243,9 @@ export class TargetTransfers {
     // A chunk read after another cursor than the one we hold would leave a gap or overlap
     // at its start: drop it, the stall timer re-requests from our cursor.
     if (next.fromCursor !== transfer.cursor) return;
+    // Stored strictly in order: the chunk right after the last durable one.
+    assert(next.seq === transfer.seqAcked + 1, `transfer ${transfer.plan.id} stores ${next.seq} after ${transfer.seqAcked}`);
+    assert(next.chunk.records >= 0, `transfer ${transfer.plan.id} chunk ${next.seq} with ${next.chunk.records} records`);
     transfer.storing = next;
     const progress: DurableIncoming = {
       transferId: transfer.plan.id,
@@ -233,6 +263,9 @@ export class TargetTransfers {
     // percentComplete only rises (issue 3, item 4), also when the estimate grows or after a restart.
     transfer.percentReported = Math.max(transfer.percentReported, transfer.plan.percentComplete, measured);
     if (!transfer.done) transfer.percentReported = Math.min(transfer.percentReported, 99);
+    // Percent complete is 0..100 and only 100 once the last chunk is durable.
+    assert(transfer.percentReported >= 0 && transfer.percentReported <= 100, `transfer ${transfer.plan.id} at ${transfer.percentReported}%`);
+    assert(transfer.done === (transfer.percentReported === 100), `transfer ${transfer.plan.id} at ${transfer.percentReported}%, done ${transfer.done}`);
     transfer.lastProgressAt = context.now;
     transfer.recordsReported = transfer.records;
     context.reportProgress(
@@ -260,6 +293,7 @@ function wantedTransfers(membership: Membership, self: string): Map<string, Tran
     if (transfer.to !== self || transfer.complete) continue;
     if (open.some((need) => transferCovers(transfer, need))) wanted.set(transfer.id, transfer);
   }
+  assert(wanted.size <= change.transfers.length, 'more transfers wanted than planned');
   return wanted;
 }
 
@@ -276,18 +310,22 @@ interface OutgoingTransfer {
 export class SourceTransfers {
   private readonly transfers = new Map<string, OutgoingTransfer>();
 
-  constructor(private readonly self: string) {}
+  constructor(private readonly self: string) {
+    assert(self.length > 0, 'a transfer source without a name');
+  }
 
   /** Forgets transfers that are no longer part of the change in flight. */
   retain(membership: Membership): void {
     const live = new Set((membership.change?.transfers ?? []).filter((transfer) => !transfer.complete).map((transfer) => transfer.id));
     for (const id of [...this.transfers.keys()]) if (!live.has(id)) this.transfers.delete(id);
+    assert(this.transfers.size <= live.size, `${this.transfers.size} transfers sent, ${live.size} live`);
   }
 
   /** A (re-)request starts a new send from the target's last durable chunk. */
   onRequest(from: string, message: RequestMessage, context: TransferContext, effects: CoreEffect[]): void {
     const plan = message.transfer;
     if (plan.from !== this.self || plan.to !== from || !isRunning(context.membership, plan)) return;
+    assert(Number.isInteger(message.seq) && message.seq >= 1, `transfer ${plan.id} requested from seq ${message.seq}`);
     const wanted = { seq: message.seq, cursor: message.cursor };
     const known = this.transfers.get(plan.id);
     const inFlight = known?.reading;
@@ -296,6 +334,7 @@ export class SourceTransfers {
     const transfer: OutgoingTransfer = { plan, acked: message.seq - 1, reading: inFlight, nextRead: answered ? undefined : wanted };
     this.transfers.set(plan.id, transfer);
     this.readNext(transfer, context, effects);
+    assert(transfer.reading !== undefined || transfer.nextRead !== undefined || answered, `transfer ${plan.id} requested but not read`);
   }
 
   onChunkRead(
@@ -306,6 +345,8 @@ export class SourceTransfers {
     const transfer = this.transfers.get(read.transferId);
     if (transfer === undefined || transfer.reading === undefined || transfer.reading.seq !== read.seq) return;
     const answered = transfer.reading;
+    const effectsBefore = effects.length;
+    assert(read.chunk.records >= 0 && read.totalEstimate >= 0, `transfer ${read.transferId} read ${read.chunk.records} records of ${read.totalEstimate}`);
     transfer.reading = undefined;
     // While a read is in flight, nextRead is set only by a request that asked for another
     // start: the read belongs to an older send and its chunk is not what the target wants.
@@ -324,6 +365,7 @@ export class SourceTransfers {
       transfer.nextRead = read.last ? undefined : { seq: read.seq + 1, cursor: read.chunk.cursor };
     }
     this.readNext(transfer, context, effects);
+    assert(readsIn(effects, effectsBefore) <= 1, `transfer ${read.transferId} issued two reads at once`);
   }
 
   /**
@@ -334,29 +376,45 @@ export class SourceTransfers {
   onReadFailed(transferId: string, seq: number): void {
     const transfer = this.transfers.get(transferId);
     if (transfer?.reading?.seq !== seq) return;
+    assert(seq >= 1, `transfer ${transferId} failed to read seq ${seq}`);
     transfer.reading = undefined;
     transfer.nextRead = undefined;
+    assert(transfer.plan.from === this.self, `transfer ${transferId} read on ${this.self}, not its source`);
   }
 
   onAck(from: string, transferId: string, seq: number, context: TransferContext, effects: CoreEffect[]): void {
     const transfer = this.transfers.get(transferId);
     if (transfer === undefined || from !== transfer.plan.to) return;
+    const acked = transfer.acked;
+    const effectsBefore = effects.length;
     transfer.acked = Math.max(transfer.acked, seq);
+    // Acks only rise.
+    assert(transfer.acked >= acked, `transfer ${transferId} ack went back from ${acked}`);
     this.readNext(transfer, context, effects);
+    // One read in flight per transfer (the shell's contract, core.ts).
+    assert(readsIn(effects, effectsBefore) <= 1, `transfer ${transferId} issued two reads at once`);
   }
 
   private readNext(transfer: OutgoingTransfer, context: TransferContext, effects: CoreEffect[]): void {
     const next = transfer.nextRead;
     if (transfer.reading !== undefined || next === undefined) return;
     if (next.seq > transfer.acked + context.config.transferWindowChunks) return;
+    assert(next.seq >= 1, `transfer ${transfer.plan.id} reads seq ${next.seq}`);
+    assert(transfer.plan.from === this.self, `${this.self} reads for transfer ${transfer.plan.id} from ${transfer.plan.from}`);
     transfer.reading = next;
     transfer.nextRead = undefined;
     effects.push({ type: 'read-chunk', transfer: transfer.plan, seq: next.seq, cursor: next.cursor });
   }
 }
 
+function readsIn(effects: readonly CoreEffect[], from: number): number {
+  assert(from >= 0 && from <= effects.length, `effects from ${from} of ${effects.length}`);
+  return effects.slice(from).filter((effect) => effect.type === 'read-chunk').length;
+}
+
 /** The source serves a transfer only while its own membership has that change in flight. */
 function isRunning(membership: Membership, plan: TransferPlan): boolean {
+  assert(plan.id.length > 0, 'a transfer without an id');
   const change = membership.change;
   return change !== undefined && plan.id.startsWith(`${change.id}/`);
 }

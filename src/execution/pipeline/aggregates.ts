@@ -19,7 +19,7 @@
 // - Identical aggregate calls in one select (`avg(x)` and `avg(x) * 2`) share one slot.
 
 import { AGGREGATE_SIGNATURES, formatExpression } from '../../query/index.js';
-import { compareValues, type CallExpr, type Expr, type NumericKind, type Value } from '../../search/expression/index.js';
+import { compareValues, type CallExpr, type Expr, type NumericKind, type Value } from '../../expression/index.js';
 import { aggregateReaderName } from './scopes.js';
 
 export type AggregateName = 'count' | 'sum' | 'avg' | 'min' | 'max' | 'first' | 'last' | 'stddev' | 'bivar';

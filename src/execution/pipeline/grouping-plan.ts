@@ -3,7 +3,7 @@
 // select's items compiled over a GroupView (src/execution/pipeline/scopes.ts).
 
 import type { PlanStep } from '../../query/index.js';
-import { compile, type CompileOptions, type Evaluator } from '../../search/expression/index.js';
+import { compile, type CompileOptions, type Evaluator } from '../../expression/index.js';
 import { aggregateKind, createAccumulator, extractAggregates, type Accumulator, type AggregateName } from './aggregates.js';
 import { compileNode, keyScopeOptions, rowOptions, type ScopeKey } from './scopes.js';
 

@@ -28,7 +28,7 @@
 
 import { BadRequestError } from '../../errors.js';
 import { windowHopsMax } from '../../query/index.js';
-import type { CompileOptions, Value } from '../../search/expression/index.js';
+import type { CompileOptions, Value } from '../../expression/index.js';
 import { createAccumulators, planGrouping, type GroupingPlan, type SelectStep } from './grouping-plan.js';
 import { compareGroups, GroupIndex, WindowEnds, type Group } from './group-store.js';
 import type { Budget, Delta, OutputRow, RowConsumer } from './types.js';

@@ -5,9 +5,6 @@ export { createPipeline } from './pipeline.js';
 export {
   PipelineLimitError,
   type Change,
-  type ChangeAction,
   type OutputRow,
   type Pipeline,
-  type PipelineLimits,
-  type PipelineOptions,
 } from './types.js';

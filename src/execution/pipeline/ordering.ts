@@ -13,7 +13,7 @@
 // order by keeps arrival order alone.
 
 import type { PlanStep } from '../../query/index.js';
-import { compile, datetimeMs, type CompileOptions, type Evaluator, type Value } from '../../search/expression/index.js';
+import { compile, datetimeMs, type CompileOptions, type Evaluator, type Value } from '../../expression/index.js';
 import { rowOptions } from './scopes.js';
 import type { Budget, Delta, OutputRow, RowConsumer } from './types.js';
 import { orderValues } from './values.js';

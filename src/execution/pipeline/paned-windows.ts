@@ -20,7 +20,7 @@
 // - Grouping over a table (a grouping after a grouping) keeps one group per window
 //   (grouping.ts), bounded by windowHopsMax.
 
-import type { Value } from '../../search/expression/index.js';
+import type { Value } from '../../expression/index.js';
 import type { Accumulator } from './aggregates.js';
 import { WindowEnds } from './group-store.js';
 import { createAccumulators, type GroupingPlan } from './grouping-plan.js';

@@ -20,7 +20,8 @@
 // - Output rows of a query with no select are the input rows cut to the output schema's
 //   fields (missing ones null), so a consumer never sees fields the schema lacks.
 
-import { defaultFieldAccessor } from '../../search/expression/index.js';
+import { assert } from '../../assert.js';
+import { defaultFieldAccessor } from '../../expression/index.js';
 import { compileCondition, compileProjection, DROPPED, projectionOf, RowStages, SelectChanges, WhereChanges, type RowStage } from './changes.js';
 import { GroupingOperator } from './grouping.js';
 import { planGrouping } from './grouping-plan.js';
@@ -39,10 +40,26 @@ import {
 
 /** Builds the runtime of a checked query. Throws for a query with errors: check it first. */
 export function createPipeline(options: PipelineOptions): Pipeline {
-  if (options.check.errors.length > 0) {
-    throw new Error(`a query with errors cannot run: ${options.check.errors.map((error) => error.type).join(', ')}`);
+  assert(options.check.errors.length === 0, `a query with errors cannot run: ${options.check.errors.map((error) => error.type).join(', ')}`);
+  const { groupsMax, rowsHeldMax } = options.limits;
+  assert(Number.isSafeInteger(groupsMax) && groupsMax > 0 && Number.isSafeInteger(rowsHeldMax) && rowsHeldMax > 0, `pipeline limits ${groupsMax} groups, ${rowsHeldMax} rows`);
+  const chain = buildChain(options);
+  // Only a chain that makes a table is in table mode, and its operators follow its first one.
+  assert(chain.mode === 'stream' || chain.first !== undefined, 'a table-mode pipeline without a table');
+  assert(chain.first !== undefined || chain.operators.length === 0, 'table operators without a table');
+  return new QueryPipeline(options, chain);
+}
+
+/**
+ * What flows between operators (types.ts, Delta): an update carries the row it replaces.
+ * Checked at every operator boundary: a broken operator fails here, not in a consumer.
+ */
+function checkedDeltas(deltas: Delta[]): Delta[] {
+  for (let i = 0; i < deltas.length; i++) {
+    const delta = deltas[i] as Delta;
+    assert(delta.action !== 'update' || delta.old !== undefined, 'an update without the row it replaces');
   }
-  return new QueryPipeline(options, buildChain(options));
+  return deltas;
 }
 
 interface Chain {
@@ -140,41 +157,54 @@ class QueryPipeline implements Pipeline {
   }
 
   push(rows: readonly unknown[], nowMs: number): Change[] {
+    assert(Number.isFinite(nowMs), `rows pushed at ${nowMs}`);
     const first = this.chain.first;
-    if (first === undefined) return this.streamChanges(rows);
-    let deltas = first.pushRows(this.rowStages.processAll(rows), nowMs);
+    if (first === undefined) return this.streamOut(this.streamChanges(rows));
+    let deltas = checkedDeltas(first.pushRows(this.rowStages.processAll(rows), nowMs));
     for (const operator of this.chain.operators) {
       if (deltas.length === 0) break;
-      deltas = operator.push(deltas, nowMs);
+      deltas = checkedDeltas(operator.push(deltas, nowMs));
     }
-    return this.options.historical ? [] : toChanges(deltas);
+    return this.options.historical ? [] : this.streamOut(toChanges(deltas));
   }
 
   tick(nowMs: number): Change[] {
+    assert(Number.isFinite(nowMs), `pipeline ticked at ${nowMs}`);
     const first = this.chain.first;
     if (this.options.historical || first === undefined) return [];
-    let deltas = first.tick(nowMs);
+    let deltas = checkedDeltas(first.tick(nowMs));
     for (const operator of this.chain.operators) {
-      const passed = deltas.length > 0 ? operator.push(deltas, nowMs) : [];
-      const own = operator.tick(nowMs);
+      const passed = deltas.length > 0 ? checkedDeltas(operator.push(deltas, nowMs)) : [];
+      const own = checkedDeltas(operator.tick(nowMs));
       deltas = own.length > 0 ? passed.concat(own) : passed;
     }
-    return toChanges(deltas);
+    return this.streamOut(toChanges(deltas));
   }
 
   finish(): Change[] {
     const first = this.chain.first;
     if (!this.options.historical || first === undefined || this.finished) return [];
     this.finished = true;
-    let deltas = first.finish([]);
-    for (const operator of this.chain.operators) deltas = operator.finish(deltas);
-    return toChanges(deltas);
+    let deltas = checkedDeltas(first.finish([]));
+    for (const operator of this.chain.operators) deltas = checkedDeltas(operator.finish(deltas));
+    const changes = toChanges(deltas);
+    // A bounded query's final result is its whole table, as adds.
+    assert(changes.every((change) => change.action === 'add'), 'finish() gave other changes than adds');
+    return changes;
   }
 
   snapshot(): Change[] {
     if (this.mode === 'stream') return [];
     const last = this.chain.operators[this.chain.operators.length - 1] ?? this.chain.first;
-    return last === undefined ? [] : toChanges(last.snapshot());
+    const changes = last === undefined ? [] : toChanges(last.snapshot());
+    assert(changes.every((change) => change.action === 'add'), 'a snapshot with other changes than adds');
+    return changes;
+  }
+
+  /** In stream mode every change is an add (Pipeline.mode). */
+  private streamOut(changes: Change[]): Change[] {
+    assert(this.mode === 'table' || changes.every((change) => change.action === 'add'), `a ${this.mode}-mode pipeline gave a remove or an update`);
+    return changes;
   }
 
   /** The hot path of a query without tables: rows through the fused stages, straight out. */

@@ -1,4 +1,4 @@
-// How the runtime compiles expressions (src/search/expression) for each place of a query.
+// How the runtime compiles expressions (src/expression) for each place of a query.
 // The session's options come first and are passed on unchanged; on top of them:
 // - over rows, numeric kinds (which decide integer division) come from the row type the
 //   checker gave the step, and from the session's numericKindOf where that type cannot
@@ -18,7 +18,7 @@ import {
   type FunctionDefinition,
   type NumericKind,
   type Value,
-} from '../../search/expression/index.js';
+} from '../../expression/index.js';
 
 /** What a grouped select's items read: the group's keys by name and its aggregate values by slot. */
 export interface GroupView {

@@ -2,9 +2,10 @@
 // error it throws when a query outgrows its bounds, and the internal change records that
 // flow between its operators. Pure: nothing here does I/O or reads a clock.
 
+import { assert } from '../../assert.js';
 import { TributaryError } from '../../errors.js';
 import type { QueryCheck } from '../../query/index.js';
-import type { CompileOptions, Value } from '../../search/expression/index.js';
+import type { CompileOptions, Value } from '../../expression/index.js';
 
 export type ChangeAction = 'add' | 'update' | 'remove';
 
@@ -90,15 +91,19 @@ export class Budget {
 
   releaseGroup(): void {
     this.groups--;
+    assert(this.groups >= 0, 'released a group never added');
   }
 
   addRows(count: number): void {
+    assert(Number.isSafeInteger(count) && count >= 0, `adding ${count} rows`);
     this.rows += count;
     if (this.rows > this.limits.rowsHeldMax) throw new PipelineLimitError('rowsHeldMax', this.limits.rowsHeldMax);
   }
 
   releaseRows(count: number): void {
+    assert(Number.isSafeInteger(count) && count >= 0, `releasing ${count} rows`);
     this.rows -= count;
+    assert(this.rows >= 0, `released ${-this.rows} rows more than were held`);
   }
 }
 

@@ -2,7 +2,7 @@
 // nothing is not sent), a total order for `order by` and group keys, Map keys for group
 // lookup, and event times for windows.
 
-import { compareValues, datetimeMs, type Value } from '../../search/expression/index.js';
+import { compareValues, datetimeMs, type Value } from '../../expression/index.js';
 import type { OutputRow } from './types.js';
 import { stringifyJson } from '../../json.js';
 

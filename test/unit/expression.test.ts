@@ -17,7 +17,7 @@ import {
   type CompileOptions,
   type Expr,
   type Value,
-} from '../../src/search/expression/index.js';
+} from '../../src/expression/index.js';
 import { BadRequestError } from '../../src/errors.js';
 import { parseDatetime as parseDatetimeForReference } from '../../src/streams/payload-validator.js';
 import { Prng } from '../sim/prng.js';
@@ -60,7 +60,7 @@ function failure(source: string, options: CompileOptions = {}): string {
   return 'no error';
 }
 
-describe('search-expression - literals and names', () => {
+describe('expression - literals and names', () => {
   it('reads numbers, including .48E1, as int or double', () => {
     const literal = (source: string): unknown => {
       const expr = parseExpression(source);
@@ -114,7 +114,7 @@ describe('search-expression - literals and names', () => {
   });
 });
 
-describe('search-expression - precedence', () => {
+describe('expression - precedence', () => {
   it.each([
     ['1 + 2 * 3', '(1 + (2 * 3))'],
     ['1 * 2 + 3', '((1 * 2) + 3)'],
@@ -143,7 +143,7 @@ describe('search-expression - precedence', () => {
   });
 });
 
-describe('search-expression - operators', () => {
+describe('expression - operators', () => {
   const row = { i: 7, j: 2, d: 2.5, s: 'abc', t: 'abd', yes: true, no: false, nothing: null, nested: { n: 4 } };
 
   it.each([
@@ -236,7 +236,7 @@ describe('search-expression - operators', () => {
   });
 });
 
-describe('search-expression - three-valued logic', () => {
+describe('expression - three-valued logic', () => {
   const values: Array<[string, boolean | null]> = [
     ['true', true],
     ['false', false],
@@ -284,7 +284,7 @@ describe('search-expression - three-valued logic', () => {
   });
 });
 
-describe('search-expression - functions', () => {
+describe('expression - functions', () => {
   const row = {
     ts: '2024-03-05T23:30:00-02:00',
     host: 'Web-01.example',
@@ -421,7 +421,7 @@ describe('search-expression - functions', () => {
   });
 });
 
-describe('search-expression - errors name line and column', () => {
+describe('expression - errors name line and column', () => {
   it.each([
     ['(user > 90', "1:11 expected ')' but found end of input"],
     ["year(ts) == 2024 && (host == 'a'", "1:33 expected ')' but found end of input"],
@@ -483,7 +483,7 @@ describe('search-expression - errors name line and column', () => {
   });
 });
 
-describe('search-expression - bounds', () => {
+describe('expression - bounds', () => {
   it(`accepts ${expressionCharsMax} characters and rejects more`, () => {
     const longest = `a${' '.repeat(expressionCharsMax - 1)}`;
     expect(parseExpression(longest)).toMatchObject({ kind: 'field' });
@@ -516,7 +516,7 @@ describe('search-expression - bounds', () => {
   });
 });
 
-describe('search-expression - reuse by the query language', () => {
+describe('expression - reuse by the query language', () => {
   it('parses an expression from a token stream and stops where it cannot continue', () => {
     const tokens = lex('where user > @limit select host, user -- the rest\n', { lineComments: true });
     const { expression, next } = parseExpressionTokens(tokens, 1);
@@ -546,7 +546,7 @@ describe('search-expression - reuse by the query language', () => {
   });
 });
 
-describe('search-expression - terms for the index', () => {
+describe('expression - terms for the index', () => {
   const summary = (source: string, options: CompileOptions = {}): unknown => {
     const terms = termsOf(parseExpression(source), options);
     const name = (t: (typeof terms.all)[number]): string => `${t.function}(${t.field ?? '*'}, ${t.pattern})`;
@@ -973,7 +973,7 @@ function same(a: Value, b: Value): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-describe('search-expression - randomized agreement with a reference interpreter', () => {
+describe('expression - randomized agreement with a reference interpreter', () => {
   const seeds = process.env.EXPRESSION_SEED !== undefined ? [Number(process.env.EXPRESSION_SEED)] : Array.from({ length: 1500 }, (_, i) => i + 1);
 
   it(`parses, compiles and evaluates ${seeds.length} random trees like the reference`, () => {

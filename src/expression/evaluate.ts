@@ -18,6 +18,7 @@
 //   fields per `numericKindOf`, integer functions); otherwise it divides exactly.
 //   Division or remainder by zero gives null. `+` also joins two strings.
 
+import { assert } from '../assert.js';
 import type { BinaryOperator, CallExpr, ComparisonOperator, Expr, NumericKind, Value } from './ast.js';
 import {
   combineKinds,
@@ -38,11 +39,9 @@ export type {
   CompileOptions,
   Evaluator,
   FieldAccessor,
-  FunctionContext,
   FunctionDefinition,
   Row,
 } from './compiled.js';
-export { constantStringArgument } from './compiled.js';
 
 /** Parses and compiles in one step; every problem is a 400 naming line and column. */
 export function compileExpression(source: string, options: CompileOptions & ParseOptions = {}): Evaluator {
@@ -51,12 +50,22 @@ export function compileExpression(source: string, options: CompileOptions & Pars
 
 /** Compiles a tree into one evaluator. Throws ExpressionError (a 400) for unknown functions etc. */
 export function compile(expr: Expr, options: CompileOptions = {}): Evaluator {
-  return new Compiler(options).compile(expr).evaluate;
+  assert(EXPRESSION_KINDS.has(expr.kind), `compiling a node of kind ${String(expr.kind)}`);
+  const compiler = new Compiler(options);
+  const evaluate = compiler.compile(expr).evaluate;
+  assert(compiler.nesting() === 0 && typeof evaluate === 'function', 'compiling left the tree half-walked');
+  return evaluate;
 }
+
+const EXPRESSION_KINDS: ReadonlySet<string> = new Set<Expr['kind']>(['literal', 'variable', 'field', 'unary', 'binary', 'logical', 'call']);
+const NUMERIC_KINDS: ReadonlySet<string> = new Set<NumericKind>(['int', 'double', 'unknown']);
 
 /** What a `where` keeps: only rows for which the expression is exactly true. */
 export function matches(evaluator: Evaluator, row: Row): boolean {
-  return evaluator(row) === true;
+  const value = evaluator(row);
+  // Evaluation gives a value or null (missing fields read as null), never undefined.
+  assert(value !== undefined, 'an expression evaluated to undefined');
+  return value === true;
 }
 
 class Compiler implements FunctionContext {
@@ -67,13 +76,20 @@ class Compiler implements FunctionContext {
     this.analyzer = options.analyzer ?? 'standard';
   }
 
+  /** How deep compile() is in the tree: 0 between compiles. */
+  nesting(): number {
+    return this.depth;
+  }
+
   compile(expr: Expr): CompiledNode {
     // Parsed trees are bounded already; this guards trees built by hand.
     if (++this.depth > expressionDepthMax) {
       throw new ExpressionSyntaxError(expr.position, `expression is nested deeper than ${expressionDepthMax} levels`);
     }
     try {
-      return fold(this.compileNode(expr));
+      const node = fold(this.compileNode(expr));
+      assert(NUMERIC_KINDS.has(node.kind), `a ${expr.kind} node of numeric kind ${String(node.kind)}`);
+      return node;
     } finally {
       this.depth--;
     }
@@ -155,6 +171,8 @@ function fold(node: CompiledNode & { foldable?: boolean }): CompiledNode {
 }
 
 function constantNode(value: Value, kind: NumericKind): CompiledNode {
+  // A constant is a value or null: undefined would read as a missing operand everywhere.
+  assert(value !== undefined, 'a constant of undefined');
   return { evaluate: () => value, constant: true, kind };
 }
 

@@ -1,21 +1,22 @@
-// The peer port of a node: a PeerTransport whose directory is the node table. The cluster
+// The peer port of a node: a PeerTransport whose directory is the node table. It joins the
+// peer layer to cluster knowledge (the node table, who may Admit), so it lives with the
+// cluster and the peer layer stays free of it (issue 16, item 3). The cluster
 // shell registers its handlers on `transport`; this file adds what every node answers
 // (Ping) and the one message a Pending node takes from strangers (Admit, see below).
 
 import * as grpc from '@grpc/grpc-js';
-import type { NodeIdentity } from '../cluster/identity.js';
-import type { NodeDocument, NodeTable } from '../cluster/node-table.js';
+import type { NodeIdentity } from '../peer/identity.js';
+import type { NodeDocument, NodeTable } from './node-table.js';
 import type { Logger } from '../log.js';
 import type { PeerObserver } from '../metrics/metrics.js';
-import { membershipProblem } from '../cluster/peer-input.js';
-import type { Admit, NodeStatusReply } from './messages.js';
+import { membershipProblem } from './peer-input.js';
+import type { Admit, NodeStatusReply } from '../peer/messages.js';
 import type { TlsMaterial } from '../tls.js';
-import { PeerTransport, type PeerDirectory } from './transport.js';
+import { PeerTransport, type PeerDirectory } from '../peer/transport.js';
 
 export interface PeerServer {
   port: number;
-  /** undefined only while node.ts starts the server without wiring (before issue 3). */
-  transport: PeerTransport | undefined;
+  transport: PeerTransport;
   close(graceMs: number): Promise<void>;
 }
 
@@ -47,13 +48,8 @@ export interface AdmitTrust {
   trustedKeys: ReadonlySet<string> | undefined;
 }
 
-/**
- * Starts the peer port. With `wiring` it serves the signed protocol of proto/peer.proto;
- * without it (node.ts before issue 3 passes the identity) it only holds the port: every
- * call is answered UNIMPLEMENTED, since nothing could be signed.
- */
-export async function startPeerServer(host: string, port: number, nodes: NodeTable, wiring?: PeerWiring): Promise<PeerServer> {
-  if (wiring === undefined) return startBarePort(host, port);
+/** Starts the peer port: it serves the signed protocol of proto/peer.proto. */
+export async function startPeerServer(host: string, port: number, nodes: NodeTable, wiring: PeerWiring): Promise<PeerServer> {
   routeGrpcLogs(wiring.log);
   const transport = new PeerTransport({
     name: nodes.localName,
@@ -139,28 +135,4 @@ export function admitSenderKey(
     return { refusal: `the sender's key is not one the join token names` };
   }
   return { key: member.publicKey };
-}
-
-async function startBarePort(host: string, port: number): Promise<PeerServer> {
-  const server = new grpc.Server();
-  const boundPort = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
-      error ? reject(new Error(`cannot listen for peers on ${host}:${port}: ${error.message}`)) : resolve(bound),
-    );
-  });
-  return {
-    port: boundPort,
-    transport: undefined,
-    close: (graceMs) =>
-      new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, graceMs);
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      }),
-  };
 }

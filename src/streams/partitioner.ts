@@ -3,17 +3,7 @@
 // "Stable" is a promise to stored data: changing this function moves every payload, so it
 // is FNV-1a 32 over UTF-8 bytes of key-sorted JSON, frozen.
 
-export interface DistributionPolicy {
-  replicas: number;
-  ring_size: number;
-  hash_payload: { bytes: number };
-}
-
-export const DEFAULT_POLICY: DistributionPolicy = Object.freeze({
-  replicas: 3,
-  ring_size: 128,
-  hash_payload: Object.freeze({ bytes: 128 }),
-}) as DistributionPolicy;
+import type { DistributionPolicy } from './policy.js';
 
 /** JSON with object keys sorted at every level, so equal payloads give equal text. */
 export function canonicalJson(value: unknown): string {

@@ -1,9 +1,12 @@
-// The cluster core's vocabulary (STYLE.md, "a pure core, I/O handed out"). The core is a
+// The cluster core's vocabulary (STYLE.md, "a pure core, I/O handed out"). It lives below
+// both the cluster and the peer layer (issue 16, item 3), as raftpb does under etcd's raft
+// and its transport: the peer layer carries these messages and tables, the cluster core
+// (src/cluster/core) acts on them, and neither imports the other for it. The core is a
 // deterministic state machine per node: `core.step(input)` returns effects, and the shell
 // (gRPC, LevelDB, Koa) carries them out in order. Time enters only through `tick` inputs.
 // The same core runs in the seeded simulation (test/sim) and in the real node (node.ts).
 //
-// Data placement: a stream's payload lives in partition p (partitioner.ts) and is owned by
+// Data placement: a stream's payload lives in partition p (streams/partitioner.ts) and is owned by
 // the first `replicas` nodes of ring.range(`partition-${p}`) over the Joined nodes. Owners
 // depend only on (p, replicas), never on the stream, so the core plans transfers in
 // "slots": a slot is one (partition, replicas) pair in use by some persisted stream.

@@ -10,7 +10,7 @@ import {
   similarityEdits,
   tokenize,
   type TermPattern,
-} from '../../src/search/expression/patterns.js';
+} from '../../src/expression/patterns.js';
 import { BadRequestError } from '../../src/errors.js';
 import { Prng } from '../sim/prng.js';
 
@@ -25,7 +25,7 @@ function matcher(pattern: string): (value: string) => boolean {
   return (value) => term.matches(value.toLowerCase());
 }
 
-describe('search-expression patterns - tokenize', () => {
+describe('expression patterns - tokenize', () => {
   it('standard: lowercases and splits on anything but Unicode letters, marks and digits', () => {
     expect(tokenize('Disk ERROR on /dev/sda1, code=42!', 'standard')).toEqual(['disk', 'error', 'on', 'dev', 'sda1', 'code', '42']);
     expect(tokenize('Grüße aus Köln — 東京 café', 'standard')).toEqual(['grüße', 'aus', 'köln', '東京', 'café']);
@@ -44,7 +44,7 @@ describe('search-expression patterns - tokenize', () => {
   });
 });
 
-describe('search-expression patterns - exact and wildcards', () => {
+describe('expression patterns - exact and wildcards', () => {
   it('exact terms match the whole term, case-insensitively', () => {
     const match = matcher('Error');
     expect(match('error')).toBe(true);
@@ -141,7 +141,7 @@ function naiveGlob(pattern: string, text: string): boolean {
   return (p === '?' || p === text[0]) && naiveGlob(tail, text.slice(1));
 }
 
-describe('search-expression patterns - fuzzy', () => {
+describe('expression patterns - fuzzy', () => {
   it('term~ allows 0 edits up to 2 characters, 1 up to 5, 2 beyond', () => {
     expect([1, 2, 3, 5, 6, 20].map(defaultFuzzyEdits)).toEqual([0, 0, 1, 1, 2, 2]);
     expect(matcher('ab~')('ab')).toBe(true);
@@ -256,7 +256,7 @@ function fullLevenshtein(a: string, b: string): number {
   return (table[a.length] as number[])[b.length] as number;
 }
 
-describe('search-expression patterns - search patterns', () => {
+describe('expression patterns - search patterns', () => {
   const describeTerms = (terms: TermPattern[]): string[] => terms.map((t) => `${t.kind}:${t.text}${t.kind === 'fuzzy' ? `/${t.maxEdits}` : ''}`);
 
   it('standard: splits like tokenize but keeps *, ? and ~ inside terms', () => {

@@ -1,4 +1,6 @@
-// The storage side of transfers (DESIGN.md, "Cluster"): a source reads the records of the
+// The storage side of transfers (DESIGN.md, "Cluster"), a part of the cluster shell: it knows
+// transfer plans and both repositories' key layouts, so it lives with the cluster, over the
+// storage it reads and writes (issue 16, item 3). A source reads the records of the
 // slots a transfer moves in key order, one bounded chunk at a time, resuming after the last
 // key the target made durable; a target stores a chunk's records under the same keys, so a
 // chunk sent twice is stored once. A node drops the slots it no longer owns.
@@ -15,11 +17,11 @@
 // encoding it again, and abstract-level's per-record sublevel work, cost the target more
 // CPU than LevelDB's write itself (issue 3, item 10; README, "Benchmarks").
 
-import type { ChunkData, DurableIncoming, Slot, TransferPlan } from '../cluster/core/types.js';
-import type { Database, EncodedPut, Sublevel } from './database.js';
-import { prefixEnd } from './database.js';
-import type { DefinitionRecord } from './definitions.js';
-import { encodePartition } from './repository.js';
+import type { ChunkData, DurableIncoming, Slot, TransferPlan } from '../protocol/cluster-types.js';
+import type { Database, EncodedPut, Sublevel } from '../storage/database.js';
+import { prefixEnd } from '../storage/database.js';
+import type { DefinitionRecord } from '../storage/definitions.js';
+import { encodePartition } from '../storage/repository.js';
 import { parseJson, stringifyJson } from '../json.js';
 
 /** A persisted stream: its storage key and its replicas (from its policy). */

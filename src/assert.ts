@@ -1,0 +1,18 @@
+// Assertions (STYLE.md, "limits and assertions"): an assertion states an invariant of the
+// code itself, never a check of outside input. Outside input is validated where it enters
+// and refused with a 4xx (TributaryError); when an assertion fails, the code is wrong, so
+// it throws an InvariantError, which no client can cause and the HTTP layer answers as 500.
+
+export class InvariantError extends Error {
+  readonly code = 'INVARIANT';
+
+  constructor(message: string) {
+    super(`invariant broken: ${message}`);
+    this.name = 'InvariantError';
+  }
+}
+
+/** Throws an InvariantError when `condition` is false. Keep `condition` cheap: it runs in production. */
+export function assert(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new InvariantError(message);
+}
