@@ -25,7 +25,7 @@ import { guardedChunks, startDataPlane, type DataPlane } from './cluster/data-pl
 import { ClusterDefinitionPeers, fromWireRecord } from './cluster/definition-peers.js';
 import { ClusterEventBus } from './cluster/events.js';
 import { loadOrCreateIdentity, type NodeIdentity } from './peer/identity.js';
-import { admitTrust } from './cluster/join-token.js';
+import { admitTrust } from './cluster/admit-trust.js';
 import { MembershipFeed } from './cluster/membership-feed.js';
 import { MembershipService } from './cluster/membership-service.js';
 import { NodeTable, type NodeDocument } from './cluster/node-table.js';

@@ -10,8 +10,6 @@
 // where the checksum is the first 8 bytes of SHA-256 over the middle part, in hex.
 
 import { createHash } from 'node:crypto';
-import type { Logger } from '../log.js';
-import type { AdmitTrust } from './peer-server.js';
 import { isPublicKey } from './peer-input.js';
 
 const PREFIX = 'tribjoin1';
@@ -57,21 +55,4 @@ export function parseJoinToken(token: string): string[] {
 
 function checksum(body: string): string {
   return createHash('sha256').update(body, 'utf8').digest('hex').slice(0, 16);
-}
-
-/**
- * Whom a node with no cluster yet takes an Admit from: the keys of its join token, or with
- * bare --join the first well-formed Admit naming its key (said in the log, since that is
- * trust on first use).
- */
-export function admitTrust(start: { join: boolean; joinToken: string | null }, accepting: () => boolean, log: Logger): AdmitTrust {
-  const trustedKeys = start.joinToken === null ? undefined : new Set(parseJoinToken(start.joinToken));
-  if (start.join && accepting()) {
-    if (trustedKeys === undefined) {
-      log.warn('started with bare --join: this node will trust the first well-formed Admit that names its key (trust on first use; development on loopback only, use --join-token otherwise)');
-    } else {
-      log.info({ trustedKeys: trustedKeys.size }, 'waiting to be admitted by a node the join token names');
-    }
-  }
-  return { accepting, trustedKeys };
 }

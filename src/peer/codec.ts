@@ -1,4 +1,4 @@
-// Maps the TypeScript messages (messages.ts, cluster/core/types.ts) to and from the proto
+// Maps the TypeScript messages (messages.ts, protocol/cluster-types.ts) to and from the proto
 // messages of proto/peer.proto. Decoding validates as it maps: a field of the wrong type, an
 // int64 beyond 2^53, an unknown enum value or a chunk whose bytes do not match its SHA-256
 // is refused with a TributaryError, never passed on half-checked.

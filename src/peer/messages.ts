@@ -1,6 +1,6 @@
 // The TypeScript side of proto/peer.proto: one type per message kind. A kind is the name of
 // a proto message; an envelope's body is that message's encoding (codec.ts maps both ways).
-// The core's messages are carried exactly as src/cluster/core/types.ts declares them.
+// The core's messages are carried exactly as src/protocol/cluster-types.ts declares them.
 
 import type { AdminCommand, AdminResult, Membership, NodeState, PeerMessage } from '../protocol/cluster-types.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';

@@ -139,7 +139,7 @@ describe('sandbox', () => {
       if (!explode) return 'fine';
       const kept = [];
       for (;;) kept.push(new Float64Array(1 << 20));
-    }`);
+    }`, memoryLimits); // a memory test: a 50 ms time limit could end it first on a busy machine
     expect((await scriptFailure(sandboxed.call([true]))).message).toBe(
       "script 'test' threw: RangeError: Array buffer allocation failed",
     );
