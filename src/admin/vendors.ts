@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import { validate } from '../validation.js';
 import { checkName } from '../names.js';
-import type { TenantService } from '../cluster/tenants.js';
+import type { TenantService } from '../definitions/tenants.js';
 import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';
 
 /** The body of PUT /admin/:tenant/vendors/:id, as stored and returned. */

@@ -19,7 +19,7 @@ import type { ChunkStore } from './cluster-shell.js';
 import type { ClusterCore } from './core/core.js';
 import { writeOwners } from './core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
-import { fromWireRecord, toWireRecord } from './definition-peers.js';
+import { fromWireRecord, toWireRecord } from '../definitions/definition-peers.js';
 import { HintKeeper, type Committer, type HintStorage } from './hint-keeper.js';
 import { HintReplayer } from './hint-replayer.js';
 import { PartitionHandOff } from './partition-handoff.js';

@@ -10,7 +10,7 @@ import type { Logger } from '../log.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { Hint, HintPayload } from '../storage/hints.js';
 import type { RepositoryName } from '../storage/repository.js';
-import { toWireRecord } from './definition-peers.js';
+import { toWireRecord } from '../definitions/definition-peers.js';
 import type { HintKeeping, HintWant } from './partition-router.js';
 
 /**

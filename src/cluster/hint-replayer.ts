@@ -16,7 +16,7 @@ import type { Timer, Timers } from '../timers.js';
 import { memberNamed } from './core/membership.js';
 import { writeOwners } from './core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
-import { toWireRecord } from './definition-peers.js';
+import { toWireRecord } from '../definitions/definition-peers.js';
 import type { Committer, HintEntry, HintKeeper, HintStorage } from './hint-keeper.js';
 import { NOT_OWNER, STALE_EPOCH, type ReplicaStore } from './replica-writer.js';
 

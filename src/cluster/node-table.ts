@@ -2,7 +2,7 @@
 // this node acts on, with each peer's availability as this node's failure detector sees it.
 
 import { NotFoundError } from '../errors.js';
-import type { Tenant } from './tenants.js';
+import type { Tenant } from '../definitions/tenants.js';
 
 export type NodeState = 'Pending' | 'Joining' | 'Joined' | 'Leaving' | 'Left';
 

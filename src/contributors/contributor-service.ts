@@ -3,7 +3,7 @@
 // Which types and instances exist is kept in memory from the store's changes: listing and
 // counting never scan the store, and every node knows what any node wrote.
 
-import type { TenantService } from '../cluster/tenants.js';
+import type { TenantService } from '../definitions/tenants.js';
 import { BadRequestError, NotFoundError, StateConflictError } from '../errors.js';
 import { checkName } from '../names.js';
 import type { Definition, Definitions } from '../storage/definitions.js';

@@ -4,7 +4,7 @@
 // version of the domain; the matching contributors are computed on demand and kept until
 // a type, an instance or a domain of the tenant changes.
 
-import type { TenantService } from '../cluster/tenants.js';
+import type { TenantService } from '../definitions/tenants.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import { checkName } from '../names.js';
 import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';

@@ -10,7 +10,7 @@ import { BadRequestError, NotFoundError } from '../errors.js';
 import { z } from 'zod';
 import { validate } from '../validation.js';
 import { checkName } from '../names.js';
-import type { TenantService } from '../cluster/tenants.js';
+import type { TenantService } from '../definitions/tenants.js';
 import { parseQuery, type QueryError } from '../query/index.js';
 import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';
 import { parseStreamUri, streamUri } from '../streams/stream-id.js';

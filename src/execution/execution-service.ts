@@ -5,7 +5,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { BadRequestError, NotFoundError, VersionConflictError } from '../errors.js';
-import type { TenantService } from '../cluster/tenants.js';
+import type { TenantService } from '../definitions/tenants.js';
 import type { QueryAnalysis, QueryError } from '../query/index.js';
 import { decoratedSchema } from './query-runner.js';
 import { compileFunction, ScriptError, type SandboxLimits } from '../scripting/sandbox.js';

@@ -2,7 +2,7 @@
 // definition with its own version: schema, taxonomy, tags, repository mapping, policy.
 
 import { DEFAULT_POLICY, type DistributionPolicy } from './policy.js';
-import type { TenantService } from '../cluster/tenants.js';
+import type { TenantService } from '../definitions/tenants.js';
 import { ForbiddenError, NotFoundError, StateConflictError } from '../errors.js';
 import { checkName } from '../names.js';
 import { validate } from '../validation.js';

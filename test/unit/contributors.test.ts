@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ClusterEventBus } from '../../src/cluster/events.js';
-import { TenantService } from '../../src/cluster/tenants.js';
+import { TenantService } from '../../src/definitions/tenants.js';
 import {
   checkContributorId,
   checkInstance,

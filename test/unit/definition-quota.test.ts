@@ -1,7 +1,7 @@
 // Byte quotas of definitions (issue 15, item 5): one definition, and a tenant's total.
 
 import { describe, expect, it } from 'vitest';
-import { DefinitionQuota, tenantOfKey } from '../../src/cluster/definition-quota.js';
+import { DefinitionQuota, tenantOfKey } from '../../src/definitions/definition-quota.js';
 import type { Definition, DefinitionListener } from '../../src/storage/definitions.js';
 
 function store() {

@@ -5,7 +5,7 @@ import type { ClusterEventBus, Subscription } from '../../cluster/events.js';
 import type { MembershipService, TransferAction } from '../../cluster/membership-service.js';
 import type { ClusterRepair } from '../../repair/cluster-repair.js';
 import type { NodeTable } from '../../cluster/node-table.js';
-import type { TenantService } from '../../cluster/tenants.js';
+import type { TenantService } from '../../definitions/tenants.js';
 import { TributaryError } from '../../errors.js';
 import { openSse, type SseChannel, type SseOptions } from '../sse.js';
 import { expectedVersion, setVersionHeaders } from '../version-header.js';
