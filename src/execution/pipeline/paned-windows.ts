@@ -55,8 +55,8 @@ class PaneQueue {
     return this.head >= this.front.length && this.back.length === 0;
   }
 
-  /** Adds a pane that lies inside the window (its values are merged in). */
-  insert(pane: Pane): void {
+  /** Adds a pane that lies inside the window (its values are merged in, unless it is `empty`). */
+  insert(pane: Pane, empty = false): void {
     const lastFront = this.front.length > this.head ? this.front[this.front.length - 1]!.pane.index : -Infinity;
     if (pane.index < lastFront) {
       // Older than the newest front pane: a row far out of order. Rare; rebuilt on read.
@@ -67,17 +67,29 @@ class PaneQueue {
       this.frontStale = true;
       return;
     }
-    let at = this.back.length;
-    while (at > 0 && this.back[at - 1]!.index > pane.index) at--;
-    this.back.splice(at, 0, pane);
+    insertSorted(this.back, pane);
     pane.where = 'back';
-    mergeAll(this.backAggregate, pane.accumulators);
+    if (!empty) mergeAll(this.backAggregate, pane.accumulators);
   }
 
   /** A value was added to `pane`, which is in this queue. */
   added(pane: Pane, slot: number, first: Value, second: Value): void {
     if (pane.where === 'back') this.backAggregate[slot]!.add(first, second);
     else this.frontStale = true;
+  }
+
+  /** The pane of `index` in this queue, if any (both stacks are in index order). */
+  find(index: number): Pane | undefined {
+    const inBack = findSorted(this.back, index, 0, (pane) => pane);
+    if (inBack !== undefined) return inBack;
+    return findSorted(this.front, index, this.head, (entry) => entry.pane)?.pane;
+  }
+
+  /** Every pane in the queue, oldest first. */
+  panes(): Pane[] {
+    const out: Pane[] = [];
+    for (let at = this.head; at < this.front.length; at++) out.push(this.front[at]!.pane);
+    return out.concat(this.back);
   }
 
   /** Takes out the panes before `index`, oldest first; returns them. */
@@ -95,10 +107,10 @@ class PaneQueue {
     }
   }
 
-  /** The window's aggregates: every pane's values combined. */
-  aggregate(): Accumulator[] {
+  /** The window's aggregates, every pane's values combined, into `result` (reset first). */
+  aggregate(result: Accumulator[]): Accumulator[] {
     if (this.frontStale) this.rebuildFront();
-    const result = this.fresh();
+    for (const accumulator of result) accumulator.reset();
     if (this.head < this.front.length) mergeAll(result, this.front[this.head]!.suffix);
     mergeAll(result, this.backAggregate);
     return result;
@@ -140,7 +152,10 @@ function mergeAll(into: Accumulator[], from: readonly Accumulator[]): void {
 /** One key's panes and what its table row shows. */
 interface Series {
   readonly keyValues: Value[];
+  /** Bounded input: every pane, by index. Live, the panes are in `queue` and `pending` only. */
   readonly panes: Map<number, Pane>;
+  /** Panes held (live): in `queue` or `pending`. */
+  paneCount: number;
   /** The panes beyond the end of the key's next window (live), by index, which slide() moves into the queue. */
   readonly pending: Pane[];
   /** Start (ms) of the key's next window to close; its panes are in `queue`. Live only. */
@@ -152,6 +167,10 @@ interface Series {
   dueAtMs: number | undefined;
   /** Highest pane index seen. */
   newestPane: number;
+  /** The pane the last row went into: rows mostly come in time order. */
+  lastPane: Pane | undefined;
+  /** What the select's items read, refilled for each row emitted: keys, then aggregates. */
+  readonly view: { readonly keys: Record<string, Value>; readonly aggregates: Value[] };
 }
 
 export class PanedWindowGrouping implements RowConsumer {
@@ -162,6 +181,12 @@ export class PanedWindowGrouping implements RowConsumer {
   private readonly series: Series[] = [];
   private readonly due = new WindowEnds<Series>();
   private readonly keyScratch: Value[];
+  /** A window's aggregates as they are computed for its row. */
+  private readonly aggregateScratch: Accumulator[];
+  private readonly goneScratch: Pane[] = [];
+  /** The last window start written as the window key, and how. */
+  private startShownMs = NaN;
+  private startShown = '';
   private watermarkMs = -Infinity;
   private lastArrivalMs: number | undefined;
   lateRows = 0;
@@ -176,6 +201,7 @@ export class PanedWindowGrouping implements RowConsumer {
     this.hopMs = window.hopMs;
     this.paneMs = gcd(window.sizeMs, window.hopMs);
     this.keyScratch = new Array<Value>(plan.plainKeys.length).fill(null);
+    this.aggregateScratch = createAccumulators(plan);
   }
 
   /** Whether a window is best computed from panes: hopping, with more than one window per row. */
@@ -231,8 +257,9 @@ export class PanedWindowGrouping implements RowConsumer {
       this.lateRows++;
       if (index * this.paneMs < series.windowStartMs) return;
     }
-    let pane = series.panes.get(index);
+    let pane = series.lastPane !== undefined && series.lastPane.index === index ? series.lastPane : this.findPane(series, index);
     if (pane === undefined) pane = this.createPane(series, index);
+    series.lastPane = pane;
     for (let s = 0; s < plan.slots.length; s++) {
       const slot = plan.slots[s]!;
       const first = slot.first(row);
@@ -244,12 +271,22 @@ export class PanedWindowGrouping implements RowConsumer {
     if (eventMs > this.watermarkMs && !this.historical) this.watermarkMs = eventMs;
   }
 
+  /** The key's pane of `index`: a row newer than every pane needs a new one, as most rows do live. */
+  private findPane(series: Series, index: number): Pane | undefined {
+    if (this.historical) return series.panes.get(index);
+    if (index > series.newestPane) return undefined;
+    return findSorted(series.pending, index, 0, (pane) => pane) ?? series.queue.find(index);
+  }
+
   private createPane(series: Series, index: number): Pane {
     this.budget.addGroup();
     const pane: Pane = { index, accumulators: createAccumulators(this.plan), where: 'pending' };
-    series.panes.set(index, pane);
-    if (this.historical) return pane;
-    if (index * this.paneMs < series.windowStartMs + this.sizeMs) series.queue.insert(pane);
+    if (this.historical) {
+      series.panes.set(index, pane);
+      return pane;
+    }
+    series.paneCount++;
+    if (index * this.paneMs < series.windowStartMs + this.sizeMs) series.queue.insert(pane, true);
     else insertSorted(series.pending, pane);
     return pane;
   }
@@ -265,15 +302,20 @@ export class PanedWindowGrouping implements RowConsumer {
     }
     let series = level.get(SERIES) as Series | undefined;
     if (series === undefined) {
+      const view = { keys: {} as Record<string, Value>, aggregates: new Array<Value>(this.plan.slots.length).fill(null) };
+      for (let i = 0; i < keys.length; i++) view.keys[this.plan.keyNames[i]!] = keys[i]!;
       series = {
         keyValues: keys.slice(),
         panes: new Map(),
+        paneCount: 0,
         pending: [],
         windowStartMs: this.historical ? -Infinity : this.firstOpenWindowMs(eventMs),
         queue: new PaneQueue(() => createAccumulators(this.plan)),
         emitted: undefined,
         dueAtMs: undefined,
         newestPane: -Infinity,
+        lastPane: undefined,
+        view,
       };
       level.set(SERIES, series);
       this.series.push(series);
@@ -302,13 +344,13 @@ export class PanedWindowGrouping implements RowConsumer {
       let data: OutputRow | undefined;
       if (latestStartMs !== Infinity) {
         this.slide(series, latestStartMs);
-        data = series.queue.empty ? undefined : this.outputRow(series, latestStartMs, series.queue.aggregate());
+        data = series.queue.empty ? undefined : this.outputRow(series, latestStartMs, series.queue.aggregate(this.aggregateScratch));
         this.slide(series, latestStartMs + this.hopMs);
       }
       if (series.emitted !== undefined) out.push({ action: 'remove', key: series.emitted.key, data: series.emitted.data });
       series.emitted = data === undefined ? undefined : { key: {}, data };
       if (series.emitted !== undefined) out.push({ action: 'add', key: series.emitted.key, data: series.emitted.data });
-      if (latestStartMs !== Infinity && (series.panes.size > 0 || series.emitted !== undefined)) this.schedule(series);
+      if (latestStartMs !== Infinity && (series.paneCount > 0 || series.emitted !== undefined)) this.schedule(series);
       else this.forget(series);
     }
   }
@@ -317,22 +359,30 @@ export class PanedWindowGrouping implements RowConsumer {
   private slide(series: Series, startMs: number): void {
     if (startMs <= series.windowStartMs) return;
     series.windowStartMs = startMs;
-    const gone: Pane[] = [];
+    // Left empty after each use (setting an array's length costs a runtime call).
+    const gone = this.goneScratch;
     series.queue.evictBefore(Math.ceil(startMs / this.paneMs), gone);
-    for (const pane of gone) {
-      series.panes.delete(pane.index);
-      this.budget.releaseGroup();
+    if (gone.length > 0) {
+      for (const pane of gone) {
+        series.paneCount--;
+        if (series.lastPane === pane) series.lastPane = undefined;
+        this.budget.releaseGroup();
+      }
+      gone.length = 0;
     }
     const endIndex = Math.ceil((startMs + this.sizeMs) / this.paneMs);
     const pending = series.pending;
     let taken = 0;
     while (taken < pending.length && pending[taken]!.index < endIndex) series.queue.insert(pending[taken++]!);
-    if (taken > 0) pending.splice(0, taken);
+    if (taken === 0) return;
+    if (taken === pending.length) pending.length = 0;
+    else pending.splice(0, taken);
   }
 
   /** Every window of a bounded input that holds data, oldest first, from a queue of its own. */
   private sweep(series: Series, out: Delta[], counted: boolean): void {
-    const panes = [...series.panes.values()].sort((a, b) => a.index - b.index);
+    const held = this.historical ? [...series.panes.values()] : series.queue.panes().concat(series.pending);
+    const panes = held.sort((a, b) => a.index - b.index);
     if (panes.length === 0) return;
     const queue = new PaneQueue(() => createAccumulators(this.plan));
     let next = 0;
@@ -349,7 +399,7 @@ export class PanedWindowGrouping implements RowConsumer {
       }
       if (!queue.empty) {
         if (counted) this.budget.addGroup();
-        out.push({ action: 'add', key: {}, data: this.outputRow(series, startMs, queue.aggregate()) });
+        out.push({ action: 'add', key: {}, data: this.outputRow(series, startMs, queue.aggregate(this.aggregateScratch)) });
       }
       startMs += this.hopMs;
     }
@@ -357,20 +407,25 @@ export class PanedWindowGrouping implements RowConsumer {
 
   private outputRow(series: Series, windowStartMs: number, accumulators: Accumulator[]): OutputRow {
     const plan = this.plan;
-    const keys: Record<string, Value> = {};
-    for (let i = 0; i < series.keyValues.length; i++) keys[plan.keyNames[i]!] = series.keyValues[i]!;
-    keys[plan.keyNames[plan.keyNames.length - 1]!] = new Date(windowStartMs).toISOString();
-    const aggregates: Value[] = new Array<Value>(accumulators.length);
-    for (let slot = 0; slot < accumulators.length; slot++) aggregates[slot] = accumulators[slot]!.result();
-    const view = { keys, aggregates };
+    const view = series.view;
+    if (windowStartMs !== this.startShownMs) {
+      // Every key whose window closes in one push shows the same start: formatted once.
+      this.startShownMs = windowStartMs;
+      this.startShown = new Date(windowStartMs).toISOString();
+    }
+    view.keys[plan.keyNames[plan.keyNames.length - 1]!] = this.startShown;
+    for (let slot = 0; slot < accumulators.length; slot++) view.aggregates[slot] = accumulators[slot]!.result();
     const row: OutputRow = {};
     for (let i = 0; i < plan.items.length; i++) row[plan.itemNames[i]!] = plan.items[i]!(view);
     return row;
   }
 
   private forget(series: Series): void {
-    for (let i = 0; i < series.panes.size; i++) this.budget.releaseGroup();
+    const held = this.historical ? series.panes.size : series.paneCount;
+    for (let i = 0; i < held; i++) this.budget.releaseGroup();
     series.panes.clear();
+    series.paneCount = 0;
+    series.lastPane = undefined;
     series.pending.length = 0;
     const at = this.series.indexOf(series);
     if (at >= 0) this.series.splice(at, 1);
@@ -402,11 +457,26 @@ export class PanedWindowGrouping implements RowConsumer {
 /** The Map entry holding a key's series, below its key levels (no key value is this object). */
 const SERIES = Symbol('series');
 
-/** Panes mostly come in time order: search from the back. */
+/** Panes mostly come in time order: search from the back, and append without splice's garbage. */
 function insertSorted(panes: Pane[], pane: Pane): void {
   let at = panes.length;
   while (at > 0 && panes[at - 1]!.index > pane.index) at--;
-  panes.splice(at, 0, pane);
+  if (at === panes.length) panes.push(pane);
+  else panes.splice(at, 0, pane);
+}
+
+/** Binary search of an index-ordered array from `from`: the item whose pane has `index`. */
+function findSorted<T>(items: readonly T[], index: number, from: number, paneOf: (item: T) => Pane): T | undefined {
+  let low = from;
+  let high = items.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >>> 1;
+    const found = paneOf(items[middle]!).index;
+    if (found === index) return items[middle];
+    if (found < index) low = middle + 1;
+    else high = middle - 1;
+  }
+  return undefined;
 }
 
 function gcd(a: number, b: number): number {
