@@ -13,7 +13,7 @@ import { DEFAULT_POLICY } from '../src/streams/policy.js';
 import { encodePartition, encodeTimestamp } from '../src/storage/repository.js';
 import { WriteIdGenerator } from '../src/storage/write-ids.js';
 import { cleanup, client, NodeProcess } from '../test/kit/node-process.js';
-import type { BenchOptions } from './run.js';
+import type { BenchOptions } from './options.js';
 import { machine } from './machine.js';
 import { Prng } from '../test/sim/prng.js';
 

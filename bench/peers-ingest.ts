@@ -47,7 +47,7 @@ import {
   storedOn,
   warmUp,
 } from './replicated.js';
-import type { BenchOptions } from './run.js';
+import type { BenchOptions } from './options.js';
 import { machine } from './machine.js';
 import { cpuSecondsOf, folderBytes } from './server-process.js';
 

@@ -26,7 +26,7 @@ import { Prng } from '../test/sim/prng.js';
 import { expectOk, log, nodeFlags, percentile, phase, round, runBatches, type Timing } from './ingest.js';
 import { findInfluxd, INFLUX_SETTINGS, influxQuery, type InfluxServer, startInfluxd } from './influxdb.js';
 import { machine } from './machine.js';
-import type { BenchOptions } from './run.js';
+import type { BenchOptions } from './options.js';
 import { cpuSecondsOf, folderBytes } from './server-process.js';
 
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');

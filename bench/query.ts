@@ -24,7 +24,7 @@ import { cleanup, client, NodeProcess } from '../test/kit/node-process.js';
 import { SseClient } from '../test/kit/sse-client.js';
 import { Prng } from '../test/sim/prng.js';
 import { machine } from './machine.js';
-import type { BenchOptions } from './run.js';
+import type { BenchOptions } from './options.js';
 
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
 const RESULTS_PATH = join(PACKAGE_ROOT, 'bench', 'results', 'query.json');

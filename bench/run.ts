@@ -9,19 +9,7 @@ import { runPeersTimeseriesBench } from './peers-timeseries.js';
 import { runQueryBench } from './query.js';
 import { runSearchBench } from './search.js';
 import { runTransferBench } from './transfer.js';
-
-export interface BenchOptions {
-  /** Payloads written per measured run. */
-  payloads: number;
-  /** Payloads per request (and per raw LevelDB batch). */
-  batch: number;
-  /** Requests (or raw batches) in flight at once; 1 is strictly sequential. */
-  concurrency: number;
-  /** A second, concurrent run to report beside the headline one; 0 skips it. */
-  extraConcurrency: number;
-  /** Measured runs of each query (search). */
-  runs: number;
-}
+import type { BenchOptions } from './options.js';
 
 type BenchRun = (options: BenchOptions) => Promise<void>;
 

@@ -17,7 +17,7 @@ import pg from 'pg';
 import { cleanup, client, NodeProcess } from '../test/kit/node-process.js';
 import { expectOk, log, nodeFlags, postBatch, round, type Api } from './ingest.js';
 import { findPostgres, startPostgres, type PostgresCluster } from './postgres.js';
-import type { BenchOptions } from './run.js';
+import type { BenchOptions } from './options.js';
 import { machine } from './machine.js';
 import { Prng } from '../test/sim/prng.js';
 

@@ -44,7 +44,7 @@ import {
   storedOn,
   type ReplicatedSet,
 } from './replicated.js';
-import type { BenchOptions } from './run.js';
+import type { BenchOptions } from './options.js';
 import { machine } from './machine.js';
 
 // dist/bench/transfer.js → the package root, so results land in the source tree's bench/results.
