@@ -20,6 +20,7 @@
 // - Grouping over a table (a grouping after a grouping) keeps one group per window
 //   (grouping.ts), bounded by windowHopsMax.
 
+import { assert } from '../../assert.js';
 import type { Value } from '../../expression/index.js';
 import type { Accumulator } from './aggregates.js';
 import { WindowEnds } from './group-store.js';
@@ -369,6 +370,7 @@ export class PanedWindowGrouping implements RowConsumer {
         this.budget.releaseGroup();
       }
       gone.length = 0;
+      assert(series.paneCount >= series.pending.length, `a key holds ${series.paneCount} panes, fewer than its ${series.pending.length} pending`);
     }
     const endIndex = Math.ceil((startMs + this.sizeMs) / this.paneMs);
     const pending = series.pending;
