@@ -184,6 +184,15 @@ export class RepairService {
       const targets = this.ownedTargets();
       const run = this.newRun(`refill-${this.clock().toString(36)}-${this.deps.localName}`, 'refill', undefined, targets.length);
       this.enqueue(async () => {
+        if (this.hasLeft()) {
+          // A node that has left owns no partition and serves nothing, and its peers no
+          // longer answer it: there is nothing to refill, and waiting would never end
+          // (the chaos suite found leavers stuck here after a damaged restart).
+          await this.deps.persistDamage(undefined);
+          this.damage = undefined;
+          this.deps.log.info('this node has left the cluster: its damaged data needs no refill');
+          return;
+        }
         try {
           await this.deps.refillDefinitions();
         } catch (error) {
@@ -203,6 +212,10 @@ export class RepairService {
       });
     };
     attempt();
+  }
+
+  private hasLeft(): boolean {
+    return this.deps.membership().members.find((member) => member.name === this.deps.localName)?.state === 'Left';
   }
 
   /** Partitions this node initiates: it is their lowest-named available owner. */
