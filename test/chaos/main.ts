@@ -39,7 +39,7 @@ async function main(): Promise<void> {
       const result = await runChaos(scenario, seed, options);
       results.push(result);
       console.log(summaryLine(result));
-      if (!result.verdict.ok || result.changesCompleted < result.changesPlanned) {
+      if (!passed(result)) {
         for (const example of result.verdict.examples) console.log(`    ${example}`);
         console.log(`    replay: npm run chaos -- --scenario ${scenario.name} --seed ${seed} --seeds 1 --duration-ms ${options.durationMs}`);
         if (values.verbose) console.log(result.log.map((line) => `    | ${line}`).join('\n'));
@@ -49,14 +49,19 @@ async function main(): Promise<void> {
   }
   console.log('');
   console.log(chaosTable(results));
-  const failed = results.filter((result) => !result.verdict.ok || result.changesCompleted < result.changesPlanned);
+  const failed = results.filter((result) => !passed(result));
   process.exitCode = failed.length > 0 ? 1 : 0;
+}
+
+/** Nothing wrong found, every change done, and the cluster settled before it was read. */
+function passed(result: ChaosRunResult): boolean {
+  return result.verdict.ok && result.changesCompleted === result.changesPlanned && result.unsettled === undefined;
 }
 
 function summaryLine(result: ChaosRunResult): string {
   const v = result.verdict;
-  const flag = v.ok && result.changesCompleted === result.changesPlanned ? 'ok  ' : 'FAIL';
-  return `${flag} ${result.scenario} seed ${result.seed}: acknowledged ${v.acknowledged}, unknown ${v.unknown}, lost ${v.lost}, under-replicated ${v.underReplicated}, duplicates ${v.duplicates}, misplaced ${v.misplaced}, phantoms ${v.phantoms}, answer mismatches ${v.answerMismatches}, changes ${result.changesCompleted}/${result.changesPlanned}, 5xx ${result.writes.status5xx}, unavailable ${result.writes.unavailableSeconds}s, repair ${result.repair.records} records in ${result.repair.rounds} rounds, ${result.seconds}s`;
+  const flag = passed(result) ? 'ok  ' : 'FAIL';
+  return `${flag} ${result.scenario} seed ${result.seed}: acknowledged ${v.acknowledged}, unknown ${v.unknown}, lost ${v.lost}, under-replicated ${v.underReplicated}, duplicates ${v.duplicates}, misplaced ${v.misplaced}, phantoms ${v.phantoms}, answer mismatches ${v.answerMismatches}, changes ${result.changesCompleted}/${result.changesPlanned}, 5xx ${result.writes.status5xx}, unavailable ${result.writes.unavailableSeconds}s, ${result.unsettled === undefined ? 'settled' : `NOT settled (${result.unsettled})`}, repair ${result.repair.records} records in ${result.repair.rounds} rounds, ${result.seconds}s`;
 }
 
 function save(path: string, startedAt: string, options: object, results: ChaosRunResult[]): void {
