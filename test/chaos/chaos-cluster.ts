@@ -177,8 +177,13 @@ export class ChaosCluster {
     if (candidates.length === 0) return;
     const victim = candidates[fault.victim % candidates.length]!;
     victim.busy = true;
-    this.note(describeFault(fault, victim.process.name));
-    const running = this.carryOut(victim, fault)
+    // A node moves only while every other node runs, as in the simulation: nodes that moved
+    // while the others could not hear it may know no current address of one another, and
+    // nothing but an operator can join them again (README, "Moving a node").
+    const othersRun = [...this.nodes.values()].every((node) => node === victim || node.removed || (node.state === 'up' && !node.busy));
+    const played: Fault = fault.kind === 'move' && !othersRun ? { ...fault, kind: 'kill' } : fault;
+    this.note(`${describeFault(played, victim.process.name)}${played === fault ? '' : ' (a move while another node is down: a plain restart instead)'}`);
+    const running = this.carryOut(victim, played)
       .catch((error: unknown) => this.note(`fault on ${victim.process.name} failed: ${(error as Error).message}`))
       .finally(() => {
         victim.busy = false;

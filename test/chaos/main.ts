@@ -8,6 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { packageRoot } from '../../src/package-root.js';
+import { cleanup } from '../kit/node-process.js';
 import { runChaos, type ChaosRunResult } from './run.js';
 import { SCENARIOS, scenarioNamed } from './scenarios.js';
 import { chaosTable } from './report.js';
@@ -74,6 +75,15 @@ function integer(name: string, text: string): number {
   const value = Number(text);
   if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a positive integer, got '${text}'`);
   return value;
+}
+
+// Stopped from outside (Ctrl-C, a timeout's SIGTERM): the nodes of the run in progress
+// are stopped by pid, paused ones resumed first, before the process ends.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.log(`${signal}: stopping the run's nodes`);
+    void cleanup().finally(() => process.exit(130));
+  });
 }
 
 main().catch((error: unknown) => {
