@@ -274,7 +274,7 @@ export class ChaosCluster {
   private async unsettled(): Promise<string | undefined> {
     const statuses = await Promise.all(this.members().map((node) => this.status(node)));
     const epochs = new Set(statuses.map((status) => status.epoch));
-    if (epochs.size > 1) return `tables differ: epochs ${[...epochs].join(',')}`;
+    if (epochs.size > 1) return `tables differ: epochs ${this.members().map((node, at) => `${node.name} ${statuses[at]!.epoch}`).join(', ')}`;
     if (statuses[0]!.change !== null) return `change ${statuses[0]!.change} in flight`;
     for (const node of this.everyone()) {
       const answer = await request(node, 'GET', `/monitoring/system/handoff?node=local`);

@@ -86,7 +86,11 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exitCode = 2;
-});
+// Every node is stopped by then; a client's idle sockets or timers must not keep the
+// process up after the results are written.
+main()
+  .catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 2;
+  })
+  .finally(() => process.exit());

@@ -72,7 +72,10 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
     const settleDeadline = Date.now() + options.settleTimeoutMs;
     await Promise.race([changes, sleep(options.settleTimeoutMs)]);
     const unsettled = await cluster.settle(Math.max(5_000, settleDeadline - Date.now()));
-    if (unsettled !== undefined) cluster.note(`not settled: ${unsettled}`);
+    if (unsettled !== undefined) {
+      cluster.note(`not settled: ${unsettled}`);
+      noteNodeLogs(cluster);
+    }
     const repair = await cluster.repair(Math.max(10_000, settleDeadline - Date.now()));
     const verdict = await judge(cluster, scenario, writers, phaseStart);
     return {
@@ -90,6 +93,22 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
     };
   } finally {
     await cleanup();
+  }
+}
+
+/** Lines of each node's own log kept in the run's log when it did not settle. */
+const NODE_LOG_LINES = 40;
+
+/**
+ * What each node said since its last start, for a run that did not settle: its warnings
+ * and errors, and its membership and transfer lines, the newest last (printed with
+ * `--verbose` when the run fails).
+ */
+function noteNodeLogs(cluster: ChaosCluster): void {
+  for (const node of cluster.everyone()) {
+    const lines = node.output.split('\n').filter((line) => /"level":(40|50|60)|membership|transfer|Admit|join|left/i.test(line));
+    cluster.note(`${node.name}, last ${Math.min(NODE_LOG_LINES, lines.length)} of ${lines.length} warning, membership and transfer lines since its last start:`);
+    for (const line of lines.slice(-NODE_LOG_LINES)) cluster.note(`  ${node.name} ${line.slice(0, 400)}`);
   }
 }
 
