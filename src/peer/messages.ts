@@ -60,15 +60,22 @@ export interface RepairSweep {
   stream: string | undefined;
 }
 
-export interface RepairStatusReply {
-  known: boolean;
+/** How far a repair run got on one node, or over all of them (summed). */
+export interface RepairCounts {
   complete: boolean;
   partitionsTotal: number;
   partitionsDone: number;
+  /** Exchanges in which digests differed. */
   partitionsCompared: number;
   recordsSent: number;
   recordsReceived: number;
+  /** Exchanges that failed (a peer unreachable): the partition is tried in a later run. */
   failures: number;
+}
+
+export interface RepairStatusReply extends RepairCounts {
+  /** False when the run never reached the node asked. */
+  known: boolean;
 }
 
 export interface DefinitionWrite {

@@ -7,7 +7,7 @@ import type { Membership } from '../protocol/cluster-types.js';
 import type { TransferAction } from '../cluster/membership-service.js';
 import { z } from 'zod';
 import { NotFoundError } from '../errors.js';
-import type { RepairStatusReply } from '../peer/messages.js';
+import type { RepairCounts, RepairStatusReply } from '../peer/messages.js';
 import { validate } from '../validation.js';
 import type { RepairRunStatus, RepairService } from './repair-service.js';
 
@@ -21,16 +21,9 @@ export interface ClusterRepairDeps {
   statusRemote(node: string, runId: string): Promise<RepairStatusReply>;
 }
 
-export interface ClusterRepairStatus {
+export interface ClusterRepairStatus extends RepairCounts {
   id: string;
   stream: string | undefined;
-  complete: boolean;
-  partitionsTotal: number;
-  partitionsDone: number;
-  partitionsCompared: number;
-  recordsSent: number;
-  recordsReceived: number;
-  failures: number;
   percentComplete: number;
   nodes: Array<{ node: string; complete: boolean; percentComplete: number; error?: string }>;
 }
@@ -68,25 +61,17 @@ export class ClusterRepair {
         }
       }),
     );
-    const sum = (pick: (status: RepairStatusReply) => number) => parts.reduce((total, part) => total + (part.status === undefined ? 0 : pick(part.status)), 0);
-    const partitionsTotal = sum((status) => status.partitionsTotal);
-    const partitionsDone = sum((status) => status.partitionsDone);
-    const complete = parts.every((part) => part.status?.known === true && part.status.complete);
+    const counts = sumCounts(parts.flatMap((part) => (part.status === undefined ? [] : [part.status])));
+    counts.complete = parts.every((part) => part.status?.known === true && part.status.complete);
     return {
       id,
       stream: run.stream,
-      complete,
-      partitionsTotal,
-      partitionsDone,
-      partitionsCompared: sum((status) => status.partitionsCompared),
-      recordsSent: sum((status) => status.recordsSent),
-      recordsReceived: sum((status) => status.recordsReceived),
-      failures: sum((status) => status.failures),
-      percentComplete: complete ? 100 : partitionsTotal === 0 ? 0 : Math.min(99, Math.floor((100 * partitionsDone) / partitionsTotal)),
+      ...counts,
+      percentComplete: percentOf(counts),
       nodes: parts.map((part) => ({
         node: part.node,
         complete: part.status?.complete === true,
-        percentComplete: percentOf(part.status),
+        percentComplete: part.status?.known === true ? percentOf(part.status) : 0,
         ...(part.error === undefined ? (part.status?.known === false ? { error: 'the run never reached this node' } : {}) : { error: part.error }),
       })),
     };
@@ -98,15 +83,30 @@ export class ClusterRepair {
 }
 
 export function toReply(run: RepairRunStatus | undefined): RepairStatusReply {
-  if (run === undefined) return { known: false, complete: false, partitionsTotal: 0, partitionsDone: 0, partitionsCompared: 0, recordsSent: 0, recordsReceived: 0, failures: 0 };
+  if (run === undefined) return { known: false, ...sumCounts([]) };
   const { complete, partitionsTotal, partitionsDone, partitionsCompared, recordsSent, recordsReceived, failures } = run;
   return { known: true, complete, partitionsTotal, partitionsDone, partitionsCompared, recordsSent, recordsReceived, failures };
 }
 
-function percentOf(status: RepairStatusReply | undefined): number {
-  if (status === undefined || !status.known) return 0;
-  if (status.complete) return 100;
-  return status.partitionsTotal === 0 ? 0 : Math.min(99, Math.floor((100 * status.partitionsDone) / status.partitionsTotal));
+/** The counts of several runs added up; `complete` only when every one is (and there is one). */
+function sumCounts(runs: readonly RepairCounts[]): RepairCounts {
+  const total: RepairCounts = { complete: runs.length > 0, partitionsTotal: 0, partitionsDone: 0, partitionsCompared: 0, recordsSent: 0, recordsReceived: 0, failures: 0 };
+  for (const run of runs) {
+    total.complete &&= run.complete;
+    total.partitionsTotal += run.partitionsTotal;
+    total.partitionsDone += run.partitionsDone;
+    total.partitionsCompared += run.partitionsCompared;
+    total.recordsSent += run.recordsSent;
+    total.recordsReceived += run.recordsReceived;
+    total.failures += run.failures;
+  }
+  return total;
+}
+
+/** 100 once complete; until then the partitions done, at most 99. */
+function percentOf(counts: RepairCounts): number {
+  if (counts.complete) return 100;
+  return counts.partitionsTotal === 0 ? 0 : Math.min(99, Math.floor((100 * counts.partitionsDone) / counts.partitionsTotal));
 }
 
 const STREAM_URI = /^\/streams\/([^/]+)\/([^/]+)\/([^/]+)$/;
@@ -135,7 +135,7 @@ export function repairActions(localName: string, runs: readonly RepairRunStatus[
     from: localName,
     to: 'other owners',
     complete: run.complete,
-    percentComplete: run.complete ? 100 : run.partitionsTotal === 0 ? 0 : Math.min(99, Math.floor((100 * run.partitionsDone) / run.partitionsTotal)),
+    percentComplete: percentOf(run),
     info: { ...run, bytes: 0, payloads: run.recordsSent + run.recordsReceived, partitions: run.partitionsTotal },
   }));
 }

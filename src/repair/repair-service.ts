@@ -14,6 +14,7 @@
 // owners before it drops it, and a leaving node hands everything to the next owners.
 
 import type { Logger } from '../log.js';
+import type { RepairCounts } from '../peer/messages.js';
 import { writeOwners } from '../cluster/core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
 import { TributaryError } from '../errors.js';
@@ -30,21 +31,12 @@ export interface RepairStream {
   ringSize: number;
 }
 
-export interface RepairRunStatus {
+export interface RepairRunStatus extends RepairCounts {
   id: string;
   kind: 'repair' | 'refill';
   /** undefined: every stream. */
   stream: string | undefined;
   startedAtMs: number;
-  complete: boolean;
-  partitionsTotal: number;
-  partitionsDone: number;
-  /** Exchanges in which digests differed. */
-  partitionsCompared: number;
-  recordsSent: number;
-  recordsReceived: number;
-  /** Exchanges that failed (a peer unreachable): the partition is tried in a later run. */
-  failures: number;
 }
 
 /** Why this node's data cannot be trusted until it is refilled. */

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { ownersOf } from '../../src/cluster/core/placement.js';
 import type { Member, Membership, NodeState } from '../../src/protocol/cluster-types.js';
 import { FAST_CLUSTER_ARGS, localNode } from '../kit/cluster.js';
-import { freePort, NodeProcess, sleep, type HttpResult } from '../kit/node-process.js';
+import { freePort, http, NodeProcess, sleep, type HttpResult } from '../kit/node-process.js';
 import { SseClient } from '../kit/sse-client.js';
 import type { Prng } from '../sim/prng.js';
 import type { StoredRecordRef } from './checker.js';
@@ -412,19 +412,6 @@ export function damageNewestDataFile(dataDir: string, fault: Fault): string {
   return `overwrote ${bytes} bytes of ${newest.file} (${size} bytes) at ${offset}`;
 }
 
-async function request(node: NodeProcess, method: string, path: string, body?: unknown, timeoutMs = REQUEST_TIMEOUT_MS): Promise<HttpResult> {
-  const init: RequestInit = { method, signal: AbortSignal.timeout(timeoutMs) };
-  if (body !== undefined) {
-    init.body = JSON.stringify(body);
-    init.headers = { 'content-type': 'application/json' };
-  }
-  const response = await fetch(node.url + path, init);
-  const text = await response.text();
-  let json: any;
-  try {
-    json = text === '' ? undefined : JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, headers: response.headers, text, json };
+function request(node: NodeProcess, method: string, path: string, body?: unknown, timeoutMs = REQUEST_TIMEOUT_MS): Promise<HttpResult> {
+  return http(node.url + path, method, body, {}, timeoutMs);
 }

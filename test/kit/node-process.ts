@@ -186,8 +186,10 @@ export async function http(
   method: string,
   body?: unknown,
   headers: Record<string, string> = {},
+  timeoutMs?: number,
 ): Promise<HttpResult> {
   const init: RequestInit = { method, headers: { ...headers } };
+  if (timeoutMs !== undefined) init.signal = AbortSignal.timeout(timeoutMs);
   if (body !== undefined) {
     init.body = typeof body === 'string' ? body : JSON.stringify(body);
     (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
