@@ -20,7 +20,7 @@ import { ClusterShell } from './cluster/cluster-shell.js';
 import { ClusterCore } from './cluster/core/core.js';
 import { coordinatorOf, ownersOf as currentOwners } from './cluster/core/placement.js';
 import type { CoreConfig, Member, Membership } from './protocol/cluster-types.js';
-import { loadCoreState, saveCoreState } from './cluster/core-state-store.js';
+import { joinIfTableLost, loadCoreState, saveCoreState } from './cluster/core-state-store.js';
 import { guardedChunks, startDataPlane, type DataPlane } from './cluster/data-plane.js';
 import { ClusterDefinitionPeers, fromWireRecord } from './definitions/definition-peers.js';
 import { ClusterEventBus } from './cluster/events.js';
@@ -132,9 +132,10 @@ const STORE_STATS_TTL_MS = 5_000;
 /** Background repair sweeps pause this long between partitions. */
 const REPAIR_PACING_MS = 100;
 
-export async function startNode(config: Config, log: Logger): Promise<RunningNode> {
-  const base = baseParts(config);
-  const storage = await openStorage(config, log, base.metrics);
+export async function startNode(given: Config, log: Logger): Promise<RunningNode> {
+  const base = baseParts(given);
+  const storage = await openStorage(given, log, base.metrics);
+  const config = await joinIfTableLost(given, storage.database, log);
   const cluster = await startCluster(config, log, base, storage);
   const defined = definitionParts(config, cluster, storage);
   const data = startData(config, log, base, storage, cluster, defined);

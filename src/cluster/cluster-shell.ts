@@ -8,6 +8,7 @@
 // to the core (`resume`), so a restarted target resumes from its last durable chunk.
 
 import type { Logger } from '../log.js';
+import { PeerAuthError } from '../peer/errors.js';
 import type { PeerEndpoint, TransferSender } from '../peer/endpoint.js';
 import type { TransferAck, TransferChunk } from '../peer/messages.js';
 import type { Timer, Timers } from '../timers.js';
@@ -53,6 +54,8 @@ export interface ClusterShellDeps {
 /** A chunk read or store is tried this many times before the core is told it failed. */
 const CHUNK_IO_ATTEMPTS_MAX = 3;
 const CHUNK_IO_RETRY_MS = 200;
+/** A member that refuses this node is admitted again at most once per this many heartbeats. */
+const READMIT_INTERVAL_HEARTBEATS = 5;
 
 interface AckWaiter {
   seq: number;
@@ -74,6 +77,8 @@ export class ClusterShell {
   private readonly resumed: Promise<void>;
   /** The change whose transfers' progress entries are kept (null: none seen yet). */
   private progressChangeId: string | undefined | null = null;
+  /** When each member refusing this node may next be admitted again (readmit). */
+  private readonly readmitAfter = new Map<string, number>();
 
   constructor(private readonly deps: ClusterShellDeps) {
     // drain() awaits this before its first step, so `resume` is the core's first input.
@@ -252,15 +257,38 @@ export class ClusterShell {
   private send(to: string, message: PeerMessage): void {
     if (message.type === 'transfer-ack' && this.resolveAck(to, message)) return;
     if (message.type === 'transfer-chunk') return this.sendChunk(to, message);
-    const deadline = { deadlineMs: this.deps.peerDeadlineMs };
-    const pending = this.isPending(to) && message.type === 'membership'
-      ? // A Pending node knows no one yet: it accepts the cluster only through Admit.
-        this.deps.transport.call(to, 'Admit', { membership: message.membership, targetPublicKey: this.publicKeyOf(to) }, deadline)
-      : this.deps.transport.call(to, 'CoreMessage', message, deadline);
+    // A Pending node knows no one yet: it accepts the cluster only through Admit.
+    const viaAdmit = message.type === 'membership' && this.isPending(to);
+    const pending = viaAdmit
+      ? this.admit(to, message.membership)
+      : this.deps.transport.call(to, 'CoreMessage', message, { deadlineMs: this.deps.peerDeadlineMs });
     pending.catch((error: unknown) => {
       this.deps.log.debug({ err: error, to, type: message.type }, 'peer send failed');
+      if (!viaAdmit && error instanceof PeerAuthError) this.readmit(to);
       this.submit({ type: 'unreachable', node: to });
     });
+  }
+
+  private admit(to: string, membership: Membership): Promise<unknown> {
+    return this.deps.transport.call(to, 'Admit', { membership, targetPublicKey: this.publicKeyOf(to) }, { deadlineMs: this.deps.peerDeadlineMs });
+  }
+
+  /**
+   * A member that refuses us as a stranger has lost its table (its storage was damaged and
+   * the table with it): like a Pending node it takes a table only through Admit, so it is
+   * admitted again with ours, at most once per READMIT_INTERVAL_HEARTBEATS (issue 12, join-leave-r3 seed 17).
+   * A member that still has a table takes the Admit as a table, or refuses it: no harm either way.
+   */
+  private readmit(to: string): void {
+    const now = this.deps.timers.now();
+    if (this.stopped || now < (this.readmitAfter.get(to) ?? 0)) return;
+    const membership = this.deps.core.membership();
+    const stateOf = (name: string) => membership.members.find((member) => member.name === name)?.state;
+    // A Left node is refused by design, and a node that has left admits no one.
+    if (stateOf(to) === 'Left' || stateOf(this.deps.transport.name) === 'Left') return;
+    this.readmitAfter.set(to, now + READMIT_INTERVAL_HEARTBEATS * this.deps.heartbeatIntervalMs);
+    this.deps.log.warn({ peer: to, epoch: membership.epoch }, 'a member refused this node as a stranger (its table is lost?): admitting it again with this table');
+    this.admit(to, membership).catch((error: unknown) => this.deps.log.debug({ err: error, to }, 'admitting a member again failed'));
   }
 
   private sendChunk(to: string, chunk: TransferChunk): void {

@@ -1,0 +1,84 @@
+// A node whose cluster table is lost (its storage damaged: the chaos suite's join-leave-r3
+// seed 17) comes back into the cluster (issue 12). A --join node that lost it waits for an
+// Admit, which the members send when it refuses them as a stranger; the first node, started
+// without --join, must not start a cluster of its own (a split), and waits the same way.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Database } from '../../src/storage/database.js';
+import { addNode, startClusterNode, startJoinedCluster, until, waitState } from '../kit/cluster.js';
+import { cleanup, client, type NodeProcess } from '../kit/node-process.js';
+
+const STREAM = '/streams/demo/lost/events';
+const SCHEMA = { version: '', config: {}, topDef: { type: 'record', properties: { id: { type: 'string' }, ts: { type: 'datetime' }, value: { type: 'int' } } } };
+let nodes: NodeProcess[];
+
+beforeAll(async () => {
+  nodes = await startJoinedCluster(3);
+  const api = client(nodes[0]!);
+  for (const [suffix, body] of [['', { schema: SCHEMA }], ['/repository', { name: 'ssr', config: {} }], ['/policy', { replicas: 3, ring_size: 32, hash_payload: { bytes: 128 } }]] as const) {
+    const response = await api.put(STREAM + suffix, body);
+    expect(response.status, response.text).toBe(200);
+  }
+  const payloads = Array.from({ length: 2_000 }, (_, index) => ({ id: `p${index}`, ts: new Date(1_700_000_000_000 + index * 1_000).toISOString(), value: index }));
+  const response = await api.post(STREAM, payloads);
+  expect(response.status, response.text).toBe(200);
+}, 120_000);
+afterAll(cleanup);
+
+/** kill -9, then the table goes as damaged storage takes it; the node starts again with the rest of its data. */
+async function loseTable(node: NodeProcess): Promise<void> {
+  await node.kill('SIGKILL');
+  const database = await Database.open(node.dataDir);
+  expect(await database.local.get('cluster-core'), `${node.name} had a table`).toBeDefined();
+  await database.local.del('cluster-core');
+  await database.close();
+  await node.launch();
+}
+
+interface LocalCluster {
+  epoch: number;
+  members: Array<{ name: string; state: string }>;
+}
+
+async function clusterOf(node: NodeProcess): Promise<LocalCluster> {
+  const response = await client(node).get('/monitoring/system/cluster?node=local');
+  expect(response.status, response.text).toBe(200);
+  return response.json.nodes[0].details;
+}
+
+/** Every node at one epoch, each with every node Joined. */
+async function oneTable(names: readonly string[]): Promise<LocalCluster> {
+  return until(`one table on ${names.join(', ')}`, async () => {
+    const tables = await Promise.all(nodes.map(clusterOf));
+    const joined = (table: LocalCluster) => names.every((name) => table.members.some((member) => member.name === name && member.state === 'Joined'));
+    return new Set(tables.map((table) => table.epoch)).size === 1 && tables.every(joined) ? tables[0] : undefined;
+  }, 60_000);
+}
+
+describe('a node that lost its cluster table', () => {
+  it('a node that joins is admitted again after losing its table while it joins, and the join completes', async () => {
+    const joining = await startClusterNode('node-4', { join: true });
+    nodes.push(joining);
+    const added = await addNode(nodes[0]!, joining);
+    expect(added.status, added.text).toBe(200);
+    await until('node-4 in a table', async () => ['Joining', 'Joined'].includes((await clusterOf(joining)).members.find((member) => member.name === 'node-4')?.state ?? ''));
+    await loseTable(joining);
+    await waitState(joining, 'Joined');
+    await oneTable(['node-1', 'node-2', 'node-3', 'node-4']);
+  }, 120_000);
+
+  it('the first node, started without --join, starts no cluster of its own: it is admitted again and takes writes', async () => {
+    const first = nodes[0]!;
+    await loseTable(first);
+    const table = await oneTable(['node-1', 'node-2', 'node-3', 'node-4']);
+    expect(table.epoch).toBeGreaterThan(1);
+    // Until a peer confirms its table, it answers 503 and the client retries (as any would).
+    await until('a write through node-1', async () => (await client(first).post(STREAM, [{ id: 'after', ts: new Date().toISOString(), value: 1 }])).status === 200, 10_000);
+    // Readers go to every owner, node-1 among them: all it held before is still there.
+    const total = await until('2,001 payloads found through node-1', async () => {
+      const answer = await client(first).post('/ssr/demo/_search', { uris: [STREAM], query: {}, count: 1, from: 0 });
+      return answer.status === 200 && answer.json.total === 2_001 ? answer.json.total : undefined;
+    });
+    expect(total).toBe(2_001);
+  }, 120_000);
+});
