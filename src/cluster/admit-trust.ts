@@ -1,5 +1,6 @@
 // Whom a node with no cluster yet takes an Admit from (issue 15, item 1).
 
+import { isLoopbackHost } from '../config.js';
 import type { Logger } from '../log.js';
 import { parseJoinToken } from './join-token.js';
 import type { AdmitTrust } from './peer-server.js';
@@ -9,8 +10,15 @@ import type { AdmitTrust } from './peer-server.js';
  * bare --join the first well-formed Admit naming its key (said in the log, since that is
  * trust on first use).
  */
-export function admitTrust(start: { join: boolean; joinToken: string | null }, accepting: () => boolean, log: Logger): AdmitTrust {
-  const trustedKeys = start.joinToken === null ? undefined : new Set(parseJoinToken(start.joinToken));
+export function admitTrust(start: { join: boolean; joinToken: string | null; host: string }, accepting: () => boolean, log: Logger): AdmitTrust {
+  // Beyond loopback bare --join is refused at start (config.ts); a node that lost its table
+  // (core-state-store.ts) gets there without it, and then trusts no one until given a token.
+  const trustNoOne = start.joinToken === null && !isLoopbackHost(start.host);
+  const trustedKeys = start.joinToken === null ? (trustNoOne ? new Set<string>() : undefined) : new Set(parseJoinToken(start.joinToken));
+  if (start.join && accepting() && trustNoOne) {
+    log.error(`host ${start.host} is beyond loopback and this node has no join token: it takes no Admit; restart it with --join-token (GET /cluster/join-token on a member)`);
+    return { accepting, trustedKeys };
+  }
   if (start.join && accepting()) {
     if (trustedKeys === undefined) {
       log.warn('started with bare --join: this node will trust the first well-formed Admit that names its key (trust on first use; development on loopback only, use --join-token otherwise)');
