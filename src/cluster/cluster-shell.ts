@@ -283,9 +283,10 @@ export class ClusterShell {
     const now = this.deps.timers.now();
     if (this.stopped || now < (this.readmitAfter.get(to) ?? 0)) return;
     const membership = this.deps.core.membership();
-    const stateOf = (name: string) => membership.members.find((member) => member.name === name)?.state;
-    // A Left node is refused by design, and a node that has left admits no one.
-    if (stateOf(to) === 'Left' || stateOf(this.deps.transport.name) === 'Left') return;
+    // A node that has left admits no one. A Left target is admitted too: members take a
+    // Left node's messages, so it refuses us only when it lost its table, and the table that
+    // tells it it has left is how it drops what it still holds.
+    if (membership.members.find((member) => member.name === this.deps.transport.name)?.state === 'Left') return;
     this.readmitAfter.set(to, now + READMIT_INTERVAL_HEARTBEATS * this.deps.heartbeatIntervalMs);
     this.deps.log.warn({ peer: to, epoch: membership.epoch }, 'a member refused this node as a stranger (its table is lost?): admitting it again with this table');
     this.admit(to, membership).catch((error: unknown) => this.deps.log.debug({ err: error, to }, 'admitting a member again failed'));

@@ -99,11 +99,19 @@ function routeGrpcLogs(log: Logger): void {
  * the core answers with the table that tells it it has left (a node removed while it was
  * down learns it this way, issue 12 item 5); and it can still be reached.
  */
+/**
+ * What a Left node may still send: its table messages (it keeps heartbeating so that peers
+ * answer a stale one), and the hints it could not deliver before it left (a leaver whose
+ * hand-off was waived while it was unreachable still holds some: issue 12). A hint is
+ * stored only by a node that owns its partition, as any write.
+ */
+export const LEFT_NODE_KINDS: ReadonlySet<string> = new Set(['CoreMessage', 'WriteRecords', 'DefinitionPush']);
+
 export function nodeTableDirectory(nodes: NodeTable, memberKey?: (name: string) => string | undefined): PeerDirectory {
   const find = (name: string) => nodes.list().find((node) => node.name === name);
   return {
     publicKeyOf: (name) => find(name)?.publicKey ?? memberKey?.(name),
-    acceptsRequestsFrom: (name, kind) => find(name)?.state !== 'Left' || kind === 'CoreMessage',
+    acceptsRequestsFrom: (name, kind) => find(name)?.state !== 'Left' || LEFT_NODE_KINDS.has(kind),
     addressOf: (name) => {
       const node = find(name);
       return node === undefined ? undefined : { address: node.address, port: node.port };

@@ -176,6 +176,13 @@ export class RepairService {
       const targets = this.ownedTargets();
       const run = this.newRun(`refill-${this.clock().toString(36)}-${this.deps.localName}`, 'refill', undefined, targets.length);
       this.enqueue(async () => {
+        if (this.deps.membership().epoch === 0) {
+          // The damage took the table too: the node owns nothing it knows of until a member
+          // admits it again (cluster-shell.ts, readmit), and a refill now would end at once
+          // with nothing refilled and the damage cleared. It waits for the table.
+          this.deps.timers.setTimeout(attempt, REFILL_RETRY_MS);
+          return;
+        }
         if (this.hasLeft()) {
           // A node that has left owns no partition and serves nothing, and its peers no
           // longer answer it: there is nothing to refill, and waiting would never end

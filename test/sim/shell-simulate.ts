@@ -7,6 +7,7 @@
 //   SHELL_SIM_SEED=<seed> npx vitest run test/unit/cluster-shell.sim.test.ts
 
 import { coordinatorOf, ownersOf, writeOwners } from '../../src/cluster/core/placement.js';
+import { memberNamed } from '../../src/cluster/core/membership.js';
 import { notServingBecause } from '../../src/cluster/serving.js';
 import type { AdminCommand, Membership } from '../../src/protocol/cluster-types.js';
 import type { RepairStream } from '../../src/repair/repair-service.js';
@@ -28,6 +29,8 @@ export interface ShellSimResult {
     changes: number;
     crashes: number;
     damagedRestarts: number;
+    /** Damaged restarts that took the node's table too. */
+    tablesLost: number;
     moves: number;
     pauses: number;
     /** Storage operations that failed (chunk reads and stores, writes, hints, the core's state). */
@@ -69,7 +72,9 @@ class ShellSimRun {
   readonly network: SimNetwork;
   readonly failures: string[] = [];
   readonly log: string[] = [];
-  readonly stats = { acknowledged: 0, failedWrites: 0, changes: 0, crashes: 0, damagedRestarts: 0, moves: 0, pauses: 0, fatalStops: 0 };
+  /** A damaged restart took a node's table (once per run). */
+  private tableTaken = false;
+  readonly stats = { acknowledged: 0, failedWrites: 0, changes: 0, crashes: 0, damagedRestarts: 0, tablesLost: 0, moves: 0, pauses: 0, fatalStops: 0 };
   private readonly nodes = new Map<string, SimClusterNode>();
   private readonly acked: Acked[] = [];
   /** Copies the simulation destroyed (damaged disks), by writeId: the nodes that held them. */
@@ -296,7 +301,21 @@ class ShellSimRun {
         }
       }
     }
-    node.disk.damage = { reason: `the simulation damaged it (${lost} records lost)`, sinceMs: this.world.now };
+    // The table lives in the same database: damage takes it now and then (issue 12,
+    // join-leave-r3 seed 17), and the node must be admitted again. Once per run, and only
+    // while another member (not one that has left) holds a table: with every member's table
+    // gone there is no cluster to rejoin.
+    const member = (other: SimClusterNode) => {
+      const table = other.disk.coreState?.membership;
+      return table !== undefined && memberNamed(table, other.name)?.state !== 'Left';
+    };
+    const tableLost = !this.tableTaken && [...this.nodes.values()].some((other) => other !== node && member(other)) && this.prng.chance(0.3);
+    if (tableLost) {
+      node.disk.coreState = undefined;
+      this.tableTaken = true;
+      this.stats.tablesLost += 1;
+    }
+    node.disk.damage = { reason: `the simulation damaged it (${lost} records lost${tableLost ? ', and its table' : ''})`, sinceMs: this.world.now };
     this.stats.damagedRestarts += 1;
   }
 
@@ -350,10 +369,14 @@ class ShellSimRun {
   private quiescent(): string | undefined {
     const started = [...this.nodes.values()].filter((node) => node.everStarted);
     if (started.some((node) => !node.alive)) return 'a node is down';
-    const tables = started.map((node) => node.process!.core.membership());
+    // A node removed while down that lost its table at the same time has none, and is told
+    // nothing more: no one admits a Left node again.
+    const newest = this.newestTable();
+    const counted = started.filter((node) => newest === undefined || !this.leftWithoutTable(node, newest));
+    const tables = counted.map((node) => node.process!.core.membership());
     if (new Set(tables.map((table) => table.epoch)).size > 1) return `epochs differ: ${tables.map((table) => table.epoch).join(',')}`;
     if (tables[0]!.change !== undefined) return `change ${tables[0]!.change.id} in flight`;
-    for (const node of started) {
+    for (const node of counted) {
       const process = node.process!;
       if (!process.shell.idle()) return `${node.name} is carrying out a step`;
       if (process.disk.hintedRecords() > 0) return `${node.name} holds hints`;
@@ -364,8 +387,17 @@ class ShellSimRun {
     return undefined;
   }
 
+  /**
+   * A node that has left and lost its table since: it serves nothing, and no member speaks to
+   * a Left node again, so it never learns to drop what it still holds (README, "A lost
+   * cluster table": its folder is the operator's to delete).
+   */
+  private leftWithoutTable(node: SimClusterNode, newest: Membership): boolean {
+    return node.process?.core.membership().epoch === 0 && memberNamed(newest, node.name)?.state === 'Left';
+  }
+
   private checkFinal(): void {
-    const table = this.nodes.get(NAMES[0]!)!.process!.core.membership();
+    const table = this.newestTable() ?? this.nodes.get(NAMES[0]!)!.process!.core.membership();
     for (const acked of this.acked) {
       const { stream, partition, writeId } = acked.record;
       for (const owner of ownersOf(table, { partition, replicas: acked.replicas })) {
@@ -376,7 +408,7 @@ class ShellSimRun {
       }
     }
     for (const node of this.nodes.values()) {
-      if (!node.everStarted) continue;
+      if (!node.everStarted || this.leftWithoutTable(node, table)) continue;
       for (const repo of ['ssr', 'tsr'] as const) {
         for (const [where, records] of node.disk.records[repo]) {
           if (records.size === 0) continue;

@@ -35,6 +35,8 @@ type Operation = () => void;
 /** What a node's disk holds across its incarnations. */
 export class SimDiskState {
   coreState: PersistedCoreState | undefined;
+  /** A table was once durable here (core-state-store.ts, the `cluster-member` marker). */
+  member = false;
   readonly progress = new Map<string, DurableIncoming>();
   /** Records by repository, then "stream|partition", then key (the writeId). */
   readonly records: Record<RepositoryName, Map<string, Map<string, StoredRecord>>> = { ssr: new Map(), tsr: new Map() };
@@ -103,7 +105,11 @@ export class SimDisk {
 
   saveCoreState(state: PersistedCoreState): Promise<void> {
     const copy = structuredClone(state);
-    return this.io(() => void (this.state.coreState = copy), true);
+    return this.io(() => {
+      this.state.coreState = copy;
+      // The `cluster-member` marker beside the database (core-state-store.ts): no damage takes it.
+      this.state.member = true;
+    }, true);
   }
 
   // ---- ChunkStore

@@ -5,11 +5,12 @@
 // and then the caller's deadline passes (PeerUnavailableError), as over gRPC. Bodies are
 // copied both ways (nothing is shared between nodes). A message goes where the sender
 // believes the receiver listens: a node that moved is out of reach until the sender learns
-// its new port. Transfer streams keep their order; a lost chunk breaks the stream.
+// its new port. A receiver refuses a call from a sender its table does not know (PeerAuthError).
+// Transfer streams keep their order; a lost chunk breaks the stream.
 
 import { TributaryError } from '../../src/errors.js';
 import type { CallHandler, CallOptions, PeerEndpoint, TransferHandler, TransferSender } from '../../src/peer/endpoint.js';
-import { PeerUnavailableError } from '../../src/peer/errors.js';
+import { PeerAuthError, PeerUnavailableError } from '../../src/peer/errors.js';
 import type { CallKind, ReplyOf, RequestOf, TransferChunk } from '../../src/peer/messages.js';
 import type { TransferStreamHandlers } from '../../src/peer/transfer-stream.js';
 import { RemotePeerError, toErrorReply } from '../../src/peer/wire.js';
@@ -28,6 +29,12 @@ export interface NetworkHost {
   readonly port: number;
   /** The port `from` believes `to` listens on (its table), or undefined when it does not know `to`. */
   portOf(to: string): number | undefined;
+  /**
+   * Whether it takes a call of `kind` from `sender`, as the real transport decides: a sender
+   * in its table (a Left one only for CoreMessage), or an Admit while it has no table. A
+   * refused call fails with PeerAuthError, as UNAUTHENTICATED does over gRPC.
+   */
+  admits(sender: string, kind: CallKind): boolean;
 }
 
 export class SimNetwork {
@@ -64,6 +71,11 @@ export class SimNetwork {
     if (believed !== undefined && believed !== receiver.port) return undefined;
     if (this.prng.chance(this.faults.dropRate)) return undefined;
     return this.prng.int(this.faults.delayMs[0], this.faults.delayMs[1]);
+  }
+
+  /** Whether `to` takes a call of `kind` from `from`. */
+  admits(to: string, from: string, kind: CallKind): boolean {
+    return this.hosts.get(to)?.admits(from, kind) ?? false;
   }
 
   /** The endpoint of `name`'s current incarnation, if it runs. */
@@ -107,11 +119,18 @@ export class SimEndpoint implements PeerEndpoint {
       world.schedule(world.now + there, () => {
         const receiver = this.network.endpointOf(to);
         if (receiver === undefined) return;
-        void receiver.answer(this.name, kind, request).then((answer) => {
+        const refused = !this.network.admits(to, this.name, kind);
+        const answering = refused ? Promise.resolve(undefined) : receiver.answer(this.name, kind, request);
+        void answering.then((answer) => {
           if (!receiver.owner.alive) return;
           const back = this.network.route(to, this.name);
           if (back === undefined) return;
-          world.schedule(world.now + back, () => finish(() => (answer.ok ? resolve(structuredClone(answer.reply) as ReplyOf<K>) : reject(new RemotePeerError(to, answer.error)))), this.owner);
+          const outcome = (): void => {
+            if (answer === undefined) reject(new PeerAuthError(`${to} refused the call: unknown sender '${this.name}'`));
+            else if (answer.ok) resolve(structuredClone(answer.reply) as ReplyOf<K>);
+            else reject(new RemotePeerError(to, answer.error));
+          };
+          world.schedule(world.now + back, () => finish(outcome), this.owner);
         });
       }, this.network.endpointOf(to)?.owner);
     });

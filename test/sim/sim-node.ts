@@ -9,6 +9,7 @@ import { ClusterCore } from '../../src/cluster/core/core.js';
 import type { CoreConfig, Member, Slot } from '../../src/protocol/cluster-types.js';
 import { guardedChunks, startDataPlane, type DataPlane } from '../../src/cluster/data-plane.js';
 import { ClusterEventBus } from '../../src/cluster/events.js';
+import { LEFT_NODE_KINDS } from '../../src/cluster/peer-server.js';
 import type { RepairStream } from '../../src/repair/repair-service.js';
 import type { RepositoryName } from '../../src/storage/repository.js';
 import type { Prng } from './prng.js';
@@ -60,13 +61,16 @@ export class SimClusterNode implements Incarnation {
     if (lone) for (const key of config.kvKeys) this.disk.kv.add(key);
   }
 
-  member(): Member {
-    return { name: this.name, publicKey: simulatedPublicKey(this.name), address: '10.0.0.1', port: this.port, httpPort: 8000, zone: 'z', state: this.lone ? 'Joined' : 'Pending' };
+  member(lone = this.lone): Member {
+    return { name: this.name, publicKey: simulatedPublicKey(this.name), address: '10.0.0.1', port: this.port, httpPort: 8000, zone: 'z', state: lone ? 'Joined' : 'Pending' };
   }
 
   /** Starts a new incarnation from what the disk holds. */
   start(): void {
     if (this.alive) return;
+    // A first node that once had a table and holds none lost it: it waits to be admitted
+    // again rather than start a cluster of its own (core-state-store.ts, joinIfTableLost).
+    const lone = this.lone && !(this.disk.member && this.disk.coreState === undefined);
     this.alive = true;
     this.pausedUntil = 0;
     this.incarnation += 1;
@@ -78,8 +82,17 @@ export class SimClusterNode implements Incarnation {
       : pino({ level: 'debug', base: { node: this.name } }, { write: (line: string) => this.logLine!(compactLogLine(line)) });
     const timers = this.world.timersOf(owner);
     const disk = new SimDisk(this.disk, this.world, owner, this.prng.fork(), this.faults, (repo, stream, partition, held) => this.onDrop(this.name, repo, stream, partition, held));
-    const core = new ClusterCore({ ...this.config.core, name: this.name }, structuredClone(this.disk.coreState), { self: this.member(), lone: this.lone });
-    const endpoint = this.network.attach({ name: this.name, port: this.port, portOf: (to) => core.membership().members.find((member) => member.name === to)?.port }, owner);
+    const core = new ClusterCore({ ...this.config.core, name: this.name }, structuredClone(this.disk.coreState), { self: this.member(lone), lone });
+    const memberOf = (name: string) => core.membership().members.find((member) => member.name === name);
+    const endpoint = this.network.attach(
+      {
+        name: this.name,
+        port: this.port,
+        portOf: (to) => memberOf(to)?.port,
+        admits: (sender, kind) => (kind === 'Admit' && core.membership().epoch === 0) || (memberOf(sender) !== undefined && (memberOf(sender)!.state !== 'Left' || LEFT_NODE_KINDS.has(kind))),
+      },
+      owner,
+    );
     let plane: DataPlane | undefined;
     const shell = new ClusterShell({
       core, transport: endpoint, events: new ClusterEventBus(), log, timers,

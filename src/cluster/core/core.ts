@@ -748,6 +748,7 @@ export class ClusterCore {
     if (newEpoch) {
       pushNodeStates(wasBootstrapped ? previous : undefined, next, effects);
       if (wasBootstrapped) pushDrops(this.lostSlots(previous, next), effects);
+      else if (memberNamed(next, this.name)?.state !== 'Pending') pushDrops(this.unownedSlots(next), effects);
     }
     this.source.retain(next);
     if (broadcast) this.broadcast(effects);
@@ -765,6 +766,16 @@ export class ClusterCore {
     // What is dropped is what the new table says this node does not own.
     assert(lost.every((slot) => !ownersOf(next, slot).includes(this.name)), `epoch ${next.epoch}: ${this.name} drops a slot it owns`);
     return lost;
+  }
+
+  /**
+   * A first table that shows this node past Pending: it was a member and lost its table with
+   * damaged storage (cluster-shell.ts, readmit). What it held of slots it no longer writes
+   * moved on while it could not hear it, and is dropped (handed off first) as lostSlots are.
+   */
+  private unownedSlots(next: Membership): Slot[] {
+    const universe = normaliseSlots([...this.slotsInUse, ...(next.change?.slots ?? [])]);
+    return universe.filter((slot) => !writeOwners(next, slot).includes(this.name));
   }
 
   /** To every other member, Left ones included (they keep answering GET /cluster). */

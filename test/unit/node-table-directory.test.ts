@@ -1,0 +1,31 @@
+// Whom a node takes calls from, by the node table (issue 12): members, and a Left member only
+// for its table messages and the hints it still holds (a leaver whose hand-off was waived).
+
+import { describe, expect, it } from 'vitest';
+import { NodeTable, type NodeDocument } from '../../src/cluster/node-table.js';
+import { nodeTableDirectory } from '../../src/cluster/peer-server.js';
+
+function document(name: string, state: NodeDocument['state']): NodeDocument {
+  const version = { number: '0.1.0', revision: 'test' };
+  return { name, zone: 'z', publicKey: Buffer.alloc(32, name.length).toString('base64'), address: '127.0.0.1', port: 1, httpPort: 2, version, state, available: 'true' };
+}
+
+describe('node table directory', () => {
+  const nodes = new NodeTable('n1');
+  nodes.replaceAll([document('n1', 'Joined'), document('n2', 'Joined'), document('left-n3', 'Left')]);
+  const directory = nodeTableDirectory(nodes);
+
+  it('takes every call from a member', () => {
+    expect(directory.acceptsRequestsFrom!('n2', 'RepairSweep')).toBe(true);
+    expect(directory.acceptsRequestsFrom!('n2', 'WriteRecords')).toBe(true);
+  });
+
+  it('takes from a Left node its table messages and its hints only', () => {
+    expect(directory.acceptsRequestsFrom!('left-n3', 'CoreMessage')).toBe(true);
+    expect(directory.acceptsRequestsFrom!('left-n3', 'WriteRecords')).toBe(true);
+    expect(directory.acceptsRequestsFrom!('left-n3', 'DefinitionPush')).toBe(true);
+    expect(directory.acceptsRequestsFrom!('left-n3', 'RepairSweep')).toBe(false);
+    expect(directory.acceptsRequestsFrom!('left-n3', 'AdminCommand')).toBe(false);
+    expect(directory.acceptsRequestsFrom!('left-n3', 'DefinitionWrite')).toBe(false);
+  });
+});
