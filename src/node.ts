@@ -299,6 +299,7 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
       adopt: (from, membership) => shell.adopt(from, membership),
       suspect: (node) => shell.submit({ type: 'unreachable', node }),
       finalSynced: (changeId) => shell.submit({ type: 'final-sync-done', changeId }),
+      damaged: (damaged) => shell.submit({ type: 'damage', damaged }),
     },
     replica, partitions, hints: storage.hints, committer: storage.committer,
     dropPartition: (repo, stream, partition) => chunks.dropPartition(repo, stream, partition),

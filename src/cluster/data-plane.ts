@@ -45,6 +45,8 @@ export interface DataPlanePorts {
     adopt(from: string, membership: Membership): Promise<void>;
     suspect(node: string): void;
     finalSynced(changeId: string): void;
+    /** This node's data awaits a refill (true), or no longer (false). */
+    damaged(damaged: boolean): void;
   };
   replica: ReplicaStore;
   partitions: LocalPartitions;
@@ -110,6 +112,7 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
     streams: () => ports.streams(),
     peers: peerPartitions(endpoint, () => membership().epoch, limits.peerDeadlineMs),
     persistDamage: (damage) => ports.persistDamage(damage),
+    announceDamage: (damaged) => ports.shell.damaged(damaged),
     refillDefinitions: () => refillDefinitions(endpoint, ports.definitions, hintDelegates(core, localName), limits.peerDeadlineMs),
     intervalMs: limits.repairIntervalMs,
     pacingMs: limits.repairPacingMs,

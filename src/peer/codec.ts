@@ -263,9 +263,9 @@ const coreMessage: BodyCodec<PeerMessage> = {
 function coreToProto(value: PeerMessage): ProtoObject {
   switch (value.type) {
     case 'membership':
-      return { membership: membership.toProto(value.membership) };
+      return { membership: membership.toProto(value.membership), damaged: value.damaged === true };
     case 'heartbeat':
-      return { heartbeat: { epoch: value.epoch, at: value.at } };
+      return { heartbeat: { epoch: value.epoch, at: value.at }, damaged: value.damaged === true };
     case 'ready':
       return { ready: { changeId: value.changeId } };
     case 'transfer-request':
@@ -286,9 +286,9 @@ function coreToProto(value: PeerMessage): ProtoObject {
 function coreFromProto(object: ProtoObject): PeerMessage {
   switch (field(object, 'payload')) {
     case 'membership':
-      return { type: 'membership', membership: membership.fromProto(message(object, 'membership')) };
+      return { type: 'membership', membership: membership.fromProto(message(object, 'membership')), ...damagedFromProto(object) };
     case 'heartbeat':
-      return heartbeatFromProto(message(object, 'heartbeat'));
+      return { ...heartbeatFromProto(message(object, 'heartbeat')), ...damagedFromProto(object) };
     case 'ready':
       return { type: 'ready', changeId: str(message(object, 'ready'), 'changeId') };
     case 'transferRequest':
@@ -304,6 +304,11 @@ function coreFromProto(object: ProtoObject): PeerMessage {
     default:
       return refuse('payload', 'one of the core messages');
   }
+}
+
+/** The sender's damage mark, present only when set (the proto default is false). */
+function damagedFromProto(object: ProtoObject): { damaged?: true } {
+  return object.damaged === true ? { damaged: true } : {};
 }
 
 function heartbeatFromProto(object: ProtoObject): PeerMessage {

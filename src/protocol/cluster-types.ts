@@ -101,13 +101,14 @@ export interface ChunkData {
 
 /** Messages between cores. The shell signs and carries them; the core never sees a forgery. */
 export type PeerMessage =
-  | { type: 'membership'; membership: Membership }
+  /** `damaged`: the sender's data awaits a refill (see 'damage' below). */
+  | { type: 'membership'; membership: Membership; damaged?: boolean }
   /**
    * `at`: where the sender listens and its incarnation. A receiver that knows an older
    * incarnation takes the address, so a node that moved is found even by a peer that
    * missed its table (and could not be told: it would answer at the old address).
    */
-  | { type: 'heartbeat'; epoch: number; at?: AnnouncedAddress }
+  | { type: 'heartbeat'; epoch: number; at?: AnnouncedAddress; damaged?: boolean }
   /** Pending node → coordinator: its repositories are open, it can receive data. */
   | { type: 'ready'; changeId: string }
   /** Target → source: send chunks of the transfer starting at `seq`, reading after `cursor`. */
@@ -168,7 +169,13 @@ export type CoreInput =
   /** The shell could not reach a peer for a send (gRPC error): feeds the failure detector. */
   | { type: 'unreachable'; node: string }
   /** Streams changed: the slots in use now. */
-  | { type: 'slots'; slots: Slot[] };
+  | { type: 'slots'; slots: Slot[] }
+  /**
+   * This node's data was found damaged (true) or is refilled (false). Its tables and
+   * heartbeats say so, and no coordinator waives a leaver's hand-off while an owner is
+   * damaged: the leaver may hold the only intact copy.
+   */
+  | { type: 'damage'; damaged: boolean };
 
 export type CoreEffect =
   | { type: 'send'; to: string; message: PeerMessage }

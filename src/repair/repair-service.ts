@@ -53,6 +53,8 @@ export interface RepairServiceDeps {
   refillDefinitions(): Promise<void>;
   /** Saves (or clears) the damage mark, so a restart in the middle of a refill goes on refilling. */
   persistDamage(damage: Damage | undefined): Promise<void>;
+  /** The cluster core is told when the damage begins and ends (CoreInput 'damage'). */
+  announceDamage(damaged: boolean): void;
   /** Background sweeps: one every this many ms; 0 turns them off. */
   intervalMs: number;
   /** Pause between two partitions of a background sweep (on-demand runs do not pause). */
@@ -170,6 +172,7 @@ export class RepairService {
   /** Refills every partition this node owns from its other owners, then serves again. */
   private beginRefill(damage: Damage): void {
     this.damage = damage;
+    this.deps.announceDamage(true);
     this.deps.log.warn({ reason: damage.reason }, 'local data is damaged: reads go to other owners until it is refilled from them');
     const attempt = (): void => {
       if (this.stopped) return;
@@ -189,6 +192,7 @@ export class RepairService {
           // (the chaos suite found leavers stuck here after a damaged restart).
           await this.deps.persistDamage(undefined);
           this.damage = undefined;
+          this.deps.announceDamage(false);
           this.deps.log.info('this node has left the cluster: its damaged data needs no refill');
           return;
         }
@@ -207,6 +211,7 @@ export class RepairService {
         }
         await this.deps.persistDamage(undefined);
         this.damage = undefined;
+        this.deps.announceDamage(false);
         this.deps.log.info({ received: run.recordsReceived, partitions: run.partitionsTotal }, 'damaged data refilled from the other owners; serving reads again');
       });
     };

@@ -111,6 +111,7 @@ export class SimClusterNode implements Incarnation {
         adopt: (from, membership) => shell.adopt(from, membership),
         suspect: (node) => shell.submit({ type: 'unreachable', node }),
         finalSynced: (changeId) => shell.submit({ type: 'final-sync-done', changeId }),
+        damaged: (damaged) => shell.submit({ type: 'damage', damaged }),
       },
       replica: disk.replica,
       partitions: disk.partitions,

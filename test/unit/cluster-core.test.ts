@@ -471,6 +471,25 @@ describe('cluster core - scripted scenarios', () => {
     expect(s.failures()).toEqual([]);
   });
 
+  it('left - no hand-off is waived while another owner refills damaged data: the leaver may hold the only intact copy', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(2, 4), failureTimeoutMs: 200 }).lone('a');
+    for (const name of ['b', 'c']) {
+      s.spawn(name);
+      s.add(name);
+      s.settle().tick(300);
+    }
+    s.sim.stepNode(s.sim.node('b'), { type: 'damage', damaged: true }); //           b's disk was damaged
+    s.tick(200); //                                                                 its tables and heartbeats say so
+    s.crash('c');
+    expect(s.remove('c')).toMatchObject({ ok: true });
+    s.tick(1_500);
+    expect(s.stateOf('c', 'a')).toBe('Leaving'); //                                 not waived: b is refilling
+    s.sim.stepNode(s.sim.node('b'), { type: 'damage', damaged: false }); //          b's refill is done
+    s.tick(1_500);
+    expect(s.stateOf('c', 'a')).toBe('Left');
+    expect(s.failures()).toEqual([]);
+  });
+
   it('left - a node removed while it was down and restarted on another port still learns it is Left', () => {
     const s = new ScriptedCluster({ slots: slotsOf(2, 4), failureTimeoutMs: 200 }).lone('a');
     for (const name of ['b', 'c']) {

@@ -58,6 +58,8 @@ const CORE: PeerMessage[] = [
   { type: 'final-synced', changeId: 'e4-leave-b' },
   { type: 'heartbeat', epoch: 0 },
   { type: 'heartbeat', epoch: 12, at: { address: '10.0.0.9', port: 9100, httpPort: 8100, incarnation: 2 } },
+  { type: 'heartbeat', epoch: 12, damaged: true },
+  { type: 'membership', membership, damaged: true },
   { type: 'ready', changeId: 'c1' },
   { type: 'transfer-request', transfer: plan, seq: 0, cursor: undefined },
   { type: 'transfer-request', transfer: plan, seq: 5, cursor: '' },

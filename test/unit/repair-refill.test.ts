@@ -16,8 +16,9 @@ function member(name: string, state: NodeState): Member {
   return { name, publicKey: 'key', address: '127.0.0.1', port: 1, httpPort: 2, zone: 'default', state, incarnation: 1 } as Member;
 }
 
-function service(selfState: NodeState, refillDefinitions: () => Promise<void>) {
-  const membership: Membership = { epoch: 3, members: [member('n1', 'Joined'), member('n2', 'Joined'), member('n4', selfState)], change: undefined };
+function service(selfState: NodeState, refillDefinitions: () => Promise<void>, epoch = 3) {
+  const membership: Membership = { epoch, members: [member('n1', 'Joined'), member('n2', 'Joined'), member('n4', selfState)], change: undefined };
+  const announced: boolean[] = [];
   const persisted: Array<Damage | undefined> = [];
   const retries: number[] = [];
   const timers: Timers = {
@@ -40,22 +41,35 @@ function service(selfState: NodeState, refillDefinitions: () => Promise<void>) {
     persistDamage: async (damage) => {
       persisted.push(damage);
     },
+    announceDamage: (damaged) => void announced.push(damaged),
     intervalMs: 0,
     pacingMs: 0,
     log: pino({ level: 'silent' }),
     timers,
     wallClock: () => 1_000,
   });
-  return { repair, persisted, retries };
+  return { repair, persisted, retries, announced };
 }
 
 describe('repair - refill of damaged data', () => {
   it('serves reads again once the definitions are read back and the owned partitions filled', async () => {
-    const { repair, persisted } = service('Joined', () => Promise.resolve());
+    const { repair, persisted, announced } = service('Joined', () => Promise.resolve());
     repair.start(DAMAGE);
     expect(repair.damaged()).toEqual(DAMAGE);
     await vi.waitFor(() => expect(repair.damaged()).toBeUndefined());
     expect(persisted).toEqual([undefined]);
+    // The core hears both, so no coordinator waives a leaver while this node was damaged.
+    expect(announced).toEqual([true, false]);
+  });
+
+  it('waits for a table when the damage took it (epoch 0): nothing is owned yet, nothing cleared', async () => {
+    const refill = vi.fn(() => Promise.resolve());
+    const { repair, persisted, retries } = service('Pending', refill, 0);
+    repair.start(DAMAGE);
+    await vi.waitFor(() => expect(retries).toEqual([2_000]));
+    expect(repair.damaged()).toEqual(DAMAGE);
+    expect(persisted).toEqual([]);
+    expect(refill).not.toHaveBeenCalled();
   });
 
   it('keeps the damage and tries again while no peer gives the definitions back', async () => {

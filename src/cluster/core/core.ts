@@ -124,6 +124,10 @@ export class ClusterCore {
   private readonly lastHeard = new Map<string, number>();
   private readonly reportedAvailable = new Map<string, boolean>();
   private readonly peerEpochs = new Map<string, number>();
+  /** This node's data awaits a refill (input 'damage'); its tables and heartbeats say so. */
+  private damaged = false;
+  /** Peers whose last table or heartbeat said their data awaits a refill. */
+  private readonly damagedPeers = new Set<string>();
   private readonly localProgress: ProgressReport[] = [];
   private readonly target: TargetTransfers;
   private readonly source: SourceTransfers;
@@ -220,6 +224,9 @@ export class ClusterCore {
         break;
       case 'slots':
         this.onSlots(input.slots, effects);
+        break;
+      case 'damage':
+        this.damaged = input.damaged;
         break;
       case 'resume':
         break;
@@ -425,7 +432,7 @@ export class ClusterCore {
       if (member.name === this.name || member.state === 'Left') continue;
       const behind = (this.peerEpochs.get(member.name) ?? -1) < epoch;
       if (behind || this.progressDirty || member.name === coordinator || this.addressNotSeenBy.has(member.name)) this.sendMembership(member.name, effects);
-      else this.send(member.name, { type: 'heartbeat', epoch, at: this.ownAddress() }, effects);
+      else this.send(member.name, { type: 'heartbeat', epoch, at: this.ownAddress(), ...(this.damaged ? { damaged: true } : {}) }, effects);
     }
     this.progressDirty = false;
     assert(coordinator === undefined || this.current.change !== undefined, 'a coordinator copy without a change in flight');
@@ -470,6 +477,10 @@ export class ClusterCore {
     }
     this.heard(from, effects);
     assert(sender.state !== 'Left' || this.selfState() === 'Left', `${from} is Left and still heard`);
+    if (message.type === 'membership' || message.type === 'heartbeat') {
+      if (message.damaged === true) this.damagedPeers.add(from);
+      else this.damagedPeers.delete(from);
+    }
     const context = (): TransferContext => this.context();
     switch (message.type) {
       case 'membership':
@@ -667,12 +678,16 @@ export class ClusterCore {
    * A leaving node that is long gone cannot hand off: once every transfer is complete the
    * coordinator waives it (as Cassandra's removenode does for a dead node), or the change
    * would never end. Nothing acknowledged is lost by it: a write is acknowledged only when
-   * two nodes hold it (stored or hinted), so the lost node never held the only copy.
+   * two nodes hold it (stored or hinted), so the lost node never held the only copy, unless
+   * the other copy was damaged since, which is why no owner may be refilling.
    */
   private waiveHandOffOfLostLeaver(longUnavailable: (name: string) => boolean, effects: CoreEffect[]): void {
     const change = this.current.change;
     if (change?.kind !== 'leave' || change.finalSynced === true || !longUnavailable(change.node)) return;
     if (uncoveredNeeds(this.current).length > 0) return;
+    // Unless an owner's data awaits a refill: then the leaver may hold the only intact copy,
+    // and the change waits for it to come back (or for the refill to end without it).
+    if (this.damaged || [...this.damagedPeers].some((name) => name !== change.node && memberNamed(this.current, name)?.state !== 'Left')) return;
     assert(change.node !== this.name, `${this.name} waives its own hand-off`);
     this.adopt(withFinalSynced(this.current, change.id), effects, true);
     assert(this.current.change?.finalSynced === true, `the hand-off of ${change.node} was not waived`);
@@ -786,7 +801,7 @@ export class ClusterCore {
 
   private sendMembership(to: string, effects: CoreEffect[]): void {
     assert(memberNamed(this.current, this.name) !== undefined, `sending a table without ${this.name}`);
-    if (to !== this.name && this.bootstrapped) this.send(to, { type: 'membership', membership: this.current }, effects);
+    if (to !== this.name && this.bootstrapped) this.send(to, { type: 'membership', membership: this.current, ...(this.damaged ? { damaged: true } : {}) }, effects);
   }
 
   private send(to: string, message: PeerMessage, effects: CoreEffect[]): void {
