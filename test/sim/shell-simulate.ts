@@ -309,7 +309,10 @@ class ShellSimRun {
       const table = other.disk.coreState?.membership;
       return table !== undefined && memberNamed(table, other.name)?.state !== 'Left';
     };
-    const tableLost = !this.tableTaken && [...this.nodes.values()].some((other) => other !== node && member(other)) && this.prng.chance(0.3);
+    // Nor from a node that moved and has not announced it yet: with its table gone it cannot,
+    // and no one finds it (README, "Moving a node": a node that moves before it has a table).
+    const knownHere = [...this.nodes.values()].some((other) => other !== node && other.process?.core.membership().members.find((each) => each.name === node.name)?.port === node.port);
+    const tableLost = !this.tableTaken && knownHere && [...this.nodes.values()].some((other) => other !== node && member(other)) && this.prng.chance(0.3);
     if (tableLost) {
       node.disk.coreState = undefined;
       this.tableTaken = true;
