@@ -13,6 +13,7 @@ import type { PeerEndpoint, TransferSender } from '../peer/endpoint.js';
 import type { TransferAck, TransferChunk } from '../peer/messages.js';
 import type { Timer, Timers } from '../timers.js';
 import type { ClusterCore } from './core/core.js';
+import { memberNamed } from './core/membership.js';
 import type { AdminCommand, AdminResult, ChunkData, CoreEffect, CoreInput, DurableIncoming, Membership, PeerMessage, PersistedCoreState, Slot, TransferPlan } from '../protocol/cluster-types.js';
 import type { ClusterEventBus } from './events.js';
 import { peerMessageProblem } from './peer-input.js';
@@ -286,7 +287,7 @@ export class ClusterShell {
     // A node that has left admits no one. A Left target is admitted too: members take a
     // Left node's messages, so it refuses us only when it lost its table, and the table that
     // tells it it has left is how it drops what it still holds.
-    if (membership.members.find((member) => member.name === this.deps.transport.name)?.state === 'Left') return;
+    if (memberNamed(membership, this.deps.transport.name)?.state === 'Left') return;
     this.readmitAfter.set(to, now + READMIT_INTERVAL_HEARTBEATS * this.deps.heartbeatIntervalMs);
     this.deps.log.warn({ peer: to, epoch: membership.epoch }, 'a member refused this node as a stranger (its table is lost?): admitting it again with this table');
     this.admit(to, membership).catch((error: unknown) => this.deps.log.debug({ err: error, to }, 'admitting a member again failed'));

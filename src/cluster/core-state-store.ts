@@ -34,12 +34,20 @@ const marked = new WeakSet<Database>();
 
 function markMember(database: Database): void {
   if (marked.has(database)) return;
-  marked.add(database);
   const path = markerOf(database);
-  if (existsSync(path)) return;
-  const fd = openSync(path, 'w');
+  if (!existsSync(path)) {
+    syncedWrite(path, `${new Date().toISOString()}\n`);
+    // The new name must survive a power cut too.
+    syncedWrite(dirname(path));
+  }
+  marked.add(database);
+}
+
+/** Writes `text` to the file (or, with none, opens the folder) and fsyncs it. */
+function syncedWrite(path: string, text?: string): void {
+  const fd = openSync(path, text === undefined ? 'r' : 'w');
   try {
-    writeSync(fd, `${new Date().toISOString()}\n`);
+    if (text !== undefined) writeSync(fd, text);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
@@ -54,7 +62,12 @@ function markMember(database: Database): void {
  */
 export async function joinIfTableLost<T extends { join: boolean }>(config: T, database: Database, log: Logger): Promise<T> {
   if (config.join || !existsSync(markerOf(database))) return config;
-  if ((await loadCoreState(database)) !== undefined) return config;
+  if (!tableLost({ wasMember: true, hasTable: (await loadCoreState(database)) !== undefined })) return config;
   log.error('this data folder had a cluster table and holds none now (damaged storage?): this node starts no cluster of its own and waits for a member to admit it again');
   return { ...config, join: true };
+}
+
+/** The rule itself (the simulation applies it too): it was a member and holds no table. */
+export function tableLost(folder: { wasMember: boolean; hasTable: boolean }): boolean {
+  return folder.wasMember && !folder.hasTable;
 }

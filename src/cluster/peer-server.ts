@@ -94,19 +94,19 @@ function routeGrpcLogs(log: Logger): void {
 }
 
 /**
- * The node table as a peer directory. A Left node is not a peer any more: it serves
- * nothing (DESIGN.md, "Cluster"), so nothing it sends is accepted but core messages, which
- * the core answers with the table that tells it it has left (a node removed while it was
- * down learns it this way, issue 12 item 5); and it can still be reached.
- */
-/**
- * What a Left node may still send: its table messages (it keeps heartbeating so that peers
- * answer a stale one), and the hints it could not deliver before it left (a leaver whose
- * hand-off was waived while it was unreachable still holds some: issue 12). A hint is
- * stored only by a node that owns its partition, as any write.
+ * What a Left node may still send: core messages, which the core answers with the table
+ * that tells it it has left (a node removed while it was down learns it this way, issue 12
+ * item 5), and the hints it could not deliver before it left (a leaver whose hand-off was
+ * waived while it was unreachable still holds some). A hint is stored only by a node that
+ * owns its partition, as any write.
  */
 export const LEFT_NODE_KINDS: ReadonlySet<string> = new Set(['CoreMessage', 'WriteRecords', 'DefinitionPush']);
 
+/**
+ * The node table as a peer directory. A Left node is not a peer any more: it serves
+ * nothing (DESIGN.md, "Cluster"), so of what it sends only LEFT_NODE_KINDS are accepted;
+ * and it can still be reached.
+ */
 export function nodeTableDirectory(nodes: NodeTable, memberKey?: (name: string) => string | undefined): PeerDirectory {
   const find = (name: string) => nodes.list().find((node) => node.name === name);
   return {

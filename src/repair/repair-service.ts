@@ -176,8 +176,6 @@ export class RepairService {
     this.deps.log.warn({ reason: damage.reason }, 'local data is damaged: reads go to other owners until it is refilled from them');
     const attempt = (): void => {
       if (this.stopped) return;
-      const targets = this.ownedTargets();
-      const run = this.newRun(`refill-${this.clock().toString(36)}-${this.deps.localName}`, 'refill', undefined, targets.length);
       this.enqueue(async () => {
         if (this.deps.membership().epoch === 0) {
           // The damage took the table too: the node owns nothing it knows of until a member
@@ -203,6 +201,10 @@ export class RepairService {
           this.deps.timers.setTimeout(attempt, REFILL_RETRY_MS);
           return;
         }
+        // A run is listed only once it sweeps: waits above would fill the kept runs with
+        // runs that never end.
+        const targets = this.ownedTargets();
+        const run = this.newRun(`refill-${this.clock().toString(36)}-${this.deps.localName}`, 'refill', undefined, targets.length);
         await this.sweep(run, targets, 'both', 0);
         if (run.failures > 0) {
           this.deps.log.warn({ failures: run.failures }, 'refill incomplete: some partitions had no reachable owner; trying again');

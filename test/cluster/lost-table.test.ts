@@ -55,8 +55,8 @@ async function oneTable(names: readonly string[]): Promise<LocalCluster> {
   }, 60_000);
 }
 
-describe('a node that lost its cluster table', () => {
-  it('a node that joins is admitted again after losing its table while it joins, and the join completes', async () => {
+describe('cluster - a node that lost its table', () => {
+  it('a node that loses its table during (or right after) its join is admitted again, and the join completes', async () => {
     const joining = await startClusterNode('node-4', { join: true });
     nodes.push(joining);
     const added = await addNode(nodes[0]!, joining);

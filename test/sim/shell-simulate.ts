@@ -372,8 +372,8 @@ class ShellSimRun {
   private quiescent(): string | undefined {
     const started = [...this.nodes.values()].filter((node) => node.everStarted);
     if (started.some((node) => !node.alive)) return 'a node is down';
-    // A node removed while down that lost its table at the same time has none, and is told
-    // nothing more: no one admits a Left node again.
+    // A node removed while down that lost its table at the same time has none, and hears
+    // of it only at the next change (leftWithoutTable).
     const newest = this.newestTable();
     const counted = started.filter((node) => newest === undefined || !this.leftWithoutTable(node, newest));
     const tables = counted.map((node) => node.process!.core.membership());
@@ -391,9 +391,9 @@ class ShellSimRun {
   }
 
   /**
-   * A node that has left and lost its table since: it serves nothing, and no member speaks to
-   * a Left node again, so it never learns to drop what it still holds (README, "A lost
-   * cluster table": its folder is the operator's to delete).
+   * A node that has left and lost its table since: it serves nothing, and only the next
+   * change's table (sent to Left nodes too) would tell it to drop what it still holds; a run
+   * may end before one (README, "A lost cluster table").
    */
   private leftWithoutTable(node: SimClusterNode, newest: Membership): boolean {
     return node.process?.core.membership().epoch === 0 && memberNamed(newest, node.name)?.state === 'Left';

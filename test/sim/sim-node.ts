@@ -5,6 +5,7 @@
 
 import { pino } from 'pino';
 import { ClusterShell } from '../../src/cluster/cluster-shell.js';
+import { tableLost } from '../../src/cluster/core-state-store.js';
 import { ClusterCore } from '../../src/cluster/core/core.js';
 import type { CoreConfig, Member, Slot } from '../../src/protocol/cluster-types.js';
 import { guardedChunks, startDataPlane, type DataPlane } from '../../src/cluster/data-plane.js';
@@ -70,7 +71,7 @@ export class SimClusterNode implements Incarnation {
     if (this.alive) return;
     // A first node that once had a table and holds none lost it: it waits to be admitted
     // again rather than start a cluster of its own (core-state-store.ts, joinIfTableLost).
-    const lone = this.lone && !(this.disk.member && this.disk.coreState === undefined);
+    const lone = this.lone && !tableLost({ wasMember: this.disk.member, hasTable: this.disk.coreState !== undefined });
     this.alive = true;
     this.pausedUntil = 0;
     this.incarnation += 1;

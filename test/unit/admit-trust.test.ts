@@ -10,7 +10,7 @@ import { makeJoinToken } from '../../src/cluster/join-token.js';
 const silent = pino({ level: 'silent' });
 const KEY = Buffer.alloc(32, 7).toString('base64');
 
-describe('admit trust', () => {
+describe('admit trust - whom a node without a table takes an Admit from', () => {
   it('trusts the first Admit on loopback without a token', () => {
     expect(admitTrust({ join: true, joinToken: null, host: '127.0.0.1' }, () => true, silent).trustedKeys).toBeUndefined();
   });

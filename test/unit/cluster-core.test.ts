@@ -490,6 +490,24 @@ describe('cluster core - scripted scenarios', () => {
     expect(s.failures()).toEqual([]);
   });
 
+  it('left - a leaver gone for good is waived after a longer wait even while an owner stays damaged', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(2, 4), failureTimeoutMs: 200 }).lone('a');
+    for (const name of ['b', 'c']) {
+      s.spawn(name);
+      s.add(name);
+      s.settle().tick(300);
+    }
+    s.sim.stepNode(s.sim.node('b'), { type: 'damage', damaged: true }); //           b cannot refill without c
+    s.tick(200);
+    s.crash('c');
+    expect(s.remove('c')).toMatchObject({ ok: true });
+    s.tick(2_000);
+    expect(s.stateOf('c', 'a')).toBe('Leaving');
+    s.tick(3_000); //                                                               past 20 failure timeouts
+    expect(s.stateOf('c', 'a')).toBe('Left');
+    expect(s.failures()).toEqual([]);
+  });
+
   it('left - a node removed while it was down and restarted on another port still learns it is Left', () => {
     const s = new ScriptedCluster({ slots: slotsOf(2, 4), failureTimeoutMs: 200 }).lone('a');
     for (const name of ['b', 'c']) {

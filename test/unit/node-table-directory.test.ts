@@ -10,7 +10,7 @@ function document(name: string, state: NodeDocument['state']): NodeDocument {
   return { name, zone: 'z', publicKey: Buffer.alloc(32, name.length).toString('base64'), address: '127.0.0.1', port: 1, httpPort: 2, version, state, available: 'true' };
 }
 
-describe('node table directory', () => {
+describe('peer directory - whom a node takes calls from', () => {
   const nodes = new NodeTable('n1');
   nodes.replaceAll([document('n1', 'Joined'), document('n2', 'Joined'), document('left-n3', 'Left')]);
   const directory = nodeTableDirectory(nodes);

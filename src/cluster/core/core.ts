@@ -94,6 +94,8 @@ type AdminRefusal = Omit<Extract<AdminResult, { ok: false }>, 'ok'>;
 
 /** A transfer source unheard for this many failure timeouts is replaced (issue 3, item 8). */
 const SOURCE_REPLACE_AFTER_FAILURE_TIMEOUTS = 3;
+/** While an owner refills damaged data, a lost leaver's hand-off is waived only after this many. */
+const WAIVE_DESPITE_DAMAGE_AFTER_FAILURE_TIMEOUTS = 20;
 
 export interface CoreBootstrap {
   self: Member;
@@ -679,15 +681,19 @@ export class ClusterCore {
    * coordinator waives it (as Cassandra's removenode does for a dead node), or the change
    * would never end. Nothing acknowledged is lost by it: a write is acknowledged only when
    * two nodes hold it (stored or hinted), so the lost node never held the only copy, unless
-   * the other copy was damaged since, which is why no owner may be refilling.
+   * the other copy was damaged since, which is why it waits longer while an owner refills.
    */
   private waiveHandOffOfLostLeaver(longUnavailable: (name: string) => boolean, effects: CoreEffect[]): void {
     const change = this.current.change;
     if (change?.kind !== 'leave' || change.finalSynced === true || !longUnavailable(change.node)) return;
     if (uncoveredNeeds(this.current).length > 0) return;
     // Unless an owner's data awaits a refill: then the leaver may hold the only intact copy,
-    // and the change waits for it to come back (or for the refill to end without it).
-    if (this.damaged || [...this.damagedPeers].some((name) => name !== change.node && memberNamed(this.current, name)?.state !== 'Left')) return;
+    // and the change waits for it to come back. For a while only: a leaver gone for good
+    // would hold the change forever, and the refill too (it cannot reach that owner); after
+    // that long, what only the leaver held is lost to a double fault, as with removenode.
+    const damagedOwner = this.damaged || [...this.damagedPeers].some((name) => name !== change.node && memberNamed(this.current, name)?.state !== 'Left');
+    const waitedForDamageMs = WAIVE_DESPITE_DAMAGE_AFTER_FAILURE_TIMEOUTS * this.config.failureTimeoutMs;
+    if (damagedOwner && this.now - this.heardAt(change.node) <= waitedForDamageMs) return;
     assert(change.node !== this.name, `${this.name} waives its own hand-off`);
     this.adopt(withFinalSynced(this.current, change.id), effects, true);
     assert(this.current.change?.finalSynced === true, `the hand-off of ${change.node} was not waived`);
