@@ -19,8 +19,8 @@ import { announceAccess } from './auth/announce-access.js';
 import { ClusterShell } from './cluster/cluster-shell.js';
 import { ClusterCore } from './cluster/core/core.js';
 import { coordinatorOf, ownersOf as currentOwners } from './cluster/core/placement.js';
-import type { CoreConfig, Member, Membership } from './protocol/cluster-types.js';
-import { joinIfTableLost, loadCoreState, saveCoreState } from './cluster/core-state-store.js';
+import type { CoreConfig, Member, Membership, PersistedCoreState } from './protocol/cluster-types.js';
+import { joinIfTableLost, loadCoreState, saveCoreState, wasMember } from './cluster/core-state-store.js';
 import { guardedChunks, startDataPlane, type DataPlane } from './cluster/data-plane.js';
 import { ClusterDefinitionPeers, fromWireRecord } from './definitions/definition-peers.js';
 import { ClusterEventBus } from './cluster/events.js';
@@ -135,8 +135,9 @@ const REPAIR_PACING_MS = 100;
 export async function startNode(given: Config, log: Logger): Promise<RunningNode> {
   const base = baseParts(given);
   const storage = await openStorage(given, log, base.metrics);
-  const config = await joinIfTableLost(given, storage.database, log);
-  const cluster = await startCluster(config, log, base, storage);
+  const persisted = await loadCoreState(storage.database);
+  const config = joinIfTableLost(given, { wasMember: wasMember(storage.database), hasTable: persisted !== undefined }, log);
+  const cluster = await startCluster(config, log, base, storage, persisted);
   const defined = definitionParts(config, cluster, storage);
   const data = startData(config, log, base, storage, cluster, defined);
   const monitoring = monitoringParts(config, base, storage, cluster, defined, data);
@@ -207,8 +208,7 @@ async function openStorage(config: Config, log: Logger, metrics: Metrics) {
 }
 
 /** The cluster core with its persisted state, the node table it feeds, and the peer port. */
-async function startCluster(config: Config, log: Logger, base: Base, storage: Storage) {
-  const persisted = await loadCoreState(storage.database);
+async function startCluster(config: Config, log: Logger, base: Base, storage: Storage, persisted: PersistedCoreState | undefined) {
   const core = new ClusterCore(coreConfig(config), persisted, { self: selfMember(config, base.identity), lone: !config.join });
   const available = (name: string) => core.available(name);
   const nodes = new NodeTable(config.name);

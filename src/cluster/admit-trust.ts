@@ -13,15 +13,12 @@ import type { AdmitTrust } from './peer-server.js';
 export function admitTrust(start: { join: boolean; joinToken: string | null; host: string }, accepting: () => boolean, log: Logger): AdmitTrust {
   // Beyond loopback bare --join is refused at start (config.ts); a node that lost its table
   // (core-state-store.ts) gets there without it, and then trusts no one until given a token.
-  const trustNoOne = start.joinToken === null && !isLoopbackHost(start.host);
-  const trustedKeys = start.joinToken === null ? (trustNoOne ? new Set<string>() : undefined) : new Set(parseJoinToken(start.joinToken));
-  if (start.join && accepting() && trustNoOne) {
-    log.error(`host ${start.host} is beyond loopback and this node has no join token: it takes no Admit; restart it with --join-token (GET /cluster/join-token on a member)`);
-    return { accepting, trustedKeys };
-  }
+  const trustedKeys = start.joinToken !== null ? new Set(parseJoinToken(start.joinToken)) : isLoopbackHost(start.host) ? undefined : new Set<string>();
   if (start.join && accepting()) {
     if (trustedKeys === undefined) {
       log.warn('started with bare --join: this node will trust the first well-formed Admit that names its key (trust on first use; development on loopback only, use --join-token otherwise)');
+    } else if (trustedKeys.size === 0) {
+      log.error(`host ${start.host} is beyond loopback and this node has no join token: it takes no Admit; restart it with --join-token (GET /cluster/join-token on a member)`);
     } else {
       log.info({ trustedKeys: trustedKeys.size }, 'waiting to be admitted by a node the join token names');
     }

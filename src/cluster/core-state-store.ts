@@ -54,15 +54,19 @@ function syncedWrite(path: string, text?: string): void {
   }
 }
 
+/** This folder's node has been in a cluster: its first table was durable once. */
+export function wasMember(database: Database): boolean {
+  return existsSync(markerOf(database));
+}
+
 /**
  * A node started without --join whose data folder had a table (the marker says so) but holds
  * none has lost it (damaged storage, issue 12). Starting a cluster of its own would split the
  * cluster in two, so it starts as --join does and waits for a member to admit it again, which
  * members do when it refuses them as strangers (cluster-shell.ts, readmit).
  */
-export async function joinIfTableLost<T extends { join: boolean }>(config: T, database: Database, log: Logger): Promise<T> {
-  if (config.join || !existsSync(markerOf(database))) return config;
-  if (!tableLost({ wasMember: true, hasTable: (await loadCoreState(database)) !== undefined })) return config;
+export function joinIfTableLost<T extends { join: boolean }>(config: T, folder: { wasMember: boolean; hasTable: boolean }, log: Logger): T {
+  if (config.join || !tableLost(folder)) return config;
   log.error('this data folder had a cluster table and holds none now (damaged storage?): this node starts no cluster of its own and waits for a member to admit it again');
   return { ...config, join: true };
 }

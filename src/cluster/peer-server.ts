@@ -6,6 +6,7 @@
 
 import * as grpc from '@grpc/grpc-js';
 import type { NodeIdentity } from '../peer/identity.js';
+import type { NodeState } from '../protocol/cluster-types.js';
 import type { NodeDocument, NodeTable } from './node-table.js';
 import type { Logger } from '../log.js';
 import type { PeerObserver } from '../metrics/metrics.js';
@@ -100,18 +101,23 @@ function routeGrpcLogs(log: Logger): void {
  * waived while it was unreachable still holds some). A hint is stored only by a node that
  * owns its partition, as any write.
  */
-export const LEFT_NODE_KINDS: ReadonlySet<string> = new Set(['CoreMessage', 'WriteRecords', 'DefinitionPush']);
+const LEFT_NODE_KINDS: ReadonlySet<string> = new Set(['CoreMessage', 'WriteRecords', 'DefinitionPush']);
+
+/** Whether a sender in `state` may make a call of `kind` (the simulation's network asks too). */
+export function acceptsKindFrom(state: NodeState | undefined, kind: string): boolean {
+  return state !== 'Left' || LEFT_NODE_KINDS.has(kind);
+}
 
 /**
  * The node table as a peer directory. A Left node is not a peer any more: it serves
- * nothing (DESIGN.md, "Cluster"), so of what it sends only LEFT_NODE_KINDS are accepted;
+ * nothing (DESIGN.md, "Cluster"), so of what it sends only LEFT_NODE_KINDS are accepted (acceptsKindFrom);
  * and it can still be reached.
  */
 export function nodeTableDirectory(nodes: NodeTable, memberKey?: (name: string) => string | undefined): PeerDirectory {
   const find = (name: string) => nodes.list().find((node) => node.name === name);
   return {
     publicKeyOf: (name) => find(name)?.publicKey ?? memberKey?.(name),
-    acceptsRequestsFrom: (name, kind) => find(name)?.state !== 'Left' || LEFT_NODE_KINDS.has(kind),
+    acceptsRequestsFrom: (name, kind) => acceptsKindFrom(find(name)?.state, kind),
     addressOf: (name) => {
       const node = find(name);
       return node === undefined ? undefined : { address: node.address, port: node.port };

@@ -188,9 +188,7 @@ export class RepairService {
           // A node that has left owns no partition and serves nothing, and its peers no
           // longer answer it: there is nothing to refill, and waiting would never end
           // (the chaos suite found leavers stuck here after a damaged restart).
-          await this.deps.persistDamage(undefined);
-          this.damage = undefined;
-          this.deps.announceDamage(false);
+          await this.clearDamage();
           this.deps.log.info('this node has left the cluster: its damaged data needs no refill');
           return;
         }
@@ -211,13 +209,18 @@ export class RepairService {
           this.deps.timers.setTimeout(attempt, REFILL_RETRY_MS);
           return;
         }
-        await this.deps.persistDamage(undefined);
-        this.damage = undefined;
-        this.deps.announceDamage(false);
+        await this.clearDamage();
         this.deps.log.info({ received: run.recordsReceived, partitions: run.partitionsTotal }, 'damaged data refilled from the other owners; serving reads again');
       });
     };
     attempt();
+  }
+
+  /** The damage mark goes from disk, then from reads and the core (which tells its peers). */
+  private async clearDamage(): Promise<void> {
+    await this.deps.persistDamage(undefined);
+    this.damage = undefined;
+    this.deps.announceDamage(false);
   }
 
   private hasLeft(): boolean {

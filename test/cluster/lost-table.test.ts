@@ -5,23 +5,24 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Database } from '../../src/storage/database.js';
-import { addNode, startClusterNode, startJoinedCluster, until, waitState } from '../kit/cluster.js';
+import { addNode, defineStream, expectPlacement, startClusterNode, startJoinedCluster, until, waitState } from '../kit/cluster.js';
 import { cleanup, client, type NodeProcess } from '../kit/node-process.js';
 
 const STREAM = '/streams/demo/lost/events';
 const SCHEMA = { version: '', config: {}, topDef: { type: 'record', properties: { id: { type: 'string' }, ts: { type: 'datetime' }, value: { type: 'int' } } } };
+const PLACEMENT = { ringSize: 32, replicas: 3, hashBytes: 128 };
 let nodes: NodeProcess[];
+/** Every payload acknowledged, as sent (its partition is the hash of its bytes). */
+const acknowledged: object[] = [];
 
 beforeAll(async () => {
   nodes = await startJoinedCluster(3);
+  await defineStream(nodes[0]!, STREAM, { schema: SCHEMA, repo: 'ssr', policy: { replicas: PLACEMENT.replicas, ring_size: PLACEMENT.ringSize, hash_payload: { bytes: PLACEMENT.hashBytes } } });
   const api = client(nodes[0]!);
-  for (const [suffix, body] of [['', { schema: SCHEMA }], ['/repository', { name: 'ssr', config: {} }], ['/policy', { replicas: 3, ring_size: 32, hash_payload: { bytes: 128 } }]] as const) {
-    const response = await api.put(STREAM + suffix, body);
-    expect(response.status, response.text).toBe(200);
-  }
   const payloads = Array.from({ length: 2_000 }, (_, index) => ({ id: `p${index}`, ts: new Date(1_700_000_000_000 + index * 1_000).toISOString(), value: index }));
   const response = await api.post(STREAM, payloads);
   expect(response.status, response.text).toBe(200);
+  acknowledged.push(...payloads);
 }, 120_000);
 afterAll(cleanup);
 
@@ -65,6 +66,8 @@ describe('cluster - a node that lost its table', () => {
     await loseTable(joining);
     await waitState(joining, 'Joined');
     await oneTable(['node-1', 'node-2', 'node-3', 'node-4']);
+    // Each payload on each of its 3 owners of 4, none elsewhere.
+    await expectPlacement(nodes, 'ssr', 'demo/lost/events', PLACEMENT, acknowledged);
   }, 120_000);
 
   it('the first node, started without --join, starts no cluster of its own: it is admitted again and takes writes', async () => {
@@ -73,12 +76,15 @@ describe('cluster - a node that lost its table', () => {
     const table = await oneTable(['node-1', 'node-2', 'node-3', 'node-4']);
     expect(table.epoch).toBeGreaterThan(1);
     // Until a peer confirms its table, it answers 503 and the client retries (as any would).
-    await until('a write through node-1', async () => (await client(first).post(STREAM, [{ id: 'after', ts: new Date().toISOString(), value: 1 }])).status === 200, 10_000);
+    const after = { id: 'after', ts: new Date().toISOString(), value: 1 };
+    await until('a write through node-1', async () => (await client(first).post(STREAM, [after])).status === 200, 10_000);
+    acknowledged.push(after);
     // Readers go to every owner, node-1 among them: all it held before is still there.
     const total = await until('2,001 payloads found through node-1', async () => {
       const answer = await client(first).post('/ssr/demo/_search', { uris: [STREAM], query: {}, count: 1, from: 0 });
       return answer.status === 200 && answer.json.total === 2_001 ? answer.json.total : undefined;
     });
     expect(total).toBe(2_001);
+    await expectPlacement(nodes, 'ssr', 'demo/lost/events', PLACEMENT, acknowledged);
   }, 120_000);
 });

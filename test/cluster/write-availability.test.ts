@@ -5,7 +5,7 @@
 // seemed to have gone.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startJoinedCluster } from '../kit/cluster.js';
+import { defineStream, startJoinedCluster } from '../kit/cluster.js';
 import { cleanup, client, sleep, type NodeProcess } from '../kit/node-process.js';
 import { Prng } from '../sim/prng.js';
 import { CHAOS_SCHEMA, ChaosWriters } from '../chaos/writers.js';
@@ -16,11 +16,7 @@ let nodes: NodeProcess[];
 
 beforeAll(async () => {
   nodes = await startJoinedCluster(3);
-  const api = client(nodes[0]!);
-  for (const [suffix, body] of [['', { schema: CHAOS_SCHEMA }], ['/repository', { name: 'tsr', config: {} }], ['/policy', { replicas: 2, ring_size: 32, hash_payload: { bytes: 128 } }]] as const) {
-    const response = await api.put(STREAM + suffix, body);
-    expect(response.status, response.text).toBe(200);
-  }
+  await defineStream(nodes[0]!, STREAM, { schema: CHAOS_SCHEMA, repo: 'tsr', policy: { replicas: 2, ring_size: 32, hash_payload: { bytes: 128 } } });
   await sleep(500);
 }, 120_000);
 afterAll(cleanup);

@@ -58,6 +58,15 @@ export async function startJoinedCluster(count: number): Promise<NodeProcess[]> 
   return nodes;
 }
 
+/** PUTs a stream's schema, repository and placement policy through `node`, each expected to be 200. */
+export async function defineStream(node: NodeProcess, path: string, parts: { schema: object; repo: 'ssr' | 'tsr'; policy: object }): Promise<void> {
+  const api = client(node);
+  for (const [suffix, body] of [['', { schema: parts.schema }], ['/repository', { name: parts.repo, config: {} }], ['/policy', parts.policy]] as const) {
+    const response = await api.put(path + suffix, body);
+    expect(response.status, `PUT ${path}${suffix}: ${response.text}`).toBe(200);
+  }
+}
+
 export async function partitionCounts(node: NodeProcess, repo: string, stream: string): Promise<Record<string, number>> {
   const response = await client(node).get(`/_internal/repos/${repo}/${stream}`);
   expect(response.status).toBe(200);

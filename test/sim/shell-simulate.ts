@@ -311,7 +311,7 @@ class ShellSimRun {
     };
     // Nor from a node that moved and has not announced it yet: with its table gone it cannot,
     // and no one finds it (README, "Moving a node": a node that moves before it has a table).
-    const knownHere = [...this.nodes.values()].some((other) => other !== node && other.process?.core.membership().members.find((each) => each.name === node.name)?.port === node.port);
+    const knownHere = [...this.nodes.values()].some((other) => other !== node && (other.process !== undefined && memberNamed(other.process.core.membership(), node.name)?.port === node.port));
     const tableLost = !this.tableTaken && knownHere && [...this.nodes.values()].some((other) => other !== node && member(other)) && this.prng.chance(0.3);
     if (tableLost) {
       node.disk.coreState = undefined;

@@ -31,7 +31,7 @@ export interface NetworkHost {
   portOf(to: string): number | undefined;
   /**
    * Whether it takes a call of `kind` from `sender`, as the real transport decides: a sender
-   * in its table (a Left one only for LEFT_NODE_KINDS), or an Admit while it has no table. A
+   * in its table (a Left one only for the kinds acceptsKindFrom allows), or an Admit while it has no table. A
    * refused call fails with PeerAuthError, as UNAUTHENTICATED does over gRPC.
    */
   admits(sender: string, kind: CallKind): boolean;

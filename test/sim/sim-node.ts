@@ -7,10 +7,11 @@ import { pino } from 'pino';
 import { ClusterShell } from '../../src/cluster/cluster-shell.js';
 import { tableLost } from '../../src/cluster/core-state-store.js';
 import { ClusterCore } from '../../src/cluster/core/core.js';
+import { memberNamed } from '../../src/cluster/core/membership.js';
 import type { CoreConfig, Member, Slot } from '../../src/protocol/cluster-types.js';
 import { guardedChunks, startDataPlane, type DataPlane } from '../../src/cluster/data-plane.js';
 import { ClusterEventBus } from '../../src/cluster/events.js';
-import { LEFT_NODE_KINDS } from '../../src/cluster/peer-server.js';
+import { acceptsKindFrom } from '../../src/cluster/peer-server.js';
 import type { RepairStream } from '../../src/repair/repair-service.js';
 import type { RepositoryName } from '../../src/storage/repository.js';
 import type { Prng } from './prng.js';
@@ -84,13 +85,13 @@ export class SimClusterNode implements Incarnation {
     const timers = this.world.timersOf(owner);
     const disk = new SimDisk(this.disk, this.world, owner, this.prng.fork(), this.faults, (repo, stream, partition, held) => this.onDrop(this.name, repo, stream, partition, held));
     const core = new ClusterCore({ ...this.config.core, name: this.name }, structuredClone(this.disk.coreState), { self: this.member(lone), lone });
-    const memberOf = (name: string) => core.membership().members.find((member) => member.name === name);
+    const memberOf = (name: string) => memberNamed(core.membership(), name);
     const endpoint = this.network.attach(
       {
         name: this.name,
         port: this.port,
         portOf: (to) => memberOf(to)?.port,
-        admits: (sender, kind) => (kind === 'Admit' && core.membership().epoch === 0) || (memberOf(sender) !== undefined && (memberOf(sender)!.state !== 'Left' || LEFT_NODE_KINDS.has(kind))),
+        admits: (sender, kind) => (kind === 'Admit' && core.membership().epoch === 0) || (memberOf(sender) !== undefined && acceptsKindFrom(memberOf(sender)!.state, kind)),
       },
       owner,
     );

@@ -16,7 +16,7 @@ import {
 } from '../../src/cluster/core/placement.js';
 import { withAddedMember, withJoiningMember, withLeavingMember } from '../../src/cluster/core/membership.js';
 import type { Member, Membership, NodeState, PeerMessage, Slot } from '../../src/protocol/cluster-types.js';
-import { link, ScriptedCluster } from '../sim/script.js';
+import { link, ScriptedCluster, type ScriptOptions } from '../sim/script.js';
 import { ClusterCore } from '../../src/cluster/core/core.js';
 
 function member(name: string, state: NodeState = 'Joined'): Member {
@@ -29,6 +29,27 @@ function table(members: Member[], epoch = 5): Membership {
 
 const everyone = (): boolean => true;
 const slotsOf = (replicas: number, partitions = 8): Slot[] => Array.from({ length: partitions }, (_, partition) => ({ partition, replicas }));
+
+/** Three nodes; b's disk was damaged (its tables and heartbeats say so), then c is removed while down. */
+function damagedOwnerLostLeaver(): ScriptedCluster {
+  const s = threeJoined({ slots: slotsOf(2, 4), failureTimeoutMs: 200 });
+  s.sim.stepNode(s.sim.node('b'), { type: 'damage', damaged: true });
+  s.tick(200);
+  s.crash('c');
+  expect(s.remove('c')).toMatchObject({ ok: true });
+  return s;
+}
+
+/** a alone, then b and c added through it one after the other: three Joined nodes. */
+function threeJoined(options: ScriptOptions): ScriptedCluster {
+  const s = new ScriptedCluster(options).lone('a');
+  for (const name of ['b', 'c']) {
+    s.spawn(name);
+    s.add(name);
+    s.settle().tick(300);
+  }
+  return s;
+}
 
 /** Every acknowledged record is on each owner of its slot under `observer`'s table. */
 function missingRecords(script: ScriptedCluster, observer: string): string[] {
@@ -472,16 +493,7 @@ describe('cluster core - scripted scenarios', () => {
   });
 
   it('left - no hand-off is waived while another owner refills damaged data: the leaver may hold the only intact copy', () => {
-    const s = new ScriptedCluster({ slots: slotsOf(2, 4), failureTimeoutMs: 200 }).lone('a');
-    for (const name of ['b', 'c']) {
-      s.spawn(name);
-      s.add(name);
-      s.settle().tick(300);
-    }
-    s.sim.stepNode(s.sim.node('b'), { type: 'damage', damaged: true }); //           b's disk was damaged
-    s.tick(200); //                                                                 its tables and heartbeats say so
-    s.crash('c');
-    expect(s.remove('c')).toMatchObject({ ok: true });
+    const s = damagedOwnerLostLeaver();
     s.tick(1_500);
     expect(s.stateOf('c', 'a')).toBe('Leaving'); //                                 not waived: b is refilling
     s.sim.stepNode(s.sim.node('b'), { type: 'damage', damaged: false }); //          b's refill is done
@@ -491,16 +503,7 @@ describe('cluster core - scripted scenarios', () => {
   });
 
   it('left - a leaver gone for good is waived after a longer wait even while an owner stays damaged', () => {
-    const s = new ScriptedCluster({ slots: slotsOf(2, 4), failureTimeoutMs: 200 }).lone('a');
-    for (const name of ['b', 'c']) {
-      s.spawn(name);
-      s.add(name);
-      s.settle().tick(300);
-    }
-    s.sim.stepNode(s.sim.node('b'), { type: 'damage', damaged: true }); //           b cannot refill without c
-    s.tick(200);
-    s.crash('c');
-    expect(s.remove('c')).toMatchObject({ ok: true });
+    const s = damagedOwnerLostLeaver(); //                                          b cannot refill without c
     s.tick(2_000);
     expect(s.stateOf('c', 'a')).toBe('Leaving');
     s.tick(3_000); //                                                               past 20 failure timeouts
@@ -509,12 +512,7 @@ describe('cluster core - scripted scenarios', () => {
   });
 
   it('left - a node removed while it was down and restarted on another port still learns it is Left', () => {
-    const s = new ScriptedCluster({ slots: slotsOf(2, 4), failureTimeoutMs: 200 }).lone('a');
-    for (const name of ['b', 'c']) {
-      s.spawn(name);
-      s.add(name);
-      s.settle().tick(300);
-    }
+    const s = threeJoined({ slots: slotsOf(2, 4), failureTimeoutMs: 200 });
     s.crash('c');
     expect(s.remove('c')).toMatchObject({ ok: true });
     s.tick(1_500);
@@ -527,12 +525,7 @@ describe('cluster core - scripted scenarios', () => {
   });
 
   it('leave - the change completes only once the leaving node handed off', () => {
-    const s = new ScriptedCluster({ slots: slotsOf(2, 4) }).lone('a');
-    for (const name of ['b', 'c']) {
-      s.spawn(name);
-      s.add(name);
-      s.settle().tick(300);
-    }
+    const s = threeJoined({ slots: slotsOf(2, 4) });
     for (const slot of s.slots) s.write('a', slot, 2);
     const held = s.hold(link('c', '*', 'final-synced'));
     expect(s.remove('c')).toMatchObject({ ok: true });

@@ -434,7 +434,7 @@ export class ClusterCore {
       if (member.name === this.name || member.state === 'Left') continue;
       const behind = (this.peerEpochs.get(member.name) ?? -1) < epoch;
       if (behind || this.progressDirty || member.name === coordinator || this.addressNotSeenBy.has(member.name)) this.sendMembership(member.name, effects);
-      else this.send(member.name, { type: 'heartbeat', epoch, at: this.ownAddress(), ...(this.damaged ? { damaged: true } : {}) }, effects);
+      else this.send(member.name, { type: 'heartbeat', epoch, at: this.ownAddress(), ...this.damageMark() }, effects);
     }
     this.progressDirty = false;
     assert(coordinator === undefined || this.current.change !== undefined, 'a coordinator copy without a change in flight');
@@ -768,8 +768,9 @@ export class ClusterCore {
     effects.push({ type: 'membership-changed', membership: next });
     if (newEpoch) {
       pushNodeStates(wasBootstrapped ? previous : undefined, next, effects);
-      if (wasBootstrapped) pushDrops(this.lostSlots(previous, next), effects);
-      else if (memberNamed(next, this.name)?.state !== 'Pending') pushDrops(this.unownedSlots(next), effects);
+      // A first table that shows this node past Pending: it was a member and lost its table
+      // with damaged storage (cluster-shell.ts, readmit), and what it held moved on meanwhile.
+      if (wasBootstrapped || memberNamed(next, this.name)?.state !== 'Pending') pushDrops(this.lostSlots(wasBootstrapped ? previous : undefined, next), effects);
     }
     this.source.retain(next);
     if (broadcast) this.broadcast(effects);
@@ -779,24 +780,18 @@ export class ClusterCore {
     assert(memberNamed(next, this.name) !== undefined, `adopted epoch ${next.epoch} without ${this.name}`);
   }
 
-  /** Slots this node wrote under `previous` and does not under `next`: their moves are complete. */
-  private lostSlots(previous: Membership, next: Membership): Slot[] {
-    assert(next.epoch > previous.epoch, `slots lost from epoch ${previous.epoch} to ${next.epoch}`);
-    const universe = normaliseSlots([...this.slotsInUse, ...(previous.change?.slots ?? []), ...(next.change?.slots ?? [])]);
-    const lost = universe.filter((slot) => writeOwners(previous, slot).includes(this.name) && !writeOwners(next, slot).includes(this.name));
+  /**
+   * Slots this node wrote under `previous` and does not under `next`: their moves are
+   * complete. With no `previous` (a lost table), every slot it does not write under `next`.
+   */
+  private lostSlots(previous: Membership | undefined, next: Membership): Slot[] {
+    assert(previous === undefined || next.epoch > previous.epoch, `slots lost from epoch ${previous?.epoch} to ${next.epoch}`);
+    const universe = normaliseSlots([...this.slotsInUse, ...(previous?.change?.slots ?? []), ...(next.change?.slots ?? [])]);
+    const wrote = (slot: Slot) => previous === undefined || writeOwners(previous, slot).includes(this.name);
+    const lost = universe.filter((slot) => wrote(slot) && !writeOwners(next, slot).includes(this.name));
     // What is dropped is what the new table says this node does not own.
     assert(lost.every((slot) => !ownersOf(next, slot).includes(this.name)), `epoch ${next.epoch}: ${this.name} drops a slot it owns`);
     return lost;
-  }
-
-  /**
-   * A first table that shows this node past Pending: it was a member and lost its table with
-   * damaged storage (cluster-shell.ts, readmit). What it held of slots it no longer writes
-   * moved on while it could not hear it, and is dropped (handed off first) as lostSlots are.
-   */
-  private unownedSlots(next: Membership): Slot[] {
-    const universe = normaliseSlots([...this.slotsInUse, ...(next.change?.slots ?? [])]);
-    return universe.filter((slot) => !writeOwners(next, slot).includes(this.name));
   }
 
   /** To every other member, Left ones included (they keep answering GET /cluster). */
@@ -807,7 +802,12 @@ export class ClusterCore {
 
   private sendMembership(to: string, effects: CoreEffect[]): void {
     assert(memberNamed(this.current, this.name) !== undefined, `sending a table without ${this.name}`);
-    if (to !== this.name && this.bootstrapped) this.send(to, { type: 'membership', membership: this.current, ...(this.damaged ? { damaged: true } : {}) }, effects);
+    if (to !== this.name && this.bootstrapped) this.send(to, { type: 'membership', membership: this.current, ...this.damageMark() }, effects);
+  }
+
+  /** What tables and heartbeats carry of this node's damage: nothing unless it awaits a refill. */
+  private damageMark(): { damaged?: true } {
+    return this.damaged ? { damaged: true } : {};
   }
 
   private send(to: string, message: PeerMessage, effects: CoreEffect[]): void {
