@@ -135,7 +135,7 @@ const REPAIR_PACING_MS = 100;
 export async function startNode(given: Config, log: Logger): Promise<RunningNode> {
   const base = baseParts(given);
   const storage = await openStorage(given, log, base.metrics);
-  const persisted = await loadCoreState(storage.database);
+  const persisted = await loadCoreState(storage.database, log);
   const config = joinIfTableLost(given, { wasMember: wasMember(storage.database), hasTable: persisted !== undefined }, log);
   const cluster = await startCluster(config, log, base, storage, persisted);
   const defined = definitionParts(config, cluster, storage);

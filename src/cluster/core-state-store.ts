@@ -1,23 +1,107 @@
 // The cluster core's persisted state (its table, change and transfer progress), kept in the
 // node's `local` sublevel and synced before the shell carries out any effect that depends on it.
+// The table is copied to a file beside the database as well (as Riak keeps its ring files
+// apart from the data), so that damage to the database takes neither the table nor its
+// newest epoch: a node that came back with an older table than it had written could start a
+// change whose epoch another node already holds with other contents (the tables fork).
 
 import { closeSync, existsSync, fsyncSync, openSync, writeSync } from 'node:fs';
+import { open, readFile, rename } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { Database } from '../storage/database.js';
-import type { PersistedCoreState } from '../protocol/cluster-types.js';
+import type { Membership, PersistedCoreState } from '../protocol/cluster-types.js';
 
 const CORE_STATE_KEY = 'cluster-core';
 const MEMBER_MARKER_FILE = 'cluster-member';
+const TABLE_FILE = 'cluster-table';
 
-export async function loadCoreState(database: Database): Promise<PersistedCoreState | undefined> {
+/** The newest table this folder holds (newestState), with a line when the copy had to stand in. */
+export async function loadCoreState(database: Database, log: Logger): Promise<PersistedCoreState | undefined> {
   const text = await database.local.get(CORE_STATE_KEY);
-  return text === undefined ? undefined : (JSON.parse(text) as PersistedCoreState);
+  const stored = text === undefined ? undefined : (JSON.parse(text) as PersistedCoreState);
+  const copy = await readTableFile(tableFileOf(database), log);
+  const newest = newestState(stored, copy);
+  if (newest !== stored) {
+    log.warn({ databaseEpoch: stored?.membership.epoch ?? null, fileEpoch: copy?.epoch }, 'the database lost its cluster table or holds an older one (damaged storage?): taking the copy beside it');
+  }
+  return newest;
+}
+
+/**
+ * The rule (the simulation applies it too): the database's state, unless it lost its table
+ * or holds an older epoch than the copy (damage rolled it back). A table taken from the copy
+ * resumes no incoming transfer (those resume from their stored chunks).
+ */
+export function newestState(stored: PersistedCoreState | undefined, copy: Membership | undefined): PersistedCoreState | undefined {
+  if (copy === undefined || (stored !== undefined && stored.membership.epoch >= copy.epoch)) return stored;
+  return { membership: copy, incoming: [] };
 }
 
 export async function saveCoreState(database: Database, state: PersistedCoreState): Promise<void> {
   await database.batch([{ type: 'put', sublevel: database.local, key: CORE_STATE_KEY, value: JSON.stringify(state) }], { sync: true });
   markMember(database);
+  await copyTable(database, state.membership);
+}
+
+/** What a copy must follow: the epoch and the members (addresses included), not progress within an epoch. */
+function tableIdentity(membership: Membership): string {
+  return JSON.stringify([membership.epoch, membership.members]);
+}
+
+/** The identity of the table each open database last copied to its file. */
+const copied = new WeakMap<Database, string>();
+
+/**
+ * Writes the table to its file when its epoch or members changed: a new file, fsynced, then
+ * renamed over the old and the folder fsynced, so a crash leaves the old copy or the new.
+ */
+async function copyTable(database: Database, membership: Membership): Promise<void> {
+  const identity = tableIdentity(membership);
+  if (copied.get(database) === identity) return;
+  const path = tableFileOf(database);
+  const body = JSON.stringify(membership);
+  await writeSynced(`${path}.new`, `${checksumOf(body)}\n${body}`);
+  await rename(`${path}.new`, path);
+  await writeSynced(dirname(path));
+  copied.set(database, identity);
+}
+
+async function writeSynced(path: string, text?: string): Promise<void> {
+  const handle = await open(path, text === undefined ? 'r' : 'w');
+  try {
+    if (text !== undefined) await handle.writeFile(text);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The copy, or undefined when there is none or it does not match its checksum (logged). */
+async function readTableFile(path: string, log: Logger): Promise<Membership | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  const newline = text.indexOf('\n');
+  const body = text.slice(newline + 1);
+  if (newline < 0 || text.slice(0, newline) !== checksumOf(body)) {
+    log.error({ path }, 'the cluster table file does not match its checksum: ignored');
+    return undefined;
+  }
+  return JSON.parse(body) as Membership;
+}
+
+function checksumOf(body: string): string {
+  return createHash('sha256').update(body).digest('hex');
+}
+
+function tableFileOf(database: Database): string {
+  return join(dirname(database.location), TABLE_FILE);
 }
 
 /**

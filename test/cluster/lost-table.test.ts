@@ -1,8 +1,11 @@
 // A node whose cluster table is lost (its storage damaged: the chaos suite's join-leave-r3
-// seed 17) comes back into the cluster (issue 12). A --join node that lost it waits for an
+// seed 17) comes back into the cluster (issue 12). While the copy beside the database
+// survives, the node takes its table from it. With both gone, a --join node waits for an
 // Admit, which the members send when it refuses them as a stranger; the first node, started
 // without --join, must not start a cluster of its own (a split), and waits the same way.
 
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Database } from '../../src/storage/database.js';
 import { addNode, defineStream, expectPlacement, startClusterNode, startJoinedCluster, until, waitState } from '../kit/cluster.js';
@@ -26,13 +29,17 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(cleanup);
 
-/** kill -9, then the table goes as damaged storage takes it; the node starts again with the rest of its data. */
-async function loseTable(node: NodeProcess): Promise<void> {
+/**
+ * kill -9, then the table goes as damaged storage takes it (and its copy beside the
+ * database too, unless `keepCopy`); the node starts again with the rest of its data.
+ */
+async function loseTable(node: NodeProcess, keepCopy = false): Promise<void> {
   await node.kill('SIGKILL');
   const database = await Database.open(node.dataDir);
   expect(await database.local.get('cluster-core'), `${node.name} had a table`).toBeDefined();
   await database.local.del('cluster-core');
   await database.close();
+  if (!keepCopy) rmSync(join(node.dataDir, 'cluster-table'));
   await node.launch();
 }
 
@@ -57,6 +64,17 @@ async function oneTable(names: readonly string[]): Promise<LocalCluster> {
 }
 
 describe('cluster - a node that lost its table', () => {
+  it('a node whose database lost its table takes the copy beside it, at the epoch it had', async () => {
+    const before = await oneTable(['node-1', 'node-2', 'node-3']);
+    const second = nodes[1]!;
+    await loseTable(second, true);
+    expect(second.output).toContain('taking the copy beside it');
+    expect(second.output).not.toContain('holds none now');
+    // Up and ready: its table is the one it had, with no member's help.
+    expect((await clusterOf(second)).epoch).toBe(before.epoch);
+    await oneTable(['node-1', 'node-2', 'node-3']);
+  }, 60_000);
+
   it('a node that loses its table during (or right after) its join is admitted again, and the join completes', async () => {
     const joining = await startClusterNode('node-4', { join: true });
     nodes.push(joining);

@@ -8,6 +8,7 @@
 
 import { coordinatorOf, ownersOf, writeOwners } from '../../src/cluster/core/placement.js';
 import { memberNamed } from '../../src/cluster/core/membership.js';
+import { newestState } from '../../src/cluster/core-state-store.js';
 import { notServingBecause } from '../../src/cluster/serving.js';
 import type { AdminCommand, Membership } from '../../src/protocol/cluster-types.js';
 import type { RepairStream } from '../../src/repair/repair-service.js';
@@ -31,6 +32,8 @@ export interface ShellSimResult {
     damagedRestarts: number;
     /** Damaged restarts that took the node's table too. */
     tablesLost: number;
+    /** Of those, the ones that took its copy as well (the node must be admitted again). */
+    tableCopiesLost: number;
     moves: number;
     pauses: number;
     /** Storage operations that failed (chunk reads and stores, writes, hints, the core's state). */
@@ -74,7 +77,7 @@ class ShellSimRun {
   readonly log: string[] = [];
   /** A damaged restart took a node's table (once per run). */
   private tableTaken = false;
-  readonly stats = { acknowledged: 0, failedWrites: 0, changes: 0, crashes: 0, damagedRestarts: 0, tablesLost: 0, moves: 0, pauses: 0, fatalStops: 0 };
+  readonly stats = { acknowledged: 0, failedWrites: 0, changes: 0, crashes: 0, damagedRestarts: 0, tablesLost: 0, tableCopiesLost: 0, moves: 0, pauses: 0, fatalStops: 0 };
   private readonly nodes = new Map<string, SimClusterNode>();
   private readonly acked: Acked[] = [];
   /** Copies the simulation destroyed (damaged disks), by writeId: the nodes that held them. */
@@ -302,23 +305,30 @@ class ShellSimRun {
       }
     }
     // The table lives in the same database: damage takes it now and then (issue 12,
-    // join-leave-r3 seed 17), and the node must be admitted again. Once per run, and only
+    // join-leave-r3 seed 17), and the node takes its copy beside the database; now and then
+    // the copy is gone too, and the node must be admitted again. Once per run, and only
     // while another member (not one that has left) holds a table: with every member's table
     // gone there is no cluster to rejoin.
     const member = (other: SimClusterNode) => {
-      const table = other.disk.coreState?.membership;
+      const table = newestState(other.disk.coreState, other.disk.tableCopy)?.membership;
       return table !== undefined && memberNamed(table, other.name)?.state !== 'Left';
     };
     // Nor from a node that moved and has not announced it yet: with its table gone it cannot,
     // and no one finds it (README, "Moving a node": a node that moves before it has a table).
     const knownHere = [...this.nodes.values()].some((other) => other !== node && (other.process !== undefined && memberNamed(other.process.core.membership(), node.name)?.port === node.port));
     const tableLost = !this.tableTaken && knownHere && [...this.nodes.values()].some((other) => other !== node && member(other)) && this.prng.chance(0.3);
+    const copyLost = tableLost && this.prng.chance(0.5);
     if (tableLost) {
       node.disk.coreState = undefined;
       this.tableTaken = true;
       this.stats.tablesLost += 1;
     }
-    node.disk.damage = { reason: `the simulation damaged it (${lost} records lost${tableLost ? ', and its table' : ''})`, sinceMs: this.world.now };
+    if (copyLost) {
+      node.disk.tableCopy = undefined;
+      this.stats.tableCopiesLost += 1;
+    }
+    const what = copyLost ? ', its table and the copy' : tableLost ? ', and its table (not the copy)' : '';
+    node.disk.damage = { reason: `the simulation damaged it (${lost} records lost${what})`, sinceMs: this.world.now };
     this.stats.damagedRestarts += 1;
   }
 

@@ -6,7 +6,7 @@
 // loses writes without sync on a power cut. A write that fails leaves nothing behind.
 
 import type { ChunkStore } from '../../src/cluster/cluster-shell.js';
-import type { ChunkData, DurableIncoming, PersistedCoreState, TransferPlan } from '../../src/protocol/cluster-types.js';
+import type { ChunkData, DurableIncoming, Membership, PersistedCoreState, TransferPlan } from '../../src/protocol/cluster-types.js';
 import type { Committer, HintStorage } from '../../src/cluster/hint-keeper.js';
 import type { ReplicaStore } from '../../src/cluster/replica-writer.js';
 import { digestKeys } from '../../src/repair/key-digest.js';
@@ -35,6 +35,8 @@ type Operation = () => void;
 /** What a node's disk holds across its incarnations. */
 export class SimDiskState {
   coreState: PersistedCoreState | undefined;
+  /** The table's copy beside the database (core-state-store.ts, the `cluster-table` file). */
+  tableCopy: Membership | undefined;
   /** A table was once durable here (core-state-store.ts, the `cluster-member` marker). */
   member = false;
   readonly progress = new Map<string, DurableIncoming>();
@@ -107,8 +109,10 @@ export class SimDisk {
     const copy = structuredClone(state);
     return this.io(() => {
       this.state.coreState = copy;
-      // The `cluster-member` marker beside the database (core-state-store.ts): no damage takes it.
+      // Beside the database (core-state-store.ts): the `cluster-member` marker, which no
+      // damage takes, and the table's copy, which damage takes only now and then.
       this.state.member = true;
+      this.state.tableCopy = structuredClone(copy.membership);
     }, true);
   }
 

@@ -5,7 +5,7 @@
 
 import { pino } from 'pino';
 import { ClusterShell } from '../../src/cluster/cluster-shell.js';
-import { tableLost } from '../../src/cluster/core-state-store.js';
+import { newestState, tableLost } from '../../src/cluster/core-state-store.js';
 import { ClusterCore } from '../../src/cluster/core/core.js';
 import { memberNamed } from '../../src/cluster/core/membership.js';
 import type { CoreConfig, Member, Slot } from '../../src/protocol/cluster-types.js';
@@ -70,9 +70,11 @@ export class SimClusterNode implements Incarnation {
   /** Starts a new incarnation from what the disk holds. */
   start(): void {
     if (this.alive) return;
+    // The newest of the database's table and its copy (core-state-store.ts, loadCoreState).
+    const persisted = newestState(this.disk.coreState, this.disk.tableCopy);
     // A first node that once had a table and holds none lost it: it waits to be admitted
     // again rather than start a cluster of its own (core-state-store.ts, joinIfTableLost).
-    const lone = this.lone && !tableLost({ wasMember: this.disk.member, hasTable: this.disk.coreState !== undefined });
+    const lone = this.lone && !tableLost({ wasMember: this.disk.member, hasTable: persisted !== undefined });
     this.alive = true;
     this.pausedUntil = 0;
     this.incarnation += 1;
@@ -84,7 +86,7 @@ export class SimClusterNode implements Incarnation {
       : pino({ level: 'debug', base: { node: this.name } }, { write: (line: string) => this.logLine!(compactLogLine(line)) });
     const timers = this.world.timersOf(owner);
     const disk = new SimDisk(this.disk, this.world, owner, this.prng.fork(), this.faults, (repo, stream, partition, held) => this.onDrop(this.name, repo, stream, partition, held));
-    const core = new ClusterCore({ ...this.config.core, name: this.name }, structuredClone(this.disk.coreState), { self: this.member(lone), lone });
+    const core = new ClusterCore({ ...this.config.core, name: this.name }, structuredClone(persisted), { self: this.member(lone), lone });
     const memberOf = (name: string) => memberNamed(core.membership(), name);
     const endpoint = this.network.attach(
       {

@@ -1,0 +1,74 @@
+// The cluster table outlives damage to the database: a copy beside it (issue 12). A node that
+// came back with an older table than it had written could start a change whose epoch another
+// node already holds with other contents, and the tables would fork.
+
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadCoreState, saveCoreState, wasMember } from '../../src/cluster/core-state-store.js';
+import type { Membership, PersistedCoreState } from '../../src/protocol/cluster-types.js';
+import { Database } from '../../src/storage/database.js';
+
+const silent = pino({ level: 'silent' });
+let folder: string;
+let database: Database;
+
+beforeEach(async () => {
+  folder = mkdtempSync(join(tmpdir(), 'tributary-core-state-'));
+  database = await Database.open(folder);
+});
+afterEach(async () => {
+  await database.close();
+  rmSync(folder, { recursive: true, force: true });
+});
+
+function stateAt(epoch: number): PersistedCoreState {
+  const membership: Membership = {
+    epoch,
+    members: [{ name: 'n1', address: '127.0.0.1', port: 7001, httpPort: 8001, zone: 'z1', publicKey: 'key-1', state: 'Joined' }],
+    change: undefined,
+  };
+  return { membership, incoming: [] };
+}
+
+/** Damage writes the database's table back to an older one, or takes it. */
+async function rollBack(to: PersistedCoreState | undefined): Promise<void> {
+  if (to === undefined) await database.local.del('cluster-core');
+  else await database.local.put('cluster-core', JSON.stringify(to));
+}
+
+describe('core state store - the table and its copy', () => {
+  it('loads what was saved, and marks the folder as a member', async () => {
+    expect(await loadCoreState(database, silent)).toBeUndefined();
+    expect(wasMember(database)).toBe(false);
+    await saveCoreState(database, stateAt(3));
+    expect((await loadCoreState(database, silent))?.membership.epoch).toBe(3);
+    expect(wasMember(database)).toBe(true);
+  });
+
+  it('a database that lost its table gets it from the copy', async () => {
+    await saveCoreState(database, stateAt(4));
+    await rollBack(undefined);
+    const loaded = await loadCoreState(database, silent);
+    expect(loaded?.membership).toEqual(stateAt(4).membership);
+    expect(loaded?.incoming).toEqual([]);
+  });
+
+  it('a database rolled back to an older epoch gets the newer copy', async () => {
+    await saveCoreState(database, stateAt(2));
+    await saveCoreState(database, stateAt(5));
+    await rollBack(stateAt(2));
+    expect((await loadCoreState(database, silent))?.membership.epoch).toBe(5);
+  });
+
+  it('a copy that fails its checksum is ignored, and the database table is used', async () => {
+    await saveCoreState(database, stateAt(6));
+    const copy = join(folder, 'cluster-table');
+    writeFileSync(copy, readFileSync(copy, 'utf8').replace('"epoch":6', '"epoch":9'));
+    expect((await loadCoreState(database, silent))?.membership.epoch).toBe(6);
+    await rollBack(undefined);
+    expect(await loadCoreState(database, silent)).toBeUndefined();
+  });
+});
