@@ -34,6 +34,8 @@ export interface ShellSimResult {
     tablesLost: number;
     /** Of those, the ones that took its copy as well (the node must be admitted again). */
     tableCopiesLost: number;
+    /** Damaged copies brought back by the repair run after settling (settleWithRepair). */
+    repairedAfterSettle: number;
     moves: number;
     pauses: number;
     /** Storage operations that failed (chunk reads and stores, writes, hints, the core's state). */
@@ -77,7 +79,7 @@ class ShellSimRun {
   readonly log: string[] = [];
   /** A damaged restart took a node's table (once per run). */
   private tableTaken = false;
-  readonly stats = { acknowledged: 0, failedWrites: 0, changes: 0, crashes: 0, damagedRestarts: 0, tablesLost: 0, tableCopiesLost: 0, moves: 0, pauses: 0, fatalStops: 0 };
+  readonly stats = { acknowledged: 0, failedWrites: 0, changes: 0, crashes: 0, damagedRestarts: 0, tablesLost: 0, tableCopiesLost: 0, repairedAfterSettle: 0, moves: 0, pauses: 0, fatalStops: 0 };
   private readonly nodes = new Map<string, SimClusterNode>();
   private readonly acked: Acked[] = [];
   /** Copies the simulation destroyed (damaged disks), by writeId: the nodes that held them. */
@@ -137,9 +139,46 @@ class ShellSimRun {
     for (let until = FAULT_PHASE_MS + 200; until <= FAULT_PHASE_MS + SETTLE_LIMIT_MS; until += 200) {
       await this.world.runUntil(until, () => this.failures.length > 0);
       if (this.failures.length > 0) return;
-      if (this.operations.length === 0 && this.quiescent() === undefined) return this.checkFinal();
+      if (this.operations.length === 0 && this.quiescent() === undefined) return this.settleWithRepair(until);
     }
     this.fail(`not settled ${SETTLE_LIMIT_MS} ms after healing: ${this.quiescent() ?? `operations left: ${this.operations.join(',')}`}`);
+  }
+
+  /**
+   * The settled cluster, checked as the chaos suite checks it. A copy the simulation damaged
+   * whose other copy was then only a hint can reach its other owner after the damaged node
+   * refilled: the one-shot refill cannot bring it back, anti-entropy does (the chaos suite
+   * runs it before reading, as POST /cluster/repair). So when every copy missing is missing
+   * only where the simulation damaged it, and another node holds it, every node runs one
+   * repair before the check; any other copy missing fails as it is.
+   */
+  private async settleWithRepair(settledAt: number): Promise<void> {
+    const missing = this.missingCopies();
+    const damagedOnly = missing.every((copy) => copy.holders.length > 0 && this.destroyed.get(copy.acked.record.writeId)?.includes(copy.owner));
+    if (missing.length > 0 && damagedOnly) {
+      this.stats.repairedAfterSettle += missing.length;
+      const runs = this.settledNodes().map((node) => node.process!.plane.repair.startRun('after-settling', undefined));
+      for (let until = settledAt + 200; until <= FAULT_PHASE_MS + SETTLE_LIMIT_MS && !runs.every((run) => run.complete); until += 200) {
+        await this.world.runUntil(until, () => this.failures.length > 0);
+        if (this.failures.length > 0) return;
+      }
+    }
+    this.checkFinal();
+  }
+
+  /** Each acknowledged record's copy missing from an owner under the newest table, with the nodes that hold it. */
+  private missingCopies(): Array<{ acked: Acked; owner: string; holders: string[] }> {
+    const table = this.newestTable() ?? this.nodes.get(NAMES[0]!)!.process!.core.membership();
+    const missing: Array<{ acked: Acked; owner: string; holders: string[] }> = [];
+    for (const acked of this.acked) {
+      const { stream, partition, writeId } = acked.record;
+      for (const owner of ownersOf(table, { partition, replicas: acked.replicas })) {
+        if (this.nodes.get(owner)!.disk.partitionOf(acked.repo, stream, partition).has(writeId)) continue;
+        const holders = [...this.nodes.values()].filter((node) => node.disk.partitionOf(acked.repo, stream, partition).has(writeId)).map((node) => node.name);
+        missing.push({ acked, owner, holders });
+      }
+    }
+    return missing;
   }
 
   private schedulePhase(): void {
@@ -378,14 +417,20 @@ class ShellSimRun {
     }
   }
 
+  /**
+   * The nodes that must settle: every node started, but one removed while down that lost its
+   * table at the same time: it has none, and hears of it only at the next change (leftWithoutTable).
+   */
+  private settledNodes(): SimClusterNode[] {
+    const newest = this.newestTable();
+    return [...this.nodes.values()].filter((node) => node.everStarted && (newest === undefined || !this.leftWithoutTable(node, newest)));
+  }
+
   /** Undefined once every node runs with one table, no change, no hints, nothing left to hand off. */
   private quiescent(): string | undefined {
     const started = [...this.nodes.values()].filter((node) => node.everStarted);
     if (started.some((node) => !node.alive)) return 'a node is down';
-    // A node removed while down that lost its table at the same time has none, and hears
-    // of it only at the next change (leftWithoutTable).
-    const newest = this.newestTable();
-    const counted = started.filter((node) => newest === undefined || !this.leftWithoutTable(node, newest));
+    const counted = this.settledNodes();
     const tables = counted.map((node) => node.process!.core.membership());
     if (new Set(tables.map((table) => table.epoch)).size > 1) return `epochs differ: ${tables.map((table) => table.epoch).join(',')}`;
     if (tables[0]!.change !== undefined) return `change ${tables[0]!.change.id} in flight`;
@@ -411,14 +456,9 @@ class ShellSimRun {
 
   private checkFinal(): void {
     const table = this.newestTable() ?? this.nodes.get(NAMES[0]!)!.process!.core.membership();
-    for (const acked of this.acked) {
+    for (const { acked, owner, holders } of this.missingCopies()) {
       const { stream, partition, writeId } = acked.record;
-      for (const owner of ownersOf(table, { partition, replicas: acked.replicas })) {
-        if (!this.nodes.get(owner)!.disk.partitionOf(acked.repo, stream, partition).has(writeId)) {
-          const holders = [...this.nodes.values()].filter((node) => node.disk.partitionOf(acked.repo, stream, partition).has(writeId)).map((node) => node.name);
-          this.fail(`acknowledged ${acked.repo} ${writeId} (${stream}/${partition}) is not on owner ${owner}; held by ${holders.join(',') || 'nobody'}`);
-        }
-      }
+      this.fail(`acknowledged ${acked.repo} ${writeId} (${stream}/${partition}) is not on owner ${owner}; held by ${holders.join(',') || 'nobody'}`);
     }
     for (const node of this.nodes.values()) {
       if (!node.everStarted || this.leftWithoutTable(node, table)) continue;
