@@ -5,19 +5,25 @@
 // newest epoch: a node that came back with an older table than it had written could start a
 // change whose epoch another node already holds with other contents (the tables fork).
 
-import { closeSync, existsSync, fsyncSync, openSync, writeSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { open, readFile, rename } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { Database } from '../storage/database.js';
 import type { Membership, PersistedCoreState } from '../protocol/cluster-types.js';
+import { withMemberAddresses } from './core/membership.js';
 
 const CORE_STATE_KEY = 'cluster-core';
 const MEMBER_MARKER_FILE = 'cluster-member';
 const TABLE_FILE = 'cluster-table';
 
-/** The newest table this folder holds (newestState), with a line when the copy had to stand in. */
+/**
+ * The newest table this folder holds (newestState), with a line when the copy had to stand
+ * in. The copy is brought up to the table returned: a crash between the database's write and
+ * the copy's, or a folder from before the copy existed, leaves it behind, and damage to the
+ * database could then bring the node back older than it acted.
+ */
 export async function loadCoreState(database: Database, log: Logger): Promise<PersistedCoreState | undefined> {
   const text = await database.local.get(CORE_STATE_KEY);
   const stored = text === undefined ? undefined : (JSON.parse(text) as PersistedCoreState);
@@ -26,27 +32,34 @@ export async function loadCoreState(database: Database, log: Logger): Promise<Pe
   if (newest !== stored) {
     log.warn({ databaseEpoch: stored?.membership.epoch ?? null, fileEpoch: copy?.epoch }, 'the database lost its cluster table or holds an older one (damaged storage?): taking the copy beside it');
   }
+  if (newest !== undefined && (copy === undefined || tableIdentity(copy) !== tableIdentity(newest.membership))) await copyTable(database, newest.membership);
   return newest;
 }
 
 /**
  * The rule (the simulation applies it too): the database's state, unless it lost its table
- * or holds an older epoch than the copy (damage rolled it back). A table taken from the copy
- * resumes no incoming transfer (those resume from their stored chunks).
+ * or holds an older epoch than the copy (damage rolled it back), or, at one epoch, the copy
+ * knows a member's newer address (addresses move without a new epoch). A table taken from the
+ * copy resumes no incoming transfer (those resume from their stored chunks), and shows the
+ * change as it was when its epoch began: what was merged into it since (transfers complete,
+ * the final sync) comes back from the other members, and transfers resume where they stored.
  */
 export function newestState(stored: PersistedCoreState | undefined, copy: Membership | undefined): PersistedCoreState | undefined {
-  if (copy === undefined || (stored !== undefined && stored.membership.epoch >= copy.epoch)) return stored;
-  return { membership: copy, incoming: [] };
+  if (copy === undefined) return stored;
+  if (stored === undefined || stored.membership.epoch < copy.epoch) return { membership: copy, incoming: [] };
+  if (stored.membership.epoch > copy.epoch) return stored;
+  const membership = withMemberAddresses(stored.membership, copy);
+  return membership === stored.membership ? stored : { ...stored, membership };
 }
 
 export async function saveCoreState(database: Database, state: PersistedCoreState): Promise<void> {
   await database.batch([{ type: 'put', sublevel: database.local, key: CORE_STATE_KEY, value: JSON.stringify(state) }], { sync: true });
-  markMember(database);
+  await markMember(database);
   await copyTable(database, state.membership);
 }
 
 /** What a copy must follow: the epoch and the members (addresses included), not progress within an epoch. */
-function tableIdentity(membership: Membership): string {
+export function tableIdentity(membership: Membership): string {
   return JSON.stringify([membership.epoch, membership.members]);
 }
 
@@ -68,6 +81,7 @@ async function copyTable(database: Database, membership: Membership): Promise<vo
   copied.set(database, identity);
 }
 
+/** Writes `text` to the file (or, with none, opens the folder) and fsyncs it. */
 async function writeSynced(path: string, text?: string): Promise<void> {
   const handle = await open(path, text === undefined ? 'r' : 'w');
   try {
@@ -78,14 +92,15 @@ async function writeSynced(path: string, text?: string): Promise<void> {
   }
 }
 
-/** The copy, or undefined when there is none or it does not match its checksum (logged). */
+/** The copy, or undefined when there is none, it cannot be read or it does not match its checksum (logged). */
 async function readTableFile(path: string, log: Logger): Promise<Membership | undefined> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
+    // On a damaged disk the database's table may still be whole: the copy is only a spare.
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') log.error({ err: error, path }, 'the cluster table file cannot be read: ignored');
+    return undefined;
   }
   const newline = text.indexOf('\n');
   const body = text.slice(newline + 1);
@@ -116,26 +131,15 @@ function markerOf(database: Database): string {
 /** Databases whose folder is known to carry the marker (the check runs once per open). */
 const marked = new WeakSet<Database>();
 
-function markMember(database: Database): void {
+async function markMember(database: Database): Promise<void> {
   if (marked.has(database)) return;
   const path = markerOf(database);
   if (!existsSync(path)) {
-    syncedWrite(path, `${new Date().toISOString()}\n`);
+    await writeSynced(path, `${new Date().toISOString()}\n`);
     // The new name must survive a power cut too.
-    syncedWrite(dirname(path));
+    await writeSynced(dirname(path));
   }
   marked.add(database);
-}
-
-/** Writes `text` to the file (or, with none, opens the folder) and fsyncs it. */
-function syncedWrite(path: string, text?: string): void {
-  const fd = openSync(path, text === undefined ? 'r' : 'w');
-  try {
-    if (text !== undefined) writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /** This folder's node has been in a cluster: its first table was durable once. */

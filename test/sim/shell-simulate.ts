@@ -149,12 +149,13 @@ class ShellSimRun {
    * whose other copy was then only a hint can reach its other owner after the damaged node
    * refilled: the one-shot refill cannot bring it back, anti-entropy does (the chaos suite
    * runs it before reading, as POST /cluster/repair). So when every copy missing is missing
-   * only where the simulation damaged it, and another node holds it, every node runs one
-   * repair before the check; any other copy missing fails as it is.
+   * only where the simulation damaged it, and was never stored there again since, and another
+   * node holds it, every node runs one repair before the check; any other copy missing fails
+   * as it is.
    */
   private async settleWithRepair(settledAt: number): Promise<void> {
     const missing = this.missingCopies();
-    const damagedOnly = missing.every((copy) => copy.holders.length > 0 && this.destroyed.get(copy.acked.record.writeId)?.includes(copy.owner));
+    const damagedOnly = missing.every((copy) => copy.holders.length > 0 && this.nodes.get(copy.owner)!.disk.destroyedHere.has(copy.acked.record.writeId));
     if (missing.length > 0 && damagedOnly) {
       this.stats.repairedAfterSettle += missing.length;
       const runs = this.settledNodes().map((node) => node.process!.plane.repair.startRun('after-settling', undefined));
@@ -282,6 +283,9 @@ class ShellSimRun {
     const routedBy = via.process!.core.membership();
     const owners = records.map((record) => writeOwners(routedBy, { partition: record.partition, replicas: stream.replicas }).length);
     const failures = await via.process!.plane.router.write(stream.repo, { replicas: stream.replicas, ring_size: stream.ringSize, hash_payload: { bytes: 128 } }, records);
+    // Unless the ring shrank meanwhile (a leave down to one node): then fewer copies can exist.
+    const ackedBy = via.process?.core.membership() ?? routedBy;
+    const ownersNow = records.map((record) => writeOwners(ackedBy, { partition: record.partition, replicas: stream.replicas }).length);
     records.forEach((record, position) => {
       if (failures.has(position)) return void (this.stats.failedWrites += 1);
       this.stats.acknowledged += 1;
@@ -290,7 +294,7 @@ class ShellSimRun {
       // stream keeps two copies and the ring has two owners (partition-router.ts).
       // A copy damaged after it became durable still counted when the write was made.
       const holders = [...new Set([...this.holders(stream.repo, record), ...(this.destroyed.get(record.writeId) ?? [])])];
-      const wanted = Math.min(2, stream.replicas, owners[position]!);
+      const wanted = Math.min(2, stream.replicas, owners[position]!, ownersNow[position]!);
       if (holders.length < wanted) this.fail(`${record.writeId} acknowledged by ${via.name} while only ${holders.join(',') || 'nobody'} held it (wanted ${wanted} nodes)`);
     });
     if (failures.size > 0 && !this.healed) this.world.schedule(this.world.now + this.prng.int(50, 200), () => void this.write(attemptsLeft - 1));
@@ -337,6 +341,7 @@ class ShellSimRun {
           // sure nothing acknowledged is ever held by one node only.
           if (this.lastingHolders(repo, record).length > 1 && this.prng.chance(0.3)) {
             records.delete(key);
+            node.disk.destroyedHere.add(key);
             this.destroyed.set(key, [...(this.destroyed.get(key) ?? []), node.name]);
             lost += 1;
           }
@@ -357,8 +362,10 @@ class ShellSimRun {
     const knownHere = [...this.nodes.values()].some((other) => other !== node && (other.process !== undefined && memberNamed(other.process.core.membership(), node.name)?.port === node.port));
     const tableLost = !this.tableTaken && knownHere && [...this.nodes.values()].some((other) => other !== node && member(other)) && this.prng.chance(0.3);
     const copyLost = tableLost && this.prng.chance(0.5);
+    // Or the database keeps the table it held before its last save (a truncated log).
+    const rolledBack = tableLost && !copyLost && node.disk.olderCoreState !== undefined && this.prng.chance(0.5);
     if (tableLost) {
-      node.disk.coreState = undefined;
+      node.disk.coreState = rolledBack ? node.disk.olderCoreState : undefined;
       this.tableTaken = true;
       this.stats.tablesLost += 1;
     }
@@ -366,7 +373,7 @@ class ShellSimRun {
       node.disk.tableCopy = undefined;
       this.stats.tableCopiesLost += 1;
     }
-    const what = copyLost ? ', its table and the copy' : tableLost ? ', and its table (not the copy)' : '';
+    const what = copyLost ? ', its table and the copy' : rolledBack ? ', its table rolled back (not the copy)' : tableLost ? ', and its table (not the copy)' : '';
     node.disk.damage = { reason: `the simulation damaged it (${lost} records lost${what})`, sinceMs: this.world.now };
     this.stats.damagedRestarts += 1;
   }

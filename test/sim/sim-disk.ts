@@ -6,6 +6,7 @@
 // loses writes without sync on a power cut. A write that fails leaves nothing behind.
 
 import type { ChunkStore } from '../../src/cluster/cluster-shell.js';
+import { tableIdentity } from '../../src/cluster/core-state-store.js';
 import type { ChunkData, DurableIncoming, Membership, PersistedCoreState, TransferPlan } from '../../src/protocol/cluster-types.js';
 import type { Committer, HintStorage } from '../../src/cluster/hint-keeper.js';
 import type { ReplicaStore } from '../../src/cluster/replica-writer.js';
@@ -39,7 +40,11 @@ export class SimDiskState {
   tableCopy: Membership | undefined;
   /** A table was once durable here (core-state-store.ts, the `cluster-member` marker). */
   member = false;
+  /** The table as the database held it before its last save (damage may roll it back there). */
+  olderCoreState: PersistedCoreState | undefined;
   readonly progress = new Map<string, DurableIncoming>();
+  /** Records the simulation destroyed here and not stored here again since. */
+  readonly destroyedHere = new Set<string>();
   /** Records by repository, then "stream|partition", then key (the writeId). */
   readonly records: Record<RepositoryName, Map<string, Map<string, StoredRecord>>> = { ssr: new Map(), tsr: new Map() };
   readonly kv = new Set<string>();
@@ -56,6 +61,12 @@ export class SimDiskState {
     let found = this.records[repo].get(key);
     if (found === undefined) this.records[repo].set(key, (found = new Map()));
     return found;
+  }
+
+  /** A record lands in its partition (a write, a transfer chunk, a repair). */
+  keep(repo: RepositoryName, record: StoredRecord): void {
+    this.partitionOf(repo, record.stream, record.partition).set(record.writeId, record);
+    this.destroyedHere.delete(record.writeId);
   }
 
   recordCount(): number {
@@ -105,12 +116,19 @@ export class SimDisk {
     });
   }
 
-  saveCoreState(state: PersistedCoreState): Promise<void> {
+  /**
+   * As core-state-store.ts: the database first, then (one more write a crash can cut off)
+   * the `cluster-member` marker and, when its epoch or members changed, the table's copy.
+   */
+  async saveCoreState(state: PersistedCoreState): Promise<void> {
     const copy = structuredClone(state);
-    return this.io(() => {
+    await this.io(() => {
+      this.state.olderCoreState = this.state.coreState;
       this.state.coreState = copy;
-      // Beside the database (core-state-store.ts): the `cluster-member` marker, which no
-      // damage takes, and the table's copy, which damage takes only now and then.
+    }, true);
+    const copied = this.state.tableCopy;
+    if (this.state.member && copied !== undefined && tableIdentity(copied) === tableIdentity(copy.membership)) return;
+    await this.io(() => {
       this.state.member = true;
       this.state.tableCopy = structuredClone(copy.membership);
     }, true);
@@ -172,7 +190,7 @@ export class SimDisk {
   private storeChunk(transfer: TransferPlan, chunk: ChunkData, progress: DurableIncoming): void {
     const payload = JSON.parse(new TextDecoder().decode(chunk.bytes)) as unknown[];
     if (transfer.repo === 'KV') for (const key of payload as string[]) this.state.kv.add(key);
-    else for (const record of payload as StoredRecord[]) this.state.partitionOf(transfer.repo, record.stream, record.partition).set(record.writeId, record);
+    else for (const record of payload as StoredRecord[]) this.state.keep(transfer.repo, record);
     this.state.progress.set(progress.transferId, { ...progress });
   }
 
@@ -181,7 +199,7 @@ export class SimDisk {
   readonly replica: ReplicaStore = {
     store: (repository, records) =>
       this.io(() => {
-        for (const record of records) this.state.partitionOf(repository, record.stream, record.partition).set(record.writeId, { ...record });
+        for (const record of records) this.state.keep(repository, { ...record });
       }, true),
   };
 

@@ -5,7 +5,7 @@
 
 import { pino } from 'pino';
 import { ClusterShell } from '../../src/cluster/cluster-shell.js';
-import { newestState, tableLost } from '../../src/cluster/core-state-store.js';
+import { newestState, tableIdentity, tableLost } from '../../src/cluster/core-state-store.js';
 import { ClusterCore } from '../../src/cluster/core/core.js';
 import { memberNamed } from '../../src/cluster/core/membership.js';
 import type { CoreConfig, Member, Slot } from '../../src/protocol/cluster-types.js';
@@ -70,8 +70,12 @@ export class SimClusterNode implements Incarnation {
   /** Starts a new incarnation from what the disk holds. */
   start(): void {
     if (this.alive) return;
-    // The newest of the database's table and its copy (core-state-store.ts, loadCoreState).
+    // The newest of the database's table and its copy, and the copy brought up to it
+    // (core-state-store.ts, loadCoreState).
     const persisted = newestState(this.disk.coreState, this.disk.tableCopy);
+    if (persisted !== undefined && (this.disk.tableCopy === undefined || tableIdentity(this.disk.tableCopy) !== tableIdentity(persisted.membership))) {
+      this.disk.tableCopy = structuredClone(persisted.membership);
+    }
     // A first node that once had a table and holds none lost it: it waits to be admitted
     // again rather than start a cluster of its own (core-state-store.ts, joinIfTableLost).
     const lone = this.lone && !tableLost({ wasMember: this.disk.member, hasTable: persisted !== undefined });

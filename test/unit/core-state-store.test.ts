@@ -2,7 +2,7 @@
 // came back with an older table than it had written could start a change whose epoch another
 // node already holds with other contents, and the tables would fork.
 
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -24,10 +24,10 @@ afterEach(async () => {
   rmSync(folder, { recursive: true, force: true });
 });
 
-function stateAt(epoch: number): PersistedCoreState {
+function stateAt(epoch: number, port = 7001, incarnation = 0): PersistedCoreState {
   const membership: Membership = {
     epoch,
-    members: [{ name: 'n1', address: '127.0.0.1', port: 7001, httpPort: 8001, zone: 'z1', publicKey: 'key-1', state: 'Joined' }],
+    members: [{ name: 'n1', address: '127.0.0.1', port, httpPort: 8001, zone: 'z1', publicKey: 'key-1', state: 'Joined', incarnation }],
     change: undefined,
   };
   return { membership, incoming: [] };
@@ -70,5 +70,28 @@ describe('core state store - the table and its copy', () => {
     expect((await loadCoreState(database, silent))?.membership.epoch).toBe(6);
     await rollBack(undefined);
     expect(await loadCoreState(database, silent)).toBeUndefined();
+  });
+
+  it('a copy left behind (a crash between the two writes) is brought up at load, before damage can need it', async () => {
+    await saveCoreState(database, stateAt(4));
+    await rollBack(stateAt(5)); // the database's write landed, the copy's did not
+    expect((await loadCoreState(database, silent))?.membership.epoch).toBe(5);
+    await rollBack(undefined);
+    expect((await loadCoreState(database, silent))?.membership.epoch).toBe(5);
+  });
+
+  it('a copy that cannot be read is ignored, and the database table is used', async () => {
+    await saveCoreState(database, stateAt(3));
+    rmSync(join(folder, 'cluster-table'));
+    mkdirSync(join(folder, 'cluster-table')); // reading it fails (EISDIR)
+    expect((await loadCoreState(database, silent))?.membership.epoch).toBe(3);
+  });
+
+  it('at one epoch, the newer address of a member is taken from the copy', async () => {
+    await saveCoreState(database, stateAt(7, 7001, 0));
+    await saveCoreState(database, stateAt(7, 7009, 1)); // the node moved: a new address, no new epoch
+    await rollBack(stateAt(7, 7001, 0));
+    const member = (await loadCoreState(database, silent))?.membership.members[0];
+    expect([member?.port, member?.incarnation]).toEqual([7009, 1]);
   });
 });
