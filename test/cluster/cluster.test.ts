@@ -209,7 +209,7 @@ describe('cluster - kill -9 mid-transfer', () => {
     await four.launch();
     await waitState(four, 'Joined', 120_000);
     await expectEverythingPlaced([one, two, four]);
-  });
+  }, 180_000);
 });
 
 describe('cluster - identity and a killed source', () => {
@@ -236,7 +236,7 @@ describe('cluster - identity and a killed source', () => {
     await source.launch();
     await waitState(five, 'Joined', 120_000);
     await expectEverythingPlaced([one, two, four, five]);
-  });
+  }, 180_000);
 });
 
 let nodeFive: NodeProcess | undefined;
