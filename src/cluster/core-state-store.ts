@@ -18,9 +18,12 @@ const CORE_STATE_KEY = 'cluster-core';
 const MEMBER_MARKER_FILE = 'cluster-member';
 const TABLE_FILE = 'cluster-table';
 
+/** The identity of the table each open database last copied to its file. */
+const copied = new WeakMap<Database, string>();
+
 /**
  * The newest table this folder holds (newestState), with a line when the copy had to stand
- * in. The copy is brought up to the table returned: a crash between the database's write and
+ * in. The copy is brought up to the table returned (and not written again while it holds it): a crash between the database's write and
  * the copy's, or a folder from before the copy existed, leaves it behind, and damage to the
  * database could then bring the node back older than it acted.
  */
@@ -32,7 +35,9 @@ export async function loadCoreState(database: Database, log: Logger): Promise<Pe
   if (newest !== stored) {
     log.warn({ databaseEpoch: stored?.membership.epoch ?? null, fileEpoch: copy?.epoch }, 'the database lost its cluster table or holds an older one (damaged storage?): taking the copy beside it');
   }
-  if (newest !== undefined && (copy === undefined || tableIdentity(copy) !== tableIdentity(newest.membership))) await copyTable(database, newest.membership);
+  // What the file holds is what this open database copied last: copyTable writes only news.
+  if (copy !== undefined) copied.set(database, tableIdentity(copy));
+  if (newest !== undefined) await copyTable(database, newest.membership);
   return newest;
 }
 
@@ -58,13 +63,15 @@ export async function saveCoreState(database: Database, state: PersistedCoreStat
   await copyTable(database, state.membership);
 }
 
-/** What a copy must follow: the epoch and the members (addresses included), not progress within an epoch. */
+/**
+ * What a copy must follow: the epoch and each member's fields (addresses included), not
+ * progress within an epoch; field by field, so tables decoded from peers or files, whose keys
+ * come in another order, compare equal.
+ */
 export function tableIdentity(membership: Membership): string {
-  return JSON.stringify([membership.epoch, membership.members]);
+  const members = membership.members.map((member) => [member.name, member.publicKey, member.state, member.address, member.port, member.httpPort, member.zone, member.incarnation ?? 0]);
+  return JSON.stringify([membership.epoch, members]);
 }
-
-/** The identity of the table each open database last copied to its file. */
-const copied = new WeakMap<Database, string>();
 
 /**
  * Writes the table to its file when its epoch or members changed: a new file, fsynced, then

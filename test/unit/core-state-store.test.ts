@@ -2,7 +2,7 @@
 // came back with an older table than it had written could start a change whose epoch another
 // node already holds with other contents, and the tables would fork.
 
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -93,5 +93,23 @@ describe('core state store - the table and its copy', () => {
     await rollBack(stateAt(7, 7001, 0));
     const member = (await loadCoreState(database, silent))?.membership.members[0];
     expect([member?.port, member?.incarnation]).toEqual([7009, 1]);
+  });
+
+  it('a copy that holds the table is not written again: not at load, not at the next save of that table', async () => {
+    await saveCoreState(database, stateAt(8));
+    const copy = join(folder, 'cluster-table');
+    const before = statSync(copy).ino;
+    // A restart: another open of the same folder.
+    await database.close();
+    database = await Database.open(folder);
+    expect((await loadCoreState(database, silent))?.membership.epoch).toBe(8);
+    await saveCoreState(database, stateAt(8));
+    expect(statSync(copy).ino).toBe(before);
+    // A table as another node's decoder builds it: same fields, other key order.
+    const reordered = { incoming: [], membership: { change: undefined, members: [{ ...stateAt(8).membership.members[0]!, name: 'n1' }].map(({ state, ...rest }) => ({ state, ...rest })), epoch: 8 } };
+    await saveCoreState(database, reordered);
+    expect(statSync(copy).ino).toBe(before);
+    await saveCoreState(database, stateAt(9));
+    expect(statSync(copy).ino).not.toBe(before);
   });
 });
