@@ -104,8 +104,16 @@ export class Database {
     const sequence = options.sync ? this.nextSequence() : undefined;
     const all = sequence === undefined ? operations : [...operations, ...this.sequenceOperations(sequence)];
     const started = performance.now();
-    // Sublevel operations carry their own encodings; the root's typings cannot say so.
-    await this.level.batch(all as never, { sync: options.sync });
+    // A chained batch of keys already prefixed at the root: abstract-level then neither
+    // looks up each operation's sublevel nor copies it into a prepared operation, which
+    // cost ~2x the main-thread time per record (issue 17: 28 -> 14 us for a 1 KiB put).
+    const batch = this.level.batch();
+    for (const operation of all) {
+      const key = operation.sublevel.prefix + operation.key;
+      if (operation.type === 'put') batch.put(key, operation.value);
+      else batch.del(key);
+    }
+    await batch.write({ sync: options.sync });
     if (sequence !== undefined) this.recordDurable(sequence, started);
   }
 
