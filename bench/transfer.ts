@@ -26,6 +26,7 @@ import {
   log,
   nodeFlags,
   PAYLOAD_BYTES_AVG_RANGE,
+  phase,
   payloadBytesOf,
   postBatch,
   prepareBatches,
@@ -332,7 +333,12 @@ async function runStorageCeiling(argv: string[]): Promise<void> {
       return { seconds: round(seconds, 3), megabytesPerSecond: round(bytes / 1e6 / seconds, 2), cpuSeconds: round((cpu.user + cpu.system) / 1e6, 2) };
     };
     const write = await timed(async () => {
-      for (const chunk of chunks) await level.batch(chunk, { sync: true });
+      // A chained batch: LevelDB's fastest write path from Node (the node writes chunks so too).
+      for (const chunk of chunks) {
+        const batch = level.batch();
+        for (const record of chunk) batch.put(record.key, record.value);
+        await batch.write({ sync: true });
+      }
     });
     let readBytes = 0;
     const read = await timed(async () => {
@@ -446,8 +452,10 @@ async function runJoin(options: BenchOptions, batches: ReturnType<typeof prepare
     log(`${TARGET} joins; timing the transfer…`);
     const cpuBefore = [processCpuSeconds(source.child?.pid), processCpuSeconds(target.child?.pid)];
     const started = performance.now();
+    phase('join-start');
     await expectOk(`POST /cluster/nodes (${TARGET})`, addNode(source, target));
     const { seconds, progress } = await followJoin(source, target, started);
+    phase('join-end');
     const cpuSeconds = {
       source: cpuSpent(cpuBefore[0], processCpuSeconds(source.child?.pid)),
       target: cpuSpent(cpuBefore[1], processCpuSeconds(target.child?.pid)),

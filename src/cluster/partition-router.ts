@@ -82,9 +82,13 @@ export class PartitionRouter {
     failures: Map<number, string>,
   ): Promise<number[]> {
     const ownersByPosition = new Map<number, readonly string[]>();
+    // Owners asked once per partition of the batch, not once per record.
+    const ownersByPartition = new Map<number, readonly string[]>();
     const byOwner = new Map<string, number[]>();
     for (const position of positions) {
-      const owners = this.writeOwners(policy, records[position]!.partition);
+      const partition = records[position]!.partition;
+      let owners = ownersByPartition.get(partition);
+      if (owners === undefined) ownersByPartition.set(partition, (owners = this.writeOwners(policy, partition)));
       ownersByPosition.set(position, owners);
       for (const owner of owners) {
         let owned = byOwner.get(owner);
@@ -99,7 +103,11 @@ export class PartitionRouter {
       [...byOwner].map(async ([owner, owned]) => {
         try {
           await this.writer.write(owner, repository, policy.replicas, owned.map((position) => records[position]!));
-          for (const position of owned) storedOn.set(position, [...(storedOn.get(position) ?? []), owner]);
+          for (const position of owned) {
+            const nodes = storedOn.get(position);
+            if (nodes === undefined) storedOn.set(position, [owner]);
+            else nodes.push(owner);
+          }
         } catch (error) {
           if (error instanceof RouteAgainError) for (const position of owned) reroute.add(position);
           else for (const position of owned) if (!notStored.has(position)) notStored.set(position, (error as Error).message);

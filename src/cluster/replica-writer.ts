@@ -96,10 +96,14 @@ export async function storeReplicaWrite(membership: Membership, replica: Replica
     throw new TributaryError(409, STALE_EPOCH, `writer epoch ${write.epoch} is older than ${membership.epoch}`, { details: { membership } });
   }
   if (!Number.isInteger(write.replicas) || write.replicas < 1) throw new BadRequestError(`WriteRecords: replicas must be a positive integer, got ${write.replicas}`);
+  // Asked once per partition, not per record: a write carries hundreds of a few partitions.
+  const owned = new Set<number>();
   for (const record of write.records) {
+    if (owned.has(record.partition)) continue;
     if (!writeOwners(membership, { partition: record.partition, replicas: write.replicas }).includes(localName)) {
       throw new TributaryError(409, NOT_OWNER, `${localName} does not own partition ${record.partition} of ${record.stream} at epoch ${membership.epoch}`, { details: { membership } });
     }
+    owned.add(record.partition);
   }
   await replica.store(write.repo, write.records);
 }

@@ -15,6 +15,8 @@ import { ClassicLevel } from 'classic-level';
 import { StartupError } from '../errors.js';
 
 const SUBLEVEL_OPTIONS = { keyEncoding: 'utf8', valueEncoding: 'utf8' } as const;
+/** Options of an operation whose key and value are bytes already (batchEncoded). */
+const BUFFERS = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
 
 function openSublevel(level: ClassicLevel<string, string>, name: string) {
   return level.sublevel<string, string>(name, SUBLEVEL_OPTIONS);
@@ -126,7 +128,13 @@ export class Database {
     const sequence = options.sync ? this.nextSequence() : undefined;
     const all: Array<EncodedPut | { type: 'del'; key: Buffer }> = sequence === undefined ? puts : [...puts, ...this.encodedSequenceOperations(sequence)];
     const started = performance.now();
-    await this.level.batch<Buffer, Buffer>(all as EncodedPut[], { sync: options.sync, keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    // Chained, as batch(): an array batch spends ~2.5x the main-thread time per record.
+    const batch = this.level.batch();
+    for (const operation of all) {
+      if (operation.type === 'put') batch.put<Buffer, Buffer>(operation.key, operation.value, BUFFERS);
+      else batch.del<Buffer>(operation.key, BUFFERS);
+    }
+    await batch.write({ sync: options.sync });
     if (sequence !== undefined) this.recordDurable(sequence, started);
   }
 
