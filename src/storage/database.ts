@@ -173,6 +173,14 @@ export class Database {
     }
   }
 
+  /**
+   * LevelDB's estimate of the bytes on disk of the sublevel's keys in [gte, lt): from its
+   * file index, without reading the records; what sits in the memory table is not counted.
+   */
+  approximateBytes(sublevel: Sublevel, gte: string, lt: string): Promise<number> {
+    return this.level.approximateSize(sublevel.prefix + gte, sublevel.prefix + lt);
+  }
+
   /** The bytes that start every root key of the sublevel's records. */
   prefixOf(sublevel: Sublevel): Buffer {
     return Buffer.from(sublevel.prefix, 'utf8');

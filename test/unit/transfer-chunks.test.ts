@@ -120,6 +120,36 @@ describe('transfer chunks - read, resume, store, drop', () => {
   });
 });
 
+describe('transfer chunks - the total of a large transfer', () => {
+  it('is counted up to a bound, then estimated from what LevelDB holds on disk, within 15%', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tributary-chunks-'));
+    dirs.push(dir);
+    let database = await Database.open(dir);
+    const tsr = new TimeSeriesRepository(database);
+    // 12,000 records of ~1 KiB over 8 partitions of stream a, written in batches.
+    for (let batch = 0; batch < 24; batch += 1) {
+      const records = [];
+      for (let i = batch * 500; i < (batch + 1) * 500; i += 1) {
+        records.push({ stream: 'demo/c/a', partition: i % 8, timestamp: 1_000 + i, writeId: `w${String(i).padStart(6, '0')}`, payloadJson: JSON.stringify({ i, text: `${i} `.repeat(200).slice(0, 1000) }) });
+      }
+      await database.batch(tsr.writeOperations(records), { sync: true });
+    }
+    // A reopen moves the memory table into a file, where approximate sizes see it.
+    await database.close();
+    database = await Database.open(dir);
+    try {
+      const transfer = plan(Array.from({ length: 8 }, (_, partition) => ({ partition, replicas: 2 })), 'c2/tsr/a>b');
+      const exact = await new TransferChunks(database, sources, 1 << 20).read(transfer, undefined);
+      expect(exact.totalEstimate).toBe(12_000);
+      const estimated = await new TransferChunks(database, sources, 1 << 20, 2_000).read(transfer, undefined);
+      expect(estimated.totalEstimate).not.toBe(12_000);
+      expect(Math.abs(estimated.totalEstimate - 12_000)).toBeLessThan(12_000 * 0.15);
+    } finally {
+      await database.close();
+    }
+  });
+});
+
 describe('transfer chunks - encoding', () => {
   it('round-trips pairs with any text, and refuses truncated bytes', async () => {
     const { decodePairs, encodePairs } = await import('../../src/cluster/transfer-chunks.js');
