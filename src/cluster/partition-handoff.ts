@@ -52,6 +52,8 @@ interface PendingDrop {
 }
 
 const REPOSITORIES: readonly RepositoryName[] = ['ssr', 'tsr'];
+/** Partitions a joining node's final sync catches up at once. */
+const CATCH_UPS_IN_FLIGHT = 4;
 
 function partitionKey(repo: RepositoryName, stream: string, partition: number): string {
   return `${repo}\n${stream}\n${partition}`;
@@ -197,14 +199,30 @@ export class PartitionHandOff {
     if (memberNamed(membership, self)?.state !== 'Joining') return;
     if (this.joinDone === change.id) return this.deps.finalSynced(change.id);
     if (uncoveredNeeds(membership).length > 0) return;
-    let received = 0;
+    const catchUps: Array<() => Promise<number>> = [];
     for (const slot of change.slots) {
       const owners = ownersOf(membership, slot);
       if (owners.includes(self) || !nextOwnersOf(membership, slot).includes(self)) continue;
       for (const stream of this.deps.streams().filter((each) => each.replicas === slot.replicas)) {
-        received += await this.deps.catchUp({ repo: stream.repo, stream: stream.key, partition: slot.partition }, slot.replicas, owners);
+        catchUps.push(() => this.deps.catchUp({ repo: stream.repo, stream: stream.key, partition: slot.partition }, slot.replicas, owners));
       }
     }
+    // A few partitions at once: each is a key listing on both nodes and a round trip, and
+    // one after another they held a 1M-payload join 4-5 s after its last chunk.
+    let received = 0;
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < catchUps.length) {
+        const catchUp = catchUps[next++]!;
+        try {
+          received += await catchUp();
+        } catch (error) {
+          next = catchUps.length; // one owner out of reach fails the final sync: start no more
+          throw error;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(CATCH_UPS_IN_FLIGHT, catchUps.length) }, worker));
     this.deps.log.info({ change: change.id, records: received }, 'joining: caught up with the current owners after the transfers');
     this.joinDone = change.id;
     this.deps.finalSynced(change.id);
