@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { Database } from '../storage/database.js';
+import { canonicalJson } from '../streams/partitioner.js';
 import type { Membership, PersistedCoreState } from '../protocol/cluster-types.js';
 import { withMemberAddresses } from './core/membership.js';
 
@@ -64,13 +65,13 @@ export async function saveCoreState(database: Database, state: PersistedCoreStat
 }
 
 /**
- * What a copy must follow: the epoch and each member's fields (addresses included), not
- * progress within an epoch; field by field, so tables decoded from peers or files, whose keys
- * come in another order, compare equal.
+ * What a copy must follow: the epoch and every field of each member (addresses included),
+ * not progress within an epoch; as canonical JSON, so tables decoded from peers or files,
+ * whose keys come in another order, compare equal (an absent incarnation is 0, as decoders
+ * leave it out).
  */
 export function tableIdentity(membership: Membership): string {
-  const members = membership.members.map((member) => [member.name, member.publicKey, member.state, member.address, member.port, member.httpPort, member.zone, member.incarnation ?? 0]);
-  return JSON.stringify([membership.epoch, members]);
+  return canonicalJson([membership.epoch, membership.members.map((member) => ({ ...member, incarnation: member.incarnation ?? 0 }))]);
 }
 
 /**

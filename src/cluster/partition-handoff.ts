@@ -12,6 +12,7 @@
 import type { Logger } from '../log.js';
 import type { RepositoryName } from '../storage/repository.js';
 import type { Timer, Timers } from '../timers.js';
+import { forEachLimited } from '../limited-concurrency.js';
 import { memberNamed } from './core/membership.js';
 import { nextOwnersOf, ownersOf, uncoveredNeeds, writeOwners } from './core/placement.js';
 import type { Membership, Slot } from '../protocol/cluster-types.js';
@@ -199,30 +200,21 @@ export class PartitionHandOff {
     if (memberNamed(membership, self)?.state !== 'Joining') return;
     if (this.joinDone === change.id) return this.deps.finalSynced(change.id);
     if (uncoveredNeeds(membership).length > 0) return;
-    const catchUps: Array<() => Promise<number>> = [];
+    const parts: Array<{ part: { repo: RepositoryName; stream: string; partition: number }; replicas: number; owners: readonly string[] }> = [];
     for (const slot of change.slots) {
       const owners = ownersOf(membership, slot);
       if (owners.includes(self) || !nextOwnersOf(membership, slot).includes(self)) continue;
       for (const stream of this.deps.streams().filter((each) => each.replicas === slot.replicas)) {
-        catchUps.push(() => this.deps.catchUp({ repo: stream.repo, stream: stream.key, partition: slot.partition }, slot.replicas, owners));
+        parts.push({ part: { repo: stream.repo, stream: stream.key, partition: slot.partition }, replicas: slot.replicas, owners });
       }
     }
     // A few partitions at once: each is a key listing on both nodes and a round trip, and
-    // one after another they held a 1M-payload join 4-5 s after its last chunk.
+    // one after another they held a 1M-payload join 4-5 s after its last chunk. One owner
+    // out of reach fails the final sync.
     let received = 0;
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < catchUps.length) {
-        const catchUp = catchUps[next++]!;
-        try {
-          received += await catchUp();
-        } catch (error) {
-          next = catchUps.length; // one owner out of reach fails the final sync: start no more
-          throw error;
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(CATCH_UPS_IN_FLIGHT, catchUps.length) }, worker));
+    await forEachLimited(parts, CATCH_UPS_IN_FLIGHT, async ({ part, replicas, owners }) => {
+      received += await this.deps.catchUp(part, replicas, owners);
+    });
     this.deps.log.info({ change: change.id, records: received }, 'joining: caught up with the current owners after the transfers');
     this.joinDone = change.id;
     this.deps.finalSynced(change.id);

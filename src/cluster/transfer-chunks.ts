@@ -216,26 +216,37 @@ export class TransferChunks {
 
   private async countOrEstimate(sublevel: Sublevel, ranges: string[]): Promise<number> {
     let counted = 0;
+    let estimated = false;
     for (let index = 0; index < ranges.length; index++) {
       const prefix = ranges[index]!;
       const iterator = sublevel.keys({ gte: prefix, lt: prefixEnd(prefix) });
       try {
         for (let keys = await iterator.nextv(1000); keys.length > 0; keys = await iterator.nextv(1000)) {
-          const before = counted;
           counted += keys.length;
-          if (before >= this.countedRecordsMax || counted < this.countedRecordsMax) continue;
-          // Enough counted to know how many records an approximate byte holds here.
-          const next = keys.at(-1)! + '\u0000';
-          const countedBytes = (await this.approximateBytes(sublevel, ranges.slice(0, index))) + (await this.database.approximateBytes(sublevel, prefix, next));
-          if (countedBytes === 0) continue; // all in the memory table so far: count them all
-          const restBytes = (await this.database.approximateBytes(sublevel, next, prefixEnd(prefix))) + (await this.approximateBytes(sublevel, ranges.slice(index + 1)));
-          return counted + Math.round((counted * restBytes) / countedBytes);
+          if (estimated || counted < this.countedRecordsMax) continue;
+          estimated = true;
+          const total = await this.estimateTotal(sublevel, ranges, index, keys.at(-1)!, counted);
+          if (total !== undefined) return total;
         }
       } finally {
         await iterator.close();
       }
     }
     return counted;
+  }
+
+  /**
+   * `counted` records of the ranges read so far, the last of them `lastKey` in
+   * `ranges[index]`: the rest scaled by the records counted per approximate byte, or
+   * undefined when all counted is still in the memory table (nothing to scale by).
+   */
+  private async estimateTotal(sublevel: Sublevel, ranges: string[], index: number, lastKey: string, counted: number): Promise<number | undefined> {
+    const prefix = ranges[index]!;
+    const after = lastKey + '\u0000';
+    const countedBytes = (await this.approximateBytes(sublevel, ranges.slice(0, index))) + (await this.database.approximateBytes(sublevel, prefix, after));
+    if (countedBytes === 0) return undefined;
+    const restBytes = (await this.database.approximateBytes(sublevel, after, prefixEnd(prefix))) + (await this.approximateBytes(sublevel, ranges.slice(index + 1)));
+    return counted + Math.round((counted * restBytes) / countedBytes);
   }
 
   private async approximateBytes(sublevel: Sublevel, ranges: readonly string[]): Promise<number> {

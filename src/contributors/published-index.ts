@@ -11,6 +11,7 @@ import { parseSchema } from '../streams/schema.js';
 import { partKey, type StreamDocument } from '../streams/stream-definitions.js';
 import { streamUri, type StreamId } from '../streams/stream-id.js';
 import { pathReader } from '../json.js';
+import { forEachLimited } from '../limited-concurrency.js';
 import { contributorFieldTargets, isContributorId } from './contributor-schema.js';
 import { parseKey, PUBLISHED_PREFIX, PUBLISHED_UNTYPED_PREFIX, publishedKey } from './keys.js';
 
@@ -82,11 +83,7 @@ export class PublishedIndex {
         fresh.set(publishedKey(tenant, field.target?.type, id, stream.key), { tenant, contributor });
       }
     }
-    const pending = [...fresh];
-    const worker = async () => {
-      for (let next = pending.shift(); next !== undefined; next = pending.shift()) await this.recordOnce(next[0], next[1], stream);
-    };
-    await Promise.all(Array.from({ length: Math.min(this.limits.writesInFlightMax, pending.length) }, worker));
+    await forEachLimited([...fresh], this.limits.writesInFlightMax, ([key, pair]) => this.recordOnce(key, pair, stream));
   }
 
   /** Stream keys a contributor published to: through fields naming its type, and fields naming none. */
