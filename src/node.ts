@@ -99,7 +99,6 @@ import { HintBuffer } from './storage/hints.js';
 import { markCleanStop, openChecked } from './storage/integrity.js';
 import { LocalReplica } from './storage/local-replica.js';
 import type { Repository, RepositoryName } from './storage/repository.js';
-import { countKeysByPartition } from './storage/scans.js';
 import { SearchableRepository } from './storage/ssr.js';
 import { TransferChunks } from './cluster/transfer-chunks.js';
 import { TimeSeriesRepository } from './storage/tsr.js';
@@ -333,7 +332,7 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
   const storeStats = new StoreStatsCache({
     databaseDir: join(config.dataDir, 'db'),
     streams: () => placements.persisted(),
-    countByPartition: (repo, stream) => countKeysByPartition(repo === 'ssr' ? database.ssr : database.tsr, stream),
+    countByPartition: (repo, stream) => repositories[repo].countByPartition(stream),
   }, STORE_STATS_TTL_MS);
   return { ssrIndex, repositoryStats, shell, membershipService, plane, runtime, ingest, searchLocal, scanLocal, storeStats };
 }

@@ -4,9 +4,7 @@
 // payloads in time order (a tsr partition is in time order; an ssr partition in order of
 // receipt, which the merge keeps). A bound on the timestamp narrows each partition's scan.
 
-import type { RepositoryName } from '../storage/repository.js';
-import { isPlainObject, parseJson } from '../json.js';
-import { TributaryError } from '../errors.js';
+import type { RepositoryName, StoredPayload } from '../storage/repository.js';
 
 export interface ScanRequest {
   readonly repo: RepositoryName;
@@ -172,19 +170,6 @@ function before(a: Cursor, b: Cursor): boolean {
   return x.timestamp < y.timestamp || (x.timestamp === y.timestamp && x.writeId < y.writeId);
 }
 
-interface StoredPayload {
-  readonly timestamp: number;
-  readonly writeId: string;
-  readonly payloadJson: string;
-}
-
-/** A payload this node stored: ingest stores JSON objects only, so anything else is damage. */
-function storedPayload(record: StoredPayload): Record<string, unknown> {
-  const payload = parseJson(record.payloadJson);
-  if (!isPlainObject(payload)) throw new TributaryError(500, 'DAMAGED_DATA', `stored payload ${record.writeId} is not a JSON object`);
-  return payload;
-}
-
 /** The owner side: one page of one partition from a local repository's scan. */
 export async function scanPage(
   scan: (stream: string, options: { partition: number; fromTimestamp?: number; toTimestamp?: number; limit: number; after?: { timestamp: number; writeId: string } }) => AsyncIterable<StoredPayload>,
@@ -201,7 +186,7 @@ export async function scanPage(
     ...(request.after === undefined ? {} : { after: request.after }),
   };
   for await (const record of scan(request.stream, options)) {
-    records.push({ timestamp: record.timestamp, writeId: record.writeId, payload: storedPayload(record) });
+    records.push({ timestamp: record.timestamp, writeId: record.writeId, payload: record.payload });
   }
   const done = records.length <= limit;
   return { records: done ? records : records.slice(0, limit), done };

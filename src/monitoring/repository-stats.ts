@@ -6,6 +6,7 @@
 // rescan it.
 
 import type { Repository } from '../storage/repository.js';
+import { canonicalJson } from '../streams/partitioner.js';
 
 export interface StoredStreamStats {
   records: number;
@@ -51,7 +52,7 @@ async function count(repository: Repository, stream: string): Promise<StoredStre
   const partitions = new Set<number>();
   for await (const record of repository.scan(stream)) {
     records += 1;
-    payloadBytes += Buffer.byteLength(record.payloadJson, 'utf8');
+    payloadBytes += Buffer.byteLength(canonicalJson(record.payload), 'utf8');
     partitions.add(record.partition);
     if (record.timestamp < oldest) oldest = record.timestamp;
     if (record.timestamp > newest) newest = record.timestamp;

@@ -347,7 +347,7 @@ const storedRecord: BodyCodec<StoredRecord> = {
     partition: int(object, 'partition'),
     timestamp: int(object, 'timestamp'),
     writeId: str(object, 'writeId'),
-    payloadJson: str(object, 'payloadJson'),
+    value: str(object, 'value'),
   }),
 };
 

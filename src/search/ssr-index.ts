@@ -5,7 +5,7 @@
 // next search rebuilds. The build reads the partition in batches, the next batch read
 // while one is indexed (issue 4: the first search after a restart pays for every build).
 
-import type { Repository, StoredRecord } from '../storage/repository.js';
+import type { Repository, StoredPayload, StoredRecord } from '../storage/repository.js';
 import type { Analyzer } from '../expression/patterns.js';
 import { PartitionIndex, type SsrDocument } from './partition-index.js';
 import { parseJson } from '../json.js';
@@ -15,7 +15,7 @@ const SCAN_BATCH_RECORDS = 2_000;
 
 /** A repository that can read one partition in batches (the ssr's; fakes may not). */
 interface PartitionBatchScanner {
-  scanPartitionBatches(stream: string, partition: number, batchRecords: number): AsyncIterable<StoredRecord[]>;
+  scanPartitionBatches(stream: string, partition: number, batchRecords: number): AsyncIterable<StoredPayload[]>;
 }
 
 export class SsrIndex {
@@ -61,12 +61,12 @@ export class SsrIndex {
       const key = `${record.stream}/${record.partition}`;
       const ready = this.ready.get(key);
       if (ready !== undefined) {
-        ready.add(toDocument(record));
+        ready.add(storedDocument(record));
         continue;
       }
       // The build registered before its scan started: a record its snapshot misses is added
       // when it ends (add() ignores one it has).
-      void this.building.get(key)?.then((built) => built.add(toDocument(record)), () => undefined);
+      void this.building.get(key)?.then((built) => built.add(storedDocument(record)), () => undefined);
     }
   }
 
@@ -115,10 +115,15 @@ function isBatchScanner(repository: Repository): repository is Repository & Part
   return typeof (repository as Partial<PartitionBatchScanner>).scanPartitionBatches === 'function';
 }
 
-function toDocument(record: StoredRecord): SsrDocument {
+/** The document of an ssr record just stored: its value is the payload's canonical JSON. */
+function storedDocument(record: StoredRecord): SsrDocument {
   return {
     writeId: record.writeId,
     timestamp: record.timestamp,
-    payload: parseJson(record.payloadJson) as Record<string, unknown>,
+    payload: parseJson(record.value) as Record<string, unknown>,
   };
+}
+
+function toDocument(stored: StoredPayload): SsrDocument {
+  return { writeId: stored.writeId, timestamp: stored.timestamp, payload: stored.payload };
 }

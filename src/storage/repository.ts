@@ -1,7 +1,9 @@
 // The interface both stream repositories implement (STYLE.md, "one contract, many
-// implementations"). A record is one stored payload; its key is assigned once by the node
-// that received it, so every replica stores it under the same key and a replayed write or
-// a transfer of the same record is idempotent.
+// implementations"). A record is what the cluster stores, replicates, hints, transfers and
+// repairs as one unit: in ssr one payload, in tsr a block of payloads (tsr-block.ts). Its
+// key is assigned once by the node that received the write, so every replica stores it
+// under the same key and a replayed write or a transfer of the same record is idempotent.
+// Scans read payloads, whatever the records that hold them.
 
 import type { BatchOperation } from './database.js';
 
@@ -12,12 +14,26 @@ export interface StoredRecord {
   /** "tenant/collection/name" */
   stream: string;
   partition: number;
-  /** Event time in epoch milliseconds: the primary timestamp field, else time of receipt. */
+  /**
+   * Event time in epoch milliseconds (the primary timestamp field, else time of receipt):
+   * in ssr the payload's, in tsr its block's earliest.
+   */
   timestamp: number;
   /** Unique per record across the cluster (writeIds.ts). */
   writeId: string;
-  /** The payload as canonical JSON text. */
-  payloadJson: string;
+  /** ssr: the payload as canonical JSON text. tsr: the text of a block of payloads (tsr-block.ts). */
+  value: string;
+}
+
+/** One stored payload, as a scan reads it. */
+export interface StoredPayload {
+  stream: string;
+  partition: number;
+  /** Event time in epoch milliseconds. */
+  timestamp: number;
+  /** Unique per payload: its record's writeId (in tsr, with the payload's place in its block). */
+  writeId: string;
+  payload: Record<string, unknown>;
 }
 
 export interface ScanOptions {
@@ -26,7 +42,7 @@ export interface ScanOptions {
   fromTimestamp?: number;
   toTimestamp?: number;
   limit?: number;
-  /** Resume after this record (a page boundary); only with `partition`. */
+  /** Resume after this payload (a page boundary); only with `partition`. */
   after?: { timestamp: number; writeId: string };
 }
 
@@ -34,8 +50,9 @@ export interface Repository {
   readonly name: RepositoryName;
   /** Operations that store the records; the caller commits them in one synced batch. */
   writeOperations(records: readonly StoredRecord[]): BatchOperation[];
-  scan(stream: string, options?: ScanOptions): AsyncIterable<StoredRecord>;
-  /** Records per partition of the stream. */
+  /** Payloads in each partition's order (tsr: event time, then writeId), partition after partition. */
+  scan(stream: string, options?: ScanOptions): AsyncIterable<StoredPayload>;
+  /** Payloads per partition of the stream. */
   countByPartition(stream: string): Promise<Map<number, number>>;
   hasData(stream: string): Promise<boolean>;
   /**

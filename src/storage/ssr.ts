@@ -4,7 +4,9 @@
 
 import type { BatchOperation, Database, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';
-import type { Repository, ScanOptions, StoredRecord } from './repository.js';
+import type { Repository, ScanOptions, StoredPayload, StoredRecord } from './repository.js';
+import { isPlainObject, parseJson } from '../json.js';
+import { TributaryError } from '../errors.js';
 import { encodePartition } from './repository.js';
 import { countKeysByPartition, holdsAnyKey, partitionKeySuffixes, partitionRanges, valuesAt } from './scans.js';
 
@@ -25,11 +27,11 @@ export class SearchableRepository implements Repository {
       sublevel: this.sublevel,
       key: `${record.stream}/${encodePartition(record.partition)}/${record.writeId}`,
       // The payload text is spliced in, not re-serialised: it is already canonical JSON.
-      value: `{"t":${Math.trunc(record.timestamp)},"p":${record.payloadJson}}`,
+      value: `{"t":${Math.trunc(record.timestamp)},"p":${record.value}}`,
     }));
   }
 
-  async *scan(stream: string, options: ScanOptions = {}): AsyncIterable<StoredRecord> {
+  async *scan(stream: string, options: ScanOptions = {}): AsyncIterable<StoredPayload> {
     let remaining = options.limit ?? Infinity;
     for (const [partition, prefix] of await partitionRanges(this.sublevel, stream, options.partition)) {
       const start = options.after === undefined ? { gte: prefix } : { gt: prefix + options.after.writeId };
@@ -39,7 +41,7 @@ export class SearchableRepository implements Repository {
         if (options.toTimestamp !== undefined && timestamp > options.toTimestamp) continue;
         if (remaining <= 0) return;
         remaining -= 1;
-        yield toRecord(stream, partition, prefix, key, value);
+        yield toPayload(stream, partition, prefix, key, value);
       }
     }
   }
@@ -49,7 +51,7 @@ export class SearchableRepository implements Repository {
    * next batch is read from LevelDB (off the main thread) while the caller handles one, so
    * a caller that indexes what it reads (the search index's build) does not wait for reads.
    */
-  async *scanPartitionBatches(stream: string, partition: number, batchRecords: number): AsyncIterable<StoredRecord[]> {
+  async *scanPartitionBatches(stream: string, partition: number, batchRecords: number): AsyncIterable<StoredPayload[]> {
     const prefix = `${stream}/${encodePartition(partition)}/`;
     // classic-level's own option, which the sublevel passes on but does not declare.
     const options = { gte: prefix, lt: prefixEnd(prefix), highWaterMarkBytes: SCAN_BATCH_BYTES_MAX };
@@ -61,7 +63,7 @@ export class SearchableRepository implements Repository {
         next = undefined;
         if (entries.length === 0) return;
         next = iterator.nextv(batchRecords);
-        yield entries.map(([key, value]) => toRecord(stream, partition, prefix, key, value));
+        yield entries.map(([key, value]) => toPayload(stream, partition, prefix, key, value));
       }
     } finally {
       // A caller that stops early leaves a read in flight: it must end before the close.
@@ -101,11 +103,17 @@ function timestampOf(value: string): number {
 
 /** A stored document as a record; see writeOperations for the value's layout. */
 function toRecord(stream: string, partition: number, prefix: string, key: string, value: string): StoredRecord {
-  return {
-    stream,
-    partition,
-    timestamp: timestampOf(value),
-    writeId: key.slice(prefix.length),
-    payloadJson: value.slice(value.indexOf(',"p":') + 5, -1),
-  };
+  return { stream, partition, timestamp: timestampOf(value), writeId: key.slice(prefix.length), value: payloadTextOf(value) };
+}
+
+/** A stored document as a payload; ingest stores JSON objects only, so anything else is damage. */
+function toPayload(stream: string, partition: number, prefix: string, key: string, value: string): StoredPayload {
+  const writeId = key.slice(prefix.length);
+  const payload = parseJson(payloadTextOf(value));
+  if (!isPlainObject(payload)) throw new TributaryError(500, 'DAMAGED_DATA', `stored payload ${writeId} is not a JSON object`);
+  return { stream, partition, timestamp: timestampOf(value), writeId, payload };
+}
+
+function payloadTextOf(value: string): string {
+  return value.slice(value.indexOf(',"p":') + 5, -1);
 }

@@ -4,8 +4,9 @@
 //
 // A batch sent with an idempotency key gets ids that do not depend on the node or the
 // moment (issue 12, item 6): the payload's event time, then a hash of the stream, the key
-// and the payload's position. A retry of the batch, on any node, writes the same records
-// under the same keys, so it never stores a payload twice.
+// and the payload's position; a tsr block of such a batch, a hash of the stream and the key
+// (its key adds its partition and times). A retry of the batch, on any node, writes the
+// same records under the same keys, so it never stores a payload twice.
 
 import { createHash } from 'node:crypto';
 
@@ -34,6 +35,12 @@ export class WriteIdGenerator {
     const micros = Math.max(0, Math.trunc(eventTimeMs)) * 1000;
     const hash = createHash('sha256').update(`${stream}\n${key}\n${index}`).digest('base64url').slice(0, 22);
     return `${micros.toString(16).padStart(14, '0')}.k${hash}`;
+  }
+
+  /** The base of the ids of a batch's tsr blocks, with `key` its idempotency key when it has one. */
+  blockBase(stream: string, key: string | undefined): string {
+    if (key === undefined) return this.next();
+    return `k${createHash('sha256').update(`${stream}\n${key}`).digest('base64url').slice(0, 22)}`;
   }
 
   /**

@@ -3,7 +3,8 @@
 // timestamps, definitions written, SSE clients opened).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/streams/partitioner.js';
+import { canonicalJson, partitionOf } from '../../src/streams/partitioner.js';
+import { type BlockEntry, packBlocks } from '../../src/storage/tsr-block.js';
 import { cleanup, client, NodeProcess } from '../kit/node-process.js';
 import { SseClient } from '../kit/sse-client.js';
 
@@ -37,6 +38,21 @@ async function details(tenant: string, service: string, query = ''): Promise<any
 }
 
 const bytesOf = (payloads: object[]) => payloads.reduce((sum, payload) => sum + Buffer.byteLength(canonicalJson(payload)), 0);
+const TSR_POLICY = { replicas: 3, ring_size: 128, hash_payload: { bytes: 128 } };
+
+/**
+ * What a tsr write stores of the accepted payloads of one POST: for each partition, its
+ * payloads packed into blocks (src/storage/tsr-block.ts), each with its place in the POST.
+ */
+function storedBlockBytes(posted: ReadonlyArray<Record<string, unknown> | undefined>): number {
+  const byPartition = new Map<number, BlockEntry[]>();
+  posted.forEach((payload, position) => {
+    if (payload === undefined) return;
+    const partition = partitionOf(payload, TSR_POLICY);
+    byPartition.set(partition, [...(byPartition.get(partition) ?? []), { timestamp: Date.parse(payload.at as string), payload, position }]);
+  });
+  return [...byPartition.values()].flatMap(packBlocks).reduce((sum, block) => sum + Buffer.byteLength(block.text), 0);
+}
 
 beforeAll(async () => {
   [node, plain] = await Promise.all([
@@ -77,7 +93,9 @@ describe('monitoring - services', () => {
     expect(streams.map((stream: any) => stream.stream).sort()).toEqual([LIVE, SSR, TSR]);
     const tsr = (await details('demo', 'streams', `?uri=${encodeURIComponent(TSR)}`)).streams;
     expect(tsr).toHaveLength(1);
-    expect(tsr[0]).toMatchObject({ stream: TSR, accepted: 40, refused: 2, bytes: bytesOf(good), schemaVersion: '7', repository: 'tsr' });
+    // Bytes as stored: a tsr stream's payloads are stored in blocks.
+    const bytes = storedBlockBytes(good.slice(0, 20)) + storedBlockBytes(good.slice(20));
+    expect(tsr[0]).toMatchObject({ stream: TSR, accepted: 40, refused: 2, bytes, schemaVersion: '7', repository: 'tsr' });
     expect(tsr[0].policy).toEqual({ replicas: 3, ring_size: 128, hash_payload: { bytes: 128 } });
     expect(Date.parse(tsr[0].lastWrite)).toBeGreaterThanOrEqual(before - 1000);
     expect(tsr[0].ratePerSecond).toBeCloseTo(40 / 60, 5);

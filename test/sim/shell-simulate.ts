@@ -277,7 +277,7 @@ class ShellSimRun {
       partition: this.prng.int(0, stream.ringSize - 1),
       timestamp: this.world.now,
       writeId: `w${String(this.writeCounter++).padStart(5, '0')}.${via.name}`,
-      payloadJson: '{}',
+      value: '{}',
     }));
     // Copies wanted are decided by the table the write is routed with.
     const routedBy = via.process!.core.membership();

@@ -113,8 +113,8 @@ const SAMPLES: { [K in PeerKind]: Array<PeerBodies[K]> } = {
       epoch: 7,
       replicas: 2,
       records: [
-        { stream: 't/c/s', partition: 7, timestamp: -86_400_000, writeId: 'w1', payloadJson: '{"a":1}' },
-        { stream: 't/c/s', partition: 0, timestamp: 1_700_000_000_123, writeId: 'w2', payloadJson: '{}' },
+        { stream: 't/c/s', partition: 7, timestamp: -86_400_000, writeId: 'w1', value: '{"a":1}' },
+        { stream: 't/c/s', partition: 0, timestamp: 1_700_000_000_123, writeId: 'w2', value: '{}' },
       ],
     },
     { repo: 'ssr', records: [], epoch: 3, replicas: 1 },
@@ -123,7 +123,7 @@ const SAMPLES: { [K in PeerKind]: Array<PeerBodies[K]> } = {
   HintStore: [
     {
       hints: [
-        { target: 'b', repository: 'ssr', records: [{ stream: 't/c/s', partition: 3, timestamp: 5, writeId: 'w9', payloadJson: '{"a":2}' }] },
+        { target: 'b', repository: 'ssr', records: [{ stream: 't/c/s', partition: 3, timestamp: 5, writeId: 'w9', value: '{"a":2}' }] },
         { target: 'c', repository: 'KV', records: [{ key: 'k', version: 2, valueJson: '{"v":1}', deleted: false }] },
       ],
     },
@@ -135,7 +135,7 @@ const SAMPLES: { [K in PeerKind]: Array<PeerBodies[K]> } = {
   RepairKeys: [{ repo: 'ssr', stream: 't/c/s', partition: 0, segments: [1, 63] }],
   RepairKeysReply: [{ keys: ['000a/w1', 'w2'] }, { keys: [] }],
   RepairFetch: [{ repo: 'ssr', stream: 't/c/s', partition: 4, keys: ['w1'] }],
-  RepairFetchReply: [{ records: [{ stream: 't/c/s', partition: 4, timestamp: 1, writeId: 'w1', payloadJson: '{}' }] }],
+  RepairFetchReply: [{ records: [{ stream: 't/c/s', partition: 4, timestamp: 1, writeId: 'w1', value: '{}' }] }],
   RepairSweep: [{ runId: 'r1', stream: 't/c/s' }, { runId: 'r2', stream: undefined }],
   RepairStatus: [{ runId: 'r1' }],
   RepairStatusReply: [{ known: true, complete: false, partitionsTotal: 64, partitionsDone: 10, partitionsCompared: 9, recordsSent: 3, recordsReceived: 0, failures: 1 }],

@@ -11,7 +11,7 @@ import { compareHits, searchLocally, type LocalSearchRequest, type StreamSearchP
 import { forEachString, PartitionIndex, type SsrDocument } from '../../src/search/partition-index.js';
 import { SsrIndex } from '../../src/search/ssr-index.js';
 import { TopHits } from '../../src/search/top-hits.js';
-import type { Repository, StoredRecord } from '../../src/storage/repository.js';
+import type { Repository, StoredPayload, StoredRecord } from '../../src/storage/repository.js';
 import { Prng } from '../sim/prng.js';
 import { logs, weather } from '../kit/search-fixture.js';
 
@@ -151,8 +151,10 @@ class MemoryRepository implements Repository {
   writeOperations(): never[] {
     return [];
   }
-  async *scan(stream: string, options: { partition?: number } = {}): AsyncIterable<StoredRecord> {
-    for (const record of this.records) if (record.stream === stream && (options.partition === undefined || record.partition === options.partition)) yield record;
+  async *scan(stream: string, options: { partition?: number } = {}): AsyncIterable<StoredPayload> {
+    for (const record of this.records) {
+      if (record.stream === stream && (options.partition === undefined || record.partition === options.partition)) yield { ...record, payload: JSON.parse(record.value) };
+    }
   }
   async countByPartition(): Promise<Map<number, number>> {
     return new Map();
@@ -170,7 +172,7 @@ class MemoryRepository implements Repository {
 
 describe('search local - answers equal a scan of every document', () => {
   const docs = [...documents(2_000, 12), ...logs(300, 13).map((row, i) => ({ writeId: `${(2_000_000 + i).toString(16).padStart(14, '0')}.node-2`, timestamp: Date.parse(row.at), payload: { ...row } }))];
-  const records: StoredRecord[] = docs.map((document, i) => ({ stream: STREAM, partition: i % PARTITIONS, timestamp: document.timestamp, writeId: document.writeId, payloadJson: JSON.stringify(document.payload) }));
+  const records: StoredRecord[] = docs.map((document, i) => ({ stream: STREAM, partition: i % PARTITIONS, timestamp: document.timestamp, writeId: document.writeId, value: JSON.stringify(document.payload) }));
   const index = new SsrIndex(new MemoryRepository(records), () => 'standard');
   const part = (base: string | undefined, extra: Partial<StreamSearchPart> = {}): StreamSearchPart => ({
     stream: STREAM, partitions: [0, 1, 2, 3], analyzer: 'standard', base, drilldowns: [], taxonomyFacets: [], rangeFacets: [], tsField: undefined, ...extra,

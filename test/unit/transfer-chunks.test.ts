@@ -6,6 +6,8 @@ import type { ChunkData, DurableIncoming, TransferPlan } from '../../src/protoco
 import { Database } from '../../src/storage/database.js';
 import type { DefinitionRecord } from '../../src/storage/definitions.js';
 import { TimeSeriesRepository } from '../../src/storage/tsr.js';
+import { packBlocks } from '../../src/storage/tsr-block.js';
+import type { StoredRecord } from '../../src/storage/repository.js';
 import { TransferChunks } from '../../src/cluster/transfer-chunks.js';
 
 const dirs: string[] = [];
@@ -30,6 +32,11 @@ const sources = {
   partitionChanged: () => {},
 };
 
+/** A tsr record: a block of one payload. */
+function oneBlock(stream: string, partition: number, timestamp: number, writeId: string, payload: Record<string, unknown>): StoredRecord {
+  return { stream, partition, timestamp, writeId, value: packBlocks([{ timestamp, payload, position: 0 }])[0]!.text };
+}
+
 function plan(slots: TransferPlan['slots'], id = 'c1/tsr/a>b'): TransferPlan {
   return { id, repo: 'tsr', from: 'a', to: 'b', slots, complete: false, percentComplete: 0, bytes: 0, records: 0 };
 }
@@ -45,7 +52,7 @@ beforeEach(async () => {
   const tsr = new TimeSeriesRepository(source);
   const records = [];
   for (let i = 0; i < 300; i += 1) {
-    records.push({ stream: streams[i % 2]!.key, partition: i % 4, timestamp: 1_000 + i, writeId: `w${String(i).padStart(4, '0')}`, payloadJson: JSON.stringify({ i, pad: 'x'.repeat(50) }) });
+    records.push(oneBlock(streams[i % 2]!.key, i % 4, 1_000 + i, `w${String(i).padStart(4, '0')}`, { i, pad: 'x'.repeat(50) }));
   }
   await source.batch(tsr.writeOperations(records), { sync: true });
 });
@@ -130,7 +137,7 @@ describe('transfer chunks - the total of a large transfer', () => {
     for (let batch = 0; batch < 24; batch += 1) {
       const records = [];
       for (let i = batch * 500; i < (batch + 1) * 500; i += 1) {
-        records.push({ stream: 'demo/c/a', partition: i % 8, timestamp: 1_000 + i, writeId: `w${String(i).padStart(6, '0')}`, payloadJson: JSON.stringify({ i, text: `${i} `.repeat(200).slice(0, 1000) }) });
+        records.push(oneBlock('demo/c/a', i % 8, 1_000 + i, `w${String(i).padStart(6, '0')}`, { i, text: `${i} `.repeat(200).slice(0, 1000) }));
       }
       await database.batch(tsr.writeOperations(records), { sync: true });
     }

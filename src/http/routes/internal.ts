@@ -6,7 +6,6 @@ import { BadRequestError } from '../../errors.js';
 import { streamId, streamKey } from '../../streams/stream-id.js';
 import type { Repository, RepositoryName } from '../../storage/repository.js';
 import { REPOSITORY_NAMES } from '../../storage/repository.js';
-import { parseJson } from '../../json.js';
 
 const PAYLOADS_MAX = 10_000;
 
@@ -26,7 +25,7 @@ export function internalRoutes(repositories: Record<RepositoryName, Repository>)
     if (ctx.query.payloads === 'true') {
       const payloads: unknown[] = [];
       for await (const record of repository.scan(key, { limit: PAYLOADS_MAX })) {
-        payloads.push({ partition: record.partition, timestamp: record.timestamp, payload: parseJson(record.payloadJson) });
+        payloads.push({ partition: record.partition, timestamp: record.timestamp, payload: record.payload });
       }
       body.payloads = payloads;
     }
@@ -42,7 +41,7 @@ export function internalRoutes(repositories: Record<RepositoryName, Repository>)
     const key = streamKey(streamId(ctx.params.tenant, ctx.params.collection, ctx.params.name));
     const partitions: Record<number, unknown[]> = {};
     for await (const record of repositories[name].scan(key)) {
-      (partitions[record.partition] ??= []).push((JSON.parse(record.payloadJson) as Record<string, unknown>)[field] ?? null);
+      (partitions[record.partition] ??= []).push(Object.hasOwn(record.payload, field) ? (record.payload[field] ?? null) : null);
     }
     ctx.body = { partitions };
   });

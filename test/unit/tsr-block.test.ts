@@ -1,0 +1,203 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Database } from '../../src/storage/database.js';
+import type { StoredPayload, StoredRecord } from '../../src/storage/repository.js';
+import { BadBlockError, BLOCK_CHARS_MAX, BLOCK_PAYLOADS_MAX, BLOCK_SPAN_MS, blockHeader, blockPayload, decodeBlock, isoString, packBlocks, type BlockEntry } from '../../src/storage/tsr-block.js';
+import { payloadWriteId, TimeSeriesRepository } from '../../src/storage/tsr.js';
+import { canonicalJson } from '../../src/streams/partitioner.js';
+import { parseJson } from '../../src/json.js';
+import { Prng } from '../sim/prng.js';
+
+const START_MS = Date.UTC(2024, 0, 1);
+
+/** Payloads of many shapes: every kind of column, fields some payloads lack, values no column holds. */
+function randomEntry(prng: Prng, index: number): BlockEntry {
+  const timestamp = START_MS + prng.int(0, 120_000);
+  const payload: Record<string, unknown> = { at: isoString(timestamp), host: `host-${prng.int(0, 3)}`, cpu: prng.int(0, 400) / 4, seq: index };
+  if (prng.int(0, 1) === 0) payload.note = prng.pick(['', 'é😀', 'line\nbreak', '"quoted"']);
+  if (prng.int(0, 3) === 0) payload.mixed = prng.pick([1, 'one', true, null, [1, 2], { nested: { deep: [null] } }]);
+  if (prng.int(0, 5) === 0) payload.big = parseJson('12345678901234567890');
+  if (prng.int(0, 5) === 0) payload.huge = 1e21;
+  if (prng.int(0, 7) === 0) payload.at = '2024-01-01T00:00:00Z';
+  if (prng.int(0, 7) === 0) delete payload.cpu;
+  if (prng.int(0, 9) === 0) Object.defineProperty(payload, '__proto__', { value: { x: 1 }, enumerable: true, configurable: true, writable: true });
+  payload.ok = prng.int(0, 1) === 0;
+  return { timestamp, payload, position: index * 3 };
+}
+
+function decodedAll(texts: readonly string[]): Array<{ timestamp: number; json: string }> {
+  return texts.flatMap((text) => {
+    const block = decodeBlock(text);
+    return Array.from({ length: block.count }, (_, index) => ({ timestamp: block.timestamps[index]!, json: canonicalJson(blockPayload(block, index)) }));
+  });
+}
+
+describe('tsr block - encoding', () => {
+  it('reads back every payload as stored, in time order, ties in the order written', () => {
+    for (let seed = 1; seed <= 30; seed += 1) {
+      const prng = new Prng(seed);
+      const entries = Array.from({ length: prng.int(1, 300) }, (_, index) => randomEntry(prng, index));
+      const packed = packBlocks(entries);
+      const expected = [...entries].sort((a, b) => a.timestamp - b.timestamp || a.position - b.position);
+      expect(decodedAll(packed.map((block) => block.text))).toEqual(expected.map((entry) => ({ timestamp: entry.timestamp, json: canonicalJson(entry.payload) })));
+      expect(packed.flatMap((block) => block.members)).toEqual(expected.map((entry) => entry.position / 3));
+      expect(packed.flatMap((block) => [...decodeBlock(block.text).positions])).toEqual(expected.map((entry) => entry.position));
+      for (const block of packed) expect(block.minTs).toBe(blockHeader(block.text).minTs);
+    }
+  });
+
+  it('keeps a payload\'s own field named __proto__ as a field', () => {
+    const payload = JSON.parse('{"__proto__":{"x":1},"a":1}') as Record<string, unknown>;
+    const [block] = packBlocks([{ timestamp: START_MS, payload, position: 0 }]);
+    const back = blockPayload(decodeBlock(block!.text), 0);
+    expect(Object.getPrototypeOf(back)).toBe(Object.prototype);
+    expect(canonicalJson(back)).toBe('{"__proto__":{"x":1},"a":1}');
+  });
+
+  it('stores an ISO timestamp field once, as the timestamps, and repeated strings as a dictionary', () => {
+    const entries = Array.from({ length: 40 }, (_, i) => ({ timestamp: START_MS + i * 1000, payload: { at: new Date(START_MS + i * 1000).toISOString(), host: `h${i % 4}`, id: `id-${i}` }, position: i }));
+    const [block] = packBlocks(entries);
+    const columns = decodeBlock(block!.text).columns;
+    expect(columns.get('at')).toEqual({ kind: 'iso' });
+    expect(columns.get('host')?.kind).toBe('dictionary');
+    expect(columns.get('id')?.kind).toBe('string');
+    expect(block!.text).not.toContain('2024-01-01T');
+  });
+
+  it('splits blocks by span, by payload count and by size', () => {
+    const spread = Array.from({ length: 10 }, (_, i) => ({ timestamp: START_MS + i * (BLOCK_SPAN_MS / 3), payload: { i }, position: i }));
+    const bySpan = packBlocks(spread).map((block) => blockHeader(block.text));
+    expect(bySpan.length).toBeGreaterThan(1);
+    for (const header of bySpan) expect(header.maxTs - header.minTs).toBeLessThan(BLOCK_SPAN_MS);
+    const many = Array.from({ length: BLOCK_PAYLOADS_MAX + 5 }, (_, i) => ({ timestamp: START_MS, payload: { i }, position: i }));
+    expect(packBlocks(many).map((block) => blockHeader(block.text).count)).toEqual([BLOCK_PAYLOADS_MAX, 5]);
+    const large = Array.from({ length: 8 }, (_, i) => ({ timestamp: START_MS + i, payload: { text: `${i}`.repeat(BLOCK_CHARS_MAX / 4) }, position: i }));
+    const bySize = packBlocks(large);
+    expect(bySize.length).toBeGreaterThan(2);
+    expect(decodedAll(bySize.map((block) => block.text)).map((entry) => entry.json)).toEqual(large.map((entry) => canonicalJson(entry.payload)));
+  });
+
+  it('refuses text that is not a block, naming what is wrong', () => {
+    const [block] = packBlocks([{ timestamp: START_MS, payload: { a: 1 }, position: 0 }, { timestamp: START_MS + 5, payload: { a: 2 }, position: 1 }]);
+    const text = block!.text;
+    const cases: Array<[string, RegExp]> = [
+      ['{"a":1}', /no header/],
+      [text.replace('tsb1 2 ', 'tsb1 0 '), /holds 1 to/],
+      [text.replace(`tsb1 2 ${START_MS} ${START_MS + 5}`, `tsb1 2 ${START_MS} ${START_MS + BLOCK_SPAN_MS}`), /spans less than/],
+      [text.replace('"t":[', '"t":[1,'), /2 payloads has 3 timestamps/],
+      [text.replace('"t":[1704067200000,5]', '"t":[1704067200000,-5]'), /out of order/],
+      [text.replace('"n":[1,2]', '"n":[1]'), /does not hold 2 values/],
+      [text.replace('"n":[1,2]', '"n":[1,"2"]'), /not a number/],
+      [`${text.slice(0, -3)}`, /not JSON/],
+    ];
+    for (const [bad, message] of cases) {
+      expect(bad).not.toBe(text);
+      expect(() => decodeBlock(bad)).toThrow(BadBlockError);
+      expect(() => decodeBlock(bad)).toThrow(message);
+    }
+  });
+
+  it('formats ISO strings as toISOString does', () => {
+    const prng = new Prng(7);
+    for (let i = 0; i < 2_000; i += 1) {
+      const ms = prng.int(-5_000_000, 5_000_000) * 1_000_003 + prng.int(0, 999);
+      expect(isoString(ms)).toBe(new Date(ms).toISOString());
+    }
+  });
+});
+
+// ---------------------------------------------------------------- the repository
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+async function withRepository(work: (tsr: TimeSeriesRepository, database: Database) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'tributary-tsr-'));
+  dirs.push(dir);
+  const database = await Database.open(dir);
+  try {
+    await work(new TimeSeriesRepository(database), database);
+  } finally {
+    await database.close();
+  }
+}
+
+/** Writes of overlapping time ranges, each packed into blocks as ingest packs them. */
+function overlappingWrites(prng: Prng, writes: number, partition: number): { records: StoredRecord[]; payloads: StoredPayload[] } {
+  const records: StoredRecord[] = [];
+  const payloads: StoredPayload[] = [];
+  for (let write = 0; write < writes; write += 1) {
+    const base = START_MS + prng.int(0, 3 * BLOCK_SPAN_MS);
+    const entries = Array.from({ length: prng.int(1, 60) }, (_, i) => ({ timestamp: base + prng.int(0, BLOCK_SPAN_MS / 2) * (prng.int(0, 9) === 0 ? 3 : 1), payload: { w: write, i }, position: i }));
+    packBlocks(entries).forEach((block, ordinal) => {
+      const writeId = `w${String(write).padStart(3, '0')}.${ordinal}`;
+      records.push({ stream: 's/c/m', partition, timestamp: block.minTs, writeId, value: block.text });
+      const decoded = decodeBlock(block.text);
+      for (let index = 0; index < decoded.count; index += 1) {
+        payloads.push({ stream: 's/c/m', partition, timestamp: decoded.timestamps[index]!, writeId: payloadWriteId(writeId, decoded.positions[index]!), payload: blockPayload(decoded, index) });
+      }
+    });
+  }
+  payloads.sort((a, b) => a.timestamp - b.timestamp || (a.writeId < b.writeId ? -1 : a.writeId > b.writeId ? 1 : 0));
+  return { records, payloads };
+}
+
+async function all<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of iterable) out.push(item);
+  return out;
+}
+
+describe('tsr repository - blocks', () => {
+  it('scans a partition in (time, writeId) order over overlapping blocks, in any time range and from any page boundary', async () => {
+    await withRepository(async (tsr, database) => {
+      const prng = new Prng(11);
+      const { records, payloads } = overlappingWrites(prng, 40, 3);
+      await database.batch(tsr.writeOperations(records), { sync: true });
+      expect(await all(tsr.scan('s/c/m'))).toEqual(payloads);
+      for (let run = 0; run < 20; run += 1) {
+        const fromTimestamp = START_MS + prng.int(-1000, 4 * BLOCK_SPAN_MS);
+        const toTimestamp = fromTimestamp + prng.int(0, BLOCK_SPAN_MS);
+        const inRange = payloads.filter((payload) => payload.timestamp >= fromTimestamp && payload.timestamp <= toTimestamp);
+        expect(await all(tsr.scan('s/c/m', { partition: 3, fromTimestamp, toTimestamp }))).toEqual(inRange);
+        const after = payloads[prng.int(0, payloads.length - 1)]!;
+        const limit = prng.int(1, 50);
+        const page = await all(tsr.scan('s/c/m', { partition: 3, after: { timestamp: after.timestamp, writeId: after.writeId }, limit }));
+        const start = payloads.indexOf(after) + 1;
+        expect(page).toEqual(payloads.slice(start, start + limit));
+      }
+    });
+  });
+
+  it('counts payloads from the keys, and repair reads back records that store under the same keys', async () => {
+    await withRepository(async (tsr, database) => {
+      const prng = new Prng(12);
+      const first = overlappingWrites(prng, 10, 0);
+      const second = overlappingWrites(prng, 10, 5);
+      await database.batch(tsr.writeOperations([...first.records, ...second.records]), { sync: true });
+      expect(Object.fromEntries(await tsr.countByPartition('s/c/m'))).toEqual({ 0: first.payloads.length, 5: second.payloads.length });
+      const keys = await tsr.partitionKeys('s/c/m', 5);
+      expect(keys).toHaveLength(second.records.length);
+      const read = await tsr.recordsAt('s/c/m', 5, keys);
+      expect(new Set(read.map((record) => JSON.stringify(record)))).toEqual(new Set(second.records.map((record) => JSON.stringify(record))));
+      expect(tsr.writeOperations(read).map((operation) => operation.key).sort()).toEqual(keys.map((key) => `s/c/m/0005/${key}`));
+    });
+  });
+
+  it('refuses a record that is not a block, and answers a damaged stored block as damaged data', async () => {
+    await withRepository(async (tsr, database) => {
+      const record = { stream: 's/c/m', partition: 1, timestamp: START_MS, writeId: 'w1', value: '{"a":1}' };
+      expect(() => tsr.writeOperations([record])).toThrow(/not a tsr block/);
+      const [block] = packBlocks([{ timestamp: START_MS, payload: { a: 1 }, position: 0 }]);
+      expect(() => tsr.writeOperations([{ ...record, timestamp: START_MS + 1, value: block!.text }])).toThrow(/not its block's first/);
+      expect(() => tsr.writeOperations([{ ...record, writeId: 'a/b', value: block!.text }])).toThrow(/holds a '\/'/);
+      const [operation] = tsr.writeOperations([{ ...record, value: block!.text }]);
+      await database.batch([{ ...operation!, type: 'put', value: block!.text.replace('"n":[1]', '"n":[') }], { sync: true });
+      await expect(all(tsr.scan('s/c/m'))).rejects.toThrow(/damaged/);
+    });
+  });
+});
