@@ -16,7 +16,9 @@
 //   payload's writeId is its write's id and that place (tsr.ts), so payloads of one
 //   moment read back in the order they arrived, across partitions. `c` holds, by field name, each
 //   top-level field that every payload has with one kind of value:
-//     {"n":[…]}              finite numbers (not integers beyond 2^53: those keep their digits in rest)
+//     {"n":[…]}              integers (within 2^53: larger ones keep their digits in rest)
+//     {"f":"…"}              other finite numbers, as base64 of little-endian float64s: no
+//                            decimal text to write or read for a measurement
 //     {"s":[…]}              strings
 //     {"d":[…],"i":[…]}      strings, few distinct: the distinct ones and each payload's index into them
 //     {"b":[…]}              booleans
@@ -28,8 +30,12 @@
 // A decoded payload has its fields in sorted order, as the canonical JSON ingest used to
 // store: so a payload reads back as the same value it was stored as.
 
+import { assert } from '../assert.js';
 import { isPlainObject, parseJson } from '../json.js';
 import { canonicalJson } from '../streams/partitioner.js';
+
+// Float64Array is in the machine's byte order; the stored format is little-endian.
+assert(new Uint8Array(new Uint16Array([1]).buffer)[0] === 1, 'tsr blocks need a little-endian machine');
 
 /** Payloads of one block lie within this much event time of its first (the scan's look-back). */
 export const BLOCK_SPAN_MS = 10 * 60_000;
@@ -56,7 +62,7 @@ export interface BlockHeader {
 }
 
 export type Column =
-  | { readonly kind: 'number'; readonly values: readonly number[] }
+  | { readonly kind: 'number'; readonly values: ArrayLike<number> }
   | { readonly kind: 'string'; readonly values: readonly string[] }
   | { readonly kind: 'dictionary'; readonly distinct: readonly string[]; readonly indices: readonly number[] }
   | { readonly kind: 'boolean'; readonly values: readonly boolean[] }
@@ -133,13 +139,52 @@ function encodeBounded(sorted: readonly SortedEntry[], first: number, end: numbe
   encodeBounded(sorted, middle, end, out);
 }
 
-/** What one field held across the payloads seen so far. */
+/**
+ * What each field held across the payloads. Payloads of one stream mostly have the same
+ * fields in the same order: while a payload's field names are the last one's, its kinds
+ * are matched by place, without a lookup by name.
+ */
+function fieldsSeen(sorted: readonly SortedEntry[], first: number, end: number): Map<string, FieldSeen> {
+  const fields = new Map<string, FieldSeen>();
+  let shape: string[] = [];
+  let shapeSeen: FieldSeen[] = [];
+  for (let i = first; i < end; i += 1) {
+    const payload = sorted[i]!.payload;
+    const names = Object.keys(payload);
+    if (!sameNames(names, shape)) {
+      shape = names;
+      shapeSeen = names.map((name) => {
+        let seen = fields.get(name);
+        if (seen === undefined) fields.set(name, (seen = { kind: 'u', count: 0 }));
+        return seen;
+      });
+    }
+    for (let f = 0; f < names.length; f += 1) {
+      const value = payload[names[f]!];
+      if (value === undefined) continue;
+      const seen = shapeSeen[f]!;
+      const kind = valueKind(value);
+      if (seen.kind === 'u') seen.kind = kind;
+      else if (seen.kind !== kind) seen.kind = 'x';
+      seen.count += 1;
+    }
+  }
+  return fields;
+}
+
+function sameNames(names: readonly string[], shape: readonly string[]): boolean {
+  if (names.length !== shape.length) return false;
+  for (let i = 0; i < names.length; i += 1) if (names[i] !== shape[i]) return false;
+  return true;
+}
+
+/** What one field held across the payloads seen so far ('u': nothing yet). */
 interface FieldSeen {
-  kind: 'n' | 's' | 'b' | 'x';
+  kind: 'n' | 's' | 'b' | 'x' | 'u';
   count: number;
 }
 
-function valueKind(value: unknown): FieldSeen['kind'] {
+function valueKind(value: unknown): 'n' | 's' | 'b' | 'x' {
   switch (typeof value) {
     case 'number':
       // An integer beyond 2^53 reads back as a BigInt (json.ts): its digits stay in rest.
@@ -156,23 +201,8 @@ function valueKind(value: unknown): FieldSeen['kind'] {
 /** The block of sorted[first..end), which are in time order. */
 function encodeBlock(sorted: readonly SortedEntry[], first: number, end: number): string {
   const count = end - first;
-  const fields = new Map<string, FieldSeen>();
-  for (let i = first; i < end; i += 1) {
-    const payload = sorted[i]!.payload;
-    for (const name in payload) {
-      if (!Object.hasOwn(payload, name)) continue;
-      const value = payload[name];
-      if (value === undefined) continue;
-      const kind = valueKind(value);
-      const seen = fields.get(name);
-      if (seen === undefined) fields.set(name, { kind, count: 1 });
-      else {
-        if (seen.kind !== kind) seen.kind = 'x';
-        seen.count += 1;
-      }
-    }
-  }
-  const names = [...fields.keys()].sort();
+  const fields = fieldsSeen(sorted, first, end);
+  const names = [...fields].filter(([, seen]) => seen.count > 0).map(([name]) => name).sort();
   const columnNames = names.filter((name) => fields.get(name)!.kind !== 'x' && fields.get(name)!.count === count);
   const restNames = names.filter((name) => !columnNames.includes(name));
   let columns = '';
@@ -209,7 +239,7 @@ function encodePositions(sorted: readonly SortedEntry[], first: number, end: num
 function encodeColumn(sorted: readonly SortedEntry[], first: number, end: number, name: string, kind: FieldSeen['kind']): string {
   const values = new Array<unknown>(end - first);
   for (let i = first; i < end; i += 1) values[i - first] = sorted[i]!.payload[name];
-  if (kind === 'n') return `{"n":${JSON.stringify(values)}}`;
+  if (kind === 'n') return encodeNumbers(values as number[]);
   if (kind === 'b') return `{"b":${JSON.stringify(values)}}`;
   const strings = values as string[];
   if (isIsoOfTimestamps(sorted, first, strings)) return '{"iso":1}';
@@ -223,6 +253,16 @@ function encodeColumn(sorted: readonly SortedEntry[], first: number, end: number
   // A dictionary pays when values repeat: host names, units, states.
   if (distinct.size * 4 > strings.length) return `{"s":${JSON.stringify(strings)}}`;
   return `{"d":${JSON.stringify([...distinct.keys()])},"i":${JSON.stringify(indices)}}`;
+}
+
+function encodeNumbers(values: readonly number[]): string {
+  let integers = true;
+  for (let i = 0; i < values.length && integers; i += 1) integers = Number.isInteger(values[i]);
+  if (integers) return `{"n":${JSON.stringify(values)}}`;
+  const doubles = new Float64Array(values.length);
+  // -0 as 0: as JSON text, which writes both as 0, gave it back.
+  for (let i = 0; i < values.length; i += 1) doubles[i] = values[i]! === 0 ? 0 : values[i]!;
+  return `{"f":"${Buffer.from(doubles.buffer, doubles.byteOffset, doubles.byteLength).toString('base64')}"}`;
 }
 
 function isIsoOfTimestamps(sorted: readonly BlockEntry[], first: number, strings: readonly string[]): boolean {
@@ -323,6 +363,7 @@ function decodeColumn(name: string, column: unknown, count: number): Column {
   const bad = (why: string) => new BadBlockError(`column '${name}' of a tsr block ${why}`);
   if (!isPlainObject(column)) throw bad('is not an object');
   if (column.iso === 1) return { kind: 'iso' };
+  if (column.f !== undefined) return { kind: 'number', values: decodeDoubles(column.f, count, bad) };
   const values = column.n ?? column.s ?? column.b ?? column.i;
   if (!Array.isArray(values) || values.length !== count) throw bad(`does not hold ${count} values`);
   if (column.n !== undefined) {
@@ -341,6 +382,17 @@ function decodeColumn(name: string, column: unknown, count: number): Column {
   if (!Array.isArray(distinct) || !distinct.every((value) => typeof value === 'string')) throw bad('has no dictionary of strings');
   if (!values.every((index) => Number.isSafeInteger(index) && index >= 0 && index < distinct.length)) throw bad('points outside its dictionary');
   return { kind: 'dictionary', distinct, indices: values };
+}
+
+function decodeDoubles(text: unknown, count: number, bad: (why: string) => BadBlockError): Float64Array {
+  if (typeof text !== 'string') throw bad('holds no base64 text');
+  const bytes = Buffer.from(text, 'base64');
+  if (bytes.length !== count * 8) throw bad(`does not hold ${count} values`);
+  // Copied: a Buffer's offset in its pool need not be a multiple of 8.
+  const doubles = new Float64Array(count);
+  new Uint8Array(doubles.buffer).set(bytes);
+  for (let i = 0; i < count; i += 1) if (!Number.isFinite(doubles[i])) throw bad('holds a number that is not finite');
+  return doubles;
 }
 
 /** The value of one column for payload `index`. */

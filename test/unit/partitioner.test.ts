@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, canonicalJsonPrefix, fnv1a32, partitionOf, partitionOfCanonical } from '../../src/streams/partitioner.js';
+import { Prng } from '../sim/prng.js';
+import { canonicalJson, fnv1a32, partitionOf, partitionOfCanonical } from '../../src/streams/partitioner.js';
 
 const policy = (ring_size: number, bytes: number) => ({ replicas: 1, ring_size, hash_payload: { bytes } });
 
@@ -42,31 +43,54 @@ describe('partitioner - hash', () => {
   });
 });
 
-describe('partitioner - canonical prefix', () => {
-  it('is a prefix of the canonical JSON, at least as long as asked, and gives the same partition', () => {
-    for (let i = 0; i < 300; i += 1) {
-      const payload = { z: i, a: { nested: [i, 'x'.repeat(i % 17), { q: null, b: true }] }, m: `text ${i}`.repeat(i % 5) };
-      const full = canonicalJson(payload);
-      for (const chars of [1, 16, 40, 128, 10_000]) {
-        const prefix = canonicalJsonPrefix(payload, chars);
-        expect(full.startsWith(prefix)).toBe(true);
-        expect(prefix.length).toBeGreaterThanOrEqual(Math.min(chars, full.length));
-        expect(partitionOfCanonical(prefix, policy(128, chars))).toBe(partitionOfCanonical(full, policy(128, chars)));
+describe('partitioner - the frozen definition', () => {
+  it('hashes the UTF-8 bytes of the first bytes characters, cut to bytes bytes, as Buffer.from encodes them', () => {
+    const prng = new Prng(5);
+    const pieces = ['a', 'é', '€', '😀', '\ud800', '\udc00', '"', '\n', 'z'.repeat(20)];
+    for (let run = 0; run < 2_000; run += 1) {
+      const text = Array.from({ length: prng.int(0, 40) }, () => prng.pick(pieces)).join('');
+      for (const bytes of [1, 2, 3, 5, 8, 17, 64, 128]) {
+        const frozen = fnv1a32(Buffer.from(text.slice(0, bytes), 'utf8').subarray(0, bytes)) % 977;
+        expect(partitionOfCanonical(text, policy(977, bytes)), JSON.stringify(text)).toBe(frozen);
       }
     }
   });
 });
 
-describe('partitioner - canonical prefix of strings', () => {
-  it('matches the canonical JSON through escapes, quotes and surrogate pairs cut anywhere', () => {
-    const texts = ['plain text that goes on', 'quote " and \\ backslash\n newline\t tab', '😀😀😀 emoji pairs 😀', '\u0001\u001f control', 'é'.repeat(40)];
-    for (const text of texts) {
-      const payload = { a: text, b: [text, { c: text }] };
+describe('partitioner - the partition of a payload without its text', () => {
+  it('is the partition of its canonical JSON, for any payload and any hash_payload.bytes', () => {
+    const prng = new Prng(17);
+    const texts = ['', 'plain', 'quote " and \\ backslash\n', '😀x😀', 'é', '\u0001', '\ud800 lone', 'lone low \udc00', 'end high \ud83d', 'ü€😀'.repeat(30), 'x'.repeat(300)];
+    const value = (depth: number): unknown => {
+      switch (prng.int(0, depth > 2 ? 5 : 7)) {
+        case 0: return prng.pick(texts) + prng.pick(texts);
+        case 1: return prng.int(-1000, 1000) / prng.pick([1, 4, 7, 1e6]);
+        case 2: return prng.pick([true, false, null, undefined, NaN, 12345678901234567890n, 1e21, -0]);
+        case 3: return prng.pick(texts);
+        case 4: return prng.int(0, 1e9);
+        case 5: return prng.pick(texts).slice(0, prng.int(0, 4));
+        case 6: return Array.from({ length: prng.int(0, 4) }, () => value(depth + 1));
+        default: {
+          const object: Record<string, unknown> = {};
+          for (let i = prng.int(0, 5); i > 0; i -= 1) object[prng.pick(['a', 'z', 'é', '😀k', 'k"q', 'b', 'A', '10', '9'])] = value(depth + 1);
+          return object;
+        }
+      }
+    };
+    for (let run = 0; run < 3_000; run += 1) {
+      const payload = value(0);
       const full = canonicalJson(payload);
-      for (let chars = 1; chars < full.length + 2; chars += 1) {
-        const prefix = canonicalJsonPrefix(payload, chars);
-        expect(full.startsWith(prefix), `${JSON.stringify(text)} at ${chars}`).toBe(true);
-        expect(prefix.length).toBeGreaterThanOrEqual(Math.min(chars, full.length));
+      for (const bytes of [1, 2, 3, 4, 5, 8, 13, 32, 64, 128, 129, 1_000]) {
+        expect(partitionOf(payload, policy(1 << 16, bytes)), `${full} at ${bytes}`).toBe(partitionOfCanonical(full, policy(1 << 16, bytes)));
+      }
+    }
+  });
+
+  it('cuts a surrogate pair at the character limit as the text hash does', () => {
+    for (let pad = 0; pad < 8; pad += 1) {
+      const payload = { k: `${'a'.repeat(pad)}😀😀` };
+      for (let bytes = 1; bytes < 24; bytes += 1) {
+        expect(partitionOf(payload, policy(1 << 16, bytes))).toBe(partitionOfCanonical(canonicalJson(payload), policy(1 << 16, bytes)));
       }
     }
   });

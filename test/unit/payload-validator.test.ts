@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { compileValidator, parseDatetime, type PayloadValidator } from '../../src/streams/payload-validator.js';
+import { Prng } from '../sim/prng.js';
 import { parseSchema } from '../../src/streams/schema.js';
 
 function validatorFor(properties: Record<string, unknown>): PayloadValidator {
@@ -279,6 +280,24 @@ describe('payload validator', () => {
 });
 
 describe('parseDatetime', () => {
+  it('parseDatetime - reads the toISOString form as the pattern reads the same instant with another zone', () => {
+    const prng = new Prng(3);
+    const chars = '0123456789-T:.Z x';
+    for (let run = 0; run < 5_000; run += 1) {
+      let text = new Date(prng.int(-70_000, 300_000) * 1e8 + prng.int(0, 1e8)).toISOString();
+      if (text.length !== 24) continue;
+      if (prng.int(0, 3) === 0) text = text.slice(0, 19) + 'Z';
+      // Damage a character now and then: a digit out of range, a separator, a calendar day.
+      if (prng.int(0, 1) === 0) {
+        const at = prng.int(0, text.length - 2);
+        text = text.slice(0, at) + chars[prng.int(0, chars.length - 1)] + text.slice(at + 1);
+      }
+      expect(parseDatetime(text), text).toBe(parseDatetime(`${text.slice(0, -1)}+00:00`));
+    }
+    expect(parseDatetime('2023-02-29T00:00:00.000Z')).toBeUndefined();
+    expect(parseDatetime('2024-02-29T23:59:59.999Z')).toBe(Date.UTC(2024, 1, 29, 23, 59, 59, 999));
+  });
+
   it('parseDatetime - converts zones to epoch milliseconds', () => {
     expect(parseDatetime('2024-01-31T12:00:00Z')).toBe(Date.UTC(2024, 0, 31, 12));
     expect(parseDatetime('2024-01-31T12:00:00')).toBe(Date.UTC(2024, 0, 31, 12));

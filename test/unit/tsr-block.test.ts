@@ -57,13 +57,18 @@ describe('tsr block - encoding', () => {
   });
 
   it('stores an ISO timestamp field once, as the timestamps, and repeated strings as a dictionary', () => {
-    const entries = Array.from({ length: 40 }, (_, i) => ({ timestamp: START_MS + i * 1000, payload: { at: new Date(START_MS + i * 1000).toISOString(), host: `h${i % 4}`, id: `id-${i}` }, position: i }));
+    const entries = Array.from({ length: 40 }, (_, i) => ({ timestamp: START_MS + i * 1000, payload: { at: new Date(START_MS + i * 1000).toISOString(), host: `h${i % 4}`, id: `id-${i}`, n: i, x: i === 3 ? -0 : i / 3 }, position: i }));
     const [block] = packBlocks(entries);
-    const columns = decodeBlock(block!.text).columns;
-    expect(columns.get('at')).toEqual({ kind: 'iso' });
-    expect(columns.get('host')?.kind).toBe('dictionary');
-    expect(columns.get('id')?.kind).toBe('string');
+    const decoded = decodeBlock(block!.text);
+    expect(decoded.columns.get('at')).toEqual({ kind: 'iso' });
+    expect(decoded.columns.get('host')?.kind).toBe('dictionary');
+    expect(decoded.columns.get('id')?.kind).toBe('string');
     expect(block!.text).not.toContain('2024-01-01T');
+    // Integers as decimal text, other numbers as float64 bytes: the same doubles back, -0 as 0 (as JSON text gave it).
+    expect(block!.text).toContain('"n":{"n":[0,1,2,');
+    expect(block!.text).toMatch(/"x":\{"f":"[A-Za-z0-9+/=]+"\}/);
+    expect(Array.from({ length: 40 }, (_, i) => blockPayload(decoded, i).x)).toEqual(entries.map((entry) => (entry.payload.x === 0 ? 0 : entry.payload.x)));
+    expect(Object.is(blockPayload(decoded, 3).x, 0)).toBe(true);
   });
 
   it('splits blocks by span, by payload count and by size', () => {
