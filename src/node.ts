@@ -43,7 +43,8 @@ import { ExecutionService } from './execution/execution-service.js';
 import { readHistorical, scanPage, type ScanRequest } from './execution/historical-reader.js';
 import { LiveFeed, LiveForwarder } from './execution/live-feed.js';
 import { OutputRegistry } from './execution/output-registry.js';
-import { remoteExecutionStatuses, remoteOutputPoll, remoteScan, serveExecutionStatuses, serveLivePayloads, serveOutputPolls, serveScans } from './execution/execution-peer.js';
+import { remoteBlocks, remoteExecutionStatuses, remoteOutputPoll, remoteScan, serveBlocks, serveExecutionStatuses, serveLivePayloads, serveOutputPolls, serveScans } from './execution/execution-peer.js';
+import { BLOCK_PAGE_CHARS_MAX, type BlockPageRequest, readBlockColumns, readBlockRows } from './execution/historical-blocks.js';
 import { createPipeline } from './execution/pipeline/index.js';
 import { SessionDirectory } from './execution/session-directory.js';
 import { SessionHost, type RunStatus } from './execution/session-host.js';
@@ -194,7 +195,7 @@ function baseParts(config: Config) {
 /** The database (checked for damage at open), definitions, hints, group commit and both repositories. */
 async function openStorage(config: Config, log: Logger, metrics: Metrics) {
   const { database, damage: damageFound } = await openChecked(config.dataDir, log, (seconds) => metrics.syncedBatch(seconds));
-  const repositories: Record<RepositoryName, Repository> = { ssr: new SearchableRepository(database), tsr: new TimeSeriesRepository(database) };
+  const repositories: Record<RepositoryName, Repository> & { tsr: TimeSeriesRepository } = { ssr: new SearchableRepository(database), tsr: new TimeSeriesRepository(database) };
   return {
     database,
     damageFound,
@@ -329,12 +330,16 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
     plane.repair.checkServing(`partition ${request.partition} of ${request.stream}`);
     return scanPage((stream, options) => repositories[request.repo].scan(stream, options), request, config.execution.historicalPageRecords);
   };
+  const blocksLocal = (request: BlockPageRequest) => {
+    plane.repair.checkServing(`partition ${request.partition} of ${request.stream}`);
+    return repositories.tsr.blockPage(request.stream, request.partition, { ...request, charsMax: Math.min(request.charsMax, BLOCK_PAGE_CHARS_MAX) });
+  };
   const storeStats = new StoreStatsCache({
     databaseDir: join(config.dataDir, 'db'),
     streams: () => placements.persisted(),
     countByPartition: (repo, stream) => repositories[repo].countByPartition(stream),
   }, STORE_STATS_TTL_MS);
-  return { ssrIndex, repositoryStats, shell, membershipService, plane, runtime, ingest, searchLocal, scanLocal, storeStats };
+  return { ssrIndex, repositoryStats, shell, membershipService, plane, runtime, ingest, searchLocal, scanLocal, blocksLocal, storeStats };
 }
 
 /** Monitoring (issue 13): every service of the spec, from counters the parts keep. */
@@ -418,6 +423,8 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
     available,
     scanLocal: data.scanLocal,
     scanRemote: remoteScan(transport, deadline),
+    blocksLocal: data.blocksLocal,
+    blocksRemote: remoteBlocks(transport, deadline),
   };
   const sessionHost = new SessionHost({
     localName: config.name,
@@ -432,7 +439,11 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
       const failures = await data.ingest.ingest(parseStreamUri(uri), rows);
       if (failures.size > 0) throw new BadRequestError(`${uri} refused ${failures.size} row(s): ${[...failures.values()][0]}`);
     },
-    readHistorical: (source) => readHistorical(historicalDeps, source, config.execution.historicalPageRecords),
+    readHistorical: (source) =>
+      source.rows === undefined
+        ? readHistorical(historicalDeps, source, config.execution.historicalPageRecords)
+        : readBlockRows(historicalDeps, source, source.rows, config.execution.historicalPageRecords),
+    readHistoricalColumns: (source) => readBlockColumns(historicalDeps, source, source.rows!),
     sandboxLimits: { timeoutMs: config.execution.functionTimeoutMs, memoryMb: config.limits.tagMemoryMb },
     limits: { groupsMax: config.execution.queryGroupsMax, rowsHeldMax: config.execution.queryRowsHeldMax, pendingWriteRowsMax: config.execution.liveForwardQueuePayloadsMax },
     functionBudgetMs: config.execution.functionBudgetMs,
@@ -483,6 +494,7 @@ function serveReads(transport: PeerTransport, parts: { storage: Storage; data: D
   serveSearchReads(transport, data.searchLocal);
   serveOutputPolls(transport, execution.outputs);
   serveScans(transport, data.scanLocal);
+  serveBlocks(transport, data.blocksLocal);
   serveExecutionStatuses(transport, execution.sessionHost);
   serveStoreStats(transport, data.storeStats);
   serveMonitoring(transport, monitoring.deps);

@@ -1,6 +1,7 @@
 // Execution's part of the peer protocol, each answered where its state lives:
 // - OutputPoll: a node serving an output's SSE clients long-polls the output's host;
 // - ScanRead: a historical query reads a page of a partition from one of its owners;
+// - BlockRead: one that reads a tsr stream's columns reads a page of its blocks;
 // - ExecutionStatusRead: the queries response asks the session's host how its queries run;
 // - LivePayloads: the node that accepted payloads hands them to the hosts of live queries.
 // The codec has checked every request and reply (src/peer/codec.ts, documents.ts).
@@ -10,6 +11,8 @@ import { payloadSchema, readDocument } from '../peer/documents.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { LiveFeed } from './live-feed.js';
 import type { ScanPage, ScanRequest } from './historical-reader.js';
+import type { BlockPageRequest } from './historical-blocks.js';
+import type { BlockPage } from '../storage/tsr.js';
 import type { PollReply } from './output-channel.js';
 import type { OutputPollRequest, OutputRegistry } from './output-registry.js';
 import type { RunStatus, SessionHost } from './session-host.js';
@@ -31,6 +34,15 @@ export function serveScans(endpoint: PeerEndpoint, scanLocal: (request: ScanRequ
 
 export function remoteScan(endpoint: PeerEndpoint, deadlineMs: number): (node: string, request: ScanRequest) => Promise<ScanPage> {
   return (node, request) => endpoint.call(node, 'ScanRead', request, { deadlineMs });
+}
+
+/** Answers other nodes' pages of the tsr blocks of the partitions this node owns. */
+export function serveBlocks(endpoint: PeerEndpoint, blocksLocal: (request: BlockPageRequest) => Promise<BlockPage>): void {
+  endpoint.handle('BlockRead', (_sender, request) => blocksLocal(request));
+}
+
+export function remoteBlocks(endpoint: PeerEndpoint, deadlineMs: number): (node: string, request: BlockPageRequest) => Promise<BlockPage> {
+  return (node, request) => endpoint.call(node, 'BlockRead', request, { deadlineMs });
 }
 
 /** Answers how the queries of a session hosted here run (none when it is not hosted here). */

@@ -5,6 +5,7 @@
 // receipt, which the merge keeps). A bound on the timestamp narrows each partition's scan.
 
 import type { RepositoryName, StoredPayload } from '../storage/repository.js';
+import type { BlockRowPlan } from './block-row-plan.js';
 
 export interface ScanRequest {
   readonly repo: RepositoryName;
@@ -29,10 +30,7 @@ export interface ScanPage {
   readonly done: boolean;
 }
 
-export interface HistoricalDeps {
-  readonly localName: string;
-  ownersOf(partition: number, replicas: number): readonly string[];
-  available(node: string): boolean;
+export interface HistoricalDeps extends OwnerChoice {
   scanLocal(request: ScanRequest): Promise<ScanPage>;
   scanRemote(node: string, request: ScanRequest): Promise<ScanPage>;
 }
@@ -44,6 +42,8 @@ export interface HistoricalSource {
   readonly replicas: number;
   readonly fromMs?: number;
   readonly toMs?: number;
+  /** Set when the query reads a tsr stream's blocks column by column (historical-blocks.ts): the rows it needs. */
+  readonly rows?: BlockRowPlan;
 }
 
 interface Cursor {
@@ -106,20 +106,33 @@ async function fetchPage(deps: HistoricalDeps, source: HistoricalSource, partiti
     ...(source.toMs === undefined ? {} : { toMs: source.toMs }),
     ...(after === undefined ? {} : { after: { timestamp: after.timestamp, writeId: after.writeId } }),
   };
+  return fromAnOwner(deps, partition, source, () => deps.scanLocal(request), (owner) => deps.scanRemote(owner, request));
+}
+
+/** Where a partition is read from, for any kind of read. */
+export interface OwnerChoice {
+  readonly localName: string;
+  ownersOf(partition: number, replicas: number): readonly string[];
+  available(node: string): boolean;
+}
+
+/**
+ * A read of one partition from this node when it owns the partition, else (or when it
+ * cannot answer: it may be refilling damaged data, issue 12 item 3) from another owner.
+ */
+export async function fromAnOwner<T>(deps: OwnerChoice, partition: number, source: { readonly stream: string; readonly replicas: number }, local: () => Promise<T>, remote: (owner: string) => Promise<T>): Promise<T> {
   const owners = deps.ownersOf(partition, source.replicas);
   let lastError: unknown = new Error(`no owner of partition ${partition} of ${source.stream} is available`);
-  // This node first when it owns the partition; another owner when it cannot answer (it
-  // may be refilling damaged data, issue 12 item 3).
   if (owners.includes(deps.localName)) {
     try {
-      return await deps.scanLocal(request);
+      return await local();
     } catch (error) {
       lastError = error;
     }
   }
   for (const owner of owners.filter((name) => name !== deps.localName && deps.available(name))) {
     try {
-      return await deps.scanRemote(owner, request);
+      return await remote(owner);
     } catch (error) {
       lastError = error;
     }

@@ -103,11 +103,18 @@ export class OutputChannel {
   /** Applies one entry from the query here, or from the host's log on a mirror. */
   apply(entry: LogEntry): void {
     const message = entry.message;
-    if (message.type === 'sos') this.reset(message.schema, entry.retention ?? 'none', entry);
-    else if (message.type === 'increment') this.retain(message.items);
-    else this.ended = true;
+    let size: number;
+    if (message.type === 'increment') {
+      // Each row's JSON is measured once: for what the table holds, and for the log.
+      const rowBytes = message.items.map((item) => jsonBytes(item.data));
+      this.retain(message.items, rowBytes);
+      size = rowBytes.reduce((sum, bytes) => sum + bytes + ITEM_ENVELOPE_BYTES, MESSAGE_ENVELOPE_BYTES);
+    } else {
+      if (message.type === 'sos') this.reset(message.schema, entry.retention ?? 'none', entry);
+      else this.ended = true;
+      size = jsonBytes(message);
+    }
     this.log.push(entry);
-    const size = jsonBytes(entry.message);
     this.logSizes.push(size);
     this.logBytes += size;
     this.seq += 1;
@@ -183,11 +190,12 @@ export class OutputChannel {
     this.retainedBytes = 0;
   }
 
-  private retain(items: readonly ChangeItem[]): void {
+  private retain(items: readonly ChangeItem[], rowBytes: readonly number[]): void {
     if (this.retention === 'rows') {
-      for (const item of items) {
+      for (let index = 0; index < items.length; index++) {
+        const item = items[index]!;
         if (item.action !== 'add' || this.rows.length >= this.limits.retainedRowsMax) continue;
-        const bytes = jsonBytes(item.data);
+        const bytes = rowBytes[index]!;
         if (this.retainedBytes + bytes > this.limits.retainedBytesMax) continue;
         this.rows.push(item.data);
         this.retainedBytes += bytes;
@@ -195,18 +203,19 @@ export class OutputChannel {
       return;
     }
     if (this.retention !== 'table') return;
-    for (const item of items) {
+    for (let index = 0; index < items.length; index++) {
+      const item = items[index]!;
       const key = this.keyOf(item.data);
-      if (item.action === 'remove') this.setRow(key, undefined);
-      else if (item.action === 'update' && this.keys.length === 0 && this.table.size === 1) this.setRow([...this.table.keys()][0]!, item.data);
-      else if (this.table.size < this.limits.retainedRowsMax || this.table.has(key)) this.setRow(key, item.data);
+      if (item.action === 'remove') this.setRow(key, undefined, 0);
+      else if (item.action === 'update' && this.keys.length === 0 && this.table.size === 1) this.setRow([...this.table.keys()][0]!, item.data, rowBytes[index]!);
+      else if (this.table.size < this.limits.retainedRowsMax || this.table.has(key)) this.setRow(key, item.data, rowBytes[index]!);
     }
   }
 
   /** Sets (or with undefined, removes) a row of the table, unless it would pass the byte bound. */
-  private setRow(key: string, data: Record<string, unknown> | undefined): void {
+  private setRow(key: string, data: Record<string, unknown> | undefined, dataBytes: number): void {
     const before = this.tableBytes.get(key) ?? 0;
-    const after = data === undefined ? 0 : jsonBytes(data) + key.length;
+    const after = data === undefined ? 0 : dataBytes + key.length;
     if (after > before && this.retainedBytes - before + after > this.limits.retainedBytesMax) return;
     this.retainedBytes += after - before;
     if (data === undefined) {
@@ -224,6 +233,10 @@ export class OutputChannel {
     return stringifyJson(this.keys.map((key) => data[key] ?? null));
   }
 }
+
+/** What an increment's JSON adds to its rows': `{"type":"increment","items":[]}`, and `{"action":"update","data":},` per row. */
+const MESSAGE_ENVELOPE_BYTES = 32;
+const ITEM_ENVELOPE_BYTES = 28;
 
 /** Characters of JSON a value takes: the measure of what an output holds (about its bytes). */
 function jsonBytes(value: unknown): number {

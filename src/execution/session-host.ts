@@ -13,6 +13,7 @@ import type { DomainScope } from '../search/search-service.js';
 import { parseStreamUri, streamKey } from '../streams/stream-id.js';
 import type { RepositoryName } from '../storage/repository.js';
 import type { HistoricalSource } from './historical-reader.js';
+import type { ColumnBatch } from './pipeline/types.js';
 import { LogicalBus, type LiveFeed, type Payload } from './live-feed.js';
 import type { OutputRegistry } from './output-registry.js';
 import { compileOptionsOf, domainFilter, tenantWorld, type TenantWorld } from './query-context.js';
@@ -21,6 +22,7 @@ import { QueryRunner, type RunnerEnvironment, type RunnerInput, type RunState, t
 import { analyseSession, type SessionAnalysis } from './session-analysis.js';
 import { sessionUri, upstreamOf, type StoredQuery, type StoredSession } from './session-model.js';
 import { timeBoundsOf } from './time-bounds.js';
+import { planBlockRows } from './block-row-plan.js';
 
 /** What the host knows of one query's run: reported in the queries response. */
 export interface RunStatus {
@@ -47,6 +49,7 @@ export interface SessionHostDeps {
   placementOf(stream: string): StreamPlacement;
   writeStream(uri: string, rows: readonly Payload[]): Promise<void>;
   readHistorical(source: HistoricalSource): AsyncIterable<Payload[]>;
+  readHistoricalColumns(source: HistoricalSource): AsyncIterable<ColumnBatch>;
   readonly sandboxLimits: SandboxLimits;
   readonly limits: { readonly groupsMax: number; readonly rowsHeldMax: number; readonly pendingWriteRowsMax: number };
   /** Milliseconds per second the session functions of one query may use (function-budget.ts); undefined: not paced. */
@@ -207,8 +210,12 @@ export class SessionHost {
       if (check.output.isHistorical) {
         const placement = this.deps.placementOf(key);
         if (placement.repo === undefined) throw new Error(`the stream ${source.uri} is not persisted: it has no history to read`);
-        const bounds = timeBoundsOf(check.steps, sourceRow === undefined ? undefined : primaryTimestampPath(sourceRow), (name) => compile.variable?.(name));
-        input = { kind: 'historical', source: { stream: key, repo: placement.repo, ringSize: placement.ringSize, replicas: placement.replicas, ...bounds } };
+        const timestampPath = sourceRow === undefined ? undefined : primaryTimestampPath(sourceRow);
+        const variable = (name: string) => compile.variable?.(name);
+        const bounds = timeBoundsOf(check.steps, timestampPath, variable);
+        // A tsr stream's blocks are read column by column when the query allows (block-row-plan.ts).
+        const rows = placement.repo === 'tsr' && filter === undefined ? planBlockRows(check.steps, { timestampPath, variable, isSessionFunction: (name) => hosted.functions.has(name), isPlainField: (name) => compile.resolveField?.([name]) === undefined }) : undefined;
+        input = { kind: 'historical', source: { stream: key, repo: placement.repo, ringSize: placement.ringSize, replicas: placement.replicas, ...bounds, ...(rows === undefined ? {} : { rows }) } };
       } else input = { kind: 'live', stream: key };
     } else {
       const writers = check.inputs[0]?.kind === 'logical' ? check.inputs[0].queryIds : [];
@@ -234,6 +241,7 @@ export class SessionHost {
         ...(target.kind === 'channel' ? { channel: this.deps.outputs.channel(query.outputId) } : {}),
         writeStream: this.deps.writeStream,
         readHistorical: this.deps.readHistorical,
+        readHistoricalColumns: this.deps.readHistoricalColumns,
         limits: this.deps.limits,
         clock: Date.now,
         tickIntervalMs: this.deps.tickIntervalMs,

@@ -29,6 +29,22 @@ export function timeBoundsOf(steps: readonly PlanStep[], timestampPath: readonly
   return { ...(fromMs === -Infinity ? {} : { fromMs }), ...(toMs === Infinity ? {} : { toMs }) };
 }
 
+/**
+ * The bounds a condition sets on the primary timestamp when it sets nothing else: every
+ * top-level conjunct compares the timestamp with a constant. undefined otherwise.
+ */
+export function boundsOnly(condition: Expr, timestampPath: readonly string[], variable: (name: string) => Value | undefined): TimeBounds | undefined {
+  let fromMs = -Infinity;
+  let toMs = Infinity;
+  for (const conjunct of conjuncts(condition)) {
+    const bound = boundOf(conjunct, timestampPath.join('.'), variable);
+    if (bound === undefined) return undefined;
+    if (bound.fromMs !== undefined) fromMs = Math.max(fromMs, bound.fromMs);
+    if (bound.toMs !== undefined) toMs = Math.min(toMs, bound.toMs);
+  }
+  return { ...(fromMs === -Infinity ? {} : { fromMs }), ...(toMs === Infinity ? {} : { toMs }) };
+}
+
 function conjuncts(expr: Expr): Expr[] {
   return expr.kind === 'logical' && expr.operator === '&&' ? expr.operands.flatMap(conjuncts) : [expr];
 }

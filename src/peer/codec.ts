@@ -21,6 +21,8 @@ import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import { BadPeerMessageError, ChunkChecksumError } from './errors.js';
 import type { DefinitionRecord, ExecutionStatusReply, NodeStatusReply, PeerBodies, PeerKind, RepairPartition, TransferAck, TransferChunk, WireHintEntry } from './messages.js';
 import type { ScanPage, ScanRequest } from '../execution/historical-reader.js';
+import type { BlockPageRequest } from '../execution/historical-blocks.js';
+import type { BlockPage } from '../storage/tsr.js';
 import type { PollReply } from '../execution/output-channel.js';
 import type { OutputPollRequest } from '../execution/output-registry.js';
 import type { RunStatus } from '../execution/session-host.js';
@@ -479,6 +481,37 @@ const scanReply: BodyCodec<ScanPage> = {
   }),
 };
 
+const blockRead: BodyCodec<BlockPageRequest> = {
+  toProto: (value) => ({ ...value }),
+  fromProto: (object) => {
+    const fromMs = optionalInt(object, 'fromMs');
+    const toMs = optionalInt(object, 'toMs');
+    const after = optionalStr(object, 'after');
+    const charsMax = int(object, 'charsMax');
+    if (charsMax < 1) refuse('charsMax', 'a positive number');
+    return {
+      stream: str(object, 'stream'),
+      partition: int(object, 'partition'),
+      charsMax,
+      ...(fromMs === undefined ? {} : { fromMs }),
+      ...(toMs === undefined ? {} : { toMs }),
+      ...(after === undefined ? {} : { after }),
+    };
+  },
+};
+
+const blockReply: BodyCodec<BlockPage> = {
+  toProto: (value) => ({ blocks: value.blocks.map((block) => ({ ...block })), after: value.after, done: value.done }),
+  fromProto: (object) => {
+    const blocks = list(object, 'blocks', (block) => ({ writeId: str(block, 'writeId'), value: str(block, 'value') }));
+    const done = bool(object, 'done');
+    // A page that is neither empty-and-done nor holding a block would stop a read half-way.
+    if (blocks.length === 0 && !done) refuse('blocks', 'at least one block in a page that is not the last');
+    if (blocks.some((block) => block.writeId === '')) refuse('blocks.writeId', 'a non-empty string');
+    return { blocks, after: str(object, 'after'), done };
+  },
+};
+
 const outputPoll: BodyCodec<OutputPollRequest> = {
   toProto: (value) => ({ outputId: value.outputId, cursor: value.cursor, waitMs: value.waitMs }),
   fromProto: (object) => {
@@ -587,6 +620,8 @@ const CODECS: { readonly [K in PeerKind]: BodyCodec<PeerBodies[K]> } = {
   OutputPollReply: outputPollReply,
   ScanRead: scanRead,
   ScanReply: scanReply,
+  BlockRead: blockRead,
+  BlockReply: blockReply,
   ExecutionStatusRead: {
     toProto: (value) => ({ ...value }),
     fromProto: (object) => ({ tenant: str(object, 'tenant'), sessionId: str(object, 'sessionId') }),

@@ -5,6 +5,8 @@
 import type { AdminCommand, AdminResult, Membership, NodeState, PeerMessage } from '../protocol/cluster-types.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { ScanPage, ScanRequest } from '../execution/historical-reader.js';
+import type { BlockPageRequest } from '../execution/historical-blocks.js';
+import type { BlockPage } from '../storage/tsr.js';
 import type { PollReply } from '../execution/output-channel.js';
 import type { OutputPollRequest } from '../execution/output-registry.js';
 import type { RunStatus } from '../execution/session-host.js';
@@ -172,6 +174,8 @@ export interface PeerBodies {
   OutputPollReply: PollReply;
   ScanRead: ScanRequest;
   ScanReply: ScanPage;
+  BlockRead: BlockPageRequest;
+  BlockReply: BlockPage;
   ExecutionStatusRead: ExecutionStatusRead;
   ExecutionStatusReply: ExecutionStatusReply;
   StoreStatsRead: Empty;
@@ -211,6 +215,7 @@ export const REPLY_KIND = {
   SearchRead: 'SearchReply',
   OutputPoll: 'OutputPollReply',
   ScanRead: 'ScanReply',
+  BlockRead: 'BlockReply',
   ExecutionStatusRead: 'ExecutionStatusReply',
   StoreStatsRead: 'StoreStatsReply',
   MonitoringRead: 'MonitoringReply',

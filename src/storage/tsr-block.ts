@@ -7,23 +7,29 @@
 //
 // Pure: text in, text out. The layout is part of the stored format:
 //
-//   tsb1 <count> <minTs> <maxTs>\n<columns JSON>[\n<rest JSON>]
+//   tsb1 <count> <minTs> <maxTs>\n<body: base64>[\n<rest: JSON>]
 //
 // - Payloads are in event-time order, ties in the order they were written.
-// - columns: {"t":[…],"c":{…}[,"o":[…]]}. `t` holds the timestamps (integer epoch ms): the
-//   first, then each one's difference from the one before. `o` holds each payload's place
-//   in its write (the POST's batch) the same way, absent when those are 0, 1, 2, …: a
-//   payload's writeId is its write's id and that place (tsr.ts), so payloads of one
-//   moment read back in the order they arrived, across partitions. `c` holds, by field name, each
-//   top-level field that every payload has with one kind of value:
-//     {"n":[…]}              integers (within 2^53: larger ones keep their digits in rest)
-//     {"f":"…"}              other finite numbers, as base64 of little-endian float64s: no
-//                            decimal text to write or read for a measurement
-//     {"s":[…]}              strings
-//     {"d":[…],"i":[…]}      strings, few distinct: the distinct ones and each payload's index into them
-//     {"b":[…]}              booleans
-//     {"iso":1}              the payload's own timestamp as an ISO string (toISOString):
-//                            the primary datetime field is stored once, as `t`
+// - The body is binary, little-endian, every array at a multiple of its element's size (the
+//   body is decoded into memory of its own and read in place, no copy): decimal text and
+//   JSON were most of what a block cost to write and to read.
+//     u32 column count, u32 flags (1: positions stored)
+//     i32[count] each timestamp's difference from the one before (the first's from minTs: 0)
+//     i32[count] each payload's place in its write (the POST's batch), as differences; only
+//       when those are not 0, 1, 2, …: a payload's writeId is its write's id and that place
+//       (tsr-order.ts), so payloads of one moment read back in the order they arrived
+//     padding to 8, then each column: u32 kind, u32 its name's place in the string table,
+//     its values, padding to 8. A column is a top-level field that every payload has with
+//     one kind of value:
+//       1 doubles    f64[count]: finite numbers (not integers beyond 2^53: those keep their digits in rest)
+//       2 strings    u32 the place of the first in the string table, the others after it
+//       3 dictionary u32 the place of the first distinct string, u32 how many, u16[count]
+//                    each payload's index into them: strings that repeat
+//       4 booleans   u8[count]
+//       5 iso        nothing: the payload's own timestamp as an ISO string (toISOString),
+//                    the primary datetime field stored once, as the timestamps
+//     then the string table: u32 count, u32[count] each string's length (UTF-16 units),
+//     the strings one after another as UTF-8, padding to 8. Strings decode in one call.
 // - rest: present when any payload has other fields: per payload, an object of those
 //   fields ({} when none), as canonical JSON, read back with integers beyond 2^53 exact.
 //
@@ -31,6 +37,7 @@
 // store: so a payload reads back as the same value it was stored as.
 
 import { assert } from '../assert.js';
+import { TributaryError } from '../errors.js';
 import { isPlainObject, parseJson } from '../json.js';
 import { canonicalJson } from '../streams/partitioner.js';
 
@@ -64,7 +71,7 @@ export interface BlockHeader {
 export type Column =
   | { readonly kind: 'number'; readonly values: ArrayLike<number> }
   | { readonly kind: 'string'; readonly values: readonly string[] }
-  | { readonly kind: 'dictionary'; readonly distinct: readonly string[]; readonly indices: readonly number[] }
+  | { readonly kind: 'dictionary'; readonly distinct: readonly string[]; readonly indices: Uint16Array }
   | { readonly kind: 'boolean'; readonly values: readonly boolean[] }
   | { readonly kind: 'iso' };
 
@@ -73,14 +80,22 @@ export interface Block extends BlockHeader {
   readonly timestamps: Float64Array;
   /** Each payload's place in its write. */
   readonly positions: Float64Array;
-  readonly columns: ReadonlyMap<string, Column>;
+  /** The names of the columns, sorted. */
+  readonly columnNames: readonly string[];
+  /** A column, decoded (and checked) when first asked for: a read decodes what it reads. */
+  column(name: string): Column | undefined;
   /** Per payload, its fields outside the columns; undefined when every field is a column. */
   readonly rest: ReadonlyArray<Record<string, unknown>> | undefined;
 }
 
-/** A block's text that is not one: the record is damaged (or a peer sent nonsense). */
-export class BadBlockError extends Error {
-  override name = 'BadBlockError';
+/**
+ * A block's text that is not one: the stored record is damaged (or a peer sent nonsense).
+ * It may surface when a column is first read, so it is the error a client sees.
+ */
+export class BadBlockError extends TributaryError {
+  constructor(message: string) {
+    super(500, 'DAMAGED_DATA', `damaged tsr block: ${message}`);
+  }
 }
 
 // ---------------------------------------------------------------- encoding
@@ -172,6 +187,11 @@ function fieldsSeen(sorted: readonly SortedEntry[], first: number, end: number):
   return fields;
 }
 
+/** String.prototype.isWellFormed (ES2024; Node 20 has it, the TypeScript lib here does not). */
+function isWellFormed(text: string): boolean {
+  return (text as string & { isWellFormed(): boolean }).isWellFormed();
+}
+
 function sameNames(names: readonly string[], shape: readonly string[]): boolean {
   if (names.length !== shape.length) return false;
   for (let i = 0; i < names.length; i += 1) if (names[i] !== shape[i]) return false;
@@ -190,7 +210,8 @@ function valueKind(value: unknown): 'n' | 's' | 'b' | 'x' {
       // An integer beyond 2^53 reads back as a BigInt (json.ts): its digits stay in rest.
       return Number.isFinite(value) && (Number.isSafeInteger(value) || !Number.isInteger(value)) ? 'n' : 'x';
     case 'string':
-      return 's';
+      // A lone surrogate does not survive UTF-8: such a string keeps its JSON escape in rest.
+      return isWellFormed(value) ? 's' : 'x';
     case 'boolean':
       return 'b';
     default:
@@ -203,29 +224,82 @@ function encodeBlock(sorted: readonly SortedEntry[], first: number, end: number)
   const count = end - first;
   const fields = fieldsSeen(sorted, first, end);
   const names = [...fields].filter(([, seen]) => seen.count > 0).map(([name]) => name).sort();
-  const columnNames = names.filter((name) => fields.get(name)!.kind !== 'x' && fields.get(name)!.count === count);
+  const columnNames = names.filter((name) => fields.get(name)!.kind !== 'x' && fields.get(name)!.count === count && isWellFormed(name));
   const restNames = names.filter((name) => !columnNames.includes(name));
-  let columns = '';
-  for (const name of columnNames) {
-    columns += `${columns === '' ? '' : ','}${JSON.stringify(name)}:${encodeColumn(sorted, first, end, name, fields.get(name)!.kind)}`;
-  }
-  const timestamps = new Array<number>(count);
-  let previous = 0;
-  for (let i = 0; i < count; i += 1) {
-    const timestamp = sorted[first + i]!.timestamp;
-    timestamps[i] = i === 0 ? timestamp : timestamp - previous;
-    previous = timestamp;
-  }
+  const strings: string[] = [];
+  const columns = columnNames.map((name) => planColumn(sorted, first, end, name, fields.get(name)!.kind, strings));
+  const table = Buffer.from(strings.join(''), 'utf8');
+  const positions = positionDeltas(sorted, first, end);
+  const body = new BodyWriter(bodyBytes(count, positions !== undefined, columns, strings.length, table.length));
+  body.u32(columns.length);
+  body.u32(positions === undefined ? 0 : 1);
+  // Differences within a block are below BLOCK_SPAN_MS: an int32 holds each.
+  const deltas = body.int32s(count);
+  for (let i = 1; i < count; i += 1) deltas[i] = sorted[first + i]!.timestamp - sorted[first + i - 1]!.timestamp;
+  if (positions !== undefined) body.int32s(count).set(positions);
+  body.align(8);
+  for (const column of columns) writeColumn(body, column);
+  body.u32(strings.length);
+  for (const text of strings) body.u32(text.length);
+  body.bytes(table);
+  body.align(8);
   const header = `${MAGIC} ${count} ${sorted[first]!.timestamp} ${sorted[end - 1]!.timestamp}`;
-  const positions = encodePositions(sorted, first, end);
-  const body = `{"t":${JSON.stringify(timestamps)},"c":{${columns}}${positions === undefined ? '' : `,"o":${positions}`}}`;
-  return restNames.length === 0 ? `${header}\n${body}` : `${header}\n${body}\n${encodeRest(sorted, first, end, restNames)}`;
+  const text = `${header}\n${body.base64()}`;
+  return restNames.length === 0 ? text : `${text}\n${encodeRest(sorted, first, end, restNames)}`;
+}
+
+/** A column to write: its kind, its name's place in the string table, and its values. */
+type PlannedColumn = { readonly name: number } & (
+  | { readonly kind: typeof KIND_DOUBLES; readonly values: Float64Array }
+  | { readonly kind: typeof KIND_BOOLEANS; readonly values: readonly boolean[] }
+  | { readonly kind: typeof KIND_ISO }
+  /** The strings are in the table from `first` on, one per payload. */
+  | { readonly kind: typeof KIND_STRINGS; readonly first: number }
+  | { readonly kind: typeof KIND_DICTIONARY; readonly first: number; readonly distinct: number; readonly indices: Uint16Array }
+);
+
+const KIND_DOUBLES = 1;
+const KIND_STRINGS = 2;
+const KIND_DICTIONARY = 3;
+const KIND_BOOLEANS = 4;
+const KIND_ISO = 5;
+
+/** Plans a column, adding its name and strings to the block's string table. */
+function planColumn(sorted: readonly SortedEntry[], first: number, end: number, field: string, kind: FieldSeen['kind'], table: string[]): PlannedColumn {
+  const name = table.push(field) - 1;
+  const count = end - first;
+  if (kind === 'n') {
+    const values = new Float64Array(count);
+    // -0 as 0: as JSON text, which writes both as 0, gave it back.
+    for (let i = 0; i < count; i += 1) values[i] = (sorted[first + i]!.payload[field] as number) || 0;
+    return { name, kind: KIND_DOUBLES, values };
+  }
+  if (kind === 'b') return { name, kind: KIND_BOOLEANS, values: sorted.slice(first, end).map((entry) => entry.payload[field] as boolean) };
+  const strings = sorted.slice(first, end).map((entry) => entry.payload[field] as string);
+  if (isIsoOfTimestamps(sorted, first, strings)) return { name, kind: KIND_ISO };
+  const distinct = new Map<string, number>();
+  // At most BLOCK_PAYLOADS_MAX distinct: a uint16 holds each index.
+  const indices = new Uint16Array(count);
+  for (let i = 0; i < count; i += 1) {
+    let index = distinct.get(strings[i]!);
+    if (index === undefined) distinct.set(strings[i]!, (index = distinct.size));
+    indices[i] = index;
+  }
+  const firstString = table.length;
+  // A dictionary pays once values repeat (host names, units, states): each is read once,
+  // and a grouping by it finds its group once per distinct value.
+  if (distinct.size === count) {
+    table.push(...strings);
+    return { name, kind: KIND_STRINGS, first: firstString };
+  }
+  table.push(...distinct.keys());
+  return { name, kind: KIND_DICTIONARY, first: firstString, distinct: distinct.size, indices };
 }
 
 /** The positions as differences, or undefined when they are 0, 1, 2, … */
-function encodePositions(sorted: readonly SortedEntry[], first: number, end: number): string | undefined {
+function positionDeltas(sorted: readonly SortedEntry[], first: number, end: number): Int32Array | undefined {
   let counting = true;
-  const deltas = new Array<number>(end - first);
+  const deltas = new Int32Array(end - first);
   let previous = 0;
   for (let i = first; i < end; i += 1) {
     const position = sorted[i]!.position;
@@ -233,36 +307,118 @@ function encodePositions(sorted: readonly SortedEntry[], first: number, end: num
     deltas[i - first] = i === first ? position : position - previous;
     previous = position;
   }
-  return counting ? undefined : JSON.stringify(deltas);
+  return counting ? undefined : deltas;
 }
 
-function encodeColumn(sorted: readonly SortedEntry[], first: number, end: number, name: string, kind: FieldSeen['kind']): string {
-  const values = new Array<unknown>(end - first);
-  for (let i = first; i < end; i += 1) values[i - first] = sorted[i]!.payload[name];
-  if (kind === 'n') return encodeNumbers(values as number[]);
-  if (kind === 'b') return `{"b":${JSON.stringify(values)}}`;
-  const strings = values as string[];
-  if (isIsoOfTimestamps(sorted, first, strings)) return '{"iso":1}';
-  const distinct = new Map<string, number>();
-  const indices = new Array<number>(strings.length);
-  for (let i = 0; i < strings.length; i += 1) {
-    let index = distinct.get(strings[i]!);
-    if (index === undefined) distinct.set(strings[i]!, (index = distinct.size));
-    indices[i] = index;
+function align(offset: number, to: number): number {
+  return Math.ceil(offset / to) * to;
+}
+
+/** The body's size: the layout encodeBlock and writeColumn write, DecodedBlock reads. */
+function bodyBytes(count: number, positions: boolean, columns: readonly PlannedColumn[], strings: number, tableBytes: number): number {
+  let size = align(8 + 4 * count + (positions ? 4 * count : 0), 8);
+  for (const column of columns) {
+    size += 8;
+    switch (column.kind) {
+      case KIND_DOUBLES:
+        size += 8 * count;
+        break;
+      case KIND_BOOLEANS:
+        size += count;
+        break;
+      case KIND_STRINGS:
+        size += 4;
+        break;
+      case KIND_DICTIONARY:
+        size += 8 + 2 * count;
+        break;
+      default:
+        break;
+    }
+    size = align(size, 8);
   }
-  // A dictionary pays when values repeat: host names, units, states.
-  if (distinct.size * 4 > strings.length) return `{"s":${JSON.stringify(strings)}}`;
-  return `{"d":${JSON.stringify([...distinct.keys()])},"i":${JSON.stringify(indices)}}`;
+  return align(size + 4 + 4 * strings + tableBytes, 8);
 }
 
-function encodeNumbers(values: readonly number[]): string {
-  let integers = true;
-  for (let i = 0; i < values.length && integers; i += 1) integers = Number.isInteger(values[i]);
-  if (integers) return `{"n":${JSON.stringify(values)}}`;
-  const doubles = new Float64Array(values.length);
-  // -0 as 0: as JSON text, which writes both as 0, gave it back.
-  for (let i = 0; i < values.length; i += 1) doubles[i] = values[i]! === 0 ? 0 : values[i]!;
-  return `{"f":"${Buffer.from(doubles.buffer, doubles.byteOffset, doubles.byteLength).toString('base64')}"}`;
+/** Writes a column: kind and name, then its values 8-byte aligned (readColumnPlace reads it). */
+function writeColumn(body: BodyWriter, column: PlannedColumn): void {
+  body.u32(column.kind);
+  body.u32(column.name);
+  switch (column.kind) {
+    case KIND_DOUBLES:
+      body.doubles(column.values.length).set(column.values);
+      break;
+    case KIND_BOOLEANS:
+      for (const value of column.values) body.u8(value ? 1 : 0);
+      break;
+    case KIND_STRINGS:
+      body.u32(column.first);
+      break;
+    case KIND_DICTIONARY:
+      body.u32(column.first);
+      body.u32(column.distinct);
+      body.uint16s(column.indices.length).set(column.indices);
+      break;
+    default:
+      break;
+  }
+  body.align(8);
+}
+
+/** Writes a body's bytes in order; arrays are views of its own memory at aligned places. */
+class BodyWriter {
+  private readonly buffer: ArrayBuffer;
+  private readonly view: DataView;
+  private readonly array: Uint8Array;
+  private at = 0;
+
+  constructor(size: number) {
+    this.buffer = new ArrayBuffer(size);
+    this.view = new DataView(this.buffer);
+    this.array = new Uint8Array(this.buffer);
+  }
+
+  u8(value: number): void {
+    this.view.setUint8(this.at, value);
+    this.at += 1;
+  }
+
+  u32(value: number): void {
+    this.view.setUint32(this.at, value, true);
+    this.at += 4;
+  }
+
+  bytes(bytes: Uint8Array): void {
+    this.array.set(bytes, this.at);
+    this.at += bytes.length;
+  }
+
+  align(to: number): void {
+    this.at = align(this.at, to);
+  }
+
+  int32s(count: number): Int32Array {
+    const array = new Int32Array(this.buffer, this.at, count);
+    this.at += 4 * count;
+    return array;
+  }
+
+  uint16s(count: number): Uint16Array {
+    const array = new Uint16Array(this.buffer, this.at, count);
+    this.at += 2 * count;
+    return array;
+  }
+
+  doubles(count: number): Float64Array {
+    const array = new Float64Array(this.buffer, this.at, count);
+    this.at += 8 * count;
+    return array;
+  }
+
+  base64(): string {
+    assert(this.at === this.buffer.byteLength, `a block body of ${this.buffer.byteLength} bytes written to ${this.at}`);
+    return Buffer.from(this.buffer).toString('base64');
+  }
 }
 
 function isIsoOfTimestamps(sorted: readonly BlockEntry[], first: number, strings: readonly string[]): boolean {
@@ -290,109 +446,268 @@ function encodeRest(sorted: readonly SortedEntry[], first: number, end: number, 
 
 /** The header of a block's text: what its key is made of. Throws BadBlockError. */
 export function blockHeader(text: string): BlockHeader {
-  const newline = text.indexOf('\n');
-  const parts = (newline < 0 ? '' : text.slice(0, newline)).split(' ');
-  if (parts.length !== 4 || parts[0] !== MAGIC) throw new BadBlockError('not a tsr block (no header)');
-  const count = Number(parts[1]);
-  const minTs = Number(parts[2]);
-  const maxTs = Number(parts[3]);
-  if (!Number.isSafeInteger(count) || count < 1 || count > BLOCK_PAYLOADS_MAX) throw new BadBlockError(`a tsr block holds 1 to ${BLOCK_PAYLOADS_MAX} payloads, its header says ${parts[1]}`);
-  if (!Number.isSafeInteger(minTs) || !Number.isSafeInteger(maxTs) || maxTs < minTs || maxTs - minTs >= BLOCK_SPAN_MS) {
-    throw new BadBlockError(`a tsr block spans less than ${BLOCK_SPAN_MS} ms, its header says ${parts[2]} to ${parts[3]}`);
-  }
+  // Read in place (a split and three Numbers per block were a third of a read's decoding).
+  const reader = { text, at: MAGIC.length + 1 };
+  if (!text.startsWith(`${MAGIC} `)) throw new BadBlockError('not a tsr block (no header)');
+  const count = headerInteger(reader, ' ');
+  const minTs = headerInteger(reader, ' ');
+  const maxTs = headerInteger(reader, '\n');
+  if (count === undefined || minTs === undefined || maxTs === undefined) throw new BadBlockError(`not a tsr block (header '${text.slice(0, Math.max(0, text.indexOf('\n')) || 60)}')`);
+  if (count < 1 || count > BLOCK_PAYLOADS_MAX) throw new BadBlockError(`a tsr block holds 1 to ${BLOCK_PAYLOADS_MAX} payloads, its header says ${count}`);
+  if (maxTs < minTs || maxTs - minTs >= BLOCK_SPAN_MS) throw new BadBlockError(`a tsr block spans less than ${BLOCK_SPAN_MS} ms, its header says ${minTs} to ${maxTs}`);
   return { count, minTs, maxTs };
 }
 
-/** Decodes a block's text, checking its shape. Throws BadBlockError. */
+/** A decimal integer (safe) ending at `end`, moving past it; undefined when there is none. */
+function headerInteger(reader: { text: string; at: number }, end: string): number | undefined {
+  const { text } = reader;
+  const stop = text.indexOf(end, reader.at);
+  const negative = text.charCodeAt(reader.at) === 45;
+  const start = negative ? reader.at + 1 : reader.at;
+  if (stop <= start || stop - start > 16) return undefined;
+  let value = 0;
+  for (let i = start; i < stop; i += 1) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return undefined;
+    value = value * 10 + digit;
+  }
+  reader.at = stop + 1;
+  return Number.isSafeInteger(value) ? (negative ? -value : value) : undefined;
+}
+
+/** Decodes a block's text, checking its shape (a column's values when first read). Throws BadBlockError. */
 export function decodeBlock(text: string): Block {
   const header = blockHeader(text);
   const bodyStart = text.indexOf('\n') + 1;
   const restStart = text.indexOf('\n', bodyStart);
-  let body: unknown;
+  const body = bodyOf(restStart < 0 ? text.slice(bodyStart) : text.slice(bodyStart, restStart));
   let rest: unknown;
-  try {
-    body = JSON.parse(restStart < 0 ? text.slice(bodyStart) : text.slice(bodyStart, restStart));
-    rest = restStart < 0 ? undefined : parseJson(text.slice(restStart + 1));
-  } catch (error) {
-    throw new BadBlockError(`a tsr block's body is not JSON: ${(error as Error).message}`);
+  if (restStart >= 0) {
+    try {
+      rest = parseJson(text.slice(restStart + 1));
+    } catch (error) {
+      throw new BadBlockError(`a tsr block's rest is not JSON: ${(error as Error).message}`);
+    }
+    if (!Array.isArray(rest) || rest.length !== header.count || !rest.every(isPlainObject)) throw new BadBlockError(`a tsr block's rest is not ${header.count} objects`);
   }
-  if (!isPlainObject(body) || !Array.isArray(body.t) || !isPlainObject(body.c)) throw new BadBlockError('a tsr block without timestamps or columns');
-  const timestamps = decodeTimestamps(body.t, header);
-  const positions = decodePositions(body.o, header.count);
-  const columns = new Map<string, Column>();
-  for (const name of Object.keys(body.c)) columns.set(name, decodeColumn(name, body.c[name], header.count));
-  if (rest !== undefined && (!Array.isArray(rest) || rest.length !== header.count || !rest.every(isPlainObject))) {
-    throw new BadBlockError(`a tsr block's rest is not ${header.count} objects`);
-  }
-  return { ...header, timestamps, positions, columns, rest: rest as Array<Record<string, unknown>> | undefined };
+  return new DecodedBlock(header, body, rest as Array<Record<string, unknown>> | undefined);
 }
 
-function decodeTimestamps(deltas: unknown[], header: BlockHeader): Float64Array {
-  if (deltas.length !== header.count) throw new BadBlockError(`a tsr block of ${header.count} payloads has ${deltas.length} timestamps`);
+/** The body's bytes, in memory of their own: its arrays are read in place, at the offsets they were written to. */
+function bodyOf(base64: string): BodyReader {
+  const size = Buffer.byteLength(base64, 'base64');
+  if (size % 8 !== 0) throw new BadBlockError(`a tsr block's body of ${size} bytes`);
+  const buffer = new ArrayBuffer(size);
+  if (Buffer.from(buffer).write(base64, 'base64') !== size) throw new BadBlockError("a tsr block's body is not base64");
+  return new BodyReader(buffer);
+}
+
+/** Reads a body's bytes in order; every read is checked against its end. */
+class BodyReader {
+  readonly view: DataView;
+  at = 0;
+
+  constructor(readonly buffer: ArrayBuffer) {
+    this.view = new DataView(buffer);
+  }
+
+  /** The place of `bytes` bytes, moved past. */
+  skip(bytes: number): number {
+    if (this.at + bytes > this.buffer.byteLength) throw new BadBlockError("a tsr block's body ends early");
+    const at = this.at;
+    this.at += bytes;
+    return at;
+  }
+
+  u32(): number {
+    return this.view.getUint32(this.skip(4), true);
+  }
+
+  align(to: number): void {
+    this.skip(align(this.at, to) - this.at);
+  }
+}
+
+/** Where a column's values lie in the body; decoded when first read. */
+interface ColumnPlace {
+  readonly kind: number;
+  /** The start of its values (or of its string table entry), after its name. */
+  readonly at: number;
+}
+
+class DecodedBlock implements Block {
+  readonly count: number;
+  readonly minTs: number;
+  readonly maxTs: number;
+  readonly timestamps: Float64Array;
+  readonly positions: Float64Array;
+  readonly columnNames: readonly string[];
+  private readonly strings: string[];
+  private readonly places = new Map<string, ColumnPlace>();
+  private readonly decoded = new Map<string, Column>();
+
+  constructor(
+    header: BlockHeader,
+    private readonly body: BodyReader,
+    readonly rest: ReadonlyArray<Record<string, unknown>> | undefined,
+  ) {
+    this.count = header.count;
+    this.minTs = header.minTs;
+    this.maxTs = header.maxTs;
+    const columnCount = body.u32();
+    const flags = body.u32();
+    this.timestamps = readTimestamps(body, header);
+    this.positions = readPositions(body, header.count, (flags & 1) === 1);
+    body.align(8);
+    const places: Array<[number, ColumnPlace]> = [];
+    for (let index = 0; index < columnCount; index += 1) places.push(readColumnPlace(body, header.count));
+    this.strings = readStrings(body);
+    const names: string[] = [];
+    for (const [nameIndex, place] of places) {
+      const name = this.string(nameIndex);
+      if (this.places.has(name)) throw new BadBlockError(`a tsr block with two columns '${name}'`);
+      this.places.set(name, place);
+      names.push(name);
+    }
+    this.columnNames = names.sort();
+  }
+
+  column(name: string): Column | undefined {
+    let column = this.decoded.get(name);
+    if (column === undefined) {
+      const place = this.places.get(name);
+      if (place === undefined) return undefined;
+      this.decoded.set(name, (column = decodeColumn(name, place, this)));
+    }
+    return column;
+  }
+
+  /** A string of the block's table. */
+  string(index: number): string {
+    if (index >= this.strings.length) throw new BadBlockError(`a tsr block names string ${index} of ${this.strings.length}`);
+    return this.strings[index]!;
+  }
+
+  get view(): DataView {
+    return this.body.view;
+  }
+
+  get buffer(): ArrayBuffer {
+    return this.body.buffer;
+  }
+}
+
+function readTimestamps(body: BodyReader, header: BlockHeader): Float64Array {
+  const deltas = new Int32Array(body.buffer, body.skip(4 * header.count), header.count);
   const timestamps = new Float64Array(header.count);
-  let current = 0;
-  for (let i = 0; i < deltas.length; i += 1) {
-    const delta = deltas[i];
-    if (typeof delta !== 'number' || !Number.isSafeInteger(delta) || (i > 0 && delta < 0)) throw new BadBlockError('a tsr block with timestamps out of order');
-    current = i === 0 ? delta : current + delta;
+  let current = header.minTs;
+  for (let i = 0; i < header.count; i += 1) {
+    if (deltas[i]! < 0 || (i === 0 && deltas[i] !== 0)) throw new BadBlockError('a tsr block with timestamps out of order');
+    current += deltas[i]!;
     timestamps[i] = current;
   }
-  if (timestamps[0] !== header.minTs || timestamps[header.count - 1] !== header.maxTs) throw new BadBlockError('a tsr block whose timestamps disagree with its header');
+  if (current !== header.maxTs) throw new BadBlockError('a tsr block whose timestamps disagree with its header');
   return timestamps;
 }
 
-function decodePositions(deltas: unknown, count: number): Float64Array {
+function readPositions(body: BodyReader, count: number, stored: boolean): Float64Array {
   const positions = new Float64Array(count);
-  if (deltas === undefined) {
+  if (!stored) {
     for (let i = 0; i < count; i += 1) positions[i] = i;
     return positions;
   }
-  if (!Array.isArray(deltas) || deltas.length !== count) throw new BadBlockError(`a tsr block of ${count} payloads has no ${count} positions`);
+  const deltas = new Int32Array(body.buffer, body.skip(4 * count), count);
   let current = 0;
   for (let i = 0; i < count; i += 1) {
-    const delta = deltas[i];
-    if (typeof delta !== 'number' || !Number.isSafeInteger(delta)) throw new BadBlockError('a tsr block with a position that is not an integer');
-    current = i === 0 ? delta : current + delta;
+    current = i === 0 ? deltas[i]! : current + deltas[i]!;
     if (current < 0 || current > POSITION_MAX) throw new BadBlockError(`a tsr block with a position outside 0 to ${POSITION_MAX}`);
     positions[i] = current;
   }
   return positions;
 }
 
-function decodeColumn(name: string, column: unknown, count: number): Column {
-  const bad = (why: string) => new BadBlockError(`column '${name}' of a tsr block ${why}`);
-  if (!isPlainObject(column)) throw bad('is not an object');
-  if (column.iso === 1) return { kind: 'iso' };
-  if (column.f !== undefined) return { kind: 'number', values: decodeDoubles(column.f, count, bad) };
-  const values = column.n ?? column.s ?? column.b ?? column.i;
-  if (!Array.isArray(values) || values.length !== count) throw bad(`does not hold ${count} values`);
-  if (column.n !== undefined) {
-    if (!values.every((value) => typeof value === 'number')) throw bad('holds a value that is not a number');
-    return { kind: 'number', values };
+/** A column's name (its place in the string table) and where its values lie, moving past them. */
+function readColumnPlace(body: BodyReader, count: number): [number, ColumnPlace] {
+  const kind = body.u32();
+  const name = body.u32();
+  const at = body.at;
+  switch (kind) {
+    case KIND_DOUBLES:
+      body.skip(8 * count);
+      break;
+    case KIND_BOOLEANS:
+      body.skip(count);
+      break;
+    case KIND_ISO:
+      break;
+    case KIND_STRINGS:
+      body.skip(4);
+      break;
+    case KIND_DICTIONARY:
+      body.skip(8 + 2 * count);
+      break;
+    default:
+      throw new BadBlockError(`a tsr block's column of no known kind (${kind})`);
   }
-  if (column.s !== undefined) {
-    if (!values.every((value) => typeof value === 'string')) throw bad('holds a value that is not a string');
-    return { kind: 'string', values };
-  }
-  if (column.b !== undefined) {
-    if (!values.every((value) => typeof value === 'boolean')) throw bad('holds a value that is not a boolean');
-    return { kind: 'boolean', values };
-  }
-  const distinct = column.d;
-  if (!Array.isArray(distinct) || !distinct.every((value) => typeof value === 'string')) throw bad('has no dictionary of strings');
-  if (!values.every((index) => Number.isSafeInteger(index) && index >= 0 && index < distinct.length)) throw bad('points outside its dictionary');
-  return { kind: 'dictionary', distinct, indices: values };
+  body.align(8);
+  return [name, { kind, at }];
 }
 
-function decodeDoubles(text: unknown, count: number, bad: (why: string) => BadBlockError): Float64Array {
-  if (typeof text !== 'string') throw bad('holds no base64 text');
-  const bytes = Buffer.from(text, 'base64');
-  if (bytes.length !== count * 8) throw bad(`does not hold ${count} values`);
-  // Copied: a Buffer's offset in its pool need not be a multiple of 8.
-  const doubles = new Float64Array(count);
-  new Uint8Array(doubles.buffer).set(bytes);
-  for (let i = 0; i < count; i += 1) if (!Number.isFinite(doubles[i])) throw bad('holds a number that is not finite');
-  return doubles;
+/** The string table: how long each string is (UTF-16 units), then all of them as one UTF-8 text. */
+function readStrings(body: BodyReader): string[] {
+  const count = body.u32();
+  const lengthsAt = body.skip(4 * count);
+  const textAt = body.at;
+  const text = Buffer.from(body.buffer, textAt, body.buffer.byteLength - textAt).toString('utf8');
+  const strings = new Array<string>(count);
+  let at = 0;
+  for (let index = 0; index < count; index += 1) {
+    const length = body.view.getUint32(lengthsAt + 4 * index, true);
+    strings[index] = text.slice(at, at + length);
+    at += length;
+  }
+  // What follows the strings is padding, which decodes to NUL characters only.
+  if (at > text.length || /[^\0]/.test(text.slice(at))) throw new BadBlockError("a tsr block's strings do not fill its table");
+  return strings;
+}
+
+function decodeColumn(name: string, place: ColumnPlace, block: DecodedBlock): Column {
+  const bad = (why: string) => new BadBlockError(`column '${name}' of a tsr block ${why}`);
+  const count = block.count;
+  switch (place.kind) {
+    case KIND_ISO:
+      return { kind: 'iso' };
+    case KIND_DOUBLES: {
+      const values = new Float64Array(block.buffer, place.at, count);
+      for (let i = 0; i < count; i += 1) if (!Number.isFinite(values[i])) throw bad('holds a number that is not finite');
+      return { kind: 'number', values };
+    }
+    case KIND_BOOLEANS: {
+      const bytes = new Uint8Array(block.buffer, place.at, count);
+      const values = new Array<boolean>(count);
+      for (let i = 0; i < count; i += 1) {
+        if (bytes[i]! > 1) throw bad('holds a value that is not a boolean');
+        values[i] = bytes[i] === 1;
+      }
+      return { kind: 'boolean', values };
+    }
+    case KIND_STRINGS: {
+      const first = block.view.getUint32(place.at, true);
+      const values = new Array<string>(count);
+      for (let i = 0; i < count; i += 1) values[i] = block.string(first + i);
+      return { kind: 'string', values };
+    }
+    default: {
+      const first = block.view.getUint32(place.at, true);
+      const distinctCount = block.view.getUint32(place.at + 4, true);
+      if (distinctCount > count) throw bad(`has ${distinctCount} distinct values of ${count}`);
+      const distinct = new Array<string>(distinctCount);
+      for (let index = 0; index < distinctCount; index += 1) distinct[index] = block.string(first + index);
+      const indices = new Uint16Array(block.buffer, place.at + 8, count);
+      for (let i = 0; i < count; i += 1) if (indices[i]! >= distinctCount) throw bad('points outside its dictionary');
+      return { kind: 'dictionary', distinct, indices };
+    }
+  }
 }
 
 /** The value of one column for payload `index`. */
@@ -432,12 +747,10 @@ function setField(object: Record<string, unknown>, name: string, value: unknown)
 
 const sortedColumnCache = new WeakMap<Block, Array<[string, Column]>>();
 
+/** Every column of the block (decoded), by name: what a whole payload is read from. */
 function sortedColumns(block: Block): Array<[string, Column]> {
   let sorted = sortedColumnCache.get(block);
-  if (sorted === undefined) {
-    sorted = [...block.columns].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    sortedColumnCache.set(block, sorted);
-  }
+  if (sorted === undefined) sortedColumnCache.set(block, (sorted = block.columnNames.map((name) => [name, block.column(name)!])));
   return sorted;
 }
 

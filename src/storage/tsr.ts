@@ -14,6 +14,7 @@ import type { Repository, ScanOptions, StoredPayload, StoredRecord } from './rep
 import { decodeTimestamp, encodePartition, encodeTimestamp } from './repository.js';
 import { holdsAnyKey, partitionKeySuffixes, partitionRanges, streamPrefix, valuesAt } from './scans.js';
 import { BadBlockError, type Block, BLOCK_SPAN_MS, blockHeader, blockPayload, decodeBlock } from './tsr-block.js';
+import { BlockMerge, payloadWriteId } from './tsr-order.js';
 import { BadRequestError, TributaryError } from '../errors.js';
 
 const TIMESTAMP_DIGITS = 14;
@@ -22,8 +23,6 @@ const COUNT_DIGITS = 4;
 const ID_OFFSET = 2 * (TIMESTAMP_DIGITS + 1) + COUNT_DIGITS + 1;
 /** Blocks asked of LevelDB at once while scanning. */
 const READ_BATCH_BLOCKS = 64;
-/** Digits of a payload's place in its write, in its writeId ("<write id>:<place>"). */
-const POSITION_DIGITS = 7;
 
 export class TimeSeriesRepository implements Repository {
   readonly name = 'tsr' as const;
@@ -50,10 +49,23 @@ export class TimeSeriesRepository implements Repository {
     }
   }
 
-  /** The blocks of one partition that may hold payloads in [fromMs, toMs], in key order, decoded. */
-  async *blocks(stream: string, partition: number, fromMs = -Infinity, toMs = Infinity): AsyncIterable<KeyedBlock> {
+  /**
+   * A page of the blocks of one partition that may hold payloads in [fromMs, toMs], in key
+   * order, as stored (a historical query decodes them where it runs): blocks after `after`
+   * (a page's cursor), until about `charsMax` characters of them are read.
+   */
+  async blockPage(stream: string, partition: number, options: BlockPageOptions): Promise<BlockPage> {
     const prefix = `${streamPrefix(stream)}${encodePartition(partition)}/`;
-    for await (const [key, value] of this.blockEntries(prefix, fromMs, toMs)) yield { writeId: key.slice(prefix.length + ID_OFFSET), block: decoded(value, key) };
+    const blocks: StoredBlock[] = [];
+    let chars = 0;
+    let after = options.after;
+    for await (const [key, value] of this.blockEntries(prefix, options.fromMs ?? -Infinity, options.toMs ?? Infinity, options.after)) {
+      if (blocks.length > 0 && chars + value.length > options.charsMax) return { blocks, after: after!, done: false };
+      blocks.push({ writeId: key.slice(prefix.length + ID_OFFSET), value });
+      chars += value.length;
+      after = key.slice(prefix.length);
+    }
+    return { blocks, after: after ?? '', done: true };
   }
 
   private async *scanPartition(stream: string, partition: number, prefix: string, options: ScanOptions): AsyncIterable<StoredPayload> {
@@ -73,7 +85,8 @@ export class TimeSeriesRepository implements Repository {
           next = await entries.next();
         }
         if (merge.size === 0) return;
-        const { block, blockId, index } = merge.pop();
+        const { block, blockId, index } = merge.top();
+        merge.advance();
         const timestamp = block.timestamps[index]!;
         if (timestamp > toMs) return;
         if (timestamp < fromMs) continue;
@@ -87,10 +100,11 @@ export class TimeSeriesRepository implements Repository {
     }
   }
 
-  /** The [key, value] of each block that may hold payloads in [fromMs, toMs], in key order. */
-  private async *blockEntries(prefix: string, fromMs: number, toMs: number): AsyncIterable<[string, string]> {
+  /** The [key, value] of each block that may hold payloads in [fromMs, toMs], in key order (after the key suffix `after`). */
+  private async *blockEntries(prefix: string, fromMs: number, toMs: number, after?: string): AsyncIterable<[string, string]> {
+    const from = fromMs === -Infinity ? prefix : prefix + encodeTimestamp(Math.max(fromMs - BLOCK_SPAN_MS + 1, -(2 ** 52)));
     const range = {
-      gte: fromMs === -Infinity ? prefix : prefix + encodeTimestamp(Math.max(fromMs - BLOCK_SPAN_MS + 1, -(2 ** 52))),
+      ...(after !== undefined && prefix + after >= from ? { gt: prefix + after } : { gte: from }),
       lt: toMs === Infinity ? prefixEnd(prefix) : prefix + encodeTimestamp(toMs + 1),
     };
     const iterator = this.sublevel.iterator(range);
@@ -145,20 +159,28 @@ export class TimeSeriesRepository implements Repository {
   }
 }
 
-export interface KeyedBlock {
-  /** The block's record writeId. */
-  readonly writeId: string;
-  readonly block: Block;
+export interface BlockPageOptions {
+  /** Inclusive bounds of the payloads wanted, epoch milliseconds. */
+  readonly fromMs?: number;
+  readonly toMs?: number;
+  /** The `after` of the page before. */
+  readonly after?: string;
+  /** About how many characters of blocks a page holds (at least one block). */
+  readonly charsMax: number;
 }
 
-/**
- * A payload's writeId: its write's id (its block's record writeId is that id, a dot and the
- * block's ordinal in the write) and its place in the write, so payloads of one moment sort
- * in the order they arrived, whatever their partitions.
- */
-export function payloadWriteId(blockWriteId: string, position: number): string {
-  const dot = blockWriteId.lastIndexOf('.');
-  return `${dot < 0 ? blockWriteId : blockWriteId.slice(0, dot)}:${position.toString(16).padStart(POSITION_DIGITS, '0')}`;
+/** A stored block: its record's writeId and its text (tsr-block.ts). */
+export interface StoredBlock {
+  readonly writeId: string;
+  readonly value: string;
+}
+
+export interface BlockPage {
+  readonly blocks: readonly StoredBlock[];
+  /** Where the next page starts (opaque); '' for a page that is empty. */
+  readonly after: string;
+  /** No blocks after these. */
+  readonly done: boolean;
 }
 
 /** The key of a block record; throws BadRequestError for a record that is not one. */
@@ -194,87 +216,7 @@ function decoded(value: string, key: string): Block {
   try {
     return decodeBlock(value);
   } catch (error) {
-    if (error instanceof BadBlockError) throw new TributaryError(500, 'DAMAGED_DATA', `stored tsr block ${key} is damaged: ${error.message}`);
+    if (error instanceof BadBlockError) throw new TributaryError(500, 'DAMAGED_DATA', `${error.message} (stored under ${key})`);
     throw error;
-  }
-}
-
-interface Cursor {
-  readonly block: Block;
-  readonly blockId: string;
-  index: number;
-  /** The writeId of the payload at `index`, made when it is compared with another block's. */
-  writeId: string | undefined;
-}
-
-/**
- * A min-heap of block cursors by (timestamp, writeId) of each one's next payload. Blocks
- * of one write rarely overlap another's, so it mostly holds one or two.
- */
-class BlockMerge {
-  private readonly cursors: Cursor[] = [];
-
-  get size(): number {
-    return this.cursors.length;
-  }
-
-  add(blockId: string, block: Block): void {
-    this.cursors.push({ block, blockId, index: 0, writeId: undefined });
-    this.siftUp(this.cursors.length - 1);
-  }
-
-  peekTimestamp(): number {
-    const top = this.cursors[0]!;
-    return top.block.timestamps[top.index]!;
-  }
-
-  /** The next payload's place; its cursor moves on. */
-  pop(): { block: Block; blockId: string; index: number } {
-    const top = this.cursors[0]!;
-    const taken = { block: top.block, blockId: top.blockId, index: top.index };
-    top.index += 1;
-    top.writeId = undefined;
-    if (top.index === top.block.count) {
-      const last = this.cursors.pop()!;
-      if (this.cursors.length === 0) return taken;
-      this.cursors[0] = last;
-    }
-    this.siftDown(0);
-    return taken;
-  }
-
-  private before(a: Cursor, b: Cursor): boolean {
-    const x = a.block.timestamps[a.index]!;
-    const y = b.block.timestamps[b.index]!;
-    if (x !== y) return x < y;
-    a.writeId ??= payloadWriteId(a.blockId, a.block.positions[a.index]!);
-    b.writeId ??= payloadWriteId(b.blockId, b.block.positions[b.index]!);
-    return a.writeId < b.writeId;
-  }
-
-  private siftUp(start: number): void {
-    const cursors = this.cursors;
-    let index = start;
-    while (index > 0) {
-      const parent = (index - 1) >> 1;
-      if (!this.before(cursors[index]!, cursors[parent]!)) return;
-      [cursors[index], cursors[parent]] = [cursors[parent]!, cursors[index]!];
-      index = parent;
-    }
-  }
-
-  private siftDown(start: number): void {
-    const cursors = this.cursors;
-    let index = start;
-    for (;;) {
-      const left = 2 * index + 1;
-      const right = left + 1;
-      let smallest = index;
-      if (left < cursors.length && this.before(cursors[left]!, cursors[smallest]!)) smallest = left;
-      if (right < cursors.length && this.before(cursors[right]!, cursors[smallest]!)) smallest = right;
-      if (smallest === index) return;
-      [cursors[index], cursors[smallest]] = [cursors[smallest]!, cursors[index]!];
-      index = smallest;
-    }
   }
 }

@@ -190,6 +190,14 @@ const SAMPLES: { [K in PeerKind]: Array<PeerBodies[K]> } = {
     { records: [{ timestamp: -86_400_000, writeId: 'w1', payload: { a: 1, nested: { list: [1, 'x', null] }, big: 855448618232418304n } }], done: false },
     { records: [], done: true },
   ],
+  BlockRead: [
+    { stream: 't/c/s', partition: 3, charsMax: 1_048_576 },
+    { stream: 't/c/s', partition: 0, charsMax: 1, fromMs: -5, toMs: 1_700_000_000_000, after: '0010000000000000/0010000000000005/0002/w1.0' },
+  ],
+  BlockReply: [
+    { blocks: [{ writeId: 'w1.0', value: 'tsb1 1 5 5\n{"t":[5],"c":{"a":{"n":[1]}}}' }, { writeId: 'kAbc.2', value: '' }], after: 'x', done: false },
+    { blocks: [], after: '', done: true },
+  ],
   ExecutionStatusRead: [{ tenant: 'demo', sessionId: 's1' }],
   ExecutionStatusReply: [
     {
@@ -293,6 +301,12 @@ describe('peer codec - refusals', () => {
     expect(() => decodeBody('Admit', encodeProto('Admit', { targetPublicKey: 'k' }))).toThrow(/membership/);
     expect(() => decodeBody('CoreMessage', encodeProto('CoreMessage', { heartbeat: { epoch: '9007199254740993' } }))).toThrow(/safe integer/);
     expect(() => decodeBody('CoreMessage', encodeProto('CoreMessage', {}))).toThrow(/payload/);
+  });
+
+  it('refuses a block page that stops a read half-way, and a block read asking for nothing', () => {
+    expect(() => decodeBody('BlockReply', encodeProto('BlockReply', { blocks: [], after: 'x', done: false }))).toThrow(/at least one block/);
+    expect(() => decodeBody('BlockReply', encodeProto('BlockReply', { blocks: [{ writeId: '', value: 'v' }], after: 'x', done: true }))).toThrow(/writeId/);
+    expect(() => decodeBody('BlockRead', encodeProto('BlockRead', { stream: 's', partition: 1, charsMax: 0 }))).toThrow(/charsMax/);
   });
 
   it('refuses a JSON document that is not JSON, nests too deep or is larger than a message, naming its field', () => {

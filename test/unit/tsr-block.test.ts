@@ -5,7 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Database } from '../../src/storage/database.js';
 import type { StoredPayload, StoredRecord } from '../../src/storage/repository.js';
 import { BadBlockError, BLOCK_CHARS_MAX, BLOCK_PAYLOADS_MAX, BLOCK_SPAN_MS, blockHeader, blockPayload, decodeBlock, isoString, packBlocks, type BlockEntry } from '../../src/storage/tsr-block.js';
-import { payloadWriteId, TimeSeriesRepository } from '../../src/storage/tsr.js';
+import { TimeSeriesRepository } from '../../src/storage/tsr.js';
+import { payloadWriteId } from '../../src/storage/tsr-order.js';
 import { canonicalJson } from '../../src/streams/partitioner.js';
 import { parseJson } from '../../src/json.js';
 import { Prng } from '../sim/prng.js';
@@ -60,15 +61,15 @@ describe('tsr block - encoding', () => {
     const entries = Array.from({ length: 40 }, (_, i) => ({ timestamp: START_MS + i * 1000, payload: { at: new Date(START_MS + i * 1000).toISOString(), host: `h${i % 4}`, id: `id-${i}`, n: i, x: i === 3 ? -0 : i / 3 }, position: i }));
     const [block] = packBlocks(entries);
     const decoded = decodeBlock(block!.text);
-    expect(decoded.columns.get('at')).toEqual({ kind: 'iso' });
-    expect(decoded.columns.get('host')?.kind).toBe('dictionary');
-    expect(decoded.columns.get('id')?.kind).toBe('string');
-    expect(block!.text).not.toContain('2024-01-01T');
-    // Integers as decimal text, other numbers as float64 bytes: the same doubles back, -0 as 0 (as JSON text gave it).
-    expect(block!.text).toContain('"n":{"n":[0,1,2,');
-    expect(block!.text).toMatch(/"x":\{"f":"[A-Za-z0-9+/=]+"\}/);
+    expect(decoded.column('at')).toEqual({ kind: 'iso' });
+    expect(decoded.column('host')).toMatchObject({ kind: 'dictionary', distinct: ['h0', 'h1', 'h2', 'h3'] });
+    expect(decoded.column('id')?.kind).toBe('string');
+    expect(decoded.column('n')?.kind).toBe('number');
+    expect(Buffer.from(block!.text.split('\n')[1]!, 'base64').toString('latin1')).not.toContain('2024-01-01T');
+    // Numbers as float64s: the same doubles back, -0 as 0 (as JSON text gave it).
     expect(Array.from({ length: 40 }, (_, i) => blockPayload(decoded, i).x)).toEqual(entries.map((entry) => (entry.payload.x === 0 ? 0 : entry.payload.x)));
     expect(Object.is(blockPayload(decoded, 3).x, 0)).toBe(true);
+    expect(Array.from({ length: 40 }, (_, i) => blockPayload(decoded, i).n)).toEqual(entries.map((entry) => entry.payload.n));
   });
 
   it('splits blocks by span, by payload count and by size', () => {
@@ -85,22 +86,41 @@ describe('tsr block - encoding', () => {
   });
 
   it('refuses text that is not a block, naming what is wrong', () => {
-    const [block] = packBlocks([{ timestamp: START_MS, payload: { a: 1 }, position: 0 }, { timestamp: START_MS + 5, payload: { a: 2 }, position: 1 }]);
+    // Two payloads: column 'a' (doubles at 24), 'h' (a dictionary at 40: one distinct value,
+    // indices at 56), 's' (strings at 64); the string table at 80; 120 bytes in all.
+    const [block] = packBlocks([{ timestamp: START_MS, payload: { a: 1.5, h: 'x', s: 'p' }, position: 0 }, { timestamp: START_MS + 5, payload: { a: 2.5, h: 'x', s: 'q' }, position: 1 }]);
     const text = block!.text;
+    const [header, body] = text.split('\n') as [string, string];
+    const damaged = (change: (bytes: Buffer) => void) => {
+      const bytes = Buffer.from(body, 'base64');
+      change(bytes);
+      return `${header}\n${bytes.toString('base64')}`;
+    };
+    expect(Buffer.from(body, 'base64').length).toBe(120);
+    expect(Buffer.from(body, 'base64').readDoubleLE(24)).toBe(1.5);
     const cases: Array<[string, RegExp]> = [
       ['{"a":1}', /no header/],
       [text.replace('tsb1 2 ', 'tsb1 0 '), /holds 1 to/],
       [text.replace(`tsb1 2 ${START_MS} ${START_MS + 5}`, `tsb1 2 ${START_MS} ${START_MS + BLOCK_SPAN_MS}`), /spans less than/],
-      [text.replace('"t":[', '"t":[1,'), /2 payloads has 3 timestamps/],
-      [text.replace('"t":[1704067200000,5]', '"t":[1704067200000,-5]'), /out of order/],
-      [text.replace('"n":[1,2]', '"n":[1]'), /does not hold 2 values/],
-      [text.replace('"n":[1,2]', '"n":[1,"2"]'), /not a number/],
-      [`${text.slice(0, -3)}`, /not JSON/],
+      [`${header}\n${body.slice(0, -8)}`, /body of \d+ bytes/],
+      [damaged((bytes) => bytes.writeInt32LE(-5, 12)), /out of order/],
+      [damaged((bytes) => bytes.writeInt32LE(4, 12)), /disagree with its header/],
+      [damaged((bytes) => bytes.writeDoubleLE(Number.NaN, 32)), /column 'a' of a tsr block holds a number that is not finite/],
+      [damaged((bytes) => bytes.writeUInt16LE(1, 58)), /column 'h' of a tsr block points outside its dictionary/],
+      [damaged((bytes) => bytes.writeUInt32LE(9, 40)), /no known kind \(9\)/],
+      [damaged((bytes) => bytes.writeUInt32LE(4_000, 52)), /has 4000 distinct values of 2/],
+      [damaged((bytes) => bytes.writeUInt32LE(50, 20)), /names string 50 of 6/],
+      [damaged((bytes) => bytes.writeUInt32LE(0, 0)), /strings do not fill its table/],
+      [damaged((bytes) => bytes.writeUInt32LE(1_000, 80)), /ends early/],
+      [`${text}\n[{}`, /rest is not JSON/],
+      [`${text}\n[{}]`, /rest is not 2 objects/],
     ];
+    // A column is checked when first read: a payload reads every column.
+    const read = (bad: string) => blockPayload(decodeBlock(bad), 0);
     for (const [bad, message] of cases) {
       expect(bad).not.toBe(text);
-      expect(() => decodeBlock(bad)).toThrow(BadBlockError);
-      expect(() => decodeBlock(bad)).toThrow(message);
+      expect(() => read(bad)).toThrow(BadBlockError);
+      expect(() => read(bad)).toThrow(message);
     }
   });
 
@@ -201,7 +221,7 @@ describe('tsr repository - blocks', () => {
       expect(() => tsr.writeOperations([{ ...record, timestamp: START_MS + 1, value: block!.text }])).toThrow(/not its block's first/);
       expect(() => tsr.writeOperations([{ ...record, writeId: 'a/b', value: block!.text }])).toThrow(/holds a '\/'/);
       const [operation] = tsr.writeOperations([{ ...record, value: block!.text }]);
-      await database.batch([{ ...operation!, type: 'put', value: block!.text.replace('"n":[1]', '"n":[') }], { sync: true });
+      await database.batch([{ ...operation!, type: 'put', value: `${block!.text.split('\n')[0]}\nAAAA` }], { sync: true });
       await expect(all(tsr.scan('s/c/m'))).rejects.toThrow(/damaged/);
     });
   });

@@ -42,6 +42,11 @@ let arrivals = 0;
 
 class CountRows implements Accumulator {
   private count = 0;
+  static of(count: number): CountRows {
+    const counted = new CountRows();
+    counted.count = count;
+    return counted;
+  }
   add(): void {
     this.count++;
   }
@@ -58,6 +63,11 @@ class CountRows implements Accumulator {
 
 class CountValues implements Accumulator {
   private count = 0;
+  static of(count: number): CountValues {
+    const counted = new CountValues();
+    counted.count = count;
+    return counted;
+  }
   add(value: Value): void {
     if (value !== null) this.count++;
   }
@@ -76,6 +86,12 @@ class SumOrAverage implements Accumulator {
   private total = 0;
   private count = 0;
   constructor(private readonly average: boolean) {}
+  static of(average: boolean, total: number, count: number): SumOrAverage {
+    const summed = new SumOrAverage(average);
+    summed.total = total;
+    summed.count = count;
+    return summed;
+  }
   add(value: Value): void {
     // A long beyond 2^53 (BigInt) is summed as a double.
     const number = typeof value === 'bigint' ? Number(value) : value;
@@ -153,6 +169,13 @@ class SampleStandardDeviation implements Accumulator {
   private count = 0;
   private mean = 0;
   private squares = 0;
+  static of(count: number, mean: number, squares: number): SampleStandardDeviation {
+    const spread = new SampleStandardDeviation();
+    spread.count = count;
+    spread.mean = mean;
+    spread.squares = squares;
+    return spread;
+  }
   add(value: Value): void {
     if (typeof value !== 'number') return;
     this.count++;
@@ -232,6 +255,54 @@ class Bivariate implements Accumulator {
     this.meanX += (deltaX * other.count) / count;
     this.meanY += (deltaY * other.count) / count;
     this.count = count;
+  }
+}
+
+/**
+ * A summary of the numbers an aggregate's argument took, kept in a Float64Array by a
+ * grouping that reads columns (grouping.ts, placeColumns): no accumulator call and no boxed
+ * number per row. Per slot: count, sum, min, max, and Welford's mean and squared spread,
+ * updated as the accumulators update them, so a summary of values in some order equals
+ * the accumulator those values added in that order.
+ */
+export const NUMBER_SUMMARY_WIDTH = 6;
+
+/** Aggregates of one argument that a number summary can stand for (and count() of rows: its count). */
+export function summarizes(name: AggregateName, argCount: number): boolean {
+  if (name === 'count') return argCount <= 1;
+  return argCount === 1 && (name === 'sum' || name === 'avg' || name === 'min' || name === 'max' || name === 'stddev');
+}
+
+export function summarizeNumber(summary: Float64Array, at: number, value: number): void {
+  const count = summary[at]! + 1;
+  summary[at] = count;
+  summary[at + 1]! += value;
+  if (count === 1 || value < summary[at + 2]!) summary[at + 2] = value;
+  if (count === 1 || value > summary[at + 3]!) summary[at + 3] = value;
+  const delta = value - summary[at + 4]!;
+  summary[at + 4]! += delta / count;
+  summary[at + 5]! += delta * (value - summary[at + 4]!);
+}
+
+/** An accumulator of `name` holding the summary at `at` (summarizes holds), to merge into the slot's. */
+export function summaryAccumulator(name: AggregateName, argCount: number, summary: Float64Array, at: number): Accumulator {
+  const count = summary[at]!;
+  switch (name) {
+    case 'count':
+      return argCount === 0 ? CountRows.of(count) : CountValues.of(count);
+    case 'sum':
+    case 'avg':
+      return SumOrAverage.of(name === 'avg', summary[at + 1]!, count);
+    case 'min':
+    case 'max': {
+      const extreme = new Extreme(name === 'min' ? 1 : -1);
+      if (count > 0) extreme.add(summary[at + (name === 'min' ? 2 : 3)]!);
+      return extreme;
+    }
+    case 'stddev':
+      return SampleStandardDeviation.of(count, summary[at + 4]!, summary[at + 5]!);
+    default:
+      throw new Error(`no number summary for ${name}`);
   }
 }
 

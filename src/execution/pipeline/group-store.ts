@@ -25,6 +25,8 @@ export interface Group {
   closed: boolean;
   /** The row last emitted for it, which an update replaces and a remove names. */
   emitted: OutputRow | undefined;
+  /** Numbers placed from columns, not yet in the accumulators (grouping.ts, placeColumns). */
+  summary: Float64Array | undefined;
 }
 
 type Level = Map<unknown, unknown>;

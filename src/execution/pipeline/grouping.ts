@@ -30,8 +30,11 @@ import { BadRequestError } from '../../errors.js';
 import { windowHopsMax } from '../../query/index.js';
 import type { CompileOptions, Value } from '../../expression/index.js';
 import { createAccumulators, planGrouping, type GroupingPlan, type SelectStep } from './grouping-plan.js';
+import { NUMBER_SUMMARY_WIDTH, summarizeNumber, summarizes, summaryAccumulator } from './aggregates.js';
 import { compareGroups, GroupIndex, WindowEnds, type Group } from './group-store.js';
-import type { Budget, Delta, OutputRow, RowConsumer } from './types.js';
+import type { Budget, ColumnBatch, ColumnFields, ColumnView, Delta, OutputRow, RowConsumer } from './types.js';
+import { assert } from '../../assert.js';
+import { isoString } from '../../storage/tsr-block.js';
 import { eventTimeMs, mapKey, rowsEqual } from './values.js';
 
 export class GroupingOperator implements RowConsumer {
@@ -47,6 +50,8 @@ export class GroupingOperator implements RowConsumer {
   private readonly secondArguments: Value[];
   private watermarkMs = -Infinity;
   private lastArrivalMs: number | undefined;
+  /** Column batches: per last level of groups, the window its rows last went into. */
+  private readonly cachedLeaves = new Map<Map<unknown, Group>, CachedLeaf>();
   lateRows = 0;
 
   constructor(
@@ -85,6 +90,79 @@ export class GroupingOperator implements RowConsumer {
       if (delta.action !== 'remove') this.place(delta.data, delta.key, out);
     }
     return this.flush(out);
+  }
+
+  /**
+   * A bounded input's rows as columns (issue 17): the same groups and aggregates as rows
+   * holding just those fields would give, without a row object each. Keys, window and
+   * aggregate arguments must be the top-level fields `fields` names, in the plan's order.
+   */
+  placeColumns(batch: ColumnBatch, fields: ColumnFields): void {
+    const plan = this.plan;
+    assert(this.historical && !this.tableInput && fields.keys.length === plan.plainKeys.length && fields.slots.length === plan.slots.length, 'columns placed into a grouping that does not take them');
+    assert(plan.window === undefined || (fields.window !== undefined && plan.window.hopMs === plan.window.sizeMs), 'columns placed into a grouping whose window is not a tumbling one on a field');
+    const keyViews = fields.keys.map((field) => batch.column(field));
+    const firstViews = fields.slots.map((args) => (args[0] === undefined ? undefined : batch.column(args[0])));
+    const secondViews = fields.slots.map((args) => (args[1] === undefined ? undefined : batch.column(args[1])));
+    const windowView = fields.window === undefined ? undefined : batch.column(fields.window);
+    const sizeMs = plan.window?.sizeMs ?? 0;
+    const keep = batch.keep;
+    // How each aggregate takes this batch's values: counted, summarized as numbers, or added.
+    const modes = plan.slots.map((slot, s) => {
+      if (!summarizes(slot.name, slot.argCount)) return ADDED;
+      if (slot.argCount === 0) return ROWS;
+      const view = firstViews[s];
+      return view?.kind === 'values' && view.values instanceof Float64Array ? NUMBERS : ADDED;
+    });
+    const summarized = modes.some((mode) => mode !== ADDED);
+    const leaves = new LeafCache(this.index, this.cachedLeaves, keyViews, batch, this.keyScratch);
+    for (let row = 0; row < batch.count; row++) {
+      if (keep !== undefined && !keep(row)) continue;
+      const leaf = leaves.of(row);
+      let group: Group;
+      if (windowView === undefined) {
+        leaves.keysOf(row);
+        const key = mapKey(this.keyScratch[this.keyScratch.length - 1]);
+        group = leaf.leaf.get(key) ?? this.create(leaf.leaf, key, NaN);
+      } else {
+        const eventMs = windowView.kind === 'timestamp' ? eventTimeMs(batch.timestamps[row]!) : eventTimeMs(viewValue(windowView, batch, row));
+        if (eventMs === undefined) continue;
+        // A tumbling window: the one window holding the event (placeInWindows, hop = size).
+        const window = Math.floor(eventMs / sizeMs);
+        // A small integer as such (| 0): Map keys that V8 neither boxes nor hashes as doubles.
+        const small = window < SMALL_INTEGER_MAX && window > -SMALL_INTEGER_MAX;
+        const windowKey = small ? window | 0 : window;
+        // Rows of a key mostly follow each other in time: the last window of the key first;
+        // then the key's windows by number, a small integer where a start in ms is not (a
+        // Map finds those much faster).
+        if (leaf.group !== undefined && leaf.window === windowKey) group = leaf.group;
+        else {
+          let found = small ? leaf.byWindow.get(windowKey) : undefined;
+          if (found === undefined) {
+            const start = window * sizeMs;
+            leaves.keysOf(row);
+            found = leaf.leaf.get(start) ?? this.create(leaf.leaf, start, start);
+            if (small) leaf.byWindow.set(windowKey, found);
+          }
+          group = found;
+          leaf.window = windowKey;
+          leaf.group = group;
+        }
+      }
+      // Numbers go into the group's summary (aggregates.ts): no call, no boxed number per row.
+      let summary = group.summary;
+      if (summary === undefined && summarized) summary = group.summary = new Float64Array(plan.slots.length * NUMBER_SUMMARY_WIDTH);
+      for (let s = 0; s < modes.length; s++) {
+        const mode = modes[s]!;
+        if (mode === ROWS) summary![s * NUMBER_SUMMARY_WIDTH]! += 1;
+        else if (mode === NUMBERS) summarizeNumber(summary!, s * NUMBER_SUMMARY_WIDTH, (firstViews[s] as NumberView).values[row]!);
+        else {
+          const first = firstViews[s];
+          const second = secondViews[s];
+          group.accumulators[s]!.add(first === undefined ? null : viewValue(first, batch, row), second === undefined ? null : viewValue(second, batch, row));
+        }
+      }
+    }
   }
 
   tick(nowMs: number): Delta[] {
@@ -203,10 +281,12 @@ export class GroupingOperator implements RowConsumer {
       stale: false,
       closed: false,
       emitted: undefined,
+      summary: undefined,
     };
     leaf.set(key, group);
     this.groups.add(group);
-    if (windowed) this.windows.add(group.windowEndMs, group);
+    // Bounded, windows never close: nothing waits for their ends.
+    if (windowed && !this.historical) this.windows.add(group.windowEndMs, group);
     return group;
   }
 
@@ -287,12 +367,24 @@ export class GroupingOperator implements RowConsumer {
 
   private outputRow(group: Group): OutputRow {
     if (group.stale) this.rebuild(group);
+    if (group.summary !== undefined) this.foldSummary(group, group.summary);
     const plan = this.plan;
     const aggregates = group.view.aggregates;
     for (let s = 0; s < aggregates.length; s++) aggregates[s] = (group.accumulators[s] as Group['accumulators'][number]).result();
     const row: OutputRow = {};
     for (let i = 0; i < plan.items.length; i++) row[plan.itemNames[i] as string] = (plan.items[i] as (view: unknown) => Value)(group.view);
     return row;
+  }
+
+  /** Merges what columns summarized into the group's accumulators, once. */
+  private foldSummary(group: Group, summary: Float64Array): void {
+    const slots = this.plan.slots;
+    for (let s = 0; s < slots.length; s++) {
+      const slot = slots[s]!;
+      const at = s * NUMBER_SUMMARY_WIDTH;
+      if (summarizes(slot.name, slot.argCount) && summary[at]! > 0) group.accumulators[s]!.merge(summaryAccumulator(slot.name, slot.argCount, summary, at));
+    }
+    group.summary = undefined;
   }
 
   /** Recomputes a group's aggregates from its remaining input rows after a retraction. */
@@ -307,6 +399,79 @@ export class GroupingOperator implements RowConsumer {
       }
     }
     group.stale = false;
+  }
+}
+
+/** A key's last level of groups, its groups by window number, and the window its rows last went into. */
+interface CachedLeaf {
+  readonly leaf: Map<unknown, Group>;
+  readonly byWindow: Map<number, Group>;
+  window: number;
+  group: Group | undefined;
+}
+
+/** Integers V8 keeps unboxed on every platform (31 bits): Map keys it hashes fast. */
+const SMALL_INTEGER_MAX = 2 ** 30;
+
+/** How an aggregate takes a column batch (placeColumns): added value by value, rows counted, numbers summarized. */
+const ADDED = 0;
+const ROWS = 1;
+const NUMBERS = 2;
+
+type NumberView = Extract<ColumnView, { kind: 'values' }> & { values: Float64Array };
+
+/**
+ * The leaf of each row's plain keys, for one batch: by code when the one key is coded (a
+ * dictionary column), else looked up. keyScratch holds the row's keys after of() or keysOf().
+ */
+class LeafCache {
+  private readonly byCode: Array<CachedLeaf | undefined> | undefined;
+
+  constructor(
+    private readonly index: GroupIndex,
+    /** Kept by the grouping from batch to batch. */
+    private readonly looked: Map<Map<unknown, Group>, CachedLeaf>,
+    private readonly views: readonly ColumnView[],
+    private readonly batch: ColumnBatch,
+    private readonly keys: Value[],
+  ) {
+    const only = views.length === 1 ? views[0] : undefined;
+    this.byCode = only?.kind === 'codes' ? new Array<CachedLeaf | undefined>(only.distinct.length) : undefined;
+  }
+
+  of(row: number): CachedLeaf {
+    if (this.byCode !== undefined) {
+      const code = (this.views[0] as Extract<ColumnView, { kind: 'codes' }>).codes[row]!;
+      const cached = this.byCode[code];
+      if (cached !== undefined) return cached;
+      return (this.byCode[code] = this.lookUp(row));
+    }
+    return this.lookUp(row);
+  }
+
+  /** Puts the row's plain keys into keyScratch (a new group takes them from there). */
+  keysOf(row: number): void {
+    for (let k = 0; k < this.views.length; k++) this.keys[k] = viewValue(this.views[k]!, this.batch, row);
+  }
+
+  private lookUp(row: number): CachedLeaf {
+    this.keysOf(row);
+    const leaf = this.index.leaf(this.keys);
+    let cached = this.looked.get(leaf);
+    if (cached === undefined) this.looked.set(leaf, (cached = { leaf, byWindow: new Map(), window: NaN, group: undefined }));
+    return cached;
+  }
+}
+
+/** One row's value in a column view (types.ts). */
+function viewValue(view: ColumnView, batch: ColumnBatch, row: number): Value {
+  switch (view.kind) {
+    case 'codes':
+      return view.distinct[view.codes[row]!]!;
+    case 'values':
+      return view.values[row]!;
+    default:
+      return isoString(batch.timestamps[row]!);
   }
 }
 

@@ -30,6 +30,7 @@ import { compileOrderKeys, HistoricalOrder, LiveOrder, type OrderStep } from './
 import {
   Budget,
   type Change,
+  type ColumnBatch,
   type Delta,
   type OutputRow,
   type Pipeline,
@@ -166,6 +167,13 @@ class QueryPipeline implements Pipeline {
       deltas = checkedDeltas(operator.push(deltas, nowMs));
     }
     return this.options.historical ? [] : this.streamOut(toChanges(deltas));
+  }
+
+  pushColumns(batch: ColumnBatch): void {
+    const columns = this.options.columns;
+    const first = this.chain.first;
+    assert(columns !== undefined && this.options.historical && this.rowStages.empty && first instanceof GroupingOperator, 'columns pushed into a pipeline that does not take them');
+    first.placeColumns(batch, columns);
   }
 
   tick(nowMs: number): Change[] {

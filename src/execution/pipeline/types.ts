@@ -25,11 +25,43 @@ export interface PipelineLimits {
   readonly rowsHeldMax: number;
 }
 
+/**
+ * Rows given as columns (a tsr block, issue 17): per field, each row's value, as a row
+ * object holding that field would give it (null where a row lacks it).
+ */
+export interface ColumnBatch {
+  readonly count: number;
+  /** Each row's event time, epoch milliseconds (the 'timestamp' columns read it). */
+  readonly timestamps: ArrayLike<number>;
+  column(field: string): ColumnView;
+  /** Whether a row is in the input at all; undefined: every row is. */
+  readonly keep: ((index: number) => boolean) | undefined;
+}
+
+export type ColumnView =
+  /** Values drawn from a few distinct ones: `distinct[codes[row]]`. */
+  | { readonly kind: 'codes'; readonly distinct: readonly Value[]; readonly codes: ArrayLike<number> }
+  | { readonly kind: 'values'; readonly values: ArrayLike<Value> }
+  /** Each row's own event time as an ISO string (its datetime field): `timestamps[row]` as a window reads it. */
+  | { readonly kind: 'timestamp' };
+
+/**
+ * The fields a grouping reads when it takes column batches (historical, tumbling window
+ * or none): the plain keys', the window's and each aggregate's argument (undefined: none).
+ */
+export interface ColumnFields {
+  readonly keys: readonly string[];
+  readonly window: string | undefined;
+  readonly slots: ReadonlyArray<readonly (string | undefined)[]>;
+}
+
 export interface PipelineOptions {
   /** The checked query: its steps and output schema. Must have no errors. */
   readonly check: QueryCheck;
   /** Bounded input that ends with finish(). */
   readonly historical: boolean;
+  /** Set when the input comes as column batches (pushColumns) into a grouping that is the query's first step. */
+  readonly columns?: ColumnFields;
   /**
    * Variables, session functions, contributor field resolution, clock and numeric kinds of
    * the source; passed to every compile. The pipeline adds its aggregates and key scopes.
@@ -45,6 +77,8 @@ export interface Pipeline {
   readonly lateRows: number;
   /** Feeds input rows in arrival order; returns the changes they cause, in order. */
   push(rows: readonly unknown[], nowMs: number): Change[];
+  /** Feeds rows as columns (only with `columns` in the options); a bounded query emits at finish(). */
+  pushColumns(batch: ColumnBatch): void;
   /** Wall-clock tick: closes windows that had no events for their length; returns the removes. */
   tick(nowMs: number): Change[];
   /** End of a bounded input: what is still to emit (for grouped or ordered queries, the whole result). */

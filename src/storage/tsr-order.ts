@@ -1,0 +1,106 @@
+// The order of a tsr stream's payloads (issue 17): by event time, then writeId. A
+// payload's writeId is its write's id and its place in the write, so payloads of one
+// moment sort in the order they arrived, whatever their partitions and blocks. Blocks of
+// different writes may overlap in time; BlockMerge reads several at once in that order.
+// Pure.
+
+import type { Block } from './tsr-block.js';
+
+/** Digits of a payload's place in its write, in its writeId ("<write id>:<place>"). */
+const POSITION_DIGITS = 7;
+
+/**
+ * A payload's writeId: its write's id (its block's record writeId is that id, a dot and the
+ * block's ordinal in the write) and its place in the write.
+ */
+export function payloadWriteId(blockWriteId: string, position: number): string {
+  const dot = blockWriteId.lastIndexOf('.');
+  return `${dot < 0 ? blockWriteId : blockWriteId.slice(0, dot)}:${position.toString(16).padStart(POSITION_DIGITS, '0')}`;
+}
+
+/** A block being read: its next payload is at `index`. */
+export interface BlockCursor {
+  readonly block: Block;
+  /** The block's record writeId. */
+  readonly blockId: string;
+  index: number;
+  /** The writeId of the payload at `index`, made when it is compared with another block's at the same time. */
+  writeId: string | undefined;
+}
+
+/**
+ * A min-heap of block cursors by (timestamp, writeId) of each one's next payload. A block
+ * must join before any payload later than its first is taken: then what is taken is in
+ * order. Blocks of one write rarely overlap another's, so it mostly holds a few.
+ */
+export class BlockMerge {
+  private readonly cursors: BlockCursor[] = [];
+
+  get size(): number {
+    return this.cursors.length;
+  }
+
+  add(blockId: string, block: Block): void {
+    this.cursors.push({ block, blockId, index: 0, writeId: undefined });
+    this.siftUp(this.cursors.length - 1);
+  }
+
+  /** The time of the next payload; only when size > 0. */
+  peekTimestamp(): number {
+    const top = this.cursors[0]!;
+    return top.block.timestamps[top.index]!;
+  }
+
+  /** The cursor at the next payload, until advance(); only when size > 0. */
+  top(): BlockCursor {
+    return this.cursors[0]!;
+  }
+
+  /** Moves past the next payload. */
+  advance(): void {
+    const top = this.cursors[0]!;
+    top.index += 1;
+    top.writeId = undefined;
+    if (top.index === top.block.count) {
+      const last = this.cursors.pop()!;
+      if (this.cursors.length === 0) return;
+      this.cursors[0] = last;
+    }
+    this.siftDown(0);
+  }
+
+  private before(a: BlockCursor, b: BlockCursor): boolean {
+    const x = a.block.timestamps[a.index]!;
+    const y = b.block.timestamps[b.index]!;
+    if (x !== y) return x < y;
+    a.writeId ??= payloadWriteId(a.blockId, a.block.positions[a.index]!);
+    b.writeId ??= payloadWriteId(b.blockId, b.block.positions[b.index]!);
+    return a.writeId < b.writeId;
+  }
+
+  private siftUp(start: number): void {
+    const cursors = this.cursors;
+    let index = start;
+    while (index > 0) {
+      const parent = (index - 1) >> 1;
+      if (!this.before(cursors[index]!, cursors[parent]!)) return;
+      [cursors[index], cursors[parent]] = [cursors[parent]!, cursors[index]!];
+      index = parent;
+    }
+  }
+
+  private siftDown(start: number): void {
+    const cursors = this.cursors;
+    let index = start;
+    for (;;) {
+      const left = 2 * index + 1;
+      const right = left + 1;
+      let smallest = index;
+      if (left < cursors.length && this.before(cursors[left]!, cursors[smallest]!)) smallest = left;
+      if (right < cursors.length && this.before(cursors[right]!, cursors[smallest]!)) smallest = right;
+      if (smallest === index) return;
+      [cursors[index], cursors[smallest]] = [cursors[smallest]!, cursors[index]!];
+      index = smallest;
+    }
+  }
+}

@@ -1,0 +1,208 @@
+// Historical queries over tsr blocks (issue 17): the column reader and the block-row reader
+// must give exactly what the whole-payload reader gives, for every query they take.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { planBlockRows } from '../../src/execution/block-row-plan.js';
+import { readBlockColumns, readBlockRows } from '../../src/execution/historical-blocks.js';
+import { readHistorical, scanPage, type HistoricalSource } from '../../src/execution/historical-reader.js';
+import { createPipeline } from '../../src/execution/pipeline/index.js';
+import type { Change } from '../../src/execution/pipeline/types.js';
+import { timeBoundsOf } from '../../src/execution/time-bounds.js';
+import { analyseQuery } from '../../src/query/index.js';
+import { Database } from '../../src/storage/database.js';
+import type { StoredRecord } from '../../src/storage/repository.js';
+import { TimeSeriesRepository } from '../../src/storage/tsr.js';
+import { type BlockEntry, isoString, packBlocks } from '../../src/storage/tsr-block.js';
+import { partitionOf } from '../../src/streams/partitioner.js';
+import { Prng } from '../sim/prng.js';
+
+const STREAM = '/streams/t/c/metrics';
+const KEY = 't/c/metrics';
+const RING = 8;
+const START_MS = Date.UTC(2024, 0, 1);
+const FROM_MS = START_MS + 7 * 60_000 + 30_500;
+const TO_MS = START_MS + 31 * 60_000;
+const SCHEMA = {
+  version: '1',
+  topDef: {
+    type: 'record',
+    properties: {
+      at: { type: 'datetime', annotations: ['urn:itrs:default-timestamp'] },
+      cpu: { type: 'double', optional: true },
+      host: { type: 'string' },
+      mem: { type: 'double' },
+      ok: { type: 'boolean' },
+      note: { type: 'record', optional: true, properties: { text: { type: 'string' }, n: { type: 'int' } } },
+    },
+  },
+};
+
+let dir: string;
+let database: Database;
+let tsr: TimeSeriesRepository;
+
+/**
+ * Writes of many shapes: ISO timestamps and others (no milliseconds), payloads without cpu
+ * (a field that is then no column), with extra fields, overlapping in time; cpu and mem are
+ * multiples of 1/4 and 1/16, so sums are exact in any order.
+ */
+async function write(prng: Prng): Promise<void> {
+  const records: StoredRecord[] = [];
+  for (let write = 0; write < 60; write += 1) {
+    const base = START_MS + prng.int(0, 40) * 60_000;
+    const byPartition = new Map<number, BlockEntry[]>();
+    for (let position = 0; position < prng.int(1, 80); position += 1) {
+      const timestamp = base + prng.int(0, 900) * 1000 + prng.pick([0, 0, 0, 500]);
+      const payload: Record<string, unknown> = {
+        at: prng.int(0, 9) === 0 ? new Date(timestamp - (timestamp % 1000)).toISOString().replace('.000Z', 'Z') : isoString(timestamp),
+        host: `h${prng.int(0, 5)}`,
+        mem: prng.int(0, 1024) / 16,
+        ok: prng.int(0, 1) === 0,
+      };
+      if (prng.int(0, 7) !== 0) payload.cpu = prng.int(0, 400) / 4;
+      if (prng.int(0, 9) === 0) payload.note = { text: 'extra', n: position };
+      const entryTime = Date.parse(payload.at as string);
+      const partition = partitionOf(payload, { replicas: 1, ring_size: RING, hash_payload: { bytes: 128 } });
+      byPartition.set(partition, [...(byPartition.get(partition) ?? []), { timestamp: entryTime, payload, position }]);
+    }
+    for (const [partition, entries] of byPartition) {
+      packBlocks(entries).forEach((block, ordinal) => records.push({ stream: KEY, partition, timestamp: block.minTs, writeId: `w${String(write).padStart(3, '0')}.${ordinal}`, value: block.text }));
+    }
+  }
+  // Payloads exactly at the bounds the queries below use, in blocks reaching past them.
+  for (const [write, bound] of [[100, FROM_MS], [101, TO_MS]] as const) {
+    const byPartition = new Map<number, BlockEntry[]>();
+    for (let position = 0; position < 40; position += 1) {
+      const timestamp = bound + (position % 3 === 0 ? 0 : position % 3 === 1 ? -1 : 1);
+      const payload = { at: isoString(timestamp), host: `h${position % 6}`, mem: position / 16, ok: true, cpu: position / 4 };
+      const partition = partitionOf(payload, { replicas: 1, ring_size: RING, hash_payload: { bytes: 128 } });
+      byPartition.set(partition, [...(byPartition.get(partition) ?? []), { timestamp, payload, position }]);
+    }
+    for (const [partition, entries] of byPartition) {
+      packBlocks(entries).forEach((block, ordinal) => records.push({ stream: KEY, partition, timestamp: block.minTs, writeId: `w${write}.${ordinal}`, value: block.text }));
+    }
+  }
+  await database.batch(tsr.writeOperations(records), { sync: true });
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'tributary-blocks-'));
+  database = await Database.open(dir);
+  tsr = new TimeSeriesRepository(database);
+  await write(new Prng(21));
+});
+
+afterAll(async () => {
+  await database.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const owners = { localName: 'n', ownersOf: () => ['n'], available: () => true };
+const context = { timestampPath: ['at'], variable: () => undefined, isSessionFunction: () => false, isPlainField: () => true };
+
+function checkOf(text: string) {
+  const analysis = analyseQuery(text, { streams: new Map([[STREAM, { schema: SCHEMA, repository: 'tsr' }]]) });
+  expect(analysis.errors).toEqual([]);
+  return analysis.check!;
+}
+
+function pipelineFor(check: ReturnType<typeof checkOf>, skip = 0, columns?: Parameters<typeof createPipeline>[0]['columns']) {
+  return createPipeline({
+    check: { ...check, steps: check.steps.slice(skip) },
+    historical: true,
+    compile: { clock: Date.now },
+    limits: { groupsMax: 1e6, rowsHeldMax: 1e6 },
+    ...(columns === undefined ? {} : { columns }),
+  });
+}
+
+/** The result read from whole payloads (historical-reader.ts): the reference. */
+async function fromPayloads(text: string): Promise<Change[]> {
+  const check = checkOf(text);
+  const source: HistoricalSource = { stream: KEY, repo: 'tsr', ringSize: RING, replicas: 1, ...timeBoundsOf(check.steps, ['at'], () => undefined) };
+  const deps = { ...owners, scanLocal: (request: Parameters<typeof scanPage>[1]) => scanPage((stream, options) => tsr.scan(stream, options), request, 50), scanRemote: () => Promise.reject(new Error('no peers')) };
+  const pipeline = pipelineFor(check);
+  for await (const rows of readHistorical(deps, source, 50)) pipeline.push(rows, 0);
+  return pipeline.finish();
+}
+
+/** The result read from blocks as the plan says, and how it was read. */
+async function fromBlocks(text: string): Promise<{ how: 'columns' | 'rows'; changes: Change[] }> {
+  const check = checkOf(text);
+  const plan = planBlockRows(check.steps, context);
+  expect(plan).toBeDefined();
+  const source: HistoricalSource = { stream: KEY, repo: 'tsr', ringSize: RING, replicas: 1, ...timeBoundsOf(check.steps, ['at'], () => undefined), rows: plan! };
+  // Small pages: every page boundary is crossed many times.
+  const deps = { ...owners, blocksLocal: (request: Parameters<TimeSeriesRepository['blockPage']>[2] & { stream: string; partition: number }) => tsr.blockPage(request.stream, request.partition, { ...request, charsMax: 700 }), blocksRemote: () => Promise.reject(new Error('no peers')) };
+  const pipeline = pipelineFor(check, plan!.absorbed?.steps ?? 0, plan!.columns);
+  if (plan!.columns !== undefined) {
+    for await (const batch of readBlockColumns(deps, source, plan!)) pipeline.pushColumns(batch);
+    return { how: 'columns', changes: pipeline.finish() };
+  }
+  for await (const rows of readBlockRows(deps, source, plan!, 37)) pipeline.push(rows, 0);
+  return { how: 'rows', changes: pipeline.finish() };
+}
+
+/**
+ * stddev adds its values one by one (Welford): columns, read in another order than time,
+ * may round its last bits differently; every other aggregate here is exact in any order.
+ */
+function roundSpreads(changes: readonly Change[]): Change[] {
+  return changes.map((change) => (typeof change.data.spread === 'number' ? { ...change, data: { ...change.data, spread: Number(change.data.spread.toPrecision(12)) } } : change));
+}
+
+const from = isoString(FROM_MS);
+const to = isoString(TO_MS);
+
+describe('historical blocks - the same answers as whole payloads', () => {
+  const cases: Array<[string, 'columns' | 'rows']> = [
+    [`from historical ${STREAM} group by host, at window of 1 minute select host, at, count() as n, count(cpu) as c, avg(cpu) as cpu, sum(mem) as mem, min(cpu) as low, max(mem) as high, stddev(mem) as spread`, 'columns'],
+    [`from historical ${STREAM} where at >= '${from}' && at < '${to}' group by host, at window of 5 minutes select host, at, count() as n, avg(cpu) as cpu`, 'columns'],
+    [`from historical ${STREAM} where at > '${from}' where at <= '${to}' group by ok select ok, count() as n, sum(cpu) as cpu`, 'columns'],
+    [`from historical ${STREAM} select count() as n, avg(mem) as mem`, 'columns'],
+    [`from historical ${STREAM} group by host select host, last(at) as at, last(cpu) as cpu, first(mem) as mem, count() as n`, 'rows'],
+    [`from historical ${STREAM} where cpu > 50 group by host, at window of 2 minutes select host, at, count() as n, avg(mem) as mem`, 'rows'],
+    [`from historical ${STREAM} where at >= '${from}' && cpu > 20 group by host select host, count() as n, max(cpu) as top`, 'rows'],
+    [`from historical ${STREAM} group by host, at window of 10 minutes every 1 minute select host, at, count() as n`, 'rows'],
+    [`from historical ${STREAM} group by note.n select n, count() as n2`, 'rows'],
+  ];
+  for (const [text, how] of cases) {
+    it(`reads ${how}: ${text.slice(text.indexOf(STREAM) + STREAM.length + 1)}`, async () => {
+      const expected = await fromPayloads(text);
+      expect(expected.length).toBeGreaterThan(0);
+      const actual = await fromBlocks(text);
+      expect(actual.how).toBe(how);
+      expect(roundSpreads(actual.changes)).toEqual(roundSpreads(expected));
+    });
+  }
+});
+
+describe('historical blocks - the plan', () => {
+  const plan = (text: string) => planBlockRows(checkOf(text).steps, context);
+
+  it('reads columns for a grouping of plain fields whose aggregates do not depend on order, after wheres on the timestamp alone', () => {
+    const columns = plan(`from historical ${STREAM} where at >= '${from}' group by host, at window of 1 minute select host, at, count() as n, avg(cpu) as cpu`);
+    expect(columns).toEqual({
+      columns: { keys: ['host'], window: 'at', slots: [[], ['cpu']] },
+      fields: ['cpu', 'host'],
+      timestampAsMs: 'at',
+      absorbed: { steps: 1, field: 'at', bounds: { fromMs: Date.parse(from) } },
+    });
+  });
+
+  it('reads rows, with the fields they need, for first and last, other wheres, hopping windows and nested fields', () => {
+    expect(plan(`from historical ${STREAM} group by host select host, last(cpu) as cpu`)).toEqual({ fields: ['cpu', 'host'], timestampAsMs: undefined, absorbed: undefined });
+    expect(plan(`from historical ${STREAM} where cpu > 5 group by host select host, count() as n`)).toEqual({ fields: ['cpu', 'host'], timestampAsMs: undefined, absorbed: undefined });
+    expect(plan(`from historical ${STREAM} group by host, at window of 1 hour every 1 minute select host, at, count() as n`)?.columns).toBeUndefined();
+    expect(plan(`from historical ${STREAM} group by host select host, last(at) as at`)).toEqual({ fields: ['at', 'host'], timestampAsMs: undefined, absorbed: undefined });
+    expect(plan(`from historical ${STREAM} group by note.n select n, count() as count`)).toEqual({ fields: ['note'], timestampAsMs: undefined, absorbed: undefined });
+  });
+
+  it('reads whole payloads for a query whose rows do not go straight into a grouping', () => {
+    expect(plan(`from historical ${STREAM} where cpu > 5 select host, cpu`)).toBeUndefined();
+    expect(plan(`from historical ${STREAM} select host, cpu`)).toBeUndefined();
+  });
+});
