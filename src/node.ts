@@ -43,8 +43,10 @@ import { ExecutionService } from './execution/execution-service.js';
 import { readHistorical, scanPage, type ScanRequest } from './execution/historical-reader.js';
 import { LiveFeed, LiveForwarder } from './execution/live-feed.js';
 import { OutputRegistry } from './execution/output-registry.js';
-import { remoteBlocks, remoteExecutionStatuses, remoteOutputPoll, remoteScan, serveBlocks, serveExecutionStatuses, serveLivePayloads, serveOutputPolls, serveScans } from './execution/execution-peer.js';
+import { remoteBlocks, remoteExecutionStatuses, remoteLatest, remoteOutputPoll, remoteScan, serveBlocks, serveLatest, serveExecutionStatuses, serveLivePayloads, serveOutputPolls, serveScans } from './execution/execution-peer.js';
 import { BLOCK_PAGE_CHARS_MAX, type BlockPageRequest, readBlockColumns, readBlockRows } from './execution/historical-blocks.js';
+import { readLatestRows } from './execution/historical-latest.js';
+import { LatestValues, type LatestRequest } from './execution/latest-values.js';
 import { createPipeline } from './execution/pipeline/index.js';
 import { SessionDirectory } from './execution/session-directory.js';
 import { SessionHost, type RunStatus } from './execution/session-host.js';
@@ -251,8 +253,10 @@ function storedParts(config: Config, storage: Storage, defined: Defined) {
   const { definitions, placements } = defined;
   const ssrIndex = new SsrIndex(repositories.ssr, (streamKey) => placements.analyzerOf(streamKey));
   const repositoryStats = { ssr: new RepositoryStats(repositories.ssr, STATS_CACHE_MS), tsr: new RepositoryStats(repositories.tsr, STATS_CACHE_MS) };
+  const latestValues = new LatestValues(repositories.tsr);
   const replica = new LocalReplica(repositories, storage.committer, (repository, records) => {
     if (repository === 'ssr') ssrIndex.onStored(records);
+    else latestValues.stored(records);
     for (const stream of new Set(records.map((record) => record.stream))) repositoryStats[repository].invalidate(stream);
     partitions.staleRecords(repository, records);
   });
@@ -263,11 +267,12 @@ function storedParts(config: Config, storage: Storage, defined: Defined) {
     applyDefinitions: (records) => definitions.apply(records),
     partitionChanged: (repo, stream, partition) => {
       if (repo === 'ssr') ssrIndex.invalidate(stream, partition);
+      else latestValues.forget(stream, partition);
       repositoryStats[repo].invalidate(stream);
       partitions.stale(repo, stream, partition);
     },
   }, config.cluster.transferChunkBytes);
-  return { ssrIndex, repositoryStats, replica, partitions, chunks };
+  return { ssrIndex, repositoryStats, latestValues, replica, partitions, chunks };
 }
 
 /**
@@ -278,7 +283,7 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
   const { database, repositories } = storage;
   const { core, transport, deadline } = cluster;
   const { definitions, placements } = defined;
-  const { ssrIndex, repositoryStats, replica, partitions, chunks } = storedParts(config, storage, defined);
+  const { ssrIndex, repositoryStats, latestValues, replica, partitions, chunks } = storedParts(config, storage, defined);
   const shell = new ClusterShell({
     core, transport, events: cluster.events, log,
     chunks: guardedChunks(chunks, () => plane),
@@ -330,6 +335,10 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
     plane.repair.checkServing(`partition ${request.partition} of ${request.stream}`);
     return scanPage((stream, options) => repositories[request.repo].scan(stream, options), request, config.execution.historicalPageRecords);
   };
+  const latestLocal = (request: LatestRequest) => {
+    plane.repair.checkServing(`partition ${request.partition} of ${request.stream}`);
+    return latestValues.latest(request);
+  };
   const blocksLocal = (request: BlockPageRequest) => {
     plane.repair.checkServing(`partition ${request.partition} of ${request.stream}`);
     return repositories.tsr.blockPage(request.stream, request.partition, { ...request, charsMax: Math.min(request.charsMax, BLOCK_PAGE_CHARS_MAX) });
@@ -339,7 +348,7 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
     streams: () => placements.persisted(),
     countByPartition: (repo, stream) => repositories[repo].countByPartition(stream),
   }, STORE_STATS_TTL_MS);
-  return { ssrIndex, repositoryStats, shell, membershipService, plane, runtime, ingest, searchLocal, scanLocal, blocksLocal, storeStats };
+  return { ssrIndex, repositoryStats, shell, membershipService, plane, runtime, ingest, searchLocal, scanLocal, blocksLocal, latestLocal, storeStats };
 }
 
 /** Monitoring (issue 13): every service of the spec, from counters the parts keep. */
@@ -425,6 +434,8 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
     scanRemote: remoteScan(transport, deadline),
     blocksLocal: data.blocksLocal,
     blocksRemote: remoteBlocks(transport, deadline),
+    latestLocal: data.latestLocal,
+    latestRemote: remoteLatest(transport, deadline),
   };
   const sessionHost = new SessionHost({
     localName: config.name,
@@ -439,10 +450,11 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
       const failures = await data.ingest.ingest(parseStreamUri(uri), rows);
       if (failures.size > 0) throw new BadRequestError(`${uri} refused ${failures.size} row(s): ${[...failures.values()][0]}`);
     },
-    readHistorical: (source) =>
-      source.rows === undefined
-        ? readHistorical(historicalDeps, source, config.execution.historicalPageRecords)
-        : readBlockRows(historicalDeps, source, source.rows, config.execution.historicalPageRecords),
+    readHistorical: (source) => {
+      if (source.rows === undefined) return readHistorical(historicalDeps, source, config.execution.historicalPageRecords);
+      if (source.rows.latest !== undefined) return readLatestRows(historicalDeps, source, source.rows.latest);
+      return readBlockRows(historicalDeps, source, source.rows, config.execution.historicalPageRecords);
+    },
     readHistoricalColumns: (source) => readBlockColumns(historicalDeps, source, source.rows!),
     sandboxLimits: { timeoutMs: config.execution.functionTimeoutMs, memoryMb: config.limits.tagMemoryMb },
     limits: { groupsMax: config.execution.queryGroupsMax, rowsHeldMax: config.execution.queryRowsHeldMax, pendingWriteRowsMax: config.execution.liveForwardQueuePayloadsMax },
@@ -495,6 +507,7 @@ function serveReads(transport: PeerTransport, parts: { storage: Storage; data: D
   serveOutputPolls(transport, execution.outputs);
   serveScans(transport, data.scanLocal);
   serveBlocks(transport, data.blocksLocal);
+  serveLatest(transport, data.latestLocal);
   serveExecutionStatuses(transport, execution.sessionHost);
   serveStoreStats(transport, data.storeStats);
   serveMonitoring(transport, monitoring.deps);

@@ -22,6 +22,12 @@ import type { ColumnFields } from './pipeline/types.js';
 
 export interface BlockRowPlan {
   /**
+   * Set when the query asks only for the last values per key: one plain key field, no
+   * window, every aggregate `last` of a plain field, no where. Its owners answer with the
+   * newest values per key (latest-values.ts), read from the newest blocks back.
+   */
+  readonly latest?: { readonly key: string; readonly fields: readonly string[] };
+  /**
    * Set when the grouping takes the blocks' columns without rows at all (pushColumns): it is
    * the first step after the absorbed wheres, its keys and aggregate arguments are plain
    * top-level fields, its window (if any) tumbles, and no aggregate depends on the order of
@@ -79,8 +85,10 @@ export function planBlockRows(steps: readonly PlanStep[], context: BlockRowConte
   if (windowOnTimestamp && timestampAsMs === undefined) fields.add(timestampField!);
   if (timestampAsMs !== undefined) fields.delete(timestampAsMs);
   const columns = wheres.length === 0 ? columnFields(select, windowKey, plainKeys, calls, context) : undefined;
+  const latest = first === 0 && wheres.length === 0 ? latestFields(windowKey, plainKeys, calls, context) : undefined;
   return {
     ...(columns === undefined ? {} : { columns }),
+    ...(latest === undefined ? {} : { latest }),
     fields: [...fields].sort(),
     timestampAsMs,
     absorbed: first === 0 ? undefined : { steps: first, field: timestampField!, bounds },
@@ -105,6 +113,15 @@ function columnFields(
   const slots = calls.map((call) => call.args.map(plain));
   if (calls.some((call, index) => !ORDERLESS_AGGREGATES.has(call.name) || slots[index]!.some((arg) => arg === undefined))) return undefined;
   return { keys: keys as string[], window: windowField, slots };
+}
+
+function latestFields(windowKey: Expr | undefined, plainKeys: readonly Expr[], calls: ReadonlyArray<{ name: string; args: readonly Expr[] }>, context: BlockRowContext): BlockRowPlan['latest'] {
+  const plain = (expr: Expr | undefined): string | undefined =>
+    expr?.kind === 'field' && expr.path.length === 1 && context.isPlainField(expr.path[0]!) ? expr.path[0] : undefined;
+  const key = plain(plainKeys[0]);
+  if (windowKey !== undefined || plainKeys.length !== 1 || key === undefined || calls.length === 0) return undefined;
+  const fields = calls.map((call) => (call.name === 'last' && call.args.length === 1 ? plain(call.args[0]) : undefined));
+  return fields.every((field) => field !== undefined) ? { key, fields: fields as string[] } : undefined;
 }
 
 function narrower(a: TimeBounds, b: TimeBounds): TimeBounds {

@@ -2,6 +2,7 @@
 // - OutputPoll: a node serving an output's SSE clients long-polls the output's host;
 // - ScanRead: a historical query reads a page of a partition from one of its owners;
 // - BlockRead: one that reads a tsr stream's columns reads a page of its blocks;
+// - LatestRead: one that asks for the last values per key reads a partition's answer;
 // - ExecutionStatusRead: the queries response asks the session's host how its queries run;
 // - LivePayloads: the node that accepted payloads hands them to the hosts of live queries.
 // The codec has checked every request and reply (src/peer/codec.ts, documents.ts).
@@ -13,6 +14,7 @@ import type { LiveFeed } from './live-feed.js';
 import type { ScanPage, ScanRequest } from './historical-reader.js';
 import type { BlockPageRequest } from './historical-blocks.js';
 import type { BlockPage } from '../storage/tsr.js';
+import type { LatestEntry, LatestRequest } from './latest-values.js';
 import type { PollReply } from './output-channel.js';
 import type { OutputPollRequest, OutputRegistry } from './output-registry.js';
 import type { RunStatus, SessionHost } from './session-host.js';
@@ -43,6 +45,15 @@ export function serveBlocks(endpoint: PeerEndpoint, blocksLocal: (request: Block
 
 export function remoteBlocks(endpoint: PeerEndpoint, deadlineMs: number): (node: string, request: BlockPageRequest) => Promise<BlockPage> {
   return (node, request) => endpoint.call(node, 'BlockRead', request, { deadlineMs });
+}
+
+/** Answers other nodes' last values per key of the tsr partitions this node owns. */
+export function serveLatest(endpoint: PeerEndpoint, latestLocal: (request: LatestRequest) => Promise<LatestEntry[]>): void {
+  endpoint.handle('LatestRead', async (_sender, request) => ({ entries: await latestLocal(request) }));
+}
+
+export function remoteLatest(endpoint: PeerEndpoint, deadlineMs: number): (node: string, request: LatestRequest) => Promise<LatestEntry[]> {
+  return async (node, request) => (await endpoint.call(node, 'LatestRead', request, { deadlineMs })).entries;
 }
 
 /** Answers how the queries of a session hosted here run (none when it is not hosted here). */

@@ -33,7 +33,9 @@ export interface HistoricalBlockDeps extends OwnerChoice {
 }
 
 /** First pages asked at once when the read starts. */
-const FIRST_PAGE_CONCURRENCY = 8;
+const FIRST_PAGE_CONCURRENCY = 32;
+/** Characters of a partition's first page: nothing is merged before every partition has one, so they are small. */
+const FIRST_PAGE_CHARS = 16 * 1024;
 /** Characters of blocks a page asks for, at most. */
 const BLOCK_PAGE_CHARS = 1024 * 1024;
 /** Characters of blocks a read holds at once, two pages of every partition (about). */
@@ -112,7 +114,7 @@ class BlockFeed {
     const feed = new BlockFeed(deps, source, pageChars);
     for (let start = 0; start < source.ringSize; start += FIRST_PAGE_CONCURRENCY) {
       const partitions = Array.from({ length: Math.min(FIRST_PAGE_CONCURRENCY, source.ringSize - start) }, (_, offset) => start + offset);
-      const pages = await Promise.all(partitions.map((partition) => fetchPage(deps, source, partition, undefined, pageChars)));
+      const pages = await Promise.all(partitions.map((partition) => fetchPage(deps, source, partition, undefined, Math.min(pageChars, FIRST_PAGE_CHARS))));
       partitions.forEach((partition, index) => {
         const page = pages[index]!;
         if (page.blocks.length > 0) feed.pending.push({ partition, page, at: 0, nextMinTs: minTsOf(page, 0), nextPage: undefined });

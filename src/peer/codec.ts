@@ -22,12 +22,13 @@ import { BadPeerMessageError, ChunkChecksumError } from './errors.js';
 import type { DefinitionRecord, ExecutionStatusReply, NodeStatusReply, PeerBodies, PeerKind, RepairPartition, TransferAck, TransferChunk, WireHintEntry } from './messages.js';
 import type { ScanPage, ScanRequest } from '../execution/historical-reader.js';
 import type { BlockPageRequest } from '../execution/historical-blocks.js';
+import type { LatestEntry, LatestRequest } from '../execution/latest-values.js';
 import type { BlockPage } from '../storage/tsr.js';
 import type { PollReply } from '../execution/output-channel.js';
 import type { OutputPollRequest } from '../execution/output-registry.js';
 import type { RunStatus } from '../execution/session-host.js';
 import type { StoreStats } from '../ops/store-stats.js';
-import { detailsSchema, logEntriesSchema, payloadSchema, readDocument, RUN_STATES, runErrorsSchema, searchRequestSchema, searchResultSchema, writeDocument } from './documents.js';
+import { detailsSchema, latestEntriesSchema, logEntriesSchema, payloadSchema, readDocument, RUN_STATES, runErrorsSchema, searchRequestSchema, searchResultSchema, writeDocument } from './documents.js';
 import protobuf from 'protobufjs';
 import { peerType } from './proto.js';
 
@@ -512,6 +513,16 @@ const blockReply: BodyCodec<BlockPage> = {
   },
 };
 
+const latestRead: BodyCodec<LatestRequest> = {
+  toProto: (value) => ({ ...value, fields: [...value.fields] }),
+  fromProto: (object) => ({ stream: str(object, 'stream'), partition: int(object, 'partition'), key: str(object, 'key'), fields: strings(object, 'fields') }),
+};
+
+const latestReply: BodyCodec<{ entries: LatestEntry[] }> = {
+  toProto: (value) => ({ entriesJson: writeDocument(value.entries) }),
+  fromProto: (object) => ({ entries: readDocument('entriesJson', str(object, 'entriesJson'), latestEntriesSchema) as LatestEntry[] }),
+};
+
 const outputPoll: BodyCodec<OutputPollRequest> = {
   toProto: (value) => ({ outputId: value.outputId, cursor: value.cursor, waitMs: value.waitMs }),
   fromProto: (object) => {
@@ -622,6 +633,8 @@ const CODECS: { readonly [K in PeerKind]: BodyCodec<PeerBodies[K]> } = {
   ScanReply: scanReply,
   BlockRead: blockRead,
   BlockReply: blockReply,
+  LatestRead: latestRead,
+  LatestReply: latestReply,
   ExecutionStatusRead: {
     toProto: (value) => ({ ...value }),
     fromProto: (object) => ({ tenant: str(object, 'tenant'), sessionId: str(object, 'sessionId') }),

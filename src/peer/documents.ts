@@ -12,6 +12,7 @@ import type { LogEntry } from '../execution/output-channel.js';
 import type { RunStatus } from '../execution/session-host.js';
 import type { CountTreeJson, LocalSearchRequest, LocalSearchResult } from '../search/local-search.js';
 import type { FacetNode } from '../search/facets.js';
+import type { Value } from '../expression/index.js';
 import { BadPeerMessageError } from './errors.js';
 import { MESSAGE_BYTES_MAX } from './wire.js';
 
@@ -161,3 +162,8 @@ export const runErrorsSchema = z.array(
 
 export const detailsSchema = jsonObject('monitoring details');
 export const payloadSchema = jsonObject('a stored payload');
+
+// ---- The last values per key of a partition (src/execution/latest-values.ts)
+
+const latestSlotSchema = z.object({ timestamp: z.number().refine(Number.isSafeInteger, 'expected an integer timestamp'), writeId: z.string(), value: z.custom<Value>((value) => value !== undefined) });
+export const latestEntriesSchema = z.array(z.object({ key: z.custom<Value>((value) => value !== undefined), slots: z.array(latestSlotSchema.nullable()) }));

@@ -6,6 +6,7 @@ import type { AdminCommand, AdminResult, Membership, NodeState, PeerMessage } fr
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { ScanPage, ScanRequest } from '../execution/historical-reader.js';
 import type { BlockPageRequest } from '../execution/historical-blocks.js';
+import type { LatestEntry, LatestRequest } from '../execution/latest-values.js';
 import type { BlockPage } from '../storage/tsr.js';
 import type { PollReply } from '../execution/output-channel.js';
 import type { OutputPollRequest } from '../execution/output-registry.js';
@@ -176,6 +177,8 @@ export interface PeerBodies {
   ScanReply: ScanPage;
   BlockRead: BlockPageRequest;
   BlockReply: BlockPage;
+  LatestRead: LatestRequest;
+  LatestReply: { entries: LatestEntry[] };
   ExecutionStatusRead: ExecutionStatusRead;
   ExecutionStatusReply: ExecutionStatusReply;
   StoreStatsRead: Empty;
@@ -216,6 +219,7 @@ export const REPLY_KIND = {
   OutputPoll: 'OutputPollReply',
   ScanRead: 'ScanReply',
   BlockRead: 'BlockReply',
+  LatestRead: 'LatestReply',
   ExecutionStatusRead: 'ExecutionStatusReply',
   StoreStatsRead: 'StoreStatsReply',
   MonitoringRead: 'MonitoringReply',

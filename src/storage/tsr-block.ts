@@ -40,6 +40,9 @@ import { assert } from '../assert.js';
 import { TributaryError } from '../errors.js';
 import { isPlainObject, parseJson } from '../json.js';
 import { canonicalJson } from '../streams/partitioner.js';
+import { isoString } from '../iso-time.js';
+
+export { isoString } from '../iso-time.js';
 
 // Float64Array is in the machine's byte order; the stored format is little-endian.
 assert(new Uint8Array(new Uint16Array([1]).buffer)[0] === 1, 'tsr blocks need a little-endian machine');
@@ -540,9 +543,11 @@ class DecodedBlock implements Block {
   readonly minTs: number;
   readonly maxTs: number;
   readonly timestamps: Float64Array;
-  readonly positions: Float64Array;
   readonly columnNames: readonly string[];
   private readonly strings: string[];
+  /** Where the stored positions lie (or undefined when they are 0, 1, 2, …), read when first asked for. */
+  private readonly positionsAt: number | undefined;
+  private decodedPositions: Float64Array | undefined;
   private readonly places = new Map<string, ColumnPlace>();
   private readonly decoded = new Map<string, Column>();
 
@@ -557,7 +562,7 @@ class DecodedBlock implements Block {
     const columnCount = body.u32();
     const flags = body.u32();
     this.timestamps = readTimestamps(body, header);
-    this.positions = readPositions(body, header.count, (flags & 1) === 1);
+    this.positionsAt = (flags & 1) === 1 ? body.skip(4 * header.count) : undefined;
     body.align(8);
     const places: Array<[number, ColumnPlace]> = [];
     for (let index = 0; index < columnCount; index += 1) places.push(readColumnPlace(body, header.count));
@@ -570,6 +575,12 @@ class DecodedBlock implements Block {
       names.push(name);
     }
     this.columnNames = names.sort();
+  }
+
+  /** Each payload's place in its write: only reads in (time, writeId) order need them. */
+  get positions(): Float64Array {
+    this.decodedPositions ??= readPositions(this.body, this.count, this.positionsAt);
+    return this.decodedPositions;
   }
 
   column(name: string): Column | undefined {
@@ -610,13 +621,13 @@ function readTimestamps(body: BodyReader, header: BlockHeader): Float64Array {
   return timestamps;
 }
 
-function readPositions(body: BodyReader, count: number, stored: boolean): Float64Array {
+function readPositions(body: BodyReader, count: number, at: number | undefined): Float64Array {
   const positions = new Float64Array(count);
-  if (!stored) {
+  if (at === undefined) {
     for (let i = 0; i < count; i += 1) positions[i] = i;
     return positions;
   }
-  const deltas = new Int32Array(body.buffer, body.skip(4 * count), count);
+  const deltas = new Int32Array(body.buffer, at, count);
   let current = 0;
   for (let i = 0; i < count; i += 1) {
     current = i === 0 ? deltas[i]! : current + deltas[i]!;
@@ -752,33 +763,4 @@ function sortedColumns(block: Block): Array<[string, Column]> {
   let sorted = sortedColumnCache.get(block);
   if (sorted === undefined) sortedColumnCache.set(block, (sorted = block.columnNames.map((name) => [name, block.column(name)!])));
   return sorted;
-}
-
-// ---------------------------------------------------------------- ISO strings
-
-let isoDayStartMs = NaN;
-let isoDayPrefix = '';
-
-/**
- * `new Date(ms).toISOString()`, for the 'iso' column's many timestamps of one day: the
- * date part is formatted once per day. Years outside 0 to 9999 go to toISOString.
- */
-export function isoString(ms: number): string {
-  const dayStartMs = Math.floor(ms / 86_400_000) * 86_400_000;
-  if (dayStartMs !== isoDayStartMs) {
-    const full = new Date(ms).toISOString();
-    if (full.length !== 24) return full;
-    isoDayStartMs = dayStartMs;
-    isoDayPrefix = full.slice(0, 11);
-  }
-  const inDay = ms - dayStartMs;
-  const hours = Math.floor(inDay / 3_600_000);
-  const minutes = Math.floor(inDay / 60_000) % 60;
-  const seconds = Math.floor(inDay / 1000) % 60;
-  const millis = inDay % 1000;
-  return `${isoDayPrefix}${pad2(hours)}:${pad2(minutes)}:${pad2(seconds)}.${millis < 10 ? '00' : millis < 100 ? '0' : ''}${millis}Z`;
-}
-
-function pad2(value: number): string {
-  return value < 10 ? `0${value}` : String(value);
 }

@@ -139,6 +139,24 @@ export class TimeSeriesRepository implements Repository {
     return counts;
   }
 
+  /**
+   * Every stored block of one partition with its time span, from its key: in key order
+   * (by first payload), or newest first.
+   */
+  async *partitionBlocks(stream: string, partition: number, newestFirst: boolean): AsyncIterable<SpannedBlock> {
+    const prefix = `${streamPrefix(stream)}${encodePartition(partition)}/`;
+    const iterator = this.sublevel.iterator({ gte: prefix, lt: prefixEnd(prefix), reverse: newestFirst });
+    // Newest first, a reader mostly stops after a few blocks: it asks for few, then more.
+    let batch = newestFirst ? 4 : READ_BATCH_BLOCKS;
+    try {
+      for (let entries = await iterator.nextv(batch); entries.length > 0; entries = await iterator.nextv((batch = Math.min(READ_BATCH_BLOCKS, batch * 2)))) {
+        for (const [key, value] of entries) yield { writeId: key.slice(prefix.length + ID_OFFSET), value, minTs: minTsOf(key, prefix), maxTs: maxTsOf(key, prefix) };
+      }
+    } finally {
+      await iterator.close();
+    }
+  }
+
   hasData(stream: string): Promise<boolean> {
     return holdsAnyKey(this.sublevel, stream);
   }
@@ -173,6 +191,12 @@ export interface BlockPageOptions {
 export interface StoredBlock {
   readonly writeId: string;
   readonly value: string;
+}
+
+/** A stored block with the span of its payloads' event times (from its key). */
+export interface SpannedBlock extends StoredBlock {
+  readonly minTs: number;
+  readonly maxTs: number;
 }
 
 export interface BlockPage {

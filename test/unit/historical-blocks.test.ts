@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planBlockRows } from '../../src/execution/block-row-plan.js';
 import { readBlockColumns, readBlockRows } from '../../src/execution/historical-blocks.js';
 import { readHistorical, scanPage, type HistoricalSource } from '../../src/execution/historical-reader.js';
+import { readLatestRows } from '../../src/execution/historical-latest.js';
+import { LatestValues, type LatestRequest } from '../../src/execution/latest-values.js';
 import { createPipeline } from '../../src/execution/pipeline/index.js';
 import type { Change } from '../../src/execution/pipeline/types.js';
 import { timeBoundsOf } from '../../src/execution/time-bounds.js';
@@ -43,6 +45,7 @@ const SCHEMA = {
 let dir: string;
 let database: Database;
 let tsr: TimeSeriesRepository;
+let latestValues: LatestValues;
 
 /**
  * Writes of many shapes: ISO timestamps and others (no milliseconds), payloads without cpu
@@ -58,7 +61,7 @@ async function write(prng: Prng): Promise<void> {
       const timestamp = base + prng.int(0, 900) * 1000 + prng.pick([0, 0, 0, 500]);
       const payload: Record<string, unknown> = {
         at: prng.int(0, 9) === 0 ? new Date(timestamp - (timestamp % 1000)).toISOString().replace('.000Z', 'Z') : isoString(timestamp),
-        host: `h${prng.int(0, 5)}`,
+        ...(prng.int(0, 30) === 0 ? {} : { host: `h${prng.int(0, 5)}` }),
         mem: prng.int(0, 1024) / 16,
         ok: prng.int(0, 1) === 0,
       };
@@ -92,6 +95,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tributary-blocks-'));
   database = await Database.open(dir);
   tsr = new TimeSeriesRepository(database);
+  latestValues = new LatestValues(tsr);
   await write(new Prng(21));
 });
 
@@ -130,10 +134,17 @@ async function fromPayloads(text: string): Promise<Change[]> {
 }
 
 /** The result read from blocks as the plan says, and how it was read. */
-async function fromBlocks(text: string): Promise<{ how: 'columns' | 'rows'; changes: Change[] }> {
+async function fromBlocks(text: string): Promise<{ how: 'columns' | 'rows' | 'latest'; changes: Change[] }> {
   const check = checkOf(text);
   const plan = planBlockRows(check.steps, context);
   expect(plan).toBeDefined();
+  if (plan!.latest !== undefined) {
+    const source: HistoricalSource = { stream: KEY, repo: 'tsr', ringSize: RING, replicas: 1, rows: plan! };
+    const deps = { ...owners, latestLocal: (request: LatestRequest) => latestValues.latest(request), latestRemote: () => Promise.reject(new Error('no peers')) };
+    const pipeline = pipelineFor(check);
+    for await (const rows of readLatestRows(deps, source, plan!.latest)) pipeline.push(rows, 0);
+    return { how: 'latest', changes: pipeline.finish() };
+  }
   const source: HistoricalSource = { stream: KEY, repo: 'tsr', ringSize: RING, replicas: 1, ...timeBoundsOf(check.steps, ['at'], () => undefined), rows: plan! };
   // Small pages: every page boundary is crossed many times.
   const deps = { ...owners, blocksLocal: (request: Parameters<TimeSeriesRepository['blockPage']>[2] & { stream: string; partition: number }) => tsr.blockPage(request.stream, request.partition, { ...request, charsMax: 700 }), blocksRemote: () => Promise.reject(new Error('no peers')) };
@@ -158,7 +169,9 @@ const from = isoString(FROM_MS);
 const to = isoString(TO_MS);
 
 describe('historical blocks - the same answers as whole payloads', () => {
-  const cases: Array<[string, 'columns' | 'rows']> = [
+  const cases: Array<[string, 'columns' | 'rows' | 'latest']> = [
+    [`from historical ${STREAM} group by host select host, last(at) as at, last(cpu) as cpu, last(mem) as mem`, 'latest'],
+    [`from historical ${STREAM} group by ok select ok, last(cpu) as cpu, last(note) as note`, 'latest'],
     [`from historical ${STREAM} group by host, at window of 1 minute select host, at, count() as n, count(cpu) as c, avg(cpu) as cpu, sum(mem) as mem, min(cpu) as low, max(mem) as high, stddev(mem) as spread`, 'columns'],
     [`from historical ${STREAM} where at >= '${from}' && at < '${to}' group by host, at window of 5 minutes select host, at, count() as n, avg(cpu) as cpu`, 'columns'],
     [`from historical ${STREAM} where at > '${from}' where at <= '${to}' group by ok select ok, count() as n, sum(cpu) as cpu`, 'columns'],
@@ -180,6 +193,49 @@ describe('historical blocks - the same answers as whole payloads', () => {
   }
 });
 
+describe('historical blocks - last values per key as writes and drops come', () => {
+  const text = `from historical ${STREAM} group by host select host, last(at) as at, last(cpu) as cpu`;
+
+  it('keeps its key index current with what is stored, and builds it again after a drop', async () => {
+    expect((await fromBlocks(text)).changes).toEqual(await fromPayloads(text));
+    // A new key, and newer values of old ones, stored after the index was built.
+    const records: StoredRecord[] = [];
+    const prng = new Prng(99);
+    for (let position = 0; position < 30; position += 1) {
+      const timestamp = START_MS + 50 * 60_000 + prng.int(0, 1000);
+      const payload = { at: isoString(timestamp), host: position % 2 === 0 ? 'h-new' : `h${position % 6}`, mem: 1, ok: false, ...(position % 3 === 0 ? {} : { cpu: position / 4 }) };
+      const partition = partitionOf(payload, { replicas: 1, ring_size: RING, hash_payload: { bytes: 128 } });
+      packBlocks([{ timestamp, payload, position }]).forEach((block) => records.push({ stream: KEY, partition, timestamp: block.minTs, writeId: `late${position}.0`, value: block.text }));
+    }
+    await database.batch(tsr.writeOperations(records), { sync: true });
+    latestValues.stored(records);
+    const after = await fromBlocks(text);
+    expect(after.changes).toEqual(await fromPayloads(text));
+    expect(after.changes.some((change) => change.data.host === 'h-new')).toBe(true);
+    // A partition emptied by a drop: its index goes, and the answer follows the data.
+    const [dropped] = records;
+    await database.batch((await tsr.partitionKeys(KEY, dropped!.partition)).map((suffix) => ({ type: 'del' as const, sublevel: database.tsr, key: `${KEY}/${dropped!.partition.toString(16).padStart(4, '0')}/${suffix}` })), { sync: true });
+    latestValues.forget(KEY, dropped!.partition);
+    expect((await fromBlocks(text)).changes).toEqual(await fromPayloads(text));
+  });
+});
+
+describe('historical blocks - last values read newest first', () => {
+  it('reads on past a block that starts earlier but may end later than what it found', async () => {
+    const stream = 't/c/overlap';
+    const block = (writeId: string, entries: Array<[number, string, number]>): StoredRecord => {
+      const [packed] = packBlocks(entries.map(([timestamp, host, cpu], position) => ({ timestamp, payload: { host, cpu }, position })));
+      return { stream, partition: 0, timestamp: packed!.minTs, writeId, value: packed!.text };
+    };
+    // Newest first by start, b comes before a; a starts earlier and ends later, with x's newest.
+    const a = block('a.0', [[START_MS + 100, 'y', 1], [START_MS + 500, 'x', 2]]);
+    const b = block('b.0', [[START_MS + 200, 'x', 3], [START_MS + 300, 'y', 4]]);
+    await database.batch(tsr.writeOperations([a, b]), { sync: true });
+    const entries = await new LatestValues(tsr).latest({ stream, partition: 0, key: 'host', fields: ['cpu'] });
+    expect(Object.fromEntries(entries.map((entry) => [entry.key, entry.slots[0]?.value]))).toEqual({ x: 2, y: 4 });
+  });
+});
+
 describe('historical blocks - the plan', () => {
   const plan = (text: string) => planBlockRows(checkOf(text).steps, context);
 
@@ -194,11 +250,19 @@ describe('historical blocks - the plan', () => {
   });
 
   it('reads rows, with the fields they need, for first and last, other wheres, hopping windows and nested fields', () => {
-    expect(plan(`from historical ${STREAM} group by host select host, last(cpu) as cpu`)).toEqual({ fields: ['cpu', 'host'], timestampAsMs: undefined, absorbed: undefined });
+    expect(plan(`from historical ${STREAM} group by host select host, last(cpu) as cpu, count() as n`)).toEqual({ fields: ['cpu', 'host'], timestampAsMs: undefined, absorbed: undefined });
     expect(plan(`from historical ${STREAM} where cpu > 5 group by host select host, count() as n`)).toEqual({ fields: ['cpu', 'host'], timestampAsMs: undefined, absorbed: undefined });
     expect(plan(`from historical ${STREAM} group by host, at window of 1 hour every 1 minute select host, at, count() as n`)?.columns).toBeUndefined();
-    expect(plan(`from historical ${STREAM} group by host select host, last(at) as at`)).toEqual({ fields: ['at', 'host'], timestampAsMs: undefined, absorbed: undefined });
+    expect(plan(`from historical ${STREAM} group by host select host, first(at) as at`)).toEqual({ fields: ['at', 'host'], timestampAsMs: undefined, absorbed: undefined });
     expect(plan(`from historical ${STREAM} group by note.n select n, count() as count`)).toEqual({ fields: ['note'], timestampAsMs: undefined, absorbed: undefined });
+  });
+
+  it('asks for the last values per key only when every aggregate is last of a plain field, with no where or window', () => {
+    expect(plan(`from historical ${STREAM} group by host select host, last(cpu) as cpu, last(at) as at`)?.latest).toEqual({ key: 'host', fields: ['cpu', 'at'] });
+    expect(plan(`from historical ${STREAM} group by host select host, last(cpu) as cpu, count() as n`)?.latest).toBeUndefined();
+    expect(plan(`from historical ${STREAM} where at >= '${from}' group by host select host, last(cpu) as cpu`)?.latest).toBeUndefined();
+    expect(plan(`from historical ${STREAM} group by host, ok select host, last(cpu) as cpu`)?.latest).toBeUndefined();
+    expect(plan(`from historical ${STREAM} group by host, at window of 1 minute select host, last(cpu) as cpu`)?.latest).toBeUndefined();
   });
 
   it('reads whole payloads for a query whose rows do not go straight into a grouping', () => {

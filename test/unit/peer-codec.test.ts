@@ -198,6 +198,11 @@ const SAMPLES: { [K in PeerKind]: Array<PeerBodies[K]> } = {
     { blocks: [{ writeId: 'w1.0', value: 'tsb1 1 5 5\n{"t":[5],"c":{"a":{"n":[1]}}}' }, { writeId: 'kAbc.2', value: '' }], after: 'x', done: false },
     { blocks: [], after: '', done: true },
   ],
+  LatestRead: [{ stream: 't/c/s', partition: 4, key: 'host', fields: ['at', 'cpu'] }],
+  LatestReply: [
+    { entries: [{ key: 'h1', slots: [{ timestamp: -5, writeId: 'w1:0000003', value: '2024-01-01T00:00:00.000Z' }, null] }, { key: null, slots: [null, { timestamp: 7, writeId: 'k:1', value: { a: [1, 855448618232418304n] } }] }] },
+    { entries: [] },
+  ],
   ExecutionStatusRead: [{ tenant: 'demo', sessionId: 's1' }],
   ExecutionStatusReply: [
     {

@@ -34,7 +34,7 @@ import { NUMBER_SUMMARY_WIDTH, summarizeNumber, summarizes, summaryAccumulator }
 import { compareGroups, GroupIndex, WindowEnds, type Group } from './group-store.js';
 import type { Budget, ColumnBatch, ColumnFields, ColumnView, Delta, OutputRow, RowConsumer } from './types.js';
 import { assert } from '../../assert.js';
-import { isoString } from '../../storage/tsr-block.js';
+import { isoString } from '../../iso-time.js';
 import { eventTimeMs, mapKey, rowsEqual } from './values.js';
 
 export class GroupingOperator implements RowConsumer {
@@ -269,7 +269,7 @@ export class GroupingOperator implements RowConsumer {
     const windowed = plan.window !== undefined;
     if (windowed) {
       keyValues.push(windowStartMs);
-      keyRow[plan.keyNames[plan.keyNames.length - 1] as string] = new Date(windowStartMs).toISOString();
+      keyRow[plan.keyNames[plan.keyNames.length - 1] as string] = isoString(windowStartMs);
     }
     const group: Group = {
       keyValues,

@@ -1,0 +1,48 @@
+// Reads the last values per key of a tsr stream for a query planned with `latest`
+// (block-row-plan.ts): each partition's answer from one of its owners (latest-values.ts),
+// the newest per key and field kept, and one row per key made of those values, which the
+// query's grouping then takes as it would take every payload: each `last` of a key is the
+// one value its row holds.
+
+import type { BlockRowPlan } from './block-row-plan.js';
+import { fromAnOwner, type HistoricalSource, type OwnerChoice } from './historical-reader.js';
+import { type LatestEntry, type LatestRequest, mergeLatest } from './latest-values.js';
+
+export interface HistoricalLatestDeps extends OwnerChoice {
+  latestLocal(request: LatestRequest): Promise<LatestEntry[]>;
+  latestRemote(node: string, request: LatestRequest): Promise<LatestEntry[]>;
+}
+
+/** Partitions asked at once. */
+const CONCURRENCY = 16;
+
+/** Yields one row per key: its key value and the last value of each field (absent when it has none). */
+export async function* readLatestRows(deps: HistoricalLatestDeps, source: HistoricalSource, latest: NonNullable<BlockRowPlan['latest']>): AsyncGenerator<Record<string, unknown>[]> {
+  const answers: LatestEntry[][] = [];
+  for (let start = 0; start < source.ringSize; start += CONCURRENCY) {
+    const partitions = Array.from({ length: Math.min(CONCURRENCY, source.ringSize - start) }, (_, offset) => start + offset);
+    answers.push(
+      ...(await Promise.all(
+        partitions.map((partition) => {
+          const request: LatestRequest = { stream: source.stream, partition, key: latest.key, fields: latest.fields };
+          return fromAnOwner(deps, partition, source, () => deps.latestLocal(request), (owner) => deps.latestRemote(owner, request));
+        }),
+      )),
+    );
+  }
+  const rows = mergeLatest(answers, latest.fields.length).map((entry) => {
+    const row: Record<string, unknown> = {};
+    if (entry.key !== null) setField(row, latest.key, entry.key);
+    entry.slots.forEach((slot, index) => {
+      if (slot !== null) setField(row, latest.fields[index]!, slot.value);
+    });
+    return row;
+  });
+  if (rows.length > 0) yield rows;
+}
+
+/** A field of that name, even '__proto__' (a payload's own field; `=` would set the prototype). */
+function setField(row: Record<string, unknown>, name: string, value: unknown): void {
+  if (name === '__proto__') Object.defineProperty(row, name, { value, enumerable: true, writable: true, configurable: true });
+  else row[name] = value;
+}
