@@ -32,7 +32,9 @@ import {
   payloadBytesOf,
   postBatch,
   prepareBatches,
-  rawOperations,
+  type PreparedBatch,
+  COLLECTION,
+  TENANT,
   round,
   runBatches,
   SEED,
@@ -49,6 +51,9 @@ import {
 } from './replicated.js';
 import type { BenchOptions } from './options.js';
 import { machine } from './machine.js';
+import { blockRecords } from '../src/streams/block-records.js';
+import { blockKey } from '../src/storage/tsr.js';
+import { WriteIdGenerator } from '../src/storage/write-ids.js';
 
 // dist/bench/transfer.js → the package root, so results land in the source tree's bench/results.
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
@@ -310,9 +315,9 @@ async function runStorageCeiling(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { payloads: { type: 'string' }, batch: { type: 'string' }, 'chunk-bytes': { type: 'string' } } });
   const chunkBytes = Number(values['chunk-bytes']);
   const batches = prepareBatches({ payloads: Number(values.payloads), batch: Number(values.batch), concurrency: 1, extraConcurrency: 0, runs: 0 });
-  // The records in key order as buffers, cut into chunk-sized batches, all before timing.
-  const records = rawOperations(batches)
-    .flat()
+  // The records the node stores (its tsr blocks, as ingest packs each batch), in key order
+  // as buffers, cut into chunk-sized batches, all before timing.
+  const records = storedBlocks(batches)
     .map((operation) => ({ type: 'put' as const, key: Buffer.from(operation.key), value: Buffer.from(operation.value) }))
     .sort((a, b) => a.key.compare(b.key));
   const chunks: Array<typeof records> = [[]];
@@ -366,6 +371,16 @@ async function runStorageCeiling(argv: string[]): Promise<void> {
     await level.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The tsr records a node stores of the batches (block-records.ts), keyed as the node keys them. */
+function storedBlocks(batches: readonly PreparedBatch[]): Array<{ key: string; value: string }> {
+  const writeIds = new WriteIdGenerator('bench');
+  return batches.flatMap((batch) => {
+    const payloads = batch.payloadJsons.map((json, position) => ({ payload: JSON.parse(json) as Record<string, unknown>, position, timestamp: batch.timestamps[position]! }));
+    const { records } = blockRecords(`${TENANT}/${COLLECTION}/${STREAM}`, BENCH_POLICY, payloads, writeIds.blockBase('', undefined));
+    return records.map((record) => ({ key: `!tsr!${blockKey(record)}`, value: record.value }));
+  });
 }
 
 async function measureStorageCeiling(options: BenchOptions, settings: TransferSettings): Promise<StorageCeiling> {

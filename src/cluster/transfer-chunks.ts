@@ -22,6 +22,7 @@ import type { Database, EncodedPut, Sublevel } from '../storage/database.js';
 import { prefixEnd } from '../storage/database.js';
 import type { DefinitionRecord } from '../storage/definitions.js';
 import { encodePartition } from '../storage/repository.js';
+import { payloadsInBlockKey } from '../storage/tsr.js';
 import { parseJson, stringifyJson } from '../json.js';
 
 /** A persisted stream: its storage key and its replicas (from its policy). */
@@ -80,9 +81,9 @@ export class TransferChunks {
       if (cursor !== undefined && prefixEnd(prefix) <= cursor) continue;
       const from = cursor !== undefined && cursor >= prefix ? { gt: Buffer.from(cursor) } : { gte: Buffer.from(prefix) };
       await this.readRange(sublevel, { ...from, lt: Buffer.from(prefixEnd(prefix)) }, taken, state);
-      if (state.full) return this.chunk(taken, false, totalEstimate);
+      if (state.full) return this.chunk(taken, false, totalEstimate, transfer.repo === 'tsr');
     }
-    return this.chunk(taken, true, totalEstimate);
+    return this.chunk(taken, true, totalEstimate, transfer.repo === 'tsr');
   }
 
   /**
@@ -222,7 +223,7 @@ export class TransferChunks {
       const iterator = sublevel.keys({ gte: prefix, lt: prefixEnd(prefix) });
       try {
         for (let keys = await iterator.nextv(1000); keys.length > 0; keys = await iterator.nextv(1000)) {
-          counted += keys.length;
+          for (const key of keys) counted += payloadsOf(sublevel === this.database.tsr, key);
           if (estimated || counted < this.countedRecordsMax) continue;
           estimated = true;
           const total = await this.estimateTotal(sublevel, ranges, index, keys.at(-1)!, counted);
@@ -276,9 +277,11 @@ export class TransferChunks {
     return { chunk, last, totalEstimate: all.length };
   }
 
-  private chunk(pairs: readonly BytePair[], last: boolean, totalEstimate: number): ChunkRead {
+  private chunk(pairs: readonly BytePair[], last: boolean, totalEstimate: number, tsr: boolean): ChunkRead {
+    let payloads = 0;
+    for (const [key] of pairs) payloads += payloadsOf(tsr, key);
     return {
-      chunk: { bytes: encodePairs(pairs), records: pairs.length, cursor: pairs.at(-1)?.[0].toString('utf8') ?? '' },
+      chunk: { bytes: encodePairs(pairs), records: payloads, cursor: pairs.at(-1)?.[0].toString('utf8') ?? '' },
       last,
       totalEstimate,
     };
@@ -291,6 +294,14 @@ export class TransferChunks {
 
 const LENGTH_BYTES = 4;
 const SLASH = 0x2f;
+
+/**
+ * The payloads a record of a transfer holds, which its progress counts: one in ssr, its
+ * block's count in tsr (read from its key, tsr.ts).
+ */
+function payloadsOf(tsr: boolean, key: string | Uint8Array): number {
+  return tsr ? payloadsInBlockKey(typeof key === 'string' ? key : Buffer.from(key.buffer, key.byteOffset, key.length).toString('latin1')) : 1;
+}
 
 function pairBytes(key: Uint8Array, value: Uint8Array): number {
   return 2 * LENGTH_BYTES + key.length + value.length;

@@ -207,8 +207,8 @@ export interface BlockPage {
   readonly done: boolean;
 }
 
-/** The key of a block record; throws BadRequestError for a record that is not one. */
-function blockKey(record: StoredRecord): string {
+/** The key of a block record (within the tsr sublevel); throws BadRequestError for a record that is not one. */
+export function blockKey(record: StoredRecord): string {
   let header;
   try {
     header = blockHeader(record.value);
@@ -219,6 +219,20 @@ function blockKey(record: StoredRecord): string {
   if (record.writeId.length === 0 || record.writeId.includes('/')) throw new BadRequestError(`tsr record: writeId '${record.writeId}' is empty or holds a '/'`);
   const count = header.count.toString(16).padStart(COUNT_DIGITS, '0');
   return `${record.stream}/${encodePartition(record.partition)}/${encodeTimestamp(header.minTs)}/${encodeTimestamp(header.maxTs)}/${count}/${record.writeId}`;
+}
+
+/**
+ * The payloads of a block from its key within the sublevel,
+ * "<tenant>/<collection>/<name>/<partition>/<min>/<max>/<count>/<id>" (names hold no '/').
+ */
+export function payloadsInBlockKey(key: string): number {
+  let at = -1;
+  for (let slash = 0; slash < 6; slash += 1) {
+    at = key.indexOf('/', at + 1);
+    if (at < 0) return 1;
+  }
+  const count = parseInt(key.slice(at + 1, at + 1 + COUNT_DIGITS), 16);
+  return Number.isSafeInteger(count) && count > 0 ? count : 1;
 }
 
 function minTsOf(key: string, prefix: string): number {

@@ -2,13 +2,13 @@
 // check the schema, place it in its partition, and write it to every owner; the batch
 // answers with the payloads that failed, by index, and every other payload is durable.
 
-import { canonicalJson, partitionOf, partitionOfCanonical } from './partitioner.js';
+import { canonicalJson, partitionOfCanonical } from './partitioner.js';
+import { blockRecords, type PackedRecords } from './block-records.js';
 import type { PartitionRouter } from '../cluster/partition-router.js';
 import { z } from 'zod';
 import { isPlainObject } from '../json.js';
 import { BadRequestError, ForbiddenError } from '../errors.js';
 import type { StoredRecord } from '../storage/repository.js';
-import { type BlockEntry, packBlocks } from '../storage/tsr-block.js';
 import type { WriteIdGenerator } from '../storage/write-ids.js';
 import { type StreamId, SYSTEM_COLLECTION } from './stream-id.js';
 import type { CompiledStream, StreamRuntime } from './stream-runtime.js';
@@ -130,37 +130,11 @@ export class IngestService {
     return { records, members: records.map((_, position) => [position]) };
   }
 
-  /**
-   * tsr: a record per block of the payloads of one partition (storage/tsr-block.ts). A
-   * block's id is the batch's base id and its place among the partition's blocks: the same
-   * on a retry with the same idempotency key, as the blocks are.
-   */
+  /** tsr: a record per block of the payloads of one partition (block-records.ts). */
   private blockRecords(stream: CompiledStream, accepted: ReadonlyArray<{ index: number; payload: Record<string, unknown> }>, receivedAt: number, idempotencyKey: string | undefined): PackedRecords {
-    const byPartition = new Map<number, { entries: BlockEntry[]; positions: number[] }>();
-    accepted.forEach(({ index, payload }, position) => {
-      const partition = partitionOf(payload, stream.policy);
-      let group = byPartition.get(partition);
-      if (group === undefined) byPartition.set(partition, (group = { entries: [], positions: [] }));
-      group.entries.push({ timestamp: stream.timestampOf(payload) ?? receivedAt, payload, position: index });
-      group.positions.push(position);
-    });
-    const base = this.writeIds.blockBase(stream.key, idempotencyKey);
-    const records: StoredRecord[] = [];
-    const members: number[][] = [];
-    for (const [partition, group] of byPartition) {
-      packBlocks(group.entries).forEach((block, ordinal) => {
-        records.push({ stream: stream.key, partition, timestamp: block.minTs, writeId: `${base}.${ordinal}`, value: block.text });
-        members.push(block.members.map((member) => group.positions[member]!));
-      });
-    }
-    return { records, members };
+    const payloads = accepted.map(({ index, payload }) => ({ payload, position: index, timestamp: stream.timestampOf(payload) ?? receivedAt }));
+    return blockRecords(stream.key, stream.policy, payloads, this.writeIds.blockBase(stream.key, idempotencyKey));
   }
-}
-
-/** Records to write, and for each the places (in the accepted payloads) of the payloads it holds. */
-interface PackedRecords {
-  records: StoredRecord[];
-  members: number[][];
 }
 
 /** Tags first, then the schema; a string is the reason the payload is refused. */

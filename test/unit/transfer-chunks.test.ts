@@ -127,6 +127,37 @@ describe('transfer chunks - read, resume, store, drop', () => {
   });
 });
 
+describe('transfer chunks - progress counts payloads', () => {
+  it('counts the payloads of tsr blocks, not the blocks, in chunks and in the total', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tributary-chunks-'));
+    dirs.push(dir);
+    const database = await Database.open(dir);
+    try {
+      const tsr = new TimeSeriesRepository(database);
+      const records = Array.from({ length: 40 }, (_, i) => {
+        const entries = Array.from({ length: 1 + (i % 5) }, (__, j) => ({ timestamp: 1_000 + i * 10 + j, payload: { i, j }, position: j }));
+        return { stream: 'demo/c/a', partition: i % 2, timestamp: 1_000 + i * 10, writeId: `w${i}`, value: packBlocks(entries)[0]!.text };
+      });
+      await database.batch(tsr.writeOperations(records), { sync: true });
+      const payloads = Array.from({ length: 40 }, (_, i) => 1 + (i % 5)).reduce((sum, count) => sum + count, 0);
+      const reader = new TransferChunks(database, sources, 600);
+      const transfer = plan([{ partition: 0, replicas: 2 }, { partition: 1, replicas: 2 }], 'c3/tsr/a>b');
+      let cursor: string | undefined;
+      let moved = 0;
+      for (;;) {
+        const { chunk, last, totalEstimate } = await reader.read(transfer, cursor);
+        expect(totalEstimate).toBe(payloads);
+        moved += chunk.records;
+        cursor = chunk.cursor;
+        if (last) break;
+      }
+      expect(moved).toBe(payloads);
+    } finally {
+      await database.close();
+    }
+  });
+});
+
 describe('transfer chunks - the total of a large transfer', () => {
   it('is counted up to a bound, then estimated from what LevelDB holds on disk, within 15%', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tributary-chunks-'));
