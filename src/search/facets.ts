@@ -108,7 +108,11 @@ export function emptyTree(): CountTree {
   return { count: 0, children: new Map() };
 }
 
-/** Counts one payload's path of level values (undefined ends the path). */
+/**
+ * Counts one payload's path of level values (undefined ends the path): the definition of a
+ * taxonomy count. A search counts by level codes instead (local-search.ts, FacetCounter),
+ * tested against this.
+ */
 export function countPath(tree: CountTree, values: ReadonlyArray<string | undefined>): void {
   tree.count += 1;
   let node = tree;

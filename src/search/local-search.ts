@@ -9,9 +9,9 @@ import { compile, matches } from '../expression/evaluate.js';
 import { termsOf } from '../expression/analysis.js';
 import { parseExpression } from '../expression/parser.js';
 import type { Analyzer } from '../expression/patterns.js';
-import { countPath, countRanges, emptyTree, type CountTree, type FacetNode, type RangeFacetRequest } from './facets.js';
+import { countRanges, emptyTree, type CountTree, type FacetNode, type RangeFacetRequest } from './facets.js';
 import { addSortedTimes, addToHistogram, emptyHistogram, lowerBound, upperBound, type Frequency, type Histogram } from './histogram.js';
-import type { PartitionIndex, ScoredDocuments } from './partition-index.js';
+import { LevelDictionary, type PartitionIndex, type ScoredDocuments } from './partition-index.js';
 import type { SsrIndex } from './ssr-index.js';
 import { TopHits } from './top-hits.js';
 import { pathReader } from '../json.js';
@@ -97,7 +97,7 @@ async function searchStream(
   if (fromContributor === false) return new StreamTally(part, request, undefined).result();
   const query = compileQuery(part);
   const filter = documentFilter(part, fromContributor);
-  const tally = new StreamTally(part, request, histogram);
+  const tally = new StreamTally(part, request, histogram, (level) => index.dictionary(part.stream, level));
   // With a tsField (issue 13 item 2), that field decides which payloads fall in the range,
   // not the stored primary timestamp.
   const rangeTime = part.tsField === undefined ? undefined : timeReader(part.tsField);
@@ -106,9 +106,22 @@ async function searchStream(
     await slice.pause();
     const partitionIndex = index.built(part.stream, partition) ?? (await index.partition(part.stream, partition));
     const plan = query.plan(partitionIndex);
-    await searchPartition(partitionIndex, plan.candidates, both(plan.accepts, filter), request.range, tally, rangeTime, slice);
+    await searchPartition(partitionIndex, plan.candidates, bothTests(plan.accepts, onPayloads(partitionIndex, filter)), request.range, tally, rangeTime, slice);
   }
   return tally.result();
+}
+
+/** A test of a document of one partition's index, by its number. */
+type DocumentTest = (document: number) => boolean;
+
+function onPayloads(index: PartitionIndex, test: PayloadTest | undefined): DocumentTest | undefined {
+  return test === undefined ? undefined : (document) => test(index.payload(document));
+}
+
+function bothTests(a: DocumentTest | undefined, b: DocumentTest | undefined): DocumentTest | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return (document) => a(document) && b(document);
 }
 
 /** Iterations between two looks at the clock. */
@@ -122,7 +135,7 @@ const CLOCK_EVERY = 1_024;
 async function searchPartition(
   index: PartitionIndex,
   found: ScoredDocuments | undefined,
-  test: PayloadTest | undefined,
+  test: DocumentTest | undefined,
   range: { start: number; end: number } | undefined,
   tally: StreamTally,
   rangeTime: ((payload: Record<string, unknown>) => number | undefined) | undefined,
@@ -133,7 +146,7 @@ async function searchPartition(
       const at = rangeTime(payload);
       return at !== undefined && at >= range.start && at <= range.end;
     };
-    return searchPartition(index, found, both(inRange, test), undefined, tally, undefined, slice);
+    return searchPartition(index, found, bothTests(onPayloads(index, inRange), test), undefined, tally, undefined, slice);
   }
   if (found !== undefined) {
     // The matches live in scratch space another search may reuse while this one waits.
@@ -145,7 +158,7 @@ async function searchPartition(
         const timestamp = index.timestamp(document);
         if (timestamp < range.start || timestamp > range.end) continue;
       }
-      if (test !== undefined && !test(index.payload(document))) continue;
+      if (test !== undefined && !test(document)) continue;
       tally.add(index, document, candidates.scores[at]!);
     }
     return;
@@ -154,7 +167,7 @@ async function searchPartition(
     const size = index.size;
     for (let document = 0; document < size; document++) {
       if (document % CLOCK_EVERY === CLOCK_EVERY - 1) await slice.pause();
-      if (test === undefined || test(index.payload(document))) tally.add(index, document, 0);
+      if (test === undefined || test(document)) tally.add(index, document, 0);
     }
     return;
   }
@@ -166,7 +179,7 @@ async function searchPartition(
   for (let at = from; at < to; at++) {
     if ((at - from) % CLOCK_EVERY === CLOCK_EVERY - 1) await slice.pause();
     const document = byTime.documents[at]!;
-    if (test === undefined || test(index.payload(document))) tally.add(index, document, 0);
+    if (test === undefined || test(document)) tally.add(index, document, 0);
   }
 }
 
@@ -180,6 +193,10 @@ class StreamTally {
   private readonly hits: TopHits<Hit>;
   private readonly facetTrees: CountTree[];
   private readonly facetLevels: Array<Array<(payload: Record<string, unknown>) => string | undefined>>;
+  /** Per facet, its counts by level codes (doc values); merged into facetTrees at the end. */
+  private facetCounters: FacetCounter[] | undefined;
+  private facetIndex: PartitionIndex | undefined;
+  private facetDictionaries: LevelDictionary[][] | undefined;
   private readonly rangeReaders: Array<(payload: Record<string, unknown>) => unknown>;
   private readonly rangeValues: unknown[][];
   private readonly timeOf: ((payload: Record<string, unknown>) => unknown) | undefined;
@@ -189,6 +206,7 @@ class StreamTally {
     private readonly part: StreamSearchPart,
     request: LocalSearchRequest,
     private readonly histogram: Histogram | undefined,
+    private readonly dictionaryOf: (level: string) => LevelDictionary = () => new LevelDictionary(),
   ) {
     this.hits = new TopHits<Hit>(request.hitsMax);
     this.facetTrees = part.taxonomyFacets.map(() => emptyTree());
@@ -210,15 +228,37 @@ class StreamTally {
       const writeId = index.writeId(document);
       if (this.hits.admits(score, writeId)) this.hits.offer({ score, writeId, data: index.payload(document) });
     }
-    for (let facet = 0; facet < this.facetLevels.length; facet++) {
-      const payload = index.payload(document);
-      countPath(this.facetTrees[facet]!, this.facetLevels[facet]!.map((read) => read(payload)));
-    }
+    if (this.facetLevels.length > 0) this.countFacets(index, document);
     for (let facet = 0; facet < this.rangeReaders.length; facet++) this.rangeValues[facet]!.push(this.rangeReaders[facet]!(index.payload(document)));
     if (this.histogram !== undefined && this.histogramRange !== undefined) {
       const at = this.timeOf === undefined ? index.timestamp(document) : datetimeOf(this.timeOf(index.payload(document)));
       if (at !== undefined) addToHistogram(this.histogram, this.histogramRange.start, this.histogramRange.end, at);
     }
+  }
+
+  /**
+   * Counts a document down each taxonomy facet by the codes of its level values (the
+   * index's doc values): no payload read, no string per document.
+   */
+  private countFacets(index: PartitionIndex, document: number): void {
+    if (index !== this.facetIndex) {
+      this.facetIndex = index;
+      // One set of dictionaries for the whole search: every partition's codes mean the same values.
+      const dictionaries = (this.facetDictionaries ??= this.part.taxonomyFacets.map((facet) => facet.levels.map((level) => this.dictionaryOf(level))));
+      // The partition's codes first: a first read of a level fills its dictionary.
+      const columns = this.part.taxonomyFacets.map((facet, position) => facet.levels.map((level, depth) => index.codes(level, this.facetLevels[position]![depth]!, dictionaries[position]![depth]!)));
+      this.facetCounters ??= dictionaries.map((levels) => new FacetCounter(levels));
+      columns.forEach((levels, position) => this.facetCounters![position]!.readFrom(levels));
+    }
+    for (const counter of this.facetCounters!) counter.count(document);
+  }
+
+  /** The facet counts go into the trees, as values. */
+  private countsDone(): void {
+    this.facetCounters?.forEach((counter, facet) => counter.mergeInto(this.facetTrees[facet]!));
+    this.facetCounters = undefined;
+    this.facetIndex = undefined;
+    this.facetDictionaries = undefined;
   }
 
   /** Counts the documents whose sorted stored timestamps are `times[from, to)`. */
@@ -230,6 +270,7 @@ class StreamTally {
   }
 
   result(): StreamSearchResult {
+    this.countsDone();
     return {
       stream: this.part.stream,
       total: this.total,
@@ -238,6 +279,117 @@ class StreamTally {
       ranges: this.part.rangeFacets.map((facet, position) => countRanges(facet, this.rangeValues[position]!)),
     };
   }
+}
+
+/** Counts by level codes, each level's codes into its dictionary's values. */
+interface CodeTree {
+  count: number;
+  children: Map<number, CodeTree>;
+}
+
+/** Pair counts of two levels are kept flat while the pairs number no more than this. */
+const FLAT_PAIRS_MAX = 1 << 20;
+/** Codes a level's flat counts hold beyond its dictionary's size when they are made. */
+const FLAT_SLACK = 16;
+
+/**
+ * One facet's counts over one search, by the codes of its levels (the stream's level
+ * dictionaries, the same in every partition here): for one or two levels (a taxonomy's
+ * usual depth) in flat arrays, two increments a document, merged into values once at the
+ * end; deeper, or past the flat arrays, in a tree of codes.
+ */
+class FacetCounter {
+  private readonly tree: CodeTree = { count: 0, children: new Map() };
+  /** Counts of first-level codes, and of pairs at first * stride + second. */
+  private flat: Int32Array | undefined;
+  private pairs: Int32Array | undefined;
+  private readonly stride: number;
+  private readonly flatTouched: number[] = [];
+  private readonly pairsTouched: number[] = [];
+  private flatCount = 0;
+  /** The codes of the partition being read, per level. */
+  private columns: ReadonlyArray<{ readonly codes: Int32Array }> = [];
+
+  /** Sized to the dictionaries as they are: codes they gain during the search are counted in the tree. */
+  constructor(private readonly dictionaries: readonly LevelDictionary[]) {
+    const [first, second] = dictionaries;
+    this.stride = second === undefined ? 1 : 2 ** Math.ceil(Math.log2(second.values.length + FLAT_SLACK));
+    if (dictionaries.length > 2) return;
+    const capacity = first!.values.length + FLAT_SLACK;
+    if (capacity * this.stride > FLAT_PAIRS_MAX) return;
+    this.flat = new Int32Array(capacity);
+    if (second !== undefined) this.pairs = new Int32Array(capacity * this.stride);
+  }
+
+  /** The partition whose documents are counted next. */
+  readFrom(columns: ReadonlyArray<{ readonly codes: Int32Array }>): void {
+    this.columns = columns;
+  }
+
+  count(document: number): void {
+    const flat = this.flat;
+    if (flat !== undefined) {
+      const first = this.columns[0]!.codes[document]!;
+      if (first < 0) {
+        this.flatCount += 1;
+        return;
+      }
+      if (first < flat.length) {
+        if (this.pairs === undefined) {
+          this.flatCount += 1;
+          if (flat[first]!++ === 0) this.flatTouched.push(first);
+          return;
+        }
+        const second = this.columns[1]!.codes[document]!;
+        if (second < this.stride) {
+          this.flatCount += 1;
+          if (flat[first]!++ === 0) this.flatTouched.push(first);
+          const pair = first * this.stride + second;
+          if (second >= 0 && this.pairs[pair]!++ === 0) this.pairsTouched.push(pair);
+          return;
+        }
+      }
+    }
+    this.countInTree(document);
+  }
+
+  private countInTree(document: number): void {
+    let node = this.tree;
+    node.count += 1;
+    for (let depth = 0; depth < this.columns.length; depth++) {
+      const code = this.columns[depth]!.codes[document]!;
+      if (code < 0) break;
+      let child = node.children.get(code);
+      if (child === undefined) node.children.set(code, (child = { count: 0, children: new Map() }));
+      child.count += 1;
+      node = child;
+    }
+  }
+
+  /** Adds the counts to a tree of values. */
+  mergeInto(into: CountTree): void {
+    mergeCodes(into, this.tree, this.dictionaries, 0);
+    if (this.flat === undefined) return;
+    into.count += this.flatCount;
+    const firstValues = this.dictionaries[0]!.values;
+    for (const first of this.flatTouched) childOf(into, firstValues[first]!).count += this.flat[first]!;
+    if (this.pairs === undefined) return;
+    for (const pair of this.pairsTouched) {
+      const first = Math.floor(pair / this.stride);
+      childOf(childOf(into, firstValues[first]!), this.dictionaries[1]!.values[pair - first * this.stride]!).count += this.pairs[pair]!;
+    }
+  }
+}
+
+function childOf(tree: CountTree, value: string): CountTree {
+  let child = tree.children.get(value);
+  if (child === undefined) tree.children.set(value, (child = emptyTree()));
+  return child;
+}
+
+function mergeCodes(into: CountTree, tree: CodeTree, dictionaries: readonly LevelDictionary[], depth: number): void {
+  into.count += tree.count;
+  for (const [code, child] of tree.children) mergeCodes(childOf(into, dictionaries[depth]!.values[code]!), child, dictionaries, depth + 1);
 }
 
 function both(a: PayloadTest | undefined, b: PayloadTest | undefined): PayloadTest | undefined {
@@ -281,7 +433,7 @@ function contributorFilter(part: StreamSearchPart, idSets: ReadonlyMap<string, R
 
 interface CompiledQuery {
   /** For one partition: the candidate documents (undefined: all) and the test each must pass (undefined: none). */
-  plan(index: PartitionIndex): { candidates: ScoredDocuments | undefined; accepts: PayloadTest | undefined };
+  plan(index: PartitionIndex): { candidates: ScoredDocuments | undefined; accepts: DocumentTest | undefined };
 }
 
 /**
@@ -298,27 +450,76 @@ function compileQuery(part: StreamSearchPart): CompiledQuery {
   const accepts: PayloadTest = (payload) => matches(whole, payload);
   const required = termsOf(expression, options).required.filter((term) => term.function === 'search');
   const patterns = required.flatMap((term) => term.terms);
-  if (patterns.length === 0) return { plan: () => ({ candidates: undefined, accepts }) };
+  if (patterns.length === 0) return { plan: (index) => ({ candidates: undefined, accepts: onPayloads(index, accepts) }) };
   const residual = residualTest(expression, options);
   return {
     plan: (index) => {
       // An index built with another analyzer than the mapping's now: its terms prove nothing.
-      if (index.analyzer !== part.analyzer) return { candidates: undefined, accepts };
+      if (index.analyzer !== part.analyzer) return { candidates: undefined, accepts: onPayloads(index, accepts) };
       const { matched, complete } = index.match(patterns);
-      return { candidates: matched, accepts: complete && matched !== undefined ? residual : accepts };
+      return { candidates: matched, accepts: complete && matched !== undefined ? residual?.(index) : onPayloads(index, accepts) };
     },
   };
 }
 
-/** The top-level conjuncts other than field-less search() calls, as one test; undefined: none. */
-function residualTest(expression: Expr, options: CompileOptions): PayloadTest | undefined {
+/**
+ * The top-level conjuncts other than field-less search() calls, as one test of a partition's
+ * documents; undefined: none. Comparisons of a numeric field with a number read the field's
+ * doc values (partition-index.ts), not each payload; a field that is no number there
+ * compares false, as in the expression (evaluate.ts, comparatorAgainst).
+ */
+function residualTest(expression: Expr, options: CompileOptions): ((index: PartitionIndex) => DocumentTest) | undefined {
   const left = topLevelConjuncts(expression).filter((conjunct) => !isFieldlessSearch(conjunct, options));
   if (left.length === 0) return undefined;
   const evaluators = left.map((conjunct) => compile(conjunct, options));
-  return (payload) => {
+  const onPayload: PayloadTest = (payload) => {
     for (const evaluator of evaluators) if (!matches(evaluator, payload)) return false;
     return true;
   };
+  const comparisons = left.map(numberComparison);
+  if (comparisons.some((comparison) => comparison === undefined)) return (index) => onPayloads(index, onPayload)!;
+  return (index) => {
+    const tests: DocumentTest[] = [];
+    for (const comparison of comparisons as NumberComparison[]) {
+      const values = index.numbers(comparison.path);
+      // A field holding an integer beyond 2^53 somewhere: compared on the payloads, exactly.
+      if (values === undefined) return onPayloads(index, onPayload)!;
+      tests.push(numberTest(values, comparison));
+    }
+    return tests.length === 1 ? tests[0]! : (document) => tests.every((test) => test(document));
+  };
+}
+
+interface NumberComparison {
+  readonly path: readonly string[];
+  readonly operator: '<' | '<=' | '>' | '>=' | '==';
+  readonly constant: number;
+}
+
+const MIRRORED = { '<': '>', '<=': '>=', '>': '<', '>=': '<=', '==': '==' } as const;
+
+/** `field op number` (or `number op field`) with op one of < <= > >= ==, as a comparison; else undefined. */
+function numberComparison(conjunct: Expr): NumberComparison | undefined {
+  if (conjunct.kind !== 'binary' || !(conjunct.operator in MIRRORED)) return undefined;
+  const operator = conjunct.operator as keyof typeof MIRRORED;
+  const [field, constant, op] = conjunct.left.kind === 'field' ? [conjunct.left, conjunct.right, operator] : [conjunct.right, conjunct.left, MIRRORED[operator]];
+  if (field.kind !== 'field' || constant.kind !== 'literal' || typeof constant.value !== 'number' || field.path.length === 0) return undefined;
+  return { path: field.path, operator: op, constant: constant.value };
+}
+
+function numberTest(values: Float64Array, { operator, constant }: NumberComparison): DocumentTest {
+  switch (operator) {
+    case '<':
+      return (document) => values[document]! < constant;
+    case '<=':
+      return (document) => values[document]! <= constant;
+    case '>':
+      return (document) => values[document]! > constant;
+    case '>=':
+      return (document) => values[document]! >= constant;
+    default:
+      return (document) => values[document]! === constant;
+  }
 }
 
 function topLevelConjuncts(expression: Expr): Expr[] {

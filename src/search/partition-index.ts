@@ -15,6 +15,7 @@ import type { Analyzer, TermPattern } from '../expression/patterns.js';
 import { tokenize } from '../expression/patterns.js';
 import { grown, Postings } from './postings.js';
 import { HASH_START, hashStep, lowerAscii, TermDictionary } from './term-dictionary.js';
+import { defaultFieldAccessor } from '../expression/evaluate.js';
 
 export interface SsrDocument {
   writeId: string;
@@ -67,6 +68,8 @@ export class PartitionIndex {
   private timeOrder: TimeOrder = { times: new Float64Array(0), documents: new Int32Array(0), length: 0 };
   /** Per term id while a document is added: its frequency in that document. */
   private frequencies = new Int32Array(1024);
+  /** Values of a field or level per document (doc values), built on first use, kept as documents are added. */
+  private readonly columns = new Map<string, DocColumn>();
 
   constructor(readonly analyzer: Analyzer) {}
 
@@ -98,6 +101,42 @@ export class PartitionIndex {
     const length = this.indexTerms(id, document.payload);
     this.lengths[id] = length;
     this.lengthTotal += length;
+    for (const column of this.columns.values()) column.append(document.payload);
+  }
+
+  /**
+   * A numeric field's value per document (NaN where it holds no number), as Elasticsearch's
+   * doc values: a filter on it reads an array, not each payload. undefined when a document
+   * holds an integer beyond 2^53 there (a double would not compare exactly).
+   */
+  numbers(path: readonly string[]): Float64Array | undefined {
+    // Read as the expression reads a field (own fields, no array indices).
+    const column = this.column(`n\u0000${path.join('\u0000')}`, () => new NumberColumn(defaultFieldAccessor(path)));
+    return (column as NumberColumn).values;
+  }
+
+  /**
+   * A level's value per document as a code into `dictionary` (-1: none), for counting
+   * facets. The dictionary is the stream's for that level (ssr-index.ts), so codes are the
+   * same in every partition of a node and a search counts them all in one place.
+   */
+  codes(level: string, read: (payload: Record<string, unknown>) => string | undefined, dictionary: LevelDictionary): { readonly codes: Int32Array } {
+    const column = this.column(`c\u0000${level}`, () => new CodeColumn(read, dictionary)) as CodeColumn;
+    // Built with the dictionary of another life of the stream's (a dropped and rebuilt one): built again.
+    if (column.dictionary === dictionary) return column;
+    this.columns.delete(`c\u0000${level}`);
+    return this.codes(level, read, dictionary);
+  }
+
+  private column(key: string, make: () => DocColumn): DocColumn {
+    let column = this.columns.get(key);
+    if (column === undefined) {
+      if (this.columns.size >= DOC_COLUMNS_MAX) this.columns.delete(this.columns.keys().next().value!);
+      column = make();
+      for (const payload of this.payloads) column.append(payload);
+      this.columns.set(key, column);
+    }
+    return column;
   }
 
   /** Makes the postings compact after a bulk load; reads work either way. */
@@ -235,6 +274,64 @@ export class PartitionIndex {
     }
     into.length = matched;
     return into;
+  }
+}
+
+/** Doc value columns one index keeps; the oldest goes first. */
+const DOC_COLUMNS_MAX = 8;
+
+interface DocColumn {
+  append(payload: Record<string, unknown>): void;
+}
+
+class NumberColumn implements DocColumn {
+  private array = new Float64Array(1024);
+  private length = 0;
+  private exact = true;
+
+  constructor(private readonly read: (payload: Record<string, unknown>) => unknown) {}
+
+  get values(): Float64Array | undefined {
+    return this.exact ? this.array : undefined;
+  }
+
+  append(payload: Record<string, unknown>): void {
+    const value = this.read(payload);
+    if (typeof value === 'bigint') this.exact = false;
+    if (this.length === this.array.length) this.array = grown(this.array, this.length * 2, Number.NaN);
+    this.array[this.length++] = typeof value === 'number' ? value : Number.NaN;
+  }
+}
+
+/** The distinct values of a level, each with its code (its place among them): they only grow. */
+export class LevelDictionary {
+  readonly values: string[] = [];
+  private readonly byValue = new Map<string, number>();
+
+  codeOf(value: string): number {
+    let code = this.byValue.get(value);
+    if (code === undefined) {
+      code = this.values.push(value) - 1;
+      this.byValue.set(value, code);
+    }
+    return code;
+  }
+}
+
+class CodeColumn implements DocColumn {
+  codes = new Int32Array(1024);
+  private length = 0;
+
+  constructor(
+    private readonly read: (payload: Record<string, unknown>) => string | undefined,
+    readonly dictionary: LevelDictionary,
+  ) {}
+
+  append(payload: Record<string, unknown>): void {
+    const value = this.read(payload);
+    const code = value === undefined ? -1 : this.dictionary.codeOf(value);
+    if (this.length === this.codes.length) this.codes = grown(this.codes, this.length * 2, -1);
+    this.codes[this.length++] = code;
   }
 }
 

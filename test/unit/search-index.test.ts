@@ -7,7 +7,8 @@ import MiniSearch from 'minisearch';
 import { describe, expect, it } from 'vitest';
 import { compileExpression, matches, parseSearchPattern, tokenize, type Analyzer, type TermPattern } from '../../src/expression/index.js';
 import { addSortedTimes, addToHistogram, emptyHistogram, FREQUENCIES, type Frequency } from '../../src/search/histogram.js';
-import { compareHits, searchLocally, type LocalSearchRequest, type StreamSearchPart } from '../../src/search/local-search.js';
+import { compareHits, levelReader, searchLocally, treeToJson, type LocalSearchRequest, type StreamSearchPart } from '../../src/search/local-search.js';
+import { countPath, emptyTree } from '../../src/search/facets.js';
 import { forEachString, PartitionIndex, type SsrDocument } from '../../src/search/partition-index.js';
 import { SsrIndex } from '../../src/search/ssr-index.js';
 import { TopHits } from '../../src/search/top-hits.js';
@@ -22,7 +23,13 @@ function documents(count: number, seed: number): SsrDocument[] {
   return weather(count, seed).map((row, i) => ({
     writeId: `${(1_000_000 + i).toString(16).padStart(14, '0')}.node-1`,
     timestamp: Date.parse(row.observed),
-    payload: { ...row, note: i % 7 === 0 ? 'Ünïcode Straße ÉCOLE storm' : i % 11 === 0 ? ['nested', { deep: 'STORMY Weather' }] : null },
+    // Now and then a temperature that is no number, and a city missing: tests and facets treat those as the expression does.
+    payload: {
+      ...row,
+      ...(i % 13 === 0 ? { temperature: String(row.temperature) } : i % 17 === 0 ? { temperature: null } : {}),
+      ...(i % 19 === 0 ? { city: undefined } : i % 23 === 0 ? { country: null } : {}),
+      note: i % 7 === 0 ? 'Ünïcode Straße ÉCOLE storm' : i % 11 === 0 ? ['nested', { deep: 'STORMY Weather' }] : null,
+    },
   }));
 }
 
@@ -191,6 +198,7 @@ describe('search local - answers equal a scan of every document', () => {
       "!search('storm') && country == 'FR'", "search(summary, 'fog') && search('paris')", "like(city, 'par*') && search('r?in')",
       "search('sunyy~') && prefix(station, 'ST-01')", "search('cloudz~0.8')", "search('straße')", "search('stormy') && temperature < 0",
       "search('storm then rain')", "temperature > 30", "search('took') && search('error')",
+      "search('storm') && temperature >= 10.5 && temperature <= 25", "search('rain') && 20 > temperature", "search('fog') && temperature == 12",
     ];
     for (const base of expressions) {
       const answer = await searchLocally(index, request(base));
@@ -227,5 +235,13 @@ describe('search local - answers equal a scan of every document', () => {
     expect(faceted.streams[0]!.total).toBe(storms.length);
     expect(faceted.streams[0]!.facets[0]!.tree.children.FR!.count).toBe(storms.length);
     expect(Object.keys(faceted.streams[0]!.facets[0]!.tree.children)).toEqual(['FR']);
+    // Every level of the tree, against counting the matching payloads one by one.
+    for (const base of ["search('storm')", 'temperature > 12', undefined]) {
+      const answer = await searchLocally(index, request(base, { hitsMax: 0 }, { taxonomyFacets: [{ dimension: 'place', levels: ['country', 'city'] }] }));
+      const counted = emptyTree();
+      const ids = new Set(expected(base));
+      for (const document of docs) if (ids.has(document.writeId)) countPath(counted, [levelReader('country')(document.payload), levelReader('city')(document.payload)]);
+      expect(answer.streams[0]!.facets[0]!.tree, base).toEqual(treeToJson(counted));
+    }
   });
 });
