@@ -110,7 +110,7 @@ export function emptyTree(): CountTree {
 
 /**
  * Counts one payload's path of level values (undefined ends the path): the definition of a
- * taxonomy count. A search counts by level codes instead (local-search.ts, FacetCounter),
+ * taxonomy count. A search counts by path codes instead (local-search.ts, FacetCounter),
  * tested against this.
  */
 export function countPath(tree: CountTree, values: ReadonlyArray<string | undefined>): void {

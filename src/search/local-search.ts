@@ -11,7 +11,8 @@ import { parseExpression } from '../expression/parser.js';
 import type { Analyzer } from '../expression/patterns.js';
 import { countRanges, emptyTree, type CountTree, type FacetNode, type RangeFacetRequest } from './facets.js';
 import { addSortedTimes, addToHistogram, emptyHistogram, lowerBound, upperBound, type Frequency, type Histogram } from './histogram.js';
-import { LevelDictionary, type PartitionIndex, type ScoredDocuments } from './partition-index.js';
+import { PathDictionary, type PartitionIndex, type ScoredDocuments } from './partition-index.js';
+import { grown } from './postings.js';
 import type { SsrIndex } from './ssr-index.js';
 import { TopHits } from './top-hits.js';
 import { pathReader } from '../json.js';
@@ -95,9 +96,10 @@ async function searchStream(
   const fromContributor = contributorFilter(part, idSets);
   // A domain none of whose contributors can appear in this stream: nothing to read.
   if (fromContributor === false) return new StreamTally(part, request, undefined).result();
-  const query = compileQuery(part);
+  // Scores only order hits: a search that returns none (a facet, a histogram) scores nothing.
+  const query = compileQuery(part, request.hitsMax > 0);
   const filter = documentFilter(part, fromContributor);
-  const tally = new StreamTally(part, request, histogram, (level) => index.dictionary(part.stream, level));
+  const tally = new StreamTally(part, request, histogram, (levels) => index.dictionary(part.stream, levels));
   // With a tsField (issue 13 item 2), that field decides which payloads fall in the range,
   // not the stored primary timestamp.
   const rangeTime = part.tsField === undefined ? undefined : timeReader(part.tsField);
@@ -192,11 +194,12 @@ class StreamTally {
   private total = 0;
   private readonly hits: TopHits<Hit>;
   private readonly facetTrees: CountTree[];
-  private readonly facetLevels: Array<Array<(payload: Record<string, unknown>) => string | undefined>>;
-  /** Per facet, its counts by level codes (doc values); merged into facetTrees at the end. */
+  /** Per taxonomy facet, a payload's path: its levels' values up to the first missing one. */
+  private readonly facetPaths: Array<(payload: Record<string, unknown>) => string[]>;
+  /** Per facet, its counts by path code (doc values); merged into facetTrees at the end. */
   private facetCounters: FacetCounter[] | undefined;
   private facetIndex: PartitionIndex | undefined;
-  private facetDictionaries: LevelDictionary[][] | undefined;
+  private facetDictionaries: PathDictionary[] | undefined;
   private readonly rangeReaders: Array<(payload: Record<string, unknown>) => unknown>;
   private readonly rangeValues: unknown[][];
   private readonly timeOf: ((payload: Record<string, unknown>) => unknown) | undefined;
@@ -206,11 +209,11 @@ class StreamTally {
     private readonly part: StreamSearchPart,
     request: LocalSearchRequest,
     private readonly histogram: Histogram | undefined,
-    private readonly dictionaryOf: (level: string) => LevelDictionary = () => new LevelDictionary(),
+    private readonly dictionaryOf: (levels: readonly string[]) => PathDictionary = () => new PathDictionary(),
   ) {
     this.hits = new TopHits<Hit>(request.hitsMax);
     this.facetTrees = part.taxonomyFacets.map(() => emptyTree());
-    this.facetLevels = part.taxonomyFacets.map((facet) => facet.levels.map(levelReader));
+    this.facetPaths = part.taxonomyFacets.map((facet) => pathReaderOf(facet.levels.map(levelReader)));
     this.rangeReaders = part.rangeFacets.map((facet) => pathReader(facet.field));
     this.rangeValues = part.rangeFacets.map(() => []);
     this.timeOf = part.tsField === undefined ? undefined : pathReader(part.tsField);
@@ -228,7 +231,7 @@ class StreamTally {
       const writeId = index.writeId(document);
       if (this.hits.admits(score, writeId)) this.hits.offer({ score, writeId, data: index.payload(document) });
     }
-    if (this.facetLevels.length > 0) this.countFacets(index, document);
+    if (this.facetPaths.length > 0) this.countFacets(index, document);
     for (let facet = 0; facet < this.rangeReaders.length; facet++) this.rangeValues[facet]!.push(this.rangeReaders[facet]!(index.payload(document)));
     if (this.histogram !== undefined && this.histogramRange !== undefined) {
       const at = this.timeOf === undefined ? index.timestamp(document) : datetimeOf(this.timeOf(index.payload(document)));
@@ -237,18 +240,16 @@ class StreamTally {
   }
 
   /**
-   * Counts a document down each taxonomy facet by the codes of its level values (the
-   * index's doc values): no payload read, no string per document.
+   * Counts a document in each taxonomy facet by the code of its path (the index's doc
+   * values): no payload read, no string per document.
    */
   private countFacets(index: PartitionIndex, document: number): void {
     if (index !== this.facetIndex) {
       this.facetIndex = index;
-      // One set of dictionaries for the whole search: every partition's codes mean the same values.
-      const dictionaries = (this.facetDictionaries ??= this.part.taxonomyFacets.map((facet) => facet.levels.map((level) => this.dictionaryOf(level))));
-      // The partition's codes first: a first read of a level fills its dictionary.
-      const columns = this.part.taxonomyFacets.map((facet, position) => facet.levels.map((level, depth) => index.codes(level, this.facetLevels[position]![depth]!, dictionaries[position]![depth]!)));
-      this.facetCounters ??= dictionaries.map((levels) => new FacetCounter(levels));
-      columns.forEach((levels, position) => this.facetCounters![position]!.readFrom(levels));
+      // One set of dictionaries for the whole search: every partition's codes mean the same paths.
+      const dictionaries = (this.facetDictionaries ??= this.part.taxonomyFacets.map((facet) => this.dictionaryOf(facet.levels)));
+      const counters = (this.facetCounters ??= dictionaries.map((dictionary) => new FacetCounter(dictionary)));
+      this.part.taxonomyFacets.forEach((facet, position) => counters[position]!.readFrom(index.pathCodes(facet.levels, this.facetPaths[position]!, dictionaries[position]!)));
     }
     for (const counter of this.facetCounters!) counter.count(document);
   }
@@ -281,102 +282,48 @@ class StreamTally {
   }
 }
 
-/** Counts by level codes, each level's codes into its dictionary's values. */
-interface CodeTree {
-  count: number;
-  children: Map<number, CodeTree>;
-}
-
-/** Pair counts of two levels are kept flat while the pairs number no more than this. */
-const FLAT_PAIRS_MAX = 1 << 20;
-/** Codes a level's flat counts hold beyond its dictionary's size when they are made. */
-const FLAT_SLACK = 16;
+/** Counts of path codes kept beyond the dictionary's size when a counter is made or grown. */
+const COUNTS_SLACK = 64;
 
 /**
- * One facet's counts over one search, by the codes of its levels (the stream's level
- * dictionaries, the same in every partition here): for one or two levels (a taxonomy's
- * usual depth) in flat arrays, two increments a document, merged into values once at the
- * end; deeper, or past the flat arrays, in a tree of codes.
+ * One taxonomy facet's counts over one search, by the codes of its paths (the stream's path
+ * dictionary, the same in every partition here): an increment a document, turned into
+ * values once at the end.
  */
 class FacetCounter {
-  private readonly tree: CodeTree = { count: 0, children: new Map() };
-  /** Counts of first-level codes, and of pairs at first * stride + second. */
-  private flat: Int32Array | undefined;
-  private pairs: Int32Array | undefined;
-  private readonly stride: number;
-  private readonly flatTouched: number[] = [];
-  private readonly pairsTouched: number[] = [];
-  private flatCount = 0;
-  /** The codes of the partition being read, per level. */
-  private columns: ReadonlyArray<{ readonly codes: Int32Array }> = [];
+  private counts: Int32Array;
+  /** The codes counted, each once. */
+  private readonly touched: number[] = [];
+  /** The path codes of the partition being read. */
+  private column: { readonly codes: Int32Array } = { codes: new Int32Array(0) };
 
-  /** Sized to the dictionaries as they are: codes they gain during the search are counted in the tree. */
-  constructor(private readonly dictionaries: readonly LevelDictionary[]) {
-    const [first, second] = dictionaries;
-    this.stride = second === undefined ? 1 : 2 ** Math.ceil(Math.log2(second.values.length + FLAT_SLACK));
-    if (dictionaries.length > 2) return;
-    const capacity = first!.values.length + FLAT_SLACK;
-    if (capacity * this.stride > FLAT_PAIRS_MAX) return;
-    this.flat = new Int32Array(capacity);
-    if (second !== undefined) this.pairs = new Int32Array(capacity * this.stride);
+  constructor(private readonly dictionary: PathDictionary) {
+    this.counts = new Int32Array(dictionary.paths.length + COUNTS_SLACK);
   }
 
   /** The partition whose documents are counted next. */
-  readFrom(columns: ReadonlyArray<{ readonly codes: Int32Array }>): void {
-    this.columns = columns;
+  readFrom(column: { readonly codes: Int32Array }): void {
+    this.column = column;
   }
 
   count(document: number): void {
-    const flat = this.flat;
-    if (flat !== undefined) {
-      const first = this.columns[0]!.codes[document]!;
-      if (first < 0) {
-        this.flatCount += 1;
-        return;
-      }
-      if (first < flat.length) {
-        if (this.pairs === undefined) {
-          this.flatCount += 1;
-          if (flat[first]!++ === 0) this.flatTouched.push(first);
-          return;
-        }
-        const second = this.columns[1]!.codes[document]!;
-        if (second < this.stride) {
-          this.flatCount += 1;
-          if (flat[first]!++ === 0) this.flatTouched.push(first);
-          const pair = first * this.stride + second;
-          if (second >= 0 && this.pairs[pair]!++ === 0) this.pairsTouched.push(pair);
-          return;
-        }
-      }
-    }
-    this.countInTree(document);
+    const code = this.column.codes[document]!;
+    // The dictionary grows as documents are added while the search waits.
+    if (code >= this.counts.length) this.counts = grown(this.counts, this.dictionary.paths.length + COUNTS_SLACK, 0);
+    if (this.counts[code]!++ === 0) this.touched.push(code);
   }
 
-  private countInTree(document: number): void {
-    let node = this.tree;
-    node.count += 1;
-    for (let depth = 0; depth < this.columns.length; depth++) {
-      const code = this.columns[depth]!.codes[document]!;
-      if (code < 0) break;
-      let child = node.children.get(code);
-      if (child === undefined) node.children.set(code, (child = { count: 0, children: new Map() }));
-      child.count += 1;
-      node = child;
-    }
-  }
-
-  /** Adds the counts to a tree of values. */
+  /** Adds the counts to a tree of values: each path's count to every level on its way. */
   mergeInto(into: CountTree): void {
-    mergeCodes(into, this.tree, this.dictionaries, 0);
-    if (this.flat === undefined) return;
-    into.count += this.flatCount;
-    const firstValues = this.dictionaries[0]!.values;
-    for (const first of this.flatTouched) childOf(into, firstValues[first]!).count += this.flat[first]!;
-    if (this.pairs === undefined) return;
-    for (const pair of this.pairsTouched) {
-      const first = Math.floor(pair / this.stride);
-      childOf(childOf(into, firstValues[first]!), this.dictionaries[1]!.values[pair - first * this.stride]!).count += this.pairs[pair]!;
+    const paths = this.dictionary.paths;
+    for (const code of this.touched) {
+      const count = this.counts[code]!;
+      into.count += count;
+      let node = into;
+      for (const value of paths[code]!) {
+        node = childOf(node, value);
+        node.count += count;
+      }
     }
   }
 }
@@ -387,9 +334,17 @@ function childOf(tree: CountTree, value: string): CountTree {
   return child;
 }
 
-function mergeCodes(into: CountTree, tree: CodeTree, dictionaries: readonly LevelDictionary[], depth: number): void {
-  into.count += tree.count;
-  for (const [code, child] of tree.children) mergeCodes(childOf(into, dictionaries[depth]!.values[code]!), child, dictionaries, depth + 1);
+/** A payload's path through the levels: their values up to the first missing one. */
+function pathReaderOf(levels: ReadonlyArray<(payload: Record<string, unknown>) => string | undefined>): (payload: Record<string, unknown>) => string[] {
+  return (payload) => {
+    const path: string[] = [];
+    for (const read of levels) {
+      const value = read(payload);
+      if (value === undefined) break;
+      path.push(value);
+    }
+    return path;
+  };
 }
 
 function both(a: PayloadTest | undefined, b: PayloadTest | undefined): PayloadTest | undefined {
@@ -440,9 +395,10 @@ interface CompiledQuery {
  * The expression compiled once per stream, and the search terms that narrow candidates.
  * Where the index proves the field-less search() conjuncts (issue 4: their terms were
  * expanded completely, with the analyzer the expression uses), only the other conjuncts
- * are evaluated per candidate; `&&` is true exactly when every operand is.
+ * are evaluated per candidate, before it is scored; `&&` is true exactly when every
+ * operand is. Without `scored`, every score is 0.
  */
-function compileQuery(part: StreamSearchPart): CompiledQuery {
+function compileQuery(part: StreamSearchPart, scored: boolean): CompiledQuery {
   if (part.base === undefined || part.base.trim() === '') return { plan: () => ({ candidates: undefined, accepts: undefined }) };
   const options = { analyzer: part.analyzer };
   const expression = parseExpression(part.base);
@@ -456,8 +412,10 @@ function compileQuery(part: StreamSearchPart): CompiledQuery {
     plan: (index) => {
       // An index built with another analyzer than the mapping's now: its terms prove nothing.
       if (index.analyzer !== part.analyzer) return { candidates: undefined, accepts: onPayloads(index, accepts) };
-      const { matched, complete } = index.match(patterns);
-      return { candidates: matched, accepts: complete && matched !== undefined ? residual?.(index) : onPayloads(index, accepts) };
+      // The other conjuncts are tested while the postings are read, before a document is
+      // scored: each is implied by the whole expression, so this leaves out nothing it accepts.
+      const { matched, complete } = index.match(patterns, { keep: residual?.(index), scored });
+      return { candidates: matched, accepts: complete && matched !== undefined ? undefined : onPayloads(index, accepts) };
     },
   };
 }

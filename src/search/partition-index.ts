@@ -31,6 +31,13 @@ export interface ScoredDocuments {
   length: number;
 }
 
+export interface MatchOptions {
+  /** A test each matched document must also pass (left out before it is scored); undefined: none. */
+  readonly keep?: ((document: number) => boolean) | undefined;
+  /** Whether documents are scored (BM25); false: every score is 0. Default true. */
+  readonly scored?: boolean;
+}
+
 export interface TermMatches {
   /** Documents holding a match of every pattern that could be expanded; undefined: none could. */
   matched: ScoredDocuments | undefined;
@@ -116,16 +123,18 @@ export class PartitionIndex {
   }
 
   /**
-   * A level's value per document as a code into `dictionary` (-1: none), for counting
-   * facets. The dictionary is the stream's for that level (ssr-index.ts), so codes are the
-   * same in every partition of a node and a search counts them all in one place.
+   * A taxonomy facet's path per document (its levels' values, up to the first missing one)
+   * as a code into `dictionary`, for counting facets. The dictionary is the stream's for
+   * those levels (ssr-index.ts), so codes are the same in every partition of a node and a
+   * search counts them all in one array.
    */
-  codes(level: string, read: (payload: Record<string, unknown>) => string | undefined, dictionary: LevelDictionary): { readonly codes: Int32Array } {
-    const column = this.column(`c\u0000${level}`, () => new CodeColumn(read, dictionary)) as CodeColumn;
-    // Built with the dictionary of another life of the stream's (a dropped and rebuilt one): built again.
+  pathCodes(levels: readonly string[], read: (payload: Record<string, unknown>) => string[], dictionary: PathDictionary): { readonly codes: Int32Array } {
+    const key = `p${pathKey(levels)}`;
+    const column = this.column(key, () => new PathColumn(read, dictionary)) as PathColumn;
+    // Built with a dictionary the node has since let go of (ssr-index.ts): built again.
     if (column.dictionary === dictionary) return column;
-    this.columns.delete(`c\u0000${level}`);
-    return this.codes(level, read, dictionary);
+    this.columns.delete(key);
+    return this.pathCodes(levels, read, dictionary);
   }
 
   private column(key: string, make: () => DocColumn): DocColumn {
@@ -159,8 +168,10 @@ export class PartitionIndex {
   /**
    * Documents in which every pattern (each a term of a search) matches some term, scored.
    * The arrays are scratch space shared by every index: valid until the next match().
+   * `keep` (a test the documents must also pass) leaves out the documents it refuses before
+   * they are scored; without `scored`, every score is 0 (a search that returns no hits).
    */
-  match(patterns: readonly TermPattern[]): TermMatches {
+  match(patterns: readonly TermPattern[], { keep, scored: scoring = true }: MatchOptions = {}): TermMatches {
     let matched: ScoredDocuments | undefined;
     let complete = true;
     for (const pattern of patterns) {
@@ -171,7 +182,8 @@ export class PartitionIndex {
         complete = false;
         continue;
       }
-      const scored = this.score(expansion.ids, scratchOtherThan(matched));
+      // The test once, with the first pattern read: the intersection keeps only what passed it.
+      const scored = this.score(expansion.ids, scratchOtherThan(matched), matched === undefined ? keep : undefined, scoring);
       matched = matched === undefined ? scored : intersect(matched, scored, scratchOtherThan(matched, scored));
       if (matched.length === 0) break;
     }
@@ -233,8 +245,11 @@ export class PartitionIndex {
     }
   }
 
-  /** The documents holding any of the terms, each scored as the sum over them times their number. */
-  private score(terms: readonly number[], into: ScoredDocuments): ScoredDocuments {
+  /**
+   * The documents holding any of the terms that `keep` passes, each scored (unless not
+   * `scoring`: 0) as the sum over the terms times their number.
+   */
+  private score(terms: readonly number[], into: ScoredDocuments, keep: ((document: number) => boolean) | undefined, scoring: boolean): ScoredDocuments {
     const count = this.writeIds.length;
     const averageLength = this.lengthTotal / count;
     const lengths = this.lengths;
@@ -245,8 +260,9 @@ export class PartitionIndex {
       const idf = inverseDocumentFrequency(count, frequency);
       let at = 0;
       this.postings.read(only, (document, termFrequency) => {
+        if (keep !== undefined && !keep(document)) return;
         documents[at] = document;
-        scores[at] = bm25(idf, termFrequency, lengths[document]!, averageLength);
+        scores[at] = scoring ? bm25(idf, termFrequency, lengths[document]!, averageLength) : 0;
         at += 1;
       });
       into.length = at;
@@ -260,19 +276,23 @@ export class PartitionIndex {
       const idf = inverseDocumentFrequency(count, this.postings.documentFrequency(term));
       this.postings.read(term, (document, termFrequency) => {
         if (held[document]!++ === 0) matched += 1;
-        sums[document]! += bm25(idf, termFrequency, lengths[document]!, averageLength);
+        if (scoring) sums[document]! += bm25(idf, termFrequency, lengths[document]!, averageLength);
       });
     }
     const { documents, scores } = reserve(into, matched);
-    for (let document = 0, at = 0; at < matched; document++) {
+    let at = 0;
+    for (let document = 0, seen = 0; seen < matched; document++) {
       if (held[document] === 0) continue;
-      documents[at] = document;
-      scores[at] = sums[document]! * held[document]!;
+      seen += 1;
+      if (keep === undefined || keep(document)) {
+        documents[at] = document;
+        scores[at] = scoring ? sums[document]! * held[document]! : 0;
+        at += 1;
+      }
       held[document] = 0;
       sums[document] = 0;
-      at += 1;
     }
-    into.length = matched;
+    into.length = at;
     return into;
   }
 }
@@ -303,34 +323,41 @@ class NumberColumn implements DocColumn {
   }
 }
 
-/** The distinct values of a level, each with its code (its place among them): they only grow. */
-export class LevelDictionary {
-  readonly values: string[] = [];
-  private readonly byValue = new Map<string, number>();
+/** Text that names a list of strings and no other (each is prefixed by its length). */
+export function pathKey(values: readonly string[]): string {
+  let key = '';
+  for (const value of values) key += `${value.length}:${value}`;
+  return key;
+}
 
-  codeOf(value: string): number {
-    let code = this.byValue.get(value);
+/** The distinct paths of a taxonomy facet, each with its code (its place among them): they only grow. */
+export class PathDictionary {
+  readonly paths: Array<readonly string[]> = [];
+  private readonly byKey = new Map<string, number>();
+
+  codeOf(path: readonly string[]): number {
+    const key = pathKey(path);
+    let code = this.byKey.get(key);
     if (code === undefined) {
-      code = this.values.push(value) - 1;
-      this.byValue.set(value, code);
+      code = this.paths.push(path) - 1;
+      this.byKey.set(key, code);
     }
     return code;
   }
 }
 
-class CodeColumn implements DocColumn {
+class PathColumn implements DocColumn {
   codes = new Int32Array(1024);
   private length = 0;
 
   constructor(
-    private readonly read: (payload: Record<string, unknown>) => string | undefined,
-    readonly dictionary: LevelDictionary,
+    private readonly read: (payload: Record<string, unknown>) => string[],
+    readonly dictionary: PathDictionary,
   ) {}
 
   append(payload: Record<string, unknown>): void {
-    const value = this.read(payload);
-    const code = value === undefined ? -1 : this.dictionary.codeOf(value);
-    if (this.length === this.codes.length) this.codes = grown(this.codes, this.length * 2, -1);
+    const code = this.dictionary.codeOf(this.read(payload));
+    if (this.length === this.codes.length) this.codes = grown(this.codes, this.length * 2, 0);
     this.codes[this.length++] = code;
   }
 }

@@ -7,7 +7,7 @@
 
 import type { Repository, StoredPayload, StoredRecord } from '../storage/repository.js';
 import type { Analyzer } from '../expression/patterns.js';
-import { LevelDictionary, PartitionIndex, type SsrDocument } from './partition-index.js';
+import { PartitionIndex, PathDictionary, pathKey, type SsrDocument } from './partition-index.js';
 import { parseJson } from '../json.js';
 
 /** Records per batch read while building an index. */
@@ -18,12 +18,12 @@ interface PartitionBatchScanner {
   scanPartitionBatches(stream: string, partition: number, batchRecords: number): AsyncIterable<StoredPayload[]>;
 }
 
-/** Level dictionaries kept; past it, all are dropped (columns built with them are built again when next used). */
+/** Path dictionaries kept; past it, all are dropped (columns built with them are built again when next used). */
 const DICTIONARIES_MAX = 1_024;
 
 export class SsrIndex {
-  /** The values of each (stream, taxonomy level), shared by the stream's partitions here (partition-index.ts, codes). */
-  private readonly dictionaries = new Map<string, LevelDictionary>();
+  /** The paths of each (stream, taxonomy levels), shared by the stream's partitions here (partition-index.ts, pathCodes). */
+  private readonly dictionaries = new Map<string, PathDictionary>();
   /** Builds under way; an invalidated build finishes but is not kept. */
   private readonly building = new Map<string, Promise<PartitionIndex>>();
   private readonly ready = new Map<string, PartitionIndex>();
@@ -33,13 +33,13 @@ export class SsrIndex {
     private readonly analyzerOf: (stream: string) => Analyzer,
   ) {}
 
-  /** The dictionary of a stream's level: codes that mean the same value in every partition here. */
-  dictionary(stream: string, level: string): LevelDictionary {
-    const key = `${stream}\u0000${level}`;
+  /** The path dictionary of a stream's taxonomy levels: codes that mean the same path in every partition here. */
+  dictionary(stream: string, levels: readonly string[]): PathDictionary {
+    const key = pathKey([stream, ...levels]);
     let dictionary = this.dictionaries.get(key);
     if (dictionary === undefined) {
       if (this.dictionaries.size >= DICTIONARIES_MAX) this.dictionaries.clear();
-      this.dictionaries.set(key, (dictionary = new LevelDictionary()));
+      this.dictionaries.set(key, (dictionary = new PathDictionary()));
     }
     return dictionary;
   }

@@ -244,4 +244,25 @@ describe('search local - answers equal a scan of every document', () => {
       expect(answer.streams[0]!.facets[0]!.tree, base).toEqual(treeToJson(counted));
     }
   });
+
+  it('facet counts take paths first seen in the search and in documents stored after it', async () => {
+    const toRecord = (document: SsrDocument, i: number): StoredRecord => ({ stream: STREAM, partition: i % PARTITIONS, timestamp: document.timestamp, writeId: document.writeId, value: JSON.stringify(document.payload) });
+    // A city of its own every third document: more paths than the counts are first made for.
+    const withCities = (from: SsrDocument[], prefix: string, idBase: number): SsrDocument[] =>
+      from.map((document, i) => ({ ...document, writeId: `${(idBase + i).toString(16).padStart(14, '0')}.node-3`, payload: i % 3 === 0 ? { ...document.payload, city: `${prefix} ${i}` } : document.payload }));
+    const first = withCities(documents(600, 21), 'Old', 3_000_000);
+    const own = new SsrIndex(new MemoryRepository(first.map(toRecord)), () => 'standard');
+    const facetRequest: LocalSearchRequest = {
+      parts: [part(undefined, { taxonomyFacets: [{ dimension: 'place', levels: ['country', 'city'] }] })], range: undefined, hitsMax: 0, histogram: undefined,
+    };
+    const tree = (payloads: readonly SsrDocument[]): unknown => {
+      const counted = emptyTree();
+      for (const document of payloads) countPath(counted, [levelReader('country')(document.payload), levelReader('city')(document.payload)]);
+      return treeToJson(counted);
+    };
+    expect((await searchLocally(own, facetRequest)).streams[0]!.facets[0]!.tree).toEqual(tree(first));
+    const later = withCities(documents(300, 22), 'New', 4_000_000);
+    own.onStored(later.map(toRecord));
+    expect((await searchLocally(own, facetRequest)).streams[0]!.facets[0]!.tree).toEqual(tree([...first, ...later]));
+  });
 });
