@@ -515,7 +515,7 @@ function transferTable(join: JoinResult, raw: { runs: RawRun[]; median: RawRun }
   const kib = settings.chunkBytes / 1024;
   const spread = raw.runs.map((run) => run.megabytesPerSecond.toFixed(1)).join(', ');
   const ceilingRow = (what: string, side: StorageCeiling['write']) =>
-    `| LevelDB alone: ${what} | ${ceiling.bytes.toLocaleString('en-US')} | ${ceiling.records.toLocaleString('en-US')} | ` +
+    `| LevelDB alone: ${what} | ${ceiling.bytes.toLocaleString('en-US')} | ${ceiling.records.toLocaleString('en-US')} records | ` +
     `${side.seconds.toFixed(2)} | ${side.megabytesPerSecond.toFixed(1)} | ${side.cpuSeconds.toFixed(1)} | ${(side.megabytesPerSecond / raw.median.megabytesPerSecond).toFixed(2)} |`;
   return [
     '| transfer | bytes | payloads | seconds | MB/s | CPU s (source + target) | ratio to raw |',
