@@ -14,10 +14,10 @@
 // Anything else (no grouping, a select or an order before it, a domain filter) reads whole
 // payloads (historical-reader.ts).
 
-import type { Expr, Value } from '../expression/index.js';
+import { visit, type Expr, type Value } from '../expression/index.js';
 import type { PlanStep } from '../query/index.js';
 import { extractAggregates } from './pipeline/aggregates.js';
-import { boundsOnly, type TimeBounds } from './time-bounds.js';
+import { boundsOnly, intersectBounds, type TimeBounds } from './time-bounds.js';
 import type { ColumnFields } from './pipeline/types.js';
 
 export interface BlockRowPlan {
@@ -64,7 +64,7 @@ export function planBlockRows(steps: readonly PlanStep[], context: BlockRowConte
     const step = steps[first] as Extract<PlanStep, { kind: 'where' }>;
     const only = boundsOnly(step.condition, [timestampField], (name) => context.variable(name));
     if (only === undefined) break;
-    bounds = narrower(bounds, only);
+    bounds = intersectBounds(bounds, only);
     first += 1;
   }
   const wheres: Expr[] = [];
@@ -124,32 +124,9 @@ function latestFields(windowKey: Expr | undefined, plainKeys: readonly Expr[], c
   return fields.every((field) => field !== undefined) ? { key, fields: fields as string[] } : undefined;
 }
 
-function narrower(a: TimeBounds, b: TimeBounds): TimeBounds {
-  const fromMs = Math.max(a.fromMs ?? -Infinity, b.fromMs ?? -Infinity);
-  const toMs = Math.min(a.toMs ?? Infinity, b.toMs ?? Infinity);
-  return { ...(fromMs === -Infinity ? {} : { fromMs }), ...(toMs === Infinity ? {} : { toMs }) };
-}
-
 /** The top-level field of every field an expression reads. */
 function collectFields(expr: Expr, into: Set<string>): void {
-  switch (expr.kind) {
-    case 'field':
-      if (expr.path.length > 0) into.add(expr.path[0]!);
-      return;
-    case 'call':
-      for (const arg of expr.args) collectFields(arg, into);
-      return;
-    case 'unary':
-      collectFields(expr.operand, into);
-      return;
-    case 'binary':
-      collectFields(expr.left, into);
-      collectFields(expr.right, into);
-      return;
-    case 'logical':
-      for (const operand of expr.operands) collectFields(operand, into);
-      return;
-    default:
-      return;
-  }
+  visit(expr, (node) => {
+    if (node.kind === 'field' && node.path.length > 0) into.add(node.path[0]!);
+  });
 }

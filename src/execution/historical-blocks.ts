@@ -5,15 +5,16 @@
 // fields the plan names, read from the blocks' columns: no payload object, no timestamp
 // text parsed again for a window.
 
-import { datetimeMs } from '../expression/index.js';
+import { datetimeMs, type Value } from '../expression/index.js';
 import { TributaryError } from '../errors.js';
 import type { BlockPage, StoredBlock } from '../storage/tsr.js';
 import { BadBlockError, type Block, blockHeader, columnValue, decodeBlock } from '../storage/tsr-block.js';
 import { BlockMerge } from '../storage/tsr-order.js';
 import type { BlockRowPlan } from './block-row-plan.js';
 import type { ColumnBatch, ColumnView } from './pipeline/types.js';
-import type { Value } from '../expression/index.js';
 import { fromAnOwner, type HistoricalSource, type OwnerChoice } from './historical-reader.js';
+import { MinHeap } from '../min-heap.js';
+import { setField } from '../json.js';
 
 export interface BlockPageRequest {
   readonly stream: string;
@@ -102,7 +103,7 @@ export async function* readBlockColumns(deps: HistoricalBlockDeps, source: Histo
 
 /** Every partition's stored blocks, one page of each at a time, taken in the order of their first payloads. */
 class BlockFeed {
-  private readonly pending = new FeedHeap();
+  private readonly pending = new MinHeap(before);
 
   private constructor(
     private readonly deps: HistoricalBlockDeps,
@@ -149,7 +150,7 @@ class BlockFeed {
     }
     if (feed.at < feed.page.blocks.length) {
       feed.nextMinTs = minTsOf(feed.page, feed.at);
-      this.pending.siftDown();
+      this.pending.topChanged();
     } else this.pending.pop();
     return { partition: feed.partition, stored };
   }
@@ -304,59 +305,7 @@ function keepsOf(block: Block, field: string, fromMs: number, toMs: number): (in
   };
 }
 
-/** A field of that name, even '__proto__' (a payload's own field; `=` would set the prototype). */
-function setField(row: Record<string, unknown>, name: string, value: unknown): void {
-  if (name === '__proto__') Object.defineProperty(row, name, { value, enumerable: true, writable: true, configurable: true });
-  else row[name] = value;
-}
-
 /** Partitions by the time of their next block, then by partition. */
-class FeedHeap {
-  private readonly feeds: PartitionFeed[] = [];
-
-  get size(): number {
-    return this.feeds.length;
-  }
-
-  peek(): PartitionFeed {
-    return this.feeds[0]!;
-  }
-
-  push(feed: PartitionFeed): void {
-    const feeds = this.feeds;
-    feeds.push(feed);
-    let index = feeds.length - 1;
-    while (index > 0) {
-      const parent = (index - 1) >> 1;
-      if (!before(feeds[index]!, feeds[parent]!)) return;
-      [feeds[index], feeds[parent]] = [feeds[parent]!, feeds[index]!];
-      index = parent;
-    }
-  }
-
-  pop(): void {
-    const last = this.feeds.pop()!;
-    if (this.feeds.length === 0) return;
-    this.feeds[0] = last;
-    this.siftDown();
-  }
-
-  siftDown(): void {
-    const feeds = this.feeds;
-    let index = 0;
-    for (;;) {
-      const left = 2 * index + 1;
-      const right = left + 1;
-      let smallest = index;
-      if (left < feeds.length && before(feeds[left]!, feeds[smallest]!)) smallest = left;
-      if (right < feeds.length && before(feeds[right]!, feeds[smallest]!)) smallest = right;
-      if (smallest === index) return;
-      [feeds[index], feeds[smallest]] = [feeds[smallest]!, feeds[index]!];
-      index = smallest;
-    }
-  }
-}
-
 function before(a: PartitionFeed, b: PartitionFeed): boolean {
   return a.nextMinTs < b.nextMinTs || (a.nextMinTs === b.nextMinTs && a.partition < b.partition);
 }

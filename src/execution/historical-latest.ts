@@ -7,6 +7,7 @@
 import type { BlockRowPlan } from './block-row-plan.js';
 import { fromAnOwner, type HistoricalSource, type OwnerChoice } from './historical-reader.js';
 import { type LatestEntry, type LatestRequest, mergeLatest } from './latest-values.js';
+import { setField } from '../json.js';
 
 export interface HistoricalLatestDeps extends OwnerChoice {
   latestLocal(request: LatestRequest): Promise<LatestEntry[]>;
@@ -39,10 +40,4 @@ export async function* readLatestRows(deps: HistoricalLatestDeps, source: Histor
     return row;
   });
   if (rows.length > 0) yield rows;
-}
-
-/** A field of that name, even '__proto__' (a payload's own field; `=` would set the prototype). */
-function setField(row: Record<string, unknown>, name: string, value: unknown): void {
-  if (name === '__proto__') Object.defineProperty(row, name, { value, enumerable: true, writable: true, configurable: true });
-  else row[name] = value;
 }

@@ -6,6 +6,7 @@
 
 import type { RepositoryName, StoredPayload } from '../storage/repository.js';
 import type { BlockRowPlan } from './block-row-plan.js';
+import { MinHeap } from '../min-heap.js';
 
 export interface ScanRequest {
   readonly repo: RepositoryName;
@@ -68,7 +69,7 @@ export async function* readHistorical(deps: HistoricalDeps, source: HistoricalSo
       if (page.records.length > 0) cursors.push({ partition, records: page.records, index: 0, done: page.done });
     });
   }
-  const heap = new CursorHeap(cursors);
+  const heap = new MinHeap(before, cursors);
   let batch: Record<string, unknown>[] = [];
   while (heap.size > 0) {
     const cursor = heap.peek();
@@ -84,10 +85,10 @@ export async function* readHistorical(deps: HistoricalDeps, source: HistoricalSo
           cursor.records = page.records;
           cursor.index = 0;
           cursor.done = page.done;
-          heap.siftDown();
+          heap.topChanged();
         }
       }
-    } else heap.siftDown();
+    } else heap.topChanged();
     if (batch.length >= pageRecords) {
       yield batch;
       batch = [];
@@ -140,43 +141,7 @@ export async function fromAnOwner<T>(deps: OwnerChoice, partition: number, sourc
   throw lastError;
 }
 
-/** A min-heap of cursors by their current record's (timestamp, writeId). */
-class CursorHeap {
-  constructor(private readonly items: Cursor[]) {
-    for (let index = Math.floor(items.length / 2) - 1; index >= 0; index -= 1) this.siftDown(index);
-  }
-
-  get size(): number {
-    return this.items.length;
-  }
-
-  peek(): Cursor {
-    return this.items[0]!;
-  }
-
-  pop(): void {
-    const last = this.items.pop()!;
-    if (this.items.length === 0) return;
-    this.items[0] = last;
-    this.siftDown();
-  }
-
-  siftDown(start = 0): void {
-    const items = this.items;
-    let index = start;
-    for (;;) {
-      const left = 2 * index + 1;
-      const right = left + 1;
-      let smallest = index;
-      if (left < items.length && before(items[left]!, items[smallest]!)) smallest = left;
-      if (right < items.length && before(items[right]!, items[smallest]!)) smallest = right;
-      if (smallest === index) return;
-      [items[index], items[smallest]] = [items[smallest]!, items[index]!];
-      index = smallest;
-    }
-  }
-}
-
+/** Cursors by their current record's (timestamp, writeId). */
 function before(a: Cursor, b: Cursor): boolean {
   const x = a.records[a.index]!;
   const y = b.records[b.index]!;

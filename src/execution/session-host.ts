@@ -214,7 +214,15 @@ export class SessionHost {
         const variable = (name: string) => compile.variable?.(name);
         const bounds = timeBoundsOf(check.steps, timestampPath, variable);
         // A tsr stream's blocks are read column by column when the query allows (block-row-plan.ts).
-        const rows = placement.repo === 'tsr' && filter === undefined ? planBlockRows(check.steps, { timestampPath, variable, isSessionFunction: (name) => hosted.functions.has(name), isPlainField: (name) => compile.resolveField?.([name]) === undefined }) : undefined;
+        const rows =
+          placement.repo === 'tsr' && filter === undefined
+            ? planBlockRows(check.steps, {
+                timestampPath,
+                variable,
+                isSessionFunction: (name) => hosted.functions.has(name),
+                isPlainField: (name) => compile.resolveField?.([name]) === undefined,
+              })
+            : undefined;
         input = { kind: 'historical', source: { stream: key, repo: placement.repo, ringSize: placement.ringSize, replicas: placement.replicas, ...bounds, ...(rows === undefined ? {} : { rows }) } };
       } else input = { kind: 'live', stream: key };
     } else {

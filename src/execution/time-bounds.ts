@@ -15,18 +15,15 @@ export interface TimeBounds {
 
 export function timeBoundsOf(steps: readonly PlanStep[], timestampPath: readonly string[] | undefined, variable: (name: string) => Value | undefined): TimeBounds {
   if (timestampPath === undefined) return {};
-  let fromMs = -Infinity;
-  let toMs = Infinity;
+  let bounds: TimeBounds = {};
   for (const step of steps) {
     if (step.kind !== 'where') break;
     for (const conjunct of conjuncts(step.condition)) {
       const bound = boundOf(conjunct, timestampPath.join('.'), variable);
-      if (bound === undefined) continue;
-      if (bound.fromMs !== undefined) fromMs = Math.max(fromMs, bound.fromMs);
-      if (bound.toMs !== undefined) toMs = Math.min(toMs, bound.toMs);
+      if (bound !== undefined) bounds = intersectBounds(bounds, bound);
     }
   }
-  return { ...(fromMs === -Infinity ? {} : { fromMs }), ...(toMs === Infinity ? {} : { toMs }) };
+  return bounds;
 }
 
 /**
@@ -34,14 +31,19 @@ export function timeBoundsOf(steps: readonly PlanStep[], timestampPath: readonly
  * top-level conjunct compares the timestamp with a constant. undefined otherwise.
  */
 export function boundsOnly(condition: Expr, timestampPath: readonly string[], variable: (name: string) => Value | undefined): TimeBounds | undefined {
-  let fromMs = -Infinity;
-  let toMs = Infinity;
+  let bounds: TimeBounds = {};
   for (const conjunct of conjuncts(condition)) {
     const bound = boundOf(conjunct, timestampPath.join('.'), variable);
     if (bound === undefined) return undefined;
-    if (bound.fromMs !== undefined) fromMs = Math.max(fromMs, bound.fromMs);
-    if (bound.toMs !== undefined) toMs = Math.min(toMs, bound.toMs);
+    bounds = intersectBounds(bounds, bound);
   }
+  return bounds;
+}
+
+/** The range both allow (an absent end: open). */
+export function intersectBounds(a: TimeBounds, b: TimeBounds): TimeBounds {
+  const fromMs = Math.max(a.fromMs ?? -Infinity, b.fromMs ?? -Infinity);
+  const toMs = Math.min(a.toMs ?? Infinity, b.toMs ?? Infinity);
   return { ...(fromMs === -Infinity ? {} : { fromMs }), ...(toMs === Infinity ? {} : { toMs }) };
 }
 

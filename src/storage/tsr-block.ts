@@ -38,7 +38,7 @@
 
 import { assert } from '../assert.js';
 import { TributaryError } from '../errors.js';
-import { isPlainObject, parseJson } from '../json.js';
+import { isPlainObject, parseJson, setField } from '../json.js';
 import { canonicalJson } from '../streams/partitioner.js';
 import { isoString } from '../iso-time.js';
 
@@ -748,12 +748,6 @@ export function blockPayload(block: Block, index: number): Record<string, unknow
   }
   for (; next < restNames.length; next += 1) setField(payload, restNames[next]!, rest![restNames[next]!]);
   return payload;
-}
-
-/** A field of that name, even '__proto__' (JSON.parse makes it an own field; `=` would set the prototype). */
-function setField(object: Record<string, unknown>, name: string, value: unknown): void {
-  if (name === '__proto__') Object.defineProperty(object, name, { value, enumerable: true, writable: true, configurable: true });
-  else object[name] = value;
 }
 
 const sortedColumnCache = new WeakMap<Block, Array<[string, Column]>>();

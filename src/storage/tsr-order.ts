@@ -5,6 +5,7 @@
 // Pure.
 
 import type { Block } from './tsr-block.js';
+import { MinHeap } from '../min-heap.js';
 
 /** Digits of a payload's place in its write, in its writeId ("<write id>:<place>"). */
 const POSITION_DIGITS = 7;
@@ -34,73 +35,42 @@ export interface BlockCursor {
  * order. Blocks of one write rarely overlap another's, so it mostly holds a few.
  */
 export class BlockMerge {
-  private readonly cursors: BlockCursor[] = [];
+  private readonly cursors = new MinHeap<BlockCursor>(before);
 
   get size(): number {
-    return this.cursors.length;
+    return this.cursors.size;
   }
 
   add(blockId: string, block: Block): void {
     this.cursors.push({ block, blockId, index: 0, writeId: undefined });
-    this.siftUp(this.cursors.length - 1);
   }
 
   /** The time of the next payload; only when size > 0. */
   peekTimestamp(): number {
-    const top = this.cursors[0]!;
+    const top = this.cursors.peek();
     return top.block.timestamps[top.index]!;
   }
 
   /** The cursor at the next payload, until advance(); only when size > 0. */
   top(): BlockCursor {
-    return this.cursors[0]!;
+    return this.cursors.peek();
   }
 
   /** Moves past the next payload. */
   advance(): void {
-    const top = this.cursors[0]!;
+    const top = this.cursors.peek();
     top.index += 1;
     top.writeId = undefined;
-    if (top.index === top.block.count) {
-      const last = this.cursors.pop()!;
-      if (this.cursors.length === 0) return;
-      this.cursors[0] = last;
-    }
-    this.siftDown(0);
+    if (top.index === top.block.count) this.cursors.pop();
+    else this.cursors.topChanged();
   }
+}
 
-  private before(a: BlockCursor, b: BlockCursor): boolean {
-    const x = a.block.timestamps[a.index]!;
-    const y = b.block.timestamps[b.index]!;
-    if (x !== y) return x < y;
-    a.writeId ??= payloadWriteId(a.blockId, a.block.positions[a.index]!);
-    b.writeId ??= payloadWriteId(b.blockId, b.block.positions[b.index]!);
-    return a.writeId < b.writeId;
-  }
-
-  private siftUp(start: number): void {
-    const cursors = this.cursors;
-    let index = start;
-    while (index > 0) {
-      const parent = (index - 1) >> 1;
-      if (!this.before(cursors[index]!, cursors[parent]!)) return;
-      [cursors[index], cursors[parent]] = [cursors[parent]!, cursors[index]!];
-      index = parent;
-    }
-  }
-
-  private siftDown(start: number): void {
-    const cursors = this.cursors;
-    let index = start;
-    for (;;) {
-      const left = 2 * index + 1;
-      const right = left + 1;
-      let smallest = index;
-      if (left < cursors.length && this.before(cursors[left]!, cursors[smallest]!)) smallest = left;
-      if (right < cursors.length && this.before(cursors[right]!, cursors[smallest]!)) smallest = right;
-      if (smallest === index) return;
-      [cursors[index], cursors[smallest]] = [cursors[smallest]!, cursors[index]!];
-      index = smallest;
-    }
-  }
+function before(a: BlockCursor, b: BlockCursor): boolean {
+  const x = a.block.timestamps[a.index]!;
+  const y = b.block.timestamps[b.index]!;
+  if (x !== y) return x < y;
+  a.writeId ??= payloadWriteId(a.blockId, a.block.positions[a.index]!);
+  b.writeId ??= payloadWriteId(b.blockId, b.block.positions[b.index]!);
+  return a.writeId < b.writeId;
 }

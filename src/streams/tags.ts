@@ -5,6 +5,7 @@
 
 import { z } from 'zod';
 import { uniqueField, validate } from '../validation.js';
+import { setField } from '../json.js';
 import {
   compileFunction,
   ScriptError,
@@ -103,9 +104,9 @@ export class TagRunner {
     const working: Record<string, unknown> = { ...payload };
     for (const tag of this.tags) {
       const result = checkResult(await tag.run.call([working]), tag.label);
-      setOwn(working, tag.field, result);
+      setField(working, tag.field, result);
     }
-    for (const tag of this.tags) setOwn(payload, tag.field, working[tag.field]);
+    for (const tag of this.tags) setField(payload, tag.field, working[tag.field]);
   }
 
   dispose(): void {
@@ -137,11 +138,6 @@ function checkResult(result: unknown, label: string): string[] {
     }
   }
   return result as string[];
-}
-
-/** Defines an own property, so a field named '__proto__' is stored as data, not as the prototype. */
-function setOwn(target: Record<string, unknown>, field: string, value: unknown): void {
-  Object.defineProperty(target, field, { value, writable: true, enumerable: true, configurable: true });
 }
 
 function typeName(value: unknown): string {
