@@ -1,6 +1,6 @@
 // A binary min-heap in a caller's order: the k-way merges of stored reads (payload cursors
-// of partitions, tsr blocks, partitions' pages of blocks) take their next item from it.
-// Pure.
+// of partitions, tsr blocks, partitions' pages of blocks) take their next item from it, and
+// a search's best hits are kept in one whose first is the worst kept. Pure.
 
 export class MinHeap<T> {
   private readonly items: T[];
@@ -41,6 +41,17 @@ export class MinHeap<T> {
     if (this.items.length === 0) return;
     this.items[0] = last;
     this.siftDown(0);
+  }
+
+  /** Puts an item in the first one's place (a bounded heap letting its first go for a better one). */
+  replaceTop(item: T): void {
+    this.items[0] = item;
+    this.siftDown(0);
+  }
+
+  /** The items, in no particular order. */
+  values(): readonly T[] {
+    return this.items;
   }
 
   /** Puts the first item back in its place after it moved on (its key can only have grown). */

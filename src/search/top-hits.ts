@@ -3,6 +3,8 @@
 // the heap are built. Best means compareHits' order: most relevant first, equal scores in
 // write order.
 
+import { MinHeap } from '../min-heap.js';
+
 export interface RankedHit {
   score: number;
   writeId: string;
@@ -18,62 +20,26 @@ function compareRank(score: number, writeId: string, b: RankedHit): number {
 }
 
 export class TopHits<T extends RankedHit> {
-  /** A binary heap, the worst kept hit at the root. */
-  private readonly heap: T[] = [];
+  /** The worst kept hit first: a hit that ranks after another comes before it. */
+  private readonly heap = new MinHeap<T>((a, b) => compareHits(a, b) > 0);
 
   constructor(readonly limit: number) {}
 
   /** Whether a hit of this score and writeId would be kept now (it beats the worst kept). */
   admits(score: number, writeId: string): boolean {
-    if (this.heap.length < this.limit) return true;
-    const worst = this.heap[0];
-    return worst !== undefined && compareRank(score, writeId, worst) < 0;
+    if (this.heap.size < this.limit) return true;
+    return this.heap.size > 0 && compareRank(score, writeId, this.heap.peek()) < 0;
   }
 
   /** Keeps the hit if it is among the best `limit` so far. */
   offer(hit: T): void {
     if (this.limit === 0) return;
-    if (this.heap.length < this.limit) {
-      this.heap.push(hit);
-      this.siftUp(this.heap.length - 1);
-      return;
-    }
-    if (compareHits(hit, this.heap[0]!) >= 0) return;
-    this.heap[0] = hit;
-    this.siftDown(0);
+    if (this.heap.size < this.limit) this.heap.push(hit);
+    else if (compareHits(hit, this.heap.peek()) < 0) this.heap.replaceTop(hit);
   }
 
   /** The kept hits, best first. */
   sorted(): T[] {
-    return [...this.heap].sort(compareHits);
-  }
-
-  /** The heap orders by "worse first": a is above b when a ranks after b. */
-  private above(a: T, b: T): boolean {
-    return compareHits(a, b) > 0;
-  }
-
-  private siftUp(at: number): void {
-    const heap = this.heap;
-    while (at > 0) {
-      const parent = (at - 1) >> 1;
-      if (!this.above(heap[at]!, heap[parent]!)) return;
-      [heap[at], heap[parent]] = [heap[parent]!, heap[at]!];
-      at = parent;
-    }
-  }
-
-  private siftDown(at: number): void {
-    const heap = this.heap;
-    for (;;) {
-      const left = 2 * at + 1;
-      const right = left + 1;
-      let top = at;
-      if (left < heap.length && this.above(heap[left]!, heap[top]!)) top = left;
-      if (right < heap.length && this.above(heap[right]!, heap[top]!)) top = right;
-      if (top === at) return;
-      [heap[at], heap[top]] = [heap[top]!, heap[at]!];
-      at = top;
-    }
+    return [...this.heap.values()].sort(compareHits);
   }
 }

@@ -3,14 +3,14 @@ import { MinHeap } from '../../src/min-heap.js';
 import { Prng } from '../sim/prng.js';
 
 describe('MinHeap', () => {
-  it('gives items in order, from items given at the start, pushed later and moved on in place', () => {
+  it('gives items in order, from items given at the start, pushed later, moved on in place or put in the first one\'s place', () => {
     const random = new Prng(17);
     for (let round = 0; round < 50; round += 1) {
       const start = Array.from({ length: random.int(0, 40) }, () => ({ key: random.int(0, 20) }));
       const heap = new MinHeap<{ key: number }>((a, b) => a.key < b.key, [...start]);
       const expected = start.map((item) => item.key);
       for (let step = 0; step < 200; step += 1) {
-        const choice = random.int(0, 3);
+        const choice = random.int(0, 4);
         if (choice === 0 || heap.size === 0) {
           const key = random.int(0, 20);
           heap.push({ key });
@@ -22,6 +22,11 @@ describe('MinHeap', () => {
           expected.splice(expected.indexOf(top.key), 1, grown);
           top.key = grown;
           heap.topChanged();
+        } else if (choice === 2) {
+          // The first is let go for another, as a bounded heap keeping its best does.
+          const key = random.int(0, 20);
+          expected.splice(expected.indexOf(heap.peek().key), 1, key);
+          heap.replaceTop({ key });
         } else {
           const smallest = Math.min(...expected);
           expect(heap.peek().key).toBe(smallest);
