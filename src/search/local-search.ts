@@ -227,7 +227,7 @@ class StreamTally {
 
   add(index: PartitionIndex, document: number, score: number): void {
     this.total += 1;
-    if (this.hits.limit > 0) {
+    if (this.hits.limit > 0 && this.hits.mayAdmit(score)) {
       const writeId = index.writeId(document);
       if (this.hits.admits(score, writeId)) this.hits.offer({ score, writeId, data: index.payload(document) });
     }

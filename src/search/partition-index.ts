@@ -118,7 +118,7 @@ export class PartitionIndex {
    */
   numbers(path: readonly string[]): Float64Array | undefined {
     // Read as the expression reads a field (own fields, no array indices).
-    const column = this.column(`n\u0000${path.join('\u0000')}`, () => new NumberColumn(defaultFieldAccessor(path)));
+    const column = this.column(columnKey(path, 'n'), () => new NumberColumn(defaultFieldAccessor(path)));
     return (column as NumberColumn).values;
   }
 
@@ -129,7 +129,7 @@ export class PartitionIndex {
    * search counts them all in one array.
    */
   pathCodes(levels: readonly string[], read: (payload: Record<string, unknown>) => string[], dictionary: PathDictionary): { readonly codes: Int32Array } {
-    const key = `p${pathKey(levels)}`;
+    const key = columnKey(levels, 'p');
     const column = this.column(key, () => new PathColumn(read, dictionary)) as PathColumn;
     // Built with a dictionary the node has since let go of (ssr-index.ts): built again.
     if (column.dictionary === dictionary) return column;
@@ -296,6 +296,21 @@ export class PartitionIndex {
     return into;
   }
 }
+
+/**
+ * The key of a doc value column: its kind and the list of strings naming it. Memoised per
+ * array (the callers' field paths and taxonomy levels are never changed once made), as a
+ * search asks each of its partitions for the column of the same array.
+ */
+function columnKey(names: readonly string[], kind: 'n' | 'p'): string {
+  const memo = kind === 'n' ? numberColumnKeys : pathColumnKeys;
+  let key = memo.get(names);
+  if (key === undefined) memo.set(names, (key = kind + pathKey(names)));
+  return key;
+}
+
+const numberColumnKeys = new WeakMap<readonly string[], string>();
+const pathColumnKeys = new WeakMap<readonly string[], string>();
 
 /** Doc value columns one index keeps; the oldest goes first. */
 const DOC_COLUMNS_MAX = 8;

@@ -190,18 +190,34 @@ export class SearchService {
     const byNode = new Map<string, Map<string, StreamSearchPart>>();
     for (const part of parts) {
       const stream = streams.find((candidate) => candidate.key === part.stream)!;
+      // Consecutive partitions mostly go to the same node: its part is kept at hand.
+      let lastNode: string | undefined;
+      let lastPart: StreamSearchPart | undefined;
       for (const partition of part.partitions) {
-        const owners = this.placement.owners(partition, stream.replicas).filter((node) => !failed.has(node));
-        const node = owners.includes(this.placement.localName) ? this.placement.localName : owners.find((owner) => this.placement.available(owner));
+        const node = this.ownerToAsk(partition, stream.replicas, failed);
         if (node === undefined) throw new TributaryError(503, 'NO_LIVE_OWNER', `partition ${partition} of ${streamUri(stream.id)} has no live owner`);
-        const nodeParts = byNode.get(node) ?? new Map<string, StreamSearchPart>();
-        byNode.set(node, nodeParts);
-        const nodePart = nodeParts.get(part.stream) ?? { ...part, partitions: [] };
-        nodeParts.set(part.stream, nodePart);
-        nodePart.partitions.push(partition);
+        if (node !== lastNode || lastPart === undefined) {
+          const nodeParts = byNode.get(node) ?? new Map<string, StreamSearchPart>();
+          byNode.set(node, nodeParts);
+          lastPart = nodeParts.get(part.stream) ?? { ...part, partitions: [] };
+          nodeParts.set(part.stream, lastPart);
+          lastNode = node;
+        }
+        lastPart.partitions.push(partition);
       }
     }
     return new Map([...byNode].map(([node, nodeParts]) => [node, [...nodeParts.values()]]));
+  }
+
+  /** The owner of a partition to ask: this node when it owns it, else the first available one; none failed before. */
+  private ownerToAsk(partition: number, replicas: number, failed: ReadonlySet<string>): string | undefined {
+    let available: string | undefined;
+    for (const owner of this.placement.owners(partition, replicas)) {
+      if (failed.has(owner)) continue;
+      if (owner === this.placement.localName) return owner;
+      if (available === undefined && this.placement.available(owner)) available = owner;
+    }
+    return available;
   }
 
   /** The domain a request names (`domain`: a URI; omitted, null or '': no domain). */

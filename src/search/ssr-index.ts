@@ -26,7 +26,8 @@ export class SsrIndex {
   private readonly dictionaries = new Map<string, PathDictionary>();
   /** Builds under way; an invalidated build finishes but is not kept. */
   private readonly building = new Map<string, Promise<PartitionIndex>>();
-  private readonly ready = new Map<string, PartitionIndex>();
+  /** Built indexes by stream, then partition: a search looks up each of a stream's partitions. */
+  private readonly ready = new Map<string, Map<number, PartitionIndex>>();
 
   constructor(
     private readonly repository: Repository,
@@ -46,14 +47,14 @@ export class SsrIndex {
 
   /** The partition's index when it is built already: a search need not await it. */
   built(stream: string, partition: number): PartitionIndex | undefined {
-    return this.ready.get(`${stream}/${partition}`);
+    return this.ready.get(stream)?.get(partition);
   }
 
   /** The partition's index, built on first use. */
   partition(stream: string, partition: number): Promise<PartitionIndex> {
-    const key = `${stream}/${partition}`;
-    const ready = this.ready.get(key);
+    const ready = this.built(stream, partition);
     if (ready !== undefined) return Promise.resolve(ready);
+    const key = `${stream}/${partition}`;
     let index = this.building.get(key);
     if (index === undefined) {
       const build = this.build(stream, partition);
@@ -63,7 +64,9 @@ export class SsrIndex {
         (built) => {
           if (this.building.get(key) !== build) return;
           this.building.delete(key);
-          this.ready.set(key, built);
+          let partitions = this.ready.get(stream);
+          if (partitions === undefined) this.ready.set(stream, (partitions = new Map()));
+          partitions.set(partition, built);
         },
         () => this.building.get(key) === build && this.building.delete(key),
       );
@@ -74,15 +77,14 @@ export class SsrIndex {
   /** Records of this node's ssr just made durable (ingest): indexed where an index exists. */
   onStored(records: readonly StoredRecord[]): void {
     for (const record of records) {
-      const key = `${record.stream}/${record.partition}`;
-      const ready = this.ready.get(key);
+      const ready = this.built(record.stream, record.partition);
       if (ready !== undefined) {
         ready.add(storedDocument(record));
         continue;
       }
       // The build registered before its scan started: a record its snapshot misses is added
       // when it ends (add() ignores one it has).
-      void this.building.get(key)?.then((built) => built.add(storedDocument(record)), () => undefined);
+      void this.building.get(`${record.stream}/${record.partition}`)?.then((built) => built.add(storedDocument(record)), () => undefined);
     }
   }
 
@@ -92,9 +94,8 @@ export class SsrIndex {
     const built: number[] = [];
     const building: number[] = [];
     let indexBytes = 0;
-    for (const [key, index] of this.ready) {
-      if (!key.startsWith(prefix)) continue;
-      built.push(Number(key.slice(prefix.length)));
+    for (const [partition, index] of this.ready.get(stream) ?? []) {
+      built.push(partition);
       indexBytes += index.indexBytes;
     }
     for (const key of this.building.keys()) if (key.startsWith(prefix)) building.push(Number(key.slice(prefix.length)));
@@ -103,9 +104,10 @@ export class SsrIndex {
 
   /** The partition's data changed under the index (transfer, drop): rebuild on next use. */
   invalidate(stream: string, partition: number): void {
-    const key = `${stream}/${partition}`;
-    this.building.delete(key);
-    this.ready.delete(key);
+    this.building.delete(`${stream}/${partition}`);
+    const partitions = this.ready.get(stream);
+    partitions?.delete(partition);
+    if (partitions?.size === 0) this.ready.delete(stream);
   }
 
   invalidateAll(): void {

@@ -25,6 +25,14 @@ export class TopHits<T extends RankedHit> {
 
   constructor(readonly limit: number) {}
 
+  /**
+   * Whether a hit of this score could be kept now (admits() decides on an equal score):
+   * asked first, it saves looking up the writeId of most matches.
+   */
+  mayAdmit(score: number): boolean {
+    return this.heap.size < this.limit || (this.heap.size > 0 && score >= this.heap.peek().score);
+  }
+
   /** Whether a hit of this score and writeId would be kept now (it beats the worst kept). */
   admits(score: number, writeId: string): boolean {
     if (this.heap.size < this.limit) return true;

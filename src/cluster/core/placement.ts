@@ -63,10 +63,15 @@ export function assertSlot(slot: Slot): void {
   assert(Number.isInteger(slot.replicas) && slot.replicas >= 1, `bad replicas ${slot.replicas}`);
 }
 
+/** Frozen name arrays found sorted and distinct: they cannot change, so once is enough. */
+const sortedRings = new WeakSet<readonly string[]>();
+
 /** Node names on a ring are sorted and distinct: the ring cache is keyed by them. */
 function assertSortedNames(names: readonly string[], what: string): void {
+  if (sortedRings.has(names)) return;
   assert(names.every((name) => name.length > 0), `${what}: an empty node name`);
   assert(names.every((name, index) => index === 0 || compareText(names[index - 1]!, name) < 0), `${what} not sorted and distinct: ${names.join(',')}`);
+  if (Object.isFrozen(names)) sortedRings.add(names);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -77,7 +82,8 @@ const RING_CACHE_ENTRIES_MAX = 256;
 
 interface CachedRing {
   ring: HashRing;
-  owners: Map<string, readonly string[]>;
+  /** Owners by replica count, then by partition: a search asks for every partition's. */
+  owners: Map<number, Array<readonly string[] | undefined>>;
 }
 
 const ringCache = new Map<string, CachedRing>();
@@ -140,14 +146,15 @@ export function ringOwners(sortedNames: readonly string[], slot: Slot): readonly
   if (sortedNames.length === 0) return [];
   assertSortedNames(sortedNames, 'ring');
   const entry = cachedRing(sortedNames);
-  const key = slotKey(slot);
-  let owners = entry.owners.get(key);
+  let byPartition = entry.owners.get(slot.replicas);
+  if (byPartition === undefined) entry.owners.set(slot.replicas, (byPartition = []));
+  let owners = byPartition[slot.partition];
   if (owners === undefined) {
     owners = Object.freeze(preferenceList(sortedNames, `partition-${slot.partition}`, slot.replicas));
-    entry.owners.set(key, owners);
+    // Owners count <= replicas, and each owner is on the ring (checked once: the list is frozen).
+    assert(owners.length <= slot.replicas && owners.every((owner) => sortedNames.includes(owner)), `slot ${slotKey(slot)}: owners ${owners.join(',')} off the ring`);
+    byPartition[slot.partition] = owners;
   }
-  // Owners count <= replicas, and each owner is on the ring.
-  assert(owners.length <= slot.replicas && owners.every((owner) => sortedNames.includes(owner)), `slot ${key}: owners ${owners.join(',')} off the ring`);
   return owners;
 }
 
