@@ -8,6 +8,8 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 
 /** Work done in one go before the event loop gets a turn. */
 export const SLICE_MS = 20;
+/** Iterations of forEach between two looks at the clock. */
+const CLOCK_EVERY = 1_024;
 
 export class TimeSlice {
   private sliceEnd: number;
@@ -26,5 +28,32 @@ export class TimeSlice {
     if (!this.due()) return;
     await nextTurn();
     this.sliceEnd = performance.now() + this.sliceMs;
+  }
+
+  /**
+   * Calls `visit` for each position in [from, to), looking at the clock every
+   * `clockEvery` positions; when the slice is used up, the rest runs after the event loop
+   * had a turn (the promise returned). undefined: every position was visited without a
+   * turn, so a caller of many short loops awaits nothing.
+   */
+  forEach(from: number, to: number, visit: (at: number) => void, clockEvery = CLOCK_EVERY): Promise<void> | undefined {
+    const stopped = this.visitUntilDue(from, to, visit, clockEvery);
+    return stopped === to ? undefined : this.visitAfterTurns(stopped, to, visit, clockEvery);
+  }
+
+  private async visitAfterTurns(from: number, to: number, visit: (at: number) => void, clockEvery: number): Promise<void> {
+    for (let at = from; at < to; ) {
+      await this.pause();
+      at = this.visitUntilDue(at, to, visit, clockEvery);
+    }
+  }
+
+  /** Visits positions from `from` until `to` or a used-up slice; returns the first not visited. */
+  private visitUntilDue(from: number, to: number, visit: (at: number) => void, clockEvery: number): number {
+    for (let at = from; at < to; at++) {
+      if (at > from && (at - from) % clockEvery === 0 && this.due()) return at;
+      visit(at);
+    }
+    return to;
   }
 }

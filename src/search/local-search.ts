@@ -12,7 +12,7 @@ import type { Analyzer } from '../expression/patterns.js';
 import { countRanges, emptyTree, type CountTree, type FacetNode, type RangeFacetRequest } from './facets.js';
 import { addSortedTimes, addToHistogram, emptyHistogram, lowerBound, upperBound, type Frequency, type Histogram } from './histogram.js';
 import { PathDictionary, type PartitionIndex, type ScoredDocuments } from './partition-index.js';
-import { grown } from './postings.js';
+import { grown, type SmallIntegers } from './postings.js';
 import type { SsrIndex } from './ssr-index.js';
 import { TopHits } from './top-hits.js';
 import { pathReader } from '../json.js';
@@ -97,7 +97,8 @@ async function searchStream(
   // A domain none of whose contributors can appear in this stream: nothing to read.
   if (fromContributor === false) return new StreamTally(part, request, undefined).result();
   // Scores only order hits: a search that returns none (a facet, a histogram) scores nothing.
-  const query = compileQuery(part, request.hitsMax > 0);
+  const query = compiledQuery(part.base, part.analyzer);
+  const scored = request.hitsMax > 0;
   const filter = documentFilter(part, fromContributor);
   const tally = new StreamTally(part, request, histogram, (levels) => index.dictionary(part.stream, levels));
   // With a tsField (issue 13 item 2), that field decides which payloads fall in the range,
@@ -105,10 +106,11 @@ async function searchStream(
   const rangeTime = part.tsField === undefined ? undefined : timeReader(part.tsField);
   const slice = new TimeSlice();
   for (const partition of part.partitions) {
-    await slice.pause();
+    if (slice.due()) await slice.pause();
     const partitionIndex = index.built(part.stream, partition) ?? (await index.partition(part.stream, partition));
-    const plan = query.plan(partitionIndex);
-    await searchPartition(partitionIndex, plan.candidates, bothTests(plan.accepts, onPayloads(partitionIndex, filter)), request.range, tally, rangeTime, slice);
+    const plan = query.plan(partitionIndex, scored);
+    const searching = searchPartition(partitionIndex, plan.candidates, bothTests(plan.accepts, onPayloads(partitionIndex, filter)), request.range, tally, rangeTime, slice);
+    if (searching !== undefined) await searching;
   }
   return tally.result();
 }
@@ -126,15 +128,16 @@ function bothTests(a: DocumentTest | undefined, b: DocumentTest | undefined): Do
   return (document) => a(document) && b(document);
 }
 
-/** Iterations between two looks at the clock. */
-const CLOCK_EVERY = 1_024;
+/** Matches a partition may hold in scratch space: more are copied first, as a search may pause while reading them. */
+const SCRATCH_MATCHES_MAX = 1_024;
 
 /**
  * Tallies the documents of one partition that pass: the candidates (else every document,
  * in time order when a range is asked), within the range, accepted by the test. Gives the
- * event loop a turn whenever the slice is used up (TimeSlice).
+ * event loop a turn whenever the slice is used up (TimeSlice); undefined when it had no
+ * need to, so that a partition of few matches costs its caller no await.
  */
-async function searchPartition(
+function searchPartition(
   index: PartitionIndex,
   found: ScoredDocuments | undefined,
   test: DocumentTest | undefined,
@@ -142,7 +145,7 @@ async function searchPartition(
   tally: StreamTally,
   rangeTime: ((payload: Record<string, unknown>) => number | undefined) | undefined,
   slice: TimeSlice,
-): Promise<void> {
+): Promise<void> | undefined {
   if (range !== undefined && rangeTime !== undefined) {
     const inRange = (payload: Record<string, unknown>) => {
       const at = rangeTime(payload);
@@ -152,37 +155,33 @@ async function searchPartition(
   }
   if (found !== undefined) {
     // The matches live in scratch space another search may reuse while this one waits.
-    const candidates = found.length > CLOCK_EVERY ? copyOf(found) : found;
-    for (let at = 0; at < candidates.length; at++) {
-      if (at % CLOCK_EVERY === CLOCK_EVERY - 1) await slice.pause();
+    const candidates = found.length > SCRATCH_MATCHES_MAX ? copyOf(found) : found;
+    return slice.forEach(0, candidates.length, (at) => {
       const document = candidates.documents[at]!;
       if (range !== undefined) {
         const timestamp = index.timestamp(document);
-        if (timestamp < range.start || timestamp > range.end) continue;
+        if (timestamp < range.start || timestamp > range.end) return;
       }
-      if (test !== undefined && !test(document)) continue;
-      tally.add(index, document, candidates.scores[at]!);
-    }
-    return;
+      if (test === undefined || test(document)) tally.add(index, document, candidates.scores[at]!);
+    });
   }
   if (range === undefined) {
-    const size = index.size;
-    for (let document = 0; document < size; document++) {
-      if (document % CLOCK_EVERY === CLOCK_EVERY - 1) await slice.pause();
+    return slice.forEach(0, index.size, (document) => {
       if (test === undefined || test(document)) tally.add(index, document, 0);
-    }
-    return;
+    });
   }
   const byTime = index.byTime();
   const from = lowerBound(byTime.times, range.start, 0, byTime.length);
   const to = upperBound(byTime.times, range.end, from, byTime.length);
   // Only counts by stored timestamp wanted: the sorted times answer without a document.
-  if (test === undefined && tally.countsTimesOnly) return tally.addSortedTimes(byTime.times, from, to);
-  for (let at = from; at < to; at++) {
-    if ((at - from) % CLOCK_EVERY === CLOCK_EVERY - 1) await slice.pause();
+  if (test === undefined && tally.countsTimesOnly) {
+    tally.addSortedTimes(byTime.times, from, to);
+    return undefined;
+  }
+  return slice.forEach(from, to, (at) => {
     const document = byTime.documents[at]!;
     if (test === undefined || test(document)) tally.add(index, document, 0);
-  }
+  });
 }
 
 function copyOf(found: ScoredDocuments): ScoredDocuments {
@@ -295,14 +294,14 @@ class FacetCounter {
   /** The codes counted, each once. */
   private readonly touched: number[] = [];
   /** The path codes of the partition being read. */
-  private column: { readonly codes: Int32Array } = { codes: new Int32Array(0) };
+  private column: { readonly codes: SmallIntegers } = { codes: new Uint8Array(0) };
 
   constructor(private readonly dictionary: PathDictionary) {
     this.counts = new Int32Array(dictionary.paths.length + COUNTS_SLACK);
   }
 
   /** The partition whose documents are counted next. */
-  readFrom(column: { readonly codes: Int32Array }): void {
+  readFrom(column: { readonly codes: SmallIntegers }): void {
     this.column = column;
   }
 
@@ -387,8 +386,37 @@ function contributorFilter(part: StreamSearchPart, idSets: ReadonlyMap<string, R
 }
 
 interface CompiledQuery {
-  /** For one partition: the candidate documents (undefined: all) and the test each must pass (undefined: none). */
-  plan(index: PartitionIndex): { candidates: ScoredDocuments | undefined; accepts: DocumentTest | undefined };
+  /**
+   * For one partition: the candidate documents (undefined: all) and the test each must
+   * pass (undefined: none). Without `scored`, every score is 0.
+   */
+  plan(index: PartitionIndex, scored: boolean): { candidates: ScoredDocuments | undefined; accepts: DocumentTest | undefined };
+}
+
+/** Compiled queries kept, by analyzer and text: dashboards ask the same searches again and again. */
+const COMPILED_QUERIES_MAX = 64;
+/** Longer query texts are compiled for each search, not kept. */
+const COMPILED_QUERY_TEXT_MAX = 4_096;
+const compiledQueries = new Map<string, CompiledQuery>();
+
+/**
+ * The query `base` compiled (compileQuery), from the recently used ones when it is one of
+ * them: a query has no state between searches, and its text and analyzer decide it.
+ * Throws the 400 of a bad expression (nothing is kept then).
+ */
+export function compiledQuery(base: string | undefined, analyzer: Analyzer): CompiledQuery {
+  if (base === undefined || base.length > COMPILED_QUERY_TEXT_MAX) return compileQuery(base, analyzer);
+  const key = `${analyzer}\u0000${base}`;
+  let query = compiledQueries.get(key);
+  if (query === undefined) {
+    query = compileQuery(base, analyzer);
+    if (compiledQueries.size >= COMPILED_QUERIES_MAX) compiledQueries.delete(compiledQueries.keys().next().value!);
+  } else {
+    compiledQueries.delete(key);
+  }
+  // Most recently used last: the first key is the one to drop.
+  compiledQueries.set(key, query);
+  return query;
 }
 
 /**
@@ -398,10 +426,10 @@ interface CompiledQuery {
  * are evaluated per candidate, before it is scored; `&&` is true exactly when every
  * operand is. Without `scored`, every score is 0.
  */
-function compileQuery(part: StreamSearchPart, scored: boolean): CompiledQuery {
-  if (part.base === undefined || part.base.trim() === '') return { plan: () => ({ candidates: undefined, accepts: undefined }) };
-  const options = { analyzer: part.analyzer };
-  const expression = parseExpression(part.base);
+function compileQuery(base: string | undefined, analyzer: Analyzer): CompiledQuery {
+  if (base === undefined || base.trim() === '') return { plan: () => ({ candidates: undefined, accepts: undefined }) };
+  const options = { analyzer };
+  const expression = parseExpression(base);
   const whole = compile(expression, options);
   const accepts: PayloadTest = (payload) => matches(whole, payload);
   const required = termsOf(expression, options).required.filter((term) => term.function === 'search');
@@ -409,9 +437,9 @@ function compileQuery(part: StreamSearchPart, scored: boolean): CompiledQuery {
   if (patterns.length === 0) return { plan: (index) => ({ candidates: undefined, accepts: onPayloads(index, accepts) }) };
   const residual = residualTest(expression, options);
   return {
-    plan: (index) => {
+    plan: (index, scored) => {
       // An index built with another analyzer than the mapping's now: its terms prove nothing.
-      if (index.analyzer !== part.analyzer) return { candidates: undefined, accepts: onPayloads(index, accepts) };
+      if (index.analyzer !== analyzer) return { candidates: undefined, accepts: onPayloads(index, accepts) };
       // The other conjuncts are tested while the postings are read, before a document is
       // scored: each is implied by the whole expression, so this leaves out nothing it accepts.
       const { matched, complete } = index.match(patterns, { keep: residual?.(index), scored });

@@ -13,7 +13,7 @@
 
 import type { Analyzer, TermPattern } from '../expression/patterns.js';
 import { tokenize } from '../expression/patterns.js';
-import { grown, Postings } from './postings.js';
+import { grown, Postings, storedSmall, type SmallIntegers } from './postings.js';
 import { HASH_START, hashStep, lowerAscii, TermDictionary } from './term-dictionary.js';
 import { defaultFieldAccessor } from '../expression/evaluate.js';
 
@@ -68,7 +68,7 @@ export class PartitionIndex {
   private readonly byWriteId = new Set<string>();
   private timestamps = new Float64Array(1024);
   /** Distinct terms per document: its length for BM25. */
-  private lengths = new Int32Array(1024);
+  private lengths: SmallIntegers = new Uint8Array(1024);
   private lengthTotal = 0;
   private readonly dictionary = new TermDictionary();
   private readonly postings = new Postings();
@@ -100,13 +100,12 @@ export class PartitionIndex {
     const id = this.writeIds.length;
     if (id === this.timestamps.length) {
       this.timestamps = grown(this.timestamps, id * 2, 0);
-      this.lengths = grown(this.lengths, id * 2, 0);
     }
     this.writeIds.push(document.writeId);
     this.payloads.push(document.payload);
     this.timestamps[id] = document.timestamp;
     const length = this.indexTerms(id, document.payload);
-    this.lengths[id] = length;
+    this.lengths = storedSmall(this.lengths, id, length);
     this.lengthTotal += length;
     for (const column of this.columns.values()) column.append(document.payload);
   }
@@ -128,7 +127,7 @@ export class PartitionIndex {
    * those levels (ssr-index.ts), so codes are the same in every partition of a node and a
    * search counts them all in one array.
    */
-  pathCodes(levels: readonly string[], read: (payload: Record<string, unknown>) => string[], dictionary: PathDictionary): { readonly codes: Int32Array } {
+  pathCodes(levels: readonly string[], read: (payload: Record<string, unknown>) => string[], dictionary: PathDictionary): { readonly codes: SmallIntegers } {
     const key = columnKey(levels, 'p');
     const column = this.column(key, () => new PathColumn(read, dictionary)) as PathColumn;
     // Built with a dictionary the node has since let go of (ssr-index.ts): built again.
@@ -362,7 +361,7 @@ export class PathDictionary {
 }
 
 class PathColumn implements DocColumn {
-  codes = new Int32Array(1024);
+  codes: SmallIntegers = new Uint8Array(1024);
   private length = 0;
 
   constructor(
@@ -371,9 +370,7 @@ class PathColumn implements DocColumn {
   ) {}
 
   append(payload: Record<string, unknown>): void {
-    const code = this.dictionary.codeOf(this.read(payload));
-    if (this.length === this.codes.length) this.codes = grown(this.codes, this.length * 2, 0);
-    this.codes[this.length++] = code;
+    this.codes = storedSmall(this.codes, this.length++, this.dictionary.codeOf(this.read(payload)));
   }
 }
 

@@ -142,7 +142,23 @@ export class Postings {
 }
 
 /** A copy of `array` with room for `capacity` entries, the new ones set to `fill`. */
-export function grown<T extends Int32Array | Uint16Array | Float64Array>(array: T, capacity: number, fill: number): T {
+/** Non-negative integers per document, in the narrowest array that holds them all. */
+export type SmallIntegers = Uint8Array | Uint16Array | Int32Array;
+
+/**
+ * `array` with `value` stored at `at`, grown to hold `at` and widened to hold `value`
+ * (Uint8 → Uint16 → Int32): a search reads these at random, so the fewer cache lines the
+ * whole array takes, the fewer misses.
+ */
+export function storedSmall(array: SmallIntegers, at: number, value: number): SmallIntegers {
+  if (value > 0xffff && !(array instanceof Int32Array)) array = Int32Array.from(array);
+  else if (value > 0xff && array instanceof Uint8Array) array = Uint16Array.from(array);
+  if (at >= array.length) array = grown(array, Math.max(at + 1, array.length * 2), 0);
+  array[at] = value;
+  return array;
+}
+
+export function grown<T extends Int32Array | Uint16Array | Uint8Array | Float64Array>(array: T, capacity: number, fill: number): T {
   const copy = new (array.constructor as new (length: number) => T)(capacity);
   copy.set(array);
   if (fill !== 0) copy.fill(fill, array.length);

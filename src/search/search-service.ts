@@ -9,13 +9,10 @@ import { validate } from '../validation.js';
 import { parseStreamUri, streamKey, streamUri, type StreamId } from '../streams/stream-id.js';
 import type { StreamDefinitions } from '../streams/stream-definitions.js';
 import { parseSchema, primaryTimestampField, fieldAt, type StreamSchema } from '../streams/schema.js';
-import { compileExpression } from '../expression/evaluate.js';
-import { termsOf } from '../expression/analysis.js';
-import { parseExpression } from '../expression/parser.js';
 import type { Analyzer } from '../expression/patterns.js';
 import { emptyTree, mergeTrees, renderTaxonomyFacet, taxonomyLevels, type CountTree, type FacetNode, type FacetRequest, type RangeFacetRequest, type TaxonomyFacetRequest } from './facets.js';
 import { chooseFrequency, mergeHistograms, type Frequency, type Histogram } from './histogram.js';
-import { compareHits, treeFromJson, type Hit, type LocalSearchRequest, type LocalSearchResult, type StreamSearchPart } from './local-search.js';
+import { compareHits, compiledQuery, treeFromJson, type Hit, type LocalSearchRequest, type LocalSearchResult, type StreamSearchPart } from './local-search.js';
 import {
   discoverRequestSchema,
   facetSearchRequestSchema,
@@ -152,7 +149,8 @@ export class SearchService {
     query: QueryParts,
     options: { range: { start: number; end: number } | undefined; hitsMax: number; facets: FacetRequest[]; histogram?: LocalSearchRequest['histogram']; tsField?: string | undefined; domain: DomainScope | undefined },
   ): Promise<MergedResult> {
-    if (query.base !== undefined) checkExpression(query.base, streams[0]?.analyzer ?? 'standard');
+    // A bad expression is a 400 before any node is asked; the compiled query is kept for the local share.
+    if (query.base !== undefined) compiledQuery(query.base, streams[0]?.analyzer ?? 'standard');
     const parts = streams.map((stream) => toPart(stream, query, options.facets, options.tsField));
     const request: Omit<LocalSearchRequest, 'parts'> = { range: options.range, hitsMax: options.hitsMax, histogram: options.histogram };
     if (options.domain !== undefined) applyDomain(options.domain, streams, parts, request);
@@ -384,11 +382,6 @@ function parseQuery(query: SearchQueryInput | null | undefined): QueryParts {
 }
 
 /** A 400 at the node asked, before any partition is read: syntax, functions, patterns and their limits. */
-function checkExpression(base: string, analyzer: Analyzer): void {
-  compileExpression(base, { analyzer });
-  termsOf(parseExpression(base), { analyzer });
-}
-
 function histogramFrequency(options: HistogramControls, range: TimeRange): Frequency {
   if (options.frequency !== undefined) return options.frequency;
   // The spec's requests name the count maxNumberOfBuckets, its prose maxBucketCount: both work.

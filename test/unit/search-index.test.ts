@@ -7,7 +7,7 @@ import MiniSearch from 'minisearch';
 import { describe, expect, it } from 'vitest';
 import { compileExpression, matches, parseSearchPattern, tokenize, type Analyzer, type TermPattern } from '../../src/expression/index.js';
 import { addSortedTimes, addToHistogram, emptyHistogram, FREQUENCIES, type Frequency } from '../../src/search/histogram.js';
-import { compareHits, levelReader, searchLocally, treeToJson, type LocalSearchRequest, type StreamSearchPart } from '../../src/search/local-search.js';
+import { compareHits, compiledQuery, levelReader, searchLocally, treeToJson, type LocalSearchRequest, type StreamSearchPart } from '../../src/search/local-search.js';
 import { countPath, emptyTree } from '../../src/search/facets.js';
 import { forEachString, PartitionIndex, type SsrDocument } from '../../src/search/partition-index.js';
 import { SsrIndex } from '../../src/search/ssr-index.js';
@@ -88,6 +88,21 @@ describe('search index - postings and scores', () => {
         expect([...actual.keys()], `${analyzer} ${source}`).toEqual([...expected.keys()].sort((a, b) => a - b));
         for (const [id, score] of actual) expect(score).toBeCloseTo(expected.get(id)!, 9);
       }
+    }
+  });
+
+  it('scores documents of more distinct terms than a byte or two bytes count as MiniSearch did', () => {
+    // Document lengths are kept in the narrowest array that holds them: these widen it twice.
+    const words = (count: number, prefix: string) => Array.from({ length: count }, (_, i) => `${prefix}${i.toString(36)}`).join(' ');
+    const long = [300, 70_000].map((count, i): SsrDocument => ({ writeId: `${(2_000_000 + i).toString(16).padStart(14, '0')}.node-2`, timestamp: 0, payload: { summary: `storm ${words(count, `w${i}x`)}` } }));
+    const mixed = [...docs.slice(0, 200), long[0]!, ...docs.slice(200, 400), long[1]!];
+    const index = built(mixed);
+    for (const source of ['storm', 'w0x1*', 'w1x2?']) {
+      const patterns = parseSearchPattern(source, 'standard');
+      const expected = miniSearchScores(mixed, 'standard', patterns)!;
+      const actual = matchedMap(index, patterns);
+      expect([...actual.keys()], source).toEqual([...expected.keys()].sort((a, b) => a - b));
+      for (const [id, score] of actual) expect(score).toBeCloseTo(expected.get(id)!, 9);
     }
   });
 
@@ -264,5 +279,20 @@ describe('search local - answers equal a scan of every document', () => {
     const later = withCities(documents(300, 22), 'New', 4_000_000);
     own.onStored(later.map(toRecord));
     expect((await searchLocally(own, facetRequest)).streams[0]!.facets[0]!.tree).toEqual(tree([...first, ...later]));
+  });
+});
+
+describe('search local - compiled queries kept', () => {
+  it('a query text is compiled once per analyzer while among the 64 last used; a bad one is a 400 each time', () => {
+    const kept = compiledQuery("search('kept') && temperature > 1", 'standard');
+    expect(compiledQuery("search('kept') && temperature > 1", 'standard')).toBe(kept);
+    expect(compiledQuery("search('kept') && temperature > 1", 'keyword')).not.toBe(kept);
+    // 62 others and the keyword one: still among the last 64 (this use made it the latest).
+    expect(compiledQuery("search('kept') && temperature > 1", 'standard')).toBe(kept);
+    for (let i = 0; i < 62; i++) compiledQuery(`temperature > ${i}`, 'standard');
+    expect(compiledQuery("search('kept') && temperature > 1", 'standard')).toBe(kept);
+    for (let i = 0; i < 64; i++) compiledQuery(`temperature < ${i}`, 'standard');
+    expect(compiledQuery("search('kept') && temperature > 1", 'standard')).not.toBe(kept);
+    for (let i = 0; i < 2; i++) expect(() => compiledQuery("search('x') &&", 'standard')).toThrow(/expected/);
   });
 });
