@@ -51,7 +51,8 @@ export interface ChannelLimits {
   readonly retainedBytesMax: number;
 }
 
-export type OutputListener = (message: OutputMessage) => void;
+/** Told each message and its JSON text (made once for every listener). */
+export type OutputListener = (message: OutputMessage, json: string) => void;
 
 export class OutputChannel {
   /** Names this channel object; a poller with another epoch's cursor starts over. */
@@ -103,17 +104,19 @@ export class OutputChannel {
   /** Applies one entry from the query here, or from the host's log on a mirror. */
   apply(entry: LogEntry): void {
     const message = entry.message;
-    let size: number;
+    let json: string;
     if (message.type === 'increment') {
-      // Each row's JSON is measured once: for what the table holds, and for the log.
-      const rowBytes = message.items.map((item) => jsonBytes(item.data));
-      this.retain(message.items, rowBytes);
-      size = rowBytes.reduce((sum, bytes) => sum + bytes + ITEM_ENVELOPE_BYTES, MESSAGE_ENVELOPE_BYTES);
+      // Each row's JSON is made once: it measures what the table holds, and it is the
+      // message's text for every listener.
+      const rowJson = message.items.map((item) => stringifyJson(item.data));
+      this.retain(message.items, rowJson.map((text) => text.length));
+      json = incrementJson(message.items, rowJson);
     } else {
       if (message.type === 'sos') this.reset(message.schema, entry.retention ?? 'none', entry);
       else this.ended = true;
-      size = jsonBytes(message);
+      json = stringifyJson(message);
     }
+    const size = json.length;
     this.log.push(entry);
     this.logSizes.push(size);
     this.logBytes += size;
@@ -124,7 +127,7 @@ export class OutputChannel {
       this.log.splice(0, drop);
       for (const dropped of this.logSizes.splice(0, drop)) this.logBytes -= dropped;
     }
-    for (const listener of this.listeners) listener(message);
+    for (const listener of this.listeners) listener(message, json);
     const waiters = this.waiters;
     this.waiters = [];
     for (const wake of waiters) wake();
@@ -132,7 +135,7 @@ export class OutputChannel {
 
   /** Listens from now on, after being given the current state. */
   subscribe(listener: OutputListener): () => void {
-    for (const entry of this.stateEntries()) listener(entry.message);
+    for (const entry of this.stateEntries()) listener(entry.message, stringifyJson(entry.message));
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -234,12 +237,16 @@ export class OutputChannel {
   }
 }
 
-/** What an increment's JSON adds to its rows': `{"type":"increment","items":[]}`, and `{"action":"update","data":},` per row. */
-const MESSAGE_ENVELOPE_BYTES = 32;
-const ITEM_ENVELOPE_BYTES = 28;
-
-/** Characters of JSON a value takes: the measure of what an output holds (about its bytes). */
-function jsonBytes(value: unknown): number {
-  // stringifyJson: rows may hold longs beyond 2^53 as BigInt (issue 13).
-  return stringifyJson(value)?.length ?? 0;
+/**
+ * The JSON text of an increment of these items, from each row's JSON text: the same text
+ * as stringifyJson of the message (`{"type":"increment","items":[{"action":…,"data":…},…]}`),
+ * its rows not stringified again. Rows may hold longs beyond 2^53 as BigInt (issue 13),
+ * which stringifyJson writes as digits.
+ */
+export function incrementJson(items: readonly ChangeItem[], rowJson: readonly string[]): string {
+  let json = '{"type":"increment","items":[';
+  for (let index = 0; index < items.length; index++) {
+    json += `${index === 0 ? '' : ','}{"action":${JSON.stringify(items[index]!.action)},"data":${rowJson[index]!}}`;
+  }
+  return `${json}]}`;
 }

@@ -44,6 +44,8 @@ export class SseTracker {
 
 export interface SseChannel {
   send(message: unknown): boolean;
+  /** Sends a message given as its JSON text. */
+  sendJson(json: string): boolean;
   /** Resolves when the client goes away or is dropped. */
   closed: Promise<void>;
   close(): void;
@@ -106,9 +108,10 @@ export function openSse(ctx: Koa.Context, options: SseOptions): SseChannel {
   stream.on('error', close);
   options.clients?.opened();
   write(': connected\n\n');
-  const send = (message: unknown): boolean => {
+  const sendJson = (json: string): boolean => {
     messages += 1;
-    return write(`data: ${stringifyJson(message)}\n\n`);
+    return write(`data: ${json}\n\n`);
   };
-  return { send, closed, close };
+  const send = (message: unknown): boolean => sendJson(stringifyJson(message));
+  return { send, sendJson, closed, close };
 }

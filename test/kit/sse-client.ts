@@ -64,26 +64,44 @@ export class SseClient {
       this.opened();
       if (response.body === null || response.status !== 200) return;
       const decoder = new TextDecoder();
-      let buffer = '';
+      // The text of the event being received, in pieces: a large message (a bounded
+      // query's whole result) comes in many chunks, and only each new chunk is searched
+      // for the blank line that ends it.
+      let pieces: string[] = [];
+      let pendingNewline = false;
       for await (const chunk of response.body) {
-        buffer += decoder.decode(chunk as Uint8Array, { stream: true });
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const event = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          for (const line of event.split('\n')) {
-            if (!line.startsWith('data:')) continue;
-            const message = JSON.parse(line.slice(5).trim()) as OutputMessage;
-            this.messages.push(message);
-            this.arrivals.push(performance.now());
-            if (message.type === 'eos') this.ended();
-          }
+        const text = decoder.decode(chunk as Uint8Array, { stream: true });
+        let from = 0;
+        if (pendingNewline && text.startsWith('\n')) {
+          // The blank line was split between two chunks: the event ended with the last one.
+          this.dispatch(pieces.join('').slice(0, -1));
+          pieces = [];
+          from = 1;
         }
+        for (let end = text.indexOf('\n\n', from); end >= 0; end = text.indexOf('\n\n', from)) {
+          pieces.push(text.slice(from, end));
+          this.dispatch(pieces.join(''));
+          pieces = [];
+          from = end + 2;
+        }
+        if (from < text.length) pieces.push(text.slice(from));
+        pendingNewline = from < text.length && text.endsWith('\n');
       }
       this.ended(new Error(`${this.url}: the stream closed before eos`));
     } catch (error) {
       this.opened();
       this.ended(error as Error);
+    }
+  }
+
+  /** One event's text (without its blank line): each `data:` line is a message. */
+  private dispatch(event: string): void {
+    for (const line of event.split('\n')) {
+      if (!line.startsWith('data:')) continue;
+      const message = JSON.parse(line.slice(5).trim()) as OutputMessage;
+      this.messages.push(message);
+      this.arrivals.push(performance.now());
+      if (message.type === 'eos') this.ended();
     }
   }
 }

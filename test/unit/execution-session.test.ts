@@ -19,6 +19,7 @@ import {
 } from '../../src/execution/session-model.js';
 import { timeBoundsOf } from '../../src/execution/time-bounds.js';
 import { OutputChannel, type OutputMessage } from '../../src/execution/output-channel.js';
+import { stringifyJson } from '../../src/json.js';
 import { checkQuery } from '../../src/query/index.js';
 
 const LIMITS = { sessionQueriesMax: 10 };
@@ -267,6 +268,29 @@ describe('execution - output channels', () => {
     expect(behind.reset).toBe(true);
     expect(behind.entries[0]!.message.type).toBe('sos');
     expect(channel.poll({ epoch: 'another', seq: 0 }, 100).reset).toBe(true);
+  });
+
+  it("gives each listener the message's JSON text, made once: the message stringified, longs beyond 2^53 as digits", () => {
+    const channel = new OutputChannel('o', limits);
+    const seen: Array<[OutputMessage, string]> = [];
+    channel.subscribe((message, json) => seen.push([message, json]));
+    channel.begin(schema, 'table');
+    const odd = JSON.parse('{"__proto__": "p", "q\\"uote": "\\u2028", "n": -0.5}') as Record<string, unknown>;
+    channel.increment([
+      { action: 'add', data: { host: 'a', n: 1, nested: { list: [1, 'two', null] } } },
+      { action: 'update', data: { host: 'b', long: 12345678901234567890n } },
+      { action: 'remove', data: odd },
+    ]);
+    channel.increment([{ action: 'add', data: {} }]);
+    channel.end();
+    expect(seen.map(([message]) => message.type)).toEqual(['sos', 'increment', 'increment', 'eos']);
+    for (const [message, json] of seen) expect(json).toBe(stringifyJson(message));
+    expect(seen[1]![1]).toContain('"long":12345678901234567890}');
+    expect(JSON.parse(seen[1]![1]).items[2].data).toEqual(JSON.parse(JSON.stringify(odd)));
+    // A late subscriber is given the state with its text too.
+    const late: string[] = [];
+    channel.subscribe((message, json) => late.push(json === stringifyJson(message) ? 'same' : json));
+    expect(late).toEqual(['same', 'same', 'same']);
   });
 
   it('retains at most retainedRowsMax rows of a bounded result', () => {

@@ -82,9 +82,9 @@ export function executionRoutes({ execution, outputs, outputExists, sse }: Execu
     clients += 1;
     const channel = openSse(ctx, sse);
     let dropped = false;
-    const unsubscribe = outputs.subscribe(outputId!, (message) => {
+    const unsubscribe = outputs.subscribe(outputId!, (_message, json) => {
       // A client that stopped reading is dropped by the SSE channel; stop feeding it.
-      if (!dropped && !channel.send(message)) dropped = true;
+      if (!dropped && !channel.sendJson(json)) dropped = true;
     });
     void channel.closed.then(() => {
       unsubscribe();
