@@ -130,6 +130,8 @@ function bothTests(a: DocumentTest | undefined, b: DocumentTest | undefined): Do
 
 /** Matches a partition may hold in scratch space: more are copied first, as a search may pause while reading them. */
 const SCRATCH_MATCHES_MAX = 1_024;
+/** Candidates whose facet paths are counted between two looks at the clock. */
+const FACET_RUN = 1_024;
 
 /**
  * Tallies the documents of one partition that pass: the candidates (else every document,
@@ -156,6 +158,11 @@ function searchPartition(
   if (found !== undefined) {
     // The matches live in scratch space another search may reuse while this one waits.
     const candidates = found.length > SCRATCH_MATCHES_MAX ? copyOf(found) : found;
+    if (range === undefined && test === undefined && tally.countsFacetsOnly) {
+      // Every candidate counts, and only its facet paths are wanted: counted a run at a time.
+      const runs = Math.ceil(candidates.length / FACET_RUN);
+      return slice.forEach(0, runs, (run) => tally.addFacetRun(index, candidates.documents, run * FACET_RUN, Math.min(candidates.length, (run + 1) * FACET_RUN)), 1);
+    }
     return slice.forEach(0, candidates.length, (at) => {
       const document = candidates.documents[at]!;
       if (range !== undefined) {
@@ -224,6 +231,17 @@ class StreamTally {
     return this.hits.limit === 0 && this.facetTrees.length === 0 && this.rangeReaders.length === 0 && this.timeOf === undefined;
   }
 
+  /** Whether only the total and taxonomy facet counts are wanted. */
+  get countsFacetsOnly(): boolean {
+    return this.hits.limit === 0 && this.facetTrees.length > 0 && this.rangeReaders.length === 0 && this.histogram === undefined;
+  }
+
+  /** add() of documents[from, to) when countsFacetsOnly: the facet counters read the run in one loop each. */
+  addFacetRun(index: PartitionIndex, documents: Int32Array, from: number, to: number): void {
+    this.total += to - from;
+    for (const counter of this.facetCountersOf(index)) counter.countRun(documents, from, to);
+  }
+
   add(index: PartitionIndex, document: number, score: number): void {
     this.total += 1;
     if (this.hits.limit > 0 && this.hits.mayAdmit(score)) {
@@ -243,6 +261,11 @@ class StreamTally {
    * values): no payload read, no string per document.
    */
   private countFacets(index: PartitionIndex, document: number): void {
+    for (const counter of this.facetCountersOf(index)) counter.count(document);
+  }
+
+  /** The facet counters, reading the path codes of `index`. */
+  private facetCountersOf(index: PartitionIndex): FacetCounter[] {
     if (index !== this.facetIndex) {
       this.facetIndex = index;
       // One set of dictionaries for the whole search: every partition's codes mean the same paths.
@@ -250,7 +273,7 @@ class StreamTally {
       const counters = (this.facetCounters ??= dictionaries.map((dictionary) => new FacetCounter(dictionary)));
       this.part.taxonomyFacets.forEach((facet, position) => counters[position]!.readFrom(index.pathCodes(facet.levels, this.facetPaths[position]!, dictionaries[position]!)));
     }
-    for (const counter of this.facetCounters!) counter.count(document);
+    return this.facetCounters!;
   }
 
   /** The facet counts go into the trees, as values. */
@@ -310,6 +333,17 @@ class FacetCounter {
     // The dictionary grows as documents are added while the search waits.
     if (code >= this.counts.length) this.counts = grown(this.counts, this.dictionary.paths.length + COUNTS_SLACK, 0);
     if (this.counts[code]!++ === 0) this.touched.push(code);
+  }
+
+  /** count() of each of documents[from, to). */
+  countRun(documents: Int32Array, from: number, to: number): void {
+    const codes = this.column.codes;
+    let counts = this.counts;
+    for (let at = from; at < to; at++) {
+      const code = codes[documents[at]!]!;
+      if (code >= counts.length) counts = this.counts = grown(counts, this.dictionary.paths.length + COUNTS_SLACK, 0);
+      if (counts[code]!++ === 0) this.touched.push(code);
+    }
   }
 
   /** Adds the counts to a tree of values: each path's count to every level on its way. */

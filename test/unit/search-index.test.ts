@@ -260,6 +260,19 @@ describe('search local - answers equal a scan of every document', () => {
     }
   });
 
+  it('facet counts of more matches in one partition than one run of counting takes', async () => {
+    const one = new SsrIndex(new MemoryRepository(records.map((record) => ({ ...record, partition: 0 }))), () => 'standard');
+    for (const base of ["search('st*')", "search('st')"]) {
+      const answer = await searchLocally(one, request(base, { hitsMax: 0 }, { partitions: [0], taxonomyFacets: [{ dimension: 'place', levels: ['country', 'city'] }] }));
+      const ids = new Set(expected(base));
+      expect(ids.size, base).toBeGreaterThan(1_024);
+      const counted = emptyTree();
+      for (const document of docs) if (ids.has(document.writeId)) countPath(counted, [levelReader('country')(document.payload), levelReader('city')(document.payload)]);
+      expect(answer.streams[0]!.total, base).toBe(ids.size);
+      expect(answer.streams[0]!.facets[0]!.tree, base).toEqual(treeToJson(counted));
+    }
+  });
+
   it('facet counts take paths first seen in the search and in documents stored after it', async () => {
     const toRecord = (document: SsrDocument, i: number): StoredRecord => ({ stream: STREAM, partition: i % PARTITIONS, timestamp: document.timestamp, writeId: document.writeId, value: JSON.stringify(document.payload) });
     // A city of its own every third document: more paths than the counts are first made for.
