@@ -128,10 +128,12 @@ function bothTests(a: DocumentTest | undefined, b: DocumentTest | undefined): Do
   return (document) => a(document) && b(document);
 }
 
-/** Matches a partition may hold in scratch space: more are copied first, as a search may pause while reading them. */
-const SCRATCH_MATCHES_MAX = 1_024;
-/** Candidates whose facet paths are counted between two looks at the clock. */
-const FACET_RUN = 1_024;
+/**
+ * Candidates read between two looks at the clock. A partition's matches live in scratch
+ * space that another search may reuse while this one waits, and a search can pause only
+ * after this many: more matches than this are copied first.
+ */
+const CANDIDATES_PER_LOOK = 1_024;
 
 /**
  * Tallies the documents of one partition that pass: the candidates (else every document,
@@ -157,11 +159,12 @@ function searchPartition(
   }
   if (found !== undefined) {
     // The matches live in scratch space another search may reuse while this one waits.
-    const candidates = found.length > SCRATCH_MATCHES_MAX ? copyOf(found) : found;
+    const candidates = found.length > CANDIDATES_PER_LOOK ? copyOf(found) : found;
     if (range === undefined && test === undefined && tally.countsFacetsOnly) {
       // Every candidate counts, and only its facet paths are wanted: counted a run at a time.
-      const runs = Math.ceil(candidates.length / FACET_RUN);
-      return slice.forEach(0, runs, (run) => tally.addFacetRun(index, candidates.documents, run * FACET_RUN, Math.min(candidates.length, (run + 1) * FACET_RUN)), 1);
+      const runs = Math.ceil(candidates.length / CANDIDATES_PER_LOOK);
+      const run = (number: number) => tally.addFacetRun(index, candidates.documents, number * CANDIDATES_PER_LOOK, Math.min(candidates.length, (number + 1) * CANDIDATES_PER_LOOK));
+      return slice.forEach(0, runs, run, 1);
     }
     return slice.forEach(0, candidates.length, (at) => {
       const document = candidates.documents[at]!;
@@ -170,12 +173,12 @@ function searchPartition(
         if (timestamp < range.start || timestamp > range.end) return;
       }
       if (test === undefined || test(document)) tally.add(index, document, candidates.scores[at]!);
-    });
+    }, CANDIDATES_PER_LOOK);
   }
   if (range === undefined) {
     return slice.forEach(0, index.size, (document) => {
       if (test === undefined || test(document)) tally.add(index, document, 0);
-    });
+    }, CANDIDATES_PER_LOOK);
   }
   const byTime = index.byTime();
   const from = lowerBound(byTime.times, range.start, 0, byTime.length);
@@ -188,7 +191,7 @@ function searchPartition(
   return slice.forEach(from, to, (at) => {
     const document = byTime.documents[at]!;
     if (test === undefined || test(document)) tally.add(index, document, 0);
-  });
+  }, CANDIDATES_PER_LOOK);
 }
 
 function copyOf(found: ScoredDocuments): ScoredDocuments {
