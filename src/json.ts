@@ -6,13 +6,13 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** The JSON type of a value, as error messages name it: null, array, object, string, … */
 /** Sets a field of that name, even '__proto__' (JSON.parse makes it an own field; `=` would set the prototype). */
 export function setField(object: Record<string, unknown>, name: string, value: unknown): void {
   if (name === '__proto__') Object.defineProperty(object, name, { value, enumerable: true, writable: true, configurable: true });
   else object[name] = value;
 }
 
+/** The JSON type of a value, as error messages name it: null, array, object, string, … */
 export function jsonTypeName(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'array';

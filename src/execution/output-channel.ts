@@ -109,7 +109,7 @@ export class OutputChannel {
       // Each row's JSON is made once: it measures what the table holds, and it is the
       // message's text for every listener.
       const rowJson = message.items.map((item) => stringifyJson(item.data));
-      this.retain(message.items, rowJson.map((text) => text.length));
+      this.retain(message.items, rowJson);
       json = incrementJson(message.items, rowJson);
     } else {
       if (message.type === 'sos') this.reset(message.schema, entry.retention ?? 'none', entry);
@@ -193,12 +193,13 @@ export class OutputChannel {
     this.retainedBytes = 0;
   }
 
-  private retain(items: readonly ChangeItem[], rowBytes: readonly number[]): void {
+  /** Keeps what a late subscriber is given; a row's JSON text measures it. */
+  private retain(items: readonly ChangeItem[], rowJson: readonly string[]): void {
     if (this.retention === 'rows') {
       for (let index = 0; index < items.length; index++) {
         const item = items[index]!;
         if (item.action !== 'add' || this.rows.length >= this.limits.retainedRowsMax) continue;
-        const bytes = rowBytes[index]!;
+        const bytes = rowJson[index]!.length;
         if (this.retainedBytes + bytes > this.limits.retainedBytesMax) continue;
         this.rows.push(item.data);
         this.retainedBytes += bytes;
@@ -210,8 +211,8 @@ export class OutputChannel {
       const item = items[index]!;
       const key = this.keyOf(item.data);
       if (item.action === 'remove') this.setRow(key, undefined, 0);
-      else if (item.action === 'update' && this.keys.length === 0 && this.table.size === 1) this.setRow([...this.table.keys()][0]!, item.data, rowBytes[index]!);
-      else if (this.table.size < this.limits.retainedRowsMax || this.table.has(key)) this.setRow(key, item.data, rowBytes[index]!);
+      else if (item.action === 'update' && this.keys.length === 0 && this.table.size === 1) this.setRow([...this.table.keys()][0]!, item.data, rowJson[index]!.length);
+      else if (this.table.size < this.limits.retainedRowsMax || this.table.has(key)) this.setRow(key, item.data, rowJson[index]!.length);
     }
   }
 
