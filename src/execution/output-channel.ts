@@ -10,6 +10,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { stringifyJson } from '../json.js';
+import { RetainedTable } from './retained-table.js';
 
 export interface ChangeItem {
   readonly action: 'add' | 'update' | 'remove';
@@ -60,12 +61,10 @@ export class OutputChannel {
   private sos: LogEntry | undefined;
   private ended = false;
   private retention: Retention = 'none';
-  private keys: readonly string[] = [];
-  private readonly table = new Map<string, Record<string, unknown>>();
+  private table: RetainedTable | undefined;
   private rows: Record<string, unknown>[] = [];
-  /** Bytes of JSON of the retained rows, or of the table's rows by key. */
+  /** Bytes of JSON of the retained rows. */
   private retainedBytes = 0;
-  private readonly tableBytes = new Map<string, number>();
   private readonly log: LogEntry[] = [];
   /** Bytes of JSON of each log entry, and their sum. */
   private readonly logSizes: number[] = [];
@@ -175,7 +174,7 @@ export class OutputChannel {
   private stateEntries(): LogEntry[] {
     if (this.sos === undefined) return [];
     const entries: LogEntry[] = [this.sos];
-    const held = this.retention === 'table' ? [...this.table.values()] : this.rows;
+    const held = this.table?.held() ?? this.rows;
     if (held.length > 0) entries.push({ message: { type: 'increment', items: held.map((data) => ({ action: 'add', data })) } });
     if (this.ended) entries.push({ message: { type: 'eos' } });
     return entries;
@@ -186,55 +185,27 @@ export class OutputChannel {
     this.ended = false;
     this.retention = retention;
     const config = schema.config as { key?: unknown } | undefined;
-    this.keys = Array.isArray(config?.key) ? (config.key as string[]) : [];
-    this.table.clear();
-    this.tableBytes.clear();
+    const keys = Array.isArray(config?.key) ? (config.key as string[]) : [];
+    this.table = retention === 'table' ? new RetainedTable(keys, { rowsMax: this.limits.retainedRowsMax, bytesMax: this.limits.retainedBytesMax }) : undefined;
     this.rows = [];
     this.retainedBytes = 0;
   }
 
   /** Keeps what a late subscriber is given; a row's JSON text measures it. */
   private retain(items: readonly ChangeItem[], rowJson: readonly string[]): void {
-    if (this.retention === 'rows') {
-      for (let index = 0; index < items.length; index++) {
-        const item = items[index]!;
-        if (item.action !== 'add' || this.rows.length >= this.limits.retainedRowsMax) continue;
-        const bytes = rowJson[index]!.length;
-        if (this.retainedBytes + bytes > this.limits.retainedBytesMax) continue;
-        this.rows.push(item.data);
-        this.retainedBytes += bytes;
-      }
+    if (this.table !== undefined) {
+      this.table.apply(items, rowJson);
       return;
     }
-    if (this.retention !== 'table') return;
+    if (this.retention !== 'rows') return;
     for (let index = 0; index < items.length; index++) {
       const item = items[index]!;
-      const key = this.keyOf(item.data);
-      if (item.action === 'remove') this.setRow(key, undefined, 0);
-      else if (item.action === 'update' && this.keys.length === 0 && this.table.size === 1) this.setRow([...this.table.keys()][0]!, item.data, rowJson[index]!.length);
-      else if (this.table.size < this.limits.retainedRowsMax || this.table.has(key)) this.setRow(key, item.data, rowJson[index]!.length);
+      if (item.action !== 'add' || this.rows.length >= this.limits.retainedRowsMax) continue;
+      const bytes = rowJson[index]!.length;
+      if (this.retainedBytes + bytes > this.limits.retainedBytesMax) continue;
+      this.rows.push(item.data);
+      this.retainedBytes += bytes;
     }
-  }
-
-  /** Sets (or with undefined, removes) a row of the table, unless it would pass the byte bound. */
-  private setRow(key: string, data: Record<string, unknown> | undefined, dataBytes: number): void {
-    const before = this.tableBytes.get(key) ?? 0;
-    const after = data === undefined ? 0 : dataBytes + key.length;
-    if (after > before && this.retainedBytes - before + after > this.limits.retainedBytesMax) return;
-    this.retainedBytes += after - before;
-    if (data === undefined) {
-      this.table.delete(key);
-      this.tableBytes.delete(key);
-    } else {
-      this.table.set(key, data);
-      this.tableBytes.set(key, after);
-    }
-  }
-
-  /** A row's identity: its key fields, or (no keys) the whole row. */
-  private keyOf(data: Record<string, unknown>): string {
-    if (this.keys.length === 0) return stringifyJson(data);
-    return stringifyJson(this.keys.map((key) => data[key] ?? null));
   }
 }
 
