@@ -258,6 +258,23 @@ describe('cluster core - scripted scenarios', () => {
     expect(s.failures()).toEqual([]);
   });
 
+  it('transfer - a source starts reading the next chunk before it sends the one just read', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(1, 4), chunkRecords: 1, transferWindowChunks: 4 }).lone('a');
+    for (const slot of s.slots) s.write('a', slot, 8);
+    s.spawn('b');
+    s.add('b');
+    s.settle().tick(200);
+    expect(s.stateOf('b', 'a')).toBe('Joined');
+    // In a's effects, a chunk the window lets a read follow comes after that read, never before it.
+    const effects = s.sim.node('a').effects.map((entry) => entry.effect);
+    const isReadAfter = (effect: (typeof effects)[number] | undefined, message: { transferId: string; seq: number }) =>
+      effect?.type === 'read-chunk' && effect.transfer.id === message.transferId && effect.seq === message.seq + 1;
+    const sends = effects.flatMap((effect, index) => (effect.type === 'send' && effect.message.type === 'transfer-chunk' ? [{ index, message: effect.message }] : []));
+    expect(sends.filter(({ index, message }) => isReadAfter(effects[index - 1], message)).length).toBeGreaterThanOrEqual(4);
+    expect(sends.filter(({ index, message }) => isReadAfter(effects[index + 1], message))).toEqual([]);
+    expect(s.failures()).toEqual([]);
+  });
+
   it('transfer - a stalled transfer is requested again from its last ack after transferStallMs', () => {
     const s = new ScriptedCluster({ slots: slotsOf(1, 4), transferStallMs: 300, tickMs: 10 }).lone('a');
     for (const slot of s.slots) s.write('a', slot, 2);

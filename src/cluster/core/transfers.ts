@@ -351,6 +351,10 @@ export class SourceTransfers {
     // While a read is in flight, nextRead is set only by a request that asked for another
     // start: the read belongs to an older send and its chunk is not what the target wants.
     const overtaken = transfer.nextRead !== undefined;
+    if (!overtaken) transfer.nextRead = read.last ? undefined : { seq: read.seq + 1, cursor: read.chunk.cursor };
+    // The next read first: the shell starts it, and LevelDB reads it while this chunk is
+    // signed and sent (issue 17: a join moved 7% faster than sending first).
+    this.readNext(transfer, context, effects);
     if (!overtaken) {
       const chunk: ChunkMessage = {
         type: 'transfer-chunk',
@@ -362,9 +366,7 @@ export class SourceTransfers {
         fromCursor: answered.cursor,
       };
       context.send(transfer.plan.to, chunk, effects);
-      transfer.nextRead = read.last ? undefined : { seq: read.seq + 1, cursor: read.chunk.cursor };
     }
-    this.readNext(transfer, context, effects);
     assert(readsIn(effects, effectsBefore) <= 1, `transfer ${read.transferId} issued two reads at once`);
   }
 
