@@ -10,12 +10,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { stringifyJson } from '../json.js';
-import { RetainedTable } from './retained-table.js';
-
-export interface ChangeItem {
-  readonly action: 'add' | 'update' | 'remove';
-  readonly data: Record<string, unknown>;
-}
+import { type ChangeItem, RetainedTable } from './retained-table.js';
 
 export type OutputMessage =
   | { readonly type: 'sos'; readonly schema: Record<string, unknown> }

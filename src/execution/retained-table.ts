@@ -12,7 +12,12 @@
 // keyed as they come.
 
 import { stringifyJson } from '../json.js';
-import type { ChangeItem } from './output-channel.js';
+
+/** An item of an increment (output-channel.ts): a row added, updated or removed. */
+export interface ChangeItem {
+  readonly action: 'add' | 'update' | 'remove';
+  readonly data: Record<string, unknown>;
+}
 
 export interface RetainedTableLimits {
   readonly rowsMax: number;
