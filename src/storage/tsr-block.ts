@@ -41,6 +41,7 @@ import { TributaryError } from '../errors.js';
 import { isPlainObject, parseJson, setField } from '../json.js';
 import { canonicalJson } from '../streams/partitioner.js';
 import { isoString } from '../iso-time.js';
+import { ByteSlab } from './byte-slab.js';
 
 export { isoString } from '../iso-time.js';
 
@@ -313,6 +314,11 @@ function positionDeltas(sorted: readonly SortedEntry[], first: number, end: numb
   return counting ? undefined : deltas;
 }
 
+function isSorted(names: readonly string[]): boolean {
+  for (let i = 1; i < names.length; i += 1) if (names[i - 1]! > names[i]!) return false;
+  return true;
+}
+
 function align(offset: number, to: number): number {
   return Math.ceil(offset / to) * to;
 }
@@ -496,27 +502,39 @@ export function decodeBlock(text: string): Block {
   return new DecodedBlock(header, body, rest as Array<Record<string, unknown>> | undefined);
 }
 
-/** The body's bytes, in memory of their own: its arrays are read in place, at the offsets they were written to. */
+/** Decoded bodies and timestamps, carved out of shared slabs (byte-slab.ts). */
+const decodedBytes = new ByteSlab(64 * 1024);
+
+/** The body's bytes, carved for it: its arrays are read in place, at the offsets they were written to (from the body's start). */
 function bodyOf(base64: string): BodyReader {
   const size = Buffer.byteLength(base64, 'base64');
   if (size % 8 !== 0) throw new BadBlockError(`a tsr block's body of ${size} bytes`);
-  const buffer = new ArrayBuffer(size);
-  if (Buffer.from(buffer).write(base64, 'base64') !== size) throw new BadBlockError("a tsr block's body is not base64");
-  return new BodyReader(buffer);
+  const { buffer, offset } = decodedBytes.carve(size);
+  if (Buffer.from(buffer, offset, size).write(base64, 'base64') !== size) throw new BadBlockError("a tsr block's body is not base64");
+  return new BodyReader(buffer, offset, offset + size);
 }
 
-/** Reads a body's bytes in order; every read is checked against its end. */
+/**
+ * Reads a body's bytes in order; every read is checked against its end. Places are
+ * offsets in `buffer` (the body starts at `start`, a multiple of 8, so what was aligned
+ * from the body's start is aligned in the buffer).
+ */
 class BodyReader {
   readonly view: DataView;
-  at = 0;
+  at: number;
 
-  constructor(readonly buffer: ArrayBuffer) {
+  constructor(
+    readonly buffer: ArrayBuffer,
+    start: number,
+    readonly end: number,
+  ) {
     this.view = new DataView(buffer);
+    this.at = start;
   }
 
   /** The place of `bytes` bytes, moved past. */
   skip(bytes: number): number {
-    if (this.at + bytes > this.buffer.byteLength) throw new BadBlockError("a tsr block's body ends early");
+    if (this.at + bytes > this.end) throw new BadBlockError("a tsr block's body ends early");
     const at = this.at;
     this.at += bytes;
     return at;
@@ -574,7 +592,8 @@ class DecodedBlock implements Block {
       this.places.set(name, place);
       names.push(name);
     }
-    this.columnNames = names.sort();
+    // Written in name order (encodeBlock): sorted only when not.
+    this.columnNames = isSorted(names) ? names : names.sort();
   }
 
   /** Each payload's place in its write: only reads in (time, writeId) order need them. */
@@ -610,7 +629,8 @@ class DecodedBlock implements Block {
 
 function readTimestamps(body: BodyReader, header: BlockHeader): Float64Array {
   const deltas = new Int32Array(body.buffer, body.skip(4 * header.count), header.count);
-  const timestamps = new Float64Array(header.count);
+  const carved = decodedBytes.carve(8 * header.count);
+  const timestamps = new Float64Array(carved.buffer, carved.offset, header.count);
   let current = header.minTs;
   for (let i = 0; i < header.count; i += 1) {
     if (deltas[i]! < 0 || (i === 0 && deltas[i] !== 0)) throw new BadBlockError('a tsr block with timestamps out of order');
@@ -669,7 +689,7 @@ function readStrings(body: BodyReader): string[] {
   const count = body.u32();
   const lengthsAt = body.skip(4 * count);
   const textAt = body.at;
-  const text = Buffer.from(body.buffer, textAt, body.buffer.byteLength - textAt).toString('utf8');
+  const text = Buffer.from(body.buffer, textAt, body.end - textAt).toString('utf8');
   const strings = new Array<string>(count);
   let at = 0;
   for (let index = 0; index < count; index += 1) {
