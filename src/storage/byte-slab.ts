@@ -30,7 +30,8 @@ export class ByteSlab {
    * ArrayBuffer of its own (so a slab is never mostly wasted on one).
    */
   carve(bytes: number): CarvedBytes {
-    assert(Number.isInteger(bytes) && bytes >= 0, `carving ${bytes} bytes`);
+    // A constant message: a template would build a string on every carve.
+    assert(Number.isInteger(bytes) && bytes >= 0, 'carving a byte count that is not a whole number');
     if (bytes > this.slabBytes / 4) return { buffer: new ArrayBuffer(bytes), offset: 0 };
     if (this.used + bytes > this.slabBytes) {
       this.slab = new ArrayBuffer(this.slabBytes);
