@@ -141,7 +141,6 @@ export class Postings {
   }
 }
 
-/** A copy of `array` with room for `capacity` entries, the new ones set to `fill`. */
 /** Non-negative integers per document, in the narrowest array that holds them all. */
 export type SmallIntegers = Uint8Array | Uint16Array | Int32Array;
 
@@ -158,6 +157,7 @@ export function storedSmall(array: SmallIntegers, at: number, value: number): Sm
   return array;
 }
 
+/** A copy of `array` with room for `capacity` entries, the new ones set to `fill`. */
 export function grown<T extends Int32Array | Uint16Array | Uint8Array | Float64Array>(array: T, capacity: number, fill: number): T {
   const copy = new (array.constructor as new (length: number) => T)(capacity);
   copy.set(array);

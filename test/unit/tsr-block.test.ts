@@ -53,12 +53,11 @@ describe('tsr block - encoding', () => {
     const prng = new Prng(99);
     const texts = Array.from({ length: 400 }, (_, write) => packBlocks(Array.from({ length: prng.int(1, 60) }, (_, index) => randomEntry(prng, write * 100 + index))).map((block) => block.text)).flat();
     const expected = decodedAll(texts);
-    // Every block decoded first, read only once all are: none may share bytes with another.
+    // Every block and every column decoded first, read only once all are: none may share bytes with another.
     const blocks = texts.map((text) => decodeBlock(text));
-    const columns = blocks.map((block) => block.columnNames.map((name) => block.column(name)));
+    for (const block of blocks) for (const name of block.columnNames) block.column(name);
     const read = blocks.flatMap((block) => Array.from({ length: block.count }, (_, index) => ({ timestamp: block.timestamps[index]!, json: canonicalJson(blockPayload(block, index)) })));
     expect(read).toEqual(expected);
-    expect(columns.flat().length).toBeGreaterThan(texts.length);
   });
 
   it('keeps a payload\'s own field named __proto__ as a field', () => {
