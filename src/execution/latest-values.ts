@@ -44,7 +44,13 @@ export interface LatestSlot {
 
 export interface LatestEntry {
   readonly key: Value;
-  /** Per field asked for, null when no payload of the key holds it. */
+  /** Per field asked for, null when no payload of the key holds it. Never changed once handed out. */
+  readonly slots: ReadonlyArray<LatestSlot | null>;
+}
+
+/** An entry while a read builds it, before it is kept or handed out. */
+interface OpenEntry {
+  readonly key: Value;
   readonly slots: Array<LatestSlot | null>;
 }
 
@@ -95,7 +101,7 @@ export class LatestValues {
     const partition = partitionKey(request.stream, request.partition);
     const question = `${request.key}\n${request.fields.join('\n')}`;
     const kept = this.partitions.get(partition)?.answers.get(question);
-    if (kept !== undefined) return copied(kept.entries);
+    if (kept !== undefined) return [...kept.entries.values()];
     const changesBefore = this.changes.get(partition) ?? 0;
     const entries = await this.read(request);
     if ((this.changes.get(partition) ?? 0) === changesBefore) {
@@ -103,13 +109,13 @@ export class LatestValues {
       this.state(partition).answers.set(question, { request, entries });
       this.answerEntries += entries.size;
     }
-    return copied(entries);
+    return [...entries.values()];
   }
 
   /** The partition read newest first, as far as the answer can change. */
   private async read(request: LatestRequest): Promise<Map<unknown, LatestEntry>> {
     const index = await this.index(request.stream, request.partition, request.key);
-    const entries = new Map<unknown, LatestEntry>();
+    const entries = new Map<unknown, OpenEntry>();
     for (const value of index.keys?.values() ?? []) entries.set(keyOf(value), { key: value, slots: request.fields.map(() => null) });
     let open = index.keys === undefined ? Infinity : entries.size * request.fields.length;
     for await (const stored of this.source.partitionBlocks(request.stream, request.partition, true)) {
@@ -198,33 +204,32 @@ export class LatestValues {
   }
 }
 
-/** An answer as handed out: its own entries and slot lists, which later writes do not change. */
-function copied(entries: ReadonlyMap<unknown, LatestEntry>): LatestEntry[] {
-  return [...entries.values()].map((entry) => ({ key: entry.key, slots: [...entry.slots] }));
-}
-
-/** Takes a stored block's payloads into a kept answer; returns how many keys it added. */
+/**
+ * Takes a stored block's payloads into a kept answer; returns how many keys it added. An
+ * entry that changes is replaced, never changed in place: answers handed out hold the old one.
+ */
 function update(entries: Map<unknown, LatestEntry>, request: LatestRequest, block: Block, blockId: string): number {
   const keyOfRow = fieldReader(block, request.key);
   const fieldsOfRow = request.fields.map((field) => fieldReader(block, field));
   let added = 0;
   for (let row = 0; row < block.count; row += 1) {
     const key = keyOfRow(row);
-    let entry = entries.get(keyOf(key));
-    if (entry === undefined) {
-      entries.set(keyOf(key), (entry = { key, slots: request.fields.map(() => null) }));
-      added += 1;
-    }
+    const entry = entries.get(keyOf(key));
+    if (entry === undefined) added += 1;
     const timestamp = block.timestamps[row]!;
+    let slots: Array<LatestSlot | null> | undefined;
     for (let slot = 0; slot < fieldsOfRow.length; slot += 1) {
-      const kept = entry.slots[slot] ?? null;
+      const kept = entry?.slots[slot] ?? null;
       if (kept !== null && kept.timestamp > timestamp) continue;
       const value = fieldsOfRow[slot]!(row);
       if (value === null) continue;
       const writeId = payloadWriteId(blockId, block.positions[row]!);
       if (kept !== null && kept.timestamp === timestamp && kept.writeId >= writeId) continue;
-      entry.slots[slot] = { timestamp, writeId, value };
+      slots ??= entry === undefined ? request.fields.map(() => null) : [...entry.slots];
+      slots[slot] = { timestamp, writeId, value };
     }
+    if (slots !== undefined) entries.set(keyOf(key), { key, slots });
+    else if (entry === undefined) entries.set(keyOf(key), { key, slots: request.fields.map(() => null) });
   }
   return added;
 }
@@ -255,15 +260,17 @@ function oldestSlot(entries: ReadonlyMap<unknown, LatestEntry>): number {
 
 /** The newest of the partitions' answers, per key and field. */
 export function mergeLatest(answers: ReadonlyArray<readonly LatestEntry[]>, fieldCount: number): LatestEntry[] {
-  const merged = new Map<unknown, LatestEntry>();
+  const merged = new Map<unknown, OpenEntry>();
   for (const answer of answers) {
     for (const entry of answer) {
-      let kept = merged.get(keyOf(entry.key));
-      if (kept === undefined) merged.set(keyOf(entry.key), (kept = { key: entry.key, slots: Array.from({ length: fieldCount }, () => null) }));
-      entry.slots.forEach((slot, index) => {
-        const current = kept!.slots[index] ?? null;
-        if (slot !== null && (current === null || slot.timestamp > current.timestamp || (slot.timestamp === current.timestamp && slot.writeId > current.writeId))) kept!.slots[index] = slot;
-      });
+      const mapKey = keyOf(entry.key);
+      let kept = merged.get(mapKey);
+      if (kept === undefined) merged.set(mapKey, (kept = { key: entry.key, slots: new Array<LatestSlot | null>(fieldCount).fill(null) }));
+      for (let index = 0; index < fieldCount; index += 1) {
+        const slot = entry.slots[index] ?? null;
+        const current = kept.slots[index]!;
+        if (slot !== null && (current === null || slot.timestamp > current.timestamp || (slot.timestamp === current.timestamp && slot.writeId > current.writeId))) kept.slots[index] = slot;
+      }
     }
   }
   return [...merged.values()];

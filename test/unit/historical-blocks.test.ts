@@ -9,7 +9,7 @@ import { planBlockRows } from '../../src/execution/block-row-plan.js';
 import { readBlockColumns, readBlockRows } from '../../src/execution/historical-blocks.js';
 import { readHistorical, scanPage, type HistoricalSource } from '../../src/execution/historical-reader.js';
 import { readLatestRows } from '../../src/execution/historical-latest.js';
-import { LatestValues, type LatestRequest } from '../../src/execution/latest-values.js';
+import { type LatestEntry, LatestValues, type LatestRequest, mergeLatest } from '../../src/execution/latest-values.js';
 import { createPipeline } from '../../src/execution/pipeline/index.js';
 import type { Change } from '../../src/execution/pipeline/types.js';
 import { timeBoundsOf } from '../../src/execution/time-bounds.js';
@@ -233,6 +233,45 @@ describe('historical blocks - last values read newest first', () => {
     await database.batch(tsr.writeOperations([a, b]), { sync: true });
     const entries = await new LatestValues(tsr).latest({ stream, partition: 0, key: 'host', fields: ['cpu'] });
     expect(Object.fromEntries(entries.map((entry) => [entry.key, entry.slots[0]?.value]))).toEqual({ x: 2, y: 4 });
+  });
+
+  it('hands out answers that later writes leave as they were, while the kept answer follows the writes', async () => {
+    const stream = 't/c/handed-out';
+    const block = (writeId: string, entries: Array<[number, string, number]>): StoredRecord => {
+      const [packed] = packBlocks(entries.map(([timestamp, host, cpu], position) => ({ timestamp, payload: { host, cpu }, position })));
+      return { stream, partition: 0, timestamp: packed!.minTs, writeId, value: packed!.text };
+    };
+    const values = new LatestValues(tsr);
+    const request = { stream, partition: 0, key: 'host', fields: ['cpu'] };
+    const valuesOf = (entries: readonly LatestEntry[]) => Object.fromEntries(entries.map((entry) => [entry.key, entry.slots[0]?.value]));
+    const first = block('a.0', [[START_MS + 100, 'x', 1], [START_MS + 200, 'y', 2]]);
+    await database.batch(tsr.writeOperations([first]), { sync: true });
+    const before = await values.latest(request);
+    const again = await values.latest(request);
+    const later = block('b.0', [[START_MS + 300, 'x', 3], [START_MS + 400, 'z', 4]]);
+    await database.batch(tsr.writeOperations([later]), { sync: true });
+    values.stored([later]);
+    expect(valuesOf(before)).toEqual({ x: 1, y: 2 });
+    expect(valuesOf(again)).toEqual({ x: 1, y: 2 });
+    expect(valuesOf(await values.latest(request))).toEqual({ x: 3, y: 2, z: 4 });
+  });
+});
+
+describe('historical blocks - merging the partitions\' last values', () => {
+  const slot = (timestamp: number, writeId: string, value: number) => ({ timestamp, writeId, value });
+
+  it('keeps per key and field the newest by time, then by writeId, and leaves the answers it merges as they were', () => {
+    const a: LatestEntry[] = [{ key: 'x', slots: [slot(5, 'a.0', 1), null] }, { key: 1, slots: [slot(1, 'a.1', 10), slot(1, 'a.1', 11)] }];
+    const b: LatestEntry[] = [{ key: 'x', slots: [slot(5, 'b.0', 2), slot(3, 'b.0', 3)] }, { key: '1', slots: [null, slot(2, 'b.1', 12)] }];
+    const c: LatestEntry[] = [{ key: 'x', slots: [slot(4, 'z.9', 9), slot(2, 'z.9', 9)] }];
+    const merged = mergeLatest([a, b, c], 2);
+    expect(merged).toEqual([
+      { key: 'x', slots: [slot(5, 'b.0', 2), slot(3, 'b.0', 3)] },
+      { key: 1, slots: [slot(1, 'a.1', 10), slot(1, 'a.1', 11)] },
+      { key: '1', slots: [null, slot(2, 'b.1', 12)] },
+    ]);
+    expect(a[0]!.slots).toEqual([slot(5, 'a.0', 1), null]);
+    expect(b[1]!.slots).toEqual([null, slot(2, 'b.1', 12)]);
   });
 });
 
