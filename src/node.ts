@@ -335,6 +335,7 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
     plane.repair.checkServing(`partition ${request.partition} of ${request.stream}`);
     return scanPage((stream, options) => repositories[request.repo].scan(stream, options), request, config.execution.historicalPageRecords);
   };
+  const latestKept = (request: LatestRequest) => (plane.repair.damaged() === undefined ? latestValues.kept(request) : undefined);
   const latestLocal = (request: LatestRequest) => {
     plane.repair.checkServing(`partition ${request.partition} of ${request.stream}`);
     return latestValues.latest(request);
@@ -348,7 +349,7 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
     streams: () => placements.persisted(),
     countByPartition: (repo, stream) => repositories[repo].countByPartition(stream),
   }, STORE_STATS_TTL_MS);
-  return { ssrIndex, repositoryStats, shell, membershipService, plane, runtime, ingest, searchLocal, scanLocal, blocksLocal, latestLocal, storeStats };
+  return { ssrIndex, repositoryStats, shell, membershipService, plane, runtime, ingest, searchLocal, scanLocal, blocksLocal, latestKept, latestLocal, storeStats };
 }
 
 /** Monitoring (issue 13): every service of the spec, from counters the parts keep. */
@@ -434,6 +435,7 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
     scanRemote: remoteScan(transport, deadline),
     blocksLocal: data.blocksLocal,
     blocksRemote: remoteBlocks(transport, deadline),
+    latestKept: data.latestKept,
     latestLocal: data.latestLocal,
     latestRemote: remoteLatest(transport, deadline),
   };

@@ -10,6 +10,8 @@ import { type LatestEntry, type LatestRequest, mergeLatest } from './latest-valu
 import { setField } from '../json.js';
 
 export interface HistoricalLatestDeps extends OwnerChoice {
+  /** This node's kept answer of a partition, when it keeps one and serves reads (no read, no wait). */
+  latestKept(request: LatestRequest): LatestEntry[] | undefined;
   latestLocal(request: LatestRequest): Promise<LatestEntry[]>;
   latestRemote(node: string, request: LatestRequest): Promise<LatestEntry[]>;
 }
@@ -20,8 +22,16 @@ const CONCURRENCY = 16;
 /** Yields one row per key: its key value and the last value of each field (absent when it has none). */
 export async function* readLatestRows(deps: HistoricalLatestDeps, source: HistoricalSource, latest: NonNullable<BlockRowPlan['latest']>): AsyncGenerator<Record<string, unknown>[]> {
   const answers: LatestEntry[][] = [];
-  for (let start = 0; start < source.ringSize; start += CONCURRENCY) {
-    const partitions = Array.from({ length: Math.min(CONCURRENCY, source.ringSize - start) }, (_, offset) => start + offset);
+  // Answers this node keeps are taken at once: a promise per partition cost more than the merge.
+  const unanswered: number[] = [];
+  for (let partition = 0; partition < source.ringSize; partition += 1) {
+    const request: LatestRequest = { stream: source.stream, partition, key: latest.key, fields: latest.fields };
+    const kept = deps.ownersOf(partition, source.replicas).includes(deps.localName) ? deps.latestKept(request) : undefined;
+    if (kept === undefined) unanswered.push(partition);
+    else answers.push(kept);
+  }
+  for (let start = 0; start < unanswered.length; start += CONCURRENCY) {
+    const partitions = unanswered.slice(start, start + CONCURRENCY);
     answers.push(
       ...(await Promise.all(
         partitions.map((partition) => {

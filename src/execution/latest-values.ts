@@ -82,6 +82,11 @@ function partitionKey(stream: string, partition: number): string {
   return `${stream}\n${partition}`;
 }
 
+/** The key of a kept answer within its partition: the key field and the fields asked for. */
+function questionOf(request: LatestRequest): string {
+  return `${request.key}\n${request.fields.join('\n')}`;
+}
+
 /** What is kept of one partition: key indexes by field, answers by question (key and fields). */
 interface PartitionState {
   readonly indexes: Map<string, KeyIndex>;
@@ -96,12 +101,18 @@ export class LatestValues {
 
   constructor(private readonly source: LatestSource) {}
 
+  /** The partition's answer when one is kept: what latest() would answer, without a read or a wait. */
+  kept(request: LatestRequest): LatestEntry[] | undefined {
+    const kept = this.partitions.get(partitionKey(request.stream, request.partition))?.answers.get(questionOf(request));
+    return kept === undefined ? undefined : [...kept.entries.values()];
+  }
+
   /** The partition's answer: per key, the newest value of each field. */
   async latest(request: LatestRequest): Promise<LatestEntry[]> {
+    const kept = this.kept(request);
+    if (kept !== undefined) return kept;
     const partition = partitionKey(request.stream, request.partition);
-    const question = `${request.key}\n${request.fields.join('\n')}`;
-    const kept = this.partitions.get(partition)?.answers.get(question);
-    if (kept !== undefined) return [...kept.entries.values()];
+    const question = questionOf(request);
     const changesBefore = this.changes.get(partition) ?? 0;
     const entries = await this.read(request);
     if ((this.changes.get(partition) ?? 0) === changesBefore) {

@@ -140,7 +140,7 @@ async function fromBlocks(text: string): Promise<{ how: 'columns' | 'rows' | 'la
   expect(plan).toBeDefined();
   if (plan!.latest !== undefined) {
     const source: HistoricalSource = { stream: KEY, repo: 'tsr', ringSize: RING, replicas: 1, rows: plan! };
-    const deps = { ...owners, latestLocal: (request: LatestRequest) => latestValues.latest(request), latestRemote: () => Promise.reject(new Error('no peers')) };
+    const deps = { ...owners, latestKept: (request: LatestRequest) => latestValues.kept(request), latestLocal: (request: LatestRequest) => latestValues.latest(request), latestRemote: () => Promise.reject(new Error('no peers')) };
     const pipeline = pipelineFor(check);
     for await (const rows of readLatestRows(deps, source, plan!.latest)) pipeline.push(rows, 0);
     return { how: 'latest', changes: pipeline.finish() };
@@ -254,6 +254,47 @@ describe('historical blocks - last values read newest first', () => {
     expect(valuesOf(before)).toEqual({ x: 1, y: 2 });
     expect(valuesOf(again)).toEqual({ x: 1, y: 2 });
     expect(valuesOf(await values.latest(request))).toEqual({ x: 3, y: 2, z: 4 });
+  });
+});
+
+describe('historical blocks - where each partition\'s last values come from', () => {
+  it('takes the answers this node keeps without asking, and asks for the rest: its own partitions once, the others from their owner', async () => {
+    const latest = { key: 'host', fields: ['at', 'cpu'] };
+    const source: HistoricalSource = { stream: KEY, repo: 'tsr', ringSize: RING, replicas: 1 };
+    const values = new LatestValues(tsr);
+    const elsewhere = new LatestValues(tsr);
+    const asked = { local: [] as number[], remote: [] as number[] };
+    // Even partitions are this node's; odd ones another's.
+    const deps = {
+      localName: 'n',
+      ownersOf: (partition: number) => [partition % 2 === 0 ? 'n' : 'm'],
+      available: () => true,
+      latestKept: (request: LatestRequest) => values.kept(request),
+      latestLocal: (request: LatestRequest) => (asked.local.push(request.partition), values.latest(request)),
+      latestRemote: (_owner: string, request: LatestRequest) => (asked.remote.push(request.partition), elsewhere.latest(request)),
+    };
+    const read = async () => {
+      const rows: Array<Record<string, unknown>> = [];
+      for await (const batch of readLatestRows(deps, source, latest)) rows.push(...batch);
+      return rows.sort((a, b) => String(a.host).localeCompare(String(b.host)));
+    };
+    const first = await read();
+    const evens = Array.from({ length: RING / 2 }, (_, index) => 2 * index);
+    const odds = evens.map((even) => even + 1);
+    expect(asked.local.sort((a, b) => a - b)).toEqual(evens);
+    expect(asked.remote.sort((a, b) => a - b)).toEqual(odds);
+    asked.local = [];
+    asked.remote = [];
+    const second = await read();
+    expect(asked.local).toEqual([]);
+    expect(asked.remote.sort((a, b) => a - b)).toEqual(odds);
+    expect(second).toEqual(first);
+    expect(first.length).toBeGreaterThan(1);
+    // The same rows as every partition read here.
+    const alone = { ...deps, ownersOf: () => ['n'], latestKept: () => undefined, latestLocal: (request: LatestRequest) => new LatestValues(tsr).latest(request) };
+    const rows: Array<Record<string, unknown>> = [];
+    for await (const batch of readLatestRows(alone, source, latest)) rows.push(...batch);
+    expect(rows.sort((a, b) => String(a.host).localeCompare(String(b.host)))).toEqual(first);
   });
 });
 
