@@ -1,8 +1,10 @@
 // Reads the last values per key of a tsr stream for a query planned with `latest`
-// (block-row-plan.ts): each partition's answer from one of its owners (latest-values.ts),
-// the newest per key and field kept, and one row per key made of those values, which the
-// query's grouping then takes as it would take every payload: each `last` of a key is the
-// one value its row holds.
+// (block-row-plan.ts): each partition's answer from one of its owners (latest-values.ts;
+// the answers this node keeps for its own partitions are taken as they are, without a
+// read or a wait: a promise per partition cost more than the merge), the newest per key
+// and field kept, and one row per key made of those values, which the query's grouping
+// then takes as it would take every payload: each `last` of a key is the one value its
+// row holds.
 
 import type { BlockRowPlan } from './block-row-plan.js';
 import { fromAnOwner, type HistoricalSource, type OwnerChoice } from './historical-reader.js';
@@ -21,12 +23,11 @@ const CONCURRENCY = 16;
 
 /** Yields one row per key: its key value and the last value of each field (absent when it has none). */
 export async function* readLatestRows(deps: HistoricalLatestDeps, source: HistoricalSource, latest: NonNullable<BlockRowPlan['latest']>): AsyncGenerator<Record<string, unknown>[]> {
+  const requestOf = (partition: number): LatestRequest => ({ stream: source.stream, partition, key: latest.key, fields: latest.fields });
   const answers: LatestEntry[][] = [];
-  // Answers this node keeps are taken at once: a promise per partition cost more than the merge.
   const unanswered: number[] = [];
   for (let partition = 0; partition < source.ringSize; partition += 1) {
-    const request: LatestRequest = { stream: source.stream, partition, key: latest.key, fields: latest.fields };
-    const kept = deps.ownersOf(partition, source.replicas).includes(deps.localName) ? deps.latestKept(request) : undefined;
+    const kept = deps.ownersOf(partition, source.replicas).includes(deps.localName) ? deps.latestKept(requestOf(partition)) : undefined;
     if (kept === undefined) unanswered.push(partition);
     else answers.push(kept);
   }
@@ -35,7 +36,7 @@ export async function* readLatestRows(deps: HistoricalLatestDeps, source: Histor
     answers.push(
       ...(await Promise.all(
         partitions.map((partition) => {
-          const request: LatestRequest = { stream: source.stream, partition, key: latest.key, fields: latest.fields };
+          const request = requestOf(partition);
           return fromAnOwner(deps, partition, source, () => deps.latestLocal(request), (owner) => deps.latestRemote(owner, request));
         }),
       )),
