@@ -59,10 +59,66 @@ export function partitionOfCanonical(canonical: string, policy: DistributionPoli
  * a small point cost at ingest).
  */
 export function partitionOf(payload: unknown, policy: DistributionPolicy): number {
+  const flat = isPlainRecord(payload) ? flatRecordHash(payload, policy.hash_payload.bytes) : undefined;
+  if (flat !== undefined) return flat % policy.ring_size;
   const hasher = new PrefixHasher(policy.hash_payload.bytes);
   hashCanonical(payload, hasher);
   return hasher.hash % policy.ring_size;
 }
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The hash of a flat record, the common payload, fed as JSON writes it without a call per
+ * piece: keys already in order, values strings, finite numbers, booleans or nulls, every
+ * key and string ASCII with nothing to escape. undefined for any other record, which the
+ * general walk hashes (issue 17: 1.42 -> 0.79 µs for a metric point of four fields).
+ */
+function flatRecordHash(record: Record<string, unknown>, limit: number): number | undefined {
+  const keys = Object.keys(record);
+  for (let i = 1; i < keys.length; i += 1) if (!(keys[i - 1]! < keys[i]!)) return undefined;
+  const hasher = new PrefixHasher(limit);
+  hasher.unit(OPEN_BRACE);
+  let first = true;
+  for (const key of keys) {
+    const value = record[key];
+    if (value === undefined) continue;
+    if (!first) hasher.unit(COMMA);
+    first = false;
+    hasher.unit(QUOTE);
+    if (!hasher.plain(key)) return undefined;
+    hasher.unit(QUOTE);
+    hasher.unit(COLON);
+    switch (typeof value) {
+      case 'string':
+        hasher.unit(QUOTE);
+        if (!hasher.plain(value)) return undefined;
+        hasher.unit(QUOTE);
+        break;
+      case 'number':
+        hasher.plain(Number.isFinite(value) ? String(value) : 'null');
+        break;
+      case 'boolean':
+        hasher.plain(value ? 'true' : 'false');
+        break;
+      default:
+        if (value !== null) return undefined;
+        hasher.plain('null');
+    }
+    if (hasher.complete) return hasher.hash;
+  }
+  hasher.unit(CLOSE_BRACE);
+  return hasher.hash;
+}
+
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const QUOTE = 0x22;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const BACKSLASH = 0x5c;
 
 /**
  * FNV-1a 32 over the UTF-8 bytes of the first `limit` characters of a text fed in pieces,
@@ -79,6 +135,38 @@ class PrefixHasher {
 
   get hash(): number {
     return this.state >>> 0;
+  }
+
+  get complete(): boolean {
+    return this.bytes >= this.limit || this.chars >= this.limit;
+  }
+
+  /** Feeds one ASCII character (flatRecordHash's punctuation). */
+  unit(code: number): void {
+    if (this.complete) return;
+    this.state = Math.imul(this.state ^ code, FNV_PRIME);
+    this.bytes += 1;
+    this.chars += 1;
+  }
+
+  /**
+   * Feeds text that JSON writes as it is: ASCII without a quote, a backslash or a control
+   * character. false at the first character that is not, and the hasher is then spent.
+   */
+  plain(text: string): boolean {
+    const limit = this.limit;
+    let state = this.state;
+    let bytes = this.bytes;
+    for (let i = 0; i < text.length && bytes < limit; i += 1) {
+      const unit = text.charCodeAt(i);
+      if (unit < 0x20 || unit === QUOTE || unit === BACKSLASH || unit >= 0x80) return false;
+      state = Math.imul(state ^ unit, FNV_PRIME);
+      bytes += 1;
+    }
+    this.state = state;
+    this.chars += bytes - this.bytes;
+    this.bytes = bytes;
+    return true;
   }
 
   /** Feeds the characters of `text` (JSON text already); true once the prefix is complete. */
