@@ -84,7 +84,8 @@ export class NodeProcess {
 
   /** Spawns the process and waits until it answers HTTP. */
   async launch(): Promise<void> {
-    const args = ['--no-node-snapshot', ...(this.options.execArgv ?? []), MAIN, 'start', '--name', this.name, '--data-dir', this.dataDir];
+    // The flags `npm start` gives a node (package.json, README "Running a node").
+    const args = ['--no-node-snapshot', '--max-semi-space-size=64', ...(this.options.execArgv ?? []), MAIN, 'start', '--name', this.name, '--data-dir', this.dataDir];
     if (this.options.portFlags !== false) {
       args.push('--http-port', String(this.httpPort), '--peer-port', String(this.peerPort));
     }
