@@ -3,6 +3,7 @@
 // "Stable" is a promise to stored data: changing this function moves every payload, so it
 // is FNV-1a 32 over UTF-8 bytes of key-sorted JSON, frozen.
 
+import { isPlainObject } from '../json.js';
 import type { DistributionPolicy } from './policy.js';
 
 /** JSON with object keys sorted at every level, so equal payloads give equal text. */
@@ -59,15 +60,11 @@ export function partitionOfCanonical(canonical: string, policy: DistributionPoli
  * a small point cost at ingest).
  */
 export function partitionOf(payload: unknown, policy: DistributionPolicy): number {
-  const flat = isPlainRecord(payload) ? flatRecordHash(payload, policy.hash_payload.bytes) : undefined;
+  const flat = isPlainObject(payload) ? flatRecordHash(payload, policy.hash_payload.bytes) : undefined;
   if (flat !== undefined) return flat % policy.ring_size;
   const hasher = new PrefixHasher(policy.hash_payload.bytes);
   hashCanonical(payload, hasher);
   return hasher.hash % policy.ring_size;
-}
-
-function isPlainRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**
