@@ -11,7 +11,7 @@ import { decoratedSchema } from './query-runner.js';
 import { compileFunction, ScriptError, type SandboxLimits } from '../scripting/sandbox.js';
 import type { Definitions } from '../storage/definitions.js';
 import type { RunStatus } from './session-host.js';
-import { analyseSession, type SessionAnalysis } from './session-analysis.js';
+import { analysedSession, analyseSession, type SessionAnalysis } from './session-analysis.js';
 import {
   emptySession,
   parseDomainBody,
@@ -242,7 +242,7 @@ export class ExecutionService {
     for (let attempt = 1; ; attempt += 1) {
       this.session(tenant, id);
       const current = this.deps.definitions.get<StoredSession>(sessionKey(tenant, id))!;
-      const analysis = analyseSession(current.value, this.world(tenant));
+      const analysis = analysedSession(current.value, this.world(tenant));
       const next = transition(current.value, analysis.links, analysis);
       try {
         await this.deps.definitions.put(sessionKey(tenant, id), next, current.version);
@@ -255,7 +255,7 @@ export class ExecutionService {
   }
 
   private async response(session: StoredSession): Promise<QueriesResponse> {
-    const analysis = analyseSession(session, this.world(session.tenant));
+    const analysis = analysedSession(session, this.world(session.tenant));
     const statuses = await this.deps.statuses(session.tenant, session.id);
     return session.queries.map((query) => {
       const result = analysis.queries.get(query.id)!;

@@ -28,8 +28,34 @@ export interface TenantWorld extends SessionWorld {
   contributorInstance(type: string, id: string): Record<string, unknown> | undefined;
 }
 
-/** The tenant's world as the definitions hold it now. */
+/** The kinds of definition a tenant's world is made of (a key is `kind/tenant/…`). */
+const WORLD_KINDS = new Set(['stream', 'repository', 'contributor-type', 'contributor', 'domain']);
+
+/** Per definitions, the worlds built since their tenant's last change of a WORLD_KINDS key. */
+const builtWorlds = new WeakMap<Definitions, Map<string, TenantWorld>>();
+
+/**
+ * The tenant's world as the definitions hold it now. Building one parses every stream
+ * schema of the tenant, and a session's change and its run asked for it several times
+ * (issue 17), so a world is kept until a definition it is made of changes: the same object
+ * then stands for the same world (analysedSession keys on it). Nobody changes it in place.
+ */
 export function tenantWorld(definitions: Definitions, tenant: string): TenantWorld {
+  let built = builtWorlds.get(definitions);
+  if (built === undefined) {
+    const worlds = new Map<string, TenantWorld>();
+    definitions.onChange((key) => {
+      const [kind, owner] = key.split('/', 2);
+      if (owner !== undefined && WORLD_KINDS.has(kind!)) worlds.delete(owner);
+    });
+    builtWorlds.set(definitions, (built = worlds));
+  }
+  let world = built.get(tenant);
+  if (world === undefined) built.set(tenant, (world = buildTenantWorld(definitions, tenant)));
+  return world;
+}
+
+function buildTenantWorld(definitions: Definitions, tenant: string): TenantWorld {
   const streams = new Map<string, StreamInfo>();
   const schemas = new Map<string, StreamSchema>();
   for (const stream of definitions.list<{ schema: unknown }>(`stream/${tenant}/`)) {

@@ -36,6 +36,23 @@ type SessionParts = Pick<StoredSession, 'domain' | 'variables' | 'functions'> & 
   readonly decoration?: StoredSession['decoration'];
 };
 
+/** Analyses by stored session document, with the world each was made in. */
+const analyses = new WeakMap<SessionParts, { readonly world: SessionWorld; readonly analysis: SessionAnalysis }>();
+
+/**
+ * analyseSession of a stored session document, made once per document and world: a
+ * stored document is replaced, never changed in place, and tenantWorld gives the same
+ * world object until one of its definitions changes. A session's start analysed the same
+ * document up to three times (issue 17).
+ */
+export function analysedSession(session: SessionParts, world: SessionWorld): SessionAnalysis {
+  const known = analyses.get(session);
+  if (known !== undefined && known.world === world) return known.analysis;
+  const analysis = analyseSession(session, world);
+  analyses.set(session, { world, analysis });
+  return analysis;
+}
+
 export function analyseSession(session: SessionParts, world: SessionWorld): SessionAnalysis {
   const writers = logicalWriters(session.queries);
   const results = new Map<string, QueryAnalysis>();

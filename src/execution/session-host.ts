@@ -19,7 +19,7 @@ import type { OutputRegistry } from './output-registry.js';
 import { compileOptionsOf, domainFilter, tenantWorld, type TenantWorld } from './query-context.js';
 import { FunctionBudget } from './function-budget.js';
 import { QueryRunner, type RunnerEnvironment, type RunnerInput, type RunState, type RuntimeError } from './query-runner.js';
-import { analyseSession, type SessionAnalysis } from './session-analysis.js';
+import { analysedSession, type SessionAnalysis } from './session-analysis.js';
 import { sessionUri, upstreamOf, type StoredQuery, type StoredSession } from './session-model.js';
 import { timeBoundsOf } from './time-bounds.js';
 import { planBlockRows } from './block-row-plan.js';
@@ -143,7 +143,7 @@ export class SessionHost {
     hosted.document = document;
     await this.compileFunctions(hosted);
     const world = tenantWorld(this.deps.definitions, document.tenant);
-    const analysis = analyseSession(document, world);
+    const analysis = analysedSession(document, world);
     this.stopUnwanted(hosted);
     // Readers subscribe to their logical streams before the writers they read start.
     const starting = document.queries
