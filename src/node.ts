@@ -335,7 +335,7 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
     plane.repair.checkServing(`partition ${request.partition} of ${request.stream}`);
     return scanPage((stream, options) => repositories[request.repo].scan(stream, options), request, config.execution.historicalPageRecords);
   };
-  const latestKept = (request: LatestRequest) => (plane.repair.damaged() === undefined ? latestValues.kept(request) : undefined);
+  const latestKept = (request: LatestRequest) => (plane.repair.serving() ? latestValues.kept(request) : undefined);
   const latestLocal = (request: LatestRequest) => {
     plane.repair.checkServing(`partition ${request.partition} of ${request.stream}`);
     return latestValues.latest(request);

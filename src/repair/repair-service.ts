@@ -104,6 +104,11 @@ export class RepairService {
     return this.damage;
   }
 
+  /** Whether this node answers reads of its data: not while damaged data is being refilled. */
+  serving(): boolean {
+    return this.damage === undefined;
+  }
+
   /**
    * Throws 503 REPAIRING while this node's data is damaged and not yet refilled: readers
    * go to another owner instead of getting an answer from partial data.
