@@ -34,7 +34,7 @@ export class BadPeerMessageError extends TributaryError {
   }
 }
 
-/** A transfer chunk whose bytes do not match its SHA-256. */
+/** A transfer chunk whose bytes do not match its digest. */
 export class ChunkChecksumError extends TributaryError {
   constructor(message: string) {
     super(400, 'CHUNK_CHECKSUM', message);

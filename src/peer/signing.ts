@@ -1,20 +1,21 @@
 // Envelope signatures. The keys are tweetnacl's (peer/identity.ts) and the signatures are
 // byte-identical to tweetnacl's `nacl.sign.detached` (ed25519 is deterministic; see
 // test/unit/peer-signing.test.ts), but node:crypto computes them 30–100× faster
-// (DEPENDENCIES.md, "tweetnacl"). What is signed is a SHA-256 digest of the envelope's
-// metadata and of its body's SHA-256, never the body itself (the layout is in peer.proto).
-// A TransferChunk's body is not hashed whole: its signed content is the chunk's metadata
-// and the SHA-256 of its bytes (DESIGN.md, "Transfers"), so the bytes are hashed once on
-// each side (to make and to check chunk.sha256) rather than twice.
+// (DEPENDENCIES.md, "tweetnacl"). What is signed is a digest (codec.ts `peerDigest`,
+// SHA-512/256) of the envelope's metadata and of its body's digest, never the body itself
+// (the layout is in peer.proto). A TransferChunk's body is not hashed whole: its signed
+// content is the chunk's metadata and the digest of its bytes (DESIGN.md, "Transfers"), so
+// the bytes are hashed once on each side (to make and to check chunk.digest) rather than
+// twice.
 
 import { createPrivateKey, createPublicKey, randomBytes, sign, verify, type KeyObject } from 'node:crypto';
 import type { NodeIdentity } from './identity.js';
-import { decodeProto, sha256, type Envelope } from './codec.js';
+import { decodeProto, peerDigest, type Envelope } from './codec.js';
 
 export const NONCE_BYTES = 16;
 export const SIGNATURE_BYTES = 64;
 export const PUBLIC_KEY_BYTES = 32;
-const DOMAIN = Buffer.from('tributary.peer.v1\n', 'utf8');
+const DOMAIN = Buffer.from('tributary.peer.v2\n', 'utf8');
 /** Verifying keys of peers, by base64; a cluster has far fewer members than this. */
 const VERIFYING_KEYS_MAX = 4096;
 const verifyingKeys = new Map<string, KeyObject>();
@@ -82,25 +83,25 @@ export function digestOf(
   ]);
 }
 
-/** SHA-256 of the body, except for TransferChunk (see the top of this file). */
+/** The digest of the body, except for TransferChunk (see the top of this file). */
 export function contentDigest(kind: string, body: Uint8Array): Buffer {
-  return kind === 'TransferChunk' ? chunkContentDigest(decodeProto('TransferChunk', body)) : sha256(body);
+  return kind === 'TransferChunk' ? chunkContentDigest(decodeProto('TransferChunk', body)) : peerDigest(body);
 }
 
 /**
  * Every field of TransferChunk and ChunkData except the chunk's bytes, which the receiver
- * checks against the signed `sha256`. A field added to either message must be added here
+ * checks against the signed `digest`. A field added to either message must be added here
  * (test/unit/peer-signing.test.ts fails until it is).
  */
 export const CHUNK_SIGNED_FIELDS = {
   TransferChunk: ['transferId', 'seq', 'chunk', 'last', 'totalEstimate', 'fromCursor'],
-  ChunkData: ['records', 'cursor', 'sha256'],
+  ChunkData: ['records', 'cursor', 'digest'],
 } as const;
 
 /** Of a TransferChunk proto object: as decoded by the receiver, or as built by the sender. */
 export function chunkContentDigest(message: Record<string, unknown>): Buffer {
   const chunk = (message.chunk ?? {}) as Record<string, unknown>;
-  const digest = chunk.sha256 instanceof Uint8Array ? chunk.sha256 : new Uint8Array(0);
+  const digest = chunk.digest instanceof Uint8Array ? chunk.digest : new Uint8Array(0);
   return createHashOf([
     lengthPrefixed16(Buffer.from(String(message.transferId ?? ''), 'utf8')),
     int64(message.seq),
@@ -165,7 +166,7 @@ export function verifyEnvelope(envelope: Envelope, verifyingKey: KeyObject, reci
 }
 
 function createHashOf(parts: Uint8Array[]): Buffer {
-  return sha256(Buffer.concat(parts));
+  return peerDigest(Buffer.concat(parts));
 }
 
 function lengthPrefixed16(bytes: Uint8Array): Buffer {

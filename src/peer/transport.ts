@@ -472,7 +472,7 @@ export class PeerTransport implements PeerEndpoint {
     });
   }
 
-  /** Signs the chunk's metadata and SHA-256, and writes its bytes once (codec.ts). */
+  /** Signs the chunk's metadata and digest, and writes its bytes once (codec.ts). */
   private sealChunk(chunk: TransferChunk, recipient: Uint8Array): { nonce: Uint8Array; bytes: Uint8Array } {
     const body = transferChunkProto(chunk);
     const meta = { sender: this.name, sentAtMs: this.clock(), nonce: randomBytes(NONCE_BYTES), kind: 'TransferChunk', replyTo: EMPTY };

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
 import type { Member, Membership, PeerMessage, TransferPlan } from '../../src/protocol/cluster-types.js';
 import {
   decodeBody,
@@ -293,7 +294,13 @@ describe('peer codec - the proto is the whole protocol', () => {
 });
 
 describe('peer codec - refusals', () => {
-  it('refuses a chunk whose bytes do not match its SHA-256', () => {
+  it("carries a chunk's digest as peer.proto says: SHA-512/256 of its bytes", () => {
+    const body = encodeBody('TransferChunk', { type: 'transfer-chunk', transferId: 't', seq: 0, chunk, last: false, totalEstimate: 1, fromCursor: undefined });
+    const sent = decodeProto('TransferChunk', body).chunk as { bytes: Uint8Array; digest: Uint8Array };
+    expect(Buffer.from(sent.digest)).toEqual(createHash('sha512-256').update(sent.bytes).digest());
+  });
+
+  it('refuses a chunk whose bytes do not match its digest', () => {
     const body = encodeBody('TransferChunk', { type: 'transfer-chunk', transferId: 't', seq: 0, chunk, last: false, totalEstimate: 1, fromCursor: undefined });
     const proto = decodeProto('TransferChunk', body);
     const tampered = { ...proto, chunk: { ...(proto.chunk as object), bytes: Buffer.from([0, 1, 2, 254]) } };

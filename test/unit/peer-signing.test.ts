@@ -116,17 +116,17 @@ describe('peer signing - transfer chunks', () => {
     return encodeProto('TransferChunk', { ...proto, ...top, chunk: { ...(proto.chunk as object), ...change } });
   };
 
-  it('signs every field of the chunk but its bytes, which its signed SHA-256 covers', () => {
+  it('signs every field of the chunk but its bytes, which its signed digest covers', () => {
     const fields = (name: string) => peerType(name).fieldsArray.map((field) => field.name).sort();
     expect(fields('TransferChunk')).toEqual([...CHUNK_SIGNED_FIELDS.TransferChunk].sort());
     expect(fields('ChunkData')).toEqual([...CHUNK_SIGNED_FIELDS.ChunkData, 'bytes'].sort());
   });
 
-  it('refuses a chunk whose metadata or SHA-256 changed after signing, and one whose bytes changed at decoding', () => {
+  it('refuses a chunk whose metadata or digest changed after signing, and one whose bytes changed at decoding', () => {
     const envelope = seal(chunkBody);
     const key = verifyingKeyOf(sender.publicKey);
     expect(verifyEnvelope(envelope, key, recipient.publicKey)).toBe(true);
-    const changed = [withChunk({ sha256: randomBytes(32) }), withChunk({ records: 11 }), withChunk({ cursor: 'j' }), withChunk({}, { seq: 5 }), withChunk({}, { last: true }), withChunk({}, { fromCursor: undefined }), withChunk({}, { fromCursor: '' })];
+    const changed = [withChunk({ digest: randomBytes(32) }), withChunk({ records: 11 }), withChunk({ cursor: 'j' }), withChunk({}, { seq: 5 }), withChunk({}, { last: true }), withChunk({}, { fromCursor: undefined }), withChunk({}, { fromCursor: '' })];
     for (const body of changed) expect(verifyEnvelope({ ...envelope, body }, key, recipient.publicKey)).toBe(false);
     const otherBytes = withChunk({ bytes: randomBytes(4096) });
     expect(verifyEnvelope({ ...envelope, body: otherBytes }, key, recipient.publicKey)).toBe(true);
