@@ -1,10 +1,12 @@
 // Transfer benchmark (issue 3, item 10; issue 17, item 3): the rate (MB/s) at which a
 // joining node receives N stored payloads of ~1 KiB (200k; `--payloads 1000000` for the
 // issue 17 figure), against a raw gRPC bidi stream of the same bytes over loopback and
-// against LevelDB alone writing and reading the same records, in the same run; then
-// replicated ingest (replicated.ts). Goals: the transfer at 50% or more of raw and at 80%
-// or more of LevelDB alone, replicated ingest at 40% or more of one node. Results go to
-// bench/results/transfer.json and markdown tables to stdout.
+// against LevelDB alone writing and reading the same records, and against the bare pipeline
+// (those records read, sent over raw gRPC and written synced, nothing else: the floor of any
+// transfer on the machine), in the same run; then replicated ingest (replicated.ts). Goals:
+// the transfer at 50% or more of raw and at 80% or more of LevelDB alone, replicated ingest
+// at 40% or more of one node. Results go to bench/results/transfer.json and markdown tables
+// to stdout.
 //
 // The raw baseline runs in two child processes of this same module (`node
 // dist/bench/transfer.js raw-sink | raw-source …`), so that, like the two nodes, each end
@@ -397,6 +399,201 @@ async function measureStorageCeiling(options: BenchOptions, settings: TransferSe
   }
 }
 
+// ---------------------------------------------------------------- the bare pipeline, the floor of any transfer
+
+/**
+ * The least a transfer between two processes can do with the join's records on this
+ * machine: the source reads them from LevelDB with nextv, packs them into chunks of the
+ * node's size and sends them over a raw gRPC bidi stream (the node's window); the sink
+ * writes each chunk as one synced chained batch and acks it. No envelope, no digest, no
+ * signature, no protobuf, no core, no progress: what a join does beyond this is the node's
+ * own cost, and where this falls short of LevelDB alone no transfer design gets there.
+ */
+interface PipelineRun {
+  bytes: number;
+  records: number;
+  chunks: number;
+  seconds: number;
+  megabytesPerSecond: number;
+  cpuSeconds: { source: number; sink: number | undefined };
+}
+
+/** A chunk: per record a u32 key length, the key, a u32 value length, the value. */
+function packRecords(entries: ReadonlyArray<[Buffer, Buffer]>): Buffer {
+  let size = 0;
+  for (const [key, value] of entries) size += 8 + key.length + value.length;
+  const chunk = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const [key, value] of entries) {
+    at = chunk.writeUInt32BE(key.length, at);
+    at += key.copy(chunk, at);
+    at = chunk.writeUInt32BE(value.length, at);
+    at += value.copy(chunk, at);
+  }
+  return chunk;
+}
+
+/** The sink: a fresh LevelDB; each chunk one synced chained batch, in order, acked when written. */
+async function servePipelineSink(): Promise<void> {
+  const dir = mkdtempSync(join(os.tmpdir(), 'tributary-bench-pipeline-sink-'));
+  const level = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+  await level.open();
+  const server = new grpc.Server(CHANNEL_OPTIONS);
+  server.addService(RAW_SERVICE, {
+    Transfer: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+      let written = Promise.resolve();
+      let received = 0;
+      call.on('data', (chunk: Buffer) => {
+        const number = received;
+        received += 1;
+        written = written.then(async () => {
+          const batch = level.batch();
+          for (let at = 0; at < chunk.length; ) {
+            const keyLength = chunk.readUInt32BE(at);
+            const key = chunk.subarray(at + 4, at + 4 + keyLength);
+            at += 4 + keyLength;
+            const valueLength = chunk.readUInt32BE(at);
+            batch.put(key, chunk.subarray(at + 4, at + 4 + valueLength));
+            at += 4 + valueLength;
+          }
+          await batch.write({ sync: true });
+          const ack = Buffer.allocUnsafe(4);
+          ack.writeUInt32BE(number);
+          call.write(ack);
+        });
+      });
+      call.on('end', () => void written.then(() => call.end()));
+      call.on('error', () => undefined);
+    },
+  });
+  const port = await new Promise<number>((resolvePort, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolvePort(bound))),
+  );
+  process.on('SIGTERM', () => {
+    server.forceShutdown();
+    void level.close().finally(() => {
+      rmSync(dir, { recursive: true, force: true });
+      process.exit(0);
+    });
+  });
+  process.stdout.write(`${JSON.stringify({ port })}\n`);
+}
+
+/** The source: the records stored first (not timed), then read, packed and sent with the node's window. */
+async function runPipelineSource(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: { port: { type: 'string' }, payloads: { type: 'string' }, batch: { type: 'string' }, 'chunk-bytes': { type: 'string' }, window: { type: 'string' } },
+  });
+  const chunkBytes = Number(values['chunk-bytes']);
+  const windowChunks = Number(values.window);
+  const batches = prepareBatches({ payloads: Number(values.payloads), batch: Number(values.batch), concurrency: 1, extraConcurrency: 0, runs: 0 });
+  const dir = mkdtempSync(join(os.tmpdir(), 'tributary-bench-pipeline-source-'));
+  const level = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+  const rawClient = new grpc.Client(`127.0.0.1:${values.port}`, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+  try {
+    await level.open();
+    const stored = storedBlocks(batches);
+    for (let at = 0; at < stored.length; at += 1_000) {
+      const batch = level.batch();
+      for (const { key, value } of stored.slice(at, at + 1_000)) batch.put(Buffer.from(key), Buffer.from(value));
+      await batch.write();
+    }
+    await new Promise<void>((resolveReady, reject) =>
+      rawClient.waitForReady(Date.now() + CHILD_READY_TIMEOUT_MS, (error) => (error ? reject(error) : resolveReady())),
+    );
+    const call = rawClient.makeBidiStreamRequest<Buffer, Buffer>(RAW_METHOD_PATH, passBytes, passBytes, new grpc.Metadata(), {
+      deadline: Date.now() + 10 * 60_000,
+    });
+    const cpuBefore = process.cpuUsage();
+    const started = performance.now();
+    const iterator = level.iterator();
+    let bytes = 0;
+    let records = 0;
+    let chunks = 0;
+    let acked = 0;
+    let ackWaiter: (() => void) | undefined;
+    call.on('data', () => {
+      acked += 1;
+      ackWaiter?.();
+    });
+    const failed = new Promise<never>((_, reject) => call.on('error', reject));
+    const untilAcked = (count: number) =>
+      Promise.race([
+        failed,
+        new Promise<void>((resolveAcked) => {
+          const check = () => (acked >= count ? ((ackWaiter = undefined), resolveAcked()) : (ackWaiter = check));
+          check();
+        }),
+      ]);
+    try {
+      let pending: Array<[Buffer, Buffer]> = [];
+      let pendingBytes = 0;
+      const send = async () => {
+        await untilAcked(chunks - windowChunks + 1);
+        call.write(packRecords(pending));
+        chunks += 1;
+        pending = [];
+        pendingBytes = 0;
+      };
+      for (let entries = await iterator.nextv(CEILING_READ_BATCH_RECORDS); entries.length > 0; entries = await iterator.nextv(CEILING_READ_BATCH_RECORDS)) {
+        for (const entry of entries) {
+          const size = entry[0].length + entry[1].length;
+          if (pendingBytes + size > chunkBytes && pending.length > 0) await send();
+          pending.push(entry);
+          pendingBytes += size;
+          bytes += size;
+          records += 1;
+        }
+      }
+      if (pending.length > 0) await send();
+      await untilAcked(chunks);
+    } finally {
+      await iterator.close();
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
+    call.end();
+    const run: PipelineRun = {
+      bytes,
+      records,
+      chunks,
+      seconds: round(seconds, 3),
+      megabytesPerSecond: round(bytes / 1e6 / seconds, 2),
+      cpuSeconds: { source: round((cpu.user + cpu.system) / 1e6, 2), sink: undefined },
+    };
+    process.stdout.write(`${JSON.stringify(run)}\n`);
+  } finally {
+    rawClient.close();
+    await level.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function measurePipeline(options: BenchOptions, settings: TransferSettings): Promise<PipelineRun> {
+  log('bare pipeline: LevelDB read → raw gRPC → LevelDB synced write, in two processes…');
+  const sink = spawnRole('pipeline-sink');
+  try {
+    const { port } = await firstLine<{ port: number }>(sink, 'pipeline sink');
+    const source = spawnRole('pipeline-source', [
+      '--port', String(port),
+      '--payloads', String(options.payloads),
+      '--batch', String(options.batch),
+      '--chunk-bytes', String(settings.chunkBytes),
+      '--window', String(settings.windowChunks),
+    ]);
+    try {
+      const sinkCpuBefore = processCpuSeconds(sink.pid);
+      const run = await firstLine<PipelineRun>(source, 'pipeline source');
+      return { ...run, cpuSeconds: { ...run.cpuSeconds, sink: cpuSpent(sinkCpuBefore, processCpuSeconds(sink.pid)) } };
+    } finally {
+      await stopChild(source);
+    }
+  } finally {
+    await stopChild(sink);
+  }
+}
+
 // ---------------------------------------------------------------- the join
 
 interface TransferAction {
@@ -511,7 +708,7 @@ async function runJoin(options: BenchOptions, batches: ReturnType<typeof prepare
 
 // ---------------------------------------------------------------- results
 
-function transferTable(join: JoinResult, raw: { runs: RawRun[]; median: RawRun }, ceiling: StorageCeiling, settings: TransferSettings): string {
+function transferTable(join: JoinResult, raw: { runs: RawRun[]; median: RawRun }, ceiling: StorageCeiling, pipeline: PipelineRun, settings: TransferSettings): string {
   const kib = settings.chunkBytes / 1024;
   const spread = raw.runs.map((run) => run.megabytesPerSecond.toFixed(1)).join(', ');
   const ceilingRow = (what: string, side: StorageCeiling['write']) =>
@@ -528,6 +725,9 @@ function transferTable(join: JoinResult, raw: { runs: RawRun[]; median: RawRun }
       `${cpuCell(join.cpuSeconds.source, join.cpuSeconds.target)} | ${(join.megabytesPerSecond / raw.median.megabytesPerSecond).toFixed(2)} |`,
     ceilingRow(`write, synced batches of ${kib} KiB (the target's side)`, ceiling.write),
     ceilingRow(`read, nextv of ${CEILING_READ_BATCH_RECORDS} (the source's side)`, ceiling.read),
+    `| bare pipeline: LevelDB read → raw gRPC → LevelDB synced write | ${pipeline.bytes.toLocaleString('en-US')} | ` +
+      `${pipeline.records.toLocaleString('en-US')} records | ${pipeline.seconds.toFixed(2)} | ${pipeline.megabytesPerSecond.toFixed(1)} | ` +
+      `${cpuCell(pipeline.cpuSeconds.source, pipeline.cpuSeconds.sink)} | ${(pipeline.megabytesPerSecond / raw.median.megabytesPerSecond).toFixed(2)} |`,
   ].join('\n');
 }
 
@@ -558,10 +758,12 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
   const join = await runJoin(options, batches);
   const raw = await runRaw(join.bytes, settings);
   const ceiling = await measureStorageCeiling(options, settings);
+  const pipeline = await measurePipeline(options, settings);
   const transferRatio = round(join.megabytesPerSecond / raw.median.megabytesPerSecond, 3);
   const storageLine = Math.min(ceiling.write.megabytesPerSecond, ceiling.read.megabytesPerSecond);
   const ceilingRatio = round(storageLine / raw.median.megabytesPerSecond, 3);
   const storageRatio = round(join.megabytesPerSecond / storageLine, 3);
+  const pipelineRatio = round(pipeline.megabytesPerSecond / storageLine, 3);
   const replicated: ReplicatedSet[] = [await runReplicatedSet(batches, options.concurrency)];
   if (options.extraConcurrency > 0 && options.extraConcurrency !== options.concurrency) {
     replicated.push(await runReplicatedSet(batches, options.extraConcurrency));
@@ -586,7 +788,13 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
       clusterNodes: CLUSTER_NODES,
       ingestConcurrency: replicated.map((set) => set.concurrency),
     },
-    transfer: { join, raw, ratioToRaw: transferRatio, storageCeiling: { ...ceiling, ratioToRaw: ceilingRatio } },
+    transfer: {
+      join,
+      raw,
+      ratioToRaw: transferRatio,
+      storageCeiling: { ...ceiling, ratioToRaw: ceilingRatio },
+      barePipeline: { ...pipeline, ratioToStorage: pipelineRatio },
+    },
     replicated: { headline, ...(replicated.length > 1 ? { concurrent: replicated[1] } : {}) },
     goals: {
       transfer: { ratioMin: TRANSFER_RATIO_MIN, ratio: transferRatio, met: transferRatio >= TRANSFER_RATIO_MIN },
@@ -603,7 +811,7 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
 
   const load = `load average ${report.machine.loadAverage1m.before} → ${report.machine.loadAverage1m.after}`;
   const samples = thinned(join.progress, 12).map(([ms, percent]) => `${percent}% @ ${(ms / 1000).toFixed(1)} s`).join(', ');
-  console.log(transferTable(join, raw, ceiling, settings));
+  console.log(transferTable(join, raw, ceiling, pipeline, settings));
   console.log(
     `\ntsr percentComplete, ${join.progress.length} distinct samples polling every ${POLL_INTERVAL_MS} ms (all in the JSON): ` +
       `${samples || 'none seen'} (rose: ${join.percentRose}).`,
@@ -614,7 +822,8 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
   console.log(`\nGoal transfer ≥ ${TRANSFER_RATIO_MIN} × raw: ${verdict(report.goals.transfer)}; LevelDB alone allows at most ${ceilingRatio} × raw.`);
   console.log(
     `Goal transfer ≥ ${STORAGE_RATIO_MIN} × LevelDB alone (${storageLine.toFixed(1)} MB/s): ${verdict(report.goals.transferToStorage)}; ` +
-      `POST → Joined for ${join.payloadsMoved.toLocaleString('en-US')} payloads: ${join.seconds.toFixed(1)} s.`,
+      `POST → Joined for ${join.payloadsMoved.toLocaleString('en-US')} payloads: ${join.seconds.toFixed(1)} s. ` +
+      `The bare pipeline, the floor of any transfer here, reaches ${pipelineRatio} × LevelDB alone.`,
   );
   console.log(`Goal replicated ingest ≥ ${REPLICATED_RATIO_MIN} × one node: ${verdict(report.goals.replicated)}.`);
   log(`results written to ${RESULTS_PATH}`);
@@ -628,6 +837,8 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === THIS_FILE) {
     'raw-sink': serveRawSink,
     'raw-source': runRawSource,
     'storage-ceiling': runStorageCeiling,
+    'pipeline-sink': servePipelineSink,
+    'pipeline-source': runPipelineSource,
   };
   const run = roles[role ?? ''] === undefined ? Promise.reject(new Error(`unknown role '${role}'`)) : roles[role!]!(rest);
   run.catch((error: unknown) => {
