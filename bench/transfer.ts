@@ -82,6 +82,8 @@ const RAW_METHOD_PATH = '/tributary.bench.Raw/Transfer';
 const CHILD_READY_TIMEOUT_MS = 20_000;
 /** A raw run's whole time, with the child's start. */
 const CHILD_ANSWER_TIMEOUT_MS = 120_000;
+/** The bare pipeline's source first makes and stores the records (a minute or two at 1M payloads). */
+const PIPELINE_ANSWER_TIMEOUT_MS = 600_000;
 
 // ---------------------------------------------------------------- CPU time of a process
 
@@ -238,10 +240,10 @@ function spawnRole(role: string, args: string[] = []): ChildProcess {
 }
 
 /** The child's first line of output, as JSON. */
-function firstLine<T>(child: ChildProcess, what: string): Promise<T> {
+function firstLine<T>(child: ChildProcess, what: string, timeoutMs = CHILD_ANSWER_TIMEOUT_MS): Promise<T> {
   return new Promise((resolveLine, reject) => {
     const lines = createInterface({ input: child.stdout! });
-    const timer = setTimeout(() => reject(new Error(`${what}: no answer after ${CHILD_ANSWER_TIMEOUT_MS} ms`)), CHILD_ANSWER_TIMEOUT_MS);
+    const timer = setTimeout(() => reject(new Error(`${what}: no answer after ${timeoutMs} ms`)), timeoutMs);
     lines.once('line', (line) => {
       clearTimeout(timer);
       lines.close();
@@ -584,7 +586,7 @@ async function measurePipeline(options: BenchOptions, settings: TransferSettings
     ]);
     try {
       const sinkCpuBefore = processCpuSeconds(sink.pid);
-      const run = await firstLine<PipelineRun>(source, 'pipeline source');
+      const run = await firstLine<PipelineRun>(source, 'pipeline source', PIPELINE_ANSWER_TIMEOUT_MS);
       return { ...run, cpuSeconds: { ...run.cpuSeconds, sink: cpuSpent(sinkCpuBefore, processCpuSeconds(sink.pid)) } };
     } finally {
       await stopChild(source);
