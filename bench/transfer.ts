@@ -142,29 +142,23 @@ const RAW_SERVICE: grpc.ServiceDefinition = {
 };
 
 /** The receiving end: a 4-byte ack (the chunk's number) per chunk, as soon as it arrives. */
-async function serveRawSink(): Promise<void> {
-  const server = new grpc.Server(CHANNEL_OPTIONS);
-  server.addService(RAW_SERVICE, {
-    Transfer: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
-      let received = 0;
-      call.on('data', () => {
-        const ack = Buffer.allocUnsafe(4);
-        ack.writeUInt32BE(received);
-        received += 1;
-        call.write(ack);
-      });
-      call.on('end', () => call.end());
-      call.on('error', () => undefined);
-    },
+function serveRawSink(): Promise<void> {
+  return serveRaw((call) => {
+    let received = 0;
+    call.on('data', () => {
+      call.write(chunkAck(received));
+      received += 1;
+    });
+    call.on('end', () => call.end());
+    call.on('error', () => undefined);
   });
-  const port = await new Promise<number>((resolvePort, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolvePort(bound))),
-  );
-  process.on('SIGTERM', () => {
-    server.forceShutdown();
-    process.exit(0);
-  });
-  process.stdout.write(`${JSON.stringify({ port })}\n`);
+}
+
+/** The ack of the chunk of this number: its number, 4 bytes. */
+function chunkAck(number: number): Buffer {
+  const ack = Buffer.allocUnsafe(4);
+  ack.writeUInt32BE(number);
+  return ack;
 }
 
 interface RawRun {
@@ -222,15 +216,32 @@ async function runRawSource(argv: string[]): Promise<void> {
   const cpu = process.cpuUsage(cpuBefore);
   call.end();
   rawClient.close();
-  const run: RawRun = {
+  process.stdout.write(`${JSON.stringify(sourceRun(bytes, chunks, seconds, cpu))}\n`);
+}
+
+/** What a source measured; the parent fills in the sink's CPU. */
+function sourceRun(bytes: number, chunks: number, seconds: number, cpu: NodeJS.CpuUsage): RawRun {
+  return {
     bytes,
     chunks,
     seconds: round(seconds, 3),
     megabytesPerSecond: round(bytes / 1e6 / seconds, 2),
-    // The parent fills in the sink's.
     cpuSeconds: { source: round((cpu.user + cpu.system) / 1e6, 2), sink: undefined },
   };
-  process.stdout.write(`${JSON.stringify(run)}\n`);
+}
+
+/** A gRPC server on a free loopback port with the raw method, its port printed as the child's answer. */
+async function serveRaw(transfer: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => void, stopped: () => Promise<void> = async () => undefined): Promise<void> {
+  const server = new grpc.Server(CHANNEL_OPTIONS);
+  server.addService(RAW_SERVICE, { Transfer: transfer });
+  const port = await new Promise<number>((resolvePort, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolvePort(bound))),
+  );
+  process.on('SIGTERM', () => {
+    server.forceShutdown();
+    void stopped().finally(() => process.exit(0));
+  });
+  process.stdout.write(`${JSON.stringify({ port })}\n`);
 }
 
 // ---------------------------------------------------------------- raw gRPC, from the bench
@@ -339,6 +350,7 @@ async function runStorageCeiling(argv: string[]): Promise<void> {
   }
   const dir = mkdtempSync(join(os.tmpdir(), 'tributary-bench-ceiling-'));
   const level = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+  let ceiling: StorageCeiling;
   try {
     await level.open();
     const timed = async (work: () => Promise<void>) => {
@@ -369,12 +381,13 @@ async function runStorageCeiling(argv: string[]): Promise<void> {
       }
     });
     if (readBytes !== bytes) throw new Error(`read back ${readBytes} bytes of ${bytes} written`);
-    const ceiling: StorageCeiling = { bytes, records: records.length, write, read };
-    process.stdout.write(`${JSON.stringify(ceiling)}\n`);
+    ceiling = { bytes, records: records.length, write, read };
   } finally {
     await level.close();
     rmSync(dir, { recursive: true, force: true });
   }
+  // Answered only once the folder is gone: the parent stops this process on the answer.
+  process.stdout.write(`${JSON.stringify(ceiling)}\n`);
 }
 
 /** The tsr records a node stores of the batches (block-records.ts), keyed as the node keys them. */
@@ -411,13 +424,8 @@ async function measureStorageCeiling(options: BenchOptions, settings: TransferSe
  * signature, no protobuf, no core, no progress: what a join does beyond this is the node's
  * own cost, and where this falls short of LevelDB alone no transfer design gets there.
  */
-interface PipelineRun {
-  bytes: number;
+interface PipelineRun extends RawRun {
   records: number;
-  chunks: number;
-  seconds: number;
-  megabytesPerSecond: number;
-  cpuSeconds: { source: number; sink: number | undefined };
 }
 
 /** A chunk: per record a u32 key length, the key, a u32 value length, the value. */
@@ -440,45 +448,33 @@ async function servePipelineSink(): Promise<void> {
   const dir = mkdtempSync(join(os.tmpdir(), 'tributary-bench-pipeline-sink-'));
   const level = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
   await level.open();
-  const server = new grpc.Server(CHANNEL_OPTIONS);
-  server.addService(RAW_SERVICE, {
-    Transfer: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
-      let written = Promise.resolve();
-      let received = 0;
-      call.on('data', (chunk: Buffer) => {
-        const number = received;
-        received += 1;
-        written = written.then(async () => {
-          const batch = level.batch();
-          for (let at = 0; at < chunk.length; ) {
-            const keyLength = chunk.readUInt32BE(at);
-            const key = chunk.subarray(at + 4, at + 4 + keyLength);
-            at += 4 + keyLength;
-            const valueLength = chunk.readUInt32BE(at);
-            batch.put(key, chunk.subarray(at + 4, at + 4 + valueLength));
-            at += 4 + valueLength;
-          }
-          await batch.write({ sync: true });
-          const ack = Buffer.allocUnsafe(4);
-          ack.writeUInt32BE(number);
-          call.write(ack);
-        });
+  const transfer = (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+    let written = Promise.resolve();
+    let received = 0;
+    call.on('data', (chunk: Buffer) => {
+      const number = received;
+      received += 1;
+      written = written.then(async () => {
+        const batch = level.batch();
+        for (let at = 0; at < chunk.length; ) {
+          const keyLength = chunk.readUInt32BE(at);
+          const key = chunk.subarray(at + 4, at + 4 + keyLength);
+          at += 4 + keyLength;
+          const valueLength = chunk.readUInt32BE(at);
+          batch.put(key, chunk.subarray(at + 4, at + 4 + valueLength));
+          at += 4 + valueLength;
+        }
+        await batch.write({ sync: true });
+        call.write(chunkAck(number));
       });
-      call.on('end', () => void written.then(() => call.end()));
-      call.on('error', () => undefined);
-    },
-  });
-  const port = await new Promise<number>((resolvePort, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolvePort(bound))),
-  );
-  process.on('SIGTERM', () => {
-    server.forceShutdown();
-    void level.close().finally(() => {
-      rmSync(dir, { recursive: true, force: true });
-      process.exit(0);
     });
+    call.on('end', () => void written.then(() => call.end()));
+    call.on('error', () => undefined);
+  };
+  await serveRaw(transfer, async () => {
+    await level.close();
+    rmSync(dir, { recursive: true, force: true });
   });
-  process.stdout.write(`${JSON.stringify({ port })}\n`);
 }
 
 /** The source: the records stored first (not timed), then read, packed and sent with the node's window. */
@@ -493,6 +489,7 @@ async function runPipelineSource(argv: string[]): Promise<void> {
   const dir = mkdtempSync(join(os.tmpdir(), 'tributary-bench-pipeline-source-'));
   const level = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
   const rawClient = new grpc.Client(`127.0.0.1:${values.port}`, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+  let run: PipelineRun;
   try {
     await level.open();
     const stored = storedBlocks(batches);
@@ -556,20 +553,14 @@ async function runPipelineSource(argv: string[]): Promise<void> {
     const seconds = (performance.now() - started) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
     call.end();
-    const run: PipelineRun = {
-      bytes,
-      records,
-      chunks,
-      seconds: round(seconds, 3),
-      megabytesPerSecond: round(bytes / 1e6 / seconds, 2),
-      cpuSeconds: { source: round((cpu.user + cpu.system) / 1e6, 2), sink: undefined },
-    };
-    process.stdout.write(`${JSON.stringify(run)}\n`);
+    run = { ...sourceRun(bytes, chunks, seconds, cpu), records };
   } finally {
     rawClient.close();
     await level.close();
     rmSync(dir, { recursive: true, force: true });
   }
+  // Answered only once the folder is gone: the parent stops this process on the answer.
+  process.stdout.write(`${JSON.stringify(run)}\n`);
 }
 
 async function measurePipeline(options: BenchOptions, settings: TransferSettings): Promise<PipelineRun> {
