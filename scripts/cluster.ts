@@ -70,7 +70,7 @@ async function startNode(index: number, basePort: number, dataRoot: string): Pro
   const peerPort = httpPort + 1;
   const dataDir = joinPath(dataRoot, name);
   mkdirSync(dataDir, { recursive: true });
-  const args = ['--no-node-snapshot', MAIN, 'start', '--name', name, '--http-port', String(httpPort), '--peer-port', String(peerPort), '--data-dir', dataDir, '--log-level', 'warn'];
+  const args = ['--no-node-snapshot', '--max-semi-space-size=64', MAIN, 'start', '--name', name, '--http-port', String(httpPort), '--peer-port', String(peerPort), '--data-dir', dataDir, '--log-level', 'warn'];
   if (index > 0) args.push('--join');
   const child = spawn(process.execPath, args, {
     cwd: ROOT,

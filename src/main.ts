@@ -4,7 +4,10 @@
 // config key as a flag); `keygen` prints a data folder's public key, making it if needed;
 // `status` prints the cluster as a node sees it.
 
+import { spawn } from 'node:child_process';
+import { constants } from 'node:os';
 import { Command, Option } from 'commander';
+import { missingNodeFlags, RESTARTED_ENV } from './cli/node-flags.js';
 import { fetchStatus, probe, renderStatus } from './cli/status.js';
 import { ConfigError, configKeys, loadConfig, readDefaults } from './config.js';
 import { advertisedAddress } from './cluster/advertised-address.js';
@@ -18,6 +21,8 @@ const STOP_DEADLINE_MS = 4_500;
 /** Exit codes: a bad config, and another start-up failure an operator can fix. */
 const EXIT_CONFIG = 2;
 const EXIT_STARTUP = 1;
+/** A node started again under its flags checks this often that the process that started it lives. */
+const PARENT_CHECK_MS = 1_000;
 /** What a null default means, for --help. */
 const NULL_DEFAULTS: Record<string, string> = {
   'data-dir': 'data/<name>',
@@ -43,6 +48,11 @@ for (const key of keys) {
   start.addOption(option);
 }
 start.action(async (options: Record<string, string | boolean | undefined>, command: Command) => {
+  const restarted = restartWithNodeFlags();
+  if (restarted !== undefined) {
+    process.exitCode = await restarted;
+    return;
+  }
   const fromCommandLine = (flag: string) => (command.getOptionValueSource(camel(flag)) === 'cli' ? options[camel(flag)] : undefined);
   const flags = Object.fromEntries(keys.map((key) => [key.flag, fromCommandLine(key.flag)]));
   const loaded = loadConfig({ configFile: options.config as string | undefined, env: process.env, flags });
@@ -77,7 +87,33 @@ start.action(async (options: Record<string, string | boolean | undefined>, comma
     process.stdin.on('end', () => stop('stdin closed'));
     process.stdin.resume();
   }
+  // Started again by `tributary start` under its flags: a parent killed outright (SIGKILL
+  // forwards nothing) leaves this node to another parent, and it stops.
+  if (process.env[RESTARTED_ENV] === '1') {
+    const parent = process.ppid;
+    setInterval(() => process.ppid !== parent && stop('the process that started it is gone'), PARENT_CHECK_MS).unref();
+  }
 });
+
+/**
+ * When Node lacks flags a node needs (cli/node-flags.ts), runs this same command again in a
+ * child Node with them, hands it the terminal and the signals, and resolves with its exit
+ * code (128 + the signal's number when a signal ended it); undefined when nothing lacks.
+ */
+function restartWithNodeFlags(): Promise<number> | undefined {
+  if (process.env[RESTARTED_ENV] === '1') return undefined;
+  const missing = missingNodeFlags(process.execArgv, process.env.NODE_OPTIONS);
+  if (missing.length === 0) return undefined;
+  const child = spawn(process.execPath, [...missing, ...process.execArgv, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+    env: { ...process.env, [RESTARTED_ENV]: '1' },
+  });
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => child.kill(signal));
+  return new Promise((resolveExit) => {
+    child.once('error', () => resolveExit(EXIT_STARTUP));
+    child.once('exit', (code, signal) => resolveExit(code ?? 128 + (signal === null ? 0 : constants.signals[signal])));
+  });
+}
 
 program
   .command('keygen')

@@ -162,7 +162,7 @@ describe('auth - the local embedded start', () => {
 
 function runMain(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun) => {
-    const child = spawn(process.execPath, ['--no-node-snapshot', resolve(ROOT, 'dist', 'src', 'main.js'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--no-node-snapshot', '--max-semi-space-size=64', resolve(ROOT, 'dist', 'src', 'main.js'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

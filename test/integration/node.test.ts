@@ -1,10 +1,10 @@
 // The node process: its CLI, its identity, its node document, its stop, tenants and vendors.
 
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanup, client, freePort, NodeProcess, temporaryDataDir } from '../kit/node-process.js';
+import { cleanup, client, freePort, NodeProcess, sleep, temporaryDataDir } from '../kit/node-process.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 let node: NodeProcess;
@@ -15,6 +15,22 @@ beforeAll(async () => {
   api = client(node);
 });
 afterAll(cleanup);
+
+/** The one child process of `pid` (Linux). */
+function onlyChildOf(pid: number): number {
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  expect(children).toHaveLength(1);
+  return children[0]!;
+}
+
+/** Whether a process of this pid still runs (a zombie counts as gone). */
+function alive(pid: number): boolean {
+  try {
+    return !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
 
 describe('node - start and identity', () => {
   it('GET /cluster/localNode returns the node document of a lone Joined node', async () => {
@@ -37,6 +53,28 @@ describe('node - start and identity', () => {
     expect(node.child!.exitCode).toBe(0);
     await node.launch();
     expect((await api.get('/cluster/localNode')).json.node.publicKey).toBe(before);
+  });
+
+  it('started without the flags `npm start` gives Node, runs itself again with them; SIGTERM stops both, SIGKILL of the first leaves no node behind', async () => {
+    const bare = await NodeProcess.start({ name: 'bare', nodeFlags: false, env: { NODE_OPTIONS: '' } });
+    const nodePid = onlyChildOf(bare.child!.pid!);
+    const nodeArgs = readFileSync(`/proc/${nodePid}/cmdline`, 'utf8').split('\0');
+    expect(nodeArgs).toEqual(expect.arrayContaining(['--no-node-snapshot', '--max-semi-space-size=64', 'start']));
+    expect(await bare.kill('SIGTERM')).toBeLessThan(5_000);
+    expect(bare.child!.exitCode).toBe(0);
+    expect(alive(nodePid)).toBe(false);
+
+    await bare.launch();
+    const orphan = onlyChildOf(bare.child!.pid!);
+    try {
+      await bare.kill('SIGKILL');
+      const deadline = Date.now() + 10_000;
+      while (alive(orphan) && Date.now() < deadline) await sleep(100);
+      expect(alive(orphan)).toBe(false);
+    } finally {
+      // Stopped here, by its pid, if it outlived its parent: the kit knows only the parent.
+      if (alive(orphan)) process.kill(orphan, 'SIGKILL');
+    }
   });
 
   it('--join starts the node Pending', async () => {

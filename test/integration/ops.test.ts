@@ -249,7 +249,7 @@ describe('start-up failures - one line each', () => {
 
 describe('cli - stop with stdin', () => {
   it('a node started with TRIBUTARY_STOP_WITH_STDIN=1 stops when its stdin closes', async () => {
-    const child = spawn(process.execPath, ['--no-node-snapshot', MAIN, 'start', '--data-dir', temporaryDataDir(), '--http-port', String(await freePort()), '--peer-port', String(await freePort()), '--log-level', 'warn'], {
+    const child = spawn(process.execPath, ['--no-node-snapshot', '--max-semi-space-size=64', MAIN, 'start', '--data-dir', temporaryDataDir(), '--http-port', String(await freePort()), '--peer-port', String(await freePort()), '--log-level', 'warn'], {
       env: { ...process.env, TRIBUTARY_STOP_WITH_STDIN: '1' },
       stdio: ['pipe', 'ignore', 'ignore'],
     });

@@ -23,6 +23,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Node flags before the script (e.g. --cpu-prof). */
   execArgv?: string[];
+  /** Give Node the flags `npm start` gives (default); false starts it bare, as the `tributary` bin would. */
+  nodeFlags?: boolean;
   /** Pass the ports as flags (default), or leave them to env/config in `args`/`env`. */
   portFlags?: boolean;
   /** The ports to use (default: free ones the kit picks). */
@@ -85,7 +87,8 @@ export class NodeProcess {
   /** Spawns the process and waits until it answers HTTP. */
   async launch(): Promise<void> {
     // The flags `npm start` gives a node (package.json, README "Running a node").
-    const args = ['--no-node-snapshot', '--max-semi-space-size=64', ...(this.options.execArgv ?? []), MAIN, 'start', '--name', this.name, '--data-dir', this.dataDir];
+    const flags = this.options.nodeFlags === false ? [] : ['--no-node-snapshot', '--max-semi-space-size=64'];
+    const args = [...flags, ...(this.options.execArgv ?? []), MAIN, 'start', '--name', this.name, '--data-dir', this.dataDir];
     if (this.options.portFlags !== false) {
       args.push('--http-port', String(this.httpPort), '--peer-port', String(this.peerPort));
     }
