@@ -56,6 +56,7 @@ import { machine } from './machine.js';
 import { blockRecords } from '../src/streams/block-records.js';
 import { blockKey } from '../src/storage/tsr.js';
 import { WriteIdGenerator } from '../src/storage/write-ids.js';
+import { decodePairs, encodePairs } from '../src/cluster/transfer-chunks.js';
 
 // dist/bench/transfer.js → the package root, so results land in the source tree's bench/results.
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
@@ -418,29 +419,15 @@ async function measureStorageCeiling(options: BenchOptions, settings: TransferSe
 
 /**
  * The least a transfer between two processes can do with the join's records on this
- * machine: the source reads them from LevelDB with nextv, packs them into chunks of the
- * node's size and sends them over a raw gRPC bidi stream (the node's window); the sink
- * writes each chunk as one synced chained batch and acks it. No envelope, no digest, no
+ * machine: the source reads them from LevelDB with nextv, packs them as the node does
+ * (transfer-chunks.ts, encodePairs) into chunks of the node's size and sends them over a
+ * raw gRPC bidi stream (the node's window); the sink unpacks each chunk (decodePairs),
+ * writes it as one synced chained batch and acks it. No envelope, no digest, no
  * signature, no protobuf, no core, no progress: what a join does beyond this is the node's
  * own cost, and where this falls short of LevelDB alone no transfer design gets there.
  */
 interface PipelineRun extends RawRun {
   records: number;
-}
-
-/** A chunk: per record a u32 key length, the key, a u32 value length, the value. */
-function packRecords(entries: ReadonlyArray<[Buffer, Buffer]>): Buffer {
-  let size = 0;
-  for (const [key, value] of entries) size += 8 + key.length + value.length;
-  const chunk = Buffer.allocUnsafe(size);
-  let at = 0;
-  for (const [key, value] of entries) {
-    at = chunk.writeUInt32BE(key.length, at);
-    at += key.copy(chunk, at);
-    at = chunk.writeUInt32BE(value.length, at);
-    at += value.copy(chunk, at);
-  }
-  return chunk;
 }
 
 /** The sink: a fresh LevelDB; each chunk one synced chained batch, in order, acked when written. */
@@ -456,14 +443,7 @@ async function servePipelineSink(): Promise<void> {
       received += 1;
       written = written.then(async () => {
         const batch = level.batch();
-        for (let at = 0; at < chunk.length; ) {
-          const keyLength = chunk.readUInt32BE(at);
-          const key = chunk.subarray(at + 4, at + 4 + keyLength);
-          at += 4 + keyLength;
-          const valueLength = chunk.readUInt32BE(at);
-          batch.put(key, chunk.subarray(at + 4, at + 4 + valueLength));
-          at += 4 + valueLength;
-        }
+        for (const [key, value] of decodePairs(chunk)) batch.put(key, value);
         await batch.write({ sync: true });
         call.write(chunkAck(number));
       });
@@ -530,7 +510,7 @@ async function runPipelineSource(argv: string[]): Promise<void> {
       let pendingBytes = 0;
       const send = async () => {
         await untilAcked(chunks - windowChunks + 1);
-        call.write(packRecords(pending));
+        call.write(encodePairs(pending));
         chunks += 1;
         pending = [];
         pendingBytes = 0;

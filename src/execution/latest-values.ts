@@ -103,16 +103,15 @@ export class LatestValues {
 
   /** The partition's answer when one is kept: what latest() would answer, without a read or a wait. */
   kept(request: LatestRequest): LatestEntry[] | undefined {
-    const kept = this.partitions.get(partitionKey(request.stream, request.partition))?.answers.get(questionOf(request));
-    return kept === undefined ? undefined : [...kept.entries.values()];
+    return this.keptAt(partitionKey(request.stream, request.partition), questionOf(request));
   }
 
   /** The partition's answer: per key, the newest value of each field. */
   async latest(request: LatestRequest): Promise<LatestEntry[]> {
-    const kept = this.kept(request);
-    if (kept !== undefined) return kept;
     const partition = partitionKey(request.stream, request.partition);
     const question = questionOf(request);
+    const kept = this.keptAt(partition, question);
+    if (kept !== undefined) return kept;
     const changesBefore = this.changes.get(partition) ?? 0;
     const entries = await this.read(request);
     if ((this.changes.get(partition) ?? 0) === changesBefore) {
@@ -121,6 +120,12 @@ export class LatestValues {
       this.answerEntries += entries.size;
     }
     return [...entries.values()];
+  }
+
+  /** The kept answer to the question of the partition, if one is kept. */
+  private keptAt(partition: string, question: string): LatestEntry[] | undefined {
+    const kept = this.partitions.get(partition)?.answers.get(question);
+    return kept === undefined ? undefined : [...kept.entries.values()];
   }
 
   /** The partition read newest first, as far as the answer can change. */
@@ -225,7 +230,8 @@ function update(entries: Map<unknown, LatestEntry>, request: LatestRequest, bloc
   let added = 0;
   for (let row = 0; row < block.count; row += 1) {
     const key = keyOfRow(row);
-    const entry = entries.get(keyOf(key));
+    const mapKey = keyOf(key);
+    const entry = entries.get(mapKey);
     if (entry === undefined) added += 1;
     const timestamp = block.timestamps[row]!;
     let slots: Array<LatestSlot | null> | undefined;
@@ -239,8 +245,7 @@ function update(entries: Map<unknown, LatestEntry>, request: LatestRequest, bloc
       slots ??= entry === undefined ? request.fields.map(() => null) : [...entry.slots];
       slots[slot] = { timestamp, writeId, value };
     }
-    if (slots !== undefined) entries.set(keyOf(key), { key, slots });
-    else if (entry === undefined) entries.set(keyOf(key), { key, slots: request.fields.map(() => null) });
+    if (entry === undefined || slots !== undefined) entries.set(mapKey, { key, slots: slots ?? request.fields.map(() => null) });
   }
   return added;
 }

@@ -28,8 +28,13 @@ export interface TenantWorld extends SessionWorld {
   contributorInstance(type: string, id: string): Record<string, unknown> | undefined;
 }
 
-/** The kinds of definition a tenant's world is made of (a key is `kind/tenant/…`). */
-const WORLD_KINDS = new Set(['stream', 'repository', 'contributor-type', 'contributor', 'domain']);
+/**
+ * The kinds of definition a change of which makes a tenant's world a new one (a key is
+ * `kind/tenant/…`): those it holds parsed, and domains, which it reads live but on whose
+ * existence a session's analysis depends. Contributor instances are read live and no
+ * analysis depends on them: writing one keeps the world.
+ */
+const WORLD_KINDS = new Set(['stream', 'repository', 'contributor-type', 'domain']);
 
 /** Per definitions, the worlds built since their tenant's last change of a WORLD_KINDS key. */
 const builtWorlds = new WeakMap<Definitions, Map<string, TenantWorld>>();

@@ -1,9 +1,6 @@
 // Contributor types, instances and the published-to index, without a server: the schema
 // rules, the instance checks, and the index over a real definitions store.
 
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ClusterEventBus } from '../../src/cluster/events.js';
@@ -18,9 +15,9 @@ import {
 import { ContributorService } from '../../src/contributors/contributor-service.js';
 import { PublishedIndex } from '../../src/contributors/published-index.js';
 import { BadRequestError, NotFoundError, StateConflictError, VersionConflictError } from '../../src/errors.js';
-import { Database } from '../../src/storage/database.js';
-import { DefinitionStore } from '../../src/storage/definitions.js';
+import type { DefinitionStore } from '../../src/storage/definitions.js';
 import { parseSchema } from '../../src/streams/schema.js';
+import { TemporaryDefinitions } from '../kit/temporary-definitions.js';
 
 const boardSchema = (idField = 'contributor', extra: Record<string, unknown> = {}) => ({
   schema: { type: 'record', properties: { [idField]: { type: 'contributor' }, region: { type: 'string', annotations: ['urn:x:label'] }, slots: { type: 'int' }, ...extra } },
@@ -101,26 +98,21 @@ describe('contributors - ids and instances', () => {
 });
 
 describe('contributors - service and published-to index', () => {
-  let dir: string;
-  let database: Database;
+  let definitions: TemporaryDefinitions;
   let store: DefinitionStore;
   let tenants: TenantService;
   let published: PublishedIndex;
   let contributors: ContributorService;
 
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'tributary-contributors-'));
-    database = await Database.open(dir);
-    store = await DefinitionStore.open(database);
+    definitions = await TemporaryDefinitions.open('contributors');
+    store = definitions.store;
     tenants = new TenantService(store, new ClusterEventBus());
     await tenants.put('demo');
     published = new PublishedIndex(store, pino({ level: 'silent' }));
     contributors = new ContributorService(store, tenants, published, { typesPerTenantMax: 3, instancesPerTypeMax: 2, instanceBytesMax: 200 });
   });
-  afterEach(async () => {
-    await database.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterEach(() => definitions.remove());
 
   it('types and instances: lists, versions with the 409 rule, 404s and limits', async () => {
     const type = await contributors.putType('demo', 'board', boardSchema('id'));

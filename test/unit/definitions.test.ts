@@ -1,33 +1,23 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { VersionConflictError } from '../../src/errors.js';
-import { Database } from '../../src/storage/database.js';
-import { DefinitionStore } from '../../src/storage/definitions.js';
+import type { DefinitionStore } from '../../src/storage/definitions.js';
+import { TemporaryDefinitions } from '../kit/temporary-definitions.js';
 
-let dir: string;
-let database: Database;
+let definitions: TemporaryDefinitions;
 let store: DefinitionStore;
 
 beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'tributary-definitions-'));
-  database = await Database.open(dir);
-  store = await DefinitionStore.open(database);
+  definitions = await TemporaryDefinitions.open('definitions');
+  store = definitions.store;
 });
-afterEach(async () => {
-  await database.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterEach(() => definitions.remove());
 
 describe('definitions - versions', () => {
   it('assigns a new version on every write and keeps it across reopen', async () => {
     const first = await store.put('stream/t/c/a', { n: 1 });
     const second = await store.put('stream/t/c/a', { n: 2 }, first.version);
     expect(second.version).not.toBe(first.version);
-    await database.close();
-    database = await Database.open(dir);
-    store = await DefinitionStore.open(database);
+    store = await definitions.reopen();
     expect(store.get('stream/t/c/a')).toEqual({ key: 'stream/t/c/a', version: second.version, value: { n: 2 } });
   });
 

@@ -2,9 +2,6 @@
 // types, several filters, && / || in queries), contributors added after the domain, and
 // the scope a domain gives a search.
 
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ClusterEventBus } from '../../src/cluster/events.js';
@@ -14,9 +11,9 @@ import { PublishedIndex } from '../../src/contributors/published-index.js';
 import { compileFilters, matchContributors, parseDomain, parseDomainUri } from '../../src/domains/domain-definition.js';
 import { DomainService } from '../../src/domains/domain-service.js';
 import { BadRequestError, NotFoundError, VersionConflictError } from '../../src/errors.js';
-import { Database } from '../../src/storage/database.js';
-import { DefinitionStore } from '../../src/storage/definitions.js';
+import type { DefinitionStore } from '../../src/storage/definitions.js';
 import { parseSchema } from '../../src/streams/schema.js';
+import { TemporaryDefinitions } from '../kit/temporary-definitions.js';
 
 const boards: Array<[string, Record<string, unknown>]> = [
   ['b-1', { id: 'b-1', region: 'north', slots: 4, vendor: 'acme' }],
@@ -97,17 +94,15 @@ describe('domains - filter semantics', () => {
 });
 
 describe('domains - service', () => {
-  let dir: string;
-  let database: Database;
+  let definitions: TemporaryDefinitions;
   let store: DefinitionStore;
   let contributors: ContributorService;
   let published: PublishedIndex;
   let domains: DomainService;
 
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'tributary-domains-'));
-    database = await Database.open(dir);
-    store = await DefinitionStore.open(database);
+    definitions = await TemporaryDefinitions.open('domains');
+    store = definitions.store;
     const tenants = new TenantService(store, new ClusterEventBus());
     await tenants.put('demo');
     published = new PublishedIndex(store, pino({ level: 'silent' }));
@@ -116,10 +111,7 @@ describe('domains - service', () => {
     await contributors.putType('demo', 'board', { schema: { type: 'record', properties: { id: { type: 'contributor' }, region: { type: 'string' } } } });
     await contributors.putType('demo', 'sensor', { schema: { type: 'record', properties: { contributor: { type: 'contributor' }, site: { type: 'string' } } } });
   });
-  afterEach(async () => {
-    await database.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterEach(() => definitions.remove());
 
   const ids = (name = 'north') => domains.contributorsOf('demo', 'ops', name).map(({ type, items }) => [type, items.map((item) => item.id)]);
 

@@ -1,33 +1,25 @@
 // A tenant's world (what its queries are checked against) is kept until a definition it is
 // made of changes, and a stored session's analysis is kept for its document and world.
 
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tenantWorld } from '../../src/execution/query-context.js';
 import { analysedSession } from '../../src/execution/session-analysis.js';
 import { parseSessionBody } from '../../src/execution/session-document.js';
 import { resetSession, startQuery } from '../../src/execution/session-model.js';
-import { Database } from '../../src/storage/database.js';
-import { DefinitionStore } from '../../src/storage/definitions.js';
+import type { DefinitionStore } from '../../src/storage/definitions.js';
+import { TemporaryDefinitions } from '../kit/temporary-definitions.js';
 
 const SCHEMA = { version: '1', topDef: { type: 'record', properties: { host: { type: 'string' }, cpu: { type: 'double' } } } };
 
-let dir: string;
-let database: Database;
+let definitions: TemporaryDefinitions;
 let store: DefinitionStore;
 
 beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'tributary-world-'));
-  database = await Database.open(dir);
-  store = await DefinitionStore.open(database);
+  definitions = await TemporaryDefinitions.open('world');
+  store = definitions.store;
   await store.put('stream/demo/c/cpu', { schema: SCHEMA });
 });
-afterEach(async () => {
-  await database.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterEach(() => definitions.remove());
 
 describe('tenant world - kept until a definition it is made of changes', () => {
   it('is the same world across sessions\' writes and other tenants\' streams, and a new one that sees each change of its own', async () => {
@@ -53,6 +45,11 @@ describe('tenant world - kept until a definition it is made of changes', () => {
     await store.put('contributor-type/demo/user', { schema: { type: 'record' } });
     expect(tenantWorld(store, 'demo')).not.toBe(fourth);
     expect([...tenantWorld(store, 'demo').contributorTypes.keys()]).toEqual(['user']);
+    // An instance is read through the world as it is now, and keeps the world.
+    const fifth = tenantWorld(store, 'demo');
+    await store.put('contributor/demo/user/u1', { name: 'Ann' });
+    expect(tenantWorld(store, 'demo')).toBe(fifth);
+    expect(fifth.contributorInstance('user', 'u1')).toEqual({ name: 'Ann' });
     await store.delete('stream/demo/c/mem');
     expect([...tenantWorld(store, 'demo').streams.keys()]).toEqual(['/streams/demo/c/cpu']);
   });
