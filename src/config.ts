@@ -62,6 +62,8 @@ export const configSchema = z
       .object({
         bodyBytesMax: z.number().int().min(1024).max(1024 * 1024 * 1024),
         ingestBatchPayloadsMax: z.number().int().min(1).max(10_000_000),
+        /** Worker threads that parse, check and pack tsr ingests (0: all on the main thread). */
+        ingestThreads: z.number().int().min(0).max(64),
         tagTimeoutMs: z.number().int().min(1).max(60_000),
         tagMemoryMb: z.number().int().min(8).max(4096),
         hintBufferBytesMax: z.number().int().min(1024 * 1024),

@@ -68,7 +68,7 @@ import { monitoringRoutes } from './http/routes/monitoring.js';
 import { nodePageRoutes } from './http/routes/node-pages.js';
 import { opsRoutes } from './http/routes/ops.js';
 import { searchRoutes } from './http/routes/search.js';
-import { streamRoutes } from './http/routes/streams.js';
+import { isIngestRequest, streamRoutes } from './http/routes/streams.js';
 import { servingGate } from './http/serving-gate.js';
 import { SseTracker } from './http/sse.js';
 import { stringifyJson } from './json.js';
@@ -108,6 +108,7 @@ import { TimeSeriesRepository } from './storage/tsr.js';
 import { WriteIdGenerator } from './storage/write-ids.js';
 import { clusterHoldsData, serveHoldsData } from './streams/stored-data-peer.js';
 import { IngestService } from './streams/ingest.js';
+import { IngestPool } from './streams/ingest-pool.js';
 import { parseStreamUri } from './streams/stream-id.js';
 import { StreamDefinitions } from './streams/stream-definitions.js';
 import { StreamPlacements } from './streams/stream-placements.js';
@@ -165,6 +166,7 @@ export async function startNode(given: Config, log: Logger): Promise<RunningNode
       execution.outputs.close();
       await execution.sessionHost.close();
       await Promise.all([closeHttp(http, SHUTDOWN_GRACE_MS), cluster.peer.close(SHUTDOWN_GRACE_MS)]);
+      await data.ingestPool?.close();
       data.runtime.dispose();
       await storage.database.close();
       markCleanStop(config.dataDir);
@@ -322,7 +324,8 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
   });
   servePeers(transport, { shell, definitions, nodes: cluster.nodes });
   const runtime = new StreamRuntime(definitions, defined.streamDefinitions, defined.sandboxLimits);
-  const ingest = new IngestService(runtime, plane.router, new WriteIdGenerator(config.name), { batchPayloadsMax: config.limits.ingestBatchPayloadsMax });
+  const ingestPool = config.limits.ingestThreads === 0 ? undefined : new IngestPool(config.limits.ingestThreads, log);
+  const ingest = new IngestService(runtime, plane.router, new WriteIdGenerator(config.name), { batchPayloadsMax: config.limits.ingestBatchPayloadsMax, jsonDepthMax: config.limits.jsonDepthMax }, { pool: ingestPool });
   // A node refilling damaged data answers no search from it: another owner does.
   const searchLocal = async (request: LocalSearchRequest) => {
     plane.repair.checkServing('this search');
@@ -349,7 +352,7 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
     streams: () => placements.persisted(),
     countByPartition: (repo, stream) => repositories[repo].countByPartition(stream),
   }, STORE_STATS_TTL_MS);
-  return { ssrIndex, repositoryStats, shell, membershipService, plane, runtime, ingest, searchLocal, scanLocal, blocksLocal, latestKept, latestLocal, storeStats };
+  return { ssrIndex, repositoryStats, shell, membershipService, plane, runtime, ingest, ingestPool, searchLocal, scanLocal, blocksLocal, latestKept, latestLocal, storeStats };
 }
 
 /** Monitoring (issue 13): every service of the spec, from counters the parts keep. */
@@ -404,10 +407,13 @@ function outputParts(config: Config, log: Logger, base: Base, cluster: Cluster, 
     queuePayloadsMax: config.execution.liveForwardQueuePayloadsMax,
     log,
   });
-  data.ingest.onPayloads((stream, payloads) => {
-    feed.deliver(stream.key, payloads);
-    forwarder.forward(stream.key, payloads);
-  });
+  data.ingest.onPayloads(
+    (stream, payloads) => {
+      feed.deliver(stream.key, payloads);
+      forwarder.forward(stream.key, payloads);
+    },
+    (stream) => feed.reads(stream.key) || directory.remoteHostsReading(stream.key).length > 0,
+  );
   serveLivePayloads(transport, feed);
   return { feed, directory, outputs, forwarder };
 }
@@ -422,7 +428,10 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
   // Contributors and domains (issue 5): definitions like any other; the published-to index
   // learns from every batch this node accepts, and domains limit searches by contributor.
   const published = new PublishedIndex(definitions, log);
-  data.ingest.onPayloads((stream, payloads) => published.record(stream, payloads));
+  data.ingest.onPayloads(
+    (stream, payloads) => published.record(stream, payloads),
+    (stream) => published.watches(stream),
+  );
   const contributors = new ContributorService(definitions, tenants, published);
   const domains = new DomainService(definitions, tenants, contributors, published);
   const hostOf = (sessionId: string) => sessionHostOf(cluster.core.membership(), available, sessionId);
@@ -599,6 +608,7 @@ function httpApp(
     gate: servingGate(() => notServingBecause(core, config.name)),
     access: { level: config.accessLogLevel, observe: (family, method, status, seconds) => base.metrics.httpRequest(family, method, status, seconds) },
     corsOrigins: config.corsOrigins,
+    keepsText: isIngestRequest,
     routers: [
       opsRoutes({
         health: () => ops.health(),

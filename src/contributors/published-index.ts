@@ -69,6 +69,11 @@ export class PublishedIndex {
    * The ingest listener: records the pairs of these payloads not recorded yet, and resolves
    * once they are durable (or failed, which is logged: a later batch tries again).
    */
+  /** Whether the stream's payloads name contributors (record() has something to learn from them). */
+  watches(stream: PublishingStream): boolean {
+    return this.fieldsOf(stream).length > 0;
+  }
+
   async record(stream: PublishingStream, payloads: readonly Record<string, unknown>[]): Promise<void> {
     const fields = this.fieldsOf(stream);
     if (fields.length === 0) return;

@@ -24,6 +24,11 @@ export class LiveFeed {
     };
   }
 
+  /** Whether a live query of this node reads `stream`. */
+  reads(stream: string): boolean {
+    return this.listeners.has(stream);
+  }
+
   deliver(stream: string, payloads: readonly Payload[]): void {
     const set = this.listeners.get(stream);
     if (set === undefined) return;

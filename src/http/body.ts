@@ -1,17 +1,19 @@
 // Request bodies: JSON only, bounded in size and depth. Not JSON: 415; too large: 413; does
-// not parse, or nests deeper than the limit: 400. A request without a body has `undefined`
-// as its body. The depth is checked on the text before JSON.parse, so no code after the
-// parser (schema checks, canonical JSON, indexing, all recursive) ever meets a payload deep
-// enough to overflow the stack (issue 15, item 5).
+// not parse, or nests deeper than the limit: 400 (body-text.ts). A request without a body
+// has `undefined` as its body. A route that parses its body elsewhere (ingest, which hands
+// tsr batches to worker threads) is given the text as `bodyText` instead, bounded alike.
 
 import type Koa from 'koa';
 import getRawBody from 'raw-body';
 import { BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../errors.js';
-import { jsonDeeperThan, parseJson, stringifyJson } from '../json.js';
+import { stringifyJson } from '../json.js';
+import { parseBodyText } from './body-text.js';
 
 declare module 'koa' {
   interface Request {
     body?: unknown;
+    /** The body's text, unparsed, for the requests `keepsText` picks. */
+    bodyText?: string;
   }
 }
 
@@ -25,14 +27,20 @@ const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 export const DEFAULT_JSON_DEPTH_MAX = 128;
 
-export function jsonBodyMiddleware(bodyBytesMax: number, jsonDepthMax = DEFAULT_JSON_DEPTH_MAX): Koa.Middleware {
+/** `keepsText`: the requests whose body is kept as text, for their route to parse. */
+export function jsonBodyMiddleware(bodyBytesMax: number, jsonDepthMax = DEFAULT_JSON_DEPTH_MAX, keepsText: (ctx: Koa.Context) => boolean = () => false): Koa.Middleware {
   return async (ctx, next) => {
-    if (METHODS_WITH_BODY.has(ctx.method)) ctx.request.body = await readJsonBody(ctx, bodyBytesMax, jsonDepthMax);
+    if (METHODS_WITH_BODY.has(ctx.method)) {
+      const text = await readBodyText(ctx, bodyBytesMax);
+      if (text !== undefined && keepsText(ctx)) ctx.request.bodyText = text;
+      else ctx.request.body = text === undefined ? undefined : parseBodyText(text, jsonDepthMax);
+    }
     await next();
   };
 }
 
-async function readJsonBody(ctx: Koa.Context, bodyBytesMax: number, jsonDepthMax: number): Promise<unknown> {
+/** The body's text; undefined without one. */
+async function readBodyText(ctx: Koa.Context, bodyBytesMax: number): Promise<string | undefined> {
   const headers = ctx.req.headers;
   const length = headers['content-length'] === undefined ? undefined : Number(headers['content-length']);
   if (headers['transfer-encoding'] === undefined && (length === undefined || length === 0)) return undefined;
@@ -45,24 +53,14 @@ async function readJsonBody(ctx: Koa.Context, bodyBytesMax: number, jsonDepthMax
     await discard(ctx.req, bodyBytesMax * DISCARD_FACTOR);
     throw tooLarge(bodyBytesMax);
   }
-  let text: string;
   try {
-    text = await getRawBody(ctx.req, { limit: bodyBytesMax, length, encoding: 'utf8' });
+    return await getRawBody(ctx.req, { limit: bodyBytesMax, length, encoding: 'utf8' });
   } catch (error) {
     if ((error as { type?: string }).type === 'entity.too.large') {
       await discard(ctx.req, bodyBytesMax * DISCARD_FACTOR);
       throw tooLarge(bodyBytesMax);
     }
     throw new BadRequestError(`could not read the request body: ${(error as Error).message}`);
-  }
-  if (text.trim() === '') return undefined;
-  if (jsonDeeperThan(text, jsonDepthMax)) {
-    throw new BadRequestError(`the request body nests arrays and objects deeper than the limit of ${jsonDepthMax} levels`);
-  }
-  try {
-    return parseJson(text);
-  } catch (error) {
-    throw new BadRequestError(`invalid JSON in the request body: ${(error as Error).message}`);
   }
 }
 

@@ -5,25 +5,17 @@
 import { canonicalJson, partitionOfCanonical } from './partitioner.js';
 import { blockRecords, type PackedRecords } from './block-records.js';
 import type { PartitionRouter } from '../cluster/partition-router.js';
-import { z } from 'zod';
 import { isPlainObject } from '../json.js';
-import { BadRequestError, ForbiddenError } from '../errors.js';
+import { ForbiddenError } from '../errors.js';
+import { parseBodyText } from '../http/body-text.js';
 import type { StoredRecord } from '../storage/repository.js';
 import type { WriteIdGenerator } from '../storage/write-ids.js';
+import { validate } from '../validation.js';
+import { checkBatchSize, checkPayload, ingestBodySchema } from './ingest-checks.js';
+import type { IngestPool } from './ingest-pool.js';
 import { type StreamId, SYSTEM_COLLECTION } from './stream-id.js';
 import type { CompiledStream, StreamRuntime } from './stream-runtime.js';
-
-/** A payload: a JSON object whose fields follow the stream schema (fields it does not name are kept). */
-export const payloadSchema = z.looseObject({}).meta({ id: 'Payload', examples: [{ host: 'web-1', cpu: 73.5, at: '2024-03-01T12:00:00Z' }] });
-
-/**
- * The body of POST /streams/:tenant/:collection/:name: an array of payloads or one payload.
- * Elements are checked one by one at ingest, and those that fail answer 500 by their index
- * (spec, "Streams"), so the array's items are not checked here.
- */
-export const ingestBodySchema = z
-  .union([z.array(z.unknown().meta({ type: 'object', description: 'A payload.' })), payloadSchema])
-  .meta({ id: 'IngestBody', examples: [[{ host: 'web-1', cpu: 73.5, at: '2024-03-01T12:00:00Z' }]] });
+import type { PackedBatch } from './tsr-batch.js';
 
 /** Messages of the failed payloads, by their index in the request. */
 export type IngestFailures = Map<number, string>;
@@ -40,23 +32,46 @@ export type IngestOutcomeListener = (stream: string, outcome: { accepted: number
 
 export interface IngestLimits {
   batchPayloadsMax: number;
+  /** Deepest nesting of a request body's JSON (limits.jsonDepthMax). */
+  jsonDepthMax: number;
+}
+
+export interface IngestOptions {
+  nowMs?: () => number;
+  /** Worker threads that pack tsr batches nobody on the main thread needs the payloads of. */
+  pool?: IngestPool;
+}
+
+interface Subscription {
+  listener: PayloadListener;
+  wants: (stream: CompiledStream) => boolean;
 }
 
 export class IngestService {
-  private readonly listeners = new Set<PayloadListener>();
+  private readonly subscriptions = new Set<Subscription>();
   private outcomeListener: IngestOutcomeListener | undefined;
+  private readonly nowMs: () => number;
+  private readonly pool: IngestPool | undefined;
 
   constructor(
     private readonly runtime: StreamRuntime,
     private readonly router: PartitionRouter,
     private readonly writeIds: WriteIdGenerator,
     private readonly limits: IngestLimits,
-    private readonly nowMs: () => number = Date.now,
-  ) {}
+    options: IngestOptions = {},
+  ) {
+    this.nowMs = options.nowMs ?? Date.now;
+    this.pool = options.pool;
+  }
 
-  onPayloads(listener: PayloadListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+  /**
+   * `wants`: whether the listener needs a stream's payloads now (a live query reads it, it
+   * has contributor fields); a batch no listener wants may be packed off the main thread.
+   */
+  onPayloads(listener: PayloadListener, wants: (stream: CompiledStream) => boolean = () => true): () => void {
+    const subscription = { listener, wants };
+    this.subscriptions.add(subscription);
+    return () => this.subscriptions.delete(subscription);
   }
 
   /** One listener told the outcome of every batch (metrics). */
@@ -70,9 +85,7 @@ export class IngestService {
    */
   async ingest(id: StreamId, batch: readonly unknown[], idempotencyKey?: string): Promise<IngestFailures> {
     if (id.collection === SYSTEM_COLLECTION) throw new ForbiddenError(`streams of '${SYSTEM_COLLECTION}' are read-only`);
-    if (batch.length > this.limits.batchPayloadsMax) {
-      throw new BadRequestError(`a batch holds at most ${this.limits.batchPayloadsMax} payloads, got ${batch.length}`);
-    }
+    checkBatchSize(batch.length, this.limits.batchPayloadsMax);
     const stream = await this.runtime.resolve(id);
     const failures: IngestFailures = new Map();
     const accepted: Array<{ index: number; payload: Record<string, unknown> }> = [];
@@ -83,11 +96,64 @@ export class IngestService {
     }
     const { written, bytes } = stream.repository === undefined ? { written: accepted, bytes: 0 } : await this.store(stream, accepted, failures, idempotencyKey);
     this.outcomeListener?.(stream.key, { accepted: written.length, refused: failures.size, bytes });
-    if (written.length > 0) {
-      const payloads = written.map((entry) => entry.payload);
-      await Promise.all([...this.listeners].map((listener) => listener(stream, payloads)));
+    if (written.length > 0) await this.deliver(stream, written.map((entry) => entry.payload));
+    return failures;
+  }
+
+  /**
+   * The POST's body as text: a tsr batch whose payloads no tag and no listener needs is
+   * parsed, checked and packed by a worker thread; any other is parsed here and ingested
+   * as above. Both answer alike, errors and all, in the same order for a bad body.
+   */
+  async ingestText(id: StreamId, text: string, idempotencyKey?: string): Promise<IngestFailures> {
+    const stream = this.pool === undefined || id.collection === SYSTEM_COLLECTION ? undefined : await this.runtime.resolve(id).catch(() => undefined);
+    const packing = stream === undefined || !this.packsApart(stream) ? undefined : this.packApart(stream, text, idempotencyKey);
+    if (packing === undefined) {
+      const body = parseBodyText(text, this.limits.jsonDepthMax);
+      validate(ingestBodySchema, body);
+      return this.ingest(id, Array.isArray(body) ? body : [body], idempotencyKey);
+    }
+    const packed = await packing;
+    const failures: IngestFailures = new Map(packed.failures);
+    const { failed, bytes } = await this.write(stream!, packed, packed.accepted, failures);
+    const written = failed.size === 0 ? packed.accepted : packed.accepted.filter((_, place) => !failed.has(place));
+    this.outcomeListener?.(stream!.key, { accepted: written.length, refused: failures.size, bytes });
+    // A listener that started wanting the stream's payloads while the batch was packed
+    // (a live query started) gets them, parsed here: rare, and nothing is missed.
+    if (written.length > 0 && this.wanted(stream!)) {
+      const body = parseBodyText(text, this.limits.jsonDepthMax);
+      const payloads = Array.isArray(body) ? body : [body];
+      await this.deliver(stream!, written.map((index) => payloads[index] as Record<string, unknown>));
     }
     return failures;
+  }
+
+  private packsApart(stream: CompiledStream): boolean {
+    return stream.repository === 'tsr' && stream.tags === undefined && !this.wanted(stream);
+  }
+
+  private wanted(stream: CompiledStream): boolean {
+    for (const subscription of this.subscriptions) if (subscription.wants(stream)) return true;
+    return false;
+  }
+
+  private async deliver(stream: CompiledStream, payloads: readonly Record<string, unknown>[]): Promise<void> {
+    await Promise.all([...this.subscriptions].map(({ listener }) => listener(stream, payloads)));
+  }
+
+  /** The batch packed by the pool; undefined when the pool takes no more now. */
+  private packApart(stream: CompiledStream, text: string, idempotencyKey: string | undefined): Promise<PackedBatch> | undefined {
+    const receivedAt = idempotencyKey === undefined ? this.nowMs() : this.writeIds.receiptOf(stream.key, idempotencyKey);
+    const batch = {
+      text,
+      jsonDepthMax: this.limits.jsonDepthMax,
+      batchPayloadsMax: this.limits.batchPayloadsMax,
+      stream: stream.key,
+      policy: stream.policy,
+      receivedAt,
+      base: this.writeIds.blockBase(stream.key, idempotencyKey),
+    };
+    return this.pool!.pack(batch, stream.schema);
   }
 
   /** Writes the accepted payloads; returns those written and their bytes, and adds the others to failures. */
@@ -98,18 +164,28 @@ export class IngestService {
     idempotencyKey: string | undefined,
   ): Promise<{ written: Array<{ index: number; payload: Record<string, unknown> }>; bytes: number }> {
     const receivedAt = idempotencyKey === undefined ? this.nowMs() : this.writeIds.receiptOf(stream.key, idempotencyKey);
-    const { records, members } = stream.repository === 'tsr' ? this.blockRecords(stream, accepted, receivedAt, idempotencyKey) : this.payloadRecords(stream, accepted, receivedAt, idempotencyKey);
+    const packed = stream.repository === 'tsr' ? this.blockRecords(stream, accepted, receivedAt, idempotencyKey) : this.payloadRecords(stream, accepted, receivedAt, idempotencyKey);
+    const { failed, bytes } = await this.write(stream, packed, accepted.map((entry) => entry.index), failures);
+    return { written: failed.size === 0 ? accepted : accepted.filter((_, place) => !failed.has(place)), bytes };
+  }
+
+  /**
+   * Writes the records to every owner; a record that fails fails the payloads it holds
+   * (`accepted[member]` is a member's index in the request): they are added to failures,
+   * and their places in `accepted` returned. `bytes`: what the written records hold.
+   */
+  private async write(stream: CompiledStream, { records, members }: PackedRecords, accepted: readonly number[], failures: IngestFailures): Promise<{ failed: Set<number>; bytes: number }> {
     const writeFailures = await this.router.write(stream.repository!, stream.policy, records);
     const failed = new Set<number>();
     for (const [position, message] of writeFailures) {
       for (const member of members[position]!) {
-        failures.set(accepted[member]!.index, message);
+        failures.set(accepted[member]!, message);
         failed.add(member);
       }
     }
     // Counted only when someone listens: a byte count per record is not free.
     const bytes = this.outcomeListener === undefined ? 0 : records.reduce((sum, record, position) => (writeFailures.has(position) ? sum : sum + Buffer.byteLength(record.value)), 0);
-    return { written: failed.size === 0 ? accepted : accepted.filter((_, position) => !failed.has(position)), bytes };
+    return { failed, bytes };
   }
 
   /** ssr: a record per payload, its value the payload's canonical JSON. */
@@ -139,13 +215,12 @@ export class IngestService {
 
 /** Tags first, then the schema; a string is the reason the payload is refused. */
 async function prepare(stream: CompiledStream, payload: unknown): Promise<Record<string, unknown> | string> {
-  if (!isPlainObject(payload)) return 'payload must be a JSON object';
-  if (stream.tags !== undefined) {
+  if (stream.tags !== undefined && isPlainObject(payload)) {
     try {
       await stream.tags.apply(payload);
     } catch (error) {
       return (error as Error).message;
     }
   }
-  return stream.validate(payload) ?? payload;
+  return checkPayload(stream.validate, payload);
 }

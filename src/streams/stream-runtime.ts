@@ -6,8 +6,8 @@ import type { DistributionPolicy } from './policy.js';
 import type { SandboxLimits } from '../scripting/sandbox.js';
 import type { Definitions } from '../storage/definitions.js';
 import type { RepositoryName } from '../storage/repository.js';
-import { compileValidator, parseDatetime, type PayloadValidator } from './payload-validator.js';
-import { parseSchema, primaryTimestampField } from './schema.js';
+import type { PayloadValidator } from './payload-validator.js';
+import { compilePayloadChecks } from './payload-checks.js';
 import { partKey, STREAM_PARTS, type StreamDefinitions } from './stream-definitions.js';
 import type { RepositoryMapping } from './repository-mapping.js';
 import { type StreamId, streamKey } from './stream-id.js';
@@ -22,6 +22,8 @@ export interface CompiledStream {
   policy: DistributionPolicy;
   /** Event time of a valid payload in epoch ms, or undefined when it has none. */
   timestampOf: (payload: Record<string, unknown>) => number | undefined;
+  /** The stream definition's schema as stored, and the versions it was compiled at: what an ingest worker compiles its own checks from. */
+  schema: { definition: unknown; signature: string };
 }
 
 interface CacheEntry {
@@ -50,7 +52,7 @@ export class StreamRuntime {
     const cached = this.cache.get(key);
     if (cached?.signature === signature) return cached.compiled;
     if (cached !== undefined) retire(cached);
-    const compiled = this.compile(id);
+    const compiled = this.compile(id, signature);
     this.cache.set(key, { signature, compiled });
     compiled.catch(() => this.cache.get(key)?.compiled === compiled && this.cache.delete(key));
     return compiled;
@@ -63,8 +65,9 @@ export class StreamRuntime {
     this.cache.clear();
   }
 
-  private async compile(id: StreamId): Promise<CompiledStream> {
-    const schema = parseSchema(this.definitions.getStream(id).value.schema);
+  private async compile(id: StreamId, signature: string): Promise<CompiledStream> {
+    const definition = this.definitions.getStream(id).value.schema;
+    const checks = compilePayloadChecks(definition);
     const tagDefinitions = this.definitions.getTags(id).value;
     const tags = tagDefinitions.some((tag) => tag.enabled)
       ? await TagRunner.compile(tagDefinitions, this.sandboxLimits)
@@ -73,11 +76,12 @@ export class StreamRuntime {
     return {
       id,
       key: streamKey(id),
-      validate: compileValidator(schema),
+      validate: checks.validate,
       tags,
       repository: mapping?.name,
       policy: this.definitions.getPolicy(id).value,
-      timestampOf: timestampReader(primaryTimestampField(schema)),
+      timestampOf: checks.timestampOf,
+      schema: { definition, signature },
     };
   }
 }
@@ -89,17 +93,4 @@ function retire(entry: CacheEntry): void {
     },
     () => undefined,
   );
-}
-
-function timestampReader(path: string | undefined): CompiledStream['timestampOf'] {
-  if (path === undefined) return () => undefined;
-  const parts = path.split('.');
-  return (payload) => {
-    let value: unknown = payload;
-    for (const part of parts) {
-      if (typeof value !== 'object' || value === null) return undefined;
-      value = (value as Record<string, unknown>)[part];
-    }
-    return typeof value === 'string' ? parseDatetime(value) : undefined;
-  };
 }

@@ -14,7 +14,7 @@ import { DEFAULT_DOMAIN_LIMITS, domainBodySchema } from '../../domains/domain-de
 import { daemonBodySchema, daemonSettingsSchema } from '../../execution/daemon-service.js';
 import { queryEntrySchema, sessionBodySchema, sessionDomainBodySchema, variableSchema, type DocumentLimits } from '../../execution/session-document.js';
 import { discoverRequestSchema, facetSearchRequestSchema, histogramRequestSchema, searchRequestSchema } from '../../search/search-request.js';
-import { ingestBodySchema, payloadSchema } from '../../streams/ingest.js';
+import { ingestBodySchema, payloadSchema } from '../../streams/ingest-checks.js';
 import { policySchema } from '../../streams/policy.js';
 import { repositoryMappingSchema } from '../../streams/repository-mapping.js';
 import { streamBodySchema } from '../../streams/schema-document.js';

@@ -1,7 +1,8 @@
 // Routes of the Streams table (spec, "Streams"): parse, call one service, shape the answer.
 
 import Router from '@koa/router';
-import { ingestBodySchema, payloadSchema, type IngestService } from '../../streams/ingest.js';
+import type { IngestService } from '../../streams/ingest.js';
+import { ingestBodySchema, payloadSchema } from '../../streams/ingest-checks.js';
 import type { PartView, StreamDefinitions } from '../../streams/stream-definitions.js';
 import { streamId } from '../../streams/stream-id.js';
 import type { StreamRuntime } from '../../streams/stream-runtime.js';
@@ -18,6 +19,12 @@ export interface StreamRoutesDeps {
 }
 
 const STREAM = '/streams/:tenant/:collection/:name';
+const INGEST_PATH = /^\/streams\/[^/]+\/[^/]+\/[^/]+\/?$/;
+
+/** An ingest (POST of a stream): its body is kept as text for ingest to parse (jsonBodyMiddleware's keepsText). */
+export function isIngestRequest(ctx: Koa.Context): boolean {
+  return ctx.method === 'POST' && INGEST_PATH.test(ctx.path);
+}
 
 export function streamRoutes({ definitions, runtime, ingest }: StreamRoutesDeps): Router {
   const router = new Router();
@@ -35,9 +42,7 @@ export function streamRoutes({ definitions, runtime, ingest }: StreamRoutesDeps)
     respond(ctx, await definitions.putStream(idOf(ctx), ctx.request.body, expectedVersion(ctx)));
   });
   router.post(STREAM, async (ctx) => {
-    const body = ctx.request.body;
-    validate(ingestBodySchema, body);
-    const failures = await ingest.ingest(idOf(ctx), Array.isArray(body) ? body : [body], idempotencyKey(ctx));
+    const failures = await ingestBody(ctx);
     if (failures.size === 0) {
       ctx.status = 200;
       ctx.body = '';
@@ -77,6 +82,15 @@ export function streamRoutes({ definitions, runtime, ingest }: StreamRoutesDeps)
   });
 
   return router;
+
+  /** The body as text when the body middleware kept it (isIngestRequest), else as parsed. */
+  function ingestBody(ctx: Koa.Context) {
+    const text = ctx.request.bodyText;
+    if (text !== undefined) return ingest.ingestText(idOf(ctx), text, idempotencyKey(ctx));
+    const body = ctx.request.body;
+    validate(ingestBodySchema, body);
+    return ingest.ingest(idOf(ctx), Array.isArray(body) ? body : [body], idempotencyKey(ctx));
+  }
 }
 
 const IDEMPOTENCY_KEY_LENGTH_MAX = 128;

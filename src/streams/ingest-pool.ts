@@ -1,0 +1,128 @@
+// Worker threads that pack tsr ingests (issue 17): parsing a batch's JSON, checking its
+// payloads and packing their blocks is most of an ingest's CPU, and all of it ran on the
+// node's main thread, leaving the second core of a small machine idle. A batch whose
+// payloads nobody on the main thread needs (no tags, no live query, no contributor field:
+// ingest.ts decides) goes to a worker as the request's text and comes back as the records
+// to write; the writes, their replicas and the answer stay on the main thread.
+//
+// Bounded: at most `threads` workers, each packing one batch at a time; at most
+// QUEUED_BATCHES_MAX batches and QUEUED_CHARS_MAX characters of body text wait for one. A
+// batch that finds the queue full is packed on the main thread, as without the pool.
+
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import { TributaryError } from '../errors.js';
+import type { PackedBatch, TsrBatch } from './tsr-batch.js';
+
+/** The stream's schema as stored and the versions it was compiled at (CompiledStream.schema). */
+export interface SchemaSource {
+  definition: unknown;
+  signature: string;
+}
+
+/** What the pool sends a worker. */
+export interface PackTask {
+  id: number;
+  batch: TsrBatch;
+  schema: SchemaSource;
+}
+
+/** A worker's answer: the packed batch, or the error packing it threw (a 400 for a bad body). */
+export type PackReply = { id: number; packed: PackedBatch } | { id: number; error: { status: number; code: string; message: string; details?: Record<string, unknown> } };
+
+const QUEUED_BATCHES_MAX = 256;
+const QUEUED_CHARS_MAX = 256 * 1024 * 1024;
+const WORKER_URL = new URL('./ingest-worker.js', import.meta.url);
+
+interface Pending {
+  task: PackTask;
+  resolve: (packed: PackedBatch) => void;
+  reject: (error: Error) => void;
+}
+
+interface Thread {
+  worker: Worker;
+  packing: Pending | undefined;
+}
+
+export class IngestPool {
+  private readonly threads: Thread[] = [];
+  private readonly queue: Pending[] = [];
+  private queuedChars = 0;
+  private nextId = 0;
+  private closed = false;
+
+  constructor(
+    private readonly threadsMax: number,
+    private readonly log: Logger,
+  ) {}
+
+  /** The batch packed by a worker; undefined when the queue is full or the pool closed (pack it on the main thread). */
+  pack(batch: TsrBatch, schema: SchemaSource): Promise<PackedBatch> | undefined {
+    if (this.closed || this.queue.length >= QUEUED_BATCHES_MAX || this.queuedChars + batch.text.length > QUEUED_CHARS_MAX) return undefined;
+    return new Promise((resolve, reject) => {
+      this.queue.push({ task: { id: this.nextId++, batch, schema }, resolve, reject });
+      this.queuedChars += batch.text.length;
+      this.dispatch();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const pending of this.queue.splice(0)) pending.reject(new Error('the node is stopping'));
+    this.queuedChars = 0;
+    await Promise.all(this.threads.splice(0).map(async (thread) => {
+      thread.packing?.reject(new Error('the node is stopping'));
+      await thread.worker.terminate();
+    }));
+  }
+
+  private dispatch(): void {
+    while (this.queue.length > 0) {
+      const thread = this.threads.find((candidate) => candidate.packing === undefined) ?? this.spawn();
+      if (thread === undefined) return;
+      const pending = this.queue.shift()!;
+      this.queuedChars -= pending.task.batch.text.length;
+      thread.packing = pending;
+      thread.worker.postMessage(pending.task);
+    }
+  }
+
+  /** A new worker, while there are fewer than threadsMax. */
+  private spawn(): Thread | undefined {
+    if (this.threads.length >= this.threadsMax) return undefined;
+    const worker = new Worker(WORKER_URL);
+    // An idle pool does not keep the process alive; a batch in flight has its request.
+    worker.unref();
+    const thread: Thread = { worker, packing: undefined };
+    worker.on('message', (reply: PackReply) => {
+      const pending = thread.packing;
+      if (pending === undefined || pending.task.id !== reply.id) return;
+      thread.packing = undefined;
+      if ('packed' in reply) pending.resolve(reply.packed);
+      else pending.reject(errorOf(reply.error));
+      this.dispatch();
+    });
+    // A worker that fails (it ran out of memory, a bug threw outside a task) fails its batch
+    // only; the next batch starts a new worker.
+    const lost = (why: string) => {
+      const at = this.threads.indexOf(thread);
+      if (at === -1) return;
+      this.threads.splice(at, 1);
+      this.log.error({ why }, 'an ingest worker stopped');
+      thread.packing?.reject(new Error(`the ingest worker packing this batch stopped: ${why}`));
+      thread.packing = undefined;
+      this.dispatch();
+    };
+    worker.on('error', (error) => lost(error.message));
+    worker.on('exit', (code) => lost(`exit code ${code}`));
+    this.threads.push(thread);
+    return thread;
+  }
+}
+
+/** A client's error as the worker threw it (its status, code and message); anything else a 500 without details. */
+function errorOf(error: Extract<PackReply, { error: unknown }>['error']): Error {
+  if (error.status < 500) return new TributaryError(error.status, error.code, error.message, { details: error.details });
+  return new Error(error.message);
+}
