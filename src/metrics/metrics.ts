@@ -82,6 +82,7 @@ export class Metrics {
   private readonly ingestPayloads: Counter<'stream'>;
   private readonly ingestBytes: Counter<'stream'>;
   private readonly ingestRefused: Counter<'stream'>;
+  private readonly ingestBatches: Counter<'packed_by'>;
   private readonly fsyncSeconds: Histogram;
   private readonly groupCommitSeconds: Histogram;
   private readonly peerMessages: Counter<'direction' | 'kind'>;
@@ -104,6 +105,8 @@ export class Metrics {
     this.ingestPayloads = new Counter({ name: metricName('ingest_payloads_total'), help: `Payloads accepted by ingest on this node, per stream (the first ${STREAM_LABELS_MAX} streams seen; later ones as ${OTHER_LABEL}).`, labelNames: ['stream'], registers });
     this.ingestBytes = new Counter({ name: metricName('ingest_bytes_total'), help: 'Bytes of accepted payloads as stored (canonical JSON in ssr, the blocks\' text in tsr), per stream.', labelNames: ['stream'], registers });
     this.ingestRefused = new Counter({ name: metricName('ingest_refused_payloads_total'), help: 'Payloads refused by ingest (schema, tags, or no owner stored them), per stream.', labelNames: ['stream'], registers });
+    this.ingestBatches = new Counter({ name: metricName('ingest_batches_total'), help: 'Ingest batches written, by where their payloads were parsed, checked and packed: an ingest worker thread (tsr streams without tags or live readers) or the main thread.', labelNames: ['packed_by'], registers });
+    for (const packedBy of ['worker', 'main_thread']) this.ingestBatches.inc({ packed_by: packedBy }, 0);
     this.fsyncSeconds = new Histogram({ name: metricName('storage_fsync_duration_seconds'), help: 'Synced LevelDB batches: write and fsync.', buckets: LATENCY_BUCKETS_SECONDS, registers });
     this.groupCommitSeconds = new Histogram({ name: metricName('group_commit_duration_seconds'), help: 'Group commit, from a write being queued to its batch being durable.', buckets: LATENCY_BUCKETS_SECONDS, registers });
     this.peerMessages = new Counter({ name: metricName('peer_messages_total'), help: 'Signed peer messages sent (out) and received (in), by kind.', labelNames: ['direction', 'kind'], registers });
@@ -154,7 +157,8 @@ export class Metrics {
     this.httpSeconds.observe({ family, method: label }, seconds);
   }
 
-  ingest(stream: string, outcome: { accepted: number; refused: number; bytes: number }): void {
+  ingest(stream: string, outcome: { accepted: number; refused: number; bytes: number; packedApart: boolean }): void {
+    this.ingestBatches.inc({ packed_by: outcome.packedApart ? 'worker' : 'main_thread' });
     const label = { stream: this.streams.value(stream) };
     if (outcome.accepted > 0) this.ingestPayloads.inc(label, outcome.accepted);
     if (outcome.bytes > 0) this.ingestBytes.inc(label, outcome.bytes);

@@ -27,8 +27,8 @@ export type IngestFailures = Map<number, string>;
  */
 export type PayloadListener = (stream: CompiledStream, payloads: readonly Record<string, unknown>[]) => void | Promise<void>;
 
-/** What one batch did, per stream (metrics): payloads accepted and refused, bytes stored. */
-export type IngestOutcomeListener = (stream: string, outcome: { accepted: number; refused: number; bytes: number }) => void;
+/** What one batch did, per stream (metrics): payloads accepted and refused, bytes stored, and whether an ingest worker packed it. */
+export type IngestOutcomeListener = (stream: string, outcome: { accepted: number; refused: number; bytes: number; packedApart: boolean }) => void;
 
 export interface IngestLimits {
   batchPayloadsMax: number;
@@ -95,7 +95,7 @@ export class IngestService {
       else accepted.push({ index, payload: outcome });
     }
     const { written, bytes } = stream.repository === undefined ? { written: accepted, bytes: 0 } : await this.store(stream, accepted, failures, idempotencyKey);
-    this.outcomeListener?.(stream.key, { accepted: written.length, refused: failures.size, bytes });
+    this.outcomeListener?.(stream.key, { accepted: written.length, refused: failures.size, bytes, packedApart: false });
     if (written.length > 0) await this.deliver(stream, written.map((entry) => entry.payload));
     return failures;
   }
@@ -117,7 +117,7 @@ export class IngestService {
     const failures: IngestFailures = new Map(packed.failures);
     const { failed, bytes } = await this.write(stream!, packed, packed.accepted, failures);
     const written = failed.size === 0 ? packed.accepted : packed.accepted.filter((_, place) => !failed.has(place));
-    this.outcomeListener?.(stream!.key, { accepted: written.length, refused: failures.size, bytes });
+    this.outcomeListener?.(stream!.key, { accepted: written.length, refused: failures.size, bytes, packedApart: true });
     // A listener that started wanting the stream's payloads while the batch was packed
     // (a live query started) gets them, parsed here: rare, and nothing is missed.
     if (written.length > 0 && this.wanted(stream!)) {

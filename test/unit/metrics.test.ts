@@ -26,7 +26,7 @@ describe('metrics - naming and labels', () => {
 
   it('ingest of many streams stays at STREAM_LABELS_MAX + 1 series', async () => {
     const metrics = new Metrics({ name: 'n', version: '1', revision: 'r' }, { processMetrics: false });
-    for (let index = 0; index < STREAM_LABELS_MAX + 50; index += 1) metrics.ingest(`t/c/s${index}`, { accepted: 2, refused: 1, bytes: 10 });
+    for (let index = 0; index < STREAM_LABELS_MAX + 50; index += 1) metrics.ingest(`t/c/s${index}`, { accepted: 2, refused: 1, bytes: 10, packedApart: false });
     const text = await metrics.text();
     const series = text.split('\n').filter((line) => line.startsWith('tributary_ingest_payloads_total{'));
     expect(series).toHaveLength(STREAM_LABELS_MAX + 1);
