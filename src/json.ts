@@ -50,22 +50,50 @@ export function pathReader(path: string): (payload: Record<string, unknown>) => 
 // fraction or an exponent are doubles either way.
 export function parseJson(text: string): unknown {
   const value: unknown = JSON.parse(text);
-  return holdsUnsafeInteger(value) ? parseLossless(text, null, readNumber) : value;
+  return walk(value, Infinity) === UNSAFE_INTEGER ? parseLossless(text, null, readNumber) : value;
 }
 
-function holdsUnsafeInteger(value: unknown): boolean {
-  if (typeof value !== 'object' || value === null) return isUnsafeInteger(value);
-  const stack: object[] = [value];
-  while (stack.length > 0) {
-    const container = stack.pop()!;
+/**
+ * parseJson, for untrusted text: undefined when the value nests arrays and objects deeper
+ * than `depthMax` (`[[1]]` is 2 deep), so no code after it (schema checks, canonical JSON,
+ * indexing, all recursive) ever meets a value deep enough to overflow the stack. The depth
+ * is found by the walk that looks for unsafe integers: JSON.parse itself does not recurse
+ * (V8 parses iteratively), and a scan of the text before it cost a third of the parse.
+ */
+export function parseJsonWithin(text: string, depthMax: number): { value: unknown } | undefined {
+  const value: unknown = JSON.parse(text);
+  const found = walk(value, depthMax);
+  if (found === TOO_DEEP) return undefined;
+  return { value: found === UNSAFE_INTEGER ? parseLossless(text, null, readNumber) : value };
+}
+
+const PLAIN = 0;
+const UNSAFE_INTEGER = 1;
+const TOO_DEEP = 2;
+
+/** TOO_DEEP when the value nests deeper than depthMax, else UNSAFE_INTEGER when it holds one, else PLAIN. */
+function walk(value: unknown, depthMax: number): number {
+  if (typeof value !== 'object' || value === null) return isUnsafeInteger(value) ? UNSAFE_INTEGER : PLAIN;
+  if (depthMax < 1) return TOO_DEEP;
+  let found = PLAIN;
+  const containers: object[] = [value];
+  const depths: number[] = [1];
+  while (containers.length > 0) {
+    const container = containers.pop()!;
+    const depth = depths.pop()!;
     const items: unknown[] = Array.isArray(container) ? container : Object.values(container);
     for (let i = 0; i < items.length; i++) {
       const item = items[i];
-      if (typeof item === 'object' && item !== null) stack.push(item);
-      else if (isUnsafeInteger(item)) return true;
+      if (typeof item === 'object' && item !== null) {
+        if (depth >= depthMax) return TOO_DEEP;
+        containers.push(item);
+        depths.push(depth + 1);
+      } else if (isUnsafeInteger(item)) {
+        found = UNSAFE_INTEGER;
+      }
     }
   }
-  return false;
+  return found;
 }
 
 function isUnsafeInteger(value: unknown): boolean {
@@ -88,35 +116,4 @@ export function stringifyJson(value: unknown): string {
     if (!(error instanceof TypeError) || !/BigInt/.test(error.message)) throw error;
     return stringifyLossless(value) as string;
   }
-}
-
-/**
- * Whether JSON text nests arrays and objects deeper than `depthMax`, by one pass over the
- * text (brackets inside strings do not count). Malformed text is left to JSON.parse.
- */
-export function jsonDeeperThan(text: string, depthMax: number): boolean {
-  let depth = 0;
-  for (let at = 0; at < text.length; at++) {
-    const code = text.charCodeAt(at);
-    if (code === 0x22) {
-      // A string: jump to its closing quote (native indexOf, most of a payload's text is in
-      // strings), one not escaped by an odd run of backslashes before it.
-      at = closingQuote(text, at);
-    } else if (code === 0x5b || code === 0x7b) {
-      if (++depth > depthMax) return true;
-    } else if (code === 0x5d || code === 0x7d) {
-      depth--;
-    }
-  }
-  return false;
-}
-
-/** The index of the quote that closes the string opened at `open`; past the end if none does. */
-function closingQuote(text: string, open: number): number {
-  for (let quote = text.indexOf('"', open + 1); quote !== -1; quote = text.indexOf('"', quote + 1)) {
-    let backslashes = 0;
-    while (text.charCodeAt(quote - 1 - backslashes) === 0x5c) backslashes++;
-    if (backslashes % 2 === 0) return quote;
-  }
-  return text.length;
 }

@@ -3,22 +3,22 @@
 // ingests they take (streams/ingest-pool.ts), so both answer a bad body alike.
 
 import { BadRequestError } from '../errors.js';
-import { jsonDeeperThan, parseJson } from '../json.js';
+import { parseJsonWithin } from '../json.js';
 
 /**
  * The body's value; undefined for a body of only whitespace. 400 for JSON that does not
- * parse or nests deeper than `depthMax`. The depth is checked on the text before JSON.parse,
- * so no code after the parser (schema checks, canonical JSON, indexing, all recursive)
- * ever meets a payload deep enough to overflow the stack (issue 15, item 5).
+ * parse or nests deeper than `depthMax`: no code after the parser (schema checks,
+ * canonical JSON, indexing, all recursive) ever meets a payload deep enough to overflow
+ * the stack (issue 15, item 5).
  */
 export function parseBodyText(text: string, depthMax: number): unknown {
   if (text.trim() === '') return undefined;
-  if (jsonDeeperThan(text, depthMax)) {
-    throw new BadRequestError(`the request body nests arrays and objects deeper than the limit of ${depthMax} levels`);
-  }
+  let parsed: { value: unknown } | undefined;
   try {
-    return parseJson(text);
+    parsed = parseJsonWithin(text, depthMax);
   } catch (error) {
     throw new BadRequestError(`invalid JSON in the request body: ${(error as Error).message}`);
   }
+  if (parsed === undefined) throw new BadRequestError(`the request body nests arrays and objects deeper than the limit of ${depthMax} levels`);
+  return parsed.value;
 }

@@ -5,7 +5,7 @@
 // document that does not fit is a BadPeerMessageError naming the field and the problem.
 
 import { z } from 'zod';
-import { isPlainObject, jsonDeeperThan, parseJson, stringifyJson } from '../json.js';
+import { isPlainObject, parseJson, parseJsonWithin, stringifyJson } from '../json.js';
 import { BadRequestError } from '../errors.js';
 import { jsonObject, validate } from '../validation.js';
 import type { LogEntry } from '../execution/output-channel.js';
@@ -30,12 +30,14 @@ const FACET_LEVELS_MAX = 64;
 /** Parses the JSON text of `field` within the peer bounds; anything else is refused. */
 export function parsePeerJson(field: string, text: string): unknown {
   if (text.length > PEER_JSON_CHARS_MAX) throw new BadPeerMessageError(`field ${field}: ${text.length} characters of JSON; the limit is ${PEER_JSON_CHARS_MAX}`);
-  if (jsonDeeperThan(text, PEER_JSON_DEPTH_MAX)) throw new BadPeerMessageError(`field ${field}: JSON nested deeper than ${PEER_JSON_DEPTH_MAX} levels`);
+  let parsed: { value: unknown } | undefined;
   try {
-    return parseJson(text);
+    parsed = parseJsonWithin(text, PEER_JSON_DEPTH_MAX);
   } catch (error) {
     throw new BadPeerMessageError(`field ${field}: not JSON (${(error as Error).message})`, { cause: error });
   }
+  if (parsed === undefined) throw new BadPeerMessageError(`field ${field}: JSON nested deeper than ${PEER_JSON_DEPTH_MAX} levels`);
+  return parsed.value;
 }
 
 /** Parses `field` and checks it against `schema`. */

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { jsonDeeperThan } from '../../src/json.js';
+import { parseJsonWithin } from '../../src/json.js';
 import { Prng } from '../sim/prng.js';
 
-/** How deep the text nests, by the definition jsonDeeperThan checks: brackets outside strings. */
+/** How deep a value nests: `[[1]]` is 2 deep, a string holding brackets 0. */
 function depthOf(value: unknown): number {
   if (typeof value !== 'object' || value === null) return 0;
   const items = Array.isArray(value) ? value : Object.values(value);
@@ -29,15 +29,14 @@ function randomValue(prng: Prng, depth: number): unknown {
 }
 
 describe('json - depth check of request and peer text', () => {
-  it('counts brackets outside strings only, whatever the strings hold', () => {
-    expect(jsonDeeperThan('{"a":"[[[[{{{{"}', 1)).toBe(false);
-    expect(jsonDeeperThan('{"a\\"[[":[["\\\\"]]}', 2)).toBe(true);
-    expect(jsonDeeperThan('{"a\\"[[":[["\\\\"]]}', 3)).toBe(false);
-    expect(jsonDeeperThan('["\\\\\\"]]]"]', 1)).toBe(false);
-    expect(jsonDeeperThan('[[[', 2)).toBe(true);
-    // An unterminated string hides what follows: JSON.parse refuses the text anyway.
-    expect(jsonDeeperThan('["abc', 0)).toBe(true);
-    expect(jsonDeeperThan('"abc[[[', 0)).toBe(false);
+  it('counts arrays and objects, not the brackets strings hold', () => {
+    expect(parseJsonWithin('{"a":"[[[[{{{{"}', 1)).toEqual({ value: { a: '[[[[{{{{' } });
+    expect(parseJsonWithin('{"a\\"[[":[["\\\\"]]}', 2)).toBeUndefined();
+    expect(parseJsonWithin('{"a\\"[[":[["\\\\"]]}', 3)).toEqual({ value: { 'a"[[': [['\\']] } });
+    expect(parseJsonWithin('[[[]]]', 2)).toBeUndefined();
+    expect(parseJsonWithin('"abc[[["', 0)).toEqual({ value: 'abc[[[' });
+    expect(parseJsonWithin('[]', 0)).toBeUndefined();
+    expect(() => parseJsonWithin('[[[', 8)).toThrow(SyntaxError);
   });
 
   it('agrees with the depth of 2,000 random documents, at and around their depth', () => {
@@ -46,8 +45,18 @@ describe('json - depth check of request and peer text', () => {
       const value = randomValue(prng, 0);
       const text = JSON.stringify(value);
       const depth = depthOf(value);
-      expect(jsonDeeperThan(text, depth), text).toBe(false);
-      if (depth > 0) expect(jsonDeeperThan(text, depth - 1), text).toBe(true);
+      expect(parseJsonWithin(text, depth), text).toEqual({ value });
+      if (depth > 0) expect(parseJsonWithin(text, depth - 1), text).toBeUndefined();
     }
+  });
+
+  it('keeps a long beyond 2^53 within the depth, and refuses it beyond', () => {
+    expect(parseJsonWithin('[{"id": 855448618232418304}]', 2)).toEqual({ value: [{ id: 855448618232418304n }] });
+    expect(parseJsonWithin('[{"id": 855448618232418304}]', 1)).toBeUndefined();
+  });
+
+  it('refuses a million levels without overflowing the stack', () => {
+    expect(parseJsonWithin(`${'['.repeat(1_000_000)}${']'.repeat(1_000_000)}`, 128)).toBeUndefined();
+    expect(parseJsonWithin(`${'{"a":'.repeat(1_000_000)}1${'}'.repeat(1_000_000)}`, 128)).toBeUndefined();
   });
 });
