@@ -95,7 +95,8 @@ function flatRecordHash(record: Record<string, unknown>, limit: number): number 
         hasher.unit(QUOTE);
         break;
       case 'number':
-        hasher.plain(Number.isFinite(value) ? String(value) : 'null');
+        if (Number.isFinite(value)) hasher.number(value);
+        else hasher.plain('null');
         break;
       case 'boolean':
         hasher.plain(value ? 'true' : 'false');
@@ -166,6 +167,48 @@ class PrefixHasher {
     return true;
   }
 
+  /**
+   * Feeds a finite number as JSON writes it, String(value), without making the text for
+   * the common number: at most 15 significant digits and 6 decimals (String() was 250 ns
+   * of a metric point's ~1 µs hash). Such a number is the decimal n / 10^d for the first d
+   * at which value * 10^d is an integer n that divides back to value: that decimal reads
+   * back as value, and no other decimal of at most 15 significant digits does (15 digits
+   * survive a round trip through a double), so it is the shortest one, which String()
+   * writes, in plain notation (10^-6 <= |value| < 10^21).
+   */
+  number(value: number): void {
+    const magnitude = Math.abs(value);
+    for (let d = 0; d < POWERS_OF_TEN.length; d += 1) {
+      const scaled = magnitude * POWERS_OF_TEN[d]!;
+      if (scaled >= SIGNIFICAND_LIMIT) break;
+      if (Number.isInteger(scaled) && scaled / POWERS_OF_TEN[d]! === magnitude) {
+        this.decimal(value < 0, scaled, d);
+        return;
+      }
+    }
+    this.plain(String(value));
+  }
+
+  /** Feeds the digits of (negative ? -1 : 1) * n / 10^d, without trailing zeros after the point. */
+  private decimal(negative: boolean, n: number, d: number): void {
+    const digits = DIGITS;
+    let count = 0;
+    do {
+      digits[count++] = n % 10;
+      n = Math.floor(n / 10);
+    } while (n > 0);
+    // At least one digit before the point ("0.25").
+    while (count <= d) digits[count++] = 0;
+    let last = 0;
+    while (last < d && digits[last] === 0) last += 1;
+    if (negative) this.unit(MINUS);
+    for (let i = count - 1; i >= d; i -= 1) this.unit(ZERO + digits[i]!);
+    if (last < d) {
+      this.unit(POINT);
+      for (let i = d - 1; i >= last; i -= 1) this.unit(ZERO + digits[i]!);
+    }
+  }
+
   /** Feeds the characters of `text` (JSON text already); true once the prefix is complete. */
   feed(text: string): boolean {
     const limit = this.limit;
@@ -206,6 +249,13 @@ class PrefixHasher {
 }
 
 const FNV_PRIME = 0x01000193;
+const MINUS = 0x2d;
+const POINT = 0x2e;
+const ZERO = 0x30;
+const POWERS_OF_TEN = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000];
+const SIGNIFICAND_LIMIT = 1e15;
+/** The digits of the number being fed, least significant first (reused: one hash at a time). */
+const DIGITS = new Array<number>(24).fill(0);
 
 /** The UTF-8 bytes of a code point above 0x7f. */
 function utf8Bytes(point: number): number[] {

@@ -103,6 +103,25 @@ describe('partitioner - the partition of a payload without its text', () => {
     }
   });
 
+  it('feeds every number as String() writes it: decimals, binary fractions, any double', () => {
+    const prng = new Prng(31);
+    const bits = new Float64Array(1);
+    const words = new Uint32Array(bits.buffer);
+    const kinds: Array<() => number> = [
+      () => ((words[0] = prng.int(0, 2 ** 32 - 1)), (words[1] = prng.int(0, 2 ** 32 - 1)), bits[0]!),
+      () => prng.int(0, 1e6) / 2 ** prng.int(0, 30),
+      () => Number((prng.next() * 10 ** prng.int(0, 15)).toFixed(prng.int(0, 8))),
+      () => prng.int(-(2 ** 53), 2 ** 53),
+      () => (prng.next() - 0.5) * 10 ** prng.int(-20, 20),
+      () => Number((prng.next() * 1000).toPrecision(prng.int(1, 17))),
+      () => prng.int(-1000, 1000) / 10 ** prng.int(0, 7),
+    ];
+    const edges = [0, -0, 0.1 + 0.2, 1e-6, -1e-6, 1e-7, 1.5e-6, 999999999999999, 1e15, 1e15 + 1, 123456.789012, 5e-324, Number.MAX_VALUE, 2 ** 53 + 2, 1e21, 2.675, 1.005, 1234567.0000001];
+    const values = [...edges, ...Array.from({ length: 100_000 }, (_, i) => kinds[i % kinds.length]!())].filter(Number.isFinite);
+    const ring = policy(2 ** 31, 1024);
+    for (const value of values) expect(partitionOf({ n: value }, ring), String(value)).toBe(partitionOfCanonical(`{"n":${String(value)}}`, ring));
+  });
+
   it('cuts a surrogate pair at the character limit as the text hash does', () => {
     for (let pad = 0; pad < 8; pad += 1) {
       const payload = { k: `${'a'.repeat(pad)}😀😀` };
