@@ -27,7 +27,7 @@ import { expectOk, log, nodeFlags, percentile, phase, round, runBatches, type Ti
 import { findInfluxd, INFLUX_SETTINGS, influxQuery, type InfluxServer, startInfluxd } from './influxdb.js';
 import { machine } from './machine.js';
 import type { BenchOptions } from './options.js';
-import { cpuSecondsOf, folderBytes } from './server-process.js';
+import { cpuSecondsOf, folderBytes, waitQuiet } from './server-process.js';
 
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
 const RESULTS_PATH = join(PACKAGE_ROOT, 'bench', 'results', 'peers-timeseries.json');
@@ -125,35 +125,43 @@ async function defineStream(node: NodeProcess, path: string): Promise<string> {
   return node.url + path;
 }
 
-/** A timed ingest and the CPU seconds the server used meanwhile. */
-type IngestTiming = Timing & { serverCpuSeconds: number | undefined };
+/**
+ * A timed ingest, the CPU seconds the server used meanwhile, and those the other server
+ * used (both run throughout: work it still does on its own load takes the machine's cores).
+ */
+type IngestTiming = Timing & { serverCpuSeconds: number | undefined; otherCpuSeconds: number | undefined; clientCpuSeconds: number };
 
-async function timedIngest(pid: number | undefined, count: number, concurrency: number, send: (index: number) => Promise<void>): Promise<IngestTiming> {
+async function timedIngest(pid: number | undefined, other: number | undefined, count: number, concurrency: number, send: (index: number) => Promise<void>): Promise<IngestTiming> {
   const before = cpuSecondsOf([pid]);
+  const otherBefore = cpuSecondsOf([other]);
+  const client = process.cpuUsage();
   const timing = await runBatches(count, concurrency, send);
+  const clientUsed = process.cpuUsage(client);
   const after = cpuSecondsOf([pid]);
-  return { ...timing, serverCpuSeconds: before === undefined || after === undefined ? undefined : round(after - before, 2) };
+  const otherAfter = cpuSecondsOf([other]);
+  const spent = (from: number | undefined, to: number | undefined) => (from === undefined || to === undefined ? undefined : round(to - from, 2));
+  return { ...timing, serverCpuSeconds: spent(before, after), otherCpuSeconds: spent(otherBefore, otherAfter), clientCpuSeconds: round((clientUsed.user + clientUsed.system) / 1e6, 2) };
 }
 
-async function ingestOurs(node: NodeProcess, bodies: readonly Buffer[], concurrency: number, expected: number): Promise<IngestTiming> {
+async function ingestOurs(node: NodeProcess, other: number | undefined, bodies: readonly Buffer[], concurrency: number, expected: number): Promise<IngestTiming> {
   const api = client(node);
   const warmup = await defineStream(node, `${STREAM}-warmup`);
   for (const body of bodies.slice(0, WARMUP_BATCHES)) await post(warmup, body, 'application/json', 200);
   const url = await defineStream(node, STREAM);
   phase('ingest-start');
-  const timing = await timedIngest(node.child?.pid, bodies.length, concurrency, (index) => post(url, bodies[index]!, 'application/json', 200));
+  const timing = await timedIngest(node.child?.pid, other, bodies.length, concurrency, (index) => post(url, bodies[index]!, 'application/json', 200));
   phase('ingest-end');
   const stored = await api.get(`/_internal/repos/tsr/${STREAM.slice('/streams/'.length)}`);
   if (stored.status !== 200 || stored.json.total !== expected) throw new Error(`the node stores ${stored.json?.total ?? `? (HTTP ${stored.status})`} points, ${expected} were acknowledged`);
   return timing;
 }
 
-async function ingestInflux(server: InfluxServer, bodies: readonly Buffer[], concurrency: number, expected: number): Promise<IngestTiming> {
+async function ingestInflux(server: InfluxServer, other: number | undefined, bodies: readonly Buffer[], concurrency: number, expected: number): Promise<IngestTiming> {
   await influxQuery(server, undefined, `CREATE DATABASE ${DATABASE}_warmup`, 'POST');
   for (const body of bodies.slice(0, WARMUP_BATCHES)) await post(`${server.url}/write?db=${DATABASE}_warmup&precision=ms`, body, 'text/plain; charset=utf-8', 204);
   await influxQuery(server, undefined, `CREATE DATABASE ${DATABASE}`, 'POST');
   const url = `${server.url}/write?db=${DATABASE}&precision=ms`;
-  const timing = await timedIngest(server.pid, bodies.length, concurrency, (index) => post(url, bodies[index]!, 'text/plain; charset=utf-8', 204));
+  const timing = await timedIngest(server.pid, other, bodies.length, concurrency, (index) => post(url, bodies[index]!, 'text/plain; charset=utf-8', 204));
   const series = await influxQuery(server, DATABASE, `SELECT count(cpu) FROM ${MEASUREMENT}`);
   const stored = Number(series[0]?.values?.[0]?.[1] ?? 0);
   if (stored !== expected) throw new Error(`InfluxDB stores ${stored} points, ${expected} were acknowledged`);
@@ -167,6 +175,10 @@ interface IngestResult {
   batchLatencyMs: { p50: number; p99: number };
   bytesOnDisk: number;
   serverCpuSeconds: number | undefined;
+  /** CPU seconds the other server used meanwhile. */
+  otherCpuSeconds: number | undefined;
+  /** CPU seconds the bench itself used sending the batches (on the same cores). */
+  clientCpuSeconds: number;
 }
 
 function ingestResult(timing: IngestTiming, points: number, bytesOnDisk: number): IngestResult {
@@ -178,6 +190,8 @@ function ingestResult(timing: IngestTiming, points: number, bytesOnDisk: number)
     batchLatencyMs: { p50: round(percentile(sorted, 0.5), 2), p99: round(percentile(sorted, 0.99), 2) },
     bytesOnDisk,
     serverCpuSeconds: timing.serverCpuSeconds,
+    otherCpuSeconds: timing.otherCpuSeconds,
+    clientCpuSeconds: timing.clientCpuSeconds,
   };
 }
 
@@ -405,13 +419,13 @@ function markdown(report: any): string {
   const ms = (value: number | undefined) => (value === undefined ? '–' : value.toFixed(1));
   const ingest = report.ingest;
   const lines = [
-    '| ingest | points/s | seconds | p50 batch ms | p99 batch ms | on disk after, MB | server CPU s |',
-    '|---|---:|---:|---:|---:|---:|---:|',
-    `| Tributary, tsr, one node | ${n(ingest.ours.pointsPerSecond)} | ${ingest.ours.seconds} | ${ms(ingest.ours.batchLatencyMs.p50)} | ${ms(ingest.ours.batchLatencyMs.p99)} | ${Math.round(ingest.ours.bytesOnDisk / 1e6)} | ${ingest.ours.serverCpuSeconds ?? '–'} |`,
+    '| ingest | points/s | seconds | p50 batch ms | p99 batch ms | on disk after, MB | server CPU s | the other server\'s CPU s meanwhile |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    `| Tributary, tsr, one node | ${n(ingest.ours.pointsPerSecond)} | ${ingest.ours.seconds} | ${ms(ingest.ours.batchLatencyMs.p50)} | ${ms(ingest.ours.batchLatencyMs.p99)} | ${Math.round(ingest.ours.bytesOnDisk / 1e6)} | ${ingest.ours.serverCpuSeconds ?? '–'} | ${ingest.ours.otherCpuSeconds ?? '–'} |`,
   ];
   if (ingest.influx !== undefined) {
     lines.push(
-      `| InfluxDB | ${n(ingest.influx.pointsPerSecond)} | ${ingest.influx.seconds} | ${ms(ingest.influx.batchLatencyMs.p50)} | ${ms(ingest.influx.batchLatencyMs.p99)} | ${Math.round(ingest.influx.bytesOnDisk / 1e6)} | ${ingest.influx.serverCpuSeconds ?? '–'} |`,
+      `| InfluxDB | ${n(ingest.influx.pointsPerSecond)} | ${ingest.influx.seconds} | ${ms(ingest.influx.batchLatencyMs.p50)} | ${ms(ingest.influx.batchLatencyMs.p99)} | ${Math.round(ingest.influx.bytesOnDisk / 1e6)} | ${ingest.influx.serverCpuSeconds ?? '–'} | ${ingest.influx.otherCpuSeconds ?? '–'} |`,
       '',
       `Ingest ratio (ours / InfluxDB): **${ingest.ratio}** (goal ≥ ${INGEST_RATIO_MIN}).`,
     );
@@ -448,16 +462,18 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
   try {
     node = await NodeProcess.start({ name: 'bench-timeseries', execArgv: nodeFlags() });
     if (binary !== undefined) influx = await startInfluxd(binary);
-    // InfluxDB first, then ours: each loads while the other is idle.
+    // InfluxDB first, then ours: each loads while the other is idle. InfluxDB compacts
+    // what it took for seconds after its last answer: ours starts once it is quiet.
     let influxIngest: IngestResult | undefined;
     if (influx !== undefined) {
       log('peers-timeseries: ingest into InfluxDB…');
-      influxIngest = ingestResult(await ingestInflux(influx, bodies.influx, options.concurrency, points.length), points.length, influx.bytesOnDisk());
-      log(`  ${influxIngest.pointsPerSecond} points/s`);
+      influxIngest = ingestResult(await ingestInflux(influx, node.child?.pid, bodies.influx, options.concurrency, points.length), points.length, influx.bytesOnDisk());
+      log(`  ${influxIngest.pointsPerSecond} points/s (the bench: ${influxIngest.clientCpuSeconds} CPU s); waiting for InfluxDB to be quiet…`);
+      log(`  quiet after ${await waitQuiet([influx.pid])} s`);
     }
     log('peers-timeseries: ingest into Tributary…');
-    const oursIngest = ingestResult(await ingestOurs(node, bodies.ours, options.concurrency, points.length), points.length, folderBytes(node.dataDir));
-    log(`  ${oursIngest.pointsPerSecond} points/s`);
+    const oursIngest = ingestResult(await ingestOurs(node, influx?.pid, bodies.ours, options.concurrency, points.length), points.length, folderBytes(node.dataDir));
+    log(`  ${oursIngest.pointsPerSecond} points/s (InfluxDB meanwhile: ${oursIngest.otherCpuSeconds ?? '–'} CPU s; the bench: ${oursIngest.clientCpuSeconds} CPU s)`);
 
     const mismatches: string[] = [];
     const queries: QueryResult[] = [];

@@ -137,6 +137,21 @@ export function cpuSecondsOf(pids: ReadonlyArray<number | undefined>): number | 
   return total;
 }
 
+/**
+ * Waits until the processes together use at most `shareMax` of one core over a second (a
+ * server compacting what it was just given), for at most `timeoutMs`; the seconds waited.
+ */
+export async function waitQuiet(pids: ReadonlyArray<number | undefined>, shareMax = 0.05, timeoutMs = 60_000): Promise<number> {
+  const started = performance.now();
+  while (performance.now() - started < timeoutMs) {
+    const before = cpuSecondsOf(pids);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const after = cpuSecondsOf(pids);
+    if (before === undefined || after === undefined || after - before <= shareMax) break;
+  }
+  return Math.round(performance.now() - started) / 1000;
+}
+
 /** Bytes under a folder (what a server holds on disk), or 0 when it is gone. */
 export function folderBytes(path: string): number {
   try {
