@@ -40,7 +40,7 @@ import { assert } from '../assert.js';
 import { TributaryError } from '../errors.js';
 import { isPlainObject, parseJson, setField } from '../json.js';
 import { canonicalJson } from '../streams/partitioner.js';
-import { isoString } from '../iso-time.js';
+import { isIsoStringOf, isoString } from '../iso-time.js';
 import { ByteSlab } from './byte-slab.js';
 
 export { isoString } from '../iso-time.js';
@@ -435,7 +435,7 @@ function isIsoOfTimestamps(sorted: readonly BlockEntry[], first: number, strings
     const text = strings[i]!;
     // The cheap tests first: toISOString is 24 characters for years 0 to 9999.
     if (text.length !== 24 || text.charCodeAt(23) !== 90 /* Z */ || text.charCodeAt(10) !== 84 /* T */) return false;
-    if (isoString(sorted[first + i]!.timestamp) !== text) return false;
+    if (!isIsoStringOf(text, sorted[first + i]!.timestamp)) return false;
   }
   return true;
 }

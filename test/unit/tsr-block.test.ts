@@ -8,6 +8,7 @@ import { BadBlockError, BLOCK_CHARS_MAX, BLOCK_PAYLOADS_MAX, BLOCK_SPAN_MS, bloc
 import { TimeSeriesRepository } from '../../src/storage/tsr.js';
 import { payloadWriteId } from '../../src/storage/tsr-order.js';
 import { canonicalJson } from '../../src/streams/partitioner.js';
+import { isIsoStringOf } from '../../src/iso-time.js';
 import { parseJson } from '../../src/json.js';
 import { Prng } from '../sim/prng.js';
 
@@ -140,6 +141,19 @@ describe('tsr block - encoding', () => {
     for (let i = 0; i < 2_000; i += 1) {
       const ms = prng.int(-5_000_000, 5_000_000) * 1_000_003 + prng.int(0, 999);
       expect(isoString(ms)).toBe(new Date(ms).toISOString());
+    }
+  });
+
+  it('tells whether a text is the ISO string of a time as comparing with toISOString does', () => {
+    const prng = new Prng(9);
+    for (let i = 0; i < 20_000; i += 1) {
+      const ms = prng.int(-5_000_000, 5_000_000) * 1_000_003 + prng.int(0, 999);
+      const iso = new Date(ms).toISOString();
+      // The text itself, or one character of it changed, or the time a little off.
+      const at = prng.int(0, iso.length - 1);
+      const text = prng.pick([iso, `${iso.slice(0, at)}${prng.pick(['0', '9', ':', '.', 'Z', 'x'])}${iso.slice(at + 1)}`, `${iso} `, iso.slice(0, 20)]);
+      const other = ms + prng.pick([0, 1, -1, 1000, 60_000, 3_600_000, 86_400_000]);
+      expect(isIsoStringOf(text, other), `${text} ${other}`).toBe(text === new Date(other).toISOString());
     }
   });
 });
