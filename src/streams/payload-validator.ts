@@ -214,6 +214,9 @@ const URI_SCHEME_PATTERN = /^[A-Za-z][A-Za-z0-9+.-]*:[^\s]+$/;
 const millisPerMinute = 60_000;
 const millisPerDay = 86_400_000;
 
+/** The last text the fast path read, and its time (none at first: '' is no datetime). */
+const lastParsed: { text: string | undefined; ms: number } = { text: undefined, ms: 0 };
+
 /**
  * Parses an ISO 8601 datetime string to epoch milliseconds, or undefined if malformed.
  * Shared with the ingest path. Checks the calendar itself because Date.parse rolls
@@ -221,9 +224,15 @@ const millisPerDay = 86_400_000;
  * beyond milliseconds are truncated.
  */
 export function parseDatetime(value: string): number | undefined {
+  // Ingest reads a payload's event time right after its check read the same text.
+  if (value === lastParsed.text) return lastParsed.ms;
   if ((value.length === 24 || value.length === 20) && value.charCodeAt(value.length - 1) === 90 /* Z */) {
     const fast = parseUtcDatetime(value);
-    if (fast !== undefined) return fast;
+    if (fast !== undefined) {
+      lastParsed.text = value;
+      lastParsed.ms = fast;
+      return fast;
+    }
   }
   const match = DATETIME_PATTERN.exec(value);
   if (match === null) return undefined;

@@ -298,6 +298,11 @@ describe('parseDatetime', () => {
     expect(parseDatetime('2024-02-29T23:59:59.999Z')).toBe(Date.UTC(2024, 1, 29, 23, 59, 59, 999));
   });
 
+  it('parseDatetime - reads a text again as the first time, whatever was read between', () => {
+    const texts = ['', '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z', '', '2023-02-29T00:00:00.000Z', '2024-01-01T00:00:01Z', '2023-02-29T00:00:00.000Z', '2024-01-01T00:00:01Z'];
+    expect(texts.map((text) => parseDatetime(text))).toEqual([undefined, Date.UTC(2024, 0, 1), Date.UTC(2024, 0, 1), undefined, undefined, Date.UTC(2024, 0, 1, 0, 0, 1), undefined, Date.UTC(2024, 0, 1, 0, 0, 1)]);
+  });
+
   it('parseDatetime - converts zones to epoch milliseconds', () => {
     expect(parseDatetime('2024-01-31T12:00:00Z')).toBe(Date.UTC(2024, 0, 31, 12));
     expect(parseDatetime('2024-01-31T12:00:00')).toBe(Date.UTC(2024, 0, 31, 12));
