@@ -27,39 +27,38 @@ export function isoString(ms: number): string {
 }
 
 /**
- * Whether `text` is isoString(ms), read digit by digit without making the string (a tsr
- * block stores a datetime field that is its timestamp's ISO text as nothing: every point
- * of a write is checked).
+ * Whether `text` is isoString(ms), without making the string (a tsr block stores a datetime
+ * field that is its timestamp's ISO text as nothing: every point of a write is checked):
+ * the day's part is compared whole, and the time of day read from the text's digits,
+ * each field within its range, must be ms's.
  */
 export function isIsoStringOf(text: string, ms: number): boolean {
   if (text.length !== 24 || !Number.isInteger(ms)) return text === isoString(ms);
   const dayStartMs = Math.floor(ms / 86_400_000) * 86_400_000;
   if (dayStartMs !== isoDayStartMs && isoString(ms).length !== 24) return false;
   if (!text.startsWith(isoDayPrefix)) return false;
-  const inDay = ms - dayStartMs;
-  return (
-    hasDigits(text, 11, 2, Math.floor(inDay / 3_600_000)) &&
-    text.charCodeAt(13) === COLON &&
-    hasDigits(text, 14, 2, Math.floor(inDay / 60_000) % 60) &&
-    text.charCodeAt(16) === COLON &&
-    hasDigits(text, 17, 2, Math.floor(inDay / 1000) % 60) &&
-    text.charCodeAt(19) === DOT &&
-    hasDigits(text, 20, 3, inDay % 1000) &&
-    text.charCodeAt(23) === Z
-  );
+  if (text.charCodeAt(13) !== COLON || text.charCodeAt(16) !== COLON || text.charCodeAt(19) !== DOT || text.charCodeAt(23) !== Z) return false;
+  const hours = digitsAt(text, 11, 2);
+  const minutes = digitsAt(text, 14, 2);
+  const seconds = digitsAt(text, 17, 2);
+  const millis = digitsAt(text, 20, 3);
+  if (hours < 0 || hours > 23 || minutes < 0 || minutes > 59 || seconds < 0 || seconds > 59 || millis < 0) return false;
+  return ((hours * 60 + minutes) * 60 + seconds) * 1000 + millis === ms - dayStartMs;
 }
 
 const COLON = 0x3a;
 const DOT = 0x2e;
 const Z = 0x5a;
 
-/** Whether text[at, at + width) is `value` in decimal, zero-padded to width. */
-function hasDigits(text: string, at: number, width: number, value: number): boolean {
-  for (let i = at + width - 1; i >= at; i -= 1) {
-    if (text.charCodeAt(i) !== 0x30 + (value % 10)) return false;
-    value = Math.floor(value / 10);
+/** The decimal number of text[at, at + width); -1 when a character is not a digit. */
+function digitsAt(text: string, at: number, width: number): number {
+  let value = 0;
+  for (let i = at; i < at + width; i += 1) {
+    const digit = text.charCodeAt(i) - 0x30;
+    if (digit < 0 || digit > 9) return -1;
+    value = value * 10 + digit;
   }
-  return true;
+  return value;
 }
 
 function pad2(value: number): string {

@@ -169,17 +169,16 @@ function fieldsSeen(sorted: readonly SortedEntry[], first: number, end: number):
   let shapeSeen: FieldSeen[] = [];
   for (let i = first; i < end; i += 1) {
     const payload = sorted[i]!.payload;
-    const names = Object.keys(payload);
-    if (!sameNames(names, shape)) {
-      shape = names;
-      shapeSeen = names.map((name) => {
+    if (!hasNames(payload, shape)) {
+      shape = Object.keys(payload);
+      shapeSeen = shape.map((name) => {
         let seen = fields.get(name);
         if (seen === undefined) fields.set(name, (seen = { kind: 'u', count: 0 }));
         return seen;
       });
     }
-    for (let f = 0; f < names.length; f += 1) {
-      const value = payload[names[f]!];
+    for (let f = 0; f < shape.length; f += 1) {
+      const value = payload[shape[f]!];
       if (value === undefined) continue;
       const seen = shapeSeen[f]!;
       const kind = valueKind(value);
@@ -196,10 +195,14 @@ function isWellFormed(text: string): boolean {
   return (text as string & { isWellFormed(): boolean }).isWellFormed();
 }
 
-function sameNames(names: readonly string[], shape: readonly string[]): boolean {
-  if (names.length !== shape.length) return false;
-  for (let i = 0; i < names.length; i += 1) if (names[i] !== shape[i]) return false;
-  return true;
+/** Whether the payload's own keys are `shape`, in order (for-in: no array per payload). */
+function hasNames(payload: Record<string, unknown>, shape: readonly string[]): boolean {
+  let at = 0;
+  for (const name in payload) {
+    if (at === shape.length || shape[at] !== name || !Object.hasOwn(payload, name)) return false;
+    at += 1;
+  }
+  return at === shape.length;
 }
 
 /** What one field held across the payloads seen so far ('u': nothing yet). */

@@ -1,6 +1,8 @@
 // The ingest pipeline (DESIGN.md, "Writes"): for each payload of a batch, run the tags,
 // check the schema, place it in its partition, and write it to every owner; the batch
 // answers with the payloads that failed, by index, and every other payload is durable.
+// A tsr batch nothing here needs the payload objects of is parsed, checked and packed by
+// an ingest worker thread instead (ingest-pool.ts); its writes are made here alike.
 
 import { canonicalJson, partitionOfCanonical } from './partitioner.js';
 import { blockRecords, type PackedRecords } from './block-records.js';
@@ -107,23 +109,23 @@ export class IngestService {
    */
   async ingestText(id: StreamId, text: string, idempotencyKey?: string): Promise<IngestFailures> {
     const stream = this.pool === undefined || id.collection === SYSTEM_COLLECTION ? undefined : await this.runtime.resolve(id).catch(() => undefined);
-    const packing = stream === undefined || !this.packsApart(stream) ? undefined : this.packApart(stream, text, idempotencyKey);
-    if (packing === undefined) {
+    const packing = stream !== undefined && this.packsApart(stream) ? this.packApart(stream, text, idempotencyKey) : undefined;
+    if (stream === undefined || packing === undefined) {
       const body = parseBodyText(text, this.limits.jsonDepthMax);
       validate(ingestBodySchema, body);
       return this.ingest(id, Array.isArray(body) ? body : [body], idempotencyKey);
     }
     const packed = await packing;
     const failures: IngestFailures = new Map(packed.failures);
-    const { failed, bytes } = await this.write(stream!, packed, packed.accepted, failures);
+    const { failed, bytes } = await this.write(stream, packed, packed.accepted, failures);
     const written = failed.size === 0 ? packed.accepted : packed.accepted.filter((_, place) => !failed.has(place));
-    this.outcomeListener?.(stream!.key, { accepted: written.length, refused: failures.size, bytes, packedApart: true });
+    this.outcomeListener?.(stream.key, { accepted: written.length, refused: failures.size, bytes, packedApart: true });
     // A listener that started wanting the stream's payloads while the batch was packed
     // (a live query started) gets them, parsed here: rare, and nothing is missed.
-    if (written.length > 0 && this.wanted(stream!)) {
+    if (written.length > 0 && this.wanted(stream)) {
       const body = parseBodyText(text, this.limits.jsonDepthMax);
       const payloads = Array.isArray(body) ? body : [body];
-      await this.deliver(stream!, written.map((index) => payloads[index] as Record<string, unknown>));
+      await this.deliver(stream, written.map((index) => payloads[index] as Record<string, unknown>));
     }
     return failures;
   }

@@ -74,12 +74,16 @@ export function partitionOf(payload: unknown, policy: DistributionPolicy): numbe
  * general walk hashes (issue 17: 1.42 -> 0.79 µs for a metric point of four fields).
  */
 function flatRecordHash(record: Record<string, unknown>, limit: number): number | undefined {
-  const keys = Object.keys(record);
-  for (let i = 1; i < keys.length; i += 1) if (!(keys[i - 1]! < keys[i]!)) return undefined;
   const hasher = new PrefixHasher(limit);
   hasher.unit(OPEN_BRACE);
   let first = true;
-  for (const key of keys) {
+  let previous: string | undefined;
+  // for-in, not Object.keys: no array per record. Every key is checked to be in order
+  // (a key out of order anywhere moves others in the canonical text), also past the prefix.
+  for (const key in record) {
+    if (!Object.hasOwn(record, key) || (previous !== undefined && !(previous < key))) return undefined;
+    previous = key;
+    if (hasher.complete) continue;
     const value = record[key];
     if (value === undefined) continue;
     if (!first) hasher.unit(COMMA);
@@ -105,7 +109,6 @@ function flatRecordHash(record: Record<string, unknown>, limit: number): number 
         if (value !== null) return undefined;
         hasher.plain('null');
     }
-    if (hasher.complete) return hasher.hash;
   }
   hasher.unit(CLOSE_BRACE);
   return hasher.hash;
