@@ -197,8 +197,10 @@ class PrefixHasher {
     const digits = DIGITS;
     let count = 0;
     do {
-      digits[count++] = n % 10;
-      n = Math.floor(n / 10);
+      // Exact below 2^53, and without the floating-point remainder (fmod) `%` would be.
+      const quotient = Math.floor(n / 10);
+      digits[count++] = n - quotient * 10;
+      n = quotient;
     } while (n > 0);
     // At least one digit before the point ("0.25").
     while (count <= d) digits[count++] = 0;
