@@ -324,7 +324,7 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
   });
   servePeers(transport, { shell, definitions, nodes: cluster.nodes });
   const runtime = new StreamRuntime(definitions, defined.streamDefinitions, defined.sandboxLimits);
-  const ingestPool = config.limits.ingestThreads === 0 ? undefined : new IngestPool(config.limits.ingestThreads, log);
+  const ingestPool = config.limits.ingestThreads === 0 ? undefined : new IngestPool({ threads: config.limits.ingestThreads, log });
   const ingest = new IngestService(runtime, plane.router, new WriteIdGenerator(config.name), { batchPayloadsMax: config.limits.ingestBatchPayloadsMax, jsonDepthMax: config.limits.jsonDepthMax }, { pool: ingestPool });
   // A node refilling damaged data answers no search from it: another owner does.
   const searchLocal = async (request: LocalSearchRequest) => {

@@ -6,11 +6,11 @@
 // to write; the writes, their replicas and the answer stay on the main thread.
 //
 // Bounded: at most `threads` workers, each packing one batch at a time; at most
-// QUEUED_BATCHES_MAX batches and QUEUED_CHARS_MAX characters of body text wait for one. A
+// `queuedBatchesMax` batches and `queuedCharsMax` characters of body text wait for one. A
 // batch that finds the queue full is packed on the main thread, as without the pool.
 
 import { Worker } from 'node:worker_threads';
-import type { Logger } from 'pino';
+import type { Logger } from '../log.js';
 import { TributaryError } from '../errors.js';
 import type { PackedBatch, TsrBatch } from './tsr-batch.js';
 
@@ -29,6 +29,15 @@ export interface PackTask {
 
 /** A worker's answer: the packed batch, or the error packing it threw (a 400 for a bad body). */
 export type PackReply = { id: number; packed: PackedBatch } | { id: number; error: { status: number; code: string; message: string; details?: Record<string, unknown> } };
+
+export interface IngestPoolOptions {
+  threads: number;
+  log: Logger;
+  queuedBatchesMax?: number;
+  queuedCharsMax?: number;
+  /** The worker's module (tests give another). */
+  workerUrl?: URL;
+}
 
 const QUEUED_BATCHES_MAX = 256;
 const QUEUED_CHARS_MAX = 256 * 1024 * 1024;
@@ -51,15 +60,23 @@ export class IngestPool {
   private queuedChars = 0;
   private nextId = 0;
   private closed = false;
+  private readonly threadsMax: number;
+  private readonly log: Logger;
+  private readonly queuedBatchesMax: number;
+  private readonly queuedCharsMax: number;
+  private readonly workerUrl: URL;
 
-  constructor(
-    private readonly threadsMax: number,
-    private readonly log: Logger,
-  ) {}
+  constructor(options: IngestPoolOptions) {
+    this.threadsMax = options.threads;
+    this.log = options.log;
+    this.queuedBatchesMax = options.queuedBatchesMax ?? QUEUED_BATCHES_MAX;
+    this.queuedCharsMax = options.queuedCharsMax ?? QUEUED_CHARS_MAX;
+    this.workerUrl = options.workerUrl ?? WORKER_URL;
+  }
 
   /** The batch packed by a worker; undefined when the queue is full or the pool closed (pack it on the main thread). */
   pack(batch: TsrBatch, schema: SchemaSource): Promise<PackedBatch> | undefined {
-    if (this.closed || this.queue.length >= QUEUED_BATCHES_MAX || this.queuedChars + batch.text.length > QUEUED_CHARS_MAX) return undefined;
+    if (this.closed || this.queue.length >= this.queuedBatchesMax || this.queuedChars + batch.text.length > this.queuedCharsMax) return undefined;
     return new Promise((resolve, reject) => {
       this.queue.push({ task: { id: this.nextId++, batch, schema }, resolve, reject });
       this.queuedChars += batch.text.length;
@@ -91,7 +108,7 @@ export class IngestPool {
   /** A new worker, while there are fewer than threadsMax. */
   private spawn(): Thread | undefined {
     if (this.threads.length >= this.threadsMax) return undefined;
-    const worker = new Worker(WORKER_URL);
+    const worker = new Worker(this.workerUrl);
     // An idle pool does not keep the process alive; a batch in flight has its request.
     worker.unref();
     const thread: Thread = { worker, packing: undefined };
