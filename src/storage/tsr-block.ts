@@ -173,7 +173,7 @@ function fieldsSeen(sorted: readonly SortedEntry[], first: number, end: number):
       shape = Object.keys(payload);
       shapeSeen = shape.map((name) => {
         let seen = fields.get(name);
-        if (seen === undefined) fields.set(name, (seen = { kind: 'u', count: 0 }));
+        if (seen === undefined) fields.set(name, (seen = { kind: 'u', count: 0, values: new Array<unknown>(end - first) }));
         return seen;
       });
     }
@@ -185,6 +185,7 @@ function fieldsSeen(sorted: readonly SortedEntry[], first: number, end: number):
       if (seen.kind === 'u') seen.kind = kind;
       else if (seen.kind !== kind) seen.kind = 'x';
       seen.count += 1;
+      seen.values[i - first] = value;
     }
   }
   return fields;
@@ -205,10 +206,12 @@ function hasNames(payload: Record<string, unknown>, shape: readonly string[]): b
   return at === shape.length;
 }
 
-/** What one field held across the payloads seen so far ('u': nothing yet). */
+/** What one field held across the payloads seen so far ('u': nothing yet), and its values by payload. */
 interface FieldSeen {
   kind: 'n' | 's' | 'b' | 'x' | 'u';
   count: number;
+  /** Read once here, so a column is made without reading each payload's field again. */
+  values: unknown[];
 }
 
 function valueKind(value: unknown): 'n' | 's' | 'b' | 'x' {
@@ -234,7 +237,7 @@ function encodeBlock(sorted: readonly SortedEntry[], first: number, end: number)
   const columnNames = names.filter((name) => fields.get(name)!.kind !== 'x' && fields.get(name)!.count === count && isWellFormed(name));
   const restNames = names.filter((name) => !columnNames.includes(name));
   const strings: string[] = [];
-  const columns = columnNames.map((name) => planColumn(sorted, first, end, name, fields.get(name)!.kind, strings));
+  const columns = columnNames.map((name) => planColumn(sorted, first, name, fields.get(name)!, strings));
   const table = Buffer.from(strings.join(''), 'utf8');
   const positions = positionDeltas(sorted, first, end);
   const body = new BodyWriter(bodyBytes(count, positions !== undefined, columns, strings.length, table.length));
@@ -271,18 +274,18 @@ const KIND_DICTIONARY = 3;
 const KIND_BOOLEANS = 4;
 const KIND_ISO = 5;
 
-/** Plans a column, adding its name and strings to the block's string table. */
-function planColumn(sorted: readonly SortedEntry[], first: number, end: number, field: string, kind: FieldSeen['kind'], table: string[]): PlannedColumn {
+/** Plans a column of a field every payload of sorted[first..) has, adding its name and strings to the block's string table. */
+function planColumn(sorted: readonly SortedEntry[], first: number, field: string, seen: FieldSeen, table: string[]): PlannedColumn {
   const name = table.push(field) - 1;
-  const count = end - first;
-  if (kind === 'n') {
+  const count = seen.values.length;
+  if (seen.kind === 'n') {
     const values = new Float64Array(count);
     // -0 as 0: as JSON text, which writes both as 0, gave it back.
-    for (let i = 0; i < count; i += 1) values[i] = (sorted[first + i]!.payload[field] as number) || 0;
+    for (let i = 0; i < count; i += 1) values[i] = (seen.values[i] as number) || 0;
     return { name, kind: KIND_DOUBLES, values };
   }
-  if (kind === 'b') return { name, kind: KIND_BOOLEANS, values: sorted.slice(first, end).map((entry) => entry.payload[field] as boolean) };
-  const strings = sorted.slice(first, end).map((entry) => entry.payload[field] as string);
+  if (seen.kind === 'b') return { name, kind: KIND_BOOLEANS, values: seen.values as boolean[] };
+  const strings = seen.values as string[];
   if (isIsoOfTimestamps(sorted, first, strings)) return { name, kind: KIND_ISO };
   const distinct = new Map<string, number>();
   // At most BLOCK_PAYLOADS_MAX distinct: a uint16 holds each index.

@@ -26,11 +26,12 @@ export interface PackedRecords {
  */
 export function blockRecords(stream: string, policy: DistributionPolicy, payloads: readonly WrittenPayload[], base: string): PackedRecords {
   const byPartition = new Map<number, { entries: BlockEntry[]; places: number[] }>();
-  payloads.forEach(({ payload, position, timestamp }, place) => {
-    const partition = partitionOf(payload, policy);
+  payloads.forEach((written, place) => {
+    const partition = partitionOf(written.payload, policy);
     let group = byPartition.get(partition);
     if (group === undefined) byPartition.set(partition, (group = { entries: [], places: [] }));
-    group.entries.push({ timestamp, payload, position });
+    // A written payload is a block entry as it is: no second object per payload.
+    group.entries.push(written);
     group.places.push(place);
   });
   const records: StoredRecord[] = [];

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { BadRequestError } from '../errors.js';
 import { isPlainObject } from '../json.js';
+import { validate } from '../validation.js';
 import type { PayloadValidator } from './payload-validator.js';
 
 /** A payload: a JSON object whose fields follow the stream schema (fields it does not name are kept). */
@@ -17,6 +18,16 @@ export const payloadSchema = z.looseObject({}).meta({ id: 'Payload', examples: [
 export const ingestBodySchema = z
   .union([z.array(z.unknown().meta({ type: 'object', description: 'A payload.' })), payloadSchema])
   .meta({ id: 'IngestBody', examples: [[{ host: 'web-1', cpu: 73.5, at: '2024-03-01T12:00:00Z' }]] });
+
+/**
+ * The payloads of an ingest body: an array as it is (its items are checked one by one,
+ * later: zod need not walk it), anything else checked to be one payload (400 if not).
+ */
+export function payloadsOf(body: unknown): readonly unknown[] {
+  if (Array.isArray(body)) return body;
+  validate(ingestBodySchema, body);
+  return [body];
+}
 
 export function checkBatchSize(payloads: number, batchPayloadsMax: number): void {
   if (payloads > batchPayloadsMax) throw new BadRequestError(`a batch holds at most ${batchPayloadsMax} payloads, got ${payloads}`);

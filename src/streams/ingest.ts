@@ -12,8 +12,7 @@ import { ForbiddenError } from '../errors.js';
 import { parseBodyText } from '../http/body-text.js';
 import type { StoredRecord } from '../storage/repository.js';
 import type { WriteIdGenerator } from '../storage/write-ids.js';
-import { validate } from '../validation.js';
-import { checkBatchSize, checkPayload, ingestBodySchema } from './ingest-checks.js';
+import { checkBatchSize, checkPayload, payloadsOf } from './ingest-checks.js';
 import type { IngestPool } from './ingest-pool.js';
 import { type StreamId, SYSTEM_COLLECTION } from './stream-id.js';
 import type { CompiledStream, StreamRuntime } from './stream-runtime.js';
@@ -111,9 +110,7 @@ export class IngestService {
     const stream = this.pool === undefined || id.collection === SYSTEM_COLLECTION ? undefined : await this.runtime.resolve(id).catch(() => undefined);
     const packing = stream !== undefined && this.packsApart(stream) ? this.packApart(stream, text, idempotencyKey) : undefined;
     if (stream === undefined || packing === undefined) {
-      const body = parseBodyText(text, this.limits.jsonDepthMax);
-      validate(ingestBodySchema, body);
-      return this.ingest(id, Array.isArray(body) ? body : [body], idempotencyKey);
+      return this.ingest(id, payloadsOf(parseBodyText(text, this.limits.jsonDepthMax)), idempotencyKey);
     }
     const packed = await packing;
     const failures: IngestFailures = new Map(packed.failures);
@@ -123,8 +120,7 @@ export class IngestService {
     // A listener that started wanting the stream's payloads while the batch was packed
     // (a live query started) gets them, parsed here: rare, and nothing is missed.
     if (written.length > 0 && this.wanted(stream)) {
-      const body = parseBodyText(text, this.limits.jsonDepthMax);
-      const payloads = Array.isArray(body) ? body : [body];
+      const payloads = payloadsOf(parseBodyText(text, this.limits.jsonDepthMax));
       await this.deliver(stream, written.map((index) => payloads[index] as Record<string, unknown>));
     }
     return failures;

@@ -4,9 +4,8 @@
 // (ingest-pool.ts), with the same checks and messages as ingest on the main thread.
 
 import { parseBodyText } from '../http/body-text.js';
-import { validate } from '../validation.js';
 import { blockRecords, type PackedRecords, type WrittenPayload } from './block-records.js';
-import { checkBatchSize, checkPayload, ingestBodySchema } from './ingest-checks.js';
+import { checkBatchSize, checkPayload, payloadsOf } from './ingest-checks.js';
 import type { DistributionPolicy } from './policy.js';
 import type { PayloadValidator } from './payload-validator.js';
 
@@ -40,9 +39,7 @@ export interface PackedBatch extends PackedRecords {
 
 /** Throws a 400 for a body that is not JSON, not a payload or an array, or too many payloads. */
 export function packTsrBatch(batch: TsrBatch, checks: PayloadChecks): PackedBatch {
-  const body: unknown = parseBodyText(batch.text, batch.jsonDepthMax);
-  validate(ingestBodySchema, body);
-  const payloads = Array.isArray(body) ? (body as unknown[]) : [body];
+  const payloads = payloadsOf(parseBodyText(batch.text, batch.jsonDepthMax));
   checkBatchSize(payloads.length, batch.batchPayloadsMax);
   const accepted: number[] = [];
   const failures: Array<[number, string]> = [];

@@ -2,7 +2,7 @@
 
 import Router from '@koa/router';
 import type { IngestService } from '../../streams/ingest.js';
-import { ingestBodySchema, payloadSchema } from '../../streams/ingest-checks.js';
+import { payloadSchema, payloadsOf } from '../../streams/ingest-checks.js';
 import type { PartView, StreamDefinitions } from '../../streams/stream-definitions.js';
 import { streamId } from '../../streams/stream-id.js';
 import type { StreamRuntime } from '../../streams/stream-runtime.js';
@@ -87,9 +87,7 @@ export function streamRoutes({ definitions, runtime, ingest }: StreamRoutesDeps)
   function ingestBody(ctx: Koa.Context) {
     const text = ctx.request.bodyText;
     if (text !== undefined) return ingest.ingestText(idOf(ctx), text, idempotencyKey(ctx));
-    const body = ctx.request.body;
-    validate(ingestBodySchema, body);
-    return ingest.ingest(idOf(ctx), Array.isArray(body) ? body : [body], idempotencyKey(ctx));
+    return ingest.ingest(idOf(ctx), payloadsOf(ctx.request.body), idempotencyKey(ctx));
   }
 }
 
