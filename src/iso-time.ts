@@ -38,10 +38,10 @@ export function isIsoStringOf(text: string, ms: number): boolean {
   if (dayStartMs !== isoDayStartMs && isoString(ms).length !== 24) return false;
   if (!text.startsWith(isoDayPrefix)) return false;
   if (text.charCodeAt(13) !== COLON || text.charCodeAt(16) !== COLON || text.charCodeAt(19) !== DOT || text.charCodeAt(23) !== Z) return false;
-  const hours = digitsAt(text, 11, 2);
-  const minutes = digitsAt(text, 14, 2);
-  const seconds = digitsAt(text, 17, 2);
-  const millis = digitsAt(text, 20, 3);
+  const hours = decimalDigits(text, 11, 2);
+  const minutes = decimalDigits(text, 14, 2);
+  const seconds = decimalDigits(text, 17, 2);
+  const millis = decimalDigits(text, 20, 3);
   if (hours < 0 || hours > 23 || minutes < 0 || minutes > 59 || seconds < 0 || seconds > 59 || millis < 0) return false;
   return ((hours * 60 + minutes) * 60 + seconds) * 1000 + millis === ms - dayStartMs;
 }
@@ -50,8 +50,8 @@ const COLON = 0x3a;
 const DOT = 0x2e;
 const Z = 0x5a;
 
-/** The decimal number of text[at, at + width); -1 when a character is not a digit. */
-function digitsAt(text: string, at: number, width: number): number {
+/** The decimal number of text[at, at + width); -1 when a character is not a digit (ISO text read digit by digit). */
+export function decimalDigits(text: string, at: number, width: number): number {
   let value = 0;
   for (let i = at; i < at + width; i += 1) {
     const digit = text.charCodeAt(i) - 0x30;

@@ -4,6 +4,7 @@
 // name per payload, and nothing allocates unless a payload is invalid.
 
 import { isIP } from 'node:net';
+import { decimalDigits } from '../iso-time.js';
 import { isPlainObject, jsonTypeName, quoteForMessage } from '../json.js';
 import type { FieldType, ScalarKind, StreamSchema } from './schema.js';
 
@@ -253,32 +254,22 @@ export function parseDatetime(value: string): number | undefined {
  */
 function parseUtcDatetime(value: string): number | undefined {
   if (value.charCodeAt(4) !== 45 || value.charCodeAt(7) !== 45 || value.charCodeAt(10) !== 84 || value.charCodeAt(13) !== 58 || value.charCodeAt(16) !== 58) return undefined;
-  const year = digits(value, 0, 4);
-  const month = digits(value, 5, 2);
-  const day = digits(value, 8, 2);
-  const hour = digits(value, 11, 2);
-  const minute = digits(value, 14, 2);
-  const second = digits(value, 17, 2);
+  const year = decimalDigits(value, 0, 4);
+  const month = decimalDigits(value, 5, 2);
+  const day = decimalDigits(value, 8, 2);
+  const hour = decimalDigits(value, 11, 2);
+  const minute = decimalDigits(value, 14, 2);
+  const second = decimalDigits(value, 17, 2);
   let millis = 0;
   if (value.length === 24) {
     if (value.charCodeAt(19) !== 46) return undefined;
-    millis = digits(value, 20, 3);
+    millis = decimalDigits(value, 20, 3);
   }
   if (year < 0 || month < 0 || day < 0 || hour < 0 || minute < 0 || second < 0 || millis < 0) return undefined;
   if (!isCalendarDate(year, month, day) || hour > 23 || minute > 59 || second > 59) return undefined;
   return daysFromCivil(year, month, day) * millisPerDay + (hour * 60 + minute) * millisPerMinute + second * 1000 + millis;
 }
 
-/** The decimal number of `count` digits at `start`, or -1 when one is not a digit. */
-function digits(text: string, start: number, count: number): number {
-  let value = 0;
-  for (let i = start; i < start + count; i += 1) {
-    const digit = text.charCodeAt(i) - 48;
-    if (digit < 0 || digit > 9) return -1;
-    value = value * 10 + digit;
-  }
-  return value;
-}
 
 /** Minutes east of UTC for 'Z', '+05:30' or '-0800'; 0 without a zone; undefined if out of range. */
 function parseOffsetMinutes(zone: string | undefined): number | undefined {
