@@ -90,6 +90,12 @@ export const configSchema = z
         peerCallsInFlightMax: z.number().int().min(4).max(100_000),
       })
       .strict(),
+    storage: z
+      .object({
+        /** LevelDB's write buffer (memtable) in bytes; bigger: fewer level-0 files and write stalls, more memory and log to replay after a crash. */
+        writeBufferBytes: z.number().int().min(1024 * 1024).max(1024 * 1024 * 1024),
+      })
+      .strict(),
     cluster: z
       .object({
         heartbeatIntervalMs: z.number().int().min(10).max(60_000),

@@ -25,18 +25,18 @@ export interface StorageDamage {
 const CLEAN_STOP_FILE = 'clean-stop';
 const LOG_DAMAGE = /corruption|dropping \d+ bytes|checksum mismatch|bad record length|missing start of fragmented record/i;
 
-export async function openChecked(dataDir: string, log: Logger, onSyncedBatch?: SyncedBatchObserver): Promise<{ database: Database; damage: StorageDamage | undefined }> {
+export async function openChecked(dataDir: string, log: Logger, onSyncedBatch?: SyncedBatchObserver, writeBufferBytes?: number): Promise<{ database: Database; damage: StorageDamage | undefined }> {
   const cleanStop = join(dataDir, CLEAN_STOP_FILE);
   const stoppedCleanly = existsSync(cleanStop);
   rmSync(cleanStop, { force: true });
   const reasons: string[] = [];
   let database: Database;
   try {
-    database = await Database.open(dataDir, onSyncedBatch);
+    database = await Database.open(dataDir, onSyncedBatch, writeBufferBytes);
   } catch (error) {
     if (error instanceof DatabaseLockedError) throw error;
     reasons.push(`the database did not open (${(error as Error).message})`);
-    database = await repairAndOpen(dataDir, log, onSyncedBatch);
+    database = await repairAndOpen(dataDir, log, onSyncedBatch, writeBufferBytes);
   }
   reasons.push(...damageInLevelLog(database.location));
   if (database.storedSequence < database.ledgerSequence) {
@@ -50,7 +50,7 @@ export async function openChecked(dataDir: string, log: Logger, onSyncedBatch?: 
     } catch (error) {
       reasons.push(`a record cannot be read (${(error as Error).message})`);
       await database.close();
-      database = await repairAndOpen(dataDir, log, onSyncedBatch);
+      database = await repairAndOpen(dataDir, log, onSyncedBatch, writeBufferBytes);
     }
   }
   if (reasons.length === 0) return { database, damage: undefined };
@@ -64,11 +64,11 @@ export function markCleanStop(dataDir: string): void {
   writeFileSync(join(dataDir, CLEAN_STOP_FILE), `${new Date().toISOString()}\n`);
 }
 
-async function repairAndOpen(dataDir: string, log: Logger, onSyncedBatch: SyncedBatchObserver | undefined): Promise<Database> {
+async function repairAndOpen(dataDir: string, log: Logger, onSyncedBatch: SyncedBatchObserver | undefined, writeBufferBytes: number | undefined): Promise<Database> {
   const location = join(dataDir, 'db');
   log.warn({ location }, 'repairing the database: what can be read is kept, the rest is refilled from other owners');
   await ClassicLevel.repair(location);
-  return Database.open(dataDir, onSyncedBatch);
+  return Database.open(dataDir, onSyncedBatch, writeBufferBytes);
 }
 
 /** Lines of LevelDB's own LOG (written while it opened) that report damaged data. */

@@ -34,6 +34,8 @@ describe('config - sources', () => {
     expect(() => loadConfig({ env: { TRIBUTARY_PEER_PORT: 'x' }, flags: {} })).toThrow(/'peerPort' from TRIBUTARY_PEER_PORT/);
     expect(() => loadConfig({ env: {}, flags: { 'http-port': '70000' } })).toThrow(/'httpPort'/);
     expect(() => loadConfig({ env: {}, flags: { name: 'a/b' } })).toThrow(/'name'/);
+    expect(() => loadConfig({ env: {}, flags: { 'storage-write-buffer-bytes': '1000' } })).toThrow(/'storage.writeBufferBytes'/);
+    expect(loadConfig({ env: { TRIBUTARY_STORAGE_WRITE_BUFFER_BYTES: '8388608' }, flags: {} }).storage.writeBufferBytes).toBe(8 * 1024 * 1024);
     const file = join(mkdtempSync(join(tmpdir(), 'tributary-config-')), 'c.json');
     writeFileSync(file, JSON.stringify({ colour: 'blue' }));
     expect(() => loadConfig({ configFile: file, env: {}, flags: {} })).toThrow(/unknown key\(s\) colour/);
