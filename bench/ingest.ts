@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { ClassicLevel } from 'classic-level';
 import { canonicalJson, partitionOfCanonical } from '../src/streams/partitioner.js';
 import { DEFAULT_POLICY } from '../src/streams/policy.js';
+import { DEFAULT_WRITE_BUFFER_BYTES } from '../src/storage/database.js';
 import { encodePartition, encodeTimestamp } from '../src/storage/repository.js';
 import { WriteIdGenerator } from '../src/storage/write-ids.js';
 import { cleanup, client, NodeProcess } from '../test/kit/node-process.js';
@@ -189,7 +190,7 @@ async function runRaw(batches: readonly PreparedBatch[], concurrency: number): P
   const operations = rawOperations(batches);
   // Beside the node's data folder (the kit's is in os.tmpdir()), so both fsync to one disk.
   const dir = mkdtempSync(join(os.tmpdir(), 'tributary-bench-raw-'));
-  const level = new ClassicLevel<string, string>(dir, { keyEncoding: 'utf8', valueEncoding: 'utf8' });
+  const level = new ClassicLevel<string, string>(dir, { keyEncoding: 'utf8', valueEncoding: 'utf8', writeBufferSize: DEFAULT_WRITE_BUFFER_BYTES });
   try {
     await level.open();
     return await runBatches(operations.length, concurrency, (index) => level.batch(operations[index]!, { sync: true }));

@@ -54,6 +54,7 @@ import {
 import type { BenchOptions } from './options.js';
 import { machine } from './machine.js';
 import { blockRecords } from '../src/streams/block-records.js';
+import { DEFAULT_WRITE_BUFFER_BYTES } from '../src/storage/database.js';
 import { blockKey } from '../src/storage/tsr.js';
 import { WriteIdGenerator } from '../src/storage/write-ids.js';
 import { decodePairs, encodePairs } from '../src/cluster/transfer-chunks.js';
@@ -350,7 +351,7 @@ async function runStorageCeiling(argv: string[]): Promise<void> {
     bytes += size;
   }
   const dir = mkdtempSync(join(os.tmpdir(), 'tributary-bench-ceiling-'));
-  const level = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+  const level = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer', writeBufferSize: DEFAULT_WRITE_BUFFER_BYTES });
   let ceiling: StorageCeiling;
   try {
     await level.open();
@@ -433,7 +434,7 @@ interface PipelineRun extends RawRun {
 /** The sink: a fresh LevelDB; each chunk one synced chained batch, in order, acked when written. */
 async function servePipelineSink(): Promise<void> {
   const dir = mkdtempSync(join(os.tmpdir(), 'tributary-bench-pipeline-sink-'));
-  const level = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+  const level = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer', writeBufferSize: DEFAULT_WRITE_BUFFER_BYTES });
   await level.open();
   const transfer = (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
     let written = Promise.resolve();
@@ -467,7 +468,7 @@ async function runPipelineSource(argv: string[]): Promise<void> {
   const windowChunks = Number(values.window);
   const batches = prepareBatches({ payloads: Number(values.payloads), batch: Number(values.batch), concurrency: 1, extraConcurrency: 0, runs: 0 });
   const dir = mkdtempSync(join(os.tmpdir(), 'tributary-bench-pipeline-source-'));
-  const level = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+  const level = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer', writeBufferSize: DEFAULT_WRITE_BUFFER_BYTES });
   const rawClient = new grpc.Client(`127.0.0.1:${values.port}`, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
   let run: PipelineRun;
   try {
