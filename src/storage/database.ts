@@ -42,7 +42,6 @@ const SEQUENCE_PREFIX = 'commit-seq/';
 const SEQUENCE_DIGITS = 16;
 export const LEDGER_FILE = 'commit-ledger';
 
-/** The database could not be opened because another process holds its lock (an expected start-up failure). */
 /**
  * LevelDB's write buffer: 32 MiB, not its 4 MiB default (issue 17). With 4 MiB, a stream of
  * synced batches fills a buffer every few hundred milliseconds, each flush adds a level-0
@@ -53,6 +52,7 @@ export const LEDGER_FILE = 'commit-ledger';
  */
 export const DEFAULT_WRITE_BUFFER_BYTES = 32 * 1024 * 1024;
 
+/** The database could not be opened because another process holds its lock (an expected start-up failure). */
 export class DatabaseLockedError extends StartupError {
   override name = 'DatabaseLockedError';
 }
