@@ -1,9 +1,21 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { configKeys, loadConfig, readDefaults } from '../../src/config.js';
 import { checkName } from '../../src/names.js';
+
+const folders: string[] = [];
+afterAll(() => {
+  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
+});
+
+/** A config file's path in a folder of its own, removed after the tests. */
+function temporaryFile(): string {
+  const folder = mkdtempSync(join(tmpdir(), 'tributary-config-'));
+  folders.push(folder);
+  return join(folder, 'c.json');
+}
 
 describe('config - sources', () => {
   it('defaults give node-1 on 127.0.0.1:8888/8889 with data in data/node-1', () => {
@@ -20,7 +32,7 @@ describe('config - sources', () => {
   });
 
   it('file, then environment, then flags', () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'tributary-config-')), 'c.json');
+    const file = temporaryFile();
     writeFileSync(file, JSON.stringify({ name: 'file', httpPort: 1, limits: { tagTimeoutMs: 7 } }));
     const config = loadConfig({
       configFile: file,
@@ -36,7 +48,7 @@ describe('config - sources', () => {
     expect(() => loadConfig({ env: {}, flags: { name: 'a/b' } })).toThrow(/'name'/);
     expect(() => loadConfig({ env: {}, flags: { 'storage-write-buffer-bytes': '1000' } })).toThrow(/'storage.writeBufferBytes'/);
     expect(loadConfig({ env: { TRIBUTARY_STORAGE_WRITE_BUFFER_BYTES: '8388608' }, flags: {} }).storage.writeBufferBytes).toBe(8 * 1024 * 1024);
-    const file = join(mkdtempSync(join(tmpdir(), 'tributary-config-')), 'c.json');
+    const file = temporaryFile();
     writeFileSync(file, JSON.stringify({ colour: 'blue' }));
     expect(() => loadConfig({ configFile: file, env: {}, flags: {} })).toThrow(/unknown key\(s\) colour/);
   });
@@ -46,7 +58,7 @@ describe('config - errors name their source', () => {
   it('a flag, a variable, a config file, or the defaults file', () => {
     expect(() => loadConfig({ env: {}, flags: { 'http-port': '70000' } })).toThrow(/^invalid config key 'httpPort' from --http-port: /);
     expect(() => loadConfig({ env: { TRIBUTARY_LOG_FORMAT: 'xml' }, flags: {} })).toThrow(/'logFormat' from TRIBUTARY_LOG_FORMAT/);
-    const file = join(mkdtempSync(join(tmpdir(), 'tributary-config-')), 'c.json');
+    const file = temporaryFile();
     writeFileSync(file, JSON.stringify({ limits: { tagTimeoutMs: -1 } }));
     expect(() => loadConfig({ configFile: file, env: {}, flags: {} })).toThrow(`invalid config key 'limits.tagTimeoutMs' from ${file}`);
     writeFileSync(file, JSON.stringify({ cluster: { colour: 'blue' } }));
