@@ -2,7 +2,7 @@
 // store: tokens, gates, the PATCH whitelist, soft delete, the licence pool under
 // contention, problem documents, templates, and the OpenAPI document against the router.
 
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
@@ -387,11 +387,16 @@ describe('api-v1 templates - file', () => {
   });
 
   it('a bad file refuses the start, naming the file and the place', () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'tributary-templates-')), 't.json');
-    writeFileSync(file, JSON.stringify({ templates: [{ id: 'Bad Id', name: 'x', description: '', neuronTypes: [{ name: 'A', description: '' }] }] }));
-    expect(() => loadBrainTemplates(file)).toThrow(ConfigError);
-    expect(() => loadBrainTemplates(file)).toThrow(/templates\.0\.id/);
-    expect(() => loadBrainTemplates(join(file, 'missing'))).toThrow(/cannot read brain templates/);
+    const folder = mkdtempSync(join(tmpdir(), 'tributary-templates-'));
+    const file = join(folder, 't.json');
+    try {
+      writeFileSync(file, JSON.stringify({ templates: [{ id: 'Bad Id', name: 'x', description: '', neuronTypes: [{ name: 'A', description: '' }] }] }));
+      expect(() => loadBrainTemplates(file)).toThrow(ConfigError);
+      expect(() => loadBrainTemplates(file)).toThrow(/templates\.0\.id/);
+      expect(() => loadBrainTemplates(join(file, 'missing'))).toThrow(/cannot read brain templates/);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 });
 
