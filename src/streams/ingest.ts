@@ -141,7 +141,7 @@ export class IngestService {
 
   /** The batch packed by the pool; undefined when the pool takes no more now. */
   private packApart(stream: CompiledStream, text: string, idempotencyKey: string | undefined): Promise<PackedBatch> | undefined {
-    const receivedAt = idempotencyKey === undefined ? this.nowMs() : this.writeIds.receiptOf(stream.key, idempotencyKey);
+    const receivedAt = this.receivedAt(stream, idempotencyKey);
     const batch = {
       text,
       jsonDepthMax: this.limits.jsonDepthMax,
@@ -154,6 +154,11 @@ export class IngestService {
     return this.pool!.pack(batch, stream.schema);
   }
 
+  /** The event time of payloads without one: now, or when this node first saw the batch's idempotency key. */
+  private receivedAt(stream: CompiledStream, idempotencyKey: string | undefined): number {
+    return idempotencyKey === undefined ? this.nowMs() : this.writeIds.receiptOf(stream.key, idempotencyKey);
+  }
+
   /** Writes the accepted payloads; returns those written and their bytes, and adds the others to failures. */
   private async store(
     stream: CompiledStream,
@@ -161,7 +166,7 @@ export class IngestService {
     failures: IngestFailures,
     idempotencyKey: string | undefined,
   ): Promise<{ written: Array<{ index: number; payload: Record<string, unknown> }>; bytes: number }> {
-    const receivedAt = idempotencyKey === undefined ? this.nowMs() : this.writeIds.receiptOf(stream.key, idempotencyKey);
+    const receivedAt = this.receivedAt(stream, idempotencyKey);
     const packed = stream.repository === 'tsr' ? this.blockRecords(stream, accepted, receivedAt, idempotencyKey) : this.payloadRecords(stream, accepted, receivedAt, idempotencyKey);
     const { failed, bytes } = await this.write(stream, packed, accepted.map((entry) => entry.index), failures);
     return { written: failed.size === 0 ? accepted : accepted.filter((_, place) => !failed.has(place)), bytes };
