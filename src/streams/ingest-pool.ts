@@ -12,13 +12,8 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../log.js';
 import { TributaryError } from '../errors.js';
+import type { SchemaSource } from './payload-checks.js';
 import type { PackedBatch, TsrBatch } from './tsr-batch.js';
-
-/** The stream's schema as stored and the versions it was compiled at (CompiledStream.schema). */
-export interface SchemaSource {
-  definition: unknown;
-  signature: string;
-}
 
 /** What the pool sends a worker. */
 export interface PackTask {

@@ -3,8 +3,8 @@
 
 import { parentPort } from 'node:worker_threads';
 import { TributaryError } from '../errors.js';
-import { compilePayloadChecks } from './payload-checks.js';
-import type { PackReply, PackTask, SchemaSource } from './ingest-pool.js';
+import { compilePayloadChecks, type SchemaSource } from './payload-checks.js';
+import type { PackReply, PackTask } from './ingest-pool.js';
 import { packTsrBatch, type PayloadChecks } from './tsr-batch.js';
 
 // Streams whose checks a worker keeps; the least recently compiled go first.

@@ -6,6 +6,12 @@ import { compileValidator, parseDatetime } from './payload-validator.js';
 import { parseSchema, primaryTimestampField } from './schema.js';
 import type { PayloadChecks } from './tsr-batch.js';
 
+/** A stream's schema as stored and the versions of its definitions it was read at: what a worker compiles checks from. */
+export interface SchemaSource {
+  definition: unknown;
+  signature: string;
+}
+
 /** `definition` is the stream definition's `schema`, as stored. */
 export function compilePayloadChecks(definition: unknown): PayloadChecks {
   const schema = parseSchema(definition);

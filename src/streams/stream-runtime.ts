@@ -7,7 +7,7 @@ import type { SandboxLimits } from '../scripting/sandbox.js';
 import type { Definitions } from '../storage/definitions.js';
 import type { RepositoryName } from '../storage/repository.js';
 import type { PayloadValidator } from './payload-validator.js';
-import { compilePayloadChecks } from './payload-checks.js';
+import { compilePayloadChecks, type SchemaSource } from './payload-checks.js';
 import { partKey, STREAM_PARTS, type StreamDefinitions } from './stream-definitions.js';
 import type { RepositoryMapping } from './repository-mapping.js';
 import { type StreamId, streamKey } from './stream-id.js';
@@ -22,8 +22,8 @@ export interface CompiledStream {
   policy: DistributionPolicy;
   /** Event time of a valid payload in epoch ms, or undefined when it has none. */
   timestampOf: (payload: Record<string, unknown>) => number | undefined;
-  /** The stream definition's schema as stored, and the versions it was compiled at: what an ingest worker compiles its own checks from. */
-  schema: { definition: unknown; signature: string };
+  /** What an ingest worker compiles its own checks from. */
+  schema: SchemaSource;
 }
 
 interface CacheEntry {
