@@ -28,7 +28,7 @@ export const CLUSTER_NODES = 3;
 export const BENCH_POLICY = { replicas: 2, ring_size: 128, hash_payload: { bytes: 128 } } as const;
 // Warm-up batches per node, into a throwaway stream, as in ingest.ts: the first requests
 // pay for JIT compilation and the stream's compile, which a long-running node has paid.
-const WARMUP_BATCHES_PER_NODE = 4;
+export const WARMUP_BATCHES_PER_NODE = 4;
 const JOINED_TIMEOUT_MS = 60_000;
 
 export interface ReplicatedSet {

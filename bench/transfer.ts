@@ -12,12 +12,11 @@
 // dist/bench/transfer.js raw-sink | raw-source …`), so that, like the two nodes, each end
 // has a process of its own, and neither shares this process's heap of prepared payloads.
 
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
@@ -52,6 +51,7 @@ import {
   type ReplicatedSet,
 } from './replicated.js';
 import type { BenchOptions } from './options.js';
+import { firstLine, runRoleIfMain, spawnRole as spawnChildRole, stopChild } from './child-role.js';
 import { machine } from './machine.js';
 import { blockRecords } from '../src/streams/block-records.js';
 import { DEFAULT_WRITE_BUFFER_BYTES } from '../src/storage/database.js';
@@ -82,8 +82,6 @@ const JOIN_TIMEOUT_MS = 180_000;
 const RAW_RUNS = 3;
 const RAW_METHOD_PATH = '/tributary.bench.Raw/Transfer';
 const CHILD_READY_TIMEOUT_MS = 20_000;
-/** A raw run's whole time, with the child's start. */
-const CHILD_ANSWER_TIMEOUT_MS = 120_000;
 /** The bare pipeline's source first makes and stores the records (a minute or two at 1M payloads). */
 const PIPELINE_ANSWER_TIMEOUT_MS = 600_000;
 
@@ -249,35 +247,7 @@ async function serveRaw(transfer: (call: grpc.ServerDuplexStream<Buffer, Buffer>
 // ---------------------------------------------------------------- raw gRPC, from the bench
 
 function spawnRole(role: string, args: string[] = []): ChildProcess {
-  return spawn(process.execPath, [THIS_FILE, role, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-}
-
-/** The child's first line of output, as JSON. */
-function firstLine<T>(child: ChildProcess, what: string, timeoutMs = CHILD_ANSWER_TIMEOUT_MS): Promise<T> {
-  return new Promise((resolveLine, reject) => {
-    const lines = createInterface({ input: child.stdout! });
-    const timer = setTimeout(() => reject(new Error(`${what}: no answer after ${timeoutMs} ms`)), timeoutMs);
-    lines.once('line', (line) => {
-      clearTimeout(timer);
-      lines.close();
-      try {
-        resolveLine(JSON.parse(line) as T);
-      } catch (error) {
-        reject(new Error(`${what}: unexpected output '${line}'`, { cause: error }));
-      }
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`${what} exited (${code ?? signal}) before answering`));
-    });
-  });
-}
-
-function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
-  child.kill('SIGTERM');
-  return exited;
+  return spawnChildRole(THIS_FILE, role, args);
 }
 
 async function runRaw(bytes: number, settings: TransferSettings): Promise<{ runs: RawRun[]; median: RawRun }> {
@@ -805,18 +775,10 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
 
 // ---------------------------------------------------------------- as a child process
 
-if (process.argv[1] !== undefined && resolve(process.argv[1]) === THIS_FILE) {
-  const [role, ...rest] = process.argv.slice(2);
-  const roles: Record<string, (argv: string[]) => Promise<void>> = {
-    'raw-sink': serveRawSink,
-    'raw-source': runRawSource,
-    'storage-ceiling': runStorageCeiling,
-    'pipeline-sink': servePipelineSink,
-    'pipeline-source': runPipelineSource,
-  };
-  const run = roles[role ?? ''] === undefined ? Promise.reject(new Error(`unknown role '${role}'`)) : roles[role!]!(rest);
-  run.catch((error: unknown) => {
-    console.error((error as Error).stack ?? String(error));
-    process.exit(1);
-  });
-}
+runRoleIfMain(THIS_FILE, {
+  'raw-sink': serveRawSink,
+  'raw-source': runRawSource,
+  'storage-ceiling': runStorageCeiling,
+  'pipeline-sink': servePipelineSink,
+  'pipeline-source': runPipelineSource,
+});

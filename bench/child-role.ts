@@ -1,0 +1,58 @@
+// A bench's helper process: the bench's own file started again with a role (a sink, a
+// source, a bare node), answering one line of JSON on stdout, stopped by its pid. Nothing
+// here is used by the product.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+
+/** A role's answer, with its start, must come within this (a role may override it). */
+export const CHILD_ANSWER_TIMEOUT_MS = 120_000;
+
+/** Starts `file` (a compiled bench) in `role`; its stdout is for answers, its stderr the bench's. */
+export function spawnRole(file: string, role: string, args: string[] = []): ChildProcess {
+  return spawn(process.execPath, [file, role, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+}
+
+/** The child's first line of output, as JSON. */
+export function firstLine<T>(child: ChildProcess, what: string, timeoutMs = CHILD_ANSWER_TIMEOUT_MS): Promise<T> {
+  return new Promise((resolveLine, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    const timer = setTimeout(() => reject(new Error(`${what}: no answer after ${timeoutMs} ms`)), timeoutMs);
+    lines.once('line', (line) => {
+      clearTimeout(timer);
+      lines.close();
+      try {
+        resolveLine(JSON.parse(line) as T);
+      } catch (error) {
+        reject(new Error(`${what}: unexpected output '${line}'`, { cause: error }));
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited (${code ?? signal}) before answering`));
+    });
+  });
+}
+
+/** SIGTERM to the child's pid; resolves when it has exited. */
+export function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
+  child.kill('SIGTERM');
+  return exited;
+}
+
+/**
+ * When `file` is the process's entry point, runs the role named by its first argument with
+ * the rest; an unknown role or a failure exits 1 with the error on stderr.
+ */
+export function runRoleIfMain(file: string, roles: Record<string, (argv: string[]) => Promise<void>>): void {
+  if (process.argv[1] === undefined || resolve(process.argv[1]) !== file) return;
+  const [role, ...rest] = process.argv.slice(2);
+  const run = roles[role ?? ''];
+  (run === undefined ? Promise.reject(new Error(`unknown role '${role}'`)) : run(rest)).catch((error: unknown) => {
+    console.error((error as Error).stack ?? String(error));
+    process.exit(1);
+  });
+}

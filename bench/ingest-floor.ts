@@ -1,0 +1,242 @@
+// The floor of a replicated ingest on this machine (issue 17, item 1): three processes, each
+// doing the least a node of a replicated store of JSON payloads built from this project's
+// parts (Node, gRPC, LevelDB) must do, with none of the node's own work. A batch is posted
+// to one of them (Node's http server, no Koa), parsed (JSON.parse; an array, else 400), each
+// payload written back as its JSON text and given a partition (FNV-1a of its first
+// `hashBytes` characters modulo `ringSize`, as `hash_payload` does with a real hash of the
+// canonical payload), the batch's payloads grouped into one record per partition (a
+// partition-prefixed key, as the node's tsr blocks), and the records written as one synced
+// LevelDB batch (the node's write buffer) on this process and, over a raw gRPC unary call,
+// on the two others (no proto, no envelope, no digest, no signature); the 200 comes once all
+// three are durable. No schema, no checks beyond the parse, no epoch, no hints, no metrics,
+// no compaction of anything but LevelDB's own. What our node does beyond this is its own
+// cost; where this falls short of a goal, no design on these parts reaches it here.
+//
+// Nothing here is used by the product. The processes listen on 127.0.0.1 only, on ports
+// they pick, and are stopped by their pids.
+
+import type { ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import * as grpc from '@grpc/grpc-js';
+import { ClassicLevel } from 'classic-level';
+import { decodePairs, encodePairs } from '../src/cluster/transfer-chunks.js';
+import { DEFAULT_WRITE_BUFFER_BYTES } from '../src/storage/database.js';
+import { CHANNEL_OPTIONS } from '../src/peer/wire.js';
+import { firstLine, runRoleIfMain, spawnRole, stopChild } from './child-role.js';
+import { postBatch, type PreparedBatch, runBatches, type Timing } from './ingest.js';
+import { WARMUP_BATCHES_PER_NODE } from './replicated.js';
+import { cpuSecondsOf, folderBytes, temporaryFolder } from './server-process.js';
+
+const THIS_FILE = fileURLToPath(import.meta.url);
+const WRITE_METHOD_PATH = '/tributary.bench.Floor/Write';
+/** A posted batch larger than this is refused (the bench's are ~0.5 MB). */
+const BODY_BYTES_MAX = 64 * 1024 * 1024;
+/** Key prefixes: measured batches, and the warm-up's, which the count leaves out. */
+const MEASURED = 'r';
+const WARMUP = 'w';
+
+export interface FloorOptions {
+  processes: number;
+  ringSize: number;
+  hashBytes: number;
+  clients: number;
+}
+
+export interface FloorRun {
+  timing: Timing;
+  cpuSeconds: { servers: number | undefined; clients: number };
+  /** Per process, the measured payloads it holds after the run. */
+  storedCopies: Record<string, number>;
+  bytesOnDisk: number;
+}
+
+interface FloorAddress {
+  http: number;
+  grpc: number;
+  folder: string;
+}
+
+const passBytes = (bytes: Buffer): Buffer => bytes;
+
+const FLOOR_SERVICE: grpc.ServiceDefinition = {
+  Write: {
+    path: WRITE_METHOD_PATH,
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: passBytes,
+    requestDeserialize: passBytes,
+    responseSerialize: passBytes,
+    responseDeserialize: passBytes,
+  },
+};
+
+/** Starts `options.processes` floor processes, warms them up, posts every batch round robin with `clients` in flight. */
+export async function runIngestFloor(batches: readonly PreparedBatch[], options: FloorOptions): Promise<FloorRun> {
+  const children: ChildProcess[] = [];
+  try {
+    const args = ['--ring-size', String(options.ringSize), '--hash-bytes', String(options.hashBytes)];
+    for (let index = 0; index < options.processes; index += 1) children.push(spawnRole(THIS_FILE, 'floor-node', ['--name', `floor-${index + 1}`, ...args]));
+    const addresses = await Promise.all(children.map((child, index) => firstLine<FloorAddress>(child, `floor process ${index + 1}`)));
+    await Promise.all(
+      addresses.map(async (address) => {
+        const peers = addresses.filter((other) => other !== address).map((other) => other.grpc);
+        const response = await fetch(`http://127.0.0.1:${address.http}/peers`, { method: 'POST', body: JSON.stringify(peers) });
+        if (response.status !== 200) throw new Error(`floor: POST /peers answered ${response.status} ${await response.text()}`);
+      }),
+    );
+    const url = (index: number, prefix: string) => `http://127.0.0.1:${addresses[index % addresses.length]!.http}/ingest/${prefix}`;
+    const warmUp = batches.slice(0, WARMUP_BATCHES_PER_NODE * addresses.length);
+    await runBatches(warmUp.length, 1, (index) => postBatch(url(index, WARMUP), warmUp[index]!.body));
+    const pids = children.map((child) => child.pid);
+    const serversBefore = cpuSecondsOf(pids);
+    const clientsBefore = process.cpuUsage();
+    const timing = await runBatches(batches.length, options.clients, (index) => postBatch(url(index, MEASURED), batches[index]!.body));
+    const clients = process.cpuUsage(clientsBefore);
+    const serversAfter = cpuSecondsOf(pids);
+    const storedCopies: Record<string, number> = {};
+    for (const [index, address] of addresses.entries()) {
+      storedCopies[`floor-${index + 1}`] = Number(await (await fetch(`http://127.0.0.1:${address.http}/count`)).text());
+    }
+    return {
+      timing,
+      cpuSeconds: {
+        servers: serversBefore === undefined || serversAfter === undefined ? undefined : serversAfter - serversBefore,
+        clients: (clients.user + clients.system) / 1e6,
+      },
+      storedCopies,
+      bytesOnDisk: addresses.reduce((sum, address) => sum + folderBytes(address.folder), 0),
+    };
+  } finally {
+    await Promise.all(children.map((child) => stopChild(child)));
+  }
+}
+
+// ---------------------------------------------------------------- a floor process
+
+/** FNV-1a of the first `count` UTF-16 units of `text`. */
+function partitionOf(text: string, count: number, ringSize: number): number {
+  let hash = 0x811c9dc5;
+  const end = Math.min(count, text.length);
+  for (let index = 0; index < end; index += 1) hash = Math.imul(hash ^ text.charCodeAt(index), 0x01000193);
+  return (hash >>> 0) % ringSize;
+}
+
+/** The batch's records: one per partition, its payloads' JSON texts one per line. */
+function recordsOf(payloads: unknown[], prefix: string, name: string, sequence: { next: number }, ringSize: number, hashBytes: number): Buffer {
+  const byPartition = new Map<number, { at: number; texts: string[] }>();
+  for (const payload of payloads) {
+    const text = JSON.stringify(payload);
+    const partition = partitionOf(text, hashBytes, ringSize);
+    const block = byPartition.get(partition);
+    if (block === undefined) {
+      const at = Date.parse(String((payload as { at?: unknown }).at));
+      byPartition.set(partition, { at: Number.isNaN(at) ? 0 : at, texts: [text] });
+    } else block.texts.push(text);
+  }
+  const pairs: Array<[Buffer, Buffer]> = [];
+  for (const [partition, block] of byPartition) {
+    sequence.next += 1;
+    const key = `${prefix}/${String(partition).padStart(5, '0')}/${String(block.at).padStart(15, '0')}/${name}-${sequence.next}`;
+    pairs.push([Buffer.from(key), Buffer.from(block.texts.join('\n'))]);
+  }
+  return encodePairs(pairs);
+}
+
+function readBody(request: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolveBody, reject) => {
+    const parts: Buffer[] = [];
+    let bytes = 0;
+    request.on('data', (part: Buffer) => {
+      bytes += part.length;
+      if (bytes > BODY_BYTES_MAX) request.destroy(new Error(`a body over ${BODY_BYTES_MAX} bytes`));
+      else parts.push(part);
+    });
+    request.on('end', () => resolveBody(Buffer.concat(parts)));
+    request.on('error', reject);
+  });
+}
+
+async function serveFloorNode(argv: string[]): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: { name: { type: 'string' }, 'ring-size': { type: 'string' }, 'hash-bytes': { type: 'string' } } });
+  const name = values.name ?? 'floor';
+  const ringSize = Number(values['ring-size']);
+  const hashBytes = Number(values['hash-bytes']);
+  const folder = temporaryFolder('floor');
+  const level = new ClassicLevel<Buffer, Buffer>(folder, { keyEncoding: 'buffer', valueEncoding: 'buffer', writeBufferSize: DEFAULT_WRITE_BUFFER_BYTES });
+  await level.open();
+  const writeSynced = async (records: Buffer): Promise<void> => {
+    const batch = level.batch();
+    for (const [key, value] of decodePairs(records)) batch.put(key, value);
+    await batch.write({ sync: true });
+  };
+
+  const server = new grpc.Server(CHANNEL_OPTIONS);
+  server.addService(FLOOR_SERVICE, {
+    Write: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
+      writeSynced(call.request).then(
+        () => callback(null, Buffer.alloc(0)),
+        (error: Error) => callback(error),
+      );
+    },
+  });
+  const grpcPort = await new Promise<number>((resolvePort, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolvePort(port))),
+  );
+
+  let peers: grpc.Client[] = [];
+  const sequence = { next: 0 };
+  const writeOnPeer = (peer: grpc.Client, records: Buffer) =>
+    new Promise<void>((resolveWrite, reject) => peer.makeUnaryRequest(WRITE_METHOD_PATH, passBytes, passBytes, records, (error) => (error ? reject(error) : resolveWrite())));
+  const answer = (response: ServerResponse, status: number, text: string) => {
+    response.writeHead(status, { 'content-type': 'text/plain' });
+    response.end(text);
+  };
+  const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    const body = await readBody(request);
+    if (request.method === 'POST' && request.url === '/peers') {
+      peers = (JSON.parse(body.toString('utf8')) as number[]).map((port) => new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), CHANNEL_OPTIONS));
+      return answer(response, 200, 'ok');
+    }
+    if (request.method === 'GET' && request.url === '/count') {
+      let payloads = 0;
+      for await (const value of level.values({ gte: Buffer.from(`${MEASURED}/`), lt: Buffer.from(`${MEASURED}0`) })) {
+        payloads += 1;
+        for (let at = value.indexOf(10); at !== -1; at = value.indexOf(10, at + 1)) payloads += 1;
+      }
+      return answer(response, 200, String(payloads));
+    }
+    const prefix = request.url === `/ingest/${MEASURED}` ? MEASURED : request.url === `/ingest/${WARMUP}` ? WARMUP : undefined;
+    if (request.method !== 'POST' || prefix === undefined) return answer(response, 404, 'no such path');
+    let payloads: unknown;
+    try {
+      payloads = JSON.parse(body.toString('utf8'));
+    } catch (error) {
+      return answer(response, 400, `not JSON: ${(error as Error).message}`);
+    }
+    if (!Array.isArray(payloads)) return answer(response, 400, 'not an array of payloads');
+    const records = recordsOf(payloads, prefix, name, sequence, ringSize, hashBytes);
+    await Promise.all([writeSynced(records), ...peers.map((peer) => writeOnPeer(peer, records))]);
+    answer(response, 200, '{}');
+  };
+  const http = createServer((request, response) => {
+    handle(request, response).catch((error: Error) => answer(response, 500, error.message));
+  });
+  await new Promise<void>((resolveListening) => http.listen(0, '127.0.0.1', resolveListening));
+
+  process.on('SIGTERM', () => {
+    http.close();
+    for (const peer of peers) peer.close();
+    server.forceShutdown();
+    void level.close().finally(() => {
+      rmSync(folder, { recursive: true, force: true });
+      process.exit(0);
+    });
+  });
+  process.stdout.write(`${JSON.stringify({ http: (http.address() as AddressInfo).port, grpc: grpcPort, folder })}\n`);
+}
+
+runRoleIfMain(THIS_FILE, { 'floor-node': serveFloorNode });
