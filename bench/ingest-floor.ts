@@ -1,14 +1,15 @@
-// The floor of a replicated ingest on this machine (issue 17, item 1): three processes, each
-// doing the least a node of a replicated store of JSON payloads built from this project's
-// parts (Node, gRPC, LevelDB) must do, with none of the node's own work. A batch is posted
-// to one of them (Node's http server, no Koa), parsed (JSON.parse; an array, else 400), each
+// The floor of an ingest on this machine (issue 17, items 1 and 2): processes, each doing
+// the least a node of a (replicated) store of JSON payloads built from this project's parts
+// (Node, gRPC, LevelDB) must do, with none of the node's own work. A batch is posted to one
+// of them (Node's http server, no Koa), parsed (JSON.parse, on the main thread or on one of
+// `threads` worker threads as the node's ingest workers do; an array, else 400), each
 // payload written back as its JSON text and given a partition (FNV-1a of its first
 // `hashBytes` characters modulo `ringSize`, as `hash_payload` does with a real hash of the
 // canonical payload), the batch's payloads grouped into one record per partition (a
 // partition-prefixed key, as the node's tsr blocks), and the records written as one synced
 // LevelDB batch (the node's write buffer) on this process and, over a raw gRPC unary call,
-// on the two others (no proto, no envelope, no digest, no signature); the 200 comes once all
-// three are durable. No schema, no checks beyond the parse, no epoch, no hints, no metrics,
+// on the others (no proto, no envelope, no digest, no signature); the 200 comes once all
+// are durable. No schema, no checks beyond the parse, no epoch, no hints, no metrics,
 // no compaction of anything but LevelDB's own. What our node does beyond this is its own
 // cost; where this falls short of a goal, no design on these parts reaches it here.
 //
@@ -21,6 +22,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import * as grpc from '@grpc/grpc-js';
 import { ClassicLevel } from 'classic-level';
 import { decodePairs, encodePairs } from '../src/cluster/transfer-chunks.js';
@@ -40,7 +42,10 @@ const MEASURED = 'r';
 const WARMUP = 'w';
 
 export interface FloorOptions {
+  /** 1: a single node; 3: replicas 3, each process holding every payload. */
   processes: number;
+  /** Worker threads that parse and make the records (0: the main thread does). */
+  threads: number;
   ringSize: number;
   hashBytes: number;
   clients: number;
@@ -75,10 +80,10 @@ const FLOOR_SERVICE: grpc.ServiceDefinition = {
 };
 
 /** Starts `options.processes` floor processes, warms them up, posts every batch round robin with `clients` in flight. */
-export async function runIngestFloor(batches: readonly PreparedBatch[], options: FloorOptions): Promise<FloorRun> {
+export async function runIngestFloor(batches: ReadonlyArray<Pick<PreparedBatch, 'body'>>, options: FloorOptions): Promise<FloorRun> {
   const children: ChildProcess[] = [];
   try {
-    const args = ['--ring-size', String(options.ringSize), '--hash-bytes', String(options.hashBytes)];
+    const args = ['--ring-size', String(options.ringSize), '--hash-bytes', String(options.hashBytes), '--threads', String(options.threads)];
     for (let index = 0; index < options.processes; index += 1) children.push(spawnRole(THIS_FILE, 'floor-node', ['--name', `floor-${index + 1}`, ...args]));
     const addresses = await Promise.all(children.map((child, index) => firstLine<FloorAddress>(child, `floor process ${index + 1}`)));
     await Promise.all(
@@ -126,7 +131,7 @@ function partitionOf(text: string, count: number, ringSize: number): number {
 }
 
 /** The batch's records: one per partition, its payloads' JSON texts one per line. */
-function recordsOf(payloads: unknown[], prefix: string, name: string, sequence: { next: number }, ringSize: number, hashBytes: number): Buffer {
+function recordsOf(payloads: unknown[], prefix: string, name: string, sequence: { next: number }, ringSize: number, hashBytes: number): Uint8Array {
   const byPartition = new Map<number, { at: number; texts: string[] }>();
   for (const payload of payloads) {
     const text = JSON.stringify(payload);
@@ -146,6 +151,71 @@ function recordsOf(payloads: unknown[], prefix: string, name: string, sequence: 
   return encodePairs(pairs);
 }
 
+interface Parsed {
+  records?: Uint8Array;
+  /** Why the body was refused (400). */
+  refused?: string;
+}
+
+/** The records of a batch's text, or why it is refused. */
+function parseBatch(text: string, prefix: string, name: string, sequence: { next: number }, ringSize: number, hashBytes: number): Parsed {
+  let payloads: unknown;
+  try {
+    payloads = JSON.parse(text);
+  } catch (error) {
+    return { refused: `not JSON: ${(error as Error).message}` };
+  }
+  if (!Array.isArray(payloads)) return { refused: 'not an array of payloads' };
+  return { records: recordsOf(payloads, prefix, name, sequence, ringSize, hashBytes) };
+}
+
+interface WorkerSetup {
+  role: 'floor-worker';
+  name: string;
+  ringSize: number;
+  hashBytes: number;
+}
+
+/** Batches parsed on worker threads in turn (as the node's ingest pool does), or on this thread. */
+function batchParser(threads: number, name: string, ringSize: number, hashBytes: number): { parse(text: string, prefix: string): Promise<Parsed>; close(): void } {
+  const sequence = { next: 0 };
+  if (threads === 0) return { parse: async (text, prefix) => parseBatch(text, prefix, name, sequence, ringSize, hashBytes), close: () => undefined };
+  const waiting = new Map<number, (parsed: Parsed) => void>();
+  const workers = Array.from({ length: threads }, (_, index) => {
+    const setup: WorkerSetup = { role: 'floor-worker', name: `${name}-w${index}`, ringSize, hashBytes };
+    const worker = new Worker(THIS_FILE, { workerData: setup });
+    worker.on('message', ({ id, parsed }: { id: number; parsed: Parsed }) => {
+      waiting.get(id)?.(parsed);
+      waiting.delete(id);
+    });
+    worker.on('error', (error) => {
+      console.error(`floor worker: ${error.stack ?? error.message}`);
+      process.exit(1);
+    });
+    return worker;
+  });
+  let next = 0;
+  return {
+    parse: (text, prefix) =>
+      new Promise<Parsed>((resolveParsed) => {
+        const id = next;
+        next += 1;
+        waiting.set(id, resolveParsed);
+        workers[id % workers.length]!.postMessage({ id, text, prefix });
+      }),
+    close: () => {
+      for (const worker of workers) void worker.terminate();
+    },
+  };
+}
+
+function serveFloorWorker(setup: WorkerSetup): void {
+  const sequence = { next: 0 };
+  parentPort!.on('message', ({ id, text, prefix }: { id: number; text: string; prefix: string }) => {
+    parentPort!.postMessage({ id, parsed: parseBatch(text, prefix, setup.name, sequence, setup.ringSize, setup.hashBytes) });
+  });
+}
+
 function readBody(request: IncomingMessage): Promise<Buffer> {
   return new Promise((resolveBody, reject) => {
     const parts: Buffer[] = [];
@@ -161,14 +231,18 @@ function readBody(request: IncomingMessage): Promise<Buffer> {
 }
 
 async function serveFloorNode(argv: string[]): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { name: { type: 'string' }, 'ring-size': { type: 'string' }, 'hash-bytes': { type: 'string' } } });
+  const { values } = parseArgs({
+    args: argv,
+    options: { name: { type: 'string' }, 'ring-size': { type: 'string' }, 'hash-bytes': { type: 'string' }, threads: { type: 'string' } },
+  });
   const name = values.name ?? 'floor';
   const ringSize = Number(values['ring-size']);
   const hashBytes = Number(values['hash-bytes']);
+  const parser = batchParser(Number(values.threads ?? 0), name, ringSize, hashBytes);
   const folder = temporaryFolder('floor');
   const level = new ClassicLevel<Buffer, Buffer>(folder, { keyEncoding: 'buffer', valueEncoding: 'buffer', writeBufferSize: DEFAULT_WRITE_BUFFER_BYTES });
   await level.open();
-  const writeSynced = async (records: Buffer): Promise<void> => {
+  const writeSynced = async (records: Uint8Array): Promise<void> => {
     const batch = level.batch();
     for (const [key, value] of decodePairs(records)) batch.put(key, value);
     await batch.write({ sync: true });
@@ -188,9 +262,12 @@ async function serveFloorNode(argv: string[]): Promise<void> {
   );
 
   let peers: grpc.Client[] = [];
-  const sequence = { next: 0 };
-  const writeOnPeer = (peer: grpc.Client, records: Buffer) =>
-    new Promise<void>((resolveWrite, reject) => peer.makeUnaryRequest(WRITE_METHOD_PATH, passBytes, passBytes, records, (error) => (error ? reject(error) : resolveWrite())));
+  const writeOnPeer = (peer: grpc.Client, records: Uint8Array) =>
+    new Promise<void>((resolveWrite, reject) =>
+      peer.makeUnaryRequest(WRITE_METHOD_PATH, passBytes, passBytes, Buffer.from(records.buffer, records.byteOffset, records.byteLength), (error) =>
+        error ? reject(error) : resolveWrite(),
+      ),
+    );
   const answer = (response: ServerResponse, status: number, text: string) => {
     response.writeHead(status, { 'content-type': 'text/plain' });
     response.end(text);
@@ -211,14 +288,8 @@ async function serveFloorNode(argv: string[]): Promise<void> {
     }
     const prefix = request.url === `/ingest/${MEASURED}` ? MEASURED : request.url === `/ingest/${WARMUP}` ? WARMUP : undefined;
     if (request.method !== 'POST' || prefix === undefined) return answer(response, 404, 'no such path');
-    let payloads: unknown;
-    try {
-      payloads = JSON.parse(body.toString('utf8'));
-    } catch (error) {
-      return answer(response, 400, `not JSON: ${(error as Error).message}`);
-    }
-    if (!Array.isArray(payloads)) return answer(response, 400, 'not an array of payloads');
-    const records = recordsOf(payloads, prefix, name, sequence, ringSize, hashBytes);
+    const { records, refused } = await parser.parse(body.toString('utf8'), prefix);
+    if (records === undefined) return answer(response, 400, refused ?? 'refused');
     await Promise.all([writeSynced(records), ...peers.map((peer) => writeOnPeer(peer, records))]);
     answer(response, 200, '{}');
   };
@@ -229,6 +300,7 @@ async function serveFloorNode(argv: string[]): Promise<void> {
 
   process.on('SIGTERM', () => {
     http.close();
+    parser.close();
     for (const peer of peers) peer.close();
     server.forceShutdown();
     void level.close().finally(() => {
@@ -239,4 +311,5 @@ async function serveFloorNode(argv: string[]): Promise<void> {
   process.stdout.write(`${JSON.stringify({ http: (http.address() as AddressInfo).port, grpc: grpcPort, folder })}\n`);
 }
 
-runRoleIfMain(THIS_FILE, { 'floor-node': serveFloorNode });
+if (isMainThread) runRoleIfMain(THIS_FILE, { 'floor-node': serveFloorNode });
+else if ((workerData as WorkerSetup | undefined)?.role === 'floor-worker') serveFloorWorker(workerData as WorkerSetup);

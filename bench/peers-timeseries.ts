@@ -14,6 +14,9 @@
 // the bench): cpu and mem are multiples of 1/4 and 1/16, so every sum is exact in any
 // order and a mean is the same double on both sides.
 // Goals: ingest ≥ 1.0 × InfluxDB; each query's p50 ≤ 1.0 × InfluxDB's.
+// Beside the ingests, the floor (ingest-floor.ts): one bare process taking the same bodies
+// with only what any store of them built on Node and LevelDB must do, parsing on two worker
+// threads as our node does, so that the report says how far any design on these parts gets.
 // Results go to bench/results/peers-timeseries.json and a markdown table to stdout.
 
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -26,6 +29,7 @@ import { Prng } from '../test/sim/prng.js';
 import { expectOk, log, nodeFlags, percentile, phase, round, runBatches, type Timing } from './ingest.js';
 import { findInfluxd, INFLUX_SETTINGS, influxQuery, type InfluxServer, startInfluxd } from './influxdb.js';
 import { machine } from './machine.js';
+import { runIngestFloor } from './ingest-floor.js';
 import type { BenchOptions } from './options.js';
 import { cpuSecondsOf, folderBytes, waitQuiet } from './server-process.js';
 
@@ -166,6 +170,27 @@ async function ingestInflux(server: InfluxServer, other: number | undefined, bod
   const stored = Number(series[0]?.values?.[0]?.[1] ?? 0);
   if (stored !== expected) throw new Error(`InfluxDB stores ${stored} points, ${expected} were acknowledged`);
   return timing;
+}
+
+/** The floor's threads: our node's default `limits.ingestThreads`. */
+const FLOOR_THREADS = 2;
+/** The floor's partitions, as our node's default policy. */
+const FLOOR_RING_SIZE = 128;
+const FLOOR_HASH_BYTES = 128;
+
+type FloorIngest = IngestResult & { threads: number };
+
+/** The same bodies into the floor (one process), what it stored checked as ours is. */
+async function ingestFloor(bodies: readonly Buffer[], concurrency: number, expected: number): Promise<FloorIngest> {
+  const run = await runIngestFloor(
+    bodies.map((body) => ({ body })),
+    { processes: 1, threads: FLOOR_THREADS, ringSize: FLOOR_RING_SIZE, hashBytes: FLOOR_HASH_BYTES, clients: concurrency },
+  );
+  const stored = Object.values(run.storedCopies).reduce((sum, count) => sum + count, 0);
+  if (stored !== expected) throw new Error(`the floor stores ${stored} points, ${expected} were acknowledged`);
+  const servers = run.cpuSeconds.servers === undefined ? undefined : round(run.cpuSeconds.servers, 2);
+  const timing = { ...run.timing, serverCpuSeconds: servers, otherCpuSeconds: undefined, clientCpuSeconds: round(run.cpuSeconds.clients, 2) };
+  return { ...ingestResult(timing, expected, run.bytesOnDisk), threads: FLOOR_THREADS };
 }
 
 interface IngestResult {
@@ -426,8 +451,18 @@ function markdown(report: any): string {
   if (ingest.influx !== undefined) {
     lines.push(
       `| InfluxDB | ${n(ingest.influx.pointsPerSecond)} | ${ingest.influx.seconds} | ${ms(ingest.influx.batchLatencyMs.p50)} | ${ms(ingest.influx.batchLatencyMs.p99)} | ${Math.round(ingest.influx.bytesOnDisk / 1e6)} | ${ingest.influx.serverCpuSeconds ?? '–'} | ${ingest.influx.otherCpuSeconds ?? '–'} |`,
+    );
+  }
+  lines.push(
+    `| the floor: bare Node + LevelDB, one process, ${ingest.floor.threads} parsing threads | ${n(ingest.floor.pointsPerSecond)} | ${ingest.floor.seconds} | ${ms(ingest.floor.batchLatencyMs.p50)} | ${ms(ingest.floor.batchLatencyMs.p99)} | ${Math.round(ingest.floor.bytesOnDisk / 1e6)} | ${ingest.floor.serverCpuSeconds ?? '–'} | – |`,
+    '',
+    'The floor: Node http, JSON.parse on a worker thread, each point\'s JSON text and a partition of it, one record per partition per batch, one synced ' +
+      'LevelDB batch; no Koa, schema, checks, columns or hints: the most any design on Node and LevelDB can ingest here.',
+  );
+  if (ingest.influx !== undefined) {
+    lines.push(
       '',
-      `Ingest ratio (ours / InfluxDB): **${ingest.ratio}** (goal ≥ ${INGEST_RATIO_MIN}).`,
+      `Ingest ratio (ours / InfluxDB): **${ingest.ratio}** (goal ≥ ${INGEST_RATIO_MIN}). The floor / InfluxDB: ${ingest.floorRatio}; ours / the floor: ${ingest.oursOfFloor}.`,
     );
   }
   lines.push(
@@ -475,6 +510,10 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
     const oursIngest = ingestResult(await ingestOurs(node, influx?.pid, bodies.ours, options.concurrency, points.length), points.length, folderBytes(node.dataDir));
     log(`  ${oursIngest.pointsPerSecond} points/s (InfluxDB meanwhile: ${oursIngest.otherCpuSeconds ?? '–'} CPU s; the bench: ${oursIngest.clientCpuSeconds} CPU s)`);
 
+    log('peers-timeseries: ingest into the floor…');
+    const floorIngest = await ingestFloor(bodies.ours, options.concurrency, points.length);
+    log(`  ${floorIngest.pointsPerSecond} points/s`);
+
     const mismatches: string[] = [];
     const queries: QueryResult[] = [];
     for (const kind of queryKinds(points)) {
@@ -488,6 +527,7 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
     if (mismatches.length > 0) throw new Error(`${mismatches.length} answers differ from InfluxDB's:\n${mismatches.slice(0, 10).join('\n')}`);
 
     const ingestRatio = influxIngest === undefined ? undefined : round(oursIngest.pointsPerSecond / influxIngest.pointsPerSecond, 2);
+    const floorRatio = influxIngest === undefined ? undefined : round(floorIngest.pointsPerSecond / influxIngest.pointsPerSecond, 2);
     const report = {
       date: new Date().toISOString(),
       machine: machine(loadAverageBefore),
@@ -503,7 +543,7 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
         nodeExecArgv: nodeFlags(),
       },
       influx: { version: binary?.version, settings: binary === undefined ? undefined : INFLUX_SETTINGS, compared: influx !== undefined },
-      ingest: { ours: oursIngest, influx: influxIngest, ratio: ingestRatio },
+      ingest: { ours: oursIngest, influx: influxIngest, ratio: ingestRatio, floor: floorIngest, floorRatio, oursOfFloor: round(oursIngest.pointsPerSecond / floorIngest.pointsPerSecond, 2) },
       queries,
       verified: influx === undefined ? 'no InfluxDB: answers not cross-checked' : 'every answer pair equal, exactly (per host and window: count, mean cpu, mean mem; per host: time, cpu, mem)',
       goals: {
