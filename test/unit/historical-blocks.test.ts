@@ -174,6 +174,8 @@ describe('historical blocks - the same answers as whole payloads', () => {
     [`from historical ${STREAM} group by ok select ok, last(cpu) as cpu, last(note) as note`, 'latest'],
     [`from historical ${STREAM} group by host, at window of 1 minute select host, at, count() as n, count(cpu) as c, avg(cpu) as cpu, sum(mem) as mem, min(cpu) as low, max(mem) as high, stddev(mem) as spread`, 'columns'],
     [`from historical ${STREAM} where at >= '${from}' && at < '${to}' group by host, at window of 5 minutes select host, at, count() as n, avg(cpu) as cpu`, 'columns'],
+    // Windows of a second: a key's windows far apart (past the dense array a key keeps), in any order.
+    [`from historical ${STREAM} group by host, at window of 1 second select host, at, count() as n, avg(cpu) as cpu`, 'columns'],
     [`from historical ${STREAM} where at > '${from}' where at <= '${to}' group by ok select ok, count() as n, sum(cpu) as cpu`, 'columns'],
     [`from historical ${STREAM} select count() as n, avg(mem) as mem`, 'columns'],
     [`from historical ${STREAM} group by host select host, last(at) as at, last(cpu) as cpu, first(mem) as mem, count() as n`, 'rows'],
@@ -191,6 +193,48 @@ describe('historical blocks - the same answers as whole payloads', () => {
       expect(roundSpreads(actual.changes)).toEqual(roundSpreads(expected));
     });
   }
+});
+
+describe('historical blocks - a key\'s windows in any order', () => {
+  // Column batches as partitions give them: each in time order, the next starting earlier
+  // again; a key's windows come back, go before the first seen, and jump far past the
+  // last. The grouping keeps a key's windows in an array it may only grow so far.
+  const minute = 60_000;
+  const windowsOfHostA = [10, 11, 13, 5, 2, 11, 400_000, 12, 1, 10, 70_000, 3];
+  const windowsOfHostB = [7, 7, 900, 6, 8];
+  const rows = [
+    ...windowsOfHostA.map((window, i) => ({ host: 'a', at: START_MS + window * minute + i, cpu: i })),
+    ...windowsOfHostB.map((window, i) => ({ host: 'b', at: START_MS + window * minute + i, cpu: 100 + i })),
+  ];
+  const text = `from historical ${STREAM} group by host, at window of 1 minute select host, at, count() as n, sum(cpu) as cpu`;
+
+  it('gives what rows give, batch by batch', () => {
+    const check = checkOf(text);
+    const plan = planBlockRows(check.steps, context);
+    expect(plan?.columns).toBeDefined();
+    const byRows = pipelineFor(check);
+    byRows.push(rows.map((row) => ({ host: row.host, at: isoString(row.at), cpu: row.cpu })), 0);
+    const byColumns = pipelineFor(check, plan!.absorbed?.steps ?? 0, plan!.columns);
+    const hosts = ['a', 'b'];
+    // Three rows a batch, so that the key's last window and its array carry over batches.
+    for (let first = 0; first < rows.length; first += 3) {
+      const batch = rows.slice(first, first + 3);
+      byColumns.pushColumns({
+        count: batch.length,
+        timestamps: batch.map((row) => row.at),
+        keep: undefined,
+        column: (field) =>
+          field === 'host'
+            ? { kind: 'codes', distinct: hosts, codes: batch.map((row) => hosts.indexOf(row.host)) }
+            : field === 'cpu'
+              ? { kind: 'values', values: Float64Array.from(batch, (row) => row.cpu) }
+              : { kind: 'timestamp' },
+      });
+    }
+    const expected = byRows.finish();
+    expect(expected).toHaveLength(new Set(rows.map((row) => `${row.host} ${Math.floor((row.at - START_MS) / minute)}`)).size);
+    expect(byColumns.finish()).toEqual(expected);
+  });
 });
 
 describe('historical blocks - last values per key as writes and drops come', () => {

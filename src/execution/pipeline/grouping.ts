@@ -129,23 +129,20 @@ export class GroupingOperator implements RowConsumer {
         if (eventMs === undefined) continue;
         // A tumbling window: the one window holding the event (placeInWindows, hop = size).
         const window = Math.floor(eventMs / sizeMs);
-        // A small integer as such (| 0): Map keys that V8 neither boxes nor hashes as doubles.
-        const small = window < SMALL_INTEGER_MAX && window > -SMALL_INTEGER_MAX;
-        const windowKey = small ? window | 0 : window;
         // Rows of a key mostly follow each other in time: the last window of the key first;
-        // then the key's windows by number, a small integer where a start in ms is not (a
-        // Map finds those much faster).
-        if (leaf.group !== undefined && leaf.window === windowKey) group = leaf.group;
+        // then the key's windows by number (an array, not a Map: a bounded query's windows
+        // of one key are mostly all there, and an index is cheaper than a hash per row).
+        if (leaf.group !== undefined && leaf.window === window) group = leaf.group;
         else {
-          let found = small ? leaf.byWindow.get(windowKey) : undefined;
+          let found = leaf.windowAt(window);
           if (found === undefined) {
             const start = window * sizeMs;
             leaves.keysOf(row);
             found = leaf.leaf.get(start) ?? this.create(leaf.leaf, start, start);
-            if (small) leaf.byWindow.set(windowKey, found);
+            leaf.keep(window, found);
           }
           group = found;
-          leaf.window = windowKey;
+          leaf.window = window;
           leaf.group = group;
         }
       }
@@ -402,16 +399,46 @@ export class GroupingOperator implements RowConsumer {
   }
 }
 
-/** A key's last level of groups, its groups by window number, and the window its rows last went into. */
-interface CachedLeaf {
-  readonly leaf: Map<unknown, Group>;
-  readonly byWindow: Map<number, Group>;
-  window: number;
-  group: Group | undefined;
+/**
+ * A key's last level of groups, its groups by window number in an array from the first
+ * window kept, and the window its rows last went into. The array stays at most
+ * DENSE_SLOTS_PER_GROUP slots per group it holds (plus DENSE_SLOTS_FREE): a window further
+ * out is not kept there, and the leaf's Map by start finds it.
+ */
+class CachedLeaf {
+  private byWindow: Array<Group | undefined> = [];
+  private firstWindow = 0;
+  private kept = 0;
+  window = NaN;
+  group: Group | undefined = undefined;
+
+  constructor(readonly leaf: Map<unknown, Group>) {}
+
+  windowAt(window: number): Group | undefined {
+    const at = window - this.firstWindow;
+    return at >= 0 && at < this.byWindow.length ? this.byWindow[at] : undefined;
+  }
+
+  keep(window: number, group: Group): void {
+    const windows = this.byWindow;
+    const first = windows.length === 0 ? window : Math.min(this.firstWindow, window);
+    const last = windows.length === 0 ? window : Math.max(this.firstWindow + windows.length - 1, window);
+    if (last - first + 1 > DENSE_SLOTS_FREE + DENSE_SLOTS_PER_GROUP * (this.kept + 1)) return;
+    if (windows.length === 0) this.firstWindow = window;
+    else if (window < this.firstWindow) {
+      this.byWindow = new Array<Group | undefined>(this.firstWindow - window).fill(undefined).concat(windows);
+      this.firstWindow = window;
+    } else {
+      while (this.firstWindow + windows.length <= window) windows.push(undefined);
+    }
+    this.byWindow[window - this.firstWindow] = group;
+    this.kept += 1;
+  }
 }
 
-/** Integers V8 keeps unboxed on every platform (31 bits): Map keys it hashes fast. */
-const SMALL_INTEGER_MAX = 2 ** 30;
+/** Bounds of a CachedLeaf's array: its slots per group held, and slots beyond those. */
+const DENSE_SLOTS_PER_GROUP = 8;
+const DENSE_SLOTS_FREE = 64;
 
 /** How an aggregate takes a column batch (placeColumns): added value by value, rows counted, numbers summarized. */
 const ADDED = 0;
@@ -458,7 +485,7 @@ class LeafCache {
     this.keysOf(row);
     const leaf = this.index.leaf(this.keys);
     let cached = this.looked.get(leaf);
-    if (cached === undefined) this.looked.set(leaf, (cached = { leaf, byWindow: new Map(), window: NaN, group: undefined }));
+    if (cached === undefined) this.looked.set(leaf, (cached = new CachedLeaf(leaf)));
     return cached;
   }
 }
