@@ -41,7 +41,7 @@ import { TributaryError } from '../errors.js';
 import { isPlainObject, parseJson, setField } from '../json.js';
 import { canonicalJson } from '../streams/partitioner.js';
 import { isIsoStringOf, isoString } from '../iso-time.js';
-import { ByteSlab } from './byte-slab.js';
+import { ByteSlab } from '../byte-slab.js';
 
 export { isoString } from '../iso-time.js';
 

@@ -34,6 +34,7 @@ import { NUMBER_SUMMARY_WIDTH, summarizeNumber, summarizes, summaryAccumulator }
 import { compareGroups, GroupIndex, WindowEnds, type Group } from './group-store.js';
 import type { Budget, ColumnBatch, ColumnFields, ColumnView, Delta, OutputRow, RowConsumer } from './types.js';
 import { assert } from '../../assert.js';
+import { ByteSlab } from '../../byte-slab.js';
 import { isoString } from '../../iso-time.js';
 import { eventTimeMs, mapKey, rowsEqual } from './values.js';
 
@@ -52,6 +53,8 @@ export class GroupingOperator implements RowConsumer {
   private lastArrivalMs: number | undefined;
   /** Column batches: per last level of groups, the window its rows last went into. */
   private readonly cachedLeaves = new Map<Map<unknown, Group>, CachedLeaf>();
+  /** Column batches: the groups' number summaries, side by side in shared slabs (not an ArrayBuffer each). */
+  private readonly summaries = new ByteSlab(SUMMARY_SLAB_BYTES);
   lateRows = 0;
 
   constructor(
@@ -148,7 +151,10 @@ export class GroupingOperator implements RowConsumer {
       }
       // Numbers go into the group's summary (aggregates.ts): no call, no boxed number per row.
       let summary = group.summary;
-      if (summary === undefined && summarized) summary = group.summary = new Float64Array(plan.slots.length * NUMBER_SUMMARY_WIDTH);
+      if (summary === undefined && summarized) {
+        const { buffer, offset } = this.summaries.carve(plan.slots.length * NUMBER_SUMMARY_WIDTH * Float64Array.BYTES_PER_ELEMENT);
+        summary = group.summary = new Float64Array(buffer, offset, plan.slots.length * NUMBER_SUMMARY_WIDTH);
+      }
       for (let s = 0; s < modes.length; s++) {
         const mode = modes[s]!;
         if (mode === ROWS) summary![s * NUMBER_SUMMARY_WIDTH]! += 1;
@@ -435,6 +441,9 @@ class CachedLeaf {
     this.kept += 1;
   }
 }
+
+/** 64 KiB: the summaries of ~450 groups of three aggregates. */
+const SUMMARY_SLAB_BYTES = 64 * 1024;
 
 /** Bounds of a CachedLeaf's array: its slots per group held, and slots beyond those. */
 const DENSE_SLOTS_PER_GROUP = 8;

@@ -1,11 +1,11 @@
-// Memory for many small decoded blocks, carved out of shared ArrayBuffers. A historical
-// read decodes tens of thousands of tsr blocks of about 1.5 KiB each; an ArrayBuffer of
-// its own per block (and per block's timestamps) cost more than the base64 decoding into
-// it (issue 17: carving them out of 64 KiB slabs took a block of 40 points from 7.4 to
-// 4.7 µs). A slab lives as long as any array carved from it: the bytes of a block nobody
-// holds any more are freed with the last block of its slab.
+// Memory for many small typed arrays, carved out of shared ArrayBuffers. A historical read
+// decodes tens of thousands of tsr blocks of about 1.5 KiB each, and a grouping over them
+// keeps a number summary for each of tens of thousands of groups; an ArrayBuffer of its own
+// for each cost more than filling it (issue 17: carving blocks out of 64 KiB slabs took a
+// block of 40 points from 7.4 to 4.7 µs). A slab lives as long as any array carved from
+// it: the bytes nobody holds any more are freed with the last array of their slab.
 
-import { assert } from '../assert.js';
+import { assert } from './assert.js';
 
 /** Typed arrays over a carved place need it aligned for their element size, 8 at most. */
 const ALIGNMENT_BYTES = 8;
