@@ -4,8 +4,8 @@
 // of them (Node's http server, no Koa), parsed (JSON.parse, on the main thread or on one of
 // `threads` worker threads as the node's ingest workers do; an array, else 400), each
 // payload written back as its JSON text and given a partition (FNV-1a of its first
-// `hashBytes` characters modulo `ringSize`, as `hash_payload` does with a real hash of the
-// canonical payload), the batch's payloads grouped into one record per partition (a
+// `hashBytes` characters modulo `ringSize`; the node hashes the first bytes of the payload's
+// canonical JSON the same way, `hash_payload`), the batch's payloads grouped into one record per partition (a
 // partition-prefixed key, as the node's tsr blocks), and the records written as one synced
 // LevelDB batch (the node's write buffer) on this process and, over a raw gRPC unary call,
 // on the others (no proto, no envelope, no digest, no signature); the 200 comes once all

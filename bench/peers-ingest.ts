@@ -379,8 +379,8 @@ function markdown(report: { runs: IngestRun[]; goal: any; params: any; machine: 
   lines.push(
     '',
     'The floor: three bare processes (Node http, JSON.parse, one record per partition per batch, one synced LevelDB batch on each ' +
-      'over raw gRPC; no Koa, schema, checks, protobuf, digest, signature, epoch or hints): the most any design on Node, gRPC and ' +
-      'LevelDB can ingest at replicas 3 on this machine.',
+      'over raw gRPC; no Koa, schema, checks, protobuf, digest, signature, epoch or hints): a ceiling for any design on Node, gRPC and ' +
+      'LevelDB at replicas 3 on this machine.',
   );
   if (report.goal.ratio !== undefined) {
     lines.push('', `Goal: Tributary at replicas 3 ≥ ${GOAL_RATIO_MIN} × JetStream R3: ${report.goal.met ? 'met' : '**NOT met**'} (${report.goal.ratio}×).`);

@@ -457,7 +457,7 @@ function markdown(report: any): string {
     `| the floor: bare Node + LevelDB, one process, ${ingest.floor.threads} parsing threads | ${n(ingest.floor.pointsPerSecond)} | ${ingest.floor.seconds} | ${ms(ingest.floor.batchLatencyMs.p50)} | ${ms(ingest.floor.batchLatencyMs.p99)} | ${Math.round(ingest.floor.bytesOnDisk / 1e6)} | ${ingest.floor.serverCpuSeconds ?? '–'} | – |`,
     '',
     'The floor: Node http, JSON.parse on a worker thread, each point\'s JSON text and a partition of it, one record per partition per batch, one synced ' +
-      'LevelDB batch; no Koa, schema, checks, columns or hints: the most any design on Node and LevelDB can ingest here.',
+      'LevelDB batch; no Koa, schema, checks, columns or hints: a ceiling for any design on Node and LevelDB here.',
   );
   if (ingest.influx !== undefined) {
     lines.push(
