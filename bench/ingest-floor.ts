@@ -29,6 +29,7 @@ import { decodePairs, encodePairs } from '../src/cluster/transfer-chunks.js';
 import { DEFAULT_WRITE_BUFFER_BYTES } from '../src/storage/database.js';
 import { CHANNEL_OPTIONS } from '../src/peer/wire.js';
 import { firstLine, runRoleIfMain, spawnRole, stopChild } from './child-role.js';
+import { passBytes, rawBytesMethod } from './raw-grpc.js';
 import { postBatch, type PreparedBatch, runBatches, type Timing } from './ingest.js';
 import { WARMUP_BATCHES_PER_NODE } from './replicated.js';
 import { cpuSecondsOf, folderBytes, temporaryFolder } from './server-process.js';
@@ -65,19 +66,7 @@ interface FloorAddress {
   folder: string;
 }
 
-const passBytes = (bytes: Buffer): Buffer => bytes;
-
-const FLOOR_SERVICE: grpc.ServiceDefinition = {
-  Write: {
-    path: WRITE_METHOD_PATH,
-    requestStream: false,
-    responseStream: false,
-    requestSerialize: passBytes,
-    requestDeserialize: passBytes,
-    responseSerialize: passBytes,
-    responseDeserialize: passBytes,
-  },
-};
+const FLOOR_SERVICE: grpc.ServiceDefinition = { Write: rawBytesMethod(WRITE_METHOD_PATH, false) };
 
 /** Starts `options.processes` floor processes, warms them up, posts every batch round robin with `clients` in flight. */
 export async function runIngestFloor(batches: ReadonlyArray<Pick<PreparedBatch, 'body'>>, options: FloorOptions): Promise<FloorRun> {
@@ -230,15 +219,21 @@ function readBody(request: IncomingMessage): Promise<Buffer> {
   });
 }
 
+function wholeNumber(flag: string, text: string | undefined, least: number): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < least) throw new Error(`${flag} must be a whole number of at least ${least}, got '${text}'`);
+  return value;
+}
+
 async function serveFloorNode(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
     options: { name: { type: 'string' }, 'ring-size': { type: 'string' }, 'hash-bytes': { type: 'string' }, threads: { type: 'string' } },
   });
   const name = values.name ?? 'floor';
-  const ringSize = Number(values['ring-size']);
-  const hashBytes = Number(values['hash-bytes']);
-  const parser = batchParser(Number(values.threads ?? 0), name, ringSize, hashBytes);
+  const ringSize = wholeNumber('--ring-size', values['ring-size'], 1);
+  const hashBytes = wholeNumber('--hash-bytes', values['hash-bytes'], 1);
+  const parser = batchParser(wholeNumber('--threads', values.threads ?? '0', 0), name, ringSize, hashBytes);
   const folder = temporaryFolder('floor');
   const level = new ClassicLevel<Buffer, Buffer>(folder, { keyEncoding: 'buffer', valueEncoding: 'buffer', writeBufferSize: DEFAULT_WRITE_BUFFER_BYTES });
   await level.open();

@@ -52,6 +52,7 @@ import {
 } from './replicated.js';
 import type { BenchOptions } from './options.js';
 import { firstLine, runRoleIfMain, spawnRole as spawnChildRole, stopChild } from './child-role.js';
+import { passBytes, rawBytesMethod } from './raw-grpc.js';
 import { machine } from './machine.js';
 import { blockRecords } from '../src/streams/block-records.js';
 import { DEFAULT_WRITE_BUFFER_BYTES } from '../src/storage/database.js';
@@ -126,20 +127,8 @@ function transferSettings(): TransferSettings {
 
 // ---------------------------------------------------------------- raw gRPC, the child processes
 
-const passBytes = (bytes: Buffer): Buffer => bytes;
-
 /** One bidi method moving raw bytes: no proto, no envelope, no signature, no storage. */
-const RAW_SERVICE: grpc.ServiceDefinition = {
-  Transfer: {
-    path: RAW_METHOD_PATH,
-    requestStream: true,
-    responseStream: true,
-    requestSerialize: passBytes,
-    requestDeserialize: passBytes,
-    responseSerialize: passBytes,
-    responseDeserialize: passBytes,
-  },
-};
+const RAW_SERVICE: grpc.ServiceDefinition = { Transfer: rawBytesMethod(RAW_METHOD_PATH, true) };
 
 /** The receiving end: a 4-byte ack (the chunk's number) per chunk, as soon as it arrives. */
 function serveRawSink(): Promise<void> {
