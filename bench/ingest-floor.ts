@@ -225,6 +225,69 @@ function wholeNumber(flag: string, text: string | undefined, least: number): num
   return value;
 }
 
+/** This process's LevelDB (the node's write buffer): synced batches of records, and the measured payloads it holds. */
+class FloorStore {
+  private constructor(
+    readonly folder: string,
+    private readonly level: ClassicLevel<Buffer, Buffer>,
+  ) {}
+
+  static async open(): Promise<FloorStore> {
+    const folder = temporaryFolder('floor');
+    const level = new ClassicLevel<Buffer, Buffer>(folder, { keyEncoding: 'buffer', valueEncoding: 'buffer', writeBufferSize: DEFAULT_WRITE_BUFFER_BYTES });
+    await level.open();
+    return new FloorStore(folder, level);
+  }
+
+  async write(records: Uint8Array): Promise<void> {
+    const batch = this.level.batch();
+    for (const [key, value] of decodePairs(records)) batch.put(key, value);
+    await batch.write({ sync: true });
+  }
+
+  /** The measured payloads: a record's payloads are its lines. */
+  async countMeasured(): Promise<number> {
+    let payloads = 0;
+    for await (const value of this.level.values({ gte: Buffer.from(`${MEASURED}/`), lt: Buffer.from(`${MEASURED}0`) })) {
+      payloads += 1;
+      for (let at = value.indexOf(10); at !== -1; at = value.indexOf(10, at + 1)) payloads += 1;
+    }
+    return payloads;
+  }
+
+  async close(): Promise<void> {
+    await this.level.close();
+    rmSync(this.folder, { recursive: true, force: true });
+  }
+}
+
+/** The raw gRPC server that writes what the other floor processes send; answers its port. */
+async function servePeerWrites(server: grpc.Server, store: FloorStore): Promise<number> {
+  server.addService(FLOOR_SERVICE, {
+    Write: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
+      store.write(call.request).then(
+        () => callback(null, Buffer.alloc(0)),
+        (error: Error) => callback(error),
+      );
+    },
+  });
+  return new Promise<number>((resolvePort, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolvePort(port))),
+  );
+}
+
+function writeOnPeer(peer: grpc.Client, records: Uint8Array): Promise<void> {
+  const bytes = Buffer.from(records.buffer, records.byteOffset, records.byteLength);
+  return new Promise<void>((resolveWrite, reject) =>
+    peer.makeUnaryRequest(WRITE_METHOD_PATH, passBytes, passBytes, bytes, (error) => (error ? reject(error) : resolveWrite())),
+  );
+}
+
+function answer(response: ServerResponse, status: number, text: string): void {
+  response.writeHead(status, { 'content-type': 'text/plain' });
+  response.end(text);
+}
+
 async function serveFloorNode(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
@@ -234,58 +297,23 @@ async function serveFloorNode(argv: string[]): Promise<void> {
   const ringSize = wholeNumber('--ring-size', values['ring-size'], 1);
   const hashBytes = wholeNumber('--hash-bytes', values['hash-bytes'], 1);
   const parser = batchParser(wholeNumber('--threads', values.threads ?? '0', 0), name, ringSize, hashBytes);
-  const folder = temporaryFolder('floor');
-  const level = new ClassicLevel<Buffer, Buffer>(folder, { keyEncoding: 'buffer', valueEncoding: 'buffer', writeBufferSize: DEFAULT_WRITE_BUFFER_BYTES });
-  await level.open();
-  const writeSynced = async (records: Uint8Array): Promise<void> => {
-    const batch = level.batch();
-    for (const [key, value] of decodePairs(records)) batch.put(key, value);
-    await batch.write({ sync: true });
-  };
-
+  const store = await FloorStore.open();
   const server = new grpc.Server(CHANNEL_OPTIONS);
-  server.addService(FLOOR_SERVICE, {
-    Write: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
-      writeSynced(call.request).then(
-        () => callback(null, Buffer.alloc(0)),
-        (error: Error) => callback(error),
-      );
-    },
-  });
-  const grpcPort = await new Promise<number>((resolvePort, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolvePort(port))),
-  );
+  const grpcPort = await servePeerWrites(server, store);
 
   let peers: grpc.Client[] = [];
-  const writeOnPeer = (peer: grpc.Client, records: Uint8Array) =>
-    new Promise<void>((resolveWrite, reject) =>
-      peer.makeUnaryRequest(WRITE_METHOD_PATH, passBytes, passBytes, Buffer.from(records.buffer, records.byteOffset, records.byteLength), (error) =>
-        error ? reject(error) : resolveWrite(),
-      ),
-    );
-  const answer = (response: ServerResponse, status: number, text: string) => {
-    response.writeHead(status, { 'content-type': 'text/plain' });
-    response.end(text);
-  };
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const body = await readBody(request);
     if (request.method === 'POST' && request.url === '/peers') {
       peers = (JSON.parse(body.toString('utf8')) as number[]).map((port) => new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), CHANNEL_OPTIONS));
       return answer(response, 200, 'ok');
     }
-    if (request.method === 'GET' && request.url === '/count') {
-      let payloads = 0;
-      for await (const value of level.values({ gte: Buffer.from(`${MEASURED}/`), lt: Buffer.from(`${MEASURED}0`) })) {
-        payloads += 1;
-        for (let at = value.indexOf(10); at !== -1; at = value.indexOf(10, at + 1)) payloads += 1;
-      }
-      return answer(response, 200, String(payloads));
-    }
+    if (request.method === 'GET' && request.url === '/count') return answer(response, 200, String(await store.countMeasured()));
     const prefix = request.url === `/ingest/${MEASURED}` ? MEASURED : request.url === `/ingest/${WARMUP}` ? WARMUP : undefined;
     if (request.method !== 'POST' || prefix === undefined) return answer(response, 404, 'no such path');
     const { records, refused } = await parser.parse(body.toString('utf8'), prefix);
     if (records === undefined) return answer(response, 400, refused ?? 'refused');
-    await Promise.all([writeSynced(records), ...peers.map((peer) => writeOnPeer(peer, records))]);
+    await Promise.all([store.write(records), ...peers.map((peer) => writeOnPeer(peer, records))]);
     answer(response, 200, '{}');
   };
   const http = createServer((request, response) => {
@@ -298,12 +326,9 @@ async function serveFloorNode(argv: string[]): Promise<void> {
     parser.close();
     for (const peer of peers) peer.close();
     server.forceShutdown();
-    void level.close().finally(() => {
-      rmSync(folder, { recursive: true, force: true });
-      process.exit(0);
-    });
+    void store.close().finally(() => process.exit(0));
   });
-  process.stdout.write(`${JSON.stringify({ http: (http.address() as AddressInfo).port, grpc: grpcPort, folder })}\n`);
+  process.stdout.write(`${JSON.stringify({ http: (http.address() as AddressInfo).port, grpc: grpcPort, folder: store.folder })}\n`);
 }
 
 if (isMainThread) runRoleIfMain(THIS_FILE, { 'floor-node': serveFloorNode });
