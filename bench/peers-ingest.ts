@@ -64,6 +64,8 @@ const RING_SIZE = 128;
 const HASH_BYTES = 128;
 const STREAM = 'ingest';
 const SUBJECT = 'bench.ingest';
+/** The floor's row (ingest-floor.ts). */
+const FLOOR_SYSTEM = 'floor: bare Node + gRPC + LevelDB';
 /** Messages each JetStream client publishes to a warm-up stream first (as our warm-up batches). */
 const JETSTREAM_WARMUP_MESSAGES = 2_000;
 /** A publish not acknowledged in this long fails the bench (the shared machine can be slow). */
@@ -72,7 +74,7 @@ const PUBLISH_TIMEOUT_MS = 60_000;
 const REPLICAS_CATCH_UP_MS = 60_000;
 
 export interface IngestRun {
-  system: 'Tributary' | 'NATS JetStream' | 'floor: bare Node + gRPC + LevelDB';
+  system: 'Tributary' | 'NATS JetStream' | typeof FLOOR_SYSTEM;
   setup: string;
   replicas: number;
   /** What is on disk when the acknowledgement arrives. */
@@ -201,7 +203,7 @@ async function runFloor(batches: readonly PreparedBatch[], clients: number): Pro
   const run = await runIngestFloor(batches, { processes: CLUSTER_NODES, threads: 0, ringSize: RING_SIZE, hashBytes: HASH_BYTES, clients });
   expectCopies(`the floor, ${setup}`, run.storedCopies, CLUSTER_NODES * countOf(batches));
   return {
-    system: 'floor: bare Node + gRPC + LevelDB',
+    system: FLOOR_SYSTEM,
     setup,
     replicas: CLUSTER_NODES,
     durableAtAck: `fsynced on all ${CLUSTER_NODES}`,
@@ -419,7 +421,7 @@ export async function runPeersIngestBench(options: BenchOptions): Promise<void> 
 
   const ours3 = runs.find((run) => run.system === 'Tributary' && run.replicas === 3);
   const theirs3 = runs.find((run) => run.system === 'NATS JetStream' && run.replicas === 3 && !run.setup.includes('always'));
-  const floor = runs.find((run) => run.system.startsWith('floor'))!;
+  const floor = runs.find((run) => run.system === FLOOR_SYSTEM)!;
   const ratio = ours3 !== undefined && theirs3 !== undefined ? round(ours3.payloadsPerSecond / theirs3.payloadsPerSecond, 2) : undefined;
   const floorRatio = theirs3 === undefined ? undefined : round(floor.payloadsPerSecond / theirs3.payloadsPerSecond, 2);
   const ofFloor = ours3 === undefined ? undefined : round(ours3.payloadsPerSecond / floor.payloadsPerSecond, 2);

@@ -198,7 +198,10 @@ function baseParts(config: Config) {
 
 /** The database (checked for damage at open), definitions, hints, group commit and both repositories. */
 async function openStorage(config: Config, log: Logger, metrics: Metrics) {
-  const { database, damage: damageFound } = await openChecked(config.dataDir, log, (seconds) => metrics.syncedBatch(seconds), config.storage.writeBufferBytes);
+  const { database, damage: damageFound } = await openChecked(config.dataDir, log, {
+    onSyncedBatch: (seconds) => metrics.syncedBatch(seconds),
+    writeBufferBytes: config.storage.writeBufferBytes,
+  });
   const repositories: Record<RepositoryName, Repository> & { tsr: TimeSeriesRepository } = { ssr: new SearchableRepository(database), tsr: new TimeSeriesRepository(database) };
   return {
     database,

@@ -36,6 +36,13 @@ export interface EncodedPut {
 /** Told how long each synced batch took (metrics: fsync latency). */
 export type SyncedBatchObserver = (seconds: number) => void;
 
+export interface DatabaseOptions {
+  /** Told each synced batch's time to durable (the node's metrics). */
+  onSyncedBatch?: SyncedBatchObserver;
+  /** LevelDB's write buffer (memtable), storage.writeBufferBytes; DEFAULT_WRITE_BUFFER_BYTES if not given. */
+  writeBufferBytes?: number;
+}
+
 /** Sequence keys kept in the database: older ones are deleted by later batches. */
 const SEQUENCE_KEYS_KEPT = 256;
 const SEQUENCE_PREFIX = 'commit-seq/';
@@ -90,8 +97,8 @@ export class Database {
     this.ledgerFd = openSync(ledgerPath, 'r+');
   }
 
-  /** `writeBufferBytes`: LevelDB's write buffer (memtable), storage.writeBufferBytes. */
-  static async open(dataDir: string, onSyncedBatch?: SyncedBatchObserver, writeBufferBytes = DEFAULT_WRITE_BUFFER_BYTES): Promise<Database> {
+  static async open(dataDir: string, options: DatabaseOptions = {}): Promise<Database> {
+    const { onSyncedBatch, writeBufferBytes = DEFAULT_WRITE_BUFFER_BYTES } = options;
     const location = join(dataDir, 'db');
     mkdirSync(location, { recursive: true });
     const level = new ClassicLevel<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8', writeBufferSize: writeBufferBytes });

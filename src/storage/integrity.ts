@@ -13,7 +13,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import type { Logger } from '../log.js';
-import { Database, DatabaseLockedError, type SyncedBatchObserver } from './database.js';
+import { Database, DatabaseLockedError, type DatabaseOptions } from './database.js';
 
 /** Why this node's data cannot be trusted until it is refilled. */
 export interface StorageDamage {
@@ -25,18 +25,18 @@ export interface StorageDamage {
 const CLEAN_STOP_FILE = 'clean-stop';
 const LOG_DAMAGE = /corruption|dropping \d+ bytes|checksum mismatch|bad record length|missing start of fragmented record/i;
 
-export async function openChecked(dataDir: string, log: Logger, onSyncedBatch?: SyncedBatchObserver, writeBufferBytes?: number): Promise<{ database: Database; damage: StorageDamage | undefined }> {
+export async function openChecked(dataDir: string, log: Logger, options: DatabaseOptions = {}): Promise<{ database: Database; damage: StorageDamage | undefined }> {
   const cleanStop = join(dataDir, CLEAN_STOP_FILE);
   const stoppedCleanly = existsSync(cleanStop);
   rmSync(cleanStop, { force: true });
   const reasons: string[] = [];
   let database: Database;
   try {
-    database = await Database.open(dataDir, onSyncedBatch, writeBufferBytes);
+    database = await Database.open(dataDir, options);
   } catch (error) {
     if (error instanceof DatabaseLockedError) throw error;
     reasons.push(`the database did not open (${(error as Error).message})`);
-    database = await repairAndOpen(dataDir, log, onSyncedBatch, writeBufferBytes);
+    database = await repairAndOpen(dataDir, log, options);
   }
   reasons.push(...damageInLevelLog(database.location));
   if (database.storedSequence < database.ledgerSequence) {
@@ -50,7 +50,7 @@ export async function openChecked(dataDir: string, log: Logger, onSyncedBatch?: 
     } catch (error) {
       reasons.push(`a record cannot be read (${(error as Error).message})`);
       await database.close();
-      database = await repairAndOpen(dataDir, log, onSyncedBatch, writeBufferBytes);
+      database = await repairAndOpen(dataDir, log, options);
     }
   }
   if (reasons.length === 0) return { database, damage: undefined };
@@ -64,11 +64,11 @@ export function markCleanStop(dataDir: string): void {
   writeFileSync(join(dataDir, CLEAN_STOP_FILE), `${new Date().toISOString()}\n`);
 }
 
-async function repairAndOpen(dataDir: string, log: Logger, onSyncedBatch: SyncedBatchObserver | undefined, writeBufferBytes: number | undefined): Promise<Database> {
+async function repairAndOpen(dataDir: string, log: Logger, options: DatabaseOptions): Promise<Database> {
   const location = join(dataDir, 'db');
   log.warn({ location }, 'repairing the database: what can be read is kept, the rest is refilled from other owners');
   await ClassicLevel.repair(location);
-  return Database.open(dataDir, onSyncedBatch, writeBufferBytes);
+  return Database.open(dataDir, options);
 }
 
 /** Lines of LevelDB's own LOG (written while it opened) that report damaged data. */

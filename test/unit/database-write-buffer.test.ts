@@ -16,7 +16,7 @@ afterAll(() => {
 async function tableFilesAfterWrites(writeBufferBytes: number): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'tributary-write-buffer-'));
   dirs.push(dir);
-  const database = await Database.open(dir, undefined, writeBufferBytes);
+  const database = await Database.open(dir, { writeBufferBytes });
   const value = 'x'.repeat(64 * 1024);
   for (let batch = 0; batch < 24; batch += 1) {
     await database.batch(Array.from({ length: 4 }, (_, i) => ({ type: 'put' as const, sublevel: database.tsr, key: `k${batch}-${i}`, value })), { sync: true });

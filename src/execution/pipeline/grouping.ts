@@ -53,8 +53,8 @@ export class GroupingOperator implements RowConsumer {
   private lastArrivalMs: number | undefined;
   /** Column batches: per last level of groups, the window its rows last went into. */
   private readonly cachedLeaves = new Map<Map<unknown, Group>, CachedLeaf>();
-  /** Column batches: the groups' number summaries, side by side in shared slabs (not an ArrayBuffer each). */
-  private readonly summaries = new ByteSlab(SUMMARY_SLAB_BYTES);
+  /** Column batches: the groups' number summaries, side by side in shared slabs (not an ArrayBuffer each); made at the first. */
+  private summaries: ByteSlab | undefined;
   lateRows = 0;
 
   constructor(
@@ -152,7 +152,7 @@ export class GroupingOperator implements RowConsumer {
       // Numbers go into the group's summary (aggregates.ts): no call, no boxed number per row.
       let summary = group.summary;
       if (summary === undefined && summarized) {
-        const { buffer, offset } = this.summaries.carve(plan.slots.length * NUMBER_SUMMARY_WIDTH * Float64Array.BYTES_PER_ELEMENT);
+        const { buffer, offset } = (this.summaries ??= new ByteSlab(SUMMARY_SLAB_BYTES)).carve(plan.slots.length * NUMBER_SUMMARY_WIDTH * Float64Array.BYTES_PER_ELEMENT);
         summary = group.summary = new Float64Array(buffer, offset, plan.slots.length * NUMBER_SUMMARY_WIDTH);
       }
       for (let s = 0; s < modes.length; s++) {
