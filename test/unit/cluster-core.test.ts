@@ -162,6 +162,27 @@ describe('cluster core - scripted scenarios', () => {
     expect(s.failures()).toEqual([]);
   });
 
+  it('join - a cluster grows one node at a time to nine, the seventh member included, and keeps every record', () => {
+    // Before ring points were fixed per node, planning the seventh member's join broke an
+    // invariant on the coordinator ("n5 gains slot 4/3"): every node had lost a ring point.
+    const names = Array.from({ length: 9 }, (_, index) => `n${index}`);
+    const s = new ScriptedCluster({ slots: [...slotsOf(3, 16), ...slotsOf(1, 16)], chunkRecords: 4 }).lone(names[0]!);
+    for (const slot of s.slots) s.write(names[0]!, slot, 2);
+    for (const name of names.slice(1)) {
+      s.spawn(name);
+      const added = s.add(name, names[0]);
+      expect(added).toMatchObject({ ok: true });
+      // Only the joining node gains data: every transfer goes to it.
+      const targets = added.ok ? new Set(added.membership.change?.transfers.map((transfer) => transfer.to)) : new Set();
+      expect([...targets]).toEqual([name]);
+      s.settle().tick(400);
+      expect(s.stateOf(name, names[0])).toBe('Joined');
+      for (const slot of s.slots.slice(0, 4)) s.write(name, slot, 1);
+    }
+    expect(s.failures()).toEqual([]);
+    expect(missingRecords(s, names[0]!)).toEqual([]);
+  });
+
   it('admin - a second add while a change is in flight gets 409, and works once it completes', () => {
     const s = new ScriptedCluster().lone('a').spawn('b').spawn('c');
     expect(s.add('b')).toMatchObject({ ok: true, membership: { epoch: 2 } });

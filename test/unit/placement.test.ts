@@ -1,6 +1,6 @@
 import HashRing from 'hashring';
 import { describe, expect, it } from 'vitest';
-import { preferenceList, ringOwners } from '../../src/cluster/core/placement.js';
+import { preferenceList, RING_HASHES_PER_NODE, ringOwners } from '../../src/cluster/core/placement.js';
 
 function ownersTable(names: readonly string[], ringSize: number, replicas: number): (readonly string[])[] {
   return Array.from({ length: ringSize }, (_, partition) => ringOwners(names, { partition, replicas }));
@@ -44,4 +44,46 @@ describe('placement - ring owners', () => {
     expect(preferenceList(names, 'repository/x', 5)).toEqual(reference.range('repository/x', 5));
     expect(ringOwners(names, { partition: 7, replicas: 3 })).toEqual(preferenceList(names, 'partition-7', 3));
   });
+
+  it('gives every node the same number of ring points at every member count up to 256', () => {
+    // hashring's own count is Math.floor(weight / total * 40 * servers): one short of 40 at
+    // 7, 14, 28, … members, where every node then lost a point and owners other than a
+    // joining node changed.
+    const shortAt = Array.from({ length: 256 }, (_, index) => index + 1).filter((count) => Math.floor((1 / count) * 40 * count) !== 40);
+    expect(shortAt.slice(0, 3)).toEqual([7, 14, 28]);
+    for (const count of [1, 2, ...shortAt, 255, 256]) {
+      const points = new HashRing(Object.fromEntries(names(count).map((name) => [name, { vnodes: RING_HASHES_PER_NODE }])), 'md5', { 'vnode count': 0 }).points(names(count));
+      expect(Object.values(points).every((list) => (list as unknown as number[]).length === RING_HASHES_PER_NODE * 4)).toBe(true);
+    }
+  });
+
+  it('a join gives slots only to the joining node (a leave takes them only from the leaving one) at every member count up to 256', () => {
+    // A leave is a join read backwards: the owners it drops are the owners a join adds.
+    const ringSize = 128;
+    const othersGaining: string[] = [];
+    for (let count = 1; count < 256; count += 1) {
+      // Each ring is built once: the ring after one join is the ring before the next.
+      const before = names(count);
+      const after = names(count + 1);
+      const joiner = after[count]!;
+      for (const replicas of [1, 3]) {
+        for (let partition = 0; partition < ringSize; partition += 1) {
+          const owned = ringOwners(before, { partition, replicas });
+          for (const name of ringOwners(after, { partition, replicas })) {
+            if (name !== joiner && !owned.includes(name)) othersGaining.push(`${count} → ${count + 1} members: ${name} gains ${partition}/${replicas}`);
+          }
+        }
+      }
+    }
+    expect(othersGaining).toEqual([]);
+  });
 });
+
+const nameLists = new Map<number, readonly string[]>();
+
+/** `count` node names, sorted, the same frozen array each time (the ring cache keys by it). */
+function names(count: number): readonly string[] {
+  let list = nameLists.get(count);
+  if (list === undefined) nameLists.set(count, (list = Object.freeze(Array.from({ length: count }, (_, index) => `n${String(index).padStart(3, '0')}`))));
+  return list;
+}

@@ -19,6 +19,7 @@ import {
   normaliseSlots,
   ownersOf,
   nextOwnersOf,
+  nextRingNames,
   uncoveredNeeds,
 } from './placement.js';
 import type { AnnouncedAddress, Member, Membership, MembershipChange, NodeState, Slot, TransferPlan } from '../../protocol/cluster-types.js';
@@ -191,7 +192,8 @@ export function withAddedMember(membership: Membership, member: Omit<Member, 'st
   const change: MembershipChange = { id: `e${epoch}-join-${member.name}`, kind: 'join', node: member.name, slots: normaliseSlots(slots), transfers: [] };
   const draft = withMembers(membership, [...membership.members, { ...member, state: 'Pending' }], change, epoch);
   const next = { ...draft, change: { ...change, transfers: plan(draft) } };
-  assert(next.change.transfers.every((transfer) => transfer.to === member.name), `join of ${member.name} plans a transfer to another node`);
+  // Data moves only to nodes of the ring the change leads to.
+  assert(next.change.transfers.every((transfer) => nextRingNames(next).includes(transfer.to)), `join of ${member.name} plans a transfer off the next ring`);
   return next;
 }
 
