@@ -22,6 +22,7 @@
     tenants: [],
     tenant: undefined,
     transfers: [],
+    queue: [],
     ring: undefined,
     streams: [],
     live: undefined,
@@ -137,6 +138,10 @@
     );
     $('transfer-rows').replaceChildren(...rows);
     $('no-transfers').hidden = rows.length > 0;
+    // Membership changes waiting behind the one in flight, in the order they start.
+    const queued = state.queue.map((entry, index) => el('li', { 'data-queued': entry.node, text: `${index + 1}. ${entry.kind} of ${entry.node}` }));
+    $('queue').replaceChildren(...queued);
+    $('queue-title').hidden = queued.length === 0;
   }
 
   function renderRing() {
@@ -177,6 +182,7 @@
     try {
       const [transfers, ring] = await Promise.all([getJson('/cluster/transfers'), getJson('/console/data/ring')]);
       state.transfers = transfers.actions;
+      state.queue = transfers.queue ?? [];
       state.ring = ring;
       renderTransfers();
       renderRing();
@@ -188,6 +194,7 @@
   /** While a node joins or leaves, transfers move: read them every second. */
   function changing() {
     if (state.ring !== undefined && state.ring.change !== null) return true;
+    if (state.queue.length > 0) return true;
     if (state.transfers.some((action) => !action.complete)) return true;
     return [...state.nodes.values()].some((node) => node.state === 'Joining' || node.state === 'Leaving' || node.state === 'Pending');
   }

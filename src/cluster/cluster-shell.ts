@@ -226,6 +226,9 @@ export class ClusterShell {
         this.adminWaiters.delete(effect.requestId);
         return waiter?.(effect.result);
       }
+      case 'queued-refused':
+        this.deps.log.warn({ queued: effect.id, command: effect.command.type, peer: effect.command.type === 'add' ? effect.command.member.name : effect.command.name, reason: effect.message }, 'a queued membership change could not start and left the queue');
+        return;
     }
   }
 

@@ -11,6 +11,8 @@ import type { PeerTransport } from '../peer/transport.js';
 import type { ClusterShell } from './cluster-shell.js';
 import type { ClusterCore } from './core/core.js';
 import { coordinatorOf, NODE_NAME_FORBIDDEN } from './core/placement.js';
+import { commandNode, queuedCommands } from './core/membership.js';
+import { assert } from '../assert.js';
 import type { AdminCommand, AdminResult, Member, Membership, TransferPlan } from '../protocol/cluster-types.js';
 import { validate } from '../validation.js';
 import { makeJoinToken } from './join-token.js';
@@ -37,10 +39,27 @@ export interface TransferAction {
 const ENTRIES_MAX = 16;
 const TRANSFER_HISTORY_MAX = 256;
 
+/**
+ * What became of one membership command: started (it is the change in flight) or queued
+ * behind the change in flight, at `position` (1 = next) under the queue entry `id`.
+ */
+export interface ChangeOutcome {
+  kind: 'join' | 'leave';
+  node: string;
+  status: 'started' | 'queued';
+  position?: number;
+  id?: string;
+}
+
+/** The change in flight and the commands waiting behind it, for GET /cluster/transfers and the console. */
+export interface ChangeQueueView {
+  change: { id: string; kind: 'join' | 'leave'; node: string } | null;
+  queue: Array<{ id: string; kind: 'join' | 'leave'; node: string }>;
+}
+
 export class MembershipService {
   /** Every transfer seen in a membership, latest progress kept after its change completes. */
   private readonly history = new Map<string, TransferPlan>();
-  private queued: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly deps: {
@@ -53,23 +72,34 @@ export class MembershipService {
   ) {}
 
   /**
-   * Checks every entry, asks the coordinator to add the first, and adds the others in the
-   * background, each once the change before it is complete (one change at a time).
+   * Checks every entry, then asks the admin authority to add each in turn: the first starts
+   * at once when no change is in flight, the others wait in the cluster's queue and start
+   * one after the other (docs/cluster.md, "Several changes"). An entry refused on the way
+   * (a name already taken) ends the request with that error; the entries before it stay.
    */
-  async addNodes(body: unknown): Promise<Membership> {
+  async addNodes(body: unknown): Promise<ChangeOutcome[]> {
     const entries = parseEntries(body);
     const members = [];
     for (const entry of entries) members.push(await this.proveIdentity(entry));
-    const first = await this.runAdmin({ type: 'add', member: members[0]! });
-    for (const member of members.slice(1)) {
-      this.queued = this.queued.then(() => this.addWhenIdle(member));
-    }
-    return first;
+    const outcomes: ChangeOutcome[] = [];
+    for (const member of members) outcomes.push(outcomeOf(await this.runAdmin({ type: 'add', member }), 'join', member.name));
+    assert(outcomes.length === entries.length, `${entries.length} nodes asked, ${outcomes.length} answered`);
+    return outcomes;
   }
 
-  removeNode(name: string): Promise<Membership> {
+  async removeNode(name: string): Promise<ChangeOutcome> {
     checkName('node', name);
-    return this.runAdmin({ type: 'remove', name });
+    return outcomeOf(await this.runAdmin({ type: 'remove', name }), 'leave', name);
+  }
+
+  /** The change in flight and the queue behind it, as this node's table has them. */
+  changeQueue(): ChangeQueueView {
+    const membership = this.deps.core.membership();
+    const change = membership.change;
+    return {
+      change: change === undefined ? null : { id: change.id, kind: change.kind, node: change.node },
+      queue: queuedCommands(membership).map((entry) => ({ id: entry.id, kind: entry.command.type === 'add' ? 'join' : 'leave', node: commandNode(entry.command) })),
+    };
   }
 
   /** Transfers of the current change and of earlier ones this node has seen. */
@@ -140,21 +170,6 @@ export class MembershipService {
     return { name: entry.name, publicKey: entry.publicKey, address: entry.address, port: entry.port, httpPort: reply.httpPort, zone: reply.zone };
   }
 
-  private async addWhenIdle(member: Omit<Member, 'state'>): Promise<void> {
-    for (;;) {
-      try {
-        await this.runAdmin({ type: 'add', member });
-        return;
-      } catch (error) {
-        if (!(error instanceof StateConflictError)) {
-          this.deps.log.error({ err: error, peer: member.name }, 'queued add failed');
-          return;
-        }
-      }
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-  }
-
   /** Runs the command on the coordinator: this node's core, or the coordinator's over gRPC. */
   private async runAdmin(command: AdminCommand): Promise<Membership> {
     const membership = this.deps.core.membership();
@@ -169,6 +184,17 @@ export class MembershipService {
     if (result.status === 409) throw new StateConflictError(result.message);
     throw new BadRequestError(result.message);
   }
+}
+
+/** Started when the table's change is this command's; queued when the queue holds it. */
+function outcomeOf(membership: Membership, kind: 'join' | 'leave', node: string): ChangeOutcome {
+  const change = membership.change;
+  if (change !== undefined && change.node === node && change.kind === kind) return { kind, node, status: 'started' };
+  const queue = queuedCommands(membership);
+  const place = queue.findIndex((entry) => commandNode(entry.command) === node && (entry.command.type === 'add') === (kind === 'join'));
+  // The authority answered ok: the command either started or waits.
+  assert(place >= 0, `the ${kind} of ${node} neither started nor queued at epoch ${membership.epoch}`);
+  return { kind, node, status: 'queued', position: place + 1, id: queue[place]!.id };
 }
 
 function sleepUntil(timeMs: number): Promise<void> {

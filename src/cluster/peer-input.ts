@@ -11,9 +11,9 @@
 //
 // Pure: no I/O, no clock. Each function returns a problem (a sentence) or undefined.
 
-import { assertMembership, assertSuccessor, structuralKey } from './core/membership.js';
+import { assertMembership, assertSuccessor, QUEUED_COMMANDS_MAX, structuralKey } from './core/membership.js';
 import { compareSlots, compareText, NODE_NAME_FORBIDDEN } from './core/placement.js';
-import type { Member, Membership, MembershipChange, NodeState, PeerMessage, Slot, TransferPlan } from '../protocol/cluster-types.js';
+import type { Member, Membership, MembershipChange, NodeState, PeerMessage, QueuedCommand, Slot, TransferPlan } from '../protocol/cluster-types.js';
 import { NODE_STATE_EDGES } from '../protocol/cluster-types.js';
 import { NAME_LENGTH_MAX } from '../names.js';
 
@@ -48,6 +48,8 @@ export function membershipProblem(membership: Membership): string | undefined {
     const problem = changeProblem(change, membership);
     if (problem !== undefined) return `change: ${problem}`;
   }
+  const queue = queueProblem(membership);
+  if (queue !== undefined) return `queue: ${queue}`;
   // The rules every table obeys (one change in flight, its node the only one in motion, no
   // data moved before the node is ready, owners distinct), exactly as the core asserts them.
   return assertionProblem(() => assertMembership(membership));
@@ -154,6 +156,29 @@ function changeProblem(change: MembershipChange, membership: Membership): string
     ids.add(transfer.id);
   }
   return undefined;
+}
+
+const QUEUE_ID = /^q\d{1,15}\.\d{1,6}$/;
+
+/** Queued commands: bounded, well-formed ids, and members as the add command would admit them. */
+function queueProblem(membership: Membership): string | undefined {
+  const queue = membership.queue ?? [];
+  const dropped = membership.queueDropped ?? [];
+  if (queue.length > QUEUED_COMMANDS_MAX || dropped.length > QUEUED_COMMANDS_MAX) return `${queue.length} queued and ${dropped.length} dropped (at most ${QUEUED_COMMANDS_MAX} each)`;
+  const badId = [...queue.map((entry) => entry.id), ...dropped].find((id) => !QUEUE_ID.test(id));
+  if (badId !== undefined) return `id '${badId.slice(0, 40)}' is not q<epoch>.<n>`;
+  for (const entry of queue) {
+    const problem = queuedCommandProblem(entry);
+    if (problem !== undefined) return `${entry.id}: ${problem}`;
+  }
+  return undefined;
+}
+
+function queuedCommandProblem(entry: QueuedCommand): string | undefined {
+  const command = entry.command;
+  if (command.type === 'remove') return nodeNameProblem(command.name);
+  if (command.type !== 'add') return `command '${String((command as { type: unknown }).type)}'`;
+  return memberProblem({ ...command.member, state: 'Pending' });
 }
 
 function transferProblem(transfer: TransferPlan): string | undefined {

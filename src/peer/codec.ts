@@ -13,6 +13,7 @@ import type {
   MembershipChange,
   NodeState,
   PeerMessage,
+  QueuedCommand,
   Slot,
   TransferPlan,
   TransferRepo,
@@ -209,18 +210,29 @@ const membershipChange: BodyCodec<MembershipChange> = {
   }),
 };
 
+const queuedCommand: BodyCodec<QueuedCommand> = {
+  toProto: (value) => ({ id: value.id, command: adminCommand.toProto(value.command) }),
+  fromProto: (object) => ({ id: str(object, 'id'), command: adminCommand.fromProto(message(object, 'command')) }),
+};
+
 const membership: BodyCodec<Membership> = {
   toProto: (value) => ({
     epoch: value.epoch,
     members: value.members.map(member.toProto),
     change: value.change === undefined ? undefined : membershipChange.toProto(value.change),
+    queue: (value.queue ?? []).map(queuedCommand.toProto),
+    queueDropped: value.queueDropped ?? [],
   }),
   fromProto: (object) => {
     const change = optionalMessage(object, 'change');
+    const queue = list(object, 'queue', queuedCommand.fromProto);
+    const queueDropped = strings(object, 'queueDropped');
     return {
       epoch: int(object, 'epoch'),
       members: list(object, 'members', member.fromProto),
       change: change === undefined ? undefined : membershipChange.fromProto(change),
+      ...(queue.length > 0 ? { queue } : {}),
+      ...(queueDropped.length > 0 ? { queueDropped } : {}),
     };
   },
 };

@@ -88,6 +88,21 @@ export interface Membership {
   epoch: number;
   members: Member[];
   change: MembershipChange | undefined;
+  /**
+   * Membership commands accepted while a change was in flight, in the order they start
+   * (docs/cluster.md, "Several changes"). Only the admin authority adds to it; each entry
+   * leaves it when it starts (its node is then in the table as Pending, or Leaving), or
+   * when it can no longer start (`queueDropped`). Absent: empty.
+   */
+  queue?: QueuedCommand[];
+  /** Ids of queued commands refused when their turn came: a merge never brings them back. */
+  queueDropped?: string[];
+}
+
+/** A command waiting in the queue: `q<epoch>.<n>`, the epoch at which it was accepted and its place in it. */
+export interface QueuedCommand {
+  id: string;
+  command: AdminCommand;
 }
 
 /** Opaque to the core: what a source read for one chunk, carried to the target unchanged. */
@@ -193,6 +208,8 @@ export type CoreEffect =
   | { type: 'node-state'; node: string; state: NodeState }
   | { type: 'availability'; node: string; available: boolean }
   | { type: 'admin-result'; requestId: string; result: AdminResult }
+  /** A queued command could not start when its turn came and left the queue (the shell logs it). */
+  | { type: 'queued-refused'; id: string; command: AdminCommand; message: string }
   /** The membership this node acts on changed (the shell rebuilds its router and node table). */
   | { type: 'membership-changed'; membership: Membership };
 

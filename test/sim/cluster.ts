@@ -292,6 +292,9 @@ export class SimCluster {
       case 'availability':
         if (this.verbose) this.log(`${node.name} sees ${effect.node} ${effect.available ? 'available' : 'unavailable'}`);
         return;
+      case 'queued-refused':
+        this.log(`${node.name} drops queued ${effect.id}: ${effect.message}`);
+        return;
     }
   }
 
@@ -547,7 +550,7 @@ export class SimCluster {
     const started = [...this.nodes.values()].filter((node) => node.everStarted);
     if (started.some((node) => !node.alive)) return false;
     const first = started[0]?.core?.membership();
-    if (first === undefined || first.change !== undefined) return false;
+    if (first === undefined || first.change !== undefined || (first.queue ?? []).length > 0) return false;
     const key = structuralKey(first);
     return started.every(
       (node) => structuralKey(node.core!.membership()) === key && node.core!.incomingTransfers().length === 0 && node.hints.length === 0,
@@ -560,6 +563,7 @@ export class SimCluster {
     const membership = started[0]!.core!.membership();
     const joined = membership.members.filter((member) => member.state === 'Joined').map((member) => member.name);
     if (membership.change !== undefined) this.fail(`change ${membership.change.id} still in flight`);
+    if ((membership.queue ?? []).length > 0) this.fail(`changes still queued: ${membership.queue!.map((entry) => entry.id).join(',')}`);
     for (const slot of this.config.slots) {
       const owners = ownersOf(membership, slot);
       const wanted = Math.min(slot.replicas, joined.length);

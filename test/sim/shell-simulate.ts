@@ -441,6 +441,7 @@ class ShellSimRun {
     const tables = counted.map((node) => node.process!.core.membership());
     if (new Set(tables.map((table) => table.epoch)).size > 1) return `epochs differ: ${tables.map((table) => table.epoch).join(',')}`;
     if (tables[0]!.change !== undefined) return `change ${tables[0]!.change.id} in flight`;
+    if ((tables[0]!.queue ?? []).length > 0) return `changes queued: ${tables[0]!.queue!.map((entry) => entry.id).join(',')}`;
     for (const node of counted) {
       const process = node.process!;
       if (!process.shell.idle()) return `${node.name} is carrying out a step`;

@@ -194,18 +194,30 @@ class Driver {
     if (accepted) {
       this.operations.shift();
       this.changesAccepted += 1;
-      // A second command while the change is in flight must be refused (issue 3, item 8).
-      const probe = this.operations[0] === undefined ? undefined : this.commandFor(this.operations[0]);
-      const target = this.lastAdminTarget!;
-      const inFlight = this.cluster.node(target).core?.membership().change;
-      if (probe !== undefined && inFlight !== undefined && this.prng.chance(0.5)) {
-        const result = this.cluster.admin(target, `probe-${this.requestCounter++}`, probe);
-        if (result === undefined || result.ok || result.status !== 409) this.cluster.fail(`a second change was not refused with 409 by ${target} while ${inFlight.id} was in flight`);
-      }
+      // A second command while the change is in flight waits in the queue behind it
+      // (docs/cluster.md, "Several changes"), or is refused with 409 when it could never start.
+      this.queueBehind(this.lastAdminTarget!);
       this.cluster.schedule(this.cluster.now + this.prng.int(50, 1_500), () => this.nextOperation());
     } else {
       this.cluster.schedule(this.cluster.now + this.prng.int(50, 300), () => this.nextOperation());
     }
+  }
+
+  private queueBehind(target: string): void {
+    const probe = this.operations[0] === undefined ? undefined : this.commandFor(this.operations[0]);
+    const inFlight = this.cluster.node(target).core?.membership().change;
+    if (probe === undefined || inFlight === undefined || !this.prng.chance(0.5)) return;
+    if (probe.type === 'add' && !this.cluster.node(probe.member.name).everStarted) this.cluster.start(probe.member.name);
+    const result = this.cluster.admin(target, `queued-${this.requestCounter++}`, probe);
+    if (result === undefined || (!result.ok && result.status !== 409)) return this.cluster.fail(`a command behind ${inFlight.id} got ${JSON.stringify(result)} from ${target}`);
+    if (!result.ok) return;
+    const node = probe.type === 'add' ? probe.member.name : probe.name;
+    if (!(result.membership.queue ?? []).some((entry) => (entry.command.type === 'add' ? entry.command.member.name : entry.command.name) === node)) {
+      return this.cluster.fail(`${target} accepted a ${probe.type} of ${node} behind ${inFlight.id} but did not queue it`);
+    }
+    this.operations.shift();
+    this.changesAccepted += 1;
+    if (probe.type === 'add') this.nextName += 1;
   }
 
   private alreadyMade(command: AdminCommand): boolean {

@@ -14,7 +14,7 @@ import {
   transferNeeds,
   writeOwners,
 } from '../../src/cluster/core/placement.js';
-import { withAddedMember, withJoiningMember, withLeavingMember } from '../../src/cluster/core/membership.js';
+import { QUEUED_COMMANDS_MAX, withAddedMember, withJoiningMember, withLeavingMember } from '../../src/cluster/core/membership.js';
 import type { Member, Membership, NodeState, PeerMessage, Slot } from '../../src/protocol/cluster-types.js';
 import { link, ScriptedCluster, type ScriptOptions } from '../sim/script.js';
 import { ClusterCore } from '../../src/cluster/core/core.js';
@@ -183,14 +183,59 @@ describe('cluster core - scripted scenarios', () => {
     expect(missingRecords(s, names[0]!)).toEqual([]);
   });
 
-  it('admin - a second add while a change is in flight gets 409, and works once it completes', () => {
+  it('admin - commands that arrive while a change is in flight wait in the queue and start in turn', () => {
     const s = new ScriptedCluster().lone('a').spawn('b').spawn('c');
     expect(s.add('b')).toMatchObject({ ok: true, membership: { epoch: 2 } });
-    expect(s.add('c')).toEqual({ ok: false, status: 409, message: 'a membership change is in flight: join of b' });
-    expect(s.remove('a')).toMatchObject({ ok: false, status: 409 });
-    s.settle().tick(100);
-    expect(s.stateOf('b', 'a')).toBe('Joined');
-    expect(s.add('c')).toMatchObject({ ok: true });
+    const queued = s.add('c');
+    // Accepted at the same epoch, behind the join of b: the table says so.
+    expect(queued).toMatchObject({ ok: true, membership: { epoch: 2, change: { node: 'b' } } });
+    expect(queued.ok && queued.membership.queue?.map((entry) => [entry.id, entry.command.type])).toEqual([['q2.0', 'add']]);
+    expect(s.remove('b')).toMatchObject({ ok: true, membership: { epoch: 2 } });
+    expect(s.add('c')).toMatchObject({ ok: false, status: 409, message: "node 'c' is queued to be added already" });
+    expect(s.remove('b')).toMatchObject({ ok: false, status: 409, message: "node 'b' is queued to be removed already" });
+    s.settle().tick(200);
+    // b joined, c joined after it, then b left: every node's table agrees, the queue is empty.
+    for (const observer of ['a', 'c']) {
+      expect([s.stateOf('b', observer), s.stateOf('c', observer)]).toEqual(['Left', 'Joined']);
+      expect(s.sim.node(observer).core!.membership().queue).toBeUndefined();
+    }
+    const joinedOrder = s.effects('a', 'node-state').filter((effect) => effect.state === 'Joined' || effect.state === 'Left').map((effect) => `${effect.node} ${effect.state}`);
+    expect(joinedOrder).toEqual(['a Joined', 'b Joined', 'c Joined', 'b Left']);
+    expect(s.failures()).toEqual([]);
+  });
+
+  it('admin - the queue is refused what could never start: the last Joined node, an unknown node', () => {
+    const s = new ScriptedCluster().lone('a').spawn('b');
+    expect(s.add('b')).toMatchObject({ ok: true });
+    // a and b will both be there: removing one may wait, removing both may not.
+    expect(s.remove('a')).toMatchObject({ ok: true });
+    expect(s.remove('b')).toMatchObject({ ok: false, status: 409, message: 'the cluster needs one Joined node' });
+    expect(s.remove('zed')).toMatchObject({ ok: false, status: 404 });
+    s.settle().tick(300);
+    expect([s.stateOf('a', 'b'), s.stateOf('b', 'b')]).toEqual(['Left', 'Joined']);
+    expect(s.failures()).toEqual([]);
+  });
+
+  it('admin - the queue holds at most QUEUED_COMMANDS_MAX commands', () => {
+    const s = new ScriptedCluster().lone('a').spawn('b');
+    expect(s.add('b')).toMatchObject({ ok: true });
+    const template = s.sim.node('b').member;
+    const addOf = (name: string) => s.sim.admin('a', `add-${name}`, { type: 'add', member: { ...template, name } });
+    for (let index = 0; index < QUEUED_COMMANDS_MAX; index += 1) expect(addOf(`x${index}`)).toMatchObject({ ok: true });
+    expect(addOf('one-more')).toEqual({ ok: false, status: 409, message: `${QUEUED_COMMANDS_MAX} membership changes are queued already` });
+  });
+
+  it('admin - a queued command survives the restart of the admin authority and starts when it is back', () => {
+    const s = new ScriptedCluster().lone('a').spawn('b').spawn('c');
+    expect(s.add('b')).toMatchObject({ ok: true });
+    const releaseReady = s.hold(link('b', 'a', 'ready'));
+    s.settle();
+    expect(s.add('c')).toMatchObject({ ok: true, membership: { queue: [{ id: 'q2.0' }] } });
+    s.crash('a');
+    releaseReady();
+    s.restart('a');
+    s.settle().tick(400);
+    expect([s.stateOf('b', 'a'), s.stateOf('c', 'a')]).toEqual(['Joined', 'Joined']);
     expect(s.failures()).toEqual([]);
   });
 

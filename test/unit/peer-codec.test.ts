@@ -61,6 +61,17 @@ const CORE: PeerMessage[] = [
   { type: 'heartbeat', epoch: 12, at: { address: '10.0.0.9', port: 9100, httpPort: 8100, incarnation: 2 } },
   { type: 'heartbeat', epoch: 12, damaged: true },
   { type: 'membership', membership, damaged: true },
+  {
+    type: 'membership',
+    membership: {
+      ...membership,
+      queue: [
+        { id: 'q4.0', command: { type: 'remove', name: 'a' } },
+        { id: 'q4.1', command: { type: 'add', member: { name: 'f', publicKey: member('f', 'Pending').publicKey, address: '10.0.0.6', port: 9006, httpPort: 8006, zone: 'z' } } },
+      ],
+      queueDropped: ['q3.0'],
+    },
+  },
   { type: 'ready', changeId: 'c1' },
   { type: 'transfer-request', transfer: plan, seq: 0, cursor: undefined },
   { type: 'transfer-request', transfer: plan, seq: 5, cursor: '' },

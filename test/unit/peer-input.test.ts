@@ -47,6 +47,10 @@ describe('peer input - tables on their own', () => {
     ['a transfer from a stranger', withTransfer({ from: 'zz' }), /non-members/],
     ['unsorted slots', { ...joining, change: { ...joining.change!, slots: [...slots].reverse() } }, /slots not sorted/],
     ['a partition beyond any ring', { ...joining, change: { ...joining.change!, slots: [{ partition: 70_000, replicas: 1 }] } }, /partition 70000/],
+    ['a malformed queue id', { ...joining, queue: [{ id: 'q4-0', command: { type: 'remove', name: 'a' } }] }, /queue: id 'q4-0'/],
+    ['a queued add of a bad name', { ...joining, queue: [{ id: 'q4.0', command: { type: 'add', member: { ...member('d/e') } } }] }, /queue: q4.0: .*forbidden character/],
+    ['an overlong queue', { ...joining, queue: Array.from({ length: 65 }, (_, i) => ({ id: `q4.${i}`, command: { type: 'remove' as const, name: 'a' } })) }, /65 queued/],
+    ['a queue out of order', { ...joining, queue: [{ id: 'q4.1', command: { type: 'remove', name: 'a' } }, { id: 'q4.0', command: { type: 'remove', name: 'b' } }] }, /queue not in order/],
   ])('refuses %s', (_what, table, reason) => {
     expect(membershipProblem(table)).toMatch(reason);
   });

@@ -56,6 +56,12 @@ import {
 import {
   assertMembership,
   assertSuccessor,
+  commandNode,
+  queuedCommands,
+  queueRefusal,
+  withDroppedQueueEntry,
+  withMergedQueue,
+  withQueuedCommand,
   incarnationOf,
   isReadyToComplete,
   knowsNewerAddresses,
@@ -355,6 +361,9 @@ export class ClusterCore {
     }
     assert(this.nextHeartbeatAt > this.now, `next heartbeat at ${this.nextHeartbeatAt}, now ${this.now}`);
     if (this.selfState() === 'Left') return;
+    // On a tick, never in the step that completed the change before it: the drops that
+    // completion ordered run first, so no slot this node gains again is dropped after.
+    this.startQueuedCommand(effects);
     this.target.onTick(this.context(), effects);
     if (coordinatorOf(this.current, (name) => this.available(name)) === this.name) this.replaceLostSources(effects);
   }
@@ -562,7 +571,8 @@ export class ClusterCore {
     this.confirmedByPeer = true;
     if (incoming.epoch > mine.epoch) {
       const sameChange = mine.change !== undefined && incoming.change?.id === mine.change.id;
-      const kept = sameChange ? mergeChangeNews(incoming, mine) : incoming;
+      // Commands this node queued that the newer table has not heard of wait there too.
+      const kept = sameChange ? mergeChangeNews(incoming, mine) : withMergedQueue(incoming, mine);
       // What this node knows of addresses (its own above all) survives a newer table.
       this.adopt(withMemberAddresses(kept, mine), effects, false);
       assert(this.current.epoch === incoming.epoch, `adopted epoch ${this.current.epoch} for ${incoming.epoch}`);
@@ -709,8 +719,9 @@ export class ClusterCore {
       effects.push({ type: 'admin-result', requestId, result: { ok: false, ...decision } });
       return;
     }
-    // A command starts exactly one change, one epoch on.
-    assert(decision.epoch === epoch + 1 && decision.change !== undefined, `admin ${command.type} led from epoch ${epoch} to ${decision.epoch}`);
+    // A command starts exactly one change, one epoch on, or waits in the queue at this epoch.
+    const queued = decision.epoch === epoch && queuedCommands(decision).length === queuedCommands(this.current).length + 1;
+    assert((decision.epoch === epoch + 1 && decision.change !== undefined) || queued, `admin ${command.type} led from epoch ${epoch} to ${decision.epoch}`);
     this.adopt(decision, effects, true);
     assert(this.current === decision, `admin ${command.type}: the table adopted is not the one decided`);
     effects.push({ type: 'admin-result', requestId, result: { ok: true, membership: this.current } });
@@ -721,12 +732,22 @@ export class ClusterCore {
     const refuse = (status: AdminRefusal['status'], message: string): AdminRefusal => ({ status, message });
     assert(this.started, 'an admin command before the start');
     if (!this.bootstrapped || adminAuthorityOf(this.current) !== this.name) return refuse(409, 'not the coordinator');
-    const change = this.current.change;
-    if (change !== undefined) return refuse(409, `a membership change is in flight: ${change.kind} of ${change.node}`);
+    if (command.type === 'add' && (command.member.name.length === 0 || NODE_NAME_FORBIDDEN.test(command.member.name))) return refuse(400, `node name '${command.member.name}' is not allowed`);
+    if (this.current.change !== undefined || queuedCommands(this.current).length > 0) {
+      // Behind the change in flight (and what waits already): started when its turn comes.
+      const refusal = queueRefusal(this.current, command);
+      return refusal ?? withQueuedCommand(this.current, command);
+    }
+    return this.decideNow(command);
+  }
+
+  /** The table that starts `command` now (no change in flight), or why it cannot start. */
+  private decideNow(command: AdminCommand): Membership | AdminRefusal {
+    const refuse = (status: AdminRefusal['status'], message: string): AdminRefusal => ({ status, message });
+    assert(this.current.change === undefined, 'starting a command while a change is in flight');
     if (!this.slotsKnown) return refuse(409, 'the slots in use are not known yet');
     if (command.type === 'add') {
       const name = command.member.name;
-      if (name.length === 0 || NODE_NAME_FORBIDDEN.test(name)) return refuse(400, `node name '${name}' is not allowed`);
       if (memberNamed(this.current, name) !== undefined) return refuse(409, `node '${name}' exists`);
       return withAddedMember(this.current, command.member, this.slotsInUse, (draft) => this.plan(draft));
     }
@@ -736,6 +757,31 @@ export class ClusterCore {
     if (this.current.members.filter((other) => other.state === 'Joined').length === 1) return refuse(409, 'the cluster needs one Joined node');
     assert(command.name !== this.name || this.current.members.some((other) => other.name !== this.name && other.state === 'Joined'), 'removing the last Joined node');
     return withLeavingMember(this.current, command.name, this.slotsInUse, (draft) => this.plan(draft));
+  }
+
+  /**
+   * The admin authority starts the head of the queue once no change is in flight (on a
+   * tick: see onTick). A head
+   * that cannot start (it was queued against a table that a merge of two queues changed
+   * since) leaves the queue, said in a `queued-refused` effect; one that must wait (the
+   * slots in use not known yet) stays.
+   */
+  private startQueuedCommand(effects: CoreEffect[]): void {
+    if (!this.bootstrapped || this.current.change !== undefined || adminAuthorityOf(this.current) !== this.name) return;
+    const head = queuedCommands(this.current)[0];
+    if (head === undefined || !this.slotsKnown) return;
+    const epoch = this.current.epoch;
+    const decision = this.decideNow(head.command);
+    if ('status' in decision) {
+      this.adopt(withDroppedQueueEntry(this.current, head.id), effects, true);
+      effects.push({ type: 'queued-refused', id: head.id, command: head.command, message: decision.message });
+      return;
+    }
+    this.adopt(decision, effects, true);
+    // The head started: one epoch on, and out of the queue (its node is in motion now).
+    const started = this.membership(); // read again: adopt() replaced the table
+    assert(started.epoch === epoch + 1 && started.change?.node === commandNode(head.command), `queued ${head.id} did not start`);
+    assert(queuedCommands(this.current).every((entry) => entry.id !== head.id), `queued ${head.id} started and still queued`);
   }
 
   /** The authority plans with its own view of who is up, and sends KV itself (it is Joined and up). */
@@ -764,7 +810,7 @@ export class ClusterCore {
     this.current = next;
     this.bootstrapped = true;
     const newEpoch = !wasBootstrapped || previous.epoch !== next.epoch;
-    if (newEpoch || completionCount(previous) !== completionCount(next) || incarnations(previous) !== incarnations(next)) effects.push({ type: 'persist' });
+    if (newEpoch || completionCount(previous) !== completionCount(next) || incarnations(previous) !== incarnations(next) || queueKey(previous) !== queueKey(next)) effects.push({ type: 'persist' });
     effects.push({ type: 'membership-changed', membership: next });
     if (newEpoch) {
       pushNodeStates(wasBootstrapped ? previous : undefined, next, effects);
@@ -846,6 +892,13 @@ function completionCount(membership: Membership): string {
   return `${transfers.length}/${transfers.filter((transfer) => transfer.complete).length}/${membership.change?.finalSynced === true}`;
 }
 
+/** The queue's entries and refusals: a command accepted into the queue is durable before it is answered. */
+function queueKey(membership: Membership): string {
+  const key = `${queuedCommands(membership).map((entry) => entry.id).join(',')}/${(membership.queueDropped ?? []).join(',')}`;
+  assert(key.length > 0, 'an empty queue key');
+  return key;
+}
+
 /** The members' address incarnations: a new address is persisted like a new epoch. */
 function incarnations(membership: Membership): string {
   assert(membership.members.length > 0, `epoch ${membership.epoch} has no members`);
@@ -854,7 +907,7 @@ function incarnations(membership: Membership): string {
 
 /** `base` with what `news` adds to the same change: transfers and their progress, the hand-off. */
 function mergeChangeNews(base: Membership, news: Membership): Membership {
-  const merged = withMergedTransfers(base, news.change?.transfers ?? []);
+  const merged = withMergedQueue(withMergedTransfers(base, news.change?.transfers ?? []), news);
   const result = news.change?.finalSynced === true && news.change.id === base.change?.id ? withFinalSynced(merged, news.change.id) : merged;
   // News merges into the base's epoch and change; it never starts another.
   assert(result.epoch === base.epoch && result.change?.id === base.change?.id, `merging news changed epoch ${base.epoch}`);

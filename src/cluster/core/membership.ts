@@ -22,7 +22,7 @@ import {
   nextRingNames,
   uncoveredNeeds,
 } from './placement.js';
-import type { AnnouncedAddress, Member, Membership, MembershipChange, NodeState, Slot, TransferPlan } from '../../protocol/cluster-types.js';
+import type { AdminCommand, AnnouncedAddress, Member, Membership, MembershipChange, NodeState, QueuedCommand, Slot, TransferPlan } from '../../protocol/cluster-types.js';
 import { NODE_STATE_EDGES } from '../../protocol/cluster-types.js';
 
 /** The states after `from` up to and including `to`, along NODE_STATE_EDGES; throws if `to` is not ahead. */
@@ -130,6 +130,8 @@ export function assertMembership(membership: Membership): void {
   const names = membership.members.map((member) => member.name);
   assert(names.every((name, index) => index === 0 || compareText(names[index - 1]!, name) < 0), `members not sorted and distinct: ${names.join(',')}`);
   assert(membership.members.some((member) => member.state === 'Joined'), `epoch ${membership.epoch} has no Joined member`);
+  const queue = queuedCommands(membership);
+  assert(queue.every((entry, index) => index === 0 || compareQueueIds(queue[index - 1]!.id, entry.id) < 0), `epoch ${membership.epoch}: queue not in order`);
   const change = membership.change;
   const inMotion = membership.members.filter((member) => member.state === 'Pending' || member.state === 'Joining' || member.state === 'Leaving');
   if (change === undefined) {
@@ -169,7 +171,10 @@ function withMembers(membership: Membership, members: Member[], change: Membersh
   // Epochs only rise, by one per change.
   assert(epoch === membership.epoch + 1, `epoch ${membership.epoch} followed by ${epoch}`);
   assert(members.length >= membership.members.length, `epoch ${epoch} dropped a member`);
-  return { epoch, members: [...members].sort((a, b) => compareText(a.name, b.name)), change };
+  const next: Membership = { epoch, members: [...members].sort((a, b) => compareText(a.name, b.name)), change };
+  // The queue goes on to the next epoch, less what the new members made obsolete (a
+  // queued command that just started is: its node is now Pending, or Leaving).
+  return withMergedQueue(next, membership);
 }
 
 function withState(members: readonly Member[], name: string, state: NodeState): Member[] {
@@ -303,4 +308,116 @@ export function withMergedTransfers(membership: Membership, transfers: readonly 
   assert(merged.length >= change.transfers.length, `change ${change.id} lost a transfer in a merge`);
   assert(change.transfers.every((transfer) => !transfer.complete || byId.get(transfer.id)!.complete), `change ${change.id}: a complete transfer went back`);
   return { ...membership, change: { ...change, transfers: merged } };
+}
+
+// ---------------------------------------------------------------------------------------
+// The queue of membership commands (docs/cluster.md, "Several changes").
+//
+// Only the admin authority adds to the queue, at the epoch it holds, and only it starts the
+// head once no change is in flight (a new epoch, like any command). Tables of one epoch may
+// differ in their queues, so queues merge as a union by id, less the entries that are
+// obsolete in the merged table (an add whose node is in it; a remove whose node is Leaving
+// or Left) or were refused when their turn came (`queueDropped`). Commands are idempotent by
+// node name (members never vanish from a table), so an entry a stale table brings back
+// cannot start twice.
+
+/** Commands waiting at most; a full queue refuses more with 409. */
+export const QUEUED_COMMANDS_MAX = 64;
+/** Refused entries remembered at most (the newest). */
+const QUEUE_DROPPED_IDS_MAX = 64;
+
+export function queuedCommands(membership: Membership): readonly QueuedCommand[] {
+  const queue = membership.queue ?? [];
+  assert(queue.length <= QUEUED_COMMANDS_MAX, `epoch ${membership.epoch} queues ${queue.length} commands`);
+  return queue;
+}
+
+/** The node a membership command adds or removes. */
+export function commandNode(command: AdminCommand): string {
+  const name = command.type === 'add' ? command.member.name : command.name;
+  assert(name.length > 0, `a ${command.type} of no node`);
+  return name;
+}
+
+function queueIdParts(id: string): [number, number] {
+  const match = /^q(\d+)\.(\d+)$/.exec(id);
+  assert(match !== null, `queue id ${id}`);
+  return [Number(match[1]), Number(match[2])];
+}
+
+export function compareQueueIds(a: string, b: string): number {
+  const [epochA, placeA] = queueIdParts(a);
+  const [epochB, placeB] = queueIdParts(b);
+  return epochA - epochB || placeA - placeB;
+}
+
+function isObsolete(entry: QueuedCommand, membership: Membership, dropped: ReadonlySet<string>): boolean {
+  if (dropped.has(entry.id)) return true;
+  const member = memberNamed(membership, commandNode(entry.command));
+  if (entry.command.type === 'add') return member !== undefined;
+  return member === undefined || member.state === 'Leaving' || member.state === 'Left';
+}
+
+/**
+ * `membership` with the queue entries of `other` added and the obsolete ones left out.
+ * Returns the same object when its queue does not change, so callers can tell by identity.
+ */
+export function withMergedQueue(membership: Membership, other: Membership): Membership {
+  const droppedIds = [...new Set([...(membership.queueDropped ?? []), ...(other.queueDropped ?? [])])].sort(compareQueueIds).slice(-QUEUE_DROPPED_IDS_MAX);
+  const dropped = new Set(droppedIds);
+  const byId = new Map<string, QueuedCommand>();
+  for (const entry of [...queuedCommands(membership), ...queuedCommands(other)]) byId.set(entry.id, entry);
+  const queue = [...byId.values()].filter((entry) => !isObsolete(entry, membership, dropped)).sort((a, b) => compareQueueIds(a.id, b.id));
+  const same = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((id, index) => id === b[index]);
+  if (same(queue.map((entry) => entry.id), queuedCommands(membership).map((entry) => entry.id)) && same(droppedIds, membership.queueDropped ?? [])) return membership;
+  const { queue: _queue, queueDropped: _dropped, ...rest } = membership;
+  const merged: Membership = { ...rest, ...(queue.length > 0 ? { queue: queue.slice(0, QUEUED_COMMANDS_MAX) } : {}), ...(droppedIds.length > 0 ? { queueDropped: droppedIds } : {}) };
+  // A merge keeps the epoch, the members and the change: only the queue moves.
+  assert(merged.epoch === membership.epoch && merged.change === membership.change, `merging queues moved epoch ${membership.epoch}`);
+  return merged;
+}
+
+/**
+ * Why `command` cannot wait in the queue, judged against the table as it will be once every
+ * command before it has run; undefined when it may.
+ */
+export function queueRefusal(membership: Membership, command: AdminCommand): { status: 404 | 409; message: string } | undefined {
+  const queue = queuedCommands(membership);
+  if (queue.length >= QUEUED_COMMANDS_MAX) return { status: 409, message: `${QUEUED_COMMANDS_MAX} membership changes are queued already` };
+  const name = commandNode(command);
+  const member = memberNamed(membership, name);
+  const queuedFor = queue.filter((entry) => commandNode(entry.command) === name).map((entry) => entry.command.type);
+  if (command.type === 'add') {
+    if (member !== undefined) return { status: 409, message: `node '${name}' exists` };
+    if (queuedFor.includes('add')) return { status: 409, message: `node '${name}' is queued to be added already` };
+    return undefined;
+  }
+  if (member === undefined) return queuedFor.includes('add') ? { status: 409, message: `node '${name}' is queued to be added: remove it once it has joined` } : { status: 404, message: `node '${name}' is not in the cluster` };
+  if (member.state === 'Leaving' || member.state === 'Left') return { status: 409, message: `node '${name}' is ${member.state}` };
+  if (queuedFor.includes('remove')) return { status: 409, message: `node '${name}' is queued to be removed already` };
+  const staying = membership.members.filter((each) => each.state !== 'Leaving' && each.state !== 'Left').length;
+  const queuedAdds = queue.filter((entry) => entry.command.type === 'add').length;
+  const queuedRemoves = queue.length - queuedAdds;
+  if (staying + queuedAdds - queuedRemoves - 1 < 1) return { status: 409, message: 'the cluster needs one Joined node' };
+  return undefined;
+}
+
+/** The admin authority accepts `command` behind the change in flight and the queue: same epoch, one more entry. */
+export function withQueuedCommand(membership: Membership, command: AdminCommand): Membership {
+  assert(membership.change !== undefined || queuedCommands(membership).length > 0, 'queueing a command with nothing to wait for');
+  assert(queueRefusal(membership, command) === undefined, `queueing a ${command.type} of ${commandNode(command)} that cannot wait`);
+  const queue = queuedCommands(membership);
+  const places = queue.map((entry) => queueIdParts(entry.id)).filter(([epoch]) => epoch === membership.epoch).map(([, place]) => place);
+  const id = `q${membership.epoch}.${places.length === 0 ? 0 : Math.max(...places) + 1}`;
+  const next: Membership = { ...membership, queue: [...queue, { id, command }] };
+  assert(queuedCommands(next).length === queue.length + 1 && next.epoch === membership.epoch, `command ${id} not queued`);
+  return next;
+}
+
+/** The head of the queue could not start when its turn came: it leaves the queue for good. */
+export function withDroppedQueueEntry(membership: Membership, id: string): Membership {
+  assert(queuedCommands(membership).some((entry) => entry.id === id), `dropping ${id}, which is not queued`);
+  const next = withMergedQueue(membership, { ...membership, queueDropped: [...(membership.queueDropped ?? []), id] });
+  assert(queuedCommands(next).every((entry) => entry.id !== id), `${id} still queued after it was dropped`);
+  return next;
 }

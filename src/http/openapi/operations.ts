@@ -21,6 +21,8 @@ import { streamBodySchema } from '../../streams/schema-document.js';
 import { tagsBodySchema } from '../../streams/tags.js';
 import { taxonomyBodySchema } from '../../streams/taxonomy.js';
 import {
+  changeQueueFields,
+  clusterChangeSchema,
   clusterDocumentSchema,
   contributorsOfDomainSchema,
   daemonDetailsSchema,
@@ -229,6 +231,7 @@ function daemonOperations(limits: DocumentLimits): Operation[] {
 function clusterOperations(): Operation[] {
   const tag = 'Cluster';
   const cluster = ok('The cluster: nodes and tenants.', clusterDocumentSchema);
+  const changed = ok('The cluster, and what became of each change asked for.', clusterChangeSchema);
   return [
     { method: 'get', path: '/cluster', tag, summary: 'Nodes and tenants', answers: cluster },
     { method: 'get', path: '/cluster/nodes', tag, summary: 'The nodes', answers: ok('Every node.', z.strictObject({ nodes: z.array(nodeSchema) })) },
@@ -236,17 +239,17 @@ function clusterOperations(): Operation[] {
     { method: 'get', path: '/cluster/nodes/{name}', tag, summary: 'A node', answers: ok('The node.', z.strictObject({ node: nodeSchema })) },
     {
       method: 'post', path: '/cluster/nodes', tag, summary: 'Add nodes',
-      description: 'Each node must be started with `--join-token` (or bare `--join` on loopback), be Pending, and answer at the address with a reply signed by the key that names that address and port; otherwise 400, the same answer after the peer deadline whatever failed. One change at a time (409 while one runs); the first node is added at once, the others one after another. Watch `GET /cluster/transfers` and `/output/cluster`. With an admin secret configured it needs that secret.',
+      description: 'Each node must be started with `--join-token` (or bare `--join` on loopback), be Pending, and answer at the address with a reply signed by the key that names that address and port; otherwise 400, the same answer after the peer deadline whatever failed. One change runs at a time: each node is one join; the first starts at once when no change is in flight, the others wait in the cluster\'s queue and start one after the other (`changes` says which). Watch `GET /cluster/transfers` and `/output/cluster`. With an admin secret configured it needs that secret.',
       body: { schema: addNodesBodySchema, required: true },
-      answers: cluster,
+      answers: changed,
     },
-    { method: 'delete', path: '/cluster/nodes/{name}', tag, summary: 'Remove a node', description: 'Leaving, then Left once its data moved.', answers: cluster },
+    { method: 'delete', path: '/cluster/nodes/{name}', tag, summary: 'Remove a node', description: 'Leaving, then Left once its data moved. While another change runs the removal waits in the queue behind it (`changes` says so).', answers: changed },
     {
       method: 'get', path: '/cluster/join-token', tag, summary: 'A join token',
       description: "Names the keys of the cluster's members: a node started with `--join-token` takes an Admit only from one of them. With an admin secret configured it needs that secret.",
       answers: ok('The token.', z.strictObject({ joinToken: z.string().describe('tribjoin1.<keys>.<checksum>') })),
     },
-    { method: 'get', path: '/cluster/transfers', tag, summary: 'Data transfers', answers: ok('Running transfers and recent ones.', z.strictObject({ actions: z.array(transferActionSchema) })) },
+    { method: 'get', path: '/cluster/transfers', tag, summary: 'Data transfers', answers: ok('Running transfers and recent ones, the change in flight and the queue behind it.', z.strictObject({ actions: z.array(transferActionSchema), ...changeQueueFields })) },
     {
       method: 'post', path: '/cluster/repair', tag, summary: 'Compare and repair replicas',
       description: "Anti-entropy on demand: every Joined or Leaving member compares the partitions it holds with the other owners' copies (key digests per segment) and copies what either side lacks. 202 with the run's id; follow it with GET /cluster/repair/{id} on the same node. Runs also appear in GET /cluster/transfers. Every node also sweeps on its own every cluster.repairIntervalMs.",

@@ -181,6 +181,29 @@ export const tenantSchema = z.looseObject({ name: z.string() }).meta({ id: 'Tena
 
 export const clusterDocumentSchema = z.strictObject({ nodes: z.array(nodeSchema), tenants: z.array(tenantSchema) }).meta({ id: 'Cluster' });
 
+const changeKindSchema = z.enum(['join', 'leave']);
+
+/** What POST /cluster/nodes and DELETE /cluster/nodes/{name} did with each command. */
+export const changeOutcomeSchema = z
+  .strictObject({
+    kind: changeKindSchema,
+    node: z.string(),
+    status: z.enum(['started', 'queued']).describe('started: it is the change in flight; queued: it waits behind it and starts in turn.'),
+    position: z.int().min(1).optional().describe('When queued: its place in the queue, 1 = next.'),
+    id: z.string().optional().describe('When queued: its queue entry, q<epoch>.<n>.'),
+  })
+  .meta({ id: 'ChangeOutcome' });
+
+export const clusterChangeSchema = clusterDocumentSchema.extend({ changes: z.array(changeOutcomeSchema) }).meta({ id: 'ClusterChange' });
+
+const queuedChangeSchema = z.strictObject({ id: z.string(), kind: changeKindSchema, node: z.string() });
+
+/** The change in flight and the commands queued behind it, beside the transfer rows. */
+export const changeQueueFields = {
+  change: queuedChangeSchema.nullable().describe('The membership change in flight, if any.'),
+  queue: z.array(queuedChangeSchema).describe('Membership changes waiting behind it, in the order they start.'),
+};
+
 export const transferActionSchema = z
   .strictObject({
     type: z.literal('repo_data_transfer'),

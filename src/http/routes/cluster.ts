@@ -27,13 +27,15 @@ export function clusterRoutes({ nodes, tenants, events, membership, repair, loca
   const router = new Router();
   const clusterDocument = () => ({ nodes: nodes.list(), tenants: tenants.list() });
 
+  // Both answer as GET /cluster (spec), plus `changes`: whether each command started or
+  // waits in the queue behind the change in flight (docs/cluster.md, "Several changes").
   router.post('/cluster/nodes', async (ctx) => {
-    await membership.addNodes(ctx.request.body);
-    ctx.body = clusterDocument();
+    const changes = await membership.addNodes(ctx.request.body);
+    ctx.body = { ...clusterDocument(), changes };
   });
   router.delete('/cluster/nodes/:name', async (ctx) => {
-    await membership.removeNode(ctx.params.name!);
-    ctx.body = clusterDocument();
+    const change = await membership.removeNode(ctx.params.name!);
+    ctx.body = { ...clusterDocument(), changes: [change] };
   });
   router.get('/cluster/join-token', (ctx) => {
     ctx.set('Cache-Control', 'no-store');
@@ -41,7 +43,7 @@ export function clusterRoutes({ nodes, tenants, events, membership, repair, loca
   });
   router.get('/cluster/transfers', (ctx) => {
     const transfers = membership.transfers().map((action) => ({ ...action, info: { ...action.info, stalled: action.complete ? null : stalledBecause(action.info.id) } }));
-    ctx.body = { actions: [...transfers, ...localActions()] };
+    ctx.body = { actions: [...transfers, ...localActions()], ...membership.changeQueue() };
   });
   // Anti-entropy on demand (issue 12, item 3): every member compares its partitions with
   // the other owners; the run's progress is read back under its id.
