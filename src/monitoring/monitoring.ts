@@ -158,6 +158,7 @@ function clusterDetails(deps: MonitoringDeps): Record<string, unknown> {
   return {
     epoch: membership.epoch,
     change: membership.change === undefined ? null : { id: membership.change.id, kind: membership.change.kind, node: membership.change.node },
+    queue: (membership.queue ?? []).map((entry) => ({ id: entry.id, kind: entry.command.type === 'add' ? 'join' : 'leave', node: entry.command.type === 'add' ? entry.command.member.name : entry.command.name })),
     members: membership.members.map((member) => ({ name: member.name, state: member.state, available: deps.core.available(member.name) })),
     incomingTransfers: deps.core.incomingTransfers(),
   };

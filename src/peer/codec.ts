@@ -286,7 +286,7 @@ function coreToProto(value: PeerMessage): ProtoObject {
     case 'membership':
       return { membership: membership.toProto(value.membership), damaged: value.damaged === true };
     case 'heartbeat':
-      return { heartbeat: { epoch: value.epoch, at: value.at }, damaged: value.damaged === true };
+      return { heartbeat: { epoch: value.epoch, at: value.at, news: value.news ?? 0 }, damaged: value.damaged === true };
     case 'ready':
       return { ready: { changeId: value.changeId } };
     case 'transfer-request':
@@ -335,8 +335,13 @@ function damagedFromProto(object: ProtoObject): { damaged?: true } {
 function heartbeatFromProto(object: ProtoObject): PeerMessage {
   const at = optionalMessage(object, 'at');
   const epoch = int(object, 'epoch');
-  if (at === undefined) return { type: 'heartbeat', epoch };
-  return { type: 'heartbeat', epoch, at: { address: str(at, 'address'), port: int(at, 'port'), httpPort: int(at, 'httpPort'), incarnation: int(at, 'incarnation') } };
+  const news = int(object, 'news');
+  return {
+    type: 'heartbeat',
+    epoch,
+    ...(at === undefined ? {} : { at: { address: str(at, 'address'), port: int(at, 'port'), httpPort: int(at, 'httpPort'), incarnation: int(at, 'incarnation') } }),
+    ...(news > 0 ? { news } : {}),
+  };
 }
 
 function transferRequestFromProto(object: ProtoObject): PeerMessage {

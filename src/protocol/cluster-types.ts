@@ -123,7 +123,11 @@ export type PeerMessage =
    * incarnation takes the address, so a node that moved is found even by a peer that
    * missed its table (and could not be told: it would answer at the old address).
    */
-  | { type: 'heartbeat'; epoch: number; at?: AnnouncedAddress; damaged?: boolean }
+  /**
+   * `news`: how much the sender's table says of the change in flight and the queue
+   * (tableNews): a peer at the same epoch that knows less asks for the table.
+   */
+  | { type: 'heartbeat'; epoch: number; at?: AnnouncedAddress; damaged?: boolean; news?: number }
   /** Pending node → coordinator: its repositories are open, it can receive data. */
   | { type: 'ready'; changeId: string }
   /** Target → source: send chunks of the transfer starting at `seq`, reading after `cursor`. */

@@ -53,6 +53,9 @@ export class SimDiskState {
   hintSequence = 0;
   /** Storage operations that failed (simulated I/O errors), for the run's statistics. */
   ioErrors = 0;
+  /** Records and chunk bytes of ssr and tsr that transfers stored here (the scale simulation's moved data). */
+  transferredRecords = 0;
+  transferredBytes = 0;
   /** Undo steps of writes not synced yet, newest last. */
   unsynced: Operation[] = [];
 
@@ -190,7 +193,11 @@ export class SimDisk {
   private storeChunk(transfer: TransferPlan, chunk: ChunkData, progress: DurableIncoming): void {
     const payload = JSON.parse(new TextDecoder().decode(chunk.bytes)) as unknown[];
     if (transfer.repo === 'KV') for (const key of payload as string[]) this.state.kv.add(key);
-    else for (const record of payload as StoredRecord[]) this.state.keep(transfer.repo, record);
+    else {
+      for (const record of payload as StoredRecord[]) this.state.keep(transfer.repo, record);
+      this.state.transferredRecords += payload.length;
+      this.state.transferredBytes += chunk.bytes.length;
+    }
     this.state.progress.set(progress.transferId, { ...progress });
   }
 

@@ -37,12 +37,16 @@ export interface NetworkHost {
   admits(sender: string, kind: CallKind): boolean;
 }
 
+/** Told of every call and transfer chunk sent (the scale simulation counts them and their bytes). */
+export type NetworkObserver = (from: string, to: string, kind: CallKind | 'TransferChunk', body: unknown) => void;
+
 export class SimNetwork {
   readonly cuts = new Set<string>();
   faults: LinkFaults;
   private readonly endpoints = new Map<string, SimEndpoint>();
   private readonly hosts = new Map<string, NetworkHost>();
   messages = 0;
+  observe: NetworkObserver | undefined;
 
   constructor(
     readonly world: VirtualWorld,
@@ -113,6 +117,7 @@ export class SimEndpoint implements PeerEndpoint {
         outcome();
       };
       world.timersOf(this.owner).setTimeout(() => finish(() => reject(new PeerUnavailableError(to, `${to} unreachable: deadline of ${options.deadlineMs} ms passed`))), options.deadlineMs);
+      this.network.observe?.(this.name, to, kind, body);
       const there = this.network.route(this.name, to);
       if (there === undefined) return;
       const request = structuredClone(body);
@@ -172,6 +177,7 @@ class SimTransferStream implements TransferSender {
   send(chunk: TransferChunk): boolean {
     if (!this.open) return false;
     const world = this.network.world;
+    this.network.observe?.(this.from.name, this.to, 'TransferChunk', chunk);
     const delay = this.network.route(this.from.name, this.to);
     if (delay === undefined) {
       this.close(new PeerUnavailableError(this.to, `transfer stream to ${this.to} broke`));

@@ -68,6 +68,7 @@ import {
   memberNamed,
   statePath,
   structuralKey,
+  tableNews,
   withAddedMember,
   withCompletedChange,
   withJoiningMember,
@@ -109,6 +110,15 @@ export interface CoreBootstrap {
   lone: boolean;
 }
 
+/**
+ * Peers a node with news sends its whole table to on a heartbeat, besides the coordinator:
+ * a table is as large as the cluster, so sending it to every peer would make each node's
+ * traffic grow with the square of the cluster's size. Heartbeats carry how much each
+ * table knows (tableNews), and a node that hears of more asks for it, so the news reaches
+ * everyone within a few heartbeats (docs/cluster.md, "What a node sends").
+ */
+const GOSSIP_FANOUT = 3;
+
 /** A tick this much later than the previous one means this process was paused or starved. */
 const PAUSE_FRACTION_OF_FAILURE_TIMEOUT = 0.5;
 
@@ -129,6 +139,10 @@ export class ClusterCore {
   private nextHeartbeatAt = 0;
   /** Something other nodes have not heard yet (progress): the next heartbeat carries the table. */
   private progressDirty = false;
+  /** Where the gossip of the next heartbeat starts in the member list (it rotates). */
+  private gossipCursor = 0;
+  /** When this node last asked a peer for its table (once per heartbeat interval at most). */
+  private lastPullAt = Number.NEGATIVE_INFINITY;
   private readonly lastHeard = new Map<string, number>();
   private readonly reportedAvailable = new Map<string, boolean>();
   private readonly peerEpochs = new Map<string, number>();
@@ -430,24 +444,70 @@ export class ClusterCore {
   }
 
   /**
-   * Heartbeats, or the whole table (anti-entropy) to a peer that has not shown it has our
-   * epoch, and, while a change is in flight, to the coordinator: tables of one epoch can
-   * differ in transfer progress, which heartbeats do not carry, and a completion report
-   * merged by a node whose broadcast was lost must still reach whoever completes the change.
+   * A heartbeat to every other member (its epoch and how much its table knows: a peer
+   * behind asks for the table, see onHeartbeat), and the whole table to a few: to a peer
+   * that has not seen this node's new address yet, to one behind that cannot ask
+   * (cannotAsk), and, when this node learnt something
+   * since the last heartbeat, to the coordinator and to GOSSIP_FANOUT peers in turn.
+   * Each node's traffic grows with the number of members, not with its square.
    */
   private sendHeartbeats(effects: CoreEffect[]): void {
     assert(this.bootstrapped, 'heartbeats before this node has a table');
     const epoch = this.current.epoch;
-    const coordinator = this.current.change === undefined ? undefined : coordinatorOf(this.current, (name) => this.available(name));
+    const gossip = this.progressDirty ? this.gossipTargets() : new Set<string>();
+    const heartbeat: PeerMessage = { type: 'heartbeat', epoch, at: this.ownAddress(), ...this.damageMark(), ...this.newsMark() };
     for (const member of this.current.members) {
       if (member.name === this.name || member.state === 'Left') continue;
-      const behind = (this.peerEpochs.get(member.name) ?? -1) < epoch;
-      if (behind || this.progressDirty || member.name === coordinator || this.addressNotSeenBy.has(member.name)) this.sendMembership(member.name, effects);
-      else this.send(member.name, { type: 'heartbeat', epoch, at: this.ownAddress(), ...this.damageMark() }, effects);
+      if (gossip.has(member.name) || this.addressNotSeenBy.has(member.name) || this.cannotAsk(member.name)) this.sendMembership(member.name, effects);
+      else this.send(member.name, heartbeat, effects);
     }
     this.progressDirty = false;
-    assert(coordinator === undefined || this.current.change !== undefined, 'a coordinator copy without a change in flight');
+    assert(gossip.size <= GOSSIP_FANOUT + 1, `gossip to ${gossip.size} peers`);
     this.repeatFinalSynced(effects);
+  }
+
+  /**
+   * A peer behind our epoch that is silent: it may have no table to heartbeat with (a
+   * Pending node that missed the table naming it, a restart that lost its table), so it
+   * cannot ask for ours. A peer that heartbeats asks by itself (onHeartbeat).
+   */
+  private cannotAsk(name: string): boolean {
+    const behind = (this.peerEpochs.get(name) ?? 0) < this.current.epoch;
+    return behind && !this.available(name);
+  }
+
+  /** The coordinator (when it is another node) and the next GOSSIP_FANOUT members in turn. */
+  private gossipTargets(): Set<string> {
+    const peers = this.current.members.filter((member) => member.name !== this.name && member.state !== 'Left').map((member) => member.name);
+    const targets = new Set<string>();
+    const coordinator = coordinatorOf(this.current, (name) => this.available(name));
+    if (coordinator !== undefined && coordinator !== this.name) targets.add(coordinator);
+    for (let taken = 0; taken < Math.min(GOSSIP_FANOUT, peers.length); taken += 1) targets.add(peers[(this.gossipCursor + taken) % peers.length]!);
+    this.gossipCursor = peers.length === 0 ? 0 : (this.gossipCursor + GOSSIP_FANOUT) % peers.length;
+    assert(!targets.has(this.name), 'gossip to self');
+    return targets;
+  }
+
+  /** What heartbeats carry of this table's change and queue: nothing when there is none. */
+  private newsMark(): { news?: number } {
+    const news = tableNews(this.current);
+    return news > 0 ? { news } : {};
+  }
+
+  /**
+   * A peer's heartbeat. A peer at a newer epoch, or at ours with a table that knows more,
+   * is asked for its table (this node sends its own; the peer answers with the newer or
+   * richer one), once per heartbeat interval: a node behind gets one table, not one from
+   * every member. A peer behind us asks the same way when it hears our heartbeat.
+   */
+  private onHeartbeat(from: string, message: Extract<PeerMessage, { type: 'heartbeat' }>, effects: CoreEffect[]): void {
+    this.notePeerEpoch(from, message.epoch);
+    if (message.at !== undefined) this.takeAnnouncedAddress(from, message.at, effects);
+    if (message.epoch >= this.current.epoch) this.confirmedByPeer = true;
+    const knowsMore = message.epoch > this.current.epoch || (message.epoch === this.current.epoch && (message.news ?? 0) > tableNews(this.current));
+    if (!knowsMore || this.now - this.lastPullAt < this.config.heartbeatIntervalMs) return;
+    this.lastPullAt = this.now;
+    this.sendMembership(from, effects);
   }
 
   private sendReadyIfPending(effects: CoreEffect[]): void {
@@ -497,11 +557,7 @@ export class ClusterCore {
       case 'membership':
         return this.onMembership(from, message.membership, effects);
       case 'heartbeat':
-        this.notePeerEpoch(from, message.epoch);
-        if (message.at !== undefined) this.takeAnnouncedAddress(from, message.at, effects);
-        if (message.epoch < this.current.epoch) this.sendMembership(from, effects);
-        else this.confirmedByPeer = true;
-        return;
+        return this.onHeartbeat(from, message, effects);
       case 'final-synced':
         return this.onFinalSynced(from, message.changeId, effects);
       case 'ready':
@@ -655,11 +711,14 @@ export class ClusterCore {
       if (known.complete && from !== this.name) this.sendMembership(from, effects); // it waits to see completion
       return;
     }
-    if (report.complete && !known.complete) return this.adopt(next, effects, true);
+    // A transfer complete is persisted and acted on (adopt), and spreads like progress: by
+    // gossip on the next heartbeat, not to every member at once (GOSSIP_FANOUT); the change
+    // it completes is broadcast by whoever completes it (afterStep).
+    this.progressDirty = true;
+    if (report.complete && !known.complete) return this.adopt(next, effects, false);
     // Progress alone moves no member, owner or completion: there is nothing for adopt() to
     // check, persist or act on, and the next heartbeat carries the table (progressDirty).
     this.current = next;
-    this.progressDirty = true;
   }
 
   private routeProgress(report: ProgressReport, effects: CoreEffect[]): void {

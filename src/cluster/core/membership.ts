@@ -421,3 +421,17 @@ export function withDroppedQueueEntry(membership: Membership, id: string): Membe
   assert(queuedCommands(next).every((entry) => entry.id !== id), `${id} still queued after it was dropped`);
   return next;
 }
+
+/**
+ * How much a table says of its epoch's change and queue: transfers known and complete, the
+ * hand-off, queued and refused commands. Merging two tables of one epoch never lowers it,
+ * and a merge that adds any of these raises it, so a peer whose heartbeat carries a higher
+ * figure at the same epoch knows something this table does not (progress percentages are
+ * left out: they spread by gossip and decide nothing).
+ */
+export function tableNews(membership: Membership): number {
+  const transfers = membership.change?.transfers ?? [];
+  const news = transfers.length + transfers.filter((transfer) => transfer.complete).length + (membership.change?.finalSynced === true ? 1 : 0) + queuedCommands(membership).length + 2 * (membership.queueDropped ?? []).length;
+  assert(Number.isSafeInteger(news) && news >= 0, `epoch ${membership.epoch}: news ${news}`);
+  return news;
+}
