@@ -42,6 +42,8 @@ interface ChaosNode {
 export interface ClusterStatus {
   epoch: number;
   change: string | null;
+  /** Ids of the membership changes queued behind the one in flight. */
+  queue: string[];
   members: Array<{ name: string; state: NodeState }>;
 }
 
@@ -112,6 +114,38 @@ export class ChaosCluster {
     await this.waitMemberState(name, 'Joined', deadline);
   }
 
+  /**
+   * One POST /cluster/nodes of every named (started, --join) node through `via`, as an
+   * operator adding several at once; returns what the answer said of each (`changes`:
+   * started or queued) once every one of them is Joined.
+   */
+  async joinAll(via: NodeProcess, names: readonly string[], timeoutMs: number): Promise<unknown[]> {
+    const deadline = Date.now() + timeoutMs;
+    const entries = await Promise.all(names.map(async (name) => ({ name, publicKey: (await localNode(this.node(name))).publicKey, address: '127.0.0.1', port: this.node(name).peerPort })));
+    const answer = await request(via, 'POST', '/cluster/nodes', { nodes: entries }, 60_000);
+    this.note(`POST /cluster/nodes ${names.join(',')} via ${via.name}: ${answer.status} ${answer.text.slice(0, 300)}`);
+    if (answer.status !== 200) throw new Error(`POST /cluster/nodes of ${names.length}: ${answer.status} ${answer.text.slice(0, 300)}`);
+    for (const name of names) await this.waitMemberState(name, 'Joined', deadline);
+    return answer.json.changes as unknown[];
+  }
+
+  /** DELETE /cluster/nodes/:name of each, in a row through `via`; returns each answer's `changes` once all are Left. */
+  async removeAll(via: NodeProcess, names: readonly string[], timeoutMs: number): Promise<unknown[]> {
+    const deadline = Date.now() + timeoutMs;
+    const changes: unknown[] = [];
+    for (const name of names) {
+      const answer = await request(via, 'DELETE', `/cluster/nodes/${name}`);
+      this.note(`DELETE /cluster/nodes/${name} via ${via.name}: ${answer.status} ${answer.text.slice(0, 300)}`);
+      if (answer.status !== 200) throw new Error(`DELETE /cluster/nodes/${name}: ${answer.status} ${answer.text.slice(0, 300)}`);
+      changes.push(...(answer.json.changes as unknown[]));
+    }
+    for (const name of names) {
+      await this.waitMemberState(name, 'Left', deadline);
+      this.nodes.get(name)!.removed = true;
+    }
+    return changes;
+  }
+
   /** DELETE /cluster/nodes/:name through any other member until accepted, then waits for Left. */
   async leave(name: string, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
@@ -137,7 +171,7 @@ export class ChaosCluster {
   private async waitMemberState(name: string, state: NodeState, deadline: number): Promise<void> {
     while (Date.now() < deadline) {
       const status = await this.anyStatus();
-      if (status !== undefined && status.change === null && status.members.find((member) => member.name === name)?.state === state) {
+      if (status !== undefined && status.members.find((member) => member.name === name)?.state === state) {
         this.note(`${name} is ${state} (epoch ${status.epoch})`);
         return;
       }
@@ -165,7 +199,7 @@ export class ChaosCluster {
     const answer = await request(node, 'GET', `/monitoring/system/cluster?node=local`);
     const details = answer.json?.nodes?.[0]?.details;
     if (answer.status !== 200 || details === undefined) throw new Error(`cluster monitoring of ${node.name}: ${answer.status} ${answer.text.slice(0, 200)}`);
-    return { epoch: details.epoch, change: details.change?.id ?? null, members: details.members };
+    return { epoch: details.epoch, change: details.change?.id ?? null, queue: (details.queue ?? []).map((entry: { id: string }) => entry.id), members: details.members };
   }
 
   // -------------------------------------------------------------------------------------
@@ -276,6 +310,7 @@ export class ChaosCluster {
     const epochs = new Set(statuses.map((status) => status.epoch));
     if (epochs.size > 1) return `tables differ: epochs ${this.members().map((node, at) => `${node.name} ${statuses[at]!.epoch}`).join(', ')}`;
     if (statuses[0]!.change !== null) return `change ${statuses[0]!.change} in flight`;
+    if (statuses[0]!.queue.length > 0) return `changes queued: ${statuses[0]!.queue.join(',')}`;
     for (const node of this.everyone()) {
       const answer = await request(node, 'GET', `/monitoring/system/handoff?node=local`);
       const details = answer.json?.nodes?.[0]?.details;

@@ -5,7 +5,7 @@
 // what every node holds and answers. Everything started is stopped before it returns.
 
 import { Prng } from '../sim/prng.js';
-import { cleanup, client, sleep } from '../kit/node-process.js';
+import { cleanup, client, sleep, type NodeProcess } from '../kit/node-process.js';
 import { checkChaos, type AnswerEvidence, type ChaosVerdict, type StreamEvidence } from './checker.js';
 import { ChaosCluster, CHAOS_STREAMS, ownersFunction, TENANT } from './chaos-cluster.js';
 import { faultSchedule } from './nemesis.js';
@@ -77,7 +77,7 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
       noteNodeLogs(cluster);
     }
     const repair = await cluster.repair(Math.max(10_000, settleDeadline - Date.now()));
-    const verdict = await judge(cluster, scenario, writers, phaseStart);
+    const verdict = await judge(cluster, scenario.replicas, writers, phaseStart);
     return {
       scenario: scenario.name,
       seed,
@@ -118,6 +118,11 @@ async function startCluster(cluster: ChaosCluster, scenario: Scenario): Promise<
     await cluster.startNode(`n${index}`, true);
     await cluster.join(`n${index}`, 60_000);
   }
+  await defineChaosStreams(first, scenario.replicas);
+}
+
+/** The chaos tenant and its ssr and tsr streams at `replicas`, defined through `first`. */
+export async function defineChaosStreams(first: NodeProcess, replicas: number): Promise<void> {
   const api = client(first);
   const ok = async (what: string, answer: Promise<{ status: number; text: string }>) => {
     const done = await answer;
@@ -127,7 +132,7 @@ async function startCluster(cluster: ChaosCluster, scenario: Scenario): Promise<
   for (const stream of CHAOS_STREAMS) {
     await ok(stream.path, api.put(stream.path, { schema: CHAOS_SCHEMA }));
     await ok(`${stream.path} repository`, api.put(`${stream.path}/repository`, { name: stream.repo, config: {} }));
-    await ok(`${stream.path} policy`, api.put(`${stream.path}/policy`, { replicas: scenario.replicas, ring_size: RING_SIZE, hash_payload: { bytes: 128 } }));
+    await ok(`${stream.path} policy`, api.put(`${stream.path}/policy`, { replicas, ring_size: RING_SIZE, hash_payload: { bytes: 128 } }));
   }
   // Definitions reach every node before writes start.
   await sleep(1_000);
@@ -167,7 +172,11 @@ async function runChanges(cluster: ChaosCluster, scenario: Scenario, durationMs:
   return completed;
 }
 
-async function judge(cluster: ChaosCluster, scenario: Scenario, writers: ChaosWriters, phaseStart: number): Promise<ChaosVerdict> {
+/**
+ * The checker's verdict on what every node holds and answers against what the writers were
+ * told since `phaseStart`, with `replicas` copies wanted (capped by the Joined nodes).
+ */
+export async function judge(cluster: ChaosCluster, replicas: number, writers: ChaosWriters, phaseStart: number): Promise<ChaosVerdict> {
   const membership = await cluster.membership();
   const joined = membership.members.filter((member) => member.state === 'Joined').length;
   const evidence: StreamEvidence[] = [];
@@ -175,12 +184,12 @@ async function judge(cluster: ChaosCluster, scenario: Scenario, writers: ChaosWr
     const outcomes = writers.outcomes.get(stream.path)!;
     evidence.push({
       stream: stream.key,
-      copies: Math.min(scenario.replicas, joined),
+      copies: Math.min(replicas, joined),
       acknowledged: outcomes.acknowledged,
       unknown: outcomes.unknown,
       refused: outcomes.refused,
       stored: await cluster.stored(stream),
-      ownersOf: ownersFunction(membership, scenario.replicas),
+      ownersOf: ownersFunction(membership, replicas),
     });
   }
   const range = { start: new Date(phaseStart - 3_600_000).toISOString(), end: new Date(Date.now() + 3_600_000).toISOString() };
