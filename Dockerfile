@@ -1,5 +1,5 @@
 # A Tributary node, on the current Node.js LTS (26). The code also runs on Node 20 (what
-# the repository's lockfile, development and CI use); see "Containers" in README.md.
+# the repository's lockfile, development and CI use); see "Containers" in docs/operating.md.
 #
 #   docker build --build-arg REVISION=$(git rev-parse --short=12 HEAD) -t tributary .
 #   docker run -p 8888:8888 -p 8889:8889 -v tributary-data:/app/data tributary
@@ -31,7 +31,7 @@ WORKDIR /app
 # Listen on every interface inside the container; publish the ports to choose who reaches
 # them. Peers are told the container's own address (its first external IPv4) unless
 # TRIBUTARY_ADVERTISE_ADDRESS says otherwise: set it to an address the other nodes can
-# reach when they are not on the same container network (README, "Containers").
+# reach when they are not on the same container network (docs/operating.md, "Containers").
 ENV NODE_ENV=production \
     TRIBUTARY_REVISION=${REVISION} \
     TRIBUTARY_HOST=0.0.0.0

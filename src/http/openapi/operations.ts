@@ -81,7 +81,7 @@ export interface Operation {
 const ok = (description: string, schema?: z.ZodType): Record<string, Answer> => ({ '200': schema === undefined ? { description } : { description, schema } });
 const withQueryErrors = (answers: Record<string, Answer>): Record<string, Answer> => ({
   ...answers,
-  '400': { description: 'A bad body, or query errors (`errors`, as QUERY-LANGUAGE.md gives them).', schema: queryErrorsSchema },
+  '400': { description: 'A bad body, or query errors (`errors`, as docs/query-language.md gives them).', schema: queryErrorsSchema },
 });
 
 const STREAM = '/streams/{tenant}/{collection}/{name}';

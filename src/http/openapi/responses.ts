@@ -24,7 +24,7 @@ export const errorSchema = z
 
 export const queryErrorSchema = z
   .looseObject({ type: z.string().describe('MISSING_VARIABLE, INVALID_FIELD_REFERENCE, INVALID_STREAM_REFERENCE, RUNTIME_ERROR, …') })
-  .meta({ id: 'QueryError', description: 'An error of a query (QUERY-LANGUAGE.md), with fields of its type (line, column, name, field, …).' });
+  .meta({ id: 'QueryError', description: 'An error of a query (docs/query-language.md, "Errors"), with fields of its type (line, column, name, field, …).' });
 
 export const queryErrorsSchema = errorSchema
   .extend({ errors: z.array(queryErrorSchema) })
