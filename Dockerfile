@@ -47,8 +47,8 @@ RUN mkdir -p /app/data && chown node:node /app/data
 USER node
 VOLUME /app/data
 EXPOSE 8888 8889
-# The process is up (GET /health); `health --ready` would also ask for Joined, storage open
-# and not stopping (GET /ready), which a node waiting to be added is not: an orchestrator
+# The process is up (GET /health); `health --ready` would also ask that the node serves
+# client requests (GET /ready), which a node waiting to be added does not: an orchestrator
 # should use /ready for traffic, not to restart the container.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "--no-node-snapshot", "dist/src/main.js", "health"]

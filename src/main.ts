@@ -138,7 +138,7 @@ program
   .command('health')
   .description('exit 0 when the node answers GET /health (the container HEALTHCHECK); with --ready, only when GET /ready says ready')
   .option('--url <url>', "the node's HTTP address (default: http://127.0.0.1:$TRIBUTARY_HTTP_PORT, else port 8888)")
-  .option('--ready', 'ask GET /ready: Joined, storage open, not stopping')
+  .option('--ready', 'ask GET /ready: exit 1 while the node refuses client requests, printing why')
   .action(async (options: { url?: string; ready?: boolean }) => {
     const url = options.url ?? `http://127.0.0.1:${process.env.TRIBUTARY_HTTP_PORT ?? 8888}`;
     const { ok, body } = await probe(`${url.replace(/\/+$/, '')}/${options.ready === true ? 'ready' : 'health'}`);

@@ -1,4 +1,4 @@
-// What an operator uses on one real node (issue 14): /health, /ready, /metrics, the _cat
+// What an operator uses on one real node: /health, /ready, /metrics, the _cat
 // tables, the CLI (--version, --help, keygen, status), the log format and access lines,
 // and start-up failures reported as one line.
 
@@ -46,7 +46,7 @@ describe('ops routes - health and readiness', () => {
     expect(health.json).toMatchObject({ status: 'up', node: 'node-1', version: { number: expect.any(String) } });
     const ready = await api.get('/ready');
     expect(ready.status).toBe(200);
-    expect(ready.json).toEqual({ ready: true, node: 'node-1', state: 'Joined', storage: 'open', stopping: false, reasons: [] });
+    expect(ready.json).toEqual({ ready: true, node: 'node-1', state: 'Joined', storage: 'open', stopping: false, reasons: [], refusing: [] });
   });
 
   it('a Pending node is up but not ready, and says why', async () => {
@@ -54,14 +54,20 @@ describe('ops routes - health and readiness', () => {
     expect((await client(pending).get('/health')).status).toBe(200);
     const ready = await client(pending).get('/ready');
     expect(ready.status).toBe(503);
-    expect(ready.json).toMatchObject({ ready: false, state: 'Pending', reasons: ['state is Pending, not Joined'] });
+    const why = 'node waiting is Pending: it is not part of a cluster yet; ask a Joined node';
+    expect(ready.json).toMatchObject({ ready: false, state: 'Pending', reasons: [why], refusing: ['cluster'] });
+    // The same reason a data request gets, and the log says it once.
+    const refused = await client(pending).get('/streams/demo');
+    expect(refused.status).toBe(503);
+    expect(JSON.stringify(refused.json)).toContain(why);
+    expect(pending.output.split('\n').filter((line) => line.includes(`not serving clients: ${why}`))).toHaveLength(1);
     // The container HEALTHCHECK's command: up is healthy; --ready asks for readiness.
     const healthy = await cli(['health', '--url', pending.url]);
     expect(healthy.code).toBe(0);
     expect(JSON.parse(healthy.stdout)).toMatchObject({ status: 'up', node: 'waiting' });
     const notReady = await cli(['health', '--ready', '--url', pending.url]);
     expect(notReady.code).toBe(1);
-    expect(JSON.parse(notReady.stdout)).toMatchObject({ ready: false, state: 'Pending' });
+    expect(JSON.parse(notReady.stdout)).toMatchObject({ ready: false, state: 'Pending', reasons: [why] });
     expect((await cli(['health', '--ready'], { TRIBUTARY_HTTP_PORT: String(node.httpPort) })).code).toBe(0);
     await pending.kill('SIGTERM');
     const gone = await cli(['health', '--url', pending.url]);

@@ -273,7 +273,8 @@ export const readinessSchema = z
     state: z.string().describe("The node's state (Pending, Joining, Joined, Leaving, Left), or unknown."),
     storage: z.enum(['open', 'closed']),
     stopping: z.boolean(),
-    reasons: z.array(z.string()).describe('Why the node is not ready; empty when it is.'),
+    reasons: z.array(z.string()).describe('Why the node refuses client requests (503 NODE_NOT_SERVING); empty when it is ready.'),
+    refusing: z.array(z.string()).describe('The names of those reasons, in the same order: stopping, storage, cluster, …'),
   })
   .meta({ id: 'Readiness' });
 
