@@ -165,7 +165,7 @@ async function runOurs(batches: readonly PreparedBatch[], nodeCount: number, rep
     const [timing, cpuSeconds] = await withCpu(nodes.map((node) => node.child?.pid), () => postRoundRobin(nodes, path, batches, clients));
     phase(`tributary-${nodeCount}-${replicas}-end`);
     // A replica write unanswered within cluster.writeDeadlineMs was acknowledged with a
-    // durable hint for that owner instead (README, "When a write counts"): counted here, and
+    // durable hint for that owner instead (docs/cluster.md, "When a write counts"): counted here, and
     // the copies counted once the hints reached their owners.
     const hintedAtAck = await hintedRecords(nodes);
     if (hintedAtAck > 0) await until('every hint delivered', async () => (await hintedRecords(nodes)) === 0, HINTS_DELIVERED_TIMEOUT_MS);

@@ -1,9 +1,11 @@
-// The Tributary console (issue 14, item 4): plain JavaScript, served by the node, no other
+// The Tributary console (docs/operating.md): plain JavaScript, served by the node, no other
 // origin. GET /output/cluster (server-sent events) drives the nodes and tenants; on each
 // event, and every second while a membership change runs, the console reads the transfers
 // and the ring again (neither has events of its own). Stored payloads per stream are read
-// from GET /_cat/streams?format=json every 5 s, node availability every 3 s. Search and the
-// live query use the platform interface. A node with authentication on answers 401: the
+// from GET /_cat/streams?format=json every 5 s, node availability every 3 s, while anything
+// changes; an idle cluster is read every 10 s, and a hidden tab reads nothing (each read is
+// a line of the node's access log). Until its first answer, each part says it is loading.
+// Search and the live query use the platform interface. A node with authentication on answers 401: the
 // page then asks for a bearer token, keeps it for the tab (sessionStorage), sends it as
 // Authorization on every read and as ?access_token= on the event streams (EventSource
 // cannot set headers).
@@ -96,6 +98,7 @@
   // ---- Nodes ---------------------------------------------------------------------------
 
   function renderNodes() {
+    $('nodes-loading').hidden = true;
     const rows = [...state.nodes.values()].sort((a, b) => a.name.localeCompare(b.name)).map((node) =>
       el('tr', { 'data-node': node.name, 'data-state': node.state, 'data-available': node.available },
         el('td', {}, el('span', { className: 'swatch' }), node.name),
@@ -142,6 +145,7 @@
     const queued = state.queue.map((entry, index) => el('li', { 'data-queued': entry.node, text: `${index + 1}. ${entry.kind} of ${entry.node}` }));
     $('queue').replaceChildren(...queued);
     $('queue-title').hidden = queued.length === 0;
+    $('change').classList.remove('loading');
   }
 
   function renderRing() {
@@ -266,6 +270,7 @@
       ),
     );
     $('stream-rows').replaceChildren(...rows);
+    $('streams-loading').hidden = true;
     $('no-streams').hidden = rows.length > 0;
     const searchable = state.streams.filter((stream) => stream.repository === 'ssr').map((stream) => stream.uri);
     const select = $('search-stream');
@@ -288,8 +293,12 @@
         .map((row) => ({ uri: `/streams/${row.stream}`, repository: row.repo, payloads: row.records }));
       renderStreams();
     } catch (error) {
-      state.streams = [];
-      renderStreams();
+      // A failed read is not an empty tenant: say so while nothing was read yet.
+      if (!$('streams-loading').hidden) $('streams-loading').textContent = `The tenant's streams could not be read (${error.message}); trying again.`;
+      else {
+        state.streams = [];
+        renderStreams();
+      }
     }
   }
 
@@ -425,16 +434,38 @@
       $('node-name').textContent = '(not answering)';
     }
     follow();
-    await refreshCluster();
-    setInterval(refreshNodes, NODES_REFRESH_MS);
-    setInterval(refreshStreams, STREAMS_REFRESH_MS);
-    let lastRead = Date.now();
+    await Promise.all([refreshCluster(), refreshNodes()]);
+    keepReading();
+  }
+
+  /**
+   * Reads again on a timer: fast while a membership change runs (transfers every second,
+   * nodes every 3 s, streams every 5 s), every 10 s when nothing changes, and not at all
+   * while the tab is hidden; a tab shown again reads everything at once.
+   */
+  function keepReading() {
+    const reads = [
+      { read: refreshCluster, busyMs: CHANGE_REFRESH_MS, last: Date.now() },
+      { read: refreshNodes, busyMs: NODES_REFRESH_MS, last: Date.now() },
+      { read: refreshStreams, busyMs: STREAMS_REFRESH_MS, last: Date.now() },
+    ];
     setInterval(() => {
-      if (changing() || Date.now() - lastRead >= IDLE_REFRESH_MS) {
-        lastRead = Date.now();
-        void refreshCluster();
+      if (document.hidden) return;
+      const now = Date.now();
+      const busy = changing();
+      for (const entry of reads) {
+        if (now - entry.last < (busy ? entry.busyMs : IDLE_REFRESH_MS)) continue;
+        entry.last = now;
+        void entry.read();
       }
     }, CHANGE_REFRESH_MS);
+    document.addEventListener('visibilitychange', () => {
+      if (document.hidden) return;
+      for (const entry of reads) {
+        entry.last = Date.now();
+        void entry.read();
+      }
+    });
   }
 
   void start();

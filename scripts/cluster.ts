@@ -28,6 +28,7 @@ interface LocalNode {
   httpPort: number;
   peerPort: number;
   child: ChildProcess;
+  dataDir: string;
   url: string;
 }
 
@@ -77,7 +78,7 @@ async function startNode(index: number, basePort: number, dataRoot: string): Pro
     stdio: ['pipe', 'inherit', 'inherit'],
     env: { ...process.env, TRIBUTARY_STOP_WITH_STDIN: '1' },
   });
-  const node = { name, httpPort, peerPort, child, url: `http://127.0.0.1:${httpPort}` };
+  const node = { name, httpPort, peerPort, child, dataDir, url: `http://127.0.0.1:${httpPort}` };
   // Known before it is ready: whatever happens next, stopAll() stops it.
   nodes.push(node);
   child.on('exit', (code, signal) => {
@@ -125,6 +126,9 @@ async function join(seed: LocalNode, node: LocalNode): Promise<void> {
   for (;;) {
     const state = (await localNode(node)).state;
     if (state === 'Joined') return;
+    // A node removed earlier comes back believing it is a member, and learns from a peer that it has left:
+    // it never joins again with that folder, so waiting would only end in the timeout.
+    if (state === 'Left') throw new Error(`${node.name} was removed from the cluster (Left), and a node never joins again with its old data folder: run again with --fresh, or delete ${node.dataDir}`);
     if (Date.now() > deadline) throw new Error(`${node.name} is still ${state} after ${JOIN_TIMEOUT_MS / 1000} s`);
     await sleep(250);
   }

@@ -19,99 +19,111 @@ const name = z
   .max(NAME_LENGTH_MAX)
   .regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" and "-" only')
   .refine((value) => !value.includes('..'), 'must not contain ".."');
+const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
+// Every key says what it does with `.describe()`: docs/configuration.md's table is generated
+// from this schema (`npm run docs`), and a unit test fails when the two differ.
 export const configSchema = z
   .object({
-    name,
-    zone: z.string().min(1).max(NAME_LENGTH_MAX),
-    /** The address HTTP and the peer port listen on. */
-    host: z.string().min(1),
-    /** The address other nodes reach this one at (null: `host`); set it when host is 0.0.0.0. */
-    advertiseAddress: z.string().min(1).nullable(),
-    httpPort: port,
-    peerPort: port,
-    /** null: data/<name> below the working directory. */
-    dataDir: z.string().min(1).nullable(),
-    /** Start Pending and wait to be added to a cluster, instead of as a lone Joined node. */
-    join: z.boolean(),
-    /**
-     * A join token from GET /cluster/join-token (issue 15): start Pending, and take an Admit
-     * only when it is signed by one of the node keys the token names. Implies `join`.
-     */
-    joinToken: z.string().min(1).nullable(),
-    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
-    /** pretty: readable lines (pino-pretty); json: one JSON object a line; auto: pretty when stdout is a terminal. */
-    logFormat: z.enum(['auto', 'pretty', 'json']),
-    /** The level of the access line written per HTTP request; silent writes none. */
-    accessLogLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
-    /** Tenants created on the first start of a lone node. */
-    defaultTenants: z.array(name),
-    /** Serve /_internal reads of raw repository contents (tests and operators). */
-    internalReads: z.boolean(),
-    /** Origins browsers may call from (issue 13 item 3e): "*" for any, [] for none. */
-    corsOrigins: z.array(z.string().min(1).max(1024).refine((origin) => origin === '*' || /^https?:\/\/[^/\s]+$/.test(origin), 'an origin is "*" or scheme://host[:port]')).max(1_000),
+    name: name.describe("The node's name, unique in its cluster; also names its data folder"),
+    zone: z.string().min(1).max(NAME_LENGTH_MAX).describe('A label shown with the node (`_cat/nodes`, `status`)'),
+    host: z.string().min(1).describe('The address HTTP and the peer port listen on; beyond loopback an admin secret is required'),
+    advertiseAddress: z
+      .string()
+      .min(1)
+      .nullable()
+      .describe('The address other nodes reach this one at. null: `host`, or with `host` 0.0.0.0 (or `::`) the first external IPv4 address'),
+    httpPort: port.describe('The HTTP port: the platform interface, the console, `/health`, `/ready`, `/metrics`'),
+    peerPort: port.describe('The gRPC peer port other nodes call; the `port` of `POST /cluster/nodes`'),
+    dataDir: z.string().min(1).nullable().describe('The data folder. null: `data/<name>` below the working directory'),
+    join: z.boolean().describe('Start Pending and wait to be added to a cluster, instead of as a lone Joined node'),
+    joinToken: z
+      .string()
+      .min(1)
+      .nullable()
+      .describe('A token from `GET /cluster/join-token`: start Pending, and take an Admit only when one of the node keys it names signed it (implies `join`)'),
+    logLevel: logLevel.describe('The log level (pino, on stdout; see docs/operating.md, "Logs")'),
+    logFormat: z.enum(['auto', 'pretty', 'json']).describe('`pretty`: readable lines; `json`: one JSON object a line; `auto`: pretty when stdout is a terminal'),
+    accessLogLevel: logLevel.describe('The level of the one access line written per HTTP request; `silent` writes none'),
+    defaultTenants: z.array(name).describe('Tenants made on the first start of a lone node'),
+    internalReads: z.boolean().describe('Serve `/_internal` reads of raw repository contents (tests and operators)'),
+    corsOrigins: z
+      .array(z.string().min(1).max(1024).refine((origin) => origin === '*' || /^https?:\/\/[^/\s]+$/.test(origin), 'an origin is "*" or scheme://host[:port]'))
+      .max(1_000)
+      .describe('Origins browsers may call from: `*` for any, scheme://host[:port] each, `[]` (in a config file) for no CORS'),
     monitoring: z
       .object({
-        /** The `actors` monitoring service (the spec: disabled unless configured). */
-        actorsEnabled: z.boolean(),
-        /** Entries the `audit` monitoring service keeps (the oldest go first). */
-        auditEntriesMax: z.number().int().min(1).max(1_000_000),
+        actorsEnabled: z.boolean().describe('Serve the `actors` monitoring service (the spec: disabled unless configured)'),
+        auditEntriesMax: z.number().int().min(1).max(1_000_000).describe('Entries the `audit` monitoring service keeps (the oldest go first)'),
       })
       .strict(),
     limits: z
       .object({
-        bodyBytesMax: z.number().int().min(1024).max(1024 * 1024 * 1024),
-        ingestBatchPayloadsMax: z.number().int().min(1).max(10_000_000),
-        /** Worker threads that parse, check and pack tsr ingests (0: all on the main thread). */
-        ingestThreads: z.number().int().min(0).max(64),
-        tagTimeoutMs: z.number().int().min(1).max(60_000),
-        tagMemoryMb: z.number().int().min(8).max(4096),
-        hintBufferBytesMax: z.number().int().min(1024 * 1024),
-        sseClientsMax: z.number().int().min(1).max(100_000),
-        sseClientBufferBytesMax: z.number().int().min(1024),
-        sseKeepAliveMs: z.number().int().min(100).max(600_000),
-        /** Deepest JSON a request body may nest (arrays and objects); deeper is a 400. */
-        jsonDepthMax: z.number().int().min(8).max(1_000),
-        /** Open HTTP connections; more are closed as they arrive. */
-        connectionsMax: z.number().int().min(16).max(1_000_000),
-        /** Time a client gets to send a request's headers. */
-        headersTimeoutMs: z.number().int().min(1_000).max(600_000),
-        /** Time a client gets to send a whole request, headers and body. */
-        requestTimeoutMs: z.number().int().min(1_000).max(3_600_000),
-        /** Bytes of JSON one definition (stream, vendor, session, …) may hold. */
-        definitionBytesMax: z.number().int().min(64 * 1024).max(1024 * 1024 * 1024),
-        /** Bytes of JSON all definitions of one tenant may hold (each is kept on every node). */
-        tenantDefinitionBytesMax: z.number().int().min(1024 * 1024),
-        /** Script isolates (tags, session functions) kept loaded; the least recently used are unloaded beyond it. */
-        isolatesMax: z.number().int().min(1).max(100_000),
-        /** Heap all loaded isolates may hold together; the least recently used are unloaded beyond it. */
-        isolatesMemoryMb: z.number().int().min(16).max(1024 * 1024),
-        /** Peer calls this node serves at once; more are refused (RESOURCE_EXHAUSTED) before their body is read. */
-        peerCallsInFlightMax: z.number().int().min(4).max(100_000),
+        bodyBytesMax: z.number().int().min(1024).max(1024 * 1024 * 1024).describe('Bytes of a request body; larger is 413'),
+        ingestBatchPayloadsMax: z.number().int().min(1).max(10_000_000).describe('Payloads in one POST to a stream'),
+        ingestThreads: z.number().int().min(0).max(64).describe('Worker threads that parse, check and pack tsr ingests (0: all on the main thread)'),
+        tagTimeoutMs: z.number().int().min(1).max(60_000).describe('Time a tag script gets per call'),
+        tagMemoryMb: z.number().int().min(8).max(4096).describe('Heap of one tag isolate'),
+        hintBufferBytesMax: z.number().int().min(1024 * 1024).describe('Bytes of hints held for nodes that did not take their writes yet'),
+        sseClientsMax: z.number().int().min(1).max(100_000).describe('Open server-sent-event connections'),
+        sseClientBufferBytesMax: z.number().int().min(1024).describe('Bytes waiting for one SSE client; a client that falls further behind is dropped'),
+        sseKeepAliveMs: z.number().int().min(100).max(600_000).describe('Interval of the keep-alive comment on an idle SSE connection'),
+        jsonDepthMax: z.number().int().min(8).max(1_000).describe('Deepest JSON a request body may nest (arrays and objects); deeper is 400'),
+        connectionsMax: z.number().int().min(16).max(1_000_000).describe('Open HTTP connections; more are closed as they arrive'),
+        headersTimeoutMs: z.number().int().min(1_000).max(600_000).describe("Time a client gets to send a request's headers; a silent connection is closed"),
+        requestTimeoutMs: z.number().int().min(1_000).max(3_600_000).describe('Time a client gets to send a whole request, headers and body (408)'),
+        definitionBytesMax: z
+          .number()
+          .int()
+          .min(64 * 1024)
+          .max(1024 * 1024 * 1024)
+          .describe('Bytes of JSON one definition (stream, vendor, session, …) may hold (413)'),
+        tenantDefinitionBytesMax: z
+          .number()
+          .int()
+          .min(1024 * 1024)
+          .describe('Bytes of JSON all definitions of one tenant may hold, each kept on every node (413)'),
+        isolatesMax: z.number().int().min(1).max(100_000).describe('Script isolates (tags, session functions) kept loaded; the least recently used are unloaded beyond it'),
+        isolatesMemoryMb: z
+          .number()
+          .int()
+          .min(16)
+          .max(1024 * 1024)
+          .describe('Heap all loaded isolates may hold together; the least recently used are unloaded beyond it'),
+        peerCallsInFlightMax: z.number().int().min(4).max(100_000).describe('Inbound peer calls served at once; more are refused (`PEER_BUSY`) before their body is read'),
       })
       .strict(),
     storage: z
       .object({
-        /** LevelDB's write buffer (memtable) in bytes; bigger: fewer level-0 files and write stalls, more memory and log to replay after a crash. */
-        writeBufferBytes: z.number().int().min(1024 * 1024).max(1024 * 1024 * 1024),
+        writeBufferBytes: z
+          .number()
+          .int()
+          .min(1024 * 1024)
+          .max(1024 * 1024 * 1024)
+          .describe("LevelDB's write buffer: bigger means fewer level-0 files and write stalls under sustained ingest, up to twice this in memory, and this much log to replay after a crash"),
       })
       .strict(),
     cluster: z
       .object({
-        heartbeatIntervalMs: z.number().int().min(10).max(60_000),
-        /** A peer not heard from for this long is unavailable. */
-        failureTimeoutMs: z.number().int().min(50).max(600_000),
-        /** A transfer with no progress for this long is requested again from its last ack. */
-        transferStallMs: z.number().int().min(100).max(3_600_000),
-        transferChunkBytes: z.number().int().min(1024).max(8 * 1024 * 1024),
-        transferWindowChunks: z.number().int().min(1).max(64),
-        /** Peer messages older or newer than this are refused as replays. */
-        peerReplayWindowMs: z.number().int().min(1_000).max(600_000),
-        peerDeadlineMs: z.number().int().min(100).max(600_000),
-        /** A replica write not answered this soon is hinted and its owner suspected (issue 12, item 6). */
-        writeDeadlineMs: z.number().int().min(50).max(600_000),
-        /** Background anti-entropy: one sweep of every partition this often; 0 turns it off. */
-        repairIntervalMs: z.number().int().min(0).max(7 * 24 * 3_600_000),
+        heartbeatIntervalMs: z.number().int().min(10).max(60_000).describe('Interval of the heartbeats every node sends every other'),
+        failureTimeoutMs: z.number().int().min(50).max(600_000).describe('A peer not heard from for this long is unavailable (`available` "false")'),
+        transferStallMs: z.number().int().min(100).max(3_600_000).describe('A transfer with no progress for this long is stalled and requested again from its last ack'),
+        transferChunkBytes: z
+          .number()
+          .int()
+          .min(1024)
+          .max(8 * 1024 * 1024)
+          .describe('Bytes of one chunk of a data transfer'),
+        transferWindowChunks: z.number().int().min(1).max(64).describe('Chunks of a transfer in flight at once'),
+        peerReplayWindowMs: z.number().int().min(1_000).max(600_000).describe('Peer messages older or newer than this are refused as replays'),
+        peerDeadlineMs: z.number().int().min(100).max(600_000).describe('Deadline of a peer call'),
+        writeDeadlineMs: z.number().int().min(50).max(600_000).describe('A replica write not answered this soon is hinted and its owner taken for unavailable'),
+        repairIntervalMs: z
+          .number()
+          .int()
+          .min(0)
+          .max(7 * 24 * 3_600_000)
+          .describe('Background anti-entropy: one sweep of every partition this often; 0 turns it off'),
       })
       .strict()
       .refine((cluster) => cluster.failureTimeoutMs > cluster.heartbeatIntervalMs, {
@@ -119,62 +131,66 @@ export const configSchema = z
       }),
     execution: z
       .object({
-        /** Queries, variables and functions a session may hold, each. */
-        sessionQueriesMax: z.number().int().min(1).max(10_000),
-        /** Groups (keys × open windows) one query may hold. */
-        queryGroupsMax: z.number().int().min(1).max(10_000_000),
-        /** Rows a query may hold to order them or to group grouped rows again. */
-        queryRowsHeldMax: z.number().int().min(1).max(100_000_000),
-        /** Rows an output keeps for a subscriber that connects late (a finished historical query's result). */
-        outputRetainedRowsMax: z.number().int().min(0).max(10_000_000),
-        /** Messages an output keeps for other nodes' subscribers to catch up on. */
-        outputLogMessagesMax: z.number().int().min(16).max(1_000_000),
-        /** Payloads waiting to be forwarded to one node's live queries; beyond it they are dropped and counted. */
-        liveForwardQueuePayloadsMax: z.number().int().min(1).max(10_000_000),
-        /** Records per page a historical query reads from a partition owner. */
-        historicalPageRecords: z.number().int().min(1).max(100_000),
-        /** Time a session function gets per call (it runs in the tag sandbox). */
-        functionTimeoutMs: z.number().int().min(1).max(60_000),
-        /** CPU time a query's session functions may use per second of its run, summed over calls. */
-        functionBudgetMs: z.number().int().min(1).max(1_000_000),
-        /** Bytes of JSON an output keeps of a finished query's rows for late subscribers. */
-        outputRetainedBytesMax: z.number().int().min(0).max(64 * 1024 * 1024 * 1024),
+        sessionQueriesMax: z.number().int().min(1).max(10_000).describe('Queries, variables and functions a session may hold, each'),
+        queryGroupsMax: z.number().int().min(1).max(10_000_000).describe('Groups (keys × open windows) one query may hold'),
+        queryRowsHeldMax: z.number().int().min(1).max(100_000_000).describe('Rows a query may hold to order them or to group grouped rows again'),
+        outputRetainedRowsMax: z
+          .number()
+          .int()
+          .min(0)
+          .max(10_000_000)
+          .describe("Rows an output keeps for a subscriber that connects late (a finished historical query's result)"),
+        outputLogMessagesMax: z.number().int().min(16).max(1_000_000).describe("Messages an output keeps for other nodes' subscribers to catch up on"),
+        liveForwardQueuePayloadsMax: z
+          .number()
+          .int()
+          .min(1)
+          .max(10_000_000)
+          .describe("Payloads waiting to be forwarded to one node's live queries; beyond it they are dropped and counted"),
+        historicalPageRecords: z.number().int().min(1).max(100_000).describe('Records per page a historical query reads from a partition owner'),
+        functionTimeoutMs: z.number().int().min(1).max(60_000).describe('Time a session function gets per call (it runs in the tag sandbox)'),
+        functionBudgetMs: z.number().int().min(1).max(1_000_000).describe("CPU time a query's session functions may use per second of its run, summed over calls"),
+        outputRetainedBytesMax: z
+          .number()
+          .int()
+          .min(0)
+          .max(64 * 1024 * 1024 * 1024)
+          .describe("Bytes of JSON an output keeps of a query's rows for late subscribers"),
       })
       .strict(),
-    /**
-     * The secret the accounts CLI authenticates with on /api/v1/admin (issue 6). null: the
-     * admin endpoints are closed (403). Short secrets are refused: they can be guessed.
-     */
-    adminSecret: z.string().min(16, 'must be at least 16 characters').max(1024).nullable(),
-    /**
-     * Bearer-token authentication of the platform interface (issue 15): `auto` is on when
-     * the node listens beyond loopback and off (announced in the log) on loopback.
-     */
-    auth: z.enum(['auto', 'on', 'off']),
-    /**
-     * TLS: HTTPS for the front end and mutual TLS on the peer port, every node's certificate
-     * signed by the cluster CA in caFile. All three paths, or none (plain TCP).
-     */
+    // Short secrets are refused: they can be guessed.
+    adminSecret: z
+      .string()
+      .min(16, 'must be at least 16 characters')
+      .max(1024)
+      .nullable()
+      .describe('The administrator\'s bearer token: membership changes, join tokens, `/api/v1/admin`. null: those are closed. Required when `host` is beyond loopback'),
+    auth: z
+      .enum(['auto', 'on', 'off'])
+      .describe('Bearer tokens on the platform interface. `auto`: required beyond loopback, off (and logged) on loopback'),
+    // All three paths or none: checkExposure refuses a partial set.
     tls: z
       .object({
-        certFile: z.string().min(1).nullable(),
-        keyFile: z.string().min(1).nullable(),
-        caFile: z.string().min(1).nullable(),
+        certFile: z.string().min(1).nullable().describe("The node's certificate (PEM). With keyFile and caFile: HTTPS, and mutual TLS on the peer port; null: plain TCP"),
+        keyFile: z.string().min(1).nullable().describe("The certificate's private key (PEM)"),
+        caFile: z.string().min(1).nullable().describe("The cluster CA (PEM) that signed every node's certificate"),
       })
       .strict(),
     brainApi: z
       .object({
-        /** The hive-wide switch of /api/v1 until an administrator sets it with the CLI. */
-        enabled: z.boolean(),
-        /** null: config/brain-templates.json of the package. */
-        templatesFile: z.string().min(1).nullable(),
+        enabled: z.boolean().describe('The hive-wide switch of `/api/v1` until an administrator sets it with the accounts CLI'),
+        templatesFile: z.string().min(1).nullable().describe('The brain templates. null: `config/brain-templates.json` of the package'),
       })
       .strict(),
     licence: z
       .object({
-        tier: z.enum(['free', 'paid']),
-        /** Brains the whole cluster may hold (one pool); soft-deleted brains do not count. */
-        brainAllowance: z.number().int().min(0).max(1_000_000),
+        tier: z.enum(['free', 'paid']).describe("The licence tier when the cluster is born (later: `PATCH /api/v1/admin/licence`)"),
+        brainAllowance: z
+          .number()
+          .int()
+          .min(0)
+          .max(1_000_000)
+          .describe('Brains the whole cluster may hold (one pool; soft-deleted brains do not count), when the cluster is born'),
       })
       .strict(),
   })
@@ -231,7 +247,7 @@ export interface ConfigSources {
 export function loadConfig(sources: ConfigSources): Config {
   const defaults = readDefaults();
   let merged: Record<string, unknown> = structuredClone(defaults);
-  // Where each key's value came from, so an invalid value names its source (issue 14).
+  // Where each key's value came from, so an invalid value names its source.
   const origins = new Map<string, string>();
   if (sources.configFile !== undefined) {
     const file = readJsonObject(sources.configFile);
@@ -292,7 +308,7 @@ function validate(merged: Record<string, unknown>, originOfPath: (path: string) 
 }
 
 /**
- * What a node listening beyond loopback must have (issue 15): an admin secret, so that
+ * What a node listening beyond loopback must have (docs/security.md): an admin secret, so that
  * membership changes need authority, and a join token rather than bare --join, so that it
  * trusts only the cluster it was told about.
  */

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// The command line: `start` runs a node (the CLI of issue 2 is a contract for scripts and
+// The command line (docs/operating.md): `start` runs a node (a contract for scripts and
 // tests: --name, --http-port, --peer-port, --data-dir, --join, --config, and every other
 // config key as a flag); `keygen` prints a data folder's public key, making it if needed;
-// `status` prints the cluster as a node sees it.
+// `status` prints the cluster as a node sees it; `health` probes /health or /ready;
+// `version` prints the version.
 
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
@@ -16,11 +17,13 @@ import { StartupError } from './errors.js';
 import { createLogger } from './log.js';
 import { softwareVersion } from './version.js';
 
-/** SIGTERM must stop the node within 5 s (issue 2); past this the process exits anyway. */
+/** SIGTERM must stop the node within 5 s; past this the process exits anyway. */
 const STOP_DEADLINE_MS = 4_500;
 /** Exit codes: a bad config, and another start-up failure an operator can fix. */
 const EXIT_CONFIG = 2;
 const EXIT_STARTUP = 1;
+/** A command line that names no command (commander's own usage errors exit 1 too). */
+const EXIT_USAGE = 1;
 /** A node started again under its flags checks this often that the process that started it lives. */
 const PARENT_CHECK_MS = 1_000;
 /** What a null default means, for --help. */
@@ -32,9 +35,10 @@ const NULL_DEFAULTS: Record<string, string> = {
 };
 
 const version = softwareVersion();
+const versionLine = `${version.number} (revision ${version.revision})`;
 const program = new Command('tributary')
   .description('Tributary: a clustered streaming data platform node')
-  .version(`${version.number} (revision ${version.revision})`, '-V, --version', 'print the version and revision');
+  .version(versionLine, '-v, --version', 'print the version and revision');
 
 const start = program.command('start', { isDefault: true }).description('run a node (the default command)');
 start.addOption(new Option('--config <file>', 'JSON config file merged over config/default.json'));
@@ -138,7 +142,7 @@ program
   .command('health')
   .description('exit 0 when the node answers GET /health (the container HEALTHCHECK); with --ready, only when GET /ready says ready')
   .option('--url <url>', "the node's HTTP address (default: http://127.0.0.1:$TRIBUTARY_HTTP_PORT, else port 8888)")
-  .option('--ready', 'ask GET /ready: Joined, storage open, not stopping')
+  .option('--ready', 'ask GET /ready: exit 1 while the node refuses client requests, printing why')
   .action(async (options: { url?: string; ready?: boolean }) => {
     const url = options.url ?? `http://127.0.0.1:${process.env.TRIBUTARY_HTTP_PORT ?? 8888}`;
     const { ok, body } = await probe(`${url.replace(/\/+$/, '')}/${options.ready === true ? 'ready' : 'health'}`);
@@ -146,11 +150,32 @@ program
     process.exitCode = ok ? 0 : 1;
   });
 
+program
+  .command('version')
+  .description('print the version and the revision it was built from')
+  .action(() => console.log(versionLine));
+
 function camel(flag: string): string {
   return flag.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
 }
 
-program.parseAsync(process.argv).catch((error: unknown) => {
+/**
+ * `start` is the default command, so a word that names no command would reach it as an
+ * argument ("too many arguments for 'start'"): it is answered here with the commands there are.
+ * `-V` stays an alias of `--version`, which it was before `-v`.
+ */
+function commandLine(argv: readonly string[]): string[] | undefined {
+  const [first] = argv.slice(2);
+  if (first === '-V') return [...argv.slice(0, 2), '--version', ...argv.slice(3)];
+  const commands = program.commands.map((command) => command.name());
+  if (first === undefined || first.startsWith('-') || first === 'help' || commands.includes(first)) return [...argv];
+  console.error(`tributary: unknown command '${first}'. Commands: ${commands.map((name) => (name === 'start' ? 'start (the default)' : name)).join(', ')}; \`tributary <command> --help\` for one's options.`);
+  return undefined;
+}
+
+const argv = commandLine(process.argv);
+if (argv === undefined) process.exitCode = EXIT_USAGE;
+else program.parseAsync(argv).catch((error: unknown) => {
   // Expected failures are one line without a stack; anything else is a bug: show the stack.
   const expected = error instanceof ConfigError || error instanceof StartupError;
   console.error(`tributary: ${expected ? (error as Error).message : ((error as Error).stack ?? String(error))}`);

@@ -569,7 +569,7 @@ async function brainParts(config: Config, log: Logger, cluster: Cluster, defined
   return { accounts, adminGate, routes };
 }
 
-/** Operators' views (issue 14): metrics read from live state, health, readiness, _cat tables, transfer logs. */
+/** Operators' views: metrics read from live state, health, readiness (the reasons the node refuses clients), _cat tables, transfer logs. */
 function opsParts(config: Config, log: Logger, base: Base, storage: Storage, cluster: Cluster, defined: Defined, data: Data): OpsService {
   const { core, available, transport, deadline } = cluster;
   base.metrics.readFrom({
@@ -582,6 +582,8 @@ function opsParts(config: Config, log: Logger, base: Base, storage: Storage, clu
     membership: () => core.membership(),
     available,
     storageOpen: () => storage.database.isOpen,
+    // Why the node refuses client requests besides stopping and closed storage: one entry each.
+    refusals: [{ name: 'cluster', check: () => notServingBecause(core, config.name) }],
     localStats: () => data.storeStats.get(),
     remoteStats: remoteStoreStats(transport, deadline),
     streams: () => defined.placements.persisted(),
@@ -608,7 +610,7 @@ function httpApp(
     jsonDepthMax: config.limits.jsonDepthMax,
     authentication: authenticationMiddleware({ tokensRequired: config.authRequired, adminSecret: brain.adminGate, accounts: brain.accounts }),
     errorRenderers: [problemRenderer],
-    gate: servingGate(() => notServingBecause(core, config.name)),
+    gate: servingGate(() => ops.refusal()),
     access: { level: config.accessLogLevel, observe: (family, method, status, seconds) => base.metrics.httpRequest(family, method, status, seconds) },
     corsOrigins: config.corsOrigins,
     keepsText: isIngestRequest,

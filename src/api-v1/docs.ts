@@ -16,12 +16,15 @@ export interface DocsAsset {
   body: Buffer | string;
 }
 
-/** Swagger UI's files this page uses, by the name they are served under. */
-const PACKAGED_ASSETS: Record<string, string> = {
-  'swagger-ui.css': 'text/css; charset=utf-8',
-  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
-  'favicon-32x32.png': 'image/png',
-};
+/**
+ * Swagger UI's files this page uses, by the name they are served under. A Map: the name
+ * comes from the request path, and an object would answer `constructor` or `__proto__`.
+ */
+const PACKAGED_ASSETS = new Map<string, string>([
+  ['swagger-ui.css', 'text/css; charset=utf-8'],
+  ['swagger-ui-bundle.js', 'text/javascript; charset=utf-8'],
+  ['favicon-32x32.png', 'image/png'],
+]);
 
 export interface DocsPageOptions {
   /** Where the page is served; its files are served below it. */
@@ -92,7 +95,7 @@ export class DocsAssets {
   /** A file of the page by name, or undefined when it is not one of them. */
   asset(name: string): DocsAsset | undefined {
     if (name === 'initialiser.js') return { contentType: 'text/javascript; charset=utf-8', body: this.script };
-    const contentType = PACKAGED_ASSETS[name];
+    const contentType = PACKAGED_ASSETS.get(name);
     if (contentType === undefined) return undefined;
     let asset = this.cache.get(name);
     if (asset === undefined) {

@@ -1,4 +1,4 @@
-// The flags a node's Node.js process needs (README, "Running a node"): `--no-node-snapshot`,
+// The flags a node's Node.js process needs (docs/configuration.md, "Starting a node"): `--no-node-snapshot`,
 // which the tag sandbox (isolated-vm) asks for on Node 20, and a 64 MiB young-generation
 // semi-space, as a batch's payloads and blocks live across the awaits of its write. `npm
 // start`, the Dockerfile and the test kit give them; `tributary start` run any other way

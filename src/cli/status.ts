@@ -20,7 +20,13 @@ function pick(columns: readonly CatColumn[], names: readonly string[]): CatColum
   return names.map((name) => columns.find((column) => column.name === name)!);
 }
 
-const STATE_LETTERS: Record<string, string> = { Joined: 'N', Joining: 'J', Leaving: 'L', Pending: 'P', Left: '-' };
+const STATE_LETTERS: Record<string, string> = { Joined: 'N', Joining: 'J', Leaving: 'L', Pending: 'P', Left: 'X' };
+
+/** U up, D down; a Left node is neither (nobody watches it any more): '-'. */
+function statusLetter(node: Record<string, Cell>): string {
+  if (node.state === 'Left') return '-';
+  return node.available === true ? 'U' : 'D';
+}
 
 /** The _cat tables of the node at `url`; `token` for a node with authentication on (issue 15). */
 export async function fetchStatus(url: string, token?: string): Promise<{ nodes: Array<Record<string, Cell>>; transfers: Array<Record<string, Cell>> }> {
@@ -59,13 +65,13 @@ export function renderStatus(url: string, nodes: ReadonlyArray<Record<string, Ce
   const joined = nodes.filter((node) => node.state === 'Joined').length;
   const rows = nodes.map((node) => ({
     ...node,
-    '--': `${node.available === true ? 'U' : 'D'}${STATE_LETTERS[String(node.state)] ?? '?'}`,
+    '--': `${statusLetter(node)}${STATE_LETTERS[String(node.state)] ?? '?'}`,
     address: `${String(node.address)}:${String(node.http)}`,
   }));
   const running = transfers.filter((transfer) => transfer.state !== 'done');
   const lines = [
     `Cluster seen from ${url}: ${nodes.length} node(s), ${joined} Joined`,
-    'Status: U up, D down (this node does not hear from it) / State: N Joined, J Joining, L Leaving, P Pending',
+    'Status: U up, D down (this node does not hear from it), - left / State: N Joined, J Joining, L Leaving, P Pending, X Left',
     '',
     formatTable(NODE_STATUS_COLUMNS, rows, true).trimEnd(),
     '',

@@ -1,4 +1,4 @@
-// Adding and removing nodes (spec, "Cluster"; DESIGN.md, "Cluster"). Any node takes the
+// Adding and removing nodes (spec, "Cluster"; docs/cluster.md). Any node takes the
 // request; the membership coordinator runs it. Before a node is added, its identity is
 // proved: it must answer at the given address with a reply signed by the given key that
 // names that address. Who may ask is the HTTP layer's business (auth/access-rules.ts).
@@ -15,6 +15,7 @@ import { commandNode, queuedCommands } from './core/membership.js';
 import { assert } from '../assert.js';
 import type { AdminCommand, AdminResult, Member, Membership, TransferPlan } from '../protocol/cluster-types.js';
 import { validate } from '../validation.js';
+import { identityProofFailure } from './identity-proof.js';
 import { makeJoinToken } from './join-token.js';
 
 export interface NodeEntry {
@@ -143,22 +144,22 @@ export class MembershipService {
   /**
    * The node at the entry's address must answer a Ping with a reply signed by the entry's
    * key, and say in that signed reply that it is reached at that very address and port: a
-   * relay in front of a real Pending node is refused. Until the proof holds, every failure
-   * (nothing listening, something else listening, another key) answers the same 400 after
-   * the same time (the peer deadline), so the endpoint cannot be used to scan ports.
+   * relay in front of a real Pending node is refused. A failure names its cause (connection
+   * refused, not a peer port, another key, timed out: identity-proof.ts) to the caller, whom
+   * the membership authority admitted; the log gets one line, the stack only at debug.
    */
   private async proveIdentity(entry: NodeEntry): Promise<Omit<Member, 'state'>> {
     const where = `${entry.address}:${entry.port}`;
-    const started = Date.now();
     let reply;
     try {
       reply = await this.deps.transport.callUnknown({ address: entry.address, port: entry.port }, entry.publicKey, 'Ping', {}, {
         deadlineMs: this.deps.peerDeadlineMs,
       });
     } catch (error) {
-      this.deps.log.info({ err: error, peer: entry.name, address: where }, 'identity proof failed');
-      await sleepUntil(started + this.deps.peerDeadlineMs);
-      throw new BadRequestError(`no node holding the private key of publicKey ${entry.publicKey} answered at ${where} within ${this.deps.peerDeadlineMs} ms`);
+      const failure = identityProofFailure(error, { name: entry.name, publicKey: entry.publicKey, where, deadlineMs: this.deps.peerDeadlineMs });
+      this.deps.log.info({ peer: entry.name, address: where, cause: failure.cause }, `identity proof failed: ${failure.message}`);
+      this.deps.log.debug({ err: error, peer: entry.name, address: where }, 'identity proof failed: the peer call');
+      throw new BadRequestError(failure.message);
     }
     if (reply.address !== entry.address || reply.port !== entry.port) {
       throw new BadRequestError(`the node holding that key says it is reached at ${reply.address}:${reply.port}, not ${where} (start it with --advertise-address, or add it at its own address)`);
@@ -195,10 +196,6 @@ function outcomeOf(membership: Membership, kind: 'join' | 'leave', node: string)
   // The authority answered ok: the command either started or waits.
   assert(place >= 0, `the ${kind} of ${node} neither started nor queued at epoch ${membership.epoch}`);
   return { kind, node, status: 'queued', position: place + 1, id: queue[place]!.id };
-}
-
-function sleepUntil(timeMs: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.max(0, timeMs - Date.now())));
 }
 
 const PUBLIC_KEY_BYTES = 32;

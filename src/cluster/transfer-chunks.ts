@@ -15,7 +15,7 @@
 // subarrays of the chunk at the database's root, its keys prefixed with the sublevel's,
 // in one synced batch with the transfer's progress entry. Decoding 1 MiB to strings and
 // encoding it again, and abstract-level's per-record sublevel work, cost the target more
-// CPU than LevelDB's write itself (issue 3, item 10; README, "Benchmarks").
+// CPU than LevelDB's write itself (docs/benchmarks.md, "Transfer and replicated ingest").
 
 import type { ChunkData, DurableIncoming, Slot, TransferPlan } from '../protocol/cluster-types.js';
 import type { Database, EncodedPut, Sublevel } from '../storage/database.js';

@@ -298,7 +298,7 @@ export class SessionHost {
 /**
  * A function's `body` as a script defining the global function `id`. Clients send a
  * declaration (`function double(x) { … }`), a function expression or arrow function, or
- * the statements of a body that reads `arguments`; all three are accepted (README).
+ * the statements of a body that reads `arguments`; all three are accepted (docs/platform-decisions.md).
  */
 export function functionSource(id: string, body: string): string {
   const trimmed = body.trim();

@@ -1,9 +1,10 @@
-// Requests a node cannot judge yet are answered 503 with Retry-After (issue 12, item 5),
-// never with an answer from a view that may be wrong: a Pending or Joining node has not
+// Requests a node cannot judge yet are answered 503 with Retry-After, never with an
+// answer from a view that may be wrong: a Pending or Joining node has not
 // received the cluster's definitions (it would say "tenant does not exist"), a node that
 // just restarted has not yet shown its table is current (it may have been removed while it
 // was down), and a Left node serves nothing. Cluster administration, monitoring, the brain
-// interface and internal reads stay open: they are how an operator sees why.
+// interface and internal reads stay open: they are how an operator sees why. The reasons
+// are one list (ops/readiness.ts) that GET /ready answers with too.
 
 import type Koa from 'koa';
 import { TributaryError } from '../errors.js';

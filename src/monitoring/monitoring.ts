@@ -210,7 +210,7 @@ function streamDetails(stream: StreamEntry, deps: MonitoringDeps): Record<string
     schemaVersion: stream.schemaVersion,
     definitionVersion: stream.definitionVersion,
     repository: stream.repository,
-    // A policy never set is the default one (README, "Unset parts").
+    // A policy never set is the default one (docs/platform-decisions.md, "Unset parts").
     policy: stream.policy ?? DEFAULT_POLICY,
   };
 }

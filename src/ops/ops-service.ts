@@ -1,15 +1,16 @@
-// The operator views of one node (issue 14): health and readiness, the _cat tables, and
+// The operator views of one node: health and readiness, the _cat tables, and
 // the log lines about membership changes and transfers. It reads the node's state through
 // the functions node.ts hands it, and asks peers for what they store with a StoreStatsRead (store-stats-peer.ts).
 
 import { coordinatorOf } from '../cluster/core/placement.js';
 import type { Membership, Slot } from '../protocol/cluster-types.js';
 import type { Logger } from '../log.js';
-import type { Readiness } from '../http/routes/ops.js';
+import type { ReadinessBody } from '../http/routes/ops.js';
 import type { SoftwareVersion } from '../version.js';
 import type { Cell } from './cat-table.js';
 import { formatBytes, formatDuration } from './cat-table.js';
 import { nodeRows, ownership, streamRows, transferRows, type StreamPlacement } from './cat-views.js';
+import { Readiness, type RefusalReason } from './readiness.js';
 import type { StoreStats } from './store-stats.js';
 import { membershipChangeLine, type TransferEvent, type TransferWatch } from './transfer-watch.js';
 
@@ -20,6 +21,8 @@ export interface OpsServiceDeps {
   membership(): Membership;
   available(name: string): boolean;
   storageOpen(): boolean;
+  /** Reasons besides stopping and closed storage (which this service adds) for which the node refuses clients. */
+  refusals: readonly RefusalReason[];
   localStats(): Promise<StoreStats>;
   remoteStats(node: string): Promise<StoreStats>;
   streams(): StreamPlacement[];
@@ -34,20 +37,43 @@ export class OpsService {
   private stopping = false;
   private lastMembership: Membership | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private readonly refusals: Readiness;
 
-  constructor(private readonly deps: OpsServiceDeps) {}
+  constructor(private readonly deps: OpsServiceDeps) {
+    const name = deps.localName;
+    this.refusals = new Readiness(
+      [
+        { name: 'stopping', check: () => (this.stopping ? `node ${name} is stopping` : undefined) },
+        { name: 'storage', check: () => (deps.storageOpen() ? undefined : `node ${name} has no open storage`) },
+        ...deps.refusals,
+      ],
+      deps.log,
+    );
+  }
 
   /** Watches transfers between membership changes too: a stall changes nothing. */
   start(intervalMs: number): void {
-    this.observe(this.deps.membership());
-    this.timer = setInterval(() => this.observe(this.deps.membership()), intervalMs);
+    this.tick();
+    this.timer = setInterval(() => this.tick(), intervalMs);
     this.timer.unref();
   }
 
-  /** The node is stopping: /ready answers 503 from now on. */
+  /** The node is stopping: /ready answers 503, and data requests are refused, from now on. */
   stop(): void {
     this.stopping = true;
     clearInterval(this.timer);
+    this.refusals.current();
+  }
+
+  /** Why the node refuses client requests now (the first reason that holds), or undefined when it serves. */
+  refusal(): string | undefined {
+    return this.refusals.refusal();
+  }
+
+  /** Readiness is looked at every heartbeat too, so its changes are logged without a probe. */
+  private tick(): void {
+    this.observe(this.deps.membership());
+    this.refusals.current();
   }
 
   observe(membership: Membership): void {
@@ -66,15 +92,19 @@ export class OpsService {
     return { status: 'up', node: this.deps.localName, version: this.deps.version, uptimeSeconds: Math.round((Date.now() - this.deps.startedAtMs) / 1000) };
   }
 
-  readiness(): Readiness {
+  /** GET /ready: ready exactly when the node serves client requests; else every reason it refuses them. */
+  readiness(): ReadinessBody {
     const self = this.deps.membership().members.find((member) => member.name === this.deps.localName);
-    const state = self?.state ?? 'unknown';
-    const storage = this.deps.storageOpen() ? 'open' : 'closed';
-    const reasons: string[] = [];
-    if (state !== 'Joined') reasons.push(`state is ${state}, not Joined`);
-    if (storage !== 'open') reasons.push('storage is not open');
-    if (this.stopping) reasons.push('the node is stopping');
-    return { ready: reasons.length === 0, node: this.deps.localName, state, storage, stopping: this.stopping, reasons };
+    const refusals = this.refusals.current();
+    return {
+      ready: refusals.length === 0,
+      node: this.deps.localName,
+      state: self?.state ?? 'unknown',
+      storage: this.deps.storageOpen() ? 'open' : 'closed',
+      stopping: this.stopping,
+      reasons: refusals.map((refusal) => refusal.message),
+      refusing: refusals.map((refusal) => refusal.name),
+    };
   }
 
   async catNodes(): Promise<Array<Record<string, Cell>>> {

@@ -11,6 +11,7 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import type { AbstractSublevel } from 'abstract-level';
 import { type ChainedBatch, ClassicLevel } from 'classic-level';
 import { StartupError } from '../errors.js';
 
@@ -18,11 +19,13 @@ const SUBLEVEL_OPTIONS = { keyEncoding: 'utf8', valueEncoding: 'utf8' } as const
 /** Options of an operation whose key and value are bytes already (batchEncoded). */
 const BUFFERS = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
 
-function openSublevel(level: ClassicLevel<string, string>, name: string) {
+// Written out (abstract-level is classic-level's own base): src is built with declarations
+// (tsconfig.src.json), and an inferred type from a package the code does not name cannot be.
+export type Sublevel = AbstractSublevel<ClassicLevel<string, string>, string | Buffer | Uint8Array, string, string>;
+
+function openSublevel(level: ClassicLevel<string, string>, name: string): Sublevel {
   return level.sublevel<string, string>(name, SUBLEVEL_OPTIONS);
 }
-
-export type Sublevel = ReturnType<typeof openSublevel>;
 export type BatchOperation =
   | { type: 'put'; sublevel: Sublevel; key: string; value: string }
   | { type: 'del'; sublevel: Sublevel; key: string };

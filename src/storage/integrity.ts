@@ -1,4 +1,5 @@
-// Does this node's own data hold everything it acknowledged? (issue 12, item 3) Checked
+// Does this node's own data hold everything it acknowledged? (docs/cluster.md, "Damaged
+// data") Checked
 // each time the database opens, before the node serves anything:
 // - the database opens at all (a truncated or damaged table can make LevelDB refuse);
 // - LevelDB's recovery did not drop damaged log records (it says so in its LOG file);
@@ -27,7 +28,9 @@ const LOG_DAMAGE = /corruption|dropping \d+ bytes|checksum mismatch|bad record l
 
 export async function openChecked(dataDir: string, log: Logger, options: DatabaseOptions = {}): Promise<{ database: Database; damage: StorageDamage | undefined }> {
   const cleanStop = join(dataDir, CLEAN_STOP_FILE);
-  const stoppedCleanly = existsSync(cleanStop);
+  // A database LevelDB has never made has had no stop, clean or not: nothing to read back.
+  const fresh = !existsSync(join(dataDir, 'db', 'CURRENT'));
+  const stoppedCleanly = fresh || existsSync(cleanStop);
   rmSync(cleanStop, { force: true });
   const reasons: string[] = [];
   let database: Database;

@@ -213,7 +213,7 @@ export class ChaosCluster {
     victim.busy = true;
     // A node moves only while every other node runs, as in the simulation: nodes that moved
     // while the others could not hear it may know no current address of one another, and
-    // nothing but an operator can join them again (README, "Moving a node").
+    // nothing but an operator can join them again (docs/cluster.md, "Moving a node").
     const othersRun = [...this.nodes.values()].every((node) => node === victim || node.removed || (node.state === 'up' && !node.busy));
     const played: Fault = fault.kind === 'move' && !othersRun ? { ...fault, kind: 'kill' } : fault;
     this.note(`${describeFault(played, victim.process.name)}${played === fault ? '' : ' (a move while another node is down: a plain restart instead)'}`);

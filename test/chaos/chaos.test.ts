@@ -1,8 +1,8 @@
-// The chaos suite's short run in CI (issue 12, item 1): one seeded run of a join and then
+// The chaos suite's short run in CI: one seeded run of a join and then
 // a leave under kill -9, SIGSTOP, restarts on new ports and one damaged data file, with
 // writers on an ssr and a tsr stream; every check of the checker must come out clean.
 // The long runs (every scenario, many seeds) are `npm run chaos -- --seeds 20`, whose
-// table is in the README. CHAOS_SEED=n replays another seed here.
+// table is in docs/cluster.md. CHAOS_SEED=n replays another seed here.
 
 import { describe, expect, it } from 'vitest';
 import { runChaos } from './run.js';

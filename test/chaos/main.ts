@@ -1,6 +1,6 @@
 // `npm run chaos -- [--scenario S|all] [--seeds N] [--seed n] [--duration-ms ms] [--out FILE]`
-// (issue 12, item 1): runs each scenario for N seeds starting at n, prints a line per run
-// and the table of the README, and writes every result to FILE (default
+// runs each scenario for N seeds starting at n, prints a line per run
+// and the table of docs/cluster.md, and writes every result to FILE (default
 // bench/results/chaos.json when more than one run is asked for). `--seed n --seeds 1
 // --scenario S` replays one run's schedule. Exit code 1 when any run found a failure.
 

@@ -1,4 +1,4 @@
-// The chaos table of the README and the issue's note (issue 12, item 7): one row per
+// The chaos table of docs/cluster.md ("The chaos suite"): one row per
 // scenario, summed over its seeds. `settled`: runs whose cluster settled (one table, no
 // change, hints, hand-offs or refills left) before the checker read it.
 

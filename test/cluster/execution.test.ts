@@ -103,7 +103,7 @@ describe('cluster execution - four nodes, then three', () => {
     // The reader's channel starts over from the new host: a new sos.
     await sse.waitFor('a new sos from the new host', (c) => c.messages.filter((m) => m.type === 'sos').length >= 2, 30_000);
     // Payloads accepted by a node that still takes the dead host for alive are forwarded
-    // to it and lost to live queries (README, "Execution sessions"): post once the writer
+    // to it and lost to live queries (docs/platform-decisions.md, "Execution sessions"): post once the writer
     // has seen the host go, as its failure detector does within seconds.
     await until('the writer sees the host unavailable', async () => {
       const listed = (await client(writer).get(`/cluster/nodes/${host.name}`)).json?.node as { available?: string } | undefined;

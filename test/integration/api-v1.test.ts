@@ -126,6 +126,12 @@ describe('api-v1 docs - OpenAPI document and page', () => {
     expect(initialiser.text).toContain('validatorUrl: null');
     expect((await call('GET', '/api/v1/docs/swagger-ui.css')).headers.get('content-type')).toMatch(/^text\/css/);
     expectProblem(await call('GET', '/api/v1/docs/package.json'), 404, 'not-found', '/api/v1/docs/package.json');
+    // Names an object's prototype answers are no files either (they were 500s).
+    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      expectProblem(await call('GET', `/api/v1/docs/${name}`), 404, 'not-found', `/api/v1/docs/${name}`);
+      expect((await call('GET', `/docs/${name}`)).status, `/docs/${name}`).toBe(404);
+      expect((await call('GET', `/console/${name}`)).status, `/console/${name}`).toBe(404);
+    }
   });
 });
 

@@ -1,6 +1,7 @@
-// `npm run cluster -- N` (scripts/cluster.ts, issue 14 item 8): its nodes never outlive it,
-// even when it is killed with SIGKILL; a second run reuses its folders; --fresh starts
-// over; it prints transfer progress and any node that dies.
+// `npm run cluster -- N` (scripts/cluster.ts): its nodes never outlive it, even when it is
+// killed with SIGKILL; a second run reuses its folders, and says at once to start over when
+// a node of them was removed; --fresh starts over; it prints transfer progress and any node
+// that dies.
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -108,4 +109,26 @@ describe('npm run cluster - lifecycle', () => {
     await sleep(100);
     for (const pid of freshPids) expect(alive(pid)).toBe(false);
   }, 300_000);
+
+  it('a second run after a node was removed says at once to start over, instead of waiting for it to join', async () => {
+    const dataRoot = temporaryDataDir();
+    const basePort = await freeRange(4);
+    const args = ['2', '--base-port', String(basePort), '--data-root', dataRoot];
+    const first = runScript(args);
+    await until('the first run to be ready', async () => first.output().includes('events, transfers and node exits follow'), 90_000);
+    const removed = await fetch(`http://127.0.0.1:${basePort}/cluster/nodes/node-2`, { method: 'DELETE' });
+    expect(removed.status).toBe(200);
+    const localNode = async () => ((await (await fetch(`http://127.0.0.1:${basePort + 2}/cluster/localNode`)).json()) as { node: { state: string } }).node.state;
+    await until('node-2 to be Left', async () => (await localNode()) === 'Left', 60_000);
+    first.child.kill('SIGTERM');
+    await exited(first.child);
+
+    const startedAt = Date.now();
+    const second = runScript(args);
+    await exited(second.child);
+    expect(second.child.exitCode).toBe(1);
+    expect(Date.now() - startedAt).toBeLessThan(30_000);
+    expect(second.output()).toContain(`cluster: node-2 was removed from the cluster (Left), and a node never joins again with its old data folder: run again with --fresh, or delete ${join(dataRoot, 'node-2')}`);
+    for (const pid of second.pids().values()) await until(`node pid ${pid} to stop`, async () => !alive(pid), 10_000);
+  }, 180_000);
 });

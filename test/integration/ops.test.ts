@@ -1,5 +1,5 @@
-// What an operator uses on one real node (issue 14): /health, /ready, /metrics, the _cat
-// tables, the CLI (--version, --help, keygen, status), the log format and access lines,
+// What an operator uses on one real node: /health, /ready, /metrics, the _cat
+// tables, the CLI (version, --help, an unknown command, keygen, status), the log format and access lines,
 // and start-up failures reported as one line.
 
 import { execFile, spawn } from 'node:child_process';
@@ -46,7 +46,7 @@ describe('ops routes - health and readiness', () => {
     expect(health.json).toMatchObject({ status: 'up', node: 'node-1', version: { number: expect.any(String) } });
     const ready = await api.get('/ready');
     expect(ready.status).toBe(200);
-    expect(ready.json).toEqual({ ready: true, node: 'node-1', state: 'Joined', storage: 'open', stopping: false, reasons: [] });
+    expect(ready.json).toEqual({ ready: true, node: 'node-1', state: 'Joined', storage: 'open', stopping: false, reasons: [], refusing: [] });
   });
 
   it('a Pending node is up but not ready, and says why', async () => {
@@ -54,14 +54,20 @@ describe('ops routes - health and readiness', () => {
     expect((await client(pending).get('/health')).status).toBe(200);
     const ready = await client(pending).get('/ready');
     expect(ready.status).toBe(503);
-    expect(ready.json).toMatchObject({ ready: false, state: 'Pending', reasons: ['state is Pending, not Joined'] });
+    const why = 'node waiting is Pending: it is not part of a cluster yet; ask a Joined node';
+    expect(ready.json).toMatchObject({ ready: false, state: 'Pending', reasons: [why], refusing: ['cluster'] });
+    // The same reason a data request gets, and the log says it once.
+    const refused = await client(pending).get('/streams/demo');
+    expect(refused.status).toBe(503);
+    expect(JSON.stringify(refused.json)).toContain(why);
+    expect(pending.output.split('\n').filter((line) => line.includes(`not serving clients: ${why}`))).toHaveLength(1);
     // The container HEALTHCHECK's command: up is healthy; --ready asks for readiness.
     const healthy = await cli(['health', '--url', pending.url]);
     expect(healthy.code).toBe(0);
     expect(JSON.parse(healthy.stdout)).toMatchObject({ status: 'up', node: 'waiting' });
     const notReady = await cli(['health', '--ready', '--url', pending.url]);
     expect(notReady.code).toBe(1);
-    expect(JSON.parse(notReady.stdout)).toMatchObject({ ready: false, state: 'Pending' });
+    expect(JSON.parse(notReady.stdout)).toMatchObject({ ready: false, state: 'Pending', reasons: [why] });
     expect((await cli(['health', '--ready'], { TRIBUTARY_HTTP_PORT: String(node.httpPort) })).code).toBe(0);
     await pending.kill('SIGTERM');
     const gone = await cli(['health', '--url', pending.url]);
@@ -158,15 +164,22 @@ describe('ops routes - _cat tables', () => {
 });
 
 describe('cli - version, help, keygen, status', () => {
-  it('--version prints the package version and revision; --help shows defaults', async () => {
+  it('--version, -v and version print the package version and revision; --help shows defaults', async () => {
     const version = await cli(['--version']);
     expect(version.code).toBe(0);
     expect(version.stdout).toMatch(/^\d+\.\d+\.\d+ \(revision \S+\)\n$/);
+    for (const spelling of [['version'], ['-v'], ['-V']]) expect(await cli(spelling)).toMatchObject({ code: 0, stdout: version.stdout });
     const help = await cli(['start', '--help']);
     expect(help.stdout).toContain('(default: 8888)');
     expect(help.stdout).toMatch(/--log-format <value> +config logFormat \(env TRIBUTARY_LOG_FORMAT\) \(default: "auto"\)/);
     expect(help.stdout).toContain('(default: data/<name>)');
     expect((await cli(['--help'])).stdout).toMatch(/status \[options\]/);
+  });
+
+  it('an unknown command lists the commands there are', async () => {
+    const unknown = await cli(['statsu']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr.trim()).toBe("tributary: unknown command 'statsu'. Commands: start (the default), keygen, status, health, version; `tributary <command> --help` for one's options.");
   });
 
   it('keygen prints the public key the node serves', async () => {
@@ -194,6 +207,17 @@ describe('logs - format, access lines and the node key', () => {
     for (const line of lines) expect(line.match(/"node":/g), line).toHaveLength(1);
     const access = lines.map((line) => JSON.parse(line)).filter((entry) => entry.msg === 'request' && entry.path === '/cluster/localNode');
     expect(access.at(-1)).toMatchObject({ level: 30, node: 'node-1', method: 'GET', path: '/cluster/localNode', status: 200, ms: expect.any(Number) });
+  });
+
+  it('a brand-new data folder says nothing of an unclean stop; a restart after kill -9 reads every record back and says so', async () => {
+    const fresh = await NodeProcess.start({ name: 'fresh', args: ['--log-level', 'info', '--log-format', 'json'] });
+    await until('the fresh node to log its start', async () => fresh.output.includes('node started'), 10_000);
+    expect(fresh.output).not.toContain('the last stop was not clean');
+    await fresh.kill('SIGKILL');
+    await fresh.launch();
+    await until('the restarted node to log its check', async () => fresh.output.includes('the last stop was not clean: every record was read back'), 10_000);
+    await fresh.restart();
+    expect(fresh.output).not.toContain('the last stop was not clean');
   });
 
   it('--log-format pretty writes readable lines; --access-log-level silent writes no access lines', async () => {

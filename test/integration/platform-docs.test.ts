@@ -103,6 +103,11 @@ describe('platform docs - the document', () => {
     expect(consolePage.text).not.toMatch(/https?:\/\//);
     for (const [, asset] of consolePage.text.matchAll(/(?:src|href)="\/console\/([^"]+)"/g)) expect((await call('GET', '/console/{asset}', { asset: asset! })).status).toBe(200);
     expect((await call('GET', '/console/{asset}', { asset: 'package.json' })).status).toBe(404);
+    // Its first paint, before any read: each part says it is loading, none says it is empty.
+    expect(consolePage.text).toMatch(/<p id="streams-loading" class="note loading">[^<]+<\/p>/);
+    expect(consolePage.text).toMatch(/<p id="nodes-loading" class="note loading">[^<]+<\/p>/);
+    expect(consolePage.text).toMatch(/<p id="no-streams" class="note" hidden>/);
+    expect(consolePage.text).toMatch(/<p id="no-transfers" class="note" hidden>/);
     const html = await http(`${node.url}/`, 'GET', undefined, { accept: 'text/html' });
     expect(html.text).toContain('href="/console"');
     expect(html.text).toContain('href="/docs"');

@@ -1,4 +1,4 @@
-// The README's quickstart (issue 14, item 5), run as a reader would: every command of the
+// The README's quickstart, run as a reader would: every command of the
 // section between <!-- quickstart --> and <!-- /quickstart -->, in order, in one bash
 // shell (so SESSION, OUTPUT and KEY carry from one command to the next), against nodes on
 // free ports. The README's ports become the test's; `npm start [-- flags]` starts the built

@@ -86,7 +86,7 @@ export class NodeProcess {
 
   /** Spawns the process and waits until it answers HTTP. */
   async launch(): Promise<void> {
-    // The flags `npm start` gives a node (package.json, README "Running a node").
+    // The flags `npm start` gives a node (package.json, docs/configuration.md).
     const flags = this.options.nodeFlags === false ? [] : ['--no-node-snapshot', '--max-semi-space-size=64'];
     const args = [...flags, ...(this.options.execArgv ?? []), MAIN, 'start', '--name', this.name, '--data-dir', this.dataDir];
     if (this.options.portFlags !== false) {

@@ -93,7 +93,7 @@ function fuzzBody(prng: Prng): string | undefined {
 /**
  * The spec's answer to a POST whose payloads all failed (schema, tags): 500 with
  * `{ "<index>": { msg } }` per payload. A client's mistake, not a server error, in the
- * spec's own format (README, "Errors").
+ * spec's own format (docs/platform-decisions.md, "Errors").
  */
 function isIngestRefusal(status: number, text: string): boolean {
   if (status !== 500) return false;

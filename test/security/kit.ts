@@ -1,7 +1,7 @@
 // The attack suite's measuring tools (issue 15, item 7): how long the node takes to answer
 // a cheap request while an attack runs (its event loop's stalls, seen from outside), its
 // resident memory and open file descriptors (from /proc), and a line per figure on stdout
-// (`SECURITY <class>: …`) that the README's table is made from.
+// (`SECURITY <class>: …`) that docs/security.md's table is made from.
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -64,7 +64,7 @@ export async function ok(response: Promise<{ status: number; text: string; json:
   return done.json;
 }
 
-/** Prints one figure of the suite, for the README's table. */
+/** Prints one figure of the suite, for docs/security.md's table. */
 export function figure(attackClass: string, fields: Record<string, unknown>): void {
   console.log(`SECURITY ${attackClass}: ${JSON.stringify(fields)}`);
 }

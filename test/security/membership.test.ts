@@ -1,8 +1,8 @@
-// Attack class "a stranger joins, captures or crashes a node" (issue 15, items 1 and 7): the
+// Attack class "a stranger joins, captures or crashes a node" (docs/security.md): the
 // membership endpoints need the admin secret, a Pending node refuses a malformed or
 // stranger's Admit (and keeps running), a node told a join token trusts only the keys it
-// names, even across a restart, and POST /cluster/nodes tells no open port from a closed
-// one and refuses a relay in front of a real node.
+// names, even across a restart, POST /cluster/nodes names why a node cannot be added only
+// to a caller the membership authority admits, and refuses a relay in front of a real node.
 
 import { createServer, connect, type Server } from 'node:net';
 import nacl from 'tweetnacl';
@@ -103,22 +103,41 @@ describe('security - membership authority', () => {
     await waitState(guarded, 'Joined');
   });
 
-  it('POST /cluster/nodes answers the same, after the same time, for a closed port, an open port of something else and a wrong key', async () => {
+  it('POST /cluster/nodes names the cause to the administrator (refused, not a peer port, another key, timed out), and answers anyone else 401 before calling out', async () => {
+    const logged = await startClusterNode('logged', { args: ['--admin-secret', SECRET, '--log-level', 'info', '--log-format', 'json'] });
+    const pending = await startClusterNode('probe', { join: true });
+    const { publicKey } = await localNode(pending);
     const closed = await freePort();
-    const other = await listening();
-    const wrongKey = Buffer.alloc(32, 9).toString('base64');
-    const attempt = async (port: number, publicKey: string) => {
+    const silent = await listening();
+    const attempt = async (port: number, key: string, headers: Record<string, string> = admin) => {
       const started = performance.now();
-      const response = await client(one).post('/cluster/nodes', { nodes: [{ name: 'probe', publicKey, address: '127.0.0.1', port }] }, admin);
-      return { status: response.status, message: String(response.json.error.message).replace(/127\.0\.0\.1:\d+/, 'ADDRESS'), ms: Math.round(performance.now() - started) };
+      const response = await client(logged).post('/cluster/nodes', { nodes: [{ name: 'probe', publicKey: key, address: '127.0.0.1', port }] }, headers);
+      return { status: response.status, message: String(response.json.error.message), ms: Math.round(performance.now() - started) };
     };
-    const answers = [await attempt(closed, wrongKey), await attempt(other.port, wrongKey), await attempt(one.peerPort, wrongKey)];
-    other.server.close();
-    figure('port scan through POST /cluster/nodes', { answers });
-    expect(new Set(answers.map((answer) => `${answer.status} ${answer.message}`)).size).toBe(1);
-    // FAST_CLUSTER_ARGS: peer deadline 2 s; every failure waits it out.
-    for (const answer of answers) expect(answer.ms).toBeGreaterThanOrEqual(1_900);
-    expect(FAST_CLUSTER_ARGS).toContain('--cluster-peer-deadline-ms');
+    const answers = {
+      refused: await attempt(closed, publicKey),
+      httpPort: await attempt(pending.httpPort, publicKey),
+      otherKey: await attempt(pending.peerPort, Buffer.alloc(32, 9).toString('base64')),
+      otherPeer: await attempt(one.peerPort, publicKey),
+      silent: await attempt(silent.port, publicKey),
+      anonymous: await attempt(closed, publicKey, {}),
+    };
+    silent.server.close();
+    figure('POST /cluster/nodes at a wrong port', { answers });
+    expect(answers.refused).toMatchObject({ status: 400, message: expect.stringMatching(/^connection refused at 127\.0\.0\.1:\d+: nothing listens there/) });
+    expect(answers.httpPort).toMatchObject({ status: 400, message: expect.stringMatching(/^127\.0\.0\.1:\d+ is not a Tributary peer port/) });
+    expect(answers.otherKey).toMatchObject({ status: 400, message: expect.stringMatching(/^the node at 127\.0\.0\.1:\d+ answered with another key than /) });
+    expect(answers.otherPeer).toMatchObject({ status: 400, message: expect.stringMatching(/answered with another key than /) });
+    // FAST_CLUSTER_ARGS: peer deadline 2 s. The causes known at once are answered at once.
+    expect(answers.silent).toMatchObject({ status: 400, message: expect.stringMatching(/^no answer from 127\.0\.0\.1:\d+ within 2000 ms/) });
+    expect(answers.silent.ms).toBeGreaterThanOrEqual(1_900);
+    for (const quick of [answers.refused, answers.httpPort, answers.otherKey]) expect(quick.ms).toBeLessThan(1_500);
+    expect(answers.anonymous.status).toBe(401);
+    expect((await localNode(pending)).state).toBe('Pending');
+    // The coordinator logs one line per failure, with its cause, and no stack (that is at debug).
+    const failures = logged.output.split('\n').filter((line) => line.includes('identity proof failed'));
+    expect(failures.map((line) => (JSON.parse(line) as { cause: string }).cause)).toEqual(['connection refused', 'not a Tributary peer port', 'another key', 'another key', 'timed out']);
+    expect(logged.output).not.toMatch(/"stack"|\n\s+at /);
   });
 
   it('a relay in front of a real Pending node is refused: the signed reply names where the node is', async () => {

@@ -171,6 +171,7 @@ describe('status - rendering', () => {
       [
         { name: 'node-1', state: 'Joined', available: true, address: '127.0.0.1', http: 8888, owns: 66.7, records: 1500, bytes: 2 * 1024 * 1024, zone: 'local' },
         { name: 'node-2', state: 'Joining', available: false, address: '127.0.0.1', http: 8890, owns: 0, records: null, bytes: null, zone: 'local' },
+        { name: 'node-3', state: 'Left', available: false, address: '127.0.0.1', http: 8892, owns: 0, records: null, bytes: null, zone: 'local' },
       ],
       [
         { repo: 'tsr', from: 'node-1', to: 'node-2', state: 'running', percent: 42, bytes: 1024, rate: 2048, eta: 75, reason: null },
@@ -181,13 +182,16 @@ describe('status - rendering', () => {
       '--  name    address         state    available   owns  records   bytes  zone',
       'UN  node-1  127.0.0.1:8888  Joined   true       66.7%     1500  2.0MiB  local',
       'DJ  node-2  127.0.0.1:8890  Joining  false       0.0%        -       -  local',
+      '-X  node-3  127.0.0.1:8892  Left     false       0.0%        -       -  local',
       '',
       'Transfers running (1):',
       'repo  from    to      state    percent   bytes      rate    eta  reason',
       'tsr   node-1  node-2  running    42.0%  1.0KiB  2.0KiB/s  1m15s  -',
       '',
     ]);
-    expect(text).toContain('2 node(s), 1 Joined');
+    expect(text).toContain('3 node(s), 1 Joined');
+    // Every code the table uses is in the legend, Left's too.
+    expect(text.split('\n')[1]).toBe('Status: U up, D down (this node does not hear from it), - left / State: N Joined, J Joining, L Leaving, P Pending, X Left');
   });
 });
 

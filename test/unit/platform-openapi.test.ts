@@ -1,8 +1,8 @@
-// The platform interface's OpenAPI document (issue 14, item 5) without a node: valid, built
+// The platform interface's OpenAPI document without a node: valid, built
 // from the same zod schemas the services check bodies with, naming every route the
 // platform routers serve and no other, and every route of docs/platform-interface.md.
 
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type Router from '@koa/router';
@@ -85,5 +85,12 @@ describe('platform docs - the OpenAPI document', () => {
       checked += 1;
     }
     expect(checked).toBeGreaterThan(20);
+  });
+
+  it('cites only documents a reader of the repository has', () => {
+    // The document is public: a file it names must be one a clone holds.
+    const cited = [...new Set(JSON.stringify(document).match(/[\w./-]+\.md\b/g) ?? [])];
+    expect(cited.length).toBeGreaterThan(0);
+    expect(cited.filter((file) => !existsSync(join(packageRoot(), file)))).toEqual([]);
   });
 });

@@ -6,7 +6,7 @@
 // aggregates, the newer one running aggregate), so sliding by a hop costs O(1) amortized
 // per pane and per row, whatever the number of windows a row falls into.
 //
-// Decisions (the README repeats them):
+// Decisions (docs/platform-decisions.md repeats them):
 // - Live, a window is emitted once, when it closes (the watermark, the latest event time
 //   seen, reaches its end), as Flink's sliding windows fire: the table holds, per key, the
 //   row of its latest closed window that holds data; a newer one replaces it (an add of the

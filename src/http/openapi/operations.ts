@@ -83,7 +83,7 @@ export interface Operation {
 const ok = (description: string, schema?: z.ZodType): Record<string, Answer> => ({ '200': schema === undefined ? { description } : { description, schema } });
 const withQueryErrors = (answers: Record<string, Answer>): Record<string, Answer> => ({
   ...answers,
-  '400': { description: 'A bad body, or query errors (`errors`, as QUERY-LANGUAGE.md gives them).', schema: queryErrorsSchema },
+  '400': { description: 'A bad body, or query errors (`errors`, as docs/query-language.md gives them).', schema: queryErrorsSchema },
 });
 
 const STREAM = '/streams/{tenant}/{collection}/{name}';
@@ -344,7 +344,7 @@ function operatorOperations(): Operation[] {
     { method: 'get', path: '/health', tag, summary: 'Liveness', description: '200 while the process runs.', answers: ok('Up.', healthSchema) },
     {
       method: 'get', path: '/ready', tag, summary: 'Readiness',
-      description: '200 when the node is Joined, its storage is open and it is not stopping; else 503 with the reasons. Route traffic on this.',
+      description: '200 exactly when the node serves client requests; else 503 with every reason it refuses them (not a member yet, its cluster table not confirmed since a restart, storage closed, stopping). Route traffic on this.',
       answers: { ...ok('Ready.', readinessSchema), '503': { description: 'Not ready, with the reasons.', schema: readinessSchema } },
     },
     { method: 'get', path: '/metrics', tag, summary: 'Prometheus metrics of this node', answers: text('The Prometheus text format.') },

@@ -24,7 +24,7 @@ export const errorSchema = z
 
 export const queryErrorSchema = z
   .looseObject({ type: z.string().describe('MISSING_VARIABLE, INVALID_FIELD_REFERENCE, INVALID_STREAM_REFERENCE, RUNTIME_ERROR, …') })
-  .meta({ id: 'QueryError', description: 'An error of a query (QUERY-LANGUAGE.md), with fields of its type (line, column, name, field, …).' });
+  .meta({ id: 'QueryError', description: 'An error of a query (docs/query-language.md, "Errors"), with fields of its type (line, column, name, field, …).' });
 
 export const queryErrorsSchema = errorSchema
   .extend({ errors: z.array(queryErrorSchema) })
@@ -296,7 +296,8 @@ export const readinessSchema = z
     state: z.string().describe("The node's state (Pending, Joining, Joined, Leaving, Left), or unknown."),
     storage: z.enum(['open', 'closed']),
     stopping: z.boolean(),
-    reasons: z.array(z.string()).describe('Why the node is not ready; empty when it is.'),
+    reasons: z.array(z.string()).describe('Why the node refuses client requests (503 NODE_NOT_SERVING); empty when it is ready.'),
+    refusing: z.array(z.string()).describe('The names of those reasons, in the same order: stopping, storage, cluster, …'),
   })
   .meta({ id: 'Readiness' });
 

@@ -19,11 +19,12 @@ export const CONSOLE_RING_PATH = `${CONSOLE_PATH}/data/ring`;
 export const CONSOLE_CONTENT_SECURITY_POLICY =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-const FILES: Record<string, string> = {
-  'index.html': 'text/html; charset=utf-8',
-  'console.js': 'text/javascript; charset=utf-8',
-  'console.css': 'text/css; charset=utf-8',
-};
+/** The page's files by name. A Map: the name comes from the request path, and an object would answer `constructor`. */
+const FILES = new Map<string, string>([
+  ['index.html', 'text/html; charset=utf-8'],
+  ['console.js', 'text/javascript; charset=utf-8'],
+  ['console.css', 'text/css; charset=utf-8'],
+]);
 
 /** The page's files, read once from the package. */
 export class ConsoleAssets {
@@ -32,7 +33,7 @@ export class ConsoleAssets {
   constructor(private readonly folder = join(packageRoot(), 'console')) {}
 
   file(name: string): { contentType: string; body: Buffer } | undefined {
-    const contentType = FILES[name];
+    const contentType = FILES.get(name);
     if (contentType === undefined) return undefined;
     let body = this.cache.get(name);
     if (body === undefined) {
