@@ -7,6 +7,7 @@ import { runIngestBench } from './ingest.js';
 import { runPeersIngestBench } from './peers-ingest.js';
 import { runPeersTimeseriesBench } from './peers-timeseries.js';
 import { runQueryBench } from './query.js';
+import { runScaleBench } from './scale.js';
 import { runSearchBench } from './search.js';
 import { runTransferBench } from './transfer.js';
 import type { BenchOptions } from './options.js';
@@ -20,6 +21,7 @@ const BENCHES: Record<string, BenchRun> = {
   query: runQueryBench,
   'peers-ingest': runPeersIngestBench,
   'peers-timeseries': runPeersTimeseriesBench,
+  scale: runScaleBench,
 };
 
 const DEFAULTS: BenchOptions = { payloads: 200_000, batch: 500, concurrency: 1, extraConcurrency: 4, runs: 100 };
@@ -30,6 +32,8 @@ const BENCH_DEFAULTS: Record<string, Partial<BenchOptions>> = {
   'peers-ingest': { concurrency: 4 },
   // Issue 17: 1M points in batches of 5,000 (line protocol to InfluxDB), 10 measured runs per query.
   'peers-timeseries': { payloads: 1_000_000, batch: 5000, concurrency: 4, runs: 10 },
+  // Growing to 32 nodes one join at a time, twice: 20,000 payloads keep each change short.
+  scale: { payloads: 20_000 },
 };
 
 const USAGE = `usage: node dist/bench/run.js <name> [--payloads N] [--batch N] [--concurrency N] [--extra-concurrency N] [--runs N]

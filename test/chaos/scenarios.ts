@@ -23,9 +23,12 @@ const SHAPES: ReadonlyArray<Omit<Scenario, 'name' | 'replicas' | 'faults'> & { s
   { shape: 'join-leave', nodes: 3, changes: ['join', 'leave'] },
 ];
 
-export const SCENARIOS: readonly Scenario[] = SHAPES.flatMap(({ shape, nodes, changes }) =>
-  [2, 3].map((replicas) => ({ name: `${shape}-r${replicas}`, nodes, replicas, changes, faults: ALL_FAULTS })),
-);
+export const SCENARIOS: readonly Scenario[] = [
+  ...SHAPES.flatMap(({ shape, nodes, changes }) => [2, 3].map((replicas) => ({ name: `${shape}-r${replicas}`, nodes, replicas, changes, faults: ALL_FAULTS }))),
+  // A cluster past the sizes above, where the ring's point counts once broke a join
+  // (docs/cluster.md, "Sizes"): eight nodes, a ninth joins, one leaves, under every fault.
+  { name: 'scale-r3', nodes: 8, replicas: 3, changes: ['join', 'leave'], faults: ALL_FAULTS },
+];
 
 export function scenarioNamed(name: string): Scenario {
   const scenario = SCENARIOS.find((each) => each.name === name);
