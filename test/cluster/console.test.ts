@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addNode, startClusterNode, startJoinedCluster, waitState } from '../kit/cluster.js';
+import { addNodes, startClusterNode, startJoinedCluster, waitState } from '../kit/cluster.js';
 import { cleanup, client, NodeProcess } from '../kit/node-process.js';
 import { packageRoot } from '../../src/package-root.js';
 
@@ -90,9 +90,10 @@ describe.skipIf(!FOUND && !REQUIRED)('console - live view in headless Chromium',
     await screenshot('1-three-nodes');
   });
 
-  it('a node added through POST /cluster/nodes appears, its transfers progress to 100%, and it is Joined', async () => {
+  it('two nodes added in one POST /cluster/nodes: the second waits in the queue, node-4 appears, its transfers progress to 100%, and both are Joined', async () => {
     const joining = await startClusterNode('node-4', { join: true });
-    nodes.push(joining);
+    const queued = await startClusterNode('node-5', { join: true });
+    nodes.push(joining, queued);
     const percents = new Set<string>();
     let watching = true;
     const sample = async () => {
@@ -108,13 +109,19 @@ describe.skipIf(!FOUND && !REQUIRED)('console - live view in headless Chromium',
       await sample();
     })();
     try {
-      const added = await addNode(nodes[0]!, joining);
+      const added = await addNodes(nodes[0]!, [joining, queued]);
       expect(added.status, added.text).toBe(200);
+      expect(added.json.changes.map((change: { node: string; status: string }) => `${change.node} ${change.status}`)).toEqual(['node-4 started', 'node-5 queued']);
+      // The page lists what waits behind the change in flight.
+      await page.waitForSelector('#queue li[data-queued="node-5"]', { timeout: 20_000 });
       await page.waitForSelector('#node-rows tr[data-node="node-4"]', { timeout: 20_000 });
       await page.waitForSelector('#transfer-rows tr[data-to="node-4"] progress', { timeout: 20_000 });
       await screenshot('2-transfers-to-node-4');
       await waitState(joining, 'Joined');
       await page.waitForSelector('#node-rows tr[data-node="node-4"][data-state="Joined"]', { timeout: 20_000 });
+      await waitState(queued, 'Joined');
+      await page.waitForSelector('#node-rows tr[data-node="node-5"][data-state="Joined"]', { timeout: 20_000 });
+      await page.waitForFunction(() => (globalThis as any).document.querySelectorAll('#queue li').length === 0, undefined, { timeout: 20_000 });
       await page.waitForFunction(() => {
         const rows: any[] = [...(globalThis as any).document.querySelectorAll('#transfer-rows tr[data-to="node-4"]')];
         return rows.length >= 3 && rows.every((row) => row.dataset.complete === 'true' && row.dataset.percent === '100');

@@ -42,6 +42,12 @@ export async function addNode(seed: NodeProcess, node: NodeProcess, adminSecret?
   return client(seed).post('/cluster/nodes', { nodes: [{ name: node.name, publicKey, address: '127.0.0.1', port: node.peerPort }] }, headers);
 }
 
+/** One POST /cluster/nodes on `seed` for all of `nodes`, in order (the first starts, the others queue). */
+export async function addNodes(seed: NodeProcess, nodes: readonly NodeProcess[]) {
+  const entries = await Promise.all(nodes.map(async (node) => ({ name: node.name, publicKey: (await localNode(node)).publicKey, address: '127.0.0.1', port: node.peerPort })));
+  return client(seed).post('/cluster/nodes', { nodes: entries });
+}
+
 export async function waitState(node: NodeProcess, state: string, timeoutMs = 60_000): Promise<void> {
   await until(`${node.name} to be ${state}`, async () => (await localNode(node)).state === state, timeoutMs);
 }
