@@ -78,7 +78,7 @@ export function peerMessageProblem(message: PeerMessage, current: Membership): s
     case 'membership':
       return tableProblem(message.membership, current);
     case 'heartbeat':
-      return isCount(message.epoch) ? countProblem('news', message.news ?? 0) : `heartbeat epoch ${message.epoch} is not an integer >= 0`;
+      return isCount(message.epoch) ? (countProblem('news', message.news ?? 0) ?? countProblem('newsDigest', message.newsDigest ?? 0)) : `heartbeat epoch ${message.epoch} is not an integer >= 0`;
     case 'ready':
       return idProblem('changeId', message.changeId);
     case 'transfer-request':

@@ -124,10 +124,11 @@ export type PeerMessage =
    * missed its table (and could not be told: it would answer at the old address).
    */
   /**
-   * `news`: how much the sender's table says of the change in flight and the queue
-   * (tableNews): a peer at the same epoch that knows less asks for the table.
+   * `news` and `newsDigest`: how much the sender's table says of the change in flight and
+   * the queue, and a hash of what (tableNews): a peer at the same epoch that knows less,
+   * or other things, asks for the table.
    */
-  | { type: 'heartbeat'; epoch: number; at?: AnnouncedAddress; damaged?: boolean; news?: number }
+  | { type: 'heartbeat'; epoch: number; at?: AnnouncedAddress; damaged?: boolean; news?: number; newsDigest?: number }
   /** Pending node → coordinator: its repositories are open, it can receive data. */
   | { type: 'ready'; changeId: string }
   /** Target → source: send chunks of the transfer starting at `seq`, reading after `cursor`. */

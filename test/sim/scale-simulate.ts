@@ -46,6 +46,8 @@ export interface ChangeCost {
   virtualMs: number;
   messages: number;
   messageBytes: number;
+  /** Bytes by what was sent: tables, heartbeats, transfer chunks, and each other kind of call. */
+  bytesByKind: Record<string, number>;
   recordsMoved: number;
   recordsMinimum: number;
   bytesMoved: number;
@@ -96,6 +98,7 @@ class ScaleRun {
   private readonly names: string[];
   private messages = 0;
   private messageBytes = 0;
+  private readonly bytesByKind = new Map<string, number>();
   /** Encoded sizes of tables already counted once: a broadcast sends one table object to every peer. */
   private readonly tableBytes = new WeakMap<Membership, number>();
   private readonly recordBytes: number;
@@ -191,9 +194,16 @@ class ScaleRun {
   private async followChanges(): Promise<void> {
     const limit = this.world.now + this.options.changesLimitMs;
     let current: { id: string; from: ReturnType<ScaleRun['mark']>; minimum: { records: number; bytes: number } } | undefined;
+    let traced = '';
     this.world.afterEvent = () => {
       const table = this.authorityTable();
       const id = table.change?.id;
+      if (process.env.SCALE_TRACE !== undefined) {
+        const transfers = table.change?.transfers ?? [];
+        const line = `e${table.epoch} ${id ?? '-'} ${transfers.filter((transfer) => transfer.complete).length}/${transfers.length} synced=${table.change?.finalSynced === true} queue=${(table.queue ?? []).length}`;
+        if (line !== traced) console.log(`${this.world.now} ${line}`);
+        traced = line;
+      }
       if (current !== undefined && current.id !== id) {
         this.changes.push(this.costOf(current.id, current.from, current.minimum));
         current = undefined;
@@ -244,14 +254,14 @@ class ScaleRun {
     return { records, bytes: records * this.recordBytes };
   }
 
-  private mark(): { at: number; messages: number; bytes: number; records: number; transferred: number } {
+  private mark(): { at: number; messages: number; bytes: number; records: number; transferred: number; byKind: Map<string, number> } {
     let records = 0;
     let transferred = 0;
     for (const node of this.nodes.values()) {
       records += node.disk.transferredRecords;
       transferred += node.disk.transferredBytes;
     }
-    return { at: this.world.now, messages: this.messages, bytes: this.messageBytes, records, transferred };
+    return { at: this.world.now, messages: this.messages, bytes: this.messageBytes, records, transferred, byKind: new Map(this.bytesByKind) };
   }
 
   private costOf(id: string, from: ReturnType<ScaleRun['mark']>, minimum: { records: number; bytes: number }): ChangeCost {
@@ -265,6 +275,7 @@ class ScaleRun {
       recordsMinimum: minimum.records,
       bytesMoved: to.transferred - from.transferred,
       bytesMinimum: minimum.bytes,
+      bytesByKind: Object.fromEntries([...to.byKind].map(([kind, bytes]) => [kind, bytes - (from.byKind.get(kind) ?? 0)]).filter(([, bytes]) => (bytes as number) > 0)),
     };
   }
 
@@ -278,18 +289,21 @@ class ScaleRun {
   /** One message sent, and its encoded body's bytes (the envelope adds about 150 bytes, not counted). */
   private count(kind: CallKind | 'TransferChunk', body: unknown): void {
     this.messages += 1;
-    if (kind === 'TransferChunk') {
-      this.messageBytes += (body as { chunk: { bytes: Uint8Array } }).chunk.bytes.length;
-      return;
-    }
-    if (kind === 'CoreMessage' && (body as { type: string }).type === 'membership') {
+    const [what, bytes] = this.sizeOf(kind, body);
+    this.messageBytes += bytes;
+    this.bytesByKind.set(what, (this.bytesByKind.get(what) ?? 0) + bytes);
+  }
+
+  private sizeOf(kind: CallKind | 'TransferChunk', body: unknown): [string, number] {
+    if (kind === 'TransferChunk') return ['chunks', (body as { chunk: { bytes: Uint8Array } }).chunk.bytes.length];
+    const type = kind === 'CoreMessage' ? (body as { type: string }).type : undefined;
+    if (type === 'membership' || kind === 'Admit') {
       const table = (body as { membership: Membership }).membership;
       let bytes = this.tableBytes.get(table);
-      if (bytes === undefined) this.tableBytes.set(table, (bytes = encodeBody('CoreMessage', body as never).length));
-      this.messageBytes += bytes;
-      return;
+      if (bytes === undefined) this.tableBytes.set(table, (bytes = encodeBody(kind as 'CoreMessage', body as never).length));
+      return ['tables', bytes];
     }
-    this.messageBytes += encodeBody(kind, body as never).length;
+    return [type ?? kind, encodeBody(kind, body as never).length];
   }
 
   /** Every record on each owner of its partition under the final table, and on no other node. */

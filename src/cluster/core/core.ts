@@ -97,6 +97,7 @@ import type {
 } from '../../protocol/cluster-types.js';
 
 type ProgressReport = Extract<PeerMessage, { type: 'transfer-progress' }>;
+type RequestMessage = Extract<PeerMessage, { type: 'transfer-request' }>;
 type AdminRefusal = Omit<Extract<AdminResult, { ok: false }>, 'ok'>;
 
 /** A transfer source unheard for this many failure timeouts is replaced (issue 3, item 8). */
@@ -110,14 +111,14 @@ export interface CoreBootstrap {
   lone: boolean;
 }
 
-/**
- * Peers a node with news sends its whole table to on a heartbeat, besides the coordinator:
- * a table is as large as the cluster, so sending it to every peer would make each node's
- * traffic grow with the square of the cluster's size. Heartbeats carry how much each
- * table knows (tableNews), and a node that hears of more asks for it, so the news reaches
- * everyone within a few heartbeats (docs/cluster.md, "What a node sends").
- */
-const GOSSIP_FANOUT = 3;
+/** Transfer requests kept for a change not adopted yet: one per transfer of a change is far less. */
+const EARLY_REQUESTS_MAX = 4_096;
+
+/** The epoch a change started at, from its id (`e<epoch>-join-<node>`, membership.ts). */
+function changeEpochOf(transferId: string): number {
+  const match = /^e(\d+)-/.exec(transferId);
+  return match === null ? 0 : Number(match[1]);
+}
 
 /** A tick this much later than the previous one means this process was paused or starved. */
 const PAUSE_FRACTION_OF_FAILURE_TIMEOUT = 0.5;
@@ -139,8 +140,8 @@ export class ClusterCore {
   private nextHeartbeatAt = 0;
   /** Something other nodes have not heard yet (progress): the next heartbeat carries the table. */
   private progressDirty = false;
-  /** Where the gossip of the next heartbeat starts in the member list (it rotates). */
-  private gossipCursor = 0;
+  /** Transfer requests for a change newer than this node's table, by transfer id (onTransferRequest). */
+  private readonly earlyRequests = new Map<string, { from: string; message: RequestMessage }>();
   /** When this node last asked a peer for its table (once per heartbeat interval at most). */
   private lastPullAt = Number.NEGATIVE_INFINITY;
   private readonly lastHeard = new Map<string, number>();
@@ -444,25 +445,26 @@ export class ClusterCore {
   }
 
   /**
-   * A heartbeat to every other member (its epoch and how much its table knows: a peer
-   * behind asks for the table, see onHeartbeat), and the whole table to a few: to a peer
-   * that has not seen this node's new address yet, to one behind that cannot ask
-   * (cannotAsk), and, when this node learnt something
-   * since the last heartbeat, to the coordinator and to GOSSIP_FANOUT peers in turn.
-   * Each node's traffic grows with the number of members, not with its square.
+   * A heartbeat to every other member: its epoch and how much its table knows (tableNews).
+   * The table itself, as large as the cluster, goes to few: to the coordinator when this
+   * node learnt something since the last heartbeat (a transfer's progress), to a peer that
+   * has not seen this node's new address yet, and to one behind that cannot ask
+   * (cannotAsk). Every other peer asks for it when a heartbeat shows it knows less
+   * (onHeartbeat). Each node's traffic grows with the number of members, not with its
+   * square (docs/cluster.md, "What a node sends").
    */
   private sendHeartbeats(effects: CoreEffect[]): void {
     assert(this.bootstrapped, 'heartbeats before this node has a table');
     const epoch = this.current.epoch;
-    const gossip = this.progressDirty ? this.gossipTargets() : new Set<string>();
+    const coordinator = this.progressDirty ? coordinatorOf(this.current, (name) => this.available(name)) : undefined;
     const heartbeat: PeerMessage = { type: 'heartbeat', epoch, at: this.ownAddress(), ...this.damageMark(), ...this.newsMark() };
     for (const member of this.current.members) {
       if (member.name === this.name || member.state === 'Left') continue;
-      if (gossip.has(member.name) || this.addressNotSeenBy.has(member.name) || this.cannotAsk(member.name)) this.sendMembership(member.name, effects);
+      if (member.name === coordinator || this.addressNotSeenBy.has(member.name) || this.cannotAsk(member.name)) this.sendMembership(member.name, effects);
       else this.send(member.name, heartbeat, effects);
     }
     this.progressDirty = false;
-    assert(gossip.size <= GOSSIP_FANOUT + 1, `gossip to ${gossip.size} peers`);
+    assert(coordinator !== this.name || !effects.some((effect) => effect.type === 'send' && effect.to === this.name), 'a table to self');
     this.repeatFinalSynced(effects);
   }
 
@@ -476,27 +478,15 @@ export class ClusterCore {
     return behind && !this.available(name);
   }
 
-  /** The coordinator (when it is another node) and the next GOSSIP_FANOUT members in turn. */
-  private gossipTargets(): Set<string> {
-    const peers = this.current.members.filter((member) => member.name !== this.name && member.state !== 'Left').map((member) => member.name);
-    const targets = new Set<string>();
-    const coordinator = coordinatorOf(this.current, (name) => this.available(name));
-    if (coordinator !== undefined && coordinator !== this.name) targets.add(coordinator);
-    for (let taken = 0; taken < Math.min(GOSSIP_FANOUT, peers.length); taken += 1) targets.add(peers[(this.gossipCursor + taken) % peers.length]!);
-    this.gossipCursor = peers.length === 0 ? 0 : (this.gossipCursor + GOSSIP_FANOUT) % peers.length;
-    assert(!targets.has(this.name), 'gossip to self');
-    return targets;
-  }
-
   /** What heartbeats carry of this table's change and queue: nothing when there is none. */
-  private newsMark(): { news?: number } {
+  private newsMark(): { news?: number; newsDigest?: number } {
     const news = tableNews(this.current);
-    return news > 0 ? { news } : {};
+    return news.count > 0 ? { news: news.count, newsDigest: news.digest } : {};
   }
 
   /**
-   * A peer's heartbeat. A peer at a newer epoch, or at ours with a table that knows more,
-   * is asked for its table (this node sends its own; the peer answers with the newer or
+   * A peer's heartbeat. A peer at a newer epoch, or at ours with a table that knows more
+   * or knows other things (tableNews), is asked for its table (this node sends its own; the peer answers with the newer or
    * richer one), once per heartbeat interval: a node behind gets one table, not one from
    * every member. A peer behind us asks the same way when it hears our heartbeat.
    */
@@ -504,7 +494,12 @@ export class ClusterCore {
     this.notePeerEpoch(from, message.epoch);
     if (message.at !== undefined) this.takeAnnouncedAddress(from, message.at, effects);
     if (message.epoch >= this.current.epoch) this.confirmedByPeer = true;
-    const knowsMore = message.epoch > this.current.epoch || (message.epoch === this.current.epoch && (message.news ?? 0) > tableNews(this.current));
+    // A Left node needs no change's news, only newer epochs (peers send those: onReceive).
+    if (this.selfState() === 'Left') return;
+    const mine = tableNews(this.current);
+    const theirs = { count: message.news ?? 0, digest: message.newsDigest ?? 0 };
+    const sameEpoch = message.epoch === this.current.epoch;
+    const knowsMore = message.epoch > this.current.epoch || (sameEpoch && (theirs.count > mine.count || (theirs.count === mine.count && mine.count > 0 && theirs.digest !== mine.digest)));
     if (!knowsMore || this.now - this.lastPullAt < this.config.heartbeatIntervalMs) return;
     this.lastPullAt = this.now;
     this.sendMembership(from, effects);
@@ -544,7 +539,13 @@ export class ClusterCore {
         const readdressed = withMemberAddresses(this.current, message.membership);
         if (readdressed !== this.current) this.adopt(readdressed, effects, false);
       }
-      return this.sendMembership(from, effects);
+      // Once it holds our epoch it knows it is Left: its heartbeats are answered with one of
+      // ours (it still hands hints over and needs to know who is up), not with the whole
+      // table, which every member would otherwise send it every heartbeat while it runs.
+      const itsEpoch = message.type === 'membership' ? message.membership.epoch : message.type === 'heartbeat' ? message.epoch : -1;
+      if (itsEpoch < this.current.epoch) this.sendMembership(from, effects);
+      else if (message.type === 'heartbeat') this.send(from, { type: 'heartbeat', epoch: this.current.epoch, at: this.ownAddress(), ...this.damageMark(), ...this.newsMark() }, effects);
+      return;
     }
     this.heard(from, effects);
     assert(sender.state !== 'Left' || this.selfState() === 'Left', `${from} is Left and still heard`);
@@ -563,8 +564,7 @@ export class ClusterCore {
       case 'ready':
         return this.onReady(from, message.changeId, effects);
       case 'transfer-request':
-        if (!message.transfer.id.startsWith(`${this.current.change?.id}/`)) this.sendMembership(from, effects); // one of us is behind
-        return this.source.onRequest(from, message, context(), effects);
+        return this.onTransferRequest(from, message, effects);
       case 'transfer-chunk':
         return this.target.onChunk(from, message, context(), effects);
       case 'transfer-ack':
@@ -572,6 +572,32 @@ export class ClusterCore {
       case 'transfer-progress':
         return this.onProgress(from, message, effects);
     }
+  }
+
+  /**
+   * A transfer request for a change this node has not heard of yet (the target's table
+   * reached it first): kept, this node's table goes to the requester (which answers with
+   * the newer one), and the request is served once that table is adopted, rather than
+   * after the target's stall timer (transferStallMs) asks again.
+   */
+  private onTransferRequest(from: string, message: RequestMessage, effects: CoreEffect[]): void {
+    const changeId = this.current.change?.id;
+    if (changeId === undefined || !message.transfer.id.startsWith(`${changeId}/`)) {
+      this.sendMembership(from, effects); // one of us is behind
+      if (changeEpochOf(message.transfer.id) > this.current.epoch && this.earlyRequests.size < EARLY_REQUESTS_MAX) this.earlyRequests.set(message.transfer.id, { from, message });
+      return;
+    }
+    this.source.onRequest(from, message, this.context(), effects);
+  }
+
+  /** Requests kept by onTransferRequest whose change this node now has: served; obsolete ones forgotten. */
+  private serveEarlyRequests(effects: CoreEffect[]): void {
+    for (const [transferId, early] of this.earlyRequests) {
+      if (changeEpochOf(transferId) > this.current.epoch) continue;
+      this.earlyRequests.delete(transferId);
+      if (this.started && transferId.startsWith(`${this.current.change?.id}/`)) this.source.onRequest(early.from, early.message, this.context(), effects);
+    }
+    assert(this.earlyRequests.size <= EARLY_REQUESTS_MAX, `${this.earlyRequests.size} early transfer requests kept`);
   }
 
   private ownAddress(): AnnouncedAddress {
@@ -641,6 +667,9 @@ export class ClusterCore {
       this.adopt(merged, effects, false);
       this.progressDirty = true;
     }
+    // A Left node answers nobody with news: its peers take nothing from it (onReceive),
+    // and would answer with their table again, and again.
+    if (this.selfState() === 'Left') return;
     if (mergeChangeNews(incoming, mine) !== incoming || knowsNewerAddresses(mine, incoming)) this.sendMembership(from, effects);
   }
 
@@ -711,9 +740,10 @@ export class ClusterCore {
       if (known.complete && from !== this.name) this.sendMembership(from, effects); // it waits to see completion
       return;
     }
-    // A transfer complete is persisted and acted on (adopt), and spreads like progress: by
-    // gossip on the next heartbeat, not to every member at once (GOSSIP_FANOUT); the change
-    // it completes is broadcast by whoever completes it (afterStep).
+    // A transfer complete is persisted and acted on (adopt), and spreads like progress: the
+    // peers ask for the table when heartbeats show it knows more (onHeartbeat), rather than
+    // every member receiving it at once; the change it completes is broadcast by whoever
+    // completes it (afterStep).
     this.progressDirty = true;
     if (report.complete && !known.complete) return this.adopt(next, effects, false);
     // Progress alone moves no member, owner or completion: there is nothing for adopt() to
@@ -878,6 +908,7 @@ export class ClusterCore {
       if (wasBootstrapped || memberNamed(next, this.name)?.state !== 'Pending') pushDrops(this.lostSlots(wasBootstrapped ? previous : undefined, next), effects);
     }
     this.source.retain(next);
+    this.serveEarlyRequests(effects);
     if (broadcast) this.broadcast(effects);
     this.target.pursue(this.context(), effects);
     if (newEpoch) this.sendReadyIfPending(effects);

@@ -423,15 +423,47 @@ export function withDroppedQueueEntry(membership: Membership, id: string): Membe
 }
 
 /**
- * How much a table says of its epoch's change and queue: transfers known and complete, the
- * hand-off, queued and refused commands. Merging two tables of one epoch never lowers it,
- * and a merge that adds any of these raises it, so a peer whose heartbeat carries a higher
- * figure at the same epoch knows something this table does not (progress percentages are
- * left out: they spread by gossip and decide nothing).
+ * What a table says of its epoch's change and queue: `count`, how much (transfers known and
+ * complete, the hand-off, queued and refused commands), and `digest`, a hash of which. Merging
+ * two tables of one epoch never lowers the count, and a merge that adds any of these raises
+ * it; two tables with equal counts and different digests each know something the other does
+ * not. A peer whose heartbeat shows a higher count, or the same count and another digest,
+ * is asked for its table (progress percentages are left out: they spread with the tables
+ * and decide nothing).
  */
-export function tableNews(membership: Membership): number {
-  const transfers = membership.change?.transfers ?? [];
-  const news = transfers.length + transfers.filter((transfer) => transfer.complete).length + (membership.change?.finalSynced === true ? 1 : 0) + queuedCommands(membership).length + 2 * (membership.queueDropped ?? []).length;
-  assert(Number.isSafeInteger(news) && news >= 0, `epoch ${membership.epoch}: news ${news}`);
+export interface TableNews {
+  count: number;
+  digest: number;
+}
+
+const newsMemo = new WeakMap<Membership, TableNews>();
+
+export function tableNews(membership: Membership): TableNews {
+  let news = newsMemo.get(membership);
+  if (news === undefined) newsMemo.set(membership, (news = computeNews(membership)));
+  assert(Number.isSafeInteger(news.count) && news.count >= 0 && Number.isInteger(news.digest), `epoch ${membership.epoch}: news ${news.count}/${news.digest}`);
   return news;
+}
+
+function computeNews(membership: Membership): TableNews {
+  const change = membership.change;
+  const items: string[] = [];
+  for (const transfer of change?.transfers ?? []) items.push(transfer.complete ? `${transfer.id} complete` : transfer.id);
+  if (change?.finalSynced === true) items.push(`${change.id} synced`);
+  for (const entry of queuedCommands(membership)) items.push(entry.id);
+  for (const id of membership.queueDropped ?? []) items.push(`${id} dropped`);
+  items.sort();
+  const transfers = change?.transfers ?? [];
+  const count = transfers.length + transfers.filter((transfer) => transfer.complete).length + (change?.finalSynced === true ? 1 : 0) + queuedCommands(membership).length + 2 * (membership.queueDropped ?? []).length;
+  return { count, digest: fnv1a(items.join('\n')) };
+}
+
+/** 32-bit FNV-1a of the text's UTF-16 code units: a digest, not a security check. */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let index = 0; index < text.length; index += 1) {
+    hash ^= text.charCodeAt(index);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
 }
