@@ -99,6 +99,7 @@ class ScaleRun {
   private messages = 0;
   private messageBytes = 0;
   private readonly bytesByKind = new Map<string, number>();
+  readonly tableSends = new Map<string, number>();
   /** Encoded sizes of tables already counted once: a broadcast sends one table object to every peer. */
   private readonly tableBytes = new WeakMap<Membership, number>();
   private readonly recordBytes: number;
@@ -116,7 +117,13 @@ class ScaleRun {
       hintReplayIntervalMs: 2 * heartbeat,
     };
     this.network = new SimNetwork(this.world, this.prng.fork(), { dropRate: 0, delayMs: [1, 3] });
-    this.network.observe = (_from, _to, kind, body) => this.count(kind, body);
+    this.network.observe = (from, to, kind, body) => {
+      this.count(kind, body);
+      if (process.env.SCALE_TABLES !== undefined && kind === 'CoreMessage' && (body as { type: string }).type === 'membership') {
+        const key = `${from}>${to}`;
+        this.tableSends.set(key, (this.tableSends.get(key) ?? 0) + 1);
+      }
+    };
     this.names = Array.from({ length: options.nodes }, (_, index) => `n${String(index).padStart(4, '0')}`);
     this.recordBytes = JSON.stringify(this.record(this.streams[0]!, 0, 0)).length + 1;
   }
@@ -205,6 +212,14 @@ class ScaleRun {
         traced = line;
       }
       if (current !== undefined && current.id !== id) {
+        if (process.env.SCALE_TABLES !== undefined) {
+          const bySender = new Map<string, number>();
+          const byReceiver = new Map<string, number>();
+          for (const [key, count] of this.tableSends) { const [from, to] = key.split('>'); bySender.set(from!, (bySender.get(from!) ?? 0) + count); byReceiver.set(to!, (byReceiver.get(to!) ?? 0) + count); }
+          const top = (map: Map<string, number>) => [...map].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([name, count]) => `${name}:${count}`).join(' ');
+          console.log(`${current.id}: tables ${[...this.tableSends.values()].reduce((a, b) => a + b, 0)}; senders ${top(bySender)}; receivers ${top(byReceiver)}; pairs ${top(this.tableSends)}`);
+          this.tableSends.clear();
+        }
         this.changes.push(this.costOf(current.id, current.from, current.minimum));
         current = undefined;
       }

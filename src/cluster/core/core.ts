@@ -358,7 +358,12 @@ export class ClusterCore {
     while (this.localProgress.length > 0) this.onProgress(this.name, this.localProgress.shift()!, effects);
     assert(this.localProgress.length === 0, 'local progress left over after a step');
     if (this.bootstrapped && this.selfState() === 'Joined' && isReadyToComplete(this.current)) {
-      this.adopt(withCompletedChange(this.current), effects, true);
+      // Any Joined node completes a change it sees done (the same table, wherever it is
+      // made), but only the coordinator sends it to everyone: the others learn the new
+      // epoch from heartbeats and ask for it, instead of every member sending it to every
+      // member when the last news reaches them all at once.
+      const coordinator = coordinatorOf(this.current, (name) => this.available(name));
+      this.adopt(withCompletedChange(this.current), effects, coordinator === this.name);
     }
     assert(!this.bootstrapped || this.current.members.some((member) => member.state === 'Joined'), 'no Joined member');
   }
