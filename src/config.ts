@@ -94,6 +94,10 @@ export const configSchema = z
       .object({
         /** LevelDB's write buffer (memtable) in bytes; bigger: fewer level-0 files and write stalls, more memory and log to replay after a crash. */
         writeBufferBytes: z.number().int().min(1024 * 1024).max(1024 * 1024 * 1024),
+        /** Free bytes the data folder's filesystem keeps: below them ingest is refused with 507 before LevelDB fails (docs/storage.md); 0: no floor. */
+        diskFreeMinBytes: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+        /** How often the free bytes are read (the floor, and reopening after a failed write). */
+        diskCheckIntervalMs: z.number().int().min(50).max(60_000),
       })
       .strict(),
     cluster: z

@@ -5,6 +5,7 @@
 import { coordinatorOf } from '../cluster/core/placement.js';
 import type { Membership, Slot } from '../protocol/cluster-types.js';
 import type { Logger } from '../log.js';
+import type { DiskState } from '../storage/disk-watch.js';
 import type { Readiness } from '../http/routes/ops.js';
 import type { SoftwareVersion } from '../version.js';
 import type { Cell } from './cat-table.js';
@@ -20,6 +21,8 @@ export interface OpsServiceDeps {
   membership(): Membership;
   available(name: string): boolean;
   storageOpen(): boolean;
+  /** The data folder's free space and whether the node takes writes (storage/disk-watch.ts). */
+  storageState(): DiskState;
   localStats(): Promise<StoreStats>;
   remoteStats(node: string): Promise<StoreStats>;
   streams(): StreamPlacement[];
@@ -63,7 +66,7 @@ export class OpsService {
   }
 
   health(): Record<string, unknown> {
-    return { status: 'up', node: this.deps.localName, version: this.deps.version, uptimeSeconds: Math.round((Date.now() - this.deps.startedAtMs) / 1000) };
+    return { status: 'up', node: this.deps.localName, version: this.deps.version, uptimeSeconds: Math.round((Date.now() - this.deps.startedAtMs) / 1000), disk: this.deps.storageState() };
   }
 
   readiness(): Readiness {
@@ -73,6 +76,8 @@ export class OpsService {
     const reasons: string[] = [];
     if (state !== 'Joined') reasons.push(`state is ${state}, not Joined`);
     if (storage !== 'open') reasons.push('storage is not open');
+    const disk = this.deps.storageState();
+    if (!disk.writable) reasons.push(`storage takes no writes: ${disk.reason}`);
     if (this.stopping) reasons.push('the node is stopping');
     return { ready: reasons.length === 0, node: this.deps.localName, state, storage, stopping: this.stopping, reasons };
   }

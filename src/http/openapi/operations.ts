@@ -107,7 +107,11 @@ function streamOperations(): Operation[] {
       method: 'post', path: STREAM, tag, summary: 'Post payloads',
       description: 'Tags run first, then each payload is checked against the schema, placed in its partition and written to every owner (durable before the answer). At most `limits.ingestBatchPayloadsMax` payloads.',
       body: { schema: ingestBodySchema, required: true },
-      answers: { '200': { description: 'Every payload is durable (an empty body).' }, '500': { description: 'Some payloads failed, by index; the others are durable.', schema: ingestFailuresSchema } },
+      answers: {
+        '200': { description: 'Every payload is durable (an empty body).' },
+        '500': { description: 'Some payloads failed, by index; the others are durable.', schema: ingestFailuresSchema },
+        '507': { description: 'This node stores nothing now (its disk is below `storage.diskFreeMinBytes`, or a write failed and it waits for room): nothing of the batch was written; the message names the node and its data folder. Another node takes the batch.' },
+      },
     },
     { method: 'put', path: `${STREAM}/taxonomy`, tag, versioned: true, summary: 'Set the taxonomy', body: { schema: taxonomyBodySchema, required: true }, answers: ok('The taxonomy.', taxonomyBodySchema) },
     { method: 'get', path: `${STREAM}/taxonomy`, tag, versioned: true, summary: 'The taxonomy', description: 'Never set: `{ taxonomy: { nodes: [] } }`, with no version.', answers: ok('The taxonomy.', taxonomyBodySchema) },
@@ -338,10 +342,10 @@ function operatorOperations(): Operation[] {
     answers: { '200': { description: 'The table.', mediaType: 'text/plain', schema: z.string(), alternative: { mediaType: 'application/json', schema: catRowsSchema(id, columns) } } },
   });
   return [
-    { method: 'get', path: '/health', tag, summary: 'Liveness', description: '200 while the process runs.', answers: ok('Up.', healthSchema) },
+    { method: 'get', path: '/health', tag, summary: 'Liveness', description: '200 while the process runs, with the free bytes of the data folder and whether the node takes writes.', answers: ok('Up.', healthSchema) },
     {
       method: 'get', path: '/ready', tag, summary: 'Readiness',
-      description: '200 when the node is Joined, its storage is open and it is not stopping; else 503 with the reasons. Route traffic on this.',
+      description: '200 when the node is Joined, its storage is open and takes writes (its disk above the floor, no failed write) and it is not stopping; else 503 with the reasons. Route traffic on this.',
       answers: { ...ok('Ready.', readinessSchema), '503': { description: 'Not ready, with the reasons.', schema: readinessSchema } },
     },
     { method: 'get', path: '/metrics', tag, summary: 'Prometheus metrics of this node', answers: text('The Prometheus text format.') },
