@@ -126,3 +126,104 @@ describe.skipIf(UNAVAILABLE !== undefined)('storage - a write that fails on a fu
     await reopened.database.close();
   });
 });
+
+const STREAM = '/streams/demo/disk/points';
+const schema = { version: '1', topDef: { type: 'record', properties: { id: { type: 'string' }, at: { type: 'datetime' }, text: { type: 'string' } } } };
+/** 200 payloads of ~1 KB: a batch a busy client sends. */
+function batchOf(first: number): Array<{ id: string; at: string; text: string }> {
+  return Array.from({ length: 200 }, (_, index) => ({ id: `p${first + index}`, at: new Date(Date.UTC(2024, 0, 1) + first + index).toISOString(), text: `${first + index} ${'x'.repeat(1000)}` }));
+}
+
+async function defineStream(node: NodeProcess, repository: 'tsr' | undefined): Promise<void> {
+  const api = client(node);
+  expect((await api.put(STREAM, { schema })).status).toBe(200);
+  if (repository !== undefined) expect((await api.put(`${STREAM}/repository`, { name: repository, config: {} })).status).toBe(200);
+}
+
+async function storedIds(node: NodeProcess): Promise<Set<string>> {
+  const answer = await client(node).get(`/_internal/repos/tsr/demo/disk/points/ids?field=id`);
+  expect(answer.status).toBe(200);
+  return new Set(Object.values(answer.json.partitions as Record<string, string[]>).flat());
+}
+
+async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe.skipIf(UNAVAILABLE !== undefined)('storage - a node whose disk fills during ingest', () => {
+  it('answers 507 naming itself and its folder, says so in /ready, /health, /metrics and _cat/nodes, takes writes again once the disk grows, and loses nothing acknowledged', async () => {
+    const disk = await mountTmpfs(64 * MiB);
+    const dataDir = `${disk.dir}/n-disk`;
+    const node = await NodeProcess.start({ name: 'n-disk', dataDir, args: ['--storage-disk-free-min-bytes', '0', '--storage-disk-check-interval-ms', '200'] });
+    const api = client(node);
+    await defineStream(node, 'tsr');
+    await disk.resize((await disk.usedBytes()) + 2 * MiB);
+    const acknowledged: string[] = [];
+    let next = 0;
+    let refusal: Awaited<ReturnType<typeof api.post>> | undefined;
+    while (refusal === undefined && next < 200_000) {
+      const batch = batchOf(next);
+      next += batch.length;
+      const answer = await api.post(STREAM, batch);
+      if (answer.status === 200) acknowledged.push(...batch.map((payload) => payload.id));
+      // 500: the batch in which the disk filled (its payloads listed as failed).
+      else if (answer.status !== 500) refusal = answer;
+    }
+    expect(refusal?.status).toBe(507);
+    expect(refusal?.json.error.type).toBe('INSUFFICIENT_STORAGE');
+    expect(refusal?.json.error.message).toContain('n-disk');
+    expect(refusal?.json.error.message).toContain(dataDir);
+    expect(acknowledged.length).toBeGreaterThan(0);
+
+    const ready = await api.get('/ready');
+    expect(ready.status).toBe(503);
+    expect(ready.json.reasons.join(' ')).toMatch(/storage takes no writes: a write to .* failed/);
+    const health = await api.get('/health');
+    expect(health.json.disk).toMatchObject({ writable: false, floorBytes: 0 });
+    expect(health.json.disk.freeBytes).toBeLessThan(2 * MiB);
+    expect((await api.get('/metrics')).text).toMatch(/^tributary_storage_writable 0$/m);
+    expect((await api.get('/_cat/nodes?format=json&h=name,disk_free,writable')).json).toMatchObject([{ name: 'n-disk', writable: false }]);
+
+    await disk.resize(256 * MiB);
+    await until('the node takes writes again', async () => (await api.get('/ready')).status === 200);
+    expect((await api.get('/metrics')).text).toMatch(/^tributary_storage_writable 1$/m);
+    expect((await api.get('/metrics')).text).toMatch(/^tributary_storage_disk_free_bytes \d{8,}$/m);
+    for (let round = 0; round < 20; round += 1) {
+      const batch = batchOf(next);
+      next += batch.length;
+      expect((await api.post(STREAM, batch)).status).toBe(200);
+      acknowledged.push(...batch.map((payload) => payload.id));
+    }
+
+    await node.restart();
+    expect(node.output).not.toMatch(/local data is damaged/);
+    const stored = await storedIds(node);
+    expect(acknowledged.filter((id) => !stored.has(id))).toEqual([]);
+    expect((await client(node).get('/ready')).status).toBe(200);
+  });
+});
+
+describe('storage - the free-space floor', () => {
+  it('refuses ingest of a persisted stream with 507 below storage.diskFreeMinBytes, while definitions, live streams and reads go on', async () => {
+    // A floor no disk here reaches: the node is below it from its first reading.
+    const node = await NodeProcess.start({ name: 'n-floor', args: ['--storage-disk-free-min-bytes', String(2 ** 50)] });
+    const api = client(node);
+    await defineStream(node, 'tsr');
+    const refused = await api.post(STREAM, batchOf(0));
+    expect(refused.status).toBe(507);
+    expect(refused.json.error.message).toMatch(/^n-floor takes no writes: .* bytes free, below the floor of 1125899906842624 \(storage\.diskFreeMinBytes\)/);
+    expect((await storedIds(node)).size).toBe(0);
+    // A stream that keeps nothing takes payloads: they only go to live queries.
+    expect((await api.put('/streams/demo/disk/live', { schema })).status).toBe(200);
+    expect((await api.post('/streams/demo/disk/live', batchOf(0))).status).toBe(200);
+    const ready = await api.get('/ready');
+    expect(ready.status).toBe(503);
+    expect(ready.json.reasons).toEqual([expect.stringMatching(/^storage takes no writes: .*below the floor/)]);
+    expect((await api.get('/health')).json.disk).toMatchObject({ writable: false, floorBytes: 2 ** 50 });
+    expect((await api.get('/metrics')).text).toMatch(/^tributary_storage_disk_free_min_bytes 1125899906842624$/m);
+  });
+});
