@@ -2,10 +2,11 @@
 // origin. GET /output/cluster (server-sent events) drives the nodes and tenants; on each
 // event, and every second while a membership change runs, the console reads the transfers
 // and the ring again (neither has events of its own). Stored payloads per stream are read
-// from GET /_cat/streams?format=json every 5 s, node availability every 3 s, while anything
-// changes; an idle cluster is read every 10 s, and a hidden tab reads nothing (each read is
-// a line of the node's access log). Until its first answer, each part says it is loading.
-// Search and the live query use the platform interface. A node with authentication on answers 401: the
+// from GET /_cat/streams?format=json every 5 s, node availability every 3 s, and each
+// node's free disk and whether it takes writes from GET /_cat/nodes every 5 s, while
+// anything changes; an idle cluster is read every 10 s, and a hidden tab reads nothing (each
+// read is a line of the node's access log). Until its first answer, each part says it is
+// loading. Search and the live query use the platform interface. A node with authentication on answers 401: the
 // page then asks for a bearer token, keeps it for the tab (sessionStorage), sends it as
 // Authorization on every read and as ?access_token= on the event streams (EventSource
 // cannot set headers).
@@ -14,6 +15,7 @@
 (() => {
   const STREAMS_REFRESH_MS = 5_000;
   const NODES_REFRESH_MS = 3_000;
+  const DISKS_REFRESH_MS = 5_000;
   const CHANGE_REFRESH_MS = 1_000;
   const IDLE_REFRESH_MS = 10_000;
   const LIVE_ROWS_MAX = 200;
@@ -21,6 +23,8 @@
 
   const state = {
     nodes: new Map(),
+    /** name → { free, writable } from /_cat/nodes. */
+    disks: new Map(),
     tenants: [],
     tenant: undefined,
     transfers: [],
@@ -108,10 +112,39 @@
         el('td', {}, node.httpPort === undefined ? '' : el('a', { href: `http://${node.address}:${node.httpPort}/console`, text: String(node.httpPort) })),
         el('td', { text: node.zone || '' }),
         el('td', { text: node.version ? `${node.version.number} (${node.version.revision})` : '' }),
+        diskCell(state.disks.get(node.name)),
       ),
     );
     for (const row of rows) row.querySelector('.swatch').style.background = colourOf(row.dataset.node);
     $('node-rows').replaceChildren(...rows);
+  }
+
+  /** Free bytes of the node's data folder; "no writes" while it refuses them (its disk is full or below the floor). */
+  function diskCell(disk) {
+    if (disk === undefined || disk.free === null) return el('td', { className: 'number', text: '–' });
+    const text = `${formatBytes(disk.free)}${disk.writable === false ? ' — no writes' : ''}`;
+    return el('td', { className: disk.writable === false ? 'number unavailable' : 'number', 'data-disk-free': String(disk.free), 'data-writable': String(disk.writable), text });
+  }
+
+  function formatBytes(bytes) {
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let value = bytes;
+    let unit = 0;
+    while (value >= 1024 && unit < units.length - 1) {
+      value /= 1024;
+      unit += 1;
+    }
+    return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
+  }
+
+  async function refreshDisks() {
+    try {
+      const rows = await getJson('/_cat/nodes?format=json&h=name,disk_free,writable');
+      state.disks = new Map(rows.map((row) => [row.name, { free: row.disk_free, writable: row.writable }]));
+      renderNodes();
+    } catch (error) {
+      // The nodes table keeps what it showed; the connection line says when the node is gone.
+    }
   }
 
   async function refreshNodes() {
@@ -434,7 +467,7 @@
       $('node-name').textContent = '(not answering)';
     }
     follow();
-    await Promise.all([refreshCluster(), refreshNodes()]);
+    await Promise.all([refreshCluster(), refreshNodes(), refreshDisks()]);
     keepReading();
   }
 
@@ -448,6 +481,7 @@
       { read: refreshCluster, busyMs: CHANGE_REFRESH_MS, last: Date.now() },
       { read: refreshNodes, busyMs: NODES_REFRESH_MS, last: Date.now() },
       { read: refreshStreams, busyMs: STREAMS_REFRESH_MS, last: Date.now() },
+      { read: refreshDisks, busyMs: DISKS_REFRESH_MS, last: Date.now() },
     ];
     setInterval(() => {
       if (document.hidden) return;

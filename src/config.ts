@@ -101,6 +101,13 @@ export const configSchema = z
           .min(1024 * 1024)
           .max(1024 * 1024 * 1024)
           .describe("LevelDB's write buffer: bigger means fewer level-0 files and write stalls under sustained ingest, up to twice this in memory, and this much log to replay after a crash"),
+        diskFreeMinBytes: z
+          .number()
+          .int()
+          .min(0)
+          .max(Number.MAX_SAFE_INTEGER)
+          .describe('Free bytes the data folder\'s filesystem keeps: below them ingest is refused with 507 before LevelDB fails (docs/storage.md); 0: no floor'),
+        diskCheckIntervalMs: z.number().int().min(50).max(60_000).describe('How often the free bytes are read (the floor, and reopening the database after a failed write)'),
       })
       .strict(),
     cluster: z

@@ -99,7 +99,8 @@ import type { Database } from './storage/database.js';
 import { DefinitionStore } from './storage/definitions.js';
 import { GroupCommitter } from './storage/group-commit.js';
 import { HintBuffer } from './storage/hints.js';
-import { markCleanStop, openChecked } from './storage/integrity.js';
+import { diskRefusal, DiskWatch } from './storage/disk-watch.js';
+import { markCleanStop, openChecked, type StorageDamage } from './storage/integrity.js';
 import { LocalReplica } from './storage/local-replica.js';
 import type { Repository, RepositoryName } from './storage/repository.js';
 import { SearchableRepository } from './storage/ssr.js';
@@ -168,6 +169,7 @@ export async function startNode(given: Config, log: Logger): Promise<RunningNode
       await Promise.all([closeHttp(http, SHUTDOWN_GRACE_MS), cluster.peer.close(SHUTDOWN_GRACE_MS)]);
       await data.ingestPool?.close();
       data.runtime.dispose();
+      storage.disk.stop();
       await storage.database.close();
       markCleanStop(config.dataDir);
       log.info('node stopped');
@@ -201,10 +203,27 @@ async function openStorage(config: Config, log: Logger, metrics: Metrics) {
   const { database, damage: damageFound } = await openChecked(config.dataDir, log, {
     onSyncedBatch: (seconds) => metrics.syncedBatch(seconds),
     writeBufferBytes: config.storage.writeBufferBytes,
+    nodeName: config.name,
   });
+  // A reopen that finds acknowledged data missing starts a refill (the data plane, later).
+  const losses: { onLoss?: (damage: StorageDamage) => void } = {};
+  const disk = new DiskWatch(database, {
+    folder: config.dataDir,
+    floorBytes: config.storage.diskFreeMinBytes,
+    intervalMs: config.storage.diskCheckIntervalMs,
+    writeBufferBytes: config.storage.writeBufferBytes,
+    nodeName: config.name,
+    log,
+    timers: realTimers,
+    onLoss: (reason) => losses.onLoss?.({ reason, sinceMs: Date.now() }),
+  });
+  await disk.check();
+  disk.start();
   const repositories: Record<RepositoryName, Repository> & { tsr: TimeSeriesRepository } = { ssr: new SearchableRepository(database), tsr: new TimeSeriesRepository(database) };
   return {
     database,
+    disk,
+    losses,
     damageFound,
     store: await DefinitionStore.open(database),
     hints: await HintBuffer.open(database, config.limits.hintBufferBytesMax),
@@ -328,7 +347,11 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
   servePeers(transport, { shell, definitions, nodes: cluster.nodes });
   const runtime = new StreamRuntime(definitions, defined.streamDefinitions, defined.sandboxLimits);
   const ingestPool = config.limits.ingestThreads === 0 ? undefined : new IngestPool({ threads: config.limits.ingestThreads, log });
-  const ingest = new IngestService(runtime, plane.router, new WriteIdGenerator(config.name), { batchPayloadsMax: config.limits.ingestBatchPayloadsMax, jsonDepthMax: config.limits.jsonDepthMax }, { pool: ingestPool });
+  const ingest = new IngestService(runtime, plane.router, new WriteIdGenerator(config.name), { batchPayloadsMax: config.limits.ingestBatchPayloadsMax, jsonDepthMax: config.limits.jsonDepthMax }, {
+    pool: ingestPool,
+    storageRefusal: () => database.writeRefusal(),
+  });
+  storage.losses.onLoss = (damage) => void plane.repair.found(damage).catch((error: unknown) => log.error({ err: error }, 'the damage mark could not be saved'));
   // A node refilling damaged data answers no search from it: another owner does.
   const searchLocal = async (request: LocalSearchRequest) => {
     plane.repair.checkServing('this search');
@@ -354,6 +377,10 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
     databaseDir: join(config.dataDir, 'db'),
     streams: () => placements.persisted(),
     countByPartition: (repo, stream) => repositories[repo].countByPartition(stream),
+    disk: () => {
+      const { freeBytes, totalBytes, writable, reason } = storage.disk.state();
+      return { freeBytes, totalBytes, writable, reason };
+    },
   }, STORE_STATS_TTL_MS);
   return { ssrIndex, repositoryStats, shell, membershipService, plane, runtime, ingest, ingestPool, searchLocal, scanLocal, blocksLocal, latestKept, latestLocal, storeStats };
 }
@@ -576,6 +603,7 @@ function opsParts(config: Config, log: Logger, base: Base, storage: Storage, clu
     hints: () => storage.hints.snapshot(),
     transfers: () => core.membership().change?.transfers ?? [],
     members: () => core.membership().members.map((member) => ({ name: member.name, state: member.state, available: member.state !== 'Left' && available(member.name) })),
+    disk: () => storage.disk.state(),
   });
   const ops = new OpsService({
     localName: config.name, version: base.version, startedAtMs: base.startedAtMs, log,
@@ -583,7 +611,11 @@ function opsParts(config: Config, log: Logger, base: Base, storage: Storage, clu
     available,
     storageOpen: () => storage.database.isOpen,
     // Why the node refuses client requests besides stopping and closed storage: one entry each.
-    refusals: [{ name: 'cluster', check: () => notServingBecause(core, config.name) }],
+    refusals: [
+      { name: 'cluster', check: () => notServingBecause(core, config.name) },
+      { name: 'disk', check: () => diskRefusal(storage.disk.state()), writesOnly: true },
+    ],
+    storageState: () => storage.disk.state(),
     localStats: () => data.storeStats.get(),
     remoteStats: remoteStoreStats(transport, deadline),
     streams: () => defined.placements.persisted(),

@@ -10,7 +10,7 @@ import { open, readFile, rename } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import type { Logger } from '../log.js';
-import type { Database } from '../storage/database.js';
+import { InsufficientStorageError, type Database } from '../storage/database.js';
 import { canonicalJson } from '../streams/partitioner.js';
 import type { Membership, PersistedCoreState } from '../protocol/cluster-types.js';
 import { withMemberAddresses } from './core/membership.js';
@@ -58,10 +58,36 @@ export function newestState(stored: PersistedCoreState | undefined, copy: Member
   return membership === stored.membership ? stored : { ...stored, membership };
 }
 
-export async function saveCoreState(database: Database, state: PersistedCoreState): Promise<void> {
-  await database.batch([{ type: 'put', sublevel: database.local, key: CORE_STATE_KEY, value: JSON.stringify(state) }], { sync: true });
-  await markMember(database);
-  await copyTable(database, state.membership);
+/**
+ * How long a save waits for a disk with no room (docs/storage.md): the shell carries out no
+ * later effect meanwhile, and a save that still fails then stops the node (cluster-shell.ts).
+ */
+const SAVE_WAIT_MS_MAX = 5 * 60_000;
+const SAVE_RETRY_MS = 250;
+
+/**
+ * Saved below the disk floor too (the floor keeps room for it). While the disk has no room
+ * at all, or the database awaits reopening after a failed write, the save is tried again
+ * until it is made or SAVE_WAIT_MS_MAX passes.
+ */
+export async function saveCoreState(database: Database, state: PersistedCoreState, waitMsMax = SAVE_WAIT_MS_MAX): Promise<void> {
+  const deadline = Date.now() + waitMsMax;
+  for (;;) {
+    try {
+      await database.batch([{ type: 'put', sublevel: database.local, key: CORE_STATE_KEY, value: JSON.stringify(state) }], { sync: true, belowFloor: true });
+      await markMember(database);
+      await copyTable(database, state.membership);
+      return;
+    } catch (error) {
+      if (!isNoRoom(error) || Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, SAVE_RETRY_MS));
+    }
+  }
+}
+
+function isNoRoom(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return error instanceof InsufficientStorageError || code === 'ENOSPC' || code === 'EDQUOT';
 }
 
 /**

@@ -4,7 +4,8 @@
 // unless that would leave the record on one node only (this node stored it and no other
 // owner did) or this node is leaving: then it goes to another member over the peer port
 // (HintStore), so that no single node ever holds the only copy of an acknowledged record,
-// and a leaving node holds nothing when it goes.
+// and a leaving node holds nothing when it goes. A node that cannot write (its disk is full
+// or a write failed: docs/storage.md) keeps its hints on other members the same way.
 
 import type { Logger } from '../log.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
@@ -19,6 +20,8 @@ import type { HintKeeping, HintWant } from './partition-router.js';
  */
 export interface HintStorage {
   add(target: string, payload: HintPayload): readonly unknown[];
+  /** Operations add() made that will not be committed (another add() threw). */
+  abandon?(operations: readonly unknown[]): void;
   remove(hints: readonly Hint[]): readonly unknown[];
   targets(): string[];
   oldest(target: string, limit: number): Promise<Hint[]>;
@@ -53,28 +56,29 @@ export class HintKeeper implements HintKeeping {
 
   async keep(repository: RepositoryName, wanted: readonly HintWant[]): Promise<Map<number, string>> {
     const failures = new Map<number, string>();
-    const here = !this.deps.goingAway(this.deps.localName);
-    const localEntries: HintEntry[] = [];
+    let here = !this.deps.goingAway(this.deps.localName);
+    let notHere = '';
+    if (here) {
+      try {
+        await this.keepHere(wanted.flatMap((want) => want.missing.map((target) => ({ target, repository, records: [want.record] }))));
+      } catch (error) {
+        // This node cannot keep them (its disk is full, a write failed): other members do.
+        here = false;
+        notHere = ` (${this.deps.localName} could not keep it: ${(error as Error).message})`;
+        this.deps.log.debug({ err: error }, 'hints could not be kept here: they go to other members');
+      }
+    }
     const needDelegate: HintWant[] = [];
     for (const want of wanted) {
       // A copy on a node that is leaving goes away with it: it counts for nothing.
       const holders = new Set(want.storedOn.filter((node) => !this.deps.goingAway(node)));
-      if (here) {
-        for (const target of want.missing) localEntries.push({ target, repository, records: [want.record] });
-        holders.add(this.deps.localName);
-      }
+      if (here) holders.add(this.deps.localName);
       // Every missing owner needs its hint somewhere that stays, and enough nodes must hold the record.
       if (!here || holders.size < want.copies) needDelegate.push({ ...want, copies: holders.size < want.copies ? want.copies : 0 });
     }
-    try {
-      await this.keepHere(localEntries);
-    } catch (error) {
-      for (const want of wanted) failures.set(want.position, `stored on ${want.storedOn.join(', ')} but no hint could be kept for ${want.missing.join(', ')}: ${(error as Error).message}`);
-      return failures;
-    }
     const uncovered = await this.keepElsewhere(repository, needDelegate);
     for (const want of uncovered) {
-      failures.set(want.position, `stored on ${want.storedOn.join(', ')} only: no other node could keep a hint for ${want.missing.join(', ')}`);
+      failures.set(want.position, `stored on ${want.storedOn.join(', ')} only: no other node could keep a hint for ${want.missing.join(', ')}${notHere}`);
     }
     return failures;
   }
@@ -82,7 +86,14 @@ export class HintKeeper implements HintKeeping {
   /** Hints durable on this node, merged per target into one group commit. */
   async keepHere(entries: readonly HintEntry[]): Promise<void> {
     if (entries.length === 0) return;
-    await this.deps.committer.commit(mergeByTarget(entries).flatMap(({ target, ...payload }) => this.deps.hints.add(target, payload)));
+    const operations: unknown[] = [];
+    try {
+      for (const { target, ...payload } of mergeByTarget(entries)) operations.push(...this.deps.hints.add(target, payload));
+    } catch (error) {
+      this.deps.hints.abandon?.(operations);
+      throw error;
+    }
+    await this.deps.committer.commit(operations);
   }
 
   /**

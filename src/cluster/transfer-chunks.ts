@@ -128,7 +128,8 @@ export class TransferChunks {
       // Definitions go through their own store (versions, listeners): a KV chunk is small,
       // and its progress is written after it.
       await this.sources.applyDefinitions(parseJson(Buffer.from(chunk.bytes).toString('utf8')) as DefinitionRecord[]);
-      await this.database.batchEncoded([progressPut], { sync: true });
+      // Progress only: the floor keeps room for it (docs/storage.md).
+      await this.database.batchEncoded([progressPut], { sync: true, belowFloor: true });
       return;
     }
     const pairs = decodePairs(chunk.bytes);

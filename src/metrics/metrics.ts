@@ -71,6 +71,8 @@ export interface MetricSources {
   hints(): ReadonlyArray<{ target: string; records: number; bytes: number }>;
   transfers(): ReadonlyArray<{ repo: string; from: string; to: string; bytes: number; percentComplete: number; complete: boolean }>;
   members(): ReadonlyArray<{ name: string; state: string; available: boolean }>;
+  /** The data folder's filesystem and whether the node takes writes (storage/disk-watch.ts). */
+  disk(): { freeBytes: number | null; totalBytes: number | null; floorBytes: number; writable: boolean };
 }
 
 export class Metrics {
@@ -138,6 +140,14 @@ export class Metrics {
       }
       return [...series.values()];
     });
+    const disk = (read: (state: ReturnType<MetricSources['disk']>) => number | null) => (): Array<[Record<never, string>, number]> => {
+      const value = read(sources.disk());
+      return value === null ? [] : [[{}, value]];
+    };
+    this.collected('storage_disk_free_bytes', "Bytes the node may still write on its data folder's filesystem.", [], disk((state) => state.freeBytes));
+    this.collected('storage_disk_size_bytes', "Size of the data folder's filesystem.", [], disk((state) => state.totalBytes));
+    this.collected('storage_disk_free_min_bytes', 'The free-space floor (storage.diskFreeMinBytes): below it, ingest is refused with 507.', [], disk((state) => state.floorBytes));
+    this.collected('storage_writable', '1 while the node takes writes; 0 while it refuses them (disk below the floor, or a failed write until the database is reopened).', [], disk((state) => (state.writable ? 1 : 0)));
   }
 
   /** A gauge whose series are recomputed from `read` at each scrape (series that vanished go). */

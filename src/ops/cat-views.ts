@@ -19,6 +19,9 @@ export const NODE_COLUMNS: CatColumn[] = [
   { name: 'owns', kind: 'percent', description: 'share of the partitions in use that the node owns a replica of (effective ownership)' },
   { name: 'records', kind: 'number', description: 'stored records (ssr + tsr, every replica it holds); - when it did not answer' },
   { name: 'bytes', kind: 'bytes', description: 'size of its database files on disk; - when it did not answer' },
+  { name: 'disk_free', kind: 'bytes', description: "bytes it may still write on its data folder's filesystem; - when it did not answer" },
+  { name: 'disk_total', kind: 'bytes', description: "size of its data folder's filesystem; - when it did not answer" },
+  { name: 'writable', kind: 'text', description: 'false while it refuses writes: its disk is below storage.diskFreeMinBytes, or a write failed and it waits for room (docs/storage.md)' },
 ];
 
 export const TRANSFER_COLUMNS: CatColumn[] = [
@@ -84,6 +87,9 @@ export function nodeRows(
         owns: Math.round((owns.get(member.name) ?? 0) * 10) / 10,
         records: stored?.records ?? null,
         bytes: stored?.bytes ?? null,
+        disk_free: stored?.disk?.freeBytes ?? null,
+        disk_total: stored?.disk?.totalBytes ?? null,
+        writable: stored?.disk?.writable ?? null,
       };
     });
 }

@@ -5,6 +5,7 @@
 import { coordinatorOf } from '../cluster/core/placement.js';
 import type { Membership, Slot } from '../protocol/cluster-types.js';
 import type { Logger } from '../log.js';
+import type { DiskState } from '../storage/disk-watch.js';
 import type { ReadinessBody } from '../http/routes/ops.js';
 import type { SoftwareVersion } from '../version.js';
 import type { Cell } from './cat-table.js';
@@ -23,6 +24,8 @@ export interface OpsServiceDeps {
   storageOpen(): boolean;
   /** Reasons besides stopping and closed storage (which this service adds) for which the node refuses clients. */
   refusals: readonly RefusalReason[];
+  /** The data folder's free space and whether the node takes writes (storage/disk-watch.ts). */
+  storageState(): DiskState;
   localStats(): Promise<StoreStats>;
   remoteStats(node: string): Promise<StoreStats>;
   streams(): StreamPlacement[];
@@ -89,7 +92,7 @@ export class OpsService {
   }
 
   health(): Record<string, unknown> {
-    return { status: 'up', node: this.deps.localName, version: this.deps.version, uptimeSeconds: Math.round((Date.now() - this.deps.startedAtMs) / 1000) };
+    return { status: 'up', node: this.deps.localName, version: this.deps.version, uptimeSeconds: Math.round((Date.now() - this.deps.startedAtMs) / 1000), disk: this.deps.storageState() };
   }
 
   /** GET /ready: ready exactly when the node serves client requests; else every reason it refuses them. */

@@ -5,8 +5,9 @@
 // that would refuse it. A reason is logged once when it starts to hold and once when it
 // ends, whether or not anyone asked in between (the ops timer looks every heartbeat).
 //
-// A new reason (a disk that cannot be written, say) is one more entry of the list the
-// composition root gives (node.ts, opsParts): a name and a check.
+// A new reason is one more entry of the list the composition root gives (node.ts,
+// opsParts): a name and a check. A reason that only stops writes (a full disk) is listed by
+// /ready but does not close the serving gate: the node goes on serving reads.
 
 import type { Logger } from '../log.js';
 
@@ -18,6 +19,11 @@ export interface RefusalReason {
    * when this reason does not hold. Called for every data request: keep it cheap.
    */
   check(): string | undefined;
+  /**
+   * The node still serves reads while this holds, and refuses writes on its own (a full
+   * disk: 507 from storage): /ready lists it, the serving gate lets requests through.
+   */
+  writesOnly?: true;
 }
 
 export interface Refusal {
@@ -41,15 +47,16 @@ export class Readiness {
   current(): Refusal[] {
     const now = this.reasons.flatMap((reason) => {
       const message = reason.check();
-      return message === undefined ? [] : [{ name: reason.name, message }];
+      return message === undefined ? [] : [{ name: reason.name, message, writesOnly: reason.writesOnly === true }];
     });
     this.logChanges(now);
-    return now;
+    return now.map(({ name, message }) => ({ name, message }));
   }
 
-  /** What the serving gate answers: the first reason that holds, or undefined when the node serves. */
+  /** What the serving gate answers: the first reason that refuses every request, or undefined when the node serves. */
   refusal(): string | undefined {
-    return this.current()[0]?.message;
+    const refusing = new Set(this.reasons.filter((reason) => reason.writesOnly !== true).map((reason) => reason.name));
+    return this.current().find((refusal) => refusing.has(refusal.name))?.message;
   }
 
   private logChanges(now: readonly Refusal[]): void {

@@ -12,6 +12,15 @@ export interface StoreStats {
   /** stream key → partition → records this node holds. */
   partitions: Record<string, Record<string, number>>;
   countedAtMs: number;
+  /** The data folder's filesystem and whether the node takes writes, as of the answer (not the count). */
+  disk?: DiskReading;
+}
+
+export interface DiskReading {
+  freeBytes: number | null;
+  totalBytes: number | null;
+  writable: boolean;
+  reason: string | null;
 }
 
 export interface StoreStatsSources {
@@ -19,6 +28,8 @@ export interface StoreStatsSources {
   databaseDir: string;
   streams(): ReadonlyArray<{ key: string; repo: 'ssr' | 'tsr' }>;
   countByPartition(repo: 'ssr' | 'tsr', stream: string): Promise<Map<number, number>>;
+  /** Read at each answer: disk space changes faster than counts are kept. */
+  disk?: () => DiskReading;
   clock?: () => number;
 }
 
@@ -32,6 +43,11 @@ export class StoreStatsCache {
   ) {}
 
   get(): Promise<StoreStats> {
+    const disk = this.sources.disk;
+    return disk === undefined ? this.counted() : this.counted().then((stats) => ({ ...stats, disk: disk() }));
+  }
+
+  private counted(): Promise<StoreStats> {
     const now = (this.sources.clock ?? Date.now)();
     if (this.last !== undefined && now - this.last.countedAtMs < this.ttlMs) return Promise.resolve(this.last);
     this.running ??= countStore(this.sources).then(

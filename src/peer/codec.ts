@@ -586,6 +586,10 @@ const storeStatsReply: BodyCodec<StoreStats> = {
     records: value.records,
     bytes: value.bytes,
     countedAtMs: value.countedAtMs,
+    disk:
+      value.disk === undefined
+        ? null
+        : { freeBytes: value.disk.freeBytes ?? undefined, totalBytes: value.disk.totalBytes ?? undefined, writable: value.disk.writable, reason: value.disk.reason ?? undefined },
     partitions: Object.entries(value.partitions).flatMap(([stream, counts]) =>
       Object.entries(counts).map(([partition, records]) => ({ stream, partition: Number(partition), records })),
     ),
@@ -597,7 +601,12 @@ const storeStatsReply: BodyCodec<StoreStats> = {
       partitions[entry.stream] ??= {};
       partitions[entry.stream]![String(entry.partition)] = entry.records;
     }
-    return { records: int(object, 'records'), bytes: int(object, 'bytes'), countedAtMs: int(object, 'countedAtMs'), partitions };
+    const disk = optionalMessage(object, 'disk');
+    const stats: StoreStats = { records: int(object, 'records'), bytes: int(object, 'bytes'), countedAtMs: int(object, 'countedAtMs'), partitions };
+    if (disk !== undefined) {
+      stats.disk = { freeBytes: optionalInt(disk, 'freeBytes') ?? null, totalBytes: optionalInt(disk, 'totalBytes') ?? null, writable: bool(disk, 'writable'), reason: optionalStr(disk, 'reason') ?? null };
+    }
+    return stats;
   },
 };
 

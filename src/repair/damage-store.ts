@@ -16,5 +16,6 @@ export function saveDamage(database: Database, damage: Damage | undefined): Prom
     damage === undefined
       ? { type: 'del' as const, sublevel: database.local, key: DAMAGE_KEY }
       : { type: 'put' as const, sublevel: database.local, key: DAMAGE_KEY, value: JSON.stringify(damage) };
-  return database.batch([operation], { sync: true });
+  // A small mark the floor keeps room for (docs/storage.md).
+  return database.batch([operation], { sync: true, belowFloor: true });
 }

@@ -95,6 +95,13 @@ export class RepairService {
     }
   }
 
+  /** Damage found while running (a reopened database lacks acknowledged batches): saved, then refilled as at start. */
+  async found(damage: Damage): Promise<void> {
+    if (this.damage !== undefined || this.stopped) return;
+    await this.deps.persistDamage(damage);
+    this.beginRefill(damage);
+  }
+
   stop(): void {
     this.stopped = true;
     this.timer?.cancel();

@@ -7,13 +7,21 @@
 // number goes to the commit ledger, a small file beside the database. A database that
 // opens with a lower number than the ledger lost batches that were acknowledged: its newest
 // file was truncated or damaged (storage-integrity.ts).
+//
+// A failed write (a full disk, an I/O error) ends writing to this database until it is
+// opened again (docs/storage.md): LevelDB's log writer has then written part of a record
+// and counts the whole, so every record it appends later sits past a torn one and is
+// dropped at the next open ("checksum mismatch"), acknowledged or not. Every write is
+// refused from the failure on, and reopen() (which DiskWatch calls once the disk has room)
+// closes and opens LevelDB, which replays the log up to the torn record and starts a new one.
 
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { AbstractSublevel } from 'abstract-level';
 import { type ChainedBatch, ClassicLevel } from 'classic-level';
-import { StartupError } from '../errors.js';
+import { assert } from '../assert.js';
+import { StartupError, TributaryError } from '../errors.js';
 
 const SUBLEVEL_OPTIONS = { keyEncoding: 'utf8', valueEncoding: 'utf8' } as const;
 /** Options of an operation whose key and value are bytes already (batchEncoded). */
@@ -26,9 +34,16 @@ export type Sublevel = AbstractSublevel<ClassicLevel<string, string>, string | B
 function openSublevel(level: ClassicLevel<string, string>, name: string): Sublevel {
   return level.sublevel<string, string>(name, SUBLEVEL_OPTIONS);
 }
-export type BatchOperation =
+export type BatchOperation = (
   | { type: 'put'; sublevel: Sublevel; key: string; value: string }
-  | { type: 'del'; sublevel: Sublevel; key: string };
+  | { type: 'del'; sublevel: Sublevel; key: string }
+) & {
+  /**
+   * Told once whether the batch holding the operation became durable (true) or not: state
+   * kept in memory about stored data (hint counts) follows the store only then.
+   */
+  settled?: (committed: boolean) => void;
+};
 /** A put at the root, already encoded: the key carries its sublevel's prefix (prefixOf). */
 export interface EncodedPut {
   type: 'put';
@@ -44,7 +59,39 @@ export interface DatabaseOptions {
   onSyncedBatch?: SyncedBatchObserver;
   /** LevelDB's write buffer (memtable), storage.writeBufferBytes; DEFAULT_WRITE_BUFFER_BYTES if not given. */
   writeBufferBytes?: number;
+  /** The node's name, in the messages of refused writes. */
+  nodeName?: string;
 }
+
+/** How a batch is written: `sync` for anything acknowledged. */
+export interface WriteOptions {
+  sync: boolean;
+  /**
+   * A small record the node needs to go on (its cluster state, a transfer's progress) or
+   * deletions: written even below the disk floor, whose room is kept for these. Not after
+   * a failed write: nothing is.
+   */
+  belowFloor?: boolean;
+}
+
+/**
+ * This node cannot write: a write failed (until the database is reopened) or the disk is
+ * below its floor. Answered 507 Insufficient Storage; its message names the node and the folder.
+ */
+export class InsufficientStorageError extends TributaryError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(507, 'INSUFFICIENT_STORAGE', message, options);
+  }
+}
+
+/** Why writes are refused, and since when (epoch ms). */
+export interface WriteRefusal {
+  reason: string;
+  sinceMs: number;
+}
+
+/** How long reopen() waits for writes in flight to settle before it closes LevelDB. */
+const SETTLE_WAIT_MS_MAX = 10_000;
 
 /** Sequence keys kept in the database: older ones are deleted by later batches. */
 const SEQUENCE_KEYS_KEPT = 256;
@@ -77,6 +124,14 @@ export class Database {
   private sequence: number;
   private ledgerHighest: number;
   private readonly ledgerFd: number;
+  /** A write failed: nothing more is written until reopen(). */
+  private failedWrite: WriteRefusal | undefined;
+  /** The disk is below its floor (DiskWatch): only writes allowed below it are made. */
+  private lowDisk: WriteRefusal | undefined;
+  /** Failed writes so far: a write that overlapped one of them is not acknowledged. */
+  private writesFailed = 0;
+  private writesInFlight = 0;
+  private readonly reopenHooks: Array<() => Promise<void>> = [];
 
   private constructor(
     private readonly level: ClassicLevel<string, string>,
@@ -87,6 +142,7 @@ export class Database {
     readonly ledgerSequence: number,
     ledgerPath: string,
     private readonly onSyncedBatch: SyncedBatchObserver | undefined,
+    private readonly nodeName: string,
   ) {
     this.kv = openSublevel(level, 'kv');
     this.ssr = openSublevel(level, 'ssr');
@@ -101,7 +157,7 @@ export class Database {
   }
 
   static async open(dataDir: string, options: DatabaseOptions = {}): Promise<Database> {
-    const { onSyncedBatch, writeBufferBytes = DEFAULT_WRITE_BUFFER_BYTES } = options;
+    const { onSyncedBatch, writeBufferBytes = DEFAULT_WRITE_BUFFER_BYTES, nodeName = 'this node' } = options;
     const location = join(dataDir, 'db');
     mkdirSync(location, { recursive: true });
     const level = new ClassicLevel<string, string>(location, { keyEncoding: 'utf8', valueEncoding: 'utf8', writeBufferSize: writeBufferBytes });
@@ -114,32 +170,40 @@ export class Database {
       }
       throw new Error(`cannot open database in ${location}: ${cause?.message ?? (error as Error).message}`, { cause: error });
     }
-    const local = openSublevel(level, 'local');
-    const stored = await local.keys({ gte: SEQUENCE_PREFIX, lt: prefixEnd(SEQUENCE_PREFIX), reverse: true, limit: 1 }).all();
-    const storedSequence = stored[0] === undefined ? 0 : parseInt(stored[0].slice(SEQUENCE_PREFIX.length), 10);
+    const storedSequence = await highestSequence(openSublevel(level, 'local'));
     const ledgerPath = join(dataDir, LEDGER_FILE);
-    return new Database(level, location, storedSequence, readLedger(ledgerPath), ledgerPath, onSyncedBatch);
+    return new Database(level, location, storedSequence, readLedger(ledgerPath), ledgerPath, onSyncedBatch, nodeName);
   }
 
-  /** Commits the operations atomically. `sync` fsyncs before resolving: use it for anything acknowledged. */
-  async batch(operations: BatchOperation[], options: { sync: boolean }): Promise<void> {
+  /**
+   * Commits the operations atomically. `sync` fsyncs before resolving: use it for anything
+   * acknowledged. Each operation's `settled` is told the outcome, whatever it is.
+   */
+  async batch(operations: BatchOperation[], options: WriteOptions): Promise<void> {
     if (operations.length === 0) return;
-    await this.write(options.sync, (batch) => {
-      for (const operation of operations) {
-        const key = operation.sublevel.prefix + operation.key;
-        if (operation.type === 'put') batch.put(key, operation.value);
-        else batch.del(key);
-      }
-    });
+    const grows = options.belowFloor !== true && operations.some((operation) => operation.type === 'put');
+    try {
+      await this.write(options.sync, grows, (batch) => {
+        for (const operation of operations) {
+          const key = operation.sublevel.prefix + operation.key;
+          if (operation.type === 'put') batch.put(key, operation.value);
+          else batch.del(key);
+        }
+      });
+    } catch (error) {
+      settle(operations, false);
+      throw error;
+    }
+    settle(operations, true);
   }
 
   /**
    * Like batch(), for bytes that are already keys and values at the root: abstract-level
    * then neither encodes nor prefixes each operation (transfers write 1,000 records a chunk).
    */
-  async batchEncoded(puts: EncodedPut[], options: { sync: boolean }): Promise<void> {
+  async batchEncoded(puts: EncodedPut[], options: WriteOptions): Promise<void> {
     if (puts.length === 0) return;
-    await this.write(options.sync, (batch) => {
+    await this.write(options.sync, options.belowFloor !== true, (batch) => {
       for (const put of puts) batch.put<Buffer, Buffer>(put.key, put.value, BUFFERS);
     });
   }
@@ -149,8 +213,13 @@ export class Database {
    * chained batch of keys already prefixed at the root: an array batch of sublevel
    * operations made abstract-level look up each operation's sublevel and copy it, about
    * twice the main-thread time per record (issue 17: 28 -> 14 µs for a 1 KiB put).
+   *
+   * A write that was in flight while another failed is refused too, durable or not: LevelDB
+   * may have appended it after the torn record, where the next open drops it.
    */
-  private async write(sync: boolean, fill: (batch: ChainedBatch<ClassicLevel<string, string>, string, string>) => void): Promise<void> {
+  private async write(sync: boolean, grows: boolean, fill: (batch: ChainedBatch<ClassicLevel<string, string>, string, string>) => void): Promise<void> {
+    const refusal = this.writeRefusal(grows);
+    if (refusal !== undefined) throw refusal;
     const batch = this.level.batch();
     let sequence: number | undefined;
     try {
@@ -165,8 +234,81 @@ export class Database {
       throw error;
     }
     const started = performance.now();
-    await batch.write({ sync });
+    const failedBefore = this.writesFailed;
+    this.writesInFlight += 1;
+    try {
+      await batch.write({ sync });
+    } catch (error) {
+      throw this.writeFailed(error);
+    } finally {
+      this.writesInFlight -= 1;
+    }
+    if (this.writesFailed !== failedBefore) {
+      throw new InsufficientStorageError(`${this.nodeName} could not write to ${this.location}: a write that failed alongside this one leaves it unknown whether this one lasts (${this.failedWrite?.reason ?? 'failed write'})`);
+    }
     if (sequence !== undefined) this.recordDurable(sequence, started);
+  }
+
+  /** The error a write would be refused with now, or undefined when it would be made. `grows`: it adds data (not allowed below the floor). */
+  writeRefusal(grows = true): InsufficientStorageError | undefined {
+    if (this.failedWrite !== undefined) {
+      return new InsufficientStorageError(`${this.nodeName} takes no writes: ${this.failedWrite.reason}; writing resumes by itself once the disk has room`);
+    }
+    if (grows && this.lowDisk !== undefined) return new InsufficientStorageError(`${this.nodeName} takes no writes: ${this.lowDisk.reason}`);
+    return undefined;
+  }
+
+  /** Why writes are refused now (a failed write first), or undefined. */
+  get refusal(): WriteRefusal | undefined {
+    return this.failedWrite ?? this.lowDisk;
+  }
+
+  /** Whether a write failed and the database waits to be reopened. */
+  get needsReopen(): boolean {
+    return this.failedWrite !== undefined;
+  }
+
+  /** DiskWatch: the disk is below its floor (a reason), or no longer (undefined). */
+  setLowDisk(reason: string | undefined): void {
+    if (reason === undefined) this.lowDisk = undefined;
+    else this.lowDisk = { reason, sinceMs: this.lowDisk?.sinceMs ?? Date.now() };
+  }
+
+  private writeFailed(error: unknown): InsufficientStorageError {
+    this.writesFailed += 1;
+    const cause = (error as { cause?: { message?: string } }).cause?.message ?? (error as Error).message;
+    const reason = `a write to ${this.location} failed (${cause})`;
+    this.failedWrite ??= { reason, sinceMs: Date.now() };
+    return new InsufficientStorageError(`${this.nodeName} could not write to ${this.location}: ${cause}; it takes no writes until the disk has room again`, { cause: error });
+  }
+
+  /** Run by reopen() after LevelDB opened again and before writes resume (hint counts are read again). */
+  onReopen(hook: () => Promise<void>): void {
+    this.reopenHooks.push(hook);
+  }
+
+  /**
+   * After a failed write: closes LevelDB and opens it again, so that writes go to a new log
+   * (the header of this file). Reads wait while it opens; an iterator open at the time
+   * ends with an error. Returns the acknowledged batches the reopened database lacks
+   * (undefined: none; the ledger says what was acknowledged). Throws when LevelDB does not
+   * open (the disk still has no room for the table it writes then): the database stays
+   * closed, and the next call tries again.
+   */
+  async reopen(): Promise<string | undefined> {
+    assert(this.failedWrite !== undefined, 'reopen() follows a failed write');
+    const settleDeadline = performance.now() + SETTLE_WAIT_MS_MAX;
+    while (this.writesInFlight > 0 && performance.now() < settleDeadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    await this.level.close();
+    const opened = this.level.open();
+    // Sublevels close with their parent; opened now, their reads wait for it instead of failing.
+    const sublevels = [this.kv, this.ssr, this.tsr, this.local, this.hints].map((sublevel) => sublevel.open().catch((error: unknown) => error));
+    await opened;
+    await Promise.all(sublevels);
+    const stored = await highestSequence(this.local);
+    for (const hook of this.reopenHooks) await hook();
+    this.failedWrite = undefined;
+    return stored < this.ledgerHighest ? `acknowledged batches ${stored + 1} to ${this.ledgerHighest} are missing after the database was reopened` : undefined;
   }
 
   private nextSequence(): number {
@@ -224,6 +366,16 @@ export class Database {
     await this.level.close();
     closeSync(this.ledgerFd);
   }
+}
+
+/** The highest batch sequence the database holds (0: none). */
+async function highestSequence(local: Sublevel): Promise<number> {
+  const stored = await local.keys({ gte: SEQUENCE_PREFIX, lt: prefixEnd(SEQUENCE_PREFIX), reverse: true, limit: 1 }).all();
+  return stored[0] === undefined ? 0 : parseInt(stored[0].slice(SEQUENCE_PREFIX.length), 10);
+}
+
+function settle(operations: readonly BatchOperation[], committed: boolean): void {
+  for (const operation of operations) operation.settled?.(committed);
 }
 
 /** Upper bound for a range scan of keys that start with `prefix` and continue in ASCII. */

@@ -152,7 +152,9 @@ export class DefinitionStore implements Definitions {
 
   private async persist(key: string, record: StoredRecord): Promise<void> {
     const text = stringifyJson(record.value === undefined ? { version: record.version, deleted: true } : record);
-    await this.database.batch([{ type: 'put', sublevel: this.database.kv, key, value: text }], { sync: true });
+    // Definitions are small and bounded (limits.tenantDefinitionBytesMax), and every node
+    // needs them: the floor keeps room for them (docs/storage.md).
+    await this.database.batch([{ type: 'put', sublevel: this.database.kv, key, value: text }], { sync: true, belowFloor: true });
     this.byKey.set(key, record);
   }
 

@@ -2,6 +2,10 @@
 // reached are kept durably on the node that received the write, and replayed once the
 // owner answers again. The buffer is bounded per node in bytes; a write that would pass
 // the bound is refused for that owner (the client sees which payloads failed).
+//
+// The counts follow what is stored: a hint counts once its batch is durable, and no longer
+// once its removal is; a hint whose commit fails never counts. Bytes of hints on their way
+// to disk are held against the bound meanwhile, so concurrent writes cannot pass it together.
 
 import type { BatchOperation, Database, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';
@@ -34,6 +38,8 @@ export class HintBuffer {
   private readonly stats = new Map<string, HintStats>();
   private sequence = 0;
   private bytesTotal = 0;
+  /** Bytes of hints added and not yet settled (committed or failed). */
+  private bytesPending = 0;
 
   private constructor(
     database: Database,
@@ -44,23 +50,45 @@ export class HintBuffer {
 
   static async open(database: Database, hintBufferBytesMax: number): Promise<HintBuffer> {
     const buffer = new HintBuffer(database, hintBufferBytesMax);
-    for await (const [key, value] of database.hints.iterator()) {
-      const hint = parseHint(key, value);
-      buffer.count(hint, +1);
-      buffer.sequence = Math.max(buffer.sequence, parseInt(key.slice(key.lastIndexOf('/') + 1), 16) + 1);
-    }
+    await buffer.recount();
+    // A write refused while a failed one was in flight may still have stored its hints.
+    database.onReopen(() => buffer.recount());
     return buffer;
   }
 
-  /** Operations that store a hint; commit them before acknowledging the write. */
+  /** The counts read again from what is stored (at open, and after the database reopens). */
+  async recount(): Promise<void> {
+    this.stats.clear();
+    this.bytesTotal = 0;
+    for await (const [key, value] of this.sublevel.iterator()) {
+      const hint = parseHint(key, value);
+      this.count(hint, +1);
+      this.sequence = Math.max(this.sequence, parseInt(key.slice(key.lastIndexOf('/') + 1), 16) + 1);
+    }
+  }
+
+  /** Operations that store a hint; commit them before acknowledging the write. It counts once they are durable. */
   add(target: string, payload: HintPayload): BatchOperation[] {
     const value = stringifyJson(payload);
-    if (this.bytesTotal + value.length > this.hintBufferBytesMax) {
+    if (this.bytesTotal + this.bytesPending + value.length > this.hintBufferBytesMax) {
       throw new HintBufferFullError(`the hint buffer is full (${this.hintBufferBytesMax} bytes): owner ${target} is down`);
     }
     const key = `${target}/${(this.sequence++).toString(16).padStart(12, '0')}`;
-    this.count({ key, target, bytes: value.length, ...payload }, +1);
-    return [{ type: 'put', sublevel: this.sublevel, key, value }];
+    const hint: Hint = { key, target, bytes: value.length, ...payload };
+    this.bytesPending += hint.bytes;
+    let settled = false;
+    const settle = (committed: boolean) => {
+      if (settled) return;
+      settled = true;
+      this.bytesPending -= hint.bytes;
+      if (committed) this.count(hint, +1);
+    };
+    return [{ type: 'put', sublevel: this.sublevel, key, value, settled: settle }];
+  }
+
+  /** Operations add() made that will not be committed: their bytes no longer count against the bound. */
+  abandon(operations: readonly unknown[]): void {
+    for (const operation of operations as readonly BatchOperation[]) operation.settled?.(false);
   }
 
   targets(): string[] {
@@ -74,10 +102,9 @@ export class HintBuffer {
     return entries.map(([key, value]) => parseHint(key, value));
   }
 
-  /** Operations that delete replayed hints. */
+  /** Operations that delete replayed hints; they stop counting once the deletion is durable. */
   remove(hints: readonly Hint[]): BatchOperation[] {
-    for (const hint of hints) this.count(hint, -1);
-    return hints.map((hint) => ({ type: 'del', sublevel: this.sublevel, key: hint.key }));
+    return hints.map((hint) => ({ type: 'del', sublevel: this.sublevel, key: hint.key, settled: (committed: boolean) => committed && this.count(hint, -1) }));
   }
 
   snapshot(): HintStats[] {

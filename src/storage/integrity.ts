@@ -13,6 +13,7 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
+import { StartupError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { Database, DatabaseLockedError, type DatabaseOptions } from './database.js';
 
@@ -38,6 +39,11 @@ export async function openChecked(dataDir: string, log: Logger, options: Databas
     database = await Database.open(dataDir, options);
   } catch (error) {
     if (error instanceof DatabaseLockedError) throw error;
+    // A full disk is no damage, and repairing on it loses data: LevelDB's repair moves a
+    // log it could not turn into a table aside (docs/storage.md).
+    if (/no space left on device|ENOSPC|quota exceeded/i.test((error as Error).message)) {
+      throw new StartupError(`the database in ${dataDir} cannot open: its disk is full (${(error as Error).message}); free some space and start the node again`, { cause: error });
+    }
     reasons.push(`the database did not open (${(error as Error).message})`);
     database = await repairAndOpen(dataDir, log, options);
   }

@@ -41,6 +41,12 @@ export interface IngestOptions {
   nowMs?: () => number;
   /** Worker threads that pack tsr batches nobody on the main thread needs the payloads of. */
   pool?: IngestPool;
+  /**
+   * Why this node stores nothing now (its disk is below the floor, or a write failed:
+   * docs/storage.md), as the error a batch of a persisted stream is refused with (507)
+   * before anything of it is written; undefined when it stores.
+   */
+  storageRefusal?: () => Error | undefined;
 }
 
 interface Subscription {
@@ -53,6 +59,7 @@ export class IngestService {
   private outcomeListener: IngestOutcomeListener | undefined;
   private readonly nowMs: () => number;
   private readonly pool: IngestPool | undefined;
+  private readonly storageRefusal: () => Error | undefined;
 
   constructor(
     private readonly runtime: StreamRuntime,
@@ -63,6 +70,7 @@ export class IngestService {
   ) {
     this.nowMs = options.nowMs ?? Date.now;
     this.pool = options.pool;
+    this.storageRefusal = options.storageRefusal ?? (() => undefined);
   }
 
   /**
@@ -88,6 +96,7 @@ export class IngestService {
     if (id.collection === SYSTEM_COLLECTION) throw new ForbiddenError(`streams of '${SYSTEM_COLLECTION}' are read-only`);
     checkBatchSize(batch.length, this.limits.batchPayloadsMax);
     const stream = await this.runtime.resolve(id);
+    this.checkStores(stream);
     const failures: IngestFailures = new Map();
     const accepted: Array<{ index: number; payload: Record<string, unknown> }> = [];
     for (let index = 0; index < batch.length; index += 1) {
@@ -113,6 +122,7 @@ export class IngestService {
       return this.ingest(id, payloadsOf(parseBodyText(text, this.limits.jsonDepthMax)), idempotencyKey);
     }
     const packed = await packing;
+    this.checkStores(stream);
     const failures: IngestFailures = new Map(packed.failures);
     const { failed, bytes } = await this.write(stream, packed, packed.accepted, failures);
     const written = failed.size === 0 ? packed.accepted : packed.accepted.filter((_, place) => !failed.has(place));
@@ -124,6 +134,13 @@ export class IngestService {
       await this.deliver(stream, written.map((index) => payloads[index] as Record<string, unknown>));
     }
     return failures;
+  }
+
+  /** A persisted stream's batch is refused whole while this node stores nothing (507), before any of it is written. */
+  private checkStores(stream: CompiledStream): void {
+    if (stream.repository === undefined) return;
+    const refusal = this.storageRefusal();
+    if (refusal !== undefined) throw refusal;
   }
 
   private packsApart(stream: CompiledStream): boolean {

@@ -12,6 +12,7 @@ import { freePort, http, NodeProcess, sleep, type HttpResult } from '../kit/node
 import { SseClient } from '../kit/sse-client.js';
 import type { Prng } from '../sim/prng.js';
 import type { StoredRecordRef } from './checker.js';
+import type { ChaosDisk } from './disk-full.js';
 import { describeFault, type Fault } from './nemesis.js';
 import type { WriterTarget } from './writers.js';
 
@@ -58,6 +59,8 @@ export class ChaosCluster {
   constructor(
     private readonly prng: Prng,
     private readonly extraArgs: readonly string[] = [],
+    /** The disk-full nemesis, in runs that have one: its victim starts on its own filesystem. */
+    private readonly disk?: ChaosDisk,
   ) {}
 
   note(line: string): void {
@@ -85,7 +88,9 @@ export class ChaosCluster {
   // Starting and growing.
 
   async startNode(name: string, join: boolean): Promise<NodeProcess> {
-    const process = await NodeProcess.start({ name, join, args: [...FAST_CLUSTER_ARGS, ...this.extraArgs] });
+    const onDisk = this.disk?.plan.victim === name ? this.disk : undefined;
+    const dataDir = onDisk === undefined ? {} : { dataDir: await onDisk.prepare() };
+    const process = await NodeProcess.start({ name, join, ...dataDir, args: [...FAST_CLUSTER_ARGS, ...this.extraArgs, ...(onDisk?.args() ?? [])] });
     this.nodes.set(name, { process, state: 'up', busy: false, removed: false });
     this.note(`started ${name}${join ? ' (--join)' : ''} on http ${process.httpPort}, peer ${process.peerPort}`);
     return process;
@@ -209,7 +214,8 @@ export class ChaosCluster {
   inflict(fault: Fault): void {
     const candidates = [...this.nodes.values()].filter((node) => !node.busy && !node.removed && node.state === 'up');
     if (candidates.length === 0) return;
-    const victim = candidates[fault.victim % candidates.length]!;
+    const victim = fault.kind === 'diskfull' ? candidates.find((node) => node.process.name === this.disk?.plan.victim) : candidates[fault.victim % candidates.length]!;
+    if (victim === undefined) return this.note(`${describeFault(fault, this.disk?.plan.victim ?? '?')}: skipped, the node is not up or under another fault`);
     victim.busy = true;
     // A node moves only while every other node runs, as in the simulation: nodes that moved
     // while the others could not hear it may know no current address of one another, and
@@ -228,6 +234,16 @@ export class ChaosCluster {
 
   private async carryOut(node: ChaosNode, fault: Fault): Promise<void> {
     const process = node.process;
+    if (fault.kind === 'diskfull') {
+      // The node stays up: it must refuse what it cannot store, and write again by itself.
+      this.note(await this.disk!.fill());
+      try {
+        await sleep(fault.durationMs);
+      } finally {
+        this.note(await this.disk!.grow());
+      }
+      return;
+    }
     if (fault.kind === 'pause') {
       process.pause();
       node.state = 'paused';

@@ -19,6 +19,8 @@ describe('chaos - a join and a leave under faults', () => {
     expect(result.changesCompleted, report).toBe(result.changesPlanned);
     expect(result.unsettled, report).toBeUndefined();
     expect(result.repair.converged, report).toBe(true);
+    // Hints and hand-offs made every copy before any repair run did.
+    expect({ lost: result.beforeRepair.lost, underReplicated: result.beforeRepair.underReplicated }, report).toEqual({ lost: 0, underReplicated: 0 });
     expect(
       { lost: result.verdict.lost, underReplicated: result.verdict.underReplicated, duplicates: result.verdict.duplicates, misplaced: result.verdict.misplaced, phantoms: result.verdict.phantoms, answerMismatches: result.verdict.answerMismatches },
       report,

@@ -3,17 +3,18 @@
 // processes by chaos-cluster.ts. Faults: kill -9 and restart after a while, SIGSTOP and
 // SIGCONT, a restart on other ports, and (at most once a run, so at most one replica of a
 // record is ever damaged) a kill -9 followed by truncating or corrupting the node's newest
-// data file before it restarts.
+// data file before it restarts. A disk-full run (disk-full.ts) starts with its one
+// disk-full fault: the victim's disk fills during ingest and is grown when the fault ends.
 
 import type { Prng } from '../sim/prng.js';
 
-export type FaultKind = 'kill' | 'pause' | 'move' | 'truncate' | 'corrupt';
+export type FaultKind = 'kill' | 'pause' | 'move' | 'truncate' | 'corrupt' | 'diskfull';
 
 export interface Fault {
   /** Milliseconds after the run starts. */
   atMs: number;
   kind: FaultKind;
-  /** Picks the victim among the nodes not already under a fault: index modulo their count. */
+  /** Picks the victim among the nodes not already under a fault: index modulo their count (diskfull: the node on the tmpfs). */
   victim: number;
   /** How long the node stays down or paused. */
   durationMs: number;
@@ -29,11 +30,19 @@ export interface NemesisOptions {
 
 const DAMAGE_KINDS: readonly FaultKind[] = ['truncate', 'corrupt'];
 
+/** How long a disk stays full, filling included. */
+const DISK_FULL_MS: readonly [number, number] = [15_000, 25_000];
+
 export function faultSchedule(prng: Prng, options: NemesisOptions): Fault[] {
   const faults: Fault[] = [];
   let damaged = false;
-  for (let at = prng.int(options.intervalMs[0], options.intervalMs[1]); at < options.durationMs; at += prng.int(options.intervalMs[0], options.intervalMs[1])) {
-    const kinds = damaged ? options.kinds.filter((kind) => !DAMAGE_KINDS.includes(kind)) : options.kinds;
+  let at = prng.int(options.intervalMs[0], options.intervalMs[1]);
+  if (options.kinds.includes('diskfull') && at < options.durationMs) {
+    faults.push({ atMs: at, kind: 'diskfull', victim: 0, durationMs: prng.int(DISK_FULL_MS[0], DISK_FULL_MS[1]), damage: { offsetFraction: 0, bytes: 0 } });
+    at += prng.int(options.intervalMs[0], options.intervalMs[1]);
+  }
+  for (; at < options.durationMs; at += prng.int(options.intervalMs[0], options.intervalMs[1])) {
+    const kinds = options.kinds.filter((kind) => kind !== 'diskfull' && !(damaged && DAMAGE_KINDS.includes(kind)));
     if (kinds.length === 0) break;
     const kind = prng.pick(kinds);
     damaged ||= DAMAGE_KINDS.includes(kind);
@@ -61,5 +70,7 @@ export function describeFault(fault: Fault, node: string): string {
       return `${seconds}s kill -9 ${node}, truncate its newest data file by ${fault.damage.bytes} bytes, restart`;
     case 'corrupt':
       return `${seconds}s kill -9 ${node}, overwrite ${fault.damage.bytes} bytes of its newest data file, restart`;
+    case 'diskfull':
+      return `${seconds}s fill ${node}'s disk during ingest, grow it after ${fault.durationMs} ms`;
   }
 }

@@ -1,13 +1,17 @@
 // One chaos run (issue 12, item 1): a scenario and a seed. The cluster is started, the
 // writers and the nemesis run for the fault phase while the scenario's membership changes
 // happen, then every fault heals, the cluster settles (no change in flight, no hints),
-// anti-entropy repair runs until a round finds nothing to repair, and the checker judges
-// what every node holds and answers. Everything started is stopped before it returns.
+// what every node holds is checked once (nothing may be lost or under-replicated before
+// any repair: hints and hand-offs must have made it whole), anti-entropy repair runs until
+// a round finds nothing to repair, and the checker judges what every node holds and
+// answers. Everything started is stopped, and every tmpfs unmounted, before it returns.
 
 import { Prng } from '../sim/prng.js';
 import { cleanup, client, sleep, type NodeProcess } from '../kit/node-process.js';
+import { unmountAll } from '../kit/tmpfs.js';
 import { checkChaos, type AnswerEvidence, type ChaosVerdict, type StreamEvidence } from './checker.js';
 import { ChaosCluster, CHAOS_STREAMS, ownersFunction, TENANT } from './chaos-cluster.js';
+import { ChaosDisk } from './disk-full.js';
 import { faultSchedule } from './nemesis.js';
 import type { Scenario } from './scenarios.js';
 import { CHAOS_SCHEMA, ChaosWriters } from './writers.js';
@@ -29,8 +33,10 @@ export interface ChaosRunResult {
   changesPlanned: number;
   /** Why the cluster did not settle, when it did not. */
   unsettled: string | undefined;
+  /** What the nodes held once settled, before any repair run: nothing may be missing then. */
+  beforeRepair: { lost: number; underReplicated: number; examples: string[] };
   repair: { rounds: number; records: number; converged: boolean; available: boolean };
-  writes: { batches: number; acknowledgedBatches: number; status5xx: number; status503: number; timeouts: number; retries: number; unavailableSeconds: number; p50Ms: number; p99Ms: number; failureReasons: Record<string, number> };
+  writes: { batches: number; acknowledgedBatches: number; status5xx: number; status503: number; status507: number; timeouts: number; retries: number; unavailableSeconds: number; p50Ms: number; p99Ms: number; failureReasons: Record<string, number> };
   faults: number;
   seconds: number;
   log: string[];
@@ -43,7 +49,9 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
   const prng = new Prng(seed);
   const schedule = faultSchedule(prng.fork(), { durationMs: options.durationMs, intervalMs: [3_000, 5_000], kinds: scenario.faults });
   const writerPrng = prng.fork();
-  const cluster = new ChaosCluster(prng.fork());
+  const clusterPrng = prng.fork();
+  const disk = scenario.diskFull === true ? diskFullNemesis(prng.fork(), scenario) : undefined;
+  const cluster = new ChaosCluster(clusterPrng, [], disk);
   let changesCompleted = 0;
   try {
     await startCluster(cluster, scenario);
@@ -76,6 +84,9 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
       cluster.note(`not settled: ${unsettled}`);
       noteNodeLogs(cluster);
     }
+    const before = checkChaos(await storedEvidence(cluster, scenario.replicas, writers), []);
+    const beforeRepair = { lost: before.lost, underReplicated: before.underReplicated, examples: before.examples.filter((line) => /^(lost|under-replicated)/.test(line)) };
+    cluster.note(`before repair: lost ${before.lost}, under-replicated ${before.underReplicated}`);
     const repair = await cluster.repair(Math.max(10_000, settleDeadline - Date.now()));
     const verdict = await judge(cluster, scenario.replicas, writers, phaseStart);
     return {
@@ -85,6 +96,7 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
       changesCompleted,
       changesPlanned: scenario.changes.length,
       unsettled,
+      beforeRepair,
       repair,
       writes: writeSummary(writers),
       faults: schedule.length,
@@ -93,7 +105,15 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
     };
   } finally {
     await cleanup();
+    for (const problem of await unmountAll()) cluster.note(problem);
   }
+}
+
+/** The disk-full nemesis of a run: which first node's disk fills, and whether a floor refuses ingest before LevelDB runs out of room. */
+function diskFullNemesis(prng: Prng, scenario: Scenario): ChaosDisk {
+  const unavailable = ChaosDisk.unavailable();
+  if (unavailable !== undefined) throw new Error(`chaos: scenario ${scenario.name} cannot run here: ${unavailable}`);
+  return new ChaosDisk({ victim: `n${prng.int(1, scenario.nodes)}`, floorBytes: prng.pick([0, 2 * 1024 * 1024]) });
 }
 
 /** Lines of each node's own log kept in the run's log when it did not settle. */
@@ -172,11 +192,8 @@ async function runChanges(cluster: ChaosCluster, scenario: Scenario, durationMs:
   return completed;
 }
 
-/**
- * The checker's verdict on what every node holds and answers against what the writers were
- * told since `phaseStart`, with `replicas` copies wanted (capped by the Joined nodes).
- */
-export async function judge(cluster: ChaosCluster, replicas: number, writers: ChaosWriters, phaseStart: number): Promise<ChaosVerdict> {
+/** What the writers were told and what each node stores, per stream, for the checker, with `replicas` copies wanted. */
+async function storedEvidence(cluster: ChaosCluster, replicas: number, writers: ChaosWriters): Promise<StreamEvidence[]> {
   const membership = await cluster.membership();
   const joined = membership.members.filter((member) => member.state === 'Joined').length;
   const evidence: StreamEvidence[] = [];
@@ -192,6 +209,15 @@ export async function judge(cluster: ChaosCluster, replicas: number, writers: Ch
       ownersOf: ownersFunction(membership, replicas),
     });
   }
+  return evidence;
+}
+
+/**
+ * The checker's verdict on what every node holds and answers against what the writers were
+ * told since `phaseStart`, with `replicas` copies wanted (capped by the Joined nodes).
+ */
+export async function judge(cluster: ChaosCluster, replicas: number, writers: ChaosWriters, phaseStart: number): Promise<ChaosVerdict> {
+  const evidence = await storedEvidence(cluster, replicas, writers);
   const range = { start: new Date(phaseStart - 3_600_000).toISOString(), end: new Date(Date.now() + 3_600_000).toISOString() };
   const answers: AnswerEvidence[] = [];
   for (const node of cluster.members()) {
@@ -212,6 +238,7 @@ function writeSummary(writers: ChaosWriters): ChaosRunResult['writes'] {
     acknowledgedBatches: stats.batchesAcknowledged,
     status5xx: stats.status5xx,
     status503: stats.status503,
+    status507: stats.status507,
     timeouts: stats.timeouts,
     retries: stats.retries,
     unavailableSeconds: stats.unavailableSeconds,

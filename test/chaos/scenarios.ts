@@ -1,6 +1,8 @@
 // The chaos suite's scenarios (issue 12, item 1): steady faults, a join under faults, a
 // leave under faults, and a join then a leave, each at replicas 2 and 3. Every run writes
 // to one ssr and one tsr stream, and every run's nemesis may kill, pause, move and damage.
+// The disk-full scenarios (disk-full.ts; root only) fill one node's disk during ingest and
+// grow it again, steady and with a join and a leave, amid kills and pauses of the others.
 
 import type { FaultKind } from './nemesis.js';
 
@@ -12,6 +14,8 @@ export interface Scenario {
   /** Membership changes made one after another during the fault phase. */
   changes: ReadonlyArray<'join' | 'leave'>;
   faults: readonly FaultKind[];
+  /** One node's data folder on a tmpfs that fills and grows (needs root). */
+  diskFull?: boolean;
 }
 
 const ALL_FAULTS: readonly FaultKind[] = ['kill', 'pause', 'move', 'truncate', 'corrupt'];
@@ -23,8 +27,14 @@ const SHAPES: ReadonlyArray<Omit<Scenario, 'name' | 'replicas' | 'faults'> & { s
   { shape: 'join-leave', nodes: 3, changes: ['join', 'leave'] },
 ];
 
+const DISK_FULL_FAULTS: readonly FaultKind[] = ['diskfull', 'kill', 'pause'];
+const DISK_FULL_SHAPES = SHAPES.filter(({ shape }) => shape === 'steady' || shape === 'join-leave');
+
 export const SCENARIOS: readonly Scenario[] = [
   ...SHAPES.flatMap(({ shape, nodes, changes }) => [2, 3].map((replicas) => ({ name: `${shape}-r${replicas}`, nodes, replicas, changes, faults: ALL_FAULTS }))),
+  ...DISK_FULL_SHAPES.flatMap(({ shape, nodes, changes }) =>
+    [2, 3].map((replicas) => ({ name: `diskfull${shape === 'steady' ? '' : `-${shape}`}-r${replicas}`, nodes, replicas, changes, faults: DISK_FULL_FAULTS, diskFull: true })),
+  ),
   // A cluster past the sizes above, where the ring's point counts once broke a join
   // (docs/cluster.md, "Sizes"): eight nodes, a ninth joins, one leaves, under every fault.
   { name: 'scale-r3', nodes: 8, replicas: 3, changes: ['join', 'leave'], faults: ALL_FAULTS },

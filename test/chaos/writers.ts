@@ -22,6 +22,8 @@ export interface WriterStats {
   batchesAcknowledged: number;
   status5xx: number;
   status503: number;
+  /** 507 Insufficient Storage: the node stored nothing of the batch (its disk is full). */
+  status507: number;
   timeouts: number;
   retries: number;
   /** Wall-clock seconds (since the writers started) in which no batch was acknowledged. */
@@ -50,7 +52,7 @@ export interface WritersOptions {
 
 export class ChaosWriters {
   readonly outcomes = new Map<string, StreamOutcomes>();
-  readonly stats: WriterStats = { batches: 0, batchesAcknowledged: 0, status5xx: 0, status503: 0, timeouts: 0, retries: 0, unavailableSeconds: 0, silentSeconds: [], latenciesMs: [], failureReasons: {} };
+  readonly stats: WriterStats = { batches: 0, batchesAcknowledged: 0, status5xx: 0, status503: 0, status507: 0, timeouts: 0, retries: 0, unavailableSeconds: 0, silentSeconds: [], latenciesMs: [], failureReasons: {} };
   private stopped = false;
   private running: Promise<void>[] = [];
   /** When start() was called (epoch ms): `silentSeconds` count from here. */
@@ -122,6 +124,7 @@ export class ChaosWriters {
       } else if (answer.kind === 'refused') {
         if (answer.status === 0) this.avoidedUntil.set(target.name, Date.now() + this.options.avoidMs);
         if (answer.status === 503) this.stats.status503 += 1;
+        else if (answer.status === 507) this.stats.status507 += 1;
         else if (answer.status >= 500) this.stats.status5xx += 1;
         // Definitely not written this time; an earlier uncertain attempt may have been.
       } else {
@@ -219,8 +222,9 @@ async function post(url: string, batch: readonly ChaosPayload[], idempotencyKey:
       const failures = parseFailures(text);
       return failures === undefined ? { kind: 'uncertain', why: `500 ${text.slice(0, 200)}` } : { kind: 'partial', failedIndexes: failures, reason: firstMessage(text) };
     }
-    // 4xx and 503 are answered before anything is written (issue 12, item 5).
-    if (response.status < 500 || response.status === 503) return { kind: 'refused', status: response.status };
+    // 4xx, 503 and 507 (a node whose disk is full: docs/storage.md) are answered before
+    // anything is written (issue 12, item 5).
+    if (response.status < 500 || response.status === 503 || response.status === 507) return { kind: 'refused', status: response.status };
     return { kind: 'uncertain', why: `${response.status}` };
   } catch (error) {
     // A refused connection sent nothing: the batch was definitely not written.

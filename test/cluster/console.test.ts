@@ -81,6 +81,10 @@ describe.skipIf(!FOUND && !REQUIRED)('console - live view in headless Chromium',
     await page.waitForSelector('#connection[data-connection="live"]');
     for (const node of nodes) await page.waitForSelector(`#node-rows tr[data-node="${node.name}"][data-state="Joined"][data-available="true"]`);
     expect(await page.textContent('#node-name')).toBe('node-1');
+    // Every node's free disk, from _cat/nodes (docs/storage.md).
+    for (const node of nodes) await page.waitForSelector(`#node-rows tr[data-node="${node.name}"] td[data-disk-free][data-writable="true"]`);
+    const free = await page.$eval('#node-rows tr[data-node="node-1"] td[data-disk-free]', (cell) => Number(cell.getAttribute('data-disk-free')));
+    expect(free).toBeGreaterThan(0);
     // Two rings: the default policy of the ssr stream (128, 3) and the tsr stream's (32, 2).
     await page.waitForSelector('.ring[data-ring-size="32"][data-replicas="2"] .cell[data-partition="31"]');
     const held = await page.$$eval('.ring[data-ring-size="32"] [data-holder]', (holders) => holders.map((holder) => Number(holder.getAttribute('data-held'))));

@@ -48,6 +48,9 @@ describe('config - sources', () => {
     expect(() => loadConfig({ env: {}, flags: { name: 'a/b' } })).toThrow(/'name'/);
     expect(() => loadConfig({ env: {}, flags: { 'storage-write-buffer-bytes': '1000' } })).toThrow(/'storage.writeBufferBytes'/);
     expect(loadConfig({ env: { TRIBUTARY_STORAGE_WRITE_BUFFER_BYTES: '8388608' }, flags: {} }).storage.writeBufferBytes).toBe(8 * 1024 * 1024);
+    expect(() => loadConfig({ env: {}, flags: { 'storage-disk-free-min-bytes': '-1' } })).toThrow(/'storage.diskFreeMinBytes' from --storage-disk-free-min-bytes/);
+    expect(loadConfig({ env: {}, flags: {} }).storage).toMatchObject({ diskFreeMinBytes: 128 * 1024 * 1024, diskCheckIntervalMs: 1_000 });
+    expect(loadConfig({ env: { TRIBUTARY_STORAGE_DISK_FREE_MIN_BYTES: '0' }, flags: { 'storage-disk-check-interval-ms': '250' } }).storage).toMatchObject({ diskFreeMinBytes: 0, diskCheckIntervalMs: 250 });
     const file = temporaryFile();
     writeFileSync(file, JSON.stringify({ colour: 'blue' }));
     expect(() => loadConfig({ configFile: file, env: {}, flags: {} })).toThrow(/unknown key\(s\) colour/);

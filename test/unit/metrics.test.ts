@@ -40,6 +40,7 @@ describe('metrics - naming and labels', () => {
       hints: () => [{ target: 'b', records: 3, bytes: 300 }],
       transfers: () => [{ repo: 'tsr', from: 'a', to: 'c', bytes: 1_000, percentComplete: 40, complete: false }],
       members: () => [{ name: 'a', state: 'Joined', available: true }, { name: 'b', state: 'Joined', available: false }],
+      disk: () => ({ freeBytes: 5_000_000, totalBytes: 8_000_000, floorBytes: 1_000_000, writable: false }),
     });
     metrics.httpRequest('streams', 'POST', 200, 0.004);
     metrics.peer.message('out', 'WriteRecords', 512);
@@ -71,6 +72,11 @@ describe('metrics - naming and labels', () => {
       'tributary_storage_fsync_duration_seconds_count 1',
       'tributary_group_commit_duration_seconds_count 1',
       'tributary_search_local_duration_seconds_count 1',
+      'tributary_storage_disk_free_bytes 5000000',
+      'tributary_storage_disk_size_bytes 8000000',
+      'tributary_storage_disk_free_min_bytes 1000000',
+      'tributary_storage_writable 0',
+      '# TYPE tributary_storage_disk_free_bytes gauge',
       '# TYPE tributary_http_request_duration_seconds histogram',
     ]) {
       expect(text).toContain(line);

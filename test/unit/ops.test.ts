@@ -80,10 +80,11 @@ describe('cat views - rows', () => {
 
   it('node rows carry stats of nodes that answered and - for the others', () => {
     const membership: Membership = { epoch: 1, members: [member('b'), member('a')], change: undefined };
-    const rows = nodeRows(membership, (name) => name === 'a', 'a', new Map([['a', 50], ['b', 50]]), new Map([['a', { records: 10, bytes: 99, partitions: {}, countedAtMs: 0 }], ['b', undefined]]));
+    const disk = { freeBytes: 4096, totalBytes: 8192, writable: false, reason: 'a write failed' };
+    const rows = nodeRows(membership, (name) => name === 'a', 'a', new Map([['a', 50], ['b', 50]]), new Map([['a', { records: 10, bytes: 99, partitions: {}, countedAtMs: 0, disk }], ['b', undefined]]));
     expect(rows).toEqual([
-      { name: 'a', state: 'Joined', available: true, coordinator: '*', address: '127.0.0.1', http: 1000, peer: 2000, zone: 'local', owns: 50, records: 10, bytes: 99 },
-      { name: 'b', state: 'Joined', available: false, coordinator: '', address: '127.0.0.1', http: 1000, peer: 2000, zone: 'local', owns: 50, records: null, bytes: null },
+      { name: 'a', state: 'Joined', available: true, coordinator: '*', address: '127.0.0.1', http: 1000, peer: 2000, zone: 'local', owns: 50, records: 10, bytes: 99, disk_free: 4096, disk_total: 8192, writable: false },
+      { name: 'b', state: 'Joined', available: false, coordinator: '', address: '127.0.0.1', http: 1000, peer: 2000, zone: 'local', owns: 50, records: null, bytes: null, disk_free: null, disk_total: null, writable: null },
     ]);
   });
 

@@ -229,6 +229,8 @@ const SAMPLES: { [K in PeerKind]: Array<PeerBodies[K]> } = {
   StoreStatsReply: [
     { records: 12, bytes: 2 ** 40, partitions: { 't/c/s': { '0': 5, '7': 7 }, '__proto__/c/s': { '1': 0 } }, countedAtMs: 1_700_000_000_123 },
     { records: 0, bytes: 0, partitions: {}, countedAtMs: 0 },
+    { records: 1, bytes: 2, partitions: {}, countedAtMs: 3, disk: { freeBytes: 2 ** 33, totalBytes: 2 ** 34, writable: false, reason: 'n2 takes no writes: a write failed' } },
+    { records: 1, bytes: 2, partitions: {}, countedAtMs: 3, disk: { freeBytes: null, totalBytes: null, writable: true, reason: null } },
   ],
   MonitoringRead: [{ service: 'streams', tenant: 'demo', uri: '/streams/demo/c/s' }, { service: 'system', tenant: 'system', uri: undefined }],
   MonitoringReply: [{ node: 'b', details: { streams: [{ uri: '/streams/demo/c/s', accepted: 3 }], error: null } }],

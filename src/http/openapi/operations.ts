@@ -109,7 +109,11 @@ function streamOperations(): Operation[] {
       method: 'post', path: STREAM, tag, summary: 'Post payloads',
       description: 'Tags run first, then each payload is checked against the schema, placed in its partition and written to every owner (durable before the answer). At most `limits.ingestBatchPayloadsMax` payloads.',
       body: { schema: ingestBodySchema, required: true },
-      answers: { '200': { description: 'Every payload is durable (an empty body).' }, '500': { description: 'Some payloads failed, by index; the others are durable.', schema: ingestFailuresSchema } },
+      answers: {
+        '200': { description: 'Every payload is durable (an empty body).' },
+        '500': { description: 'Some payloads failed, by index; the others are durable.', schema: ingestFailuresSchema },
+        '507': { description: 'This node stores nothing now (its disk is below `storage.diskFreeMinBytes`, or a write failed and it waits for room): nothing of the batch was written; the message names the node and its data folder. Another node takes the batch.' },
+      },
     },
     { method: 'put', path: `${STREAM}/taxonomy`, tag, versioned: true, summary: 'Set the taxonomy', body: { schema: taxonomyBodySchema, required: true }, answers: ok('The taxonomy.', taxonomyBodySchema) },
     { method: 'get', path: `${STREAM}/taxonomy`, tag, versioned: true, summary: 'The taxonomy', description: 'Never set: `{ taxonomy: { nodes: [] } }`, with no version.', answers: ok('The taxonomy.', taxonomyBodySchema) },
@@ -341,10 +345,10 @@ function operatorOperations(): Operation[] {
     answers: { '200': { description: 'The table.', mediaType: 'text/plain', schema: z.string(), alternative: { mediaType: 'application/json', schema: catRowsSchema(id, columns) } } },
   });
   return [
-    { method: 'get', path: '/health', tag, summary: 'Liveness', description: '200 while the process runs.', answers: ok('Up.', healthSchema) },
+    { method: 'get', path: '/health', tag, summary: 'Liveness', description: '200 while the process runs, with the free bytes of the data folder and whether the node takes writes.', answers: ok('Up.', healthSchema) },
     {
       method: 'get', path: '/ready', tag, summary: 'Readiness',
-      description: '200 exactly when the node serves client requests; else 503 with every reason it refuses them (not a member yet, its cluster table not confirmed since a restart, storage closed, stopping). Route traffic on this.',
+      description: '200 exactly when the node serves client requests; else 503 with every reason it refuses them (not a member yet, its cluster table not confirmed since a restart, storage closed or not taking writes: its disk below the floor or a write failed, stopping). Route traffic on this.',
       answers: { ...ok('Ready.', readinessSchema), '503': { description: 'Not ready, with the reasons.', schema: readinessSchema } },
     },
     { method: 'get', path: '/metrics', tag, summary: 'Prometheus metrics of this node', answers: text('The Prometheus text format.') },

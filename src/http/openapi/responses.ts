@@ -285,8 +285,19 @@ export const ringViewSchema = z
 
 const versionSchema = z.strictObject({ number: z.string(), revision: z.string() }).meta({ id: 'SoftwareVersion' });
 
+const diskSchema = z
+  .strictObject({
+    freeBytes: z.int().nullable().describe("Bytes the node may still write on its data folder's filesystem (null before the first reading)."),
+    totalBytes: z.int().nullable().describe('Size of that filesystem.'),
+    floorBytes: z.int().describe('storage.diskFreeMinBytes: below it, ingest is refused with 507.'),
+    writable: z.boolean().describe('Whether the node takes writes now.'),
+    reason: z.string().nullable().describe('Why it does not: the disk below the floor, or a failed write until the database is reopened.'),
+    sinceMs: z.int().nullable().describe('Since when it does not (epoch ms).'),
+  })
+  .meta({ id: 'DiskState' });
+
 export const healthSchema = z
-  .strictObject({ status: z.literal('up'), node: z.string(), version: versionSchema, uptimeSeconds: z.int() })
+  .strictObject({ status: z.literal('up'), node: z.string(), version: versionSchema, uptimeSeconds: z.int(), disk: diskSchema })
   .meta({ id: 'Health' });
 
 export const readinessSchema = z
