@@ -35,6 +35,16 @@ describe('readiness - reasons to refuse clients', () => {
     expect(readiness.refusal()).toBeUndefined();
   });
 
+  it('a reason that only stops writes (a full disk) is answered by /ready but does not close the gate', () => {
+    const { log } = recordingLogger();
+    let full = true;
+    const readiness = new Readiness([{ name: 'disk', check: () => (full ? 'storage takes no writes: below the floor' : undefined), writesOnly: true }], log);
+    expect(readiness.current()).toEqual([{ name: 'disk', message: 'storage takes no writes: below the floor' }]);
+    expect(readiness.refusal()).toBeUndefined();
+    full = false;
+    expect(readiness.current()).toEqual([]);
+  });
+
   it('logs a reason once when it starts, again only if its message changes, and once when it ends', () => {
     const { log, lines } = recordingLogger();
     let state: string | undefined = 'node n is Pending';
