@@ -250,7 +250,8 @@ class ScaleRun {
   private settled(): boolean {
     const tables = [...this.nodes.values()].map((node) => node.process?.core.membership());
     const epoch = tables[0]?.epoch;
-    const handedOff = [...this.nodes.values()].every((node) => node.disk.hints.size === 0 && node.process!.plane.handOff.pendingDrops() === 0);
+    // Every shell idle too: a table is adopted before the drops it orders are scheduled.
+    const handedOff = [...this.nodes.values()].every((node) => node.disk.hints.size === 0 && node.process!.shell.idle() && node.process!.plane.handOff.pendingDrops() === 0);
     return tables.every((table) => table !== undefined && table.epoch === epoch) && handedOff;
   }
 
