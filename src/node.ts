@@ -480,6 +480,20 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
   cluster.membershipFeed.subscribe(hostingFollower(sessionHost, available));
   const localStatuses = (tenant: string, id: string): Map<string, RunStatus> => new Map(sessionHost.statuses(sessionKey(tenant, id)) ?? []);
   const hostStatuses = remoteExecutionStatuses(transport, deadline);
+  // A change answers once the session's host runs it as stored, wherever the host is: a
+  // stopped or deleted query writes nothing after the answer. A host that cannot be asked
+  // is down or cut off; the change is stored and it follows when it is back.
+  const settleOnHost = async (host: string | undefined, tenant: string, id: string): Promise<void> => {
+    if (host === undefined) return;
+    if (host === config.name) return sessionHost.reconcile(sessionKey(tenant, id));
+    try {
+      await hostStatuses(host, tenant, id, true);
+    } catch (error) {
+      log.warn({ host, session: id, err: (error as Error).message }, 'the session host did not confirm a change');
+    }
+  };
+  // Every node ends its clients of outputs whose query or session went (output-registry.ts, retain).
+  definitions.onChange((key) => key.startsWith('session/') && outputs.retain((outputId) => directory.hasOutput(outputId)));
   const execution = new ExecutionService({
     definitions,
     tenants,
@@ -493,7 +507,7 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
         return new Map();
       }
     },
-    settle: (tenant, id) => (hostOf(id) === config.name ? sessionHost.reconcile(sessionKey(tenant, id)) : Promise.resolve()),
+    settle: (tenant, id) => settleOnHost(hostOf(id), tenant, id),
     advertisedHttp: `${config.advertiseAddress ?? config.host}:${config.httpPort}`,
     limits: { sessionQueriesMax: config.execution.sessionQueriesMax },
     sandboxLimits: { timeoutMs: config.execution.functionTimeoutMs, memoryMb: config.limits.tagMemoryMb },

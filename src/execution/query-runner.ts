@@ -116,9 +116,16 @@ export class QueryRunner {
     else void this.runHistorical(input.source);
   }
 
-  stop(): void {
+  /**
+   * Stops the run. `endOutput`: the query stopped or went (not a restart, not a move to
+   * another host), so its output channel's clients are ended. Resolves once a write into
+   * a physical stream that was under way has finished: nothing is written after.
+   */
+  stop(endOutput = false): Promise<void> {
     if (this.state === 'running') this.state = 'stopped';
     this.release();
+    if (endOutput) this.env.channel?.stop();
+    return this.pendingWrite;
   }
 
   private startLive(stream: string): void {
@@ -287,6 +294,8 @@ export class QueryRunner {
     if (this.state !== 'running') return;
     this.state = 'failed';
     this.release();
+    // Nothing more will come: the output's clients are ended (docs/query-language.md, "Outputs").
+    this.env.channel?.stop();
     const message = error instanceof Error ? error.message : String(error);
     this.env.log.warn({ query: this.spec.queryId, err: message }, 'query failed');
     this.env.onState('failed', [{ type: 'RUNTIME_ERROR', message }]);

@@ -643,7 +643,7 @@ const CODECS: { readonly [K in PeerKind]: BodyCodec<PeerBodies[K]> } = {
   LatestReply: latestReply,
   ExecutionStatusRead: {
     toProto: (value) => ({ ...value }),
-    fromProto: (object) => ({ tenant: str(object, 'tenant'), sessionId: str(object, 'sessionId') }),
+    fromProto: (object) => ({ tenant: str(object, 'tenant'), sessionId: str(object, 'sessionId'), settle: bool(object, 'settle') }),
   },
   ExecutionStatusReply: executionStatusReply,
   StoreStatsRead: empty,

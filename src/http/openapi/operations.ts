@@ -22,6 +22,7 @@ import { tagsBodySchema } from '../../streams/tags.js';
 import { taxonomyBodySchema } from '../../streams/taxonomy.js';
 import {
   clusterDocumentSchema,
+  collectionStreamsSchema,
   contributorsOfDomainSchema,
   daemonDetailsSchema,
   daemonisedSchema,
@@ -96,7 +97,7 @@ function streamOperations(): Operation[] {
   const tag = 'Streams';
   return [
     { method: 'get', path: '/streams/{tenant}', tag, summary: 'Collections of the tenant', answers: ok('Collection names.', instancesSchema('Collection names.')) },
-    { method: 'get', path: '/streams/{tenant}/{collection}', tag, summary: 'Streams of a collection', answers: ok('Stream names.', streamsSchema('Stream names.')) },
+    { method: 'get', path: '/streams/{tenant}/{collection}', tag, summary: 'Streams of a collection', answers: ok('Stream names, under both keys.', collectionStreamsSchema) },
     {
       method: 'put', path: STREAM, tag, versioned: true, summary: 'Define a stream',
       description: 'Creates or replaces the definition. A stream is not persisted until it has a repository mapping. The collection `system` is read-only (403).',

@@ -36,6 +36,11 @@ export const ingestFailuresSchema = z
 
 export const instancesSchema = (what: string) => z.strictObject({ instances: z.array(z.string()).describe(what) });
 export const streamsSchema = (what: string) => z.strictObject({ streams: z.array(z.string()).describe(what) });
+/** The streams of a collection: the spec's `streams` and, the same list, Valo 2017's `instances`. */
+export const collectionStreamsSchema = z.strictObject({
+  streams: z.array(z.string()).describe('Stream names.'),
+  instances: z.array(z.string()).describe('The same list, under the key Valo 2017 answered with.'),
+});
 
 const scoredValueSchema = z.strictObject({
   score: z.number().describe('BM25 relevance; 0 without search terms.'),

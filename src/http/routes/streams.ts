@@ -34,7 +34,10 @@ export function streamRoutes({ definitions, runtime, ingest }: StreamRoutesDeps)
     ctx.body = { instances: definitions.collections(ctx.params.tenant!) };
   });
   router.get('/streams/:tenant/:collection', (ctx) => {
-    ctx.body = { streams: definitions.streams(ctx.params.tenant!, ctx.params.collection!) };
+    // `streams` is the spec's key; Valo 2017 answered `instances`, which its SDK's screens
+    // read (docs/valo-compatibility.md): both, the same list.
+    const streams = definitions.streams(ctx.params.tenant!, ctx.params.collection!);
+    ctx.body = { streams, instances: streams };
   });
 
   router.get(STREAM, (ctx) => respond(ctx, definitions.getStream(idOf(ctx))));
