@@ -94,6 +94,12 @@ export const configSchema = z
       .object({
         /** LevelDB's write buffer (memtable) in bytes; bigger: fewer level-0 files and write stalls, more memory and log to replay after a crash. */
         writeBufferBytes: z.number().int().min(1024 * 1024).max(1024 * 1024 * 1024),
+        /** Records read from the old repository per step of a move to another repository (docs/storage.md). */
+        moveChunkRecords: z.number().int().min(1).max(100_000),
+        /** Pause between two steps of a move: 0 moves as fast as the node writes. */
+        movePacingMs: z.number().int().min(0).max(60_000),
+        /** Time without a read of the old repository before a move deletes its copy there. */
+        moveGraceMs: z.number().int().min(0).max(24 * 3_600_000),
       })
       .strict(),
     cluster: z

@@ -49,6 +49,11 @@ export class MembershipService {
       transport: PeerTransport;
       peerDeadlineMs: number;
       log: Logger;
+      /**
+       * Why the membership may not change now, or undefined: a stream's payloads moving to
+       * another repository (its transfers would move one repository only).
+       */
+      blockedBy?: () => string | undefined;
     },
   ) {}
 
@@ -58,6 +63,7 @@ export class MembershipService {
    */
   async addNodes(body: unknown): Promise<Membership> {
     const entries = parseEntries(body);
+    this.checkNotBlocked();
     const members = [];
     for (const entry of entries) members.push(await this.proveIdentity(entry));
     const first = await this.runAdmin({ type: 'add', member: members[0]! });
@@ -69,7 +75,13 @@ export class MembershipService {
 
   removeNode(name: string): Promise<Membership> {
     checkName('node', name);
+    this.checkNotBlocked();
     return this.runAdmin({ type: 'remove', name });
+  }
+
+  private checkNotBlocked(): void {
+    const blocked = this.deps.blockedBy?.();
+    if (blocked !== undefined) throw new StateConflictError(blocked);
   }
 
   /** Transfers of the current change and of earlier ones this node has seen. */

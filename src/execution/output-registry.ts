@@ -41,6 +41,10 @@ export class OutputRegistry {
   private readonly pollers = new Set<string>();
   /** Kept when a poller stops, so the next one (or a refresh) carries on from there. */
   private readonly hostCursors = new Map<string, HostCursor>();
+  /** The poll of each output's host under way: polls of one output run one after another, so none applies an entry twice. */
+  private readonly inFlight = new Map<string, Promise<void>>();
+  /** When each copy last heard from its host (a poll answered). */
+  private readonly heardAtMs = new Map<string, number>();
   private closed = false;
 
   constructor(private readonly deps: RegistryDeps) {}
@@ -86,6 +90,7 @@ export class OutputRegistry {
       channel.discard();
       this.channels.delete(id);
       this.hostCursors.delete(id);
+      this.heardAtMs.delete(id);
     }
   }
 
@@ -124,7 +129,9 @@ export class OutputRegistry {
   private async refresh(outputId: string): Promise<boolean> {
     const host = this.deps.hostOfOutput(outputId);
     if (host === undefined) return false;
-    if (host === this.deps.localName || this.pollers.has(outputId)) return true;
+    if (host === this.deps.localName) return true;
+    // A poller that heard from the host within a long poll or two keeps the copy current.
+    if (this.pollers.has(outputId) && Date.now() - (this.heardAtMs.get(outputId) ?? -Infinity) <= 2 * this.deps.pollWaitMs + RETRY_DELAY_MS) return true;
     try {
       await this.pollHost(outputId, host, 0);
       return true;
@@ -134,14 +141,25 @@ export class OutputRegistry {
     }
   }
 
-  /** One poll of the host's log from where this copy is, its entries applied. */
-  private async pollHost(outputId: string, host: string, waitMs: number): Promise<void> {
+  /** One poll of the host's log from where this copy is, its entries applied; after any poll of the output under way. */
+  private pollHost(outputId: string, host: string, waitMs: number): Promise<void> {
+    const next = (this.inFlight.get(outputId) ?? Promise.resolve()).catch(() => undefined).then(() => this.pollOnce(outputId, host, waitMs));
+    this.inFlight.set(outputId, next);
+    void next.then(
+      () => this.inFlight.get(outputId) === next && this.inFlight.delete(outputId),
+      () => this.inFlight.get(outputId) === next && this.inFlight.delete(outputId),
+    );
+    return next;
+  }
+
+  private async pollOnce(outputId: string, host: string, waitMs: number): Promise<void> {
     const saved = this.hostCursors.get(outputId);
     const cursor = saved?.host === host ? saved.cursor : undefined;
     const reply = await this.deps.pollRemote(host, { outputId, waitMs, ...(cursor === undefined ? {} : { cursor }) });
     const channel = this.channel(outputId);
     for (const entry of reply.entries) channel.apply(entry);
     this.hostCursors.set(outputId, { host, cursor: { epoch: reply.epoch, seq: reply.seq } });
+    this.heardAtMs.set(outputId, Date.now());
   }
 }
 

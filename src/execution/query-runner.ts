@@ -59,8 +59,10 @@ export interface RunnerEnvironment {
   readHistoricalColumns(source: HistoricalSource): AsyncIterable<ColumnBatch>;
   readonly limits: { readonly groupsMax: number; readonly rowsHeldMax: number; readonly pendingWriteRowsMax: number };
   readonly clock: () => number;
-  /** How often live windows are checked for closing by wall-clock time. */
+  /** How often live groupings are told the time: their windows close and their changes go out on it. */
   readonly tickIntervalMs: number;
+  /** The wall-clock time over which a live grouping's changes are coalesced (hopping windows: their hop). */
+  readonly emitIntervalMs: number;
   readonly log: Logger;
   onState(state: RunState, errors: readonly RuntimeError[]): void;
 }
@@ -86,6 +88,11 @@ export class QueryRunner {
     return this.state;
   }
 
+  /** Rows that came after a window of theirs had closed (monitoring). */
+  get lateRows(): number {
+    return this.pipeline?.lateRows ?? 0;
+  }
+
   /** Rows waiting to be written into a physical stream: the runner's queue (monitoring). */
   get queuedRows(): number {
     return this.pendingWriteRows;
@@ -103,6 +110,7 @@ export class QueryRunner {
         historical: bounded,
         compile,
         limits: this.env.limits,
+        emitIntervalMs: this.env.emitIntervalMs,
         ...(columns === undefined ? {} : { columns }),
       });
     } catch (error) {

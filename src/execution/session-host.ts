@@ -35,6 +35,8 @@ export interface StreamPlacement {
   readonly repo: RepositoryName | undefined;
   readonly ringSize: number;
   readonly replicas: number;
+  /** Its payloads are moving to another repository (docs/storage.md): only page reads follow them there. */
+  readonly moving: boolean;
 }
 
 export interface SessionHostDeps {
@@ -55,6 +57,8 @@ export interface SessionHostDeps {
   /** Milliseconds per second the session functions of one query may use (function-budget.ts); undefined: not paced. */
   readonly functionBudgetMs?: number;
   readonly tickIntervalMs: number;
+  /** Live groupings' changes go out at most once per this long (hopping windows: per hop). */
+  readonly emitIntervalMs: number;
   readonly log: Logger;
 }
 
@@ -109,11 +113,11 @@ export class SessionHost {
     );
   }
 
-  /** The sessions hosted here and their queries' run states, for monitoring. */
-  summary(): Array<{ session: string; queries: Array<{ id: string; state: RunState }> }> {
+  /** The sessions hosted here and their queries' run states and late rows, for monitoring. */
+  summary(): Array<{ session: string; queries: Array<{ id: string; state: RunState; lateRows: number }> }> {
     return [...this.hosted.values()].map((hosted) => ({
       session: sessionUri(hosted.document.tenant, hosted.document.id),
-      queries: [...hosted.statuses].map(([id, status]) => ({ id, state: status.state })),
+      queries: [...hosted.statuses].map(([id, status]) => ({ id, state: status.state, lateRows: hosted.runners.get(id)?.runner.lateRows ?? 0 })),
     }));
   }
 
@@ -219,8 +223,9 @@ export class SessionHost {
         const variable = (name: string) => compile.variable?.(name);
         const bounds = timeBoundsOf(check.steps, timestampPath, variable);
         // A tsr stream's blocks are read column by column when the query allows (block-row-plan.ts).
+        // Block and latest-value reads know the tsr only: a stream moving between repositories is read a page at a time.
         const rows =
-          placement.repo === 'tsr' && filter === undefined
+          placement.repo === 'tsr' && filter === undefined && !placement.moving
             ? planBlockRows(check.steps, {
                 timestampPath,
                 variable,
@@ -258,6 +263,7 @@ export class SessionHost {
         limits: this.deps.limits,
         clock: Date.now,
         tickIntervalMs: this.deps.tickIntervalMs,
+        emitIntervalMs: this.deps.emitIntervalMs,
         log: this.deps.log,
         onState,
       },

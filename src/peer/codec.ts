@@ -477,6 +477,7 @@ const scanReply: BodyCodec<ScanPage> = {
   toProto: (value) => ({
     records: value.records.map((record) => ({ timestamp: record.timestamp, writeId: record.writeId, payloadJson: writeDocument(record.payload) })),
     done: value.done,
+    repo: value.repo === undefined ? 'REPO_UNSPECIFIED' : DATA_REPOS[value.repo],
   }),
   fromProto: (object) => ({
     records: list(object, 'records', (record) => ({
@@ -485,6 +486,7 @@ const scanReply: BodyCodec<ScanPage> = {
       payload: readDocument('records.payloadJson', str(record, 'payloadJson'), payloadSchema),
     })),
     done: bool(object, 'done'),
+    ...(field(object, 'repo') === 'REPO_UNSPECIFIED' ? {} : { repo: enumOf(object, 'repo', DATA_REPOS) }),
   }),
 };
 

@@ -368,7 +368,7 @@ describe('execution - monitoring', () => {
     };
 
     const filtered = await sessionsOf(`/monitoring/demo/execution?uri=${encodeURIComponent(uri)}`);
-    expect(filtered).toEqual([{ session: uri, queries: [{ id: 'watch', state: 'running' }] }]);
+    expect(filtered).toEqual([{ session: uri, queries: [{ id: 'watch', state: 'running', lateRows: 0 }] }]);
     const all = (await sessionsOf('/monitoring/demo/execution')).map((each) => each.session);
     expect(all).toEqual(expect.arrayContaining([uri, other]));
     expect((await sessionsOf('/monitoring/system/execution')).map((each) => each.session)).toEqual(expect.arrayContaining([uri, other]));

@@ -18,7 +18,9 @@ import {
   type StoredSession,
 } from '../../src/execution/session-model.js';
 import { timeBoundsOf } from '../../src/execution/time-bounds.js';
-import { OutputChannel, type OutputMessage } from '../../src/execution/output-channel.js';
+import { OutputChannel, type OutputMessage, type PollReply } from '../../src/execution/output-channel.js';
+import { OutputRegistry, type OutputPollRequest } from '../../src/execution/output-registry.js';
+import { createLogger } from '../../src/log.js';
 import { stringifyJson } from '../../src/json.js';
 import { checkQuery } from '../../src/query/index.js';
 
@@ -349,6 +351,45 @@ describe('execution - output channels', () => {
     copy.subscribe(() => undefined, () => discarded++, false);
     copy.discard();
     expect(discarded).toBe(1);
+  });
+
+  it("a copy on another node is brought up to date before a client subscribes: a host's end ends it, an old end does not", async () => {
+    const host = new OutputChannel('o', limits);
+    host.begin(schema, 'rows');
+    host.end();
+    let reachable = true;
+    const polls: OutputPollRequest[] = [];
+    const registry = new OutputRegistry({
+      localName: 'b',
+      hostOfOutput: () => 'a',
+      pollRemote: async (_node, request): Promise<PollReply> => {
+        polls.push(request);
+        if (!reachable) throw new Error('unreachable');
+        return host.poll(request.cursor, 100);
+      },
+      limits,
+      pollWaitMs: 10,
+      log: createLogger('test', 'silent'),
+    });
+    let ended = 0;
+    const seen: string[] = [];
+    const unsubscribe = await registry.subscribe('o', (message) => seen.push(message.type), () => ended++);
+    expect(seen).toEqual(['sos', 'eos']);
+    expect(ended).toBe(1);
+    unsubscribe();
+    // With no client left, the copy's poller stops after its poll under way.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The host runs the query again; the copy still holds the old end, and the host cannot be asked.
+    host.begin(schema, 'rows');
+    reachable = false;
+    let staleEnded = 0;
+    const stale = await registry.subscribe('o', () => undefined, () => staleEnded++);
+    expect(staleEnded).toBe(0);
+    expect(await registry.endedAt('o', 'anything')).toBe(false);
+    stale();
+    registry.close();
+    // Every poll carried on from the cursor of the one before (none applied an entry twice).
+    expect(polls[0]!.cursor).toBeUndefined();
   });
 
   it('retains at most retainedRowsMax rows of a bounded result', () => {

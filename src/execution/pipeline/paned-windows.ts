@@ -6,13 +6,16 @@
 // aggregates, the newer one running aggregate), so sliding by a hop costs O(1) amortized
 // per pane and per row, whatever the number of windows a row falls into.
 //
-// Decisions (the README repeats them):
-// - Live, a window is emitted once, when it closes (the watermark, the latest event time
-//   seen, reaches its end), as Flink's sliding windows fire: the table holds, per key, the
-//   row of its latest closed window that holds data; a newer one replaces it (an add of the
-//   new row, a remove of the old), and when the latest closed window is empty (the key's
-//   rows have slid out) the key's row is removed. Several windows closing in one push give
-//   the latest only. A tick after a window length of quiet closes every window (removes).
+// Decisions (docs/query-language.md, "Live windows", repeats them):
+// - Live, the table holds per key its trailing window: the oldest window the watermark has
+//   not closed, which holds the last `size` of event time. It is added when it first holds
+//   data, updated as rows change its aggregates, and replaced (a remove of the old row, an
+//   add of the new) when the watermark closes it; a key whose trailing window is empty (its
+//   rows slid out) is removed. Changes go out at most once per hop of wall-clock time
+//   (live-clock.ts): a dashboard sees the trailing window every `every`, however many rows
+//   and windows a key has, and several windows closing between two emissions give the
+//   latest only. The watermark moves on with the node's clock when no row comes
+//   (live-clock.ts, the idle watermark), so windows close without a later event.
 // - A row counts in every open window that holds it, as before; one that a closed window
 //   also held is late (counted once), and dropped when its pane is in closed windows only.
 // - Historical (bounded), finish() gives every window that holds data, by key then start.
@@ -26,7 +29,11 @@ import type { Accumulator } from './aggregates.js';
 import { WindowEnds } from './group-store.js';
 import { createAccumulators, type GroupingPlan } from './grouping-plan.js';
 import type { Budget, Delta, OutputRow, RowConsumer } from './types.js';
-import { eventTimeMs, mapKey, orderValues } from './values.js';
+import { eventTimeMs, mapKey, orderValues, rowsEqual } from './values.js';
+import { LiveClock } from './live-clock.js';
+
+/** Hops shorter than this are emitted at this pace at most. */
+const EMIT_INTERVAL_MIN_MS = 100;
 
 interface Pane {
   readonly index: number;
@@ -162,8 +169,12 @@ interface Series {
   /** Start (ms) of the key's next window to close; its panes are in `queue`. Live only. */
   windowStartMs: number;
   readonly queue: PaneQueue;
-  /** The row of the latest closed window that held data, as emitted. */
-  emitted: { key: object; data: OutputRow } | undefined;
+  /** The row of the trailing window as last emitted, with that window's start. */
+  emitted: { key: object; data: OutputRow; startMs: number } | undefined;
+  /** Changed since last emitted: a row came, or its trailing window moved (live). */
+  changed: boolean;
+  /** Gone from the grouping (forget). */
+  forgotten: boolean;
   /** Where it waits to close, or undefined when not scheduled. */
   dueAtMs: number | undefined;
   /** Highest pane index seen. */
@@ -189,17 +200,22 @@ export class PanedWindowGrouping implements RowConsumer {
   private startShownMs = NaN;
   private startShown = '';
   private watermarkMs = -Infinity;
-  private lastArrivalMs: number | undefined;
+  private readonly clock: LiveClock;
+  /** Live: the series changed since the last emission, in the order they first changed. */
+  private changed: Series[] = [];
   lateRows = 0;
 
   constructor(
     private readonly plan: GroupingPlan,
     private readonly historical: boolean,
     private readonly budget: Budget,
+    /** Live: when defined, changes are coalesced over a hop of wall-clock time (at least this long's minimum, EMIT_INTERVAL_MIN_MS). */
+    emitIntervalMs?: number,
   ) {
     const window = plan.window!;
     this.sizeMs = window.sizeMs;
     this.hopMs = window.hopMs;
+    this.clock = new LiveClock(emitIntervalMs === undefined ? undefined : Math.max(window.hopMs, EMIT_INTERVAL_MIN_MS));
     this.paneMs = gcd(window.sizeMs, window.hopMs);
     this.keyScratch = new Array<Value>(plan.plainKeys.length).fill(null);
     this.aggregateScratch = createAccumulators(plan);
@@ -211,11 +227,11 @@ export class PanedWindowGrouping implements RowConsumer {
   }
 
   pushRows(rows: readonly unknown[], nowMs: number): Delta[] {
-    if (rows.length > 0) this.lastArrivalMs = nowMs;
     for (let i = 0; i < rows.length; i++) this.place(rows[i]);
-    const out: Delta[] = [];
-    if (!this.historical) this.closeDue(this.watermarkMs, out);
-    return out;
+    if (this.historical) return [];
+    if (rows.length > 0) this.clock.arrived(nowMs, this.watermarkMs);
+    this.closeDue(this.watermarkMs);
+    return this.emitDue(nowMs);
   }
 
   push(): Delta[] {
@@ -223,11 +239,13 @@ export class PanedWindowGrouping implements RowConsumer {
   }
 
   tick(nowMs: number): Delta[] {
-    const out: Delta[] = [];
-    if (this.historical || this.lastArrivalMs === undefined || nowMs - this.lastArrivalMs < this.sizeMs) return out;
-    // Quiet for a window length: every window closes.
-    this.closeDue(Infinity, out);
-    return out;
+    if (this.historical) return [];
+    const idleMs = this.clock.idleWatermark(nowMs);
+    if (idleMs > this.watermarkMs) {
+      this.watermarkMs = idleMs;
+      this.closeDue(idleMs);
+    }
+    return this.emitDue(nowMs);
   }
 
   finish(): Delta[] {
@@ -269,7 +287,15 @@ export class PanedWindowGrouping implements RowConsumer {
       if (pane.where !== 'pending') series.queue.added(pane, s, first, second);
     }
     if (index > series.newestPane) series.newestPane = index;
-    if (eventMs > this.watermarkMs && !this.historical) this.watermarkMs = eventMs;
+    if (this.historical) return;
+    if (eventMs > this.watermarkMs) this.watermarkMs = eventMs;
+    this.markChanged(series);
+  }
+
+  private markChanged(series: Series): void {
+    if (series.changed) return;
+    series.changed = true;
+    this.changed.push(series);
   }
 
   /** The key's pane of `index`: a row newer than every pane needs a new one, as most rows do live. */
@@ -289,6 +315,8 @@ export class PanedWindowGrouping implements RowConsumer {
     series.paneCount++;
     if (index * this.paneMs < series.windowStartMs + this.sizeMs) series.queue.insert(pane, true);
     else insertSorted(series.pending, pane);
+    // A key whose panes had all slid out waits for its window to close again.
+    if (series.dueAtMs === undefined) this.schedule(series);
     return pane;
   }
 
@@ -313,6 +341,8 @@ export class PanedWindowGrouping implements RowConsumer {
         windowStartMs: this.historical ? -Infinity : this.firstOpenWindowMs(eventMs),
         queue: new PaneQueue(() => createAccumulators(this.plan)),
         emitted: undefined,
+        changed: false,
+        forgotten: false,
         dueAtMs: undefined,
         newestPane: -Infinity,
         lastPane: undefined,
@@ -337,22 +367,58 @@ export class PanedWindowGrouping implements RowConsumer {
     this.due.add(series.dueAtMs, series);
   }
 
-  /** Emits, for each key whose next window the watermark closed, its latest closed window. */
-  private closeDue(watermarkMs: number, out: Delta[]): void {
+  /**
+   * Moves each key whose trailing window the watermark closed to its new trailing window:
+   * the oldest open one at `watermarkMs`. Nothing is emitted here (emitDue does, per hop).
+   */
+  private closeDue(watermarkMs: number): void {
+    if (!this.due.due(watermarkMs)) return;
+    const trailingStartMs = (Math.floor((watermarkMs - this.sizeMs) / this.hopMs) + 1) * this.hopMs;
     for (const series of this.due.takeDue(watermarkMs)) {
       series.dueAtMs = undefined;
-      const latestStartMs = watermarkMs === Infinity ? Infinity : Math.floor((watermarkMs - this.sizeMs) / this.hopMs) * this.hopMs;
-      let data: OutputRow | undefined;
-      if (latestStartMs !== Infinity) {
-        this.slide(series, latestStartMs);
-        data = series.queue.empty ? undefined : this.outputRow(series, latestStartMs, series.queue.aggregate(this.aggregateScratch));
-        this.slide(series, latestStartMs + this.hopMs);
-      }
-      if (series.emitted !== undefined) out.push({ action: 'remove', key: series.emitted.key, data: series.emitted.data });
-      series.emitted = data === undefined ? undefined : { key: {}, data };
-      if (series.emitted !== undefined) out.push({ action: 'add', key: series.emitted.key, data: series.emitted.data });
-      if (latestStartMs !== Infinity && (series.paneCount > 0 || series.emitted !== undefined)) this.schedule(series);
-      else this.forget(series);
+      this.slide(series, trailingStartMs);
+      this.markChanged(series);
+      if (series.paneCount > 0) this.schedule(series);
+    }
+  }
+
+  /**
+   * The changed keys' trailing windows, when the emission interval allows: per key, an add
+   * of a window that first holds data, an update of one whose aggregates changed, a remove
+   * and an add when it moved to the next window, a remove when it is empty (the key goes).
+   */
+  private emitDue(nowMs: number): Delta[] {
+    const out: Delta[] = [];
+    if (this.changed.length === 0 || !this.clock.due(nowMs)) return out;
+    const changed = this.changed;
+    this.changed = [];
+    for (const series of changed) {
+      series.changed = false;
+      if (series.forgotten) continue;
+      this.emitTrailing(series, out);
+    }
+    if (out.length > 0) this.clock.emitted(nowMs);
+    return out;
+  }
+
+  private emitTrailing(series: Series, out: Delta[]): void {
+    const startMs = series.windowStartMs;
+    const data = series.queue.empty ? undefined : this.outputRow(series, startMs, series.queue.aggregate(this.aggregateScratch));
+    let emitted = series.emitted;
+    if (emitted !== undefined && (emitted.startMs !== startMs || data === undefined)) {
+      out.push({ action: 'remove', key: emitted.key, data: emitted.data });
+      emitted = series.emitted = undefined;
+    }
+    if (data === undefined) {
+      if (series.paneCount === 0 && series.dueAtMs === undefined) this.forget(series);
+      return;
+    }
+    if (emitted === undefined) {
+      series.emitted = { key: {}, data, startMs };
+      out.push({ action: 'add', key: series.emitted.key, data });
+    } else if (!rowsEqual(emitted.data, data, this.plan.itemNames)) {
+      out.push({ action: 'update', key: emitted.key, data, old: emitted.data });
+      series.emitted = { key: emitted.key, data, startMs };
     }
   }
 
@@ -423,6 +489,7 @@ export class PanedWindowGrouping implements RowConsumer {
   }
 
   private forget(series: Series): void {
+    series.forgotten = true;
     const held = this.historical ? series.panes.size : series.paneCount;
     for (let i = 0; i < held; i++) this.budget.releaseGroup();
     series.panes.clear();

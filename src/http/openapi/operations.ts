@@ -50,6 +50,7 @@ import {
   transferActionSchema,
   repairStartedSchema,
   repairStatusSchema,
+  repositoryMoveSchema,
   variableValueSchema,
 } from './responses.js';
 
@@ -120,6 +121,14 @@ function streamOperations(): Operation[] {
     },
     { method: 'put', path: `${STREAM}/repository`, tag, versioned: true, summary: 'Persist the stream', body: { schema: repositoryMappingSchema, required: true }, answers: ok('The mapping.', repositoryMappingSchema) },
     { method: 'get', path: `${STREAM}/repository`, tag, versioned: true, summary: 'The repository mapping', description: 'Never set: 404 (the stream is not persisted).', answers: ok('The mapping.', repositoryMappingSchema) },
+    {
+      method: 'get',
+      path: `${STREAM}/repository/move`,
+      tag,
+      summary: "The move of the stream's payloads to another repository",
+      description: 'A change of repository while the stream holds payloads moves them in the background on every owner (docs/storage.md); this is its progress on each member. 404 when no change moved payloads.',
+      answers: ok('The move.', repositoryMoveSchema),
+    },
     {
       method: 'put', path: `${STREAM}/policy`, tag, versioned: true, summary: 'Set the distribution policy',
       description: '`ring_size` and `hash_payload.bytes` cannot change once the stream holds stored payloads (409).',

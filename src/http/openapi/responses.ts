@@ -186,10 +186,33 @@ export const tenantSchema = z.looseObject({ name: z.string() }).meta({ id: 'Tena
 
 export const clusterDocumentSchema = z.strictObject({ nodes: z.array(nodeSchema), tenants: z.array(tenantSchema) }).meta({ id: 'Cluster' });
 
+const moveNodeSchema = z.strictObject({
+  node: z.string(),
+  phase: z.enum(['copying', 'copied', 'deleting', 'done']).describe('copying: reads use the old repository here; copied: both are whole, reads use the new one; deleting: the old copy goes; done.'),
+  percentComplete: z.int().min(0).max(100),
+  copied: z.int().describe('Payloads copied here.'),
+  total: z.int().describe('Payloads this node held in the old repository when the move began here.'),
+});
+
+export const repositoryMoveSchema = z
+  .strictObject({
+    move: z.strictObject({
+      id: z.string(),
+      from: z.enum(['ssr', 'tsr']),
+      to: z.enum(['ssr', 'tsr']),
+      complete: z.boolean().describe('Every available member is done.'),
+      percentComplete: z.int().min(0).max(100),
+      nodes: z.array(moveNodeSchema),
+    }),
+  })
+  .meta({ id: 'RepositoryMove' });
+
 export const transferActionSchema = z
   .strictObject({
     type: z.literal('repo_data_transfer'),
-    repo: z.enum(['KV', 'ssr', 'tsr', 'ssr,tsr']).describe("A repair run (POST /cluster/repair) is one row of repo 'ssr,tsr' per node, to 'other owners'."),
+    repo: z
+      .enum(['KV', 'ssr', 'tsr', 'ssr,tsr'])
+      .describe("A repair run (POST /cluster/repair) is one row of repo 'ssr,tsr' per node, to 'other owners'. A move of a stream's payloads to another repository is one row per node, from and to it, repo the new repository, info.kind 'repository-move'."),
     from: z.string(),
     to: z.string(),
     complete: z.boolean(),
