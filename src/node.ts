@@ -458,6 +458,8 @@ function outputParts(config: Config, log: Logger, base: Base, cluster: Cluster, 
     (stream) => feed.reads(stream.key) || directory.remoteHostsReading(stream.key).length > 0,
   );
   serveLivePayloads(transport, feed);
+  // Every node ends its clients of outputs whose query or session went (output-registry.ts, retain).
+  defined.definitions.onChange((key) => key.startsWith('session/') && outputs.retain((outputId) => directory.hasOutput(outputId)));
   return { feed, directory, outputs, forwarder };
 }
 
@@ -523,20 +525,7 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
   cluster.membershipFeed.subscribe(hostingFollower(sessionHost, available));
   const localStatuses = (tenant: string, id: string): Map<string, RunStatus> => new Map(sessionHost.statuses(sessionKey(tenant, id)) ?? []);
   const hostStatuses = remoteExecutionStatuses(transport, deadline);
-  // A change answers once the session's host runs it as stored, wherever the host is: a
-  // stopped or deleted query writes nothing after the answer. A host that cannot be asked
-  // is down or cut off; the change is stored and it follows when it is back.
-  const settleOnHost = async (host: string | undefined, tenant: string, id: string): Promise<void> => {
-    if (host === undefined) return;
-    if (host === config.name) return sessionHost.reconcile(sessionKey(tenant, id));
-    try {
-      await hostStatuses(host, tenant, id, true);
-    } catch (error) {
-      log.warn({ host, session: id, err: (error as Error).message }, 'the session host did not confirm a change');
-    }
-  };
-  // Every node ends its clients of outputs whose query or session went (output-registry.ts, retain).
-  definitions.onChange((key) => key.startsWith('session/') && outputs.retain((outputId) => directory.hasOutput(outputId)));
+  const settleOnHost = hostSettler(config.name, sessionHost, hostStatuses, log);
   const execution = new ExecutionService({
     definitions,
     tenants,
@@ -558,6 +547,23 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
   const parts = { sessionHost, forwarder, outputs, directory, execution, contributors, domains };
   monitoring.late.execution = parts;
   return parts;
+}
+
+/**
+ * A change answers once the session's host runs it as stored, wherever the host is: a
+ * stopped or deleted query writes nothing after the answer. A host that cannot be asked is
+ * down or cut off; the change is stored and it follows when it is back.
+ */
+function hostSettler(localName: string, sessionHost: SessionHost, hostStatuses: ReturnType<typeof remoteExecutionStatuses>, log: Logger) {
+  return async (host: string | undefined, tenant: string, id: string): Promise<void> => {
+    if (host === undefined) return;
+    if (host === localName) return sessionHost.reconcile(sessionKey(tenant, id));
+    try {
+      await hostStatuses(host, tenant, id, true);
+    } catch (error) {
+      log.warn({ host, session: id, err: (error as Error).message }, 'the session host did not confirm a change');
+    }
+  };
 }
 
 /** Sessions move when the set of Joined, available nodes changes (and only then). */
