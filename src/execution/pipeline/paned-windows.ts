@@ -34,9 +34,15 @@ import { LiveClock } from './live-clock.js';
 
 /** Hops shorter than this are emitted at this pace at most. */
 const EMIT_INTERVAL_MIN_MS = 100;
+/**
+ * Panes that slid out kept for new ones (live): with a payload or two per pane, a pane's
+ * objects were most of what a row cost to make and to collect.
+ */
+const FREE_PANES_MAX = 4096;
 
 interface Pane {
-  readonly index: number;
+  /** Set again when a pane that slid out is used for a new one (live). */
+  index: number;
   readonly accumulators: Accumulator[];
   /** In the window's queue (older or newer stack) or waiting beyond the window's end. */
   where: 'front' | 'back' | 'pending';
@@ -196,6 +202,7 @@ export class PanedWindowGrouping implements RowConsumer {
   /** A window's aggregates as they are computed for its row. */
   private readonly aggregateScratch: Accumulator[];
   private readonly goneScratch: Pane[] = [];
+  private readonly freePanes: Pane[] = [];
   /** The last window start written as the window key, and how. */
   private startShownMs = NaN;
   private startShown = '';
@@ -307,7 +314,13 @@ export class PanedWindowGrouping implements RowConsumer {
 
   private createPane(series: Series, index: number): Pane {
     this.budget.addGroup();
-    const pane: Pane = { index, accumulators: createAccumulators(this.plan), where: 'pending' };
+    let pane = this.freePanes.pop();
+    if (pane === undefined) pane = { index, accumulators: createAccumulators(this.plan), where: 'pending' };
+    else {
+      pane.index = index;
+      pane.where = 'pending';
+      for (const accumulator of pane.accumulators) accumulator.reset();
+    }
     if (this.historical) {
       series.panes.set(index, pane);
       return pane;
@@ -434,6 +447,7 @@ export class PanedWindowGrouping implements RowConsumer {
         series.paneCount--;
         if (series.lastPane === pane) series.lastPane = undefined;
         this.budget.releaseGroup();
+        if (this.freePanes.length < FREE_PANES_MAX) this.freePanes.push(pane);
       }
       gone.length = 0;
       assert(series.paneCount >= series.pending.length, `a key holds ${series.paneCount} panes, fewer than its ${series.pending.length} pending`);
