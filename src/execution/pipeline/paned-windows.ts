@@ -55,11 +55,13 @@ interface Pane {
  * aggregate too; one added to a front pane (a row out of order) marks the suffixes stale.
  */
 class PaneQueue {
-  private front: Array<{ pane: Pane; suffix: Accumulator[] }> = [];
+  private front: FrontEntry[] = [];
   private head = 0;
   private frontStale = false;
   private back: Pane[] = [];
   private backAggregate: Accumulator[];
+  /** Entries of panes evicted from the front, their suffix aggregates reused by the next flip. */
+  private readonly spare: FrontEntry[] = [];
 
   constructor(private readonly fresh: () => Accumulator[]) {
     this.backAggregate = fresh();
@@ -118,6 +120,7 @@ class PaneQueue {
       this.front[this.head] = undefined as never;
       this.head++;
       taken.push(entry.pane);
+      if (this.spare.length < SPARE_ENTRIES_MAX) this.spare.push(entry);
     }
   }
 
@@ -134,8 +137,17 @@ class PaneQueue {
   private flip(): void {
     const panes = this.back;
     this.back = [];
-    this.backAggregate = this.fresh();
-    this.front = panes.map((pane) => ({ pane, suffix: [] as Accumulator[] }));
+    for (const accumulator of this.backAggregate) accumulator.reset();
+    const front = new Array<FrontEntry>(panes.length);
+    for (let at = 0; at < panes.length; at++) {
+      const entry = this.spare.pop();
+      if (entry === undefined) front[at] = { pane: panes[at]!, suffix: [] };
+      else {
+        entry.pane = panes[at]!;
+        front[at] = entry;
+      }
+    }
+    this.front = front;
     this.head = 0;
     this.rebuildFront();
     for (const pane of panes) pane.where = 'front';
@@ -145,7 +157,9 @@ class PaneQueue {
     let next: Accumulator[] | undefined;
     for (let at = this.front.length - 1; at >= this.head; at--) {
       const entry = this.front[at]!;
-      const suffix = this.fresh();
+      // A reused entry's aggregates are reset, not made again.
+      const suffix = entry.suffix.length === 0 ? this.fresh() : entry.suffix;
+      if (suffix === entry.suffix) for (const accumulator of suffix) accumulator.reset();
       mergeAll(suffix, entry.pane.accumulators);
       if (next !== undefined) mergeAll(suffix, next);
       entry.suffix = suffix;
@@ -158,6 +172,15 @@ class PaneQueue {
     this.frontStale = false;
   }
 }
+
+/** A pane at the front of a window's queue, with the aggregate of it and every front pane after it. */
+interface FrontEntry {
+  pane: Pane;
+  suffix: Accumulator[];
+}
+
+/** Front entries a queue keeps for reuse: a window's worth at most. */
+const SPARE_ENTRIES_MAX = 8_640;
 
 function mergeAll(into: Accumulator[], from: readonly Accumulator[]): void {
   for (let slot = 0; slot < into.length; slot++) into[slot]!.merge(from[slot]!);
