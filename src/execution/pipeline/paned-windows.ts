@@ -46,13 +46,18 @@ interface Pane {
   readonly accumulators: Accumulator[];
   /** In the window's queue (older or newer stack) or waiting beyond the window's end. */
   where: 'front' | 'back' | 'pending';
+  /** In the newer stack and merged into its running aggregate already (PaneQueue). */
+  merged: boolean;
 }
 
 /**
  * The panes of one window, oldest first, as two stacks. `front` holds the older panes with,
  * for each, the aggregate of it and every pane after it in `front`; `back` the newer ones
- * with one running aggregate. A value added to a back pane is added to the running
- * aggregate too; one added to a front pane (a row out of order) marks the suffixes stale.
+ * with one running aggregate of its first `backMerged` panes, brought up to date when the
+ * window is read: the panes since then are merged once, whole (rows mostly go to the
+ * newest pane, and a window is read once per emission). A value added to a merged back
+ * pane is added to the running aggregate too; one added to a front pane (a row out of
+ * order) marks the suffixes stale.
  */
 class PaneQueue {
   private front: FrontEntry[] = [];
@@ -60,6 +65,8 @@ class PaneQueue {
   private frontStale = false;
   private back: Pane[] = [];
   private backAggregate: Accumulator[];
+  /** The panes at the start of `back` that are in `backAggregate`. */
+  private backMerged = 0;
   /** Entries of panes evicted from the front, their suffix aggregates reused by the next flip. */
   private readonly spare: FrontEntry[] = [];
 
@@ -83,15 +90,20 @@ class PaneQueue {
       this.frontStale = true;
       return;
     }
-    insertSorted(this.back, pane);
+    const at = insertSorted(this.back, pane);
     pane.where = 'back';
-    if (!empty) mergeAll(this.backAggregate, pane.accumulators);
+    pane.merged = at < this.backMerged;
+    // Before the end of the merged panes (a row out of order): merged now, as they are.
+    if (pane.merged) {
+      this.backMerged++;
+      if (!empty) mergeAll(this.backAggregate, pane.accumulators);
+    }
   }
 
   /** A value was added to `pane`, which is in this queue. */
   added(pane: Pane, slot: number, first: Value, second: Value): void {
-    if (pane.where === 'back') this.backAggregate[slot]!.add(first, second);
-    else this.frontStale = true;
+    if (pane.where === 'front') this.frontStale = true;
+    else if (pane.merged) this.backAggregate[slot]!.add(first, second);
   }
 
   /** The pane of `index` in this queue, if any (both stacks are in index order). */
@@ -127,6 +139,11 @@ class PaneQueue {
   /** The window's aggregates, every pane's values combined, into `result` (reset first). */
   aggregate(result: Accumulator[]): Accumulator[] {
     if (this.frontStale) this.rebuildFront();
+    for (; this.backMerged < this.back.length; this.backMerged++) {
+      const pane = this.back[this.backMerged]!;
+      mergeAll(this.backAggregate, pane.accumulators);
+      pane.merged = true;
+    }
     for (const accumulator of result) accumulator.reset();
     if (this.head < this.front.length) mergeAll(result, this.front[this.head]!.suffix);
     mergeAll(result, this.backAggregate);
@@ -137,6 +154,7 @@ class PaneQueue {
   private flip(): void {
     const panes = this.back;
     this.back = [];
+    this.backMerged = 0;
     for (const accumulator of this.backAggregate) accumulator.reset();
     const front = new Array<FrontEntry>(panes.length);
     for (let at = 0; at < panes.length; at++) {
@@ -338,10 +356,11 @@ export class PanedWindowGrouping implements RowConsumer {
   private createPane(series: Series, index: number): Pane {
     this.budget.addGroup();
     let pane = this.freePanes.pop();
-    if (pane === undefined) pane = { index, accumulators: createAccumulators(this.plan), where: 'pending' };
+    if (pane === undefined) pane = { index, accumulators: createAccumulators(this.plan), where: 'pending', merged: false };
     else {
       pane.index = index;
       pane.where = 'pending';
+      pane.merged = false;
       for (const accumulator of pane.accumulators) accumulator.reset();
     }
     if (this.historical) {
@@ -500,7 +519,7 @@ export class PanedWindowGrouping implements RowConsumer {
       const endIndex = Math.ceil((startMs + this.sizeMs) / this.paneMs);
       for (; next < panes.length && panes[next]!.index < endIndex; next++) {
         // The series' panes stay as they are: the queue holds copies whose `where` it may change.
-        queue.insert({ index: panes[next]!.index, accumulators: panes[next]!.accumulators, where: 'pending' });
+        queue.insert({ index: panes[next]!.index, accumulators: panes[next]!.accumulators, where: 'pending', merged: false });
       }
       if (!queue.empty) {
         if (counted) this.budget.addGroup();
@@ -563,12 +582,13 @@ export class PanedWindowGrouping implements RowConsumer {
 /** The Map entry holding a key's series, below its key levels (no key value is this object). */
 const SERIES = Symbol('series');
 
-/** Panes mostly come in time order: search from the back, and append without splice's garbage. */
-function insertSorted(panes: Pane[], pane: Pane): void {
+/** Panes mostly come in time order: search from the back, and append without splice's garbage. Returns where it went. */
+function insertSorted(panes: Pane[], pane: Pane): number {
   let at = panes.length;
   while (at > 0 && panes[at - 1]!.index > pane.index) at--;
   if (at === panes.length) panes.push(pane);
   else panes.splice(at, 0, pane);
+  return at;
 }
 
 /** Binary search of an index-ordered array from `from`: the item whose pane has `index`. */
