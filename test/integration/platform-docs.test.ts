@@ -148,10 +148,11 @@ describe('platform docs - every operation answers as documented', () => {
     const moved = { ...obs, name: 'moved' };
     expect((await call('PUT', STREAM, moved, { body: { schema } })).status).toBe(200);
     expect((await call('GET', `${STREAM}/repository/move`, moved)).status).toBe(404);
-    expect((await call('PUT', `${STREAM}/repository`, moved, { body: { name: 'tsr', config: {} } })).status).toBe(200);
-    expect((await call('POST', STREAM, moved, { body: payloads.slice(0, 5) })).status).toBe(200);
+    // (To tsr: the searches below, over every ssr stream of the tenant, do not see it.)
     expect((await call('PUT', `${STREAM}/repository`, moved, { body: { name: 'ssr', config: {} } })).status).toBe(200);
-    expect((await call('GET', `${STREAM}/repository/move`, moved)).json.move).toMatchObject({ from: 'tsr', to: 'ssr' });
+    expect((await call('POST', STREAM, moved, { body: payloads.slice(0, 5) })).status).toBe(200);
+    expect((await call('PUT', `${STREAM}/repository`, moved, { body: { name: 'tsr', config: {} } })).status).toBe(200);
+    expect((await call('GET', `${STREAM}/repository/move`, moved)).json.move).toMatchObject({ from: 'ssr', to: 'tsr' });
   });
 
   it('search: _search, _facet, _timeRangeHistogram and _discover', async () => {
