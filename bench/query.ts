@@ -10,8 +10,17 @@
 //    50 every 10 ms): p50 and p99. Goal: p99 ≤ 50 ms.
 // 4. Hopping windows from panes (issue 13 item 3f): `window of 24 hour every 10 seconds`
 //    (8,640 windows per row) against `window of 24 hour` over the same payloads, through the
-//    same live pipeline; every emitted hopping window checked against a plain computation
-//    of a sample. Goal (issue 17 item 5): the hopping query costs at most 2x the tumbling one.
+//    same live pipeline; a sample of the emitted hopping windows checked against a plain
+//    computation over the payloads that had arrived. Goal (issue 17 item 5): the hopping
+//    query costs at most 2x the tumbling one.
+// 5. Live emission (docs/query-language.md, "Live windows"): payloads stamped as they
+//    arrive at 10,000 per second of the node's clock, fed as the node's runner feeds them
+//    (batches, and a tick every 250 ms), into `window of 24 hour every 10 seconds` and
+//    `window of 1 minute` grouped by 200 hosts: payloads in against messages out (the
+//    increments a client is sent) and the items they carry. Coalesced per period, messages
+//    follow the clock, not the payloads.
+// Every pipeline here runs as the node's do: changes coalesced over 1 s (hopping windows:
+// their hop), on a clock that moves 1 ms per 10 payloads (10,000 payloads per second).
 // Results go to bench/results/query.json and a markdown table to stdout.
 
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -42,6 +51,12 @@ const OPERATOR_RUNS = 5;
 const HOPPING_COST_RATIO_MAX = 2;
 /** Emitted hopping windows checked against a plain computation, per run. */
 const HOPPING_SAMPLE = 50;
+/** As the node runs live groupings (src/node.ts): changes coalesced over 1 s, a tick every 250 ms. */
+const EMIT_INTERVAL_MS = 1_000;
+const TICK_INTERVAL_MS = 250;
+/** Payloads per second of the clock the pipelines are given. */
+const ARRIVAL_RATE = 10_000;
+const CLOCK_START_MS = 1_000_000;
 
 interface Metric {
   at: string;
@@ -97,23 +112,46 @@ function checked(text: string) {
   return analysis.check;
 }
 
-/** Payloads/s through the pipeline, fed `batch` rows at a time as the runner does; and every row it gave, last value per key. */
-function pipelineRate(text: string, rows: readonly Metric[], batch: number): { rate: number; result: Map<string, unknown> } {
+/** What a pipeline run gave: each emission (a message to clients) with the payloads that had arrived before it. */
+interface Emission {
+  readonly arrived: number;
+  readonly changes: ReturnType<ReturnType<typeof createPipeline>['push']>;
+}
+
+/**
+ * Payloads/s through the pipeline, fed `batch` rows at a time as the runner does, on a
+ * clock that moves as ARRIVAL_RATE payloads a second arrive, ticked every TICK_INTERVAL_MS
+ * of it and once more an emission interval after the last batch (what is still coalesced
+ * goes out); every row it gave, last value per key; and its emissions.
+ */
+function pipelineRate(text: string, rows: readonly Metric[], batch: number): { rate: number; result: Map<string, unknown>; emissions: Emission[] } {
   const check = checked(text);
-  const pipeline = createPipeline({ check, historical: false, compile: { clock: Date.now }, limits: { groupsMax: 10_000_000, rowsHeldMax: 10_000_000 } });
-  const changes: Array<ReturnType<typeof pipeline.push>> = [];
+  const pipeline = createPipeline({ check, historical: false, compile: { clock: Date.now }, limits: { groupsMax: 10_000_000, rowsHeldMax: 10_000_000 }, emitIntervalMs: EMIT_INTERVAL_MS });
+  const emissions: Emission[] = [];
+  const clockAt = (arrived: number) => CLOCK_START_MS + Math.floor((arrived * 1000) / ARRIVAL_RATE);
+  let nextTickMs = CLOCK_START_MS + TICK_INTERVAL_MS;
   const start = performance.now();
-  for (let first = 0; first < rows.length; first += batch) changes.push(pipeline.push(rows.slice(first, first + batch), Date.now()));
+  for (let first = 0; first < rows.length; first += batch) {
+    const nowMs = clockAt(first);
+    for (; nextTickMs <= nowMs; nextTickMs += TICK_INTERVAL_MS) {
+      const ticked = pipeline.tick(nextTickMs);
+      if (ticked.length > 0) emissions.push({ arrived: first, changes: ticked });
+    }
+    const changes = pipeline.push(rows.slice(first, first + batch), nowMs);
+    if (changes.length > 0) emissions.push({ arrived: Math.min(rows.length, first + batch), changes });
+  }
+  const last = pipeline.tick(clockAt(rows.length) + EMIT_INTERVAL_MS);
+  if (last.length > 0) emissions.push({ arrived: rows.length, changes: last });
   const rate = rows.length / ((performance.now() - start) / 1000);
   // Outside the timing: what the query's client would end up knowing about each key.
   const keys = check.output.schema.config.key;
   const result = new Map<string, unknown>();
   let index = 0;
-  for (const change of changes.flat()) {
+  for (const change of emissions.flatMap((emission) => emission.changes)) {
     if (change.action === 'remove') continue;
     result.set(keys.length === 0 ? String(index++) : JSON.stringify(keys.map((key) => change.data[key])), change.data);
   }
-  return { rate, result };
+  return { rate, result, emissions };
 }
 
 /** The same result by hand: the rows of `where cpu > 50 select host, cpu`. */
@@ -186,19 +224,20 @@ function operatorFigures(rows: readonly Metric[], batch: number) {
 
 // ---------------------------------------------------------------- 4. hopping windows from panes
 
-/** A sample of the emitted hopping windows, each against its count and average computed plainly. */
-function checkHoppingSample(rows: readonly Metric[], result: Map<string, unknown>): void {
-  const entries = [...result.values()] as Array<{ host: string; at: string; n: number; cpu: number }>;
+/** A sample of the emitted hopping windows, each against its count and average computed plainly over the payloads that had arrived. */
+function checkHoppingSample(rows: readonly Metric[], emissions: readonly Emission[]): number {
+  const emitted = emissions.flatMap((emission) => emission.changes.filter((change) => change.action !== 'remove').map((change) => ({ arrived: emission.arrived, row: change.data as unknown as Metric & { n: number; at: string } })));
   const prng = new Prng(0x51);
-  for (let i = 0; i < Math.min(HOPPING_SAMPLE, entries.length); i++) {
-    const row = entries[prng.int(0, entries.length - 1)]!;
+  for (let i = 0; i < Math.min(HOPPING_SAMPLE, emitted.length); i++) {
+    const { arrived, row } = emitted[prng.int(0, emitted.length - 1)]!;
     const startMs = Date.parse(row.at);
-    const inside = rows.filter((each) => each.host === row.host && Date.parse(each.at) >= startMs && Date.parse(each.at) < startMs + 86_400_000);
+    const inside = rows.slice(0, arrived).filter((each) => each.host === row.host && Date.parse(each.at) >= startMs && Date.parse(each.at) < startMs + 86_400_000);
     const average = inside.reduce((sum, each) => sum + each.cpu, 0) / inside.length;
     if (row.n !== inside.length || Math.abs(row.cpu - average) > 1e-9 * Math.max(1, Math.abs(average))) {
       throw new Error(`hopping window ${row.host} ${row.at}: n ${row.n} cpu ${row.cpu}, plainly ${inside.length} and ${average}`);
     }
   }
+  return emitted.length;
 }
 
 function hoppingFigures(rows: readonly Metric[], batch: number) {
@@ -207,16 +246,58 @@ function hoppingFigures(rows: readonly Metric[], batch: number) {
   let windows = 0;
   for (let run = 0; run < OPERATOR_RUNS; run += 1) {
     const hopping = pipelineRate(WINDOW_QUERIES.hopping, rows, batch);
-    if (run === 0) {
-      checkHoppingSample(rows, hopping.result);
-      windows = hopping.result.size;
-    }
+    if (run === 0) windows = checkHoppingSample(rows, hopping.emissions);
     hoppingRates.push(hopping.rate);
     tumblingRates.push(pipelineRate(WINDOW_QUERIES.tumbling, rows, batch).rate);
   }
   const hoppingPerSecond = Math.round(median(hoppingRates));
   const tumblingPerSecond = Math.round(median(tumblingRates));
   return { hoppingPerSecond, tumblingPerSecond, costRatio: round(tumblingPerSecond / hoppingPerSecond, 3), hoppingWindowsEmitted: windows };
+}
+
+// ---------------------------------------------------------------- 5. live emission: payloads in, messages out
+
+/** Payloads stamped as they arrive, ARRIVAL_RATE a second on the pipelines' clock, over HOSTS hosts. */
+function realTimePayloads(count: number): Metric[] {
+  const prng = new Prng(0x7e1);
+  return Array.from({ length: count }, (_, seq) => ({
+    at: new Date(CLOCK_START_MS + Math.floor((seq * 1000) / ARRIVAL_RATE)).toISOString(),
+    cpu: Math.round(prng.next() * 10_000) / 100,
+    host: `host-${String(prng.int(0, HOSTS - 1)).padStart(3, '0')}`,
+    mem: prng.next() * 64,
+    seq,
+  }));
+}
+
+/**
+ * Payloads in against the messages (and items) a client is sent, for a query over
+ * real-time payloads; and the most messages coalescing per `periodMs` allows: one per
+ * period, the first at once, and the last at the end (pipelineRate's final tick).
+ */
+function emissionFigure(text: string, rows: readonly Metric[], batch: number, periodMs: number) {
+  const { emissions } = pipelineRate(text, rows, batch);
+  const items = emissions.map((emission) => emission.changes.length);
+  const seconds = rows.length / ARRIVAL_RATE;
+  const messagesMax = Math.floor((seconds * 1000) / periodMs) + 2;
+  return {
+    payloadsIn: rows.length,
+    clockSeconds: seconds,
+    messagesOut: emissions.length,
+    messagesMax,
+    itemsOut: items.reduce((sum, count) => sum + count, 0),
+    itemsPerMessageMax: Math.max(0, ...items),
+    messagesPerSecond: round(emissions.length / seconds, 2),
+  };
+}
+
+function emissionFigures(count: number, batch: number) {
+  const rows = realTimePayloads(count);
+  // One payload per POST is how the Valo clients post; the node's runner then pushes them one by one.
+  return {
+    hopping: emissionFigure(WINDOW_QUERIES.hopping, rows, batch, 10_000),
+    hoppingOnePerPush: emissionFigure(WINDOW_QUERIES.hopping, rows.slice(0, Math.min(rows.length, 100_000)), 1, 10_000),
+    tumbling: emissionFigure(QUERIES.groupWindow, rows, batch, EMIT_INTERVAL_MS),
+  };
 }
 
 // ---------------------------------------------------------------- 2 and 3. live on one node
@@ -314,6 +395,8 @@ export async function runQueryBench(options: BenchOptions): Promise<void> {
   const operators = operatorFigures(rows, options.batch);
   console.error(`query bench: hopping (24 hour every 10 seconds) against tumbling (24 hour) windows`);
   const hopping = hoppingFigures(rows, options.batch);
+  console.error(`query bench: live emission at ${ARRIVAL_RATE} payloads/s`);
+  const emission = emissionFigures(rows.length, options.batch);
 
   const node = await NodeProcess.start({ name: 'bench-query' });
   let live: { whereSelect: number; groupWindow: number };
@@ -343,6 +426,7 @@ export async function runQueryBench(options: BenchOptions): Promise<void> {
     queries: { ...QUERIES, ...WINDOW_QUERIES },
     operators,
     hopping,
+    emission,
     endToEndPayloadsPerSecond: live,
     steadyDelayMs: delays,
     goals: {
@@ -352,6 +436,7 @@ export async function runQueryBench(options: BenchOptions): Promise<void> {
       delayMet: delays.p99 <= DELAY_P99_MS_MAX,
       hoppingCostRatioMax: HOPPING_COST_RATIO_MAX,
       hoppingMet: hopping.costRatio <= HOPPING_COST_RATIO_MAX,
+      emissionBoundedMet: Object.values(emission).every((figure) => figure.messagesOut <= figure.messagesMax),
     },
   };
   mkdirSync(dirname(RESULTS_PATH), { recursive: true });
@@ -367,6 +452,14 @@ export async function runQueryBench(options: BenchOptions): Promise<void> {
   console.log(`| \`window of 24 hour\` | ${n(hopping.tumblingPerSecond)} |`);
   console.log(`| \`window of 24 hour every 10 seconds\` (${n(hopping.hoppingWindowsEmitted)} windows emitted) | ${n(hopping.hoppingPerSecond)} |`);
   console.log(`Hopping costs **${hopping.costRatio}x** the tumbling window (goal ≤ ${HOPPING_COST_RATIO_MAX}x).`);
+  console.log('');
+  console.log(`| live emission, ${n(ARRIVAL_RATE)} payloads/s, ${HOSTS} hosts | payloads in | messages out (at most) | items out | most items in a message |`);
+  console.log(`|---|---:|---:|---:|---:|`);
+  const line = (name: string, figure: ReturnType<typeof emissionFigure>) =>
+    console.log(`| ${name} | ${n(figure.payloadsIn)} | ${n(figure.messagesOut)} (${n(figure.messagesMax)}) | ${n(figure.itemsOut)} | ${n(figure.itemsPerMessageMax)} |`);
+  line(`\`window of 24 hour every 10 seconds\`, batches of ${options.batch}`, emission.hopping);
+  line('`window of 24 hour every 10 seconds`, one payload per push', emission.hoppingOnePerPush);
+  line(`\`window of 1 minute\`, batches of ${options.batch}`, emission.tumbling);
   console.log('');
   console.log(`Delay POST → SSE at ${n(STEADY_RATE)} payloads/s (${n(delays.rows)} rows): p50 ${delays.p50} ms, p99 **${delays.p99} ms**, max ${delays.max} ms.`);
   console.log(`Results: ${RESULTS_PATH}`);

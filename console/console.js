@@ -163,7 +163,8 @@
     // Newest first: the change in flight on top, history below.
     const rows = [...state.transfers].reverse().map((action) =>
       el('tr', { 'data-transfer': action.info.id, 'data-to': action.to, 'data-percent': String(action.percentComplete), 'data-complete': String(action.complete) },
-        el('td', { text: action.repo }),
+        // A stream's payloads moving to another repository on one node: which stream, from which to which.
+        el('td', { text: action.info.kind === 'repository-move' ? `${action.info.stream}: ${action.info.fromRepository} → ${action.info.toRepository}` : action.repo }),
         el('td', { className: 'name', text: action.from }),
         el('td', { className: 'name', text: action.to }),
         el('td', {}, el('progress', { max: '100', value: String(action.percentComplete) }), ` ${action.percentComplete}%${action.complete ? ' done' : ''}`),

@@ -108,6 +108,9 @@ export const configSchema = z
           .max(Number.MAX_SAFE_INTEGER)
           .describe('Free bytes the data folder\'s filesystem keeps: below them ingest is refused with 507 before LevelDB fails (docs/storage.md); 0: no floor'),
         diskCheckIntervalMs: z.number().int().min(50).max(60_000).describe('How often the free bytes are read (the floor, and reopening the database after a failed write)'),
+        moveChunkRecords: z.number().int().min(1).max(100_000).describe('Records read from the old repository per step of a move to another repository (docs/storage.md)'),
+        movePacingMs: z.number().int().min(0).max(60_000).describe('Pause between two steps of a move to another repository: 0 moves as fast as the node writes'),
+        moveGraceMs: z.number().int().min(0).max(24 * 3_600_000).describe('Time without a read of the old repository before a move deletes its copy there'),
       })
       .strict(),
     cluster: z

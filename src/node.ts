@@ -37,10 +37,10 @@ import { ringView } from './console/ring-view.js';
 import { ContributorService } from './contributors/contributor-service.js';
 import { PublishedIndex } from './contributors/published-index.js';
 import { DomainService } from './domains/domain-service.js';
-import { BadRequestError } from './errors.js';
+import { BadRequestError, TributaryError } from './errors.js';
 import { DaemonService } from './execution/daemon-service.js';
 import { ExecutionService } from './execution/execution-service.js';
-import { readHistorical, scanPage, type ScanRequest } from './execution/historical-reader.js';
+import { readHistorical, scanPage, type ScanPage, type ScanRequest } from './execution/historical-reader.js';
 import { LiveFeed, LiveForwarder } from './execution/live-feed.js';
 import { OutputRegistry } from './execution/output-registry.js';
 import { remoteBlocks, remoteExecutionStatuses, remoteLatest, remoteOutputPoll, remoteScan, serveBlocks, serveLatest, serveExecutionStatuses, serveLivePayloads, serveOutputPolls, serveScans } from './execution/execution-peer.js';
@@ -102,7 +102,7 @@ import { HintBuffer } from './storage/hints.js';
 import { diskRefusal, DiskWatch } from './storage/disk-watch.js';
 import { markCleanStop, openChecked, type StorageDamage } from './storage/integrity.js';
 import { LocalReplica } from './storage/local-replica.js';
-import type { Repository, RepositoryName } from './storage/repository.js';
+import { isRepositoryName, type Repository, type RepositoryName, type StoredRecord } from './storage/repository.js';
 import { SearchableRepository } from './storage/ssr.js';
 import { TransferChunks } from './cluster/transfer-chunks.js';
 import { TimeSeriesRepository } from './storage/tsr.js';
@@ -113,6 +113,9 @@ import { IngestPool } from './streams/ingest-pool.js';
 import { parseStreamUri } from './streams/stream-id.js';
 import { StreamDefinitions } from './streams/stream-definitions.js';
 import { StreamPlacements } from './streams/stream-placements.js';
+import { moveActions, moveReportKey, RepositoryMoves } from './streams/move-status.js';
+import { loadMoveStates, RepositoryMover } from './streams/repository-mover.js';
+import type { RepositoryMapping } from './streams/repository-mapping.js';
 import { StreamRuntime } from './streams/stream-runtime.js';
 import { realTimers } from './timers.js';
 import { loadTls, type TlsMaterial } from './tls.js';
@@ -135,6 +138,9 @@ const STATS_CACHE_MS = 5_000;
 const STORE_STATS_TTL_MS = 5_000;
 /** Background repair sweeps pause this long between partitions. */
 const REPAIR_PACING_MS = 100;
+/** Live groupings' changes go out at most once a second (hopping windows: once per hop). */
+const LIVE_EMIT_INTERVAL_MS = 1_000;
+const LIVE_TICK_INTERVAL_MS = 250;
 
 export async function startNode(given: Config, log: Logger): Promise<RunningNode> {
   const base = baseParts(given);
@@ -163,6 +169,7 @@ export async function startNode(given: Config, log: Logger): Promise<RunningNode
       ops.stop();
       data.shell.stop();
       data.plane.stop();
+      data.mover.close();
       monitoring.system.stop();
       execution.outputs.close();
       await execution.sessionHost.close();
@@ -230,6 +237,7 @@ async function openStorage(config: Config, log: Logger, metrics: Metrics) {
     committer: new GroupCommitter(database, undefined, (seconds) => metrics.groupCommit(seconds)),
     repositories,
     localHoldsData: async (stream: string) => (await repositories.ssr.hasData(stream)) || (await repositories.tsr.hasData(stream)),
+    moveStates: await loadMoveStates(database.local),
   };
 }
 
@@ -267,36 +275,58 @@ function definitionParts(config: Config, cluster: Cluster, storage: Storage) {
   const sandboxLimits = { timeoutMs: config.limits.tagTimeoutMs, memoryMb: config.limits.tagMemoryMb };
   isolatePool.configure({ isolatesMax: config.limits.isolatesMax, memoryBytesMax: config.limits.isolatesMemoryMb * 1024 * 1024 });
   const holdsData = (stream: string) => clusterHoldsData(stream, { localHoldsData: storage.localHoldsData, core, transport, deadlineMs: deadline });
-  const streamDefinitions = new StreamDefinitions(definitions, tenants, holdsData, sandboxLimits);
-  return { definitions, tenants, streamDefinitions, sandboxLimits, placements: new StreamPlacements(definitions) };
+  // A member that is down moves when it is back; it does not hold the others' moves, nor the membership, meanwhile.
+  const joined = () => core.membership().members.filter((member) => member.state === 'Joined' && (member.name === config.name || available(member.name))).map((member) => member.name);
+  const moves = new RepositoryMoves(definitions, joined, () => core.membership().change !== undefined);
+  const streamDefinitions = new StreamDefinitions(definitions, tenants, holdsData, sandboxLimits, moves);
+  return { definitions, tenants, streamDefinitions, sandboxLimits, placements: new StreamPlacements(definitions), moves };
 }
 
 /** Indexes and digests kept over the repositories, the local replica that keeps them current, and transfer chunks. */
-function storedParts(config: Config, storage: Storage, defined: Defined) {
+function storedParts(config: Config, log: Logger, storage: Storage, defined: Defined) {
   const { database, repositories } = storage;
   const { definitions, placements } = defined;
-  const ssrIndex = new SsrIndex(repositories.ssr, (streamKey) => placements.analyzerOf(streamKey));
+  // While this node copies a stream from tsr to ssr, its search index reads the tsr (repository-mover.ts).
+  const ssrIndex = new SsrIndex((stream) => repositories[mover.indexSource(stream) ?? 'ssr'], (streamKey) => placements.analyzerOf(streamKey));
   const repositoryStats = { ssr: new RepositoryStats(repositories.ssr, STATS_CACHE_MS), tsr: new RepositoryStats(repositories.tsr, STATS_CACHE_MS) };
   const latestValues = new LatestValues(repositories.tsr);
-  const replica = new LocalReplica(repositories, storage.committer, (repository, records) => {
+  const stored = (repository: RepositoryName, records: readonly StoredRecord[]) => {
     if (repository === 'ssr') ssrIndex.onStored(records);
     else latestValues.stored(records);
     for (const stream of new Set(records.map((record) => record.stream))) repositoryStats[repository].invalidate(stream);
     partitions.staleRecords(repository, records);
+  };
+  const partitionChanged = (repo: RepositoryName, stream: string, partition: number) => {
+    if (repo === 'ssr') ssrIndex.invalidate(stream, partition);
+    else latestValues.forget(stream, partition);
+    repositoryStats[repo].invalidate(stream);
+    partitions.stale(repo, stream, partition);
+  };
+  const mover = new RepositoryMover({
+    states: storage.moveStates,
+    repositories,
+    commit: (operations) => storage.committer.commit(operations),
+    local: database.local,
+    stored,
+    dropped: partitionChanged,
+    mappingOf: (stream) => definitions.get<RepositoryMapping>(`repository/${stream}`)?.value,
+    moving: () => defined.moves.streamsWithMoves(),
+    report: async (stream, progress) => void (await definitions.put(moveReportKey(stream, config.name), progress)),
+    wallClock: Date.now,
+    log,
+    limits: { chunkRecords: config.storage.moveChunkRecords, pacingMs: config.storage.movePacingMs, graceMs: config.storage.moveGraceMs },
   });
+  // A move starts here as its mapping is applied, before any store that follows it.
+  definitions.onChange((key) => key.startsWith('repository/') && mover.mappingChanged(key.slice('repository/'.length)));
+  const replica = new LocalReplica(repositories, storage.committer, stored, (stream, tagged) => mover.targets(stream, tagged));
   const partitions = new StoredPartitions(repositories, replica);
   const chunks = new TransferChunks(database, {
     streams: () => placements.defined(),
     definitionRecords: () => storage.store.records(),
     applyDefinitions: (records) => definitions.apply(records),
-    partitionChanged: (repo, stream, partition) => {
-      if (repo === 'ssr') ssrIndex.invalidate(stream, partition);
-      else latestValues.forget(stream, partition);
-      repositoryStats[repo].invalidate(stream);
-      partitions.stale(repo, stream, partition);
-    },
+    partitionChanged,
   }, config.cluster.transferChunkBytes);
-  return { ssrIndex, repositoryStats, latestValues, replica, partitions, chunks };
+  return { ssrIndex, repositoryStats, latestValues, replica, partitions, chunks, mover };
 }
 
 /**
@@ -307,7 +337,7 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
   const { database, repositories } = storage;
   const { core, transport, deadline } = cluster;
   const { definitions, placements } = defined;
-  const { ssrIndex, repositoryStats, latestValues, replica, partitions, chunks } = storedParts(config, storage, defined);
+  const { ssrIndex, repositoryStats, latestValues, replica, partitions, chunks, mover } = storedParts(config, log, storage, defined);
   const shell = new ClusterShell({
     core, transport, events: cluster.events, log,
     chunks: guardedChunks(chunks, () => plane),
@@ -320,7 +350,7 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
     peerDeadlineMs: deadline,
     ackWaitMs: Math.max(500, Math.floor(config.cluster.transferStallMs / 2)),
   });
-  const membershipService = new MembershipService({ core, shell, transport, peerDeadlineMs: deadline, log });
+  const membershipService = new MembershipService({ core, shell, transport, peerDeadlineMs: deadline, log, blockedBy: () => defined.moves.membershipBlockedBy() });
   cluster.membershipFeed.subscribe((membership) => membershipService.observe(membership));
   const plane: DataPlane = startDataPlane({
     localName: config.name, core, endpoint: transport, log, timers: realTimers, wallClock: Date.now,
@@ -360,17 +390,27 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
     base.metrics.searchLocal((performance.now() - started) / 1000);
     return result;
   };
-  const scanLocal = (request: ScanRequest) => {
+  const scanLocal = async (request: ScanRequest): Promise<ScanPage> => {
     plane.repair.checkServing(`partition ${request.partition} of ${request.stream}`);
-    return scanPage((stream, options) => repositories[request.repo].scan(stream, options), request, config.execution.historicalPageRecords);
+    // While the stream moves to another repository, the page comes from the one complete here (repository-move.ts).
+    const served = mover.readRepository(request.stream, request.repo, request.after === undefined);
+    if (!isRepositoryName(served)) throw new TributaryError(409, 'REPOSITORY_MOVING', served);
+    const page = await scanPage((stream, options) => repositories[served].scan(stream, options), request, config.execution.historicalPageRecords);
+    return { ...page, repo: served };
   };
-  const latestKept = (request: LatestRequest) => (plane.repair.serving() ? latestValues.kept(request) : undefined);
+  const latestKept = (request: LatestRequest) => (plane.repair.serving() && !mover.copyingInto(request.stream, 'tsr') ? latestValues.kept(request) : undefined);
+  // Blocks and latest values are read from the tsr, which a node still copying a stream into it does not hold whole.
+  const checkTsrWhole = (stream: string) => {
+    if (mover.copyingInto(stream, 'tsr')) throw new TributaryError(409, 'REPOSITORY_MOVING', `this node is still copying ${stream} into the tsr`);
+  };
   const latestLocal = (request: LatestRequest) => {
     plane.repair.checkServing(`partition ${request.partition} of ${request.stream}`);
+    checkTsrWhole(request.stream);
     return latestValues.latest(request);
   };
-  const blocksLocal = (request: BlockPageRequest) => {
+  const blocksLocal = async (request: BlockPageRequest) => {
     plane.repair.checkServing(`partition ${request.partition} of ${request.stream}`);
+    checkTsrWhole(request.stream);
     return repositories.tsr.blockPage(request.stream, request.partition, { ...request, charsMax: Math.min(request.charsMax, BLOCK_PAGE_CHARS_MAX) });
   };
   const storeStats = new StoreStatsCache({
@@ -382,7 +422,7 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
       return { freeBytes, totalBytes, writable, reason };
     },
   }, STORE_STATS_TTL_MS);
-  return { ssrIndex, repositoryStats, shell, membershipService, plane, runtime, ingest, ingestPool, searchLocal, scanLocal, blocksLocal, latestKept, latestLocal, storeStats };
+  return { ssrIndex, repositoryStats, shell, membershipService, plane, runtime, ingest, ingestPool, searchLocal, scanLocal, blocksLocal, latestKept, latestLocal, storeStats, mover };
 }
 
 /** Monitoring (issue 13): every service of the spec, from counters the parts keep. */
@@ -445,6 +485,8 @@ function outputParts(config: Config, log: Logger, base: Base, cluster: Cluster, 
     (stream) => feed.reads(stream.key) || directory.remoteHostsReading(stream.key).length > 0,
   );
   serveLivePayloads(transport, feed);
+  // Every node ends its clients of outputs whose query or session went (output-registry.ts, retain).
+  defined.definitions.onChange((key) => key.startsWith('session/') && outputs.retain((outputId) => directory.hasOutput(outputId)));
   return { feed, directory, outputs, forwarder };
 }
 
@@ -486,7 +528,7 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
     createPipeline,
     outputs,
     domainScope: (tenant, uri) => domains.scope(tenant, uri),
-    placementOf: (stream) => placements.placementOf(stream),
+    placementOf: (stream) => ({ ...placements.placementOf(stream), moving: defined.moves.running(stream) }),
     writeStream: async (uri, rows) => {
       const failures = await data.ingest.ingest(parseStreamUri(uri), rows);
       if (failures.size > 0) throw new BadRequestError(`${uri} refused ${failures.size} row(s): ${[...failures.values()][0]}`);
@@ -500,13 +542,17 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
     sandboxLimits: { timeoutMs: config.execution.functionTimeoutMs, memoryMb: config.limits.tagMemoryMb },
     limits: { groupsMax: config.execution.queryGroupsMax, rowsHeldMax: config.execution.queryRowsHeldMax, pendingWriteRowsMax: config.execution.liveForwardQueuePayloadsMax },
     functionBudgetMs: config.execution.functionBudgetMs,
-    tickIntervalMs: 1_000,
+    // Live windows close and coalesced changes go out on ticks: a quarter of the emission
+    // interval keeps an emission within 1.25 s of its due time (docs/query-language.md).
+    tickIntervalMs: LIVE_TICK_INTERVAL_MS,
+    emitIntervalMs: LIVE_EMIT_INTERVAL_MS,
     log,
   });
   definitions.onChange((key) => key.startsWith('session/') && void sessionHost.reconcile(key));
   cluster.membershipFeed.subscribe(hostingFollower(sessionHost, available));
   const localStatuses = (tenant: string, id: string): Map<string, RunStatus> => new Map(sessionHost.statuses(sessionKey(tenant, id)) ?? []);
   const hostStatuses = remoteExecutionStatuses(transport, deadline);
+  const settleOnHost = hostSettler(config.name, sessionHost, hostStatuses, log);
   const execution = new ExecutionService({
     definitions,
     tenants,
@@ -520,7 +566,7 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
         return new Map();
       }
     },
-    settle: (tenant, id) => (hostOf(id) === config.name ? sessionHost.reconcile(sessionKey(tenant, id)) : Promise.resolve()),
+    settle: (tenant, id) => settleOnHost(hostOf(id), tenant, id),
     advertisedHttp: `${config.advertiseAddress ?? config.host}:${config.httpPort}`,
     limits: { sessionQueriesMax: config.execution.sessionQueriesMax },
     sandboxLimits: { timeoutMs: config.execution.functionTimeoutMs, memoryMb: config.limits.tagMemoryMb },
@@ -528,6 +574,23 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
   const parts = { sessionHost, forwarder, outputs, directory, execution, contributors, domains };
   monitoring.late.execution = parts;
   return parts;
+}
+
+/**
+ * A change answers once the session's host runs it as stored, wherever the host is: a
+ * stopped or deleted query writes nothing after the answer. A host that cannot be asked is
+ * down or cut off; the change is stored and it follows when it is back.
+ */
+function hostSettler(localName: string, sessionHost: SessionHost, hostStatuses: ReturnType<typeof remoteExecutionStatuses>, log: Logger) {
+  return async (host: string | undefined, tenant: string, id: string): Promise<void> => {
+    if (host === undefined) return;
+    if (host === localName) return sessionHost.reconcile(sessionKey(tenant, id));
+    try {
+      await hostStatuses(host, tenant, id, true);
+    } catch (error) {
+      log.warn({ host, session: id, err: (error as Error).message }, 'the session host did not confirm a change');
+    }
+  };
 }
 
 /** Sessions move when the set of Joined, available nodes changes (and only then). */
@@ -563,6 +626,7 @@ async function startParts(config: Config, cluster: Cluster, defined: Defined, da
   data.shell.start();
   if (storage.damageFound !== undefined) await saveDamage(storage.database, storage.damageFound);
   data.plane.start(storage.damageFound ?? (await loadDamage(storage.database)));
+  data.mover.start();
   void execution.sessionHost.reconcile();
   if (cluster.persisted === undefined && !config.join) {
     for (const tenant of config.defaultTenants) await defined.tenants.put(tenant);
@@ -656,11 +720,11 @@ function httpApp(
         catStreams: () => ops.catStreams(),
       }),
       brain.routes,
-      streamRoutes({ definitions: defined.streamDefinitions, runtime: data.runtime, ingest: data.ingest }),
+      streamRoutes({ definitions: defined.streamDefinitions, runtime: data.runtime, ingest: data.ingest, moveStatus: (stream) => defined.moves.status(stream) }),
       clusterRoutes({
         nodes: cluster.nodes, tenants, events: cluster.events, membership: data.membershipService, repair: data.plane.clusterRepair,
         sse: sseOptions(config, base.metrics.sseChannel('cluster'), monitoring.sseTracker),
-        localActions: () => repairActions(config.name, data.plane.repair.list()),
+        localActions: () => [...repairActions(config.name, data.plane.repair.list()), ...moveActions(defined.moves.statuses())],
         stalledBecause: (id) => ops.stalledBecause(id),
       }),
       adminRoutes(new VendorService(definitions, tenants)),

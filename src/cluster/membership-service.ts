@@ -69,6 +69,11 @@ export class MembershipService {
       transport: PeerTransport;
       peerDeadlineMs: number;
       log: Logger;
+      /**
+       * Why the membership may not change now, or undefined: a stream's payloads moving to
+       * another repository (its transfers would move one repository only).
+       */
+      blockedBy?: () => string | undefined;
     },
   ) {}
 
@@ -80,6 +85,7 @@ export class MembershipService {
    */
   async addNodes(body: unknown): Promise<ChangeOutcome[]> {
     const entries = parseEntries(body);
+    this.checkNotBlocked();
     const members = [];
     for (const entry of entries) members.push(await this.proveIdentity(entry));
     const outcomes: ChangeOutcome[] = [];
@@ -90,6 +96,7 @@ export class MembershipService {
 
   async removeNode(name: string): Promise<ChangeOutcome> {
     checkName('node', name);
+    this.checkNotBlocked();
     return outcomeOf(await this.runAdmin({ type: 'remove', name }), 'leave', name);
   }
 
@@ -101,6 +108,11 @@ export class MembershipService {
       change: change === undefined ? null : { id: change.id, kind: change.kind, node: change.node },
       queue: queuedCommands(membership).map((entry) => ({ id: entry.id, kind: entry.command.type === 'add' ? 'join' : 'leave', node: commandNode(entry.command) })),
     };
+  }
+
+  private checkNotBlocked(): void {
+    const blocked = this.deps.blockedBy?.();
+    if (blocked !== undefined) throw new StateConflictError(blocked);
   }
 
   /** Transfers of the current change and of earlier ones this node has seen. */

@@ -104,6 +104,9 @@ export class DaemonService {
     this.get(tenant, collection, id);
     const version = await this.definitions.delete(daemonKey(tenant, collection, id), expectedVersion);
     await this.definitions.delete(sessionKey(tenant, daemonSessionId(collection, id)));
+    // The answer comes once the daemon stopped on the node running it: a row posted after
+    // it never reaches the daemon's output.
+    await this.execution.settled(tenant, daemonSessionId(collection, id));
     return version!;
   }
 

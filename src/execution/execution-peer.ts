@@ -56,17 +56,22 @@ export function remoteLatest(endpoint: PeerEndpoint, deadlineMs: number): (node:
   return async (node, request) => (await endpoint.call(node, 'LatestRead', request, { deadlineMs })).entries;
 }
 
-/** Answers how the queries of a session hosted here run (none when it is not hosted here). */
-export function serveExecutionStatuses(endpoint: PeerEndpoint, sessions: Pick<SessionHost, 'statuses'>): void {
-  endpoint.handle('ExecutionStatusRead', async (_sender, request) => ({
-    queries: [...(sessions.statuses(sessionKey(request.tenant, request.sessionId)) ?? [])].map(([queryId, status]) => ({ queryId, status })),
-  }));
+/**
+ * Answers how the queries of a session hosted here run (none when it is not hosted here),
+ * after making the session run as stored when asked to settle.
+ */
+export function serveExecutionStatuses(endpoint: PeerEndpoint, sessions: Pick<SessionHost, 'statuses' | 'reconcile'>): void {
+  endpoint.handle('ExecutionStatusRead', async (_sender, request) => {
+    const key = sessionKey(request.tenant, request.sessionId);
+    if (request.settle) await sessions.reconcile(key);
+    return { queries: [...(sessions.statuses(key) ?? [])].map(([queryId, status]) => ({ queryId, status })) };
+  });
 }
 
-/** The run statuses of a session's queries, as its host `node` reports them. */
-export function remoteExecutionStatuses(endpoint: PeerEndpoint, deadlineMs: number): (node: string, tenant: string, sessionId: string) => Promise<Map<string, RunStatus>> {
-  return async (node, tenant, sessionId) => {
-    const reply = await endpoint.call(node, 'ExecutionStatusRead', { tenant, sessionId }, { deadlineMs });
+/** The run statuses of a session's queries, as its host `node` reports them; with `settle`, once it runs as stored there. */
+export function remoteExecutionStatuses(endpoint: PeerEndpoint, deadlineMs: number): (node: string, tenant: string, sessionId: string, settle?: boolean) => Promise<Map<string, RunStatus>> {
+  return async (node, tenant, sessionId, settle = false) => {
+    const reply = await endpoint.call(node, 'ExecutionStatusRead', { tenant, sessionId, settle }, { deadlineMs });
     return new Map(reply.queries.map(({ queryId, status }) => [queryId, status]));
   };
 }

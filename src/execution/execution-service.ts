@@ -102,9 +102,11 @@ export class ExecutionService {
     };
   }
 
+  /** Answers once the session's host has stopped it: its outputs end, and nothing it writes comes after. */
   async delete(tenant: string, id: string): Promise<void> {
     this.session(tenant, id);
     await this.deps.definitions.delete(sessionKey(tenant, id));
+    await this.deps.settle(tenant, id);
   }
 
   /** PUT of a session: checked whole, then it replaces the old one; nothing runs. */

@@ -29,6 +29,12 @@ export interface ScanPage {
   readonly records: readonly ScannedRecord[];
   /** No records after these. */
   readonly done: boolean;
+  /**
+   * The repository the page was read from, when the owner chose it: while a stream moves
+   * to another repository (docs/storage.md), the read's later pages of the partition ask
+   * for it, as the two repositories order a partition differently.
+   */
+  readonly repo?: RepositoryName;
 }
 
 export interface HistoricalDeps extends OwnerChoice {
@@ -49,6 +55,8 @@ export interface HistoricalSource {
 
 interface Cursor {
   readonly partition: number;
+  /** The repository its pages come from. */
+  readonly repo: RepositoryName;
   records: readonly ScannedRecord[];
   index: number;
   done: boolean;
@@ -63,10 +71,10 @@ export async function* readHistorical(deps: HistoricalDeps, source: HistoricalSo
   const partitions = Array.from({ length: source.ringSize }, (_, partition) => partition);
   for (let start = 0; start < partitions.length; start += FIRST_PAGE_CONCURRENCY) {
     const batch = partitions.slice(start, start + FIRST_PAGE_CONCURRENCY);
-    const pages = await Promise.all(batch.map((partition) => fetchPage(deps, source, partition, undefined, pageRecords)));
+    const pages = await Promise.all(batch.map((partition) => fetchPage(deps, source, source.repo, partition, undefined, pageRecords)));
     batch.forEach((partition, index) => {
       const page = pages[index]!;
-      if (page.records.length > 0) cursors.push({ partition, records: page.records, index: 0, done: page.done });
+      if (page.records.length > 0) cursors.push({ partition, repo: page.repo ?? source.repo, records: page.records, index: 0, done: page.done });
     });
   }
   const heap = new MinHeap(before, cursors);
@@ -79,7 +87,7 @@ export async function* readHistorical(deps: HistoricalDeps, source: HistoricalSo
     if (cursor.index === cursor.records.length) {
       if (cursor.done) heap.pop();
       else {
-        const page = await fetchPage(deps, source, cursor.partition, record, pageRecords);
+        const page = await fetchPage(deps, source, cursor.repo, cursor.partition, record, pageRecords);
         if (page.records.length === 0) heap.pop();
         else {
           cursor.records = page.records;
@@ -97,9 +105,9 @@ export async function* readHistorical(deps: HistoricalDeps, source: HistoricalSo
   if (batch.length > 0) yield batch;
 }
 
-async function fetchPage(deps: HistoricalDeps, source: HistoricalSource, partition: number, after: ScannedRecord | undefined, limit: number): Promise<ScanPage> {
+async function fetchPage(deps: HistoricalDeps, source: HistoricalSource, repo: RepositoryName, partition: number, after: ScannedRecord | undefined, limit: number): Promise<ScanPage> {
   const request: ScanRequest = {
-    repo: source.repo,
+    repo,
     stream: source.stream,
     partition,
     limit,

@@ -7,6 +7,11 @@
 // `retainedBytesMax` bytes of them (a poller further behind starts over from the state);
 // retained rows stop at `retainedRowsMax` rows or `retainedBytesMax` bytes of JSON,
 // whichever comes first (issue 15: rows alone did not bound memory).
+//
+// A channel ends (docs/query-language.md, "Outputs"): after `eos`, and when its query
+// stops or its session goes, every subscriber is told to close, and one that comes later
+// is given the state and closed at once, until the query starts again. The end of a
+// stopped query is a log entry of its own, so the nodes that copy the channel end too.
 
 import { randomUUID } from 'node:crypto';
 import { stringifyJson } from '../json.js';
@@ -20,10 +25,17 @@ export type OutputMessage =
 /** What a late subscriber is given of the rows: the table, the rows of a bounded query, or nothing. */
 export type Retention = 'table' | 'rows' | 'none';
 
-/** A log entry: a message, and with a `sos` the retention that follows it. */
-export interface LogEntry {
+/** A log entry: a message, and with a `sos` the retention that follows it; or the end of a query that stopped. */
+export type LogEntry = MessageEntry | EndEntry;
+
+export interface MessageEntry {
   readonly message: OutputMessage;
   readonly retention?: Retention;
+}
+
+/** The query stopped without `eos` (stopped, or its session deleted): clients are not sent it, their responses end. */
+export interface EndEntry {
+  readonly end: 'stopped';
 }
 
 export interface ChannelCursor {
@@ -47,14 +59,23 @@ export interface ChannelLimits {
   readonly retainedBytesMax: number;
 }
 
-/** Told each message and its JSON text (made once for every listener). */
-export type OutputListener = (message: OutputMessage, json: string) => void;
+/**
+ * Told each message, its JSON text (made once for every listener) and its event id: the
+ * channel's epoch and the position after it, which a client that reconnects sends back as
+ * Last-Event-ID (isEndedAt).
+ */
+export type OutputListener = (message: OutputMessage, json: string, eventId: string) => void;
+
+/** Told that the channel ended: after `eos`, or when its query stopped or its session went. */
+export type EndListener = () => void;
 
 export class OutputChannel {
   /** Names this channel object; a poller with another epoch's cursor starts over. */
   readonly epoch = randomUUID();
-  private sos: LogEntry | undefined;
+  private sos: MessageEntry | undefined;
   private ended = false;
+  /** Ended by `eos` or a stop: subscribers are closed until the next `sos`. */
+  private closed = false;
   private retention: Retention = 'none';
   private table: RetainedTable | undefined;
   private rows: Record<string, unknown>[] = [];
@@ -66,7 +87,9 @@ export class OutputChannel {
   private logBytes = 0;
   /** The seq the next entry gets; the log holds the entries just before it. */
   private seq = 0;
-  private readonly listeners = new Set<OutputListener>();
+  /** The seq after the last message (not an end entry): what event ids count, as clients see messages only. */
+  private messageSeq = 0;
+  private readonly listeners = new Map<OutputListener, EndListener | undefined>();
   private waiters: Array<() => void> = [];
 
   constructor(
@@ -95,8 +118,26 @@ export class OutputChannel {
     this.apply({ message: { type: 'eos' } });
   }
 
+  /** The query stopped before its end, or its session went: subscribers close (a channel closed already stays as it is). */
+  stop(): void {
+    if (this.sos === undefined || this.closed) return;
+    this.apply({ end: 'stopped' });
+  }
+
+  /** Whether a client whose last event was `eventId` has seen everything of a channel that ended: it need not come back. */
+  isEndedAt(eventId: string): boolean {
+    return this.closed && eventId === this.eventId();
+  }
+
   /** Applies one entry from the query here, or from the host's log on a mirror. */
   apply(entry: LogEntry): void {
+    if ('end' in entry) {
+      this.append(entry, 0);
+      this.closed = true;
+      for (const onEnd of [...this.listeners.values()]) onEnd?.();
+      this.wake();
+      return;
+    }
     const message = entry.message;
     let json: string;
     if (message.type === 'increment') {
@@ -107,31 +148,35 @@ export class OutputChannel {
       json = incrementJson(message.items, rowJson);
     } else {
       if (message.type === 'sos') this.reset(message.schema, entry.retention ?? 'none', entry);
-      else this.ended = true;
+      else this.ended = this.closed = true;
       json = stringifyJson(message);
     }
-    const size = json.length;
-    this.log.push(entry);
-    this.logSizes.push(size);
-    this.logBytes += size;
-    this.seq += 1;
-    let drop = Math.max(0, this.log.length - this.limits.logMessagesMax);
-    for (let bytes = this.logBytes; bytes > this.limits.retainedBytesMax && drop < this.log.length - 1; drop++) bytes -= this.logSizes[drop]!;
-    if (drop > 0) {
-      this.log.splice(0, drop);
-      for (const dropped of this.logSizes.splice(0, drop)) this.logBytes -= dropped;
-    }
-    for (const listener of this.listeners) listener(message, json);
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const wake of waiters) wake();
+    this.append(entry, json.length);
+    this.messageSeq = this.seq;
+    const eventId = this.eventId();
+    for (const listener of [...this.listeners.keys()]) listener(message, json, eventId);
+    if (message.type === 'eos') for (const onEnd of [...this.listeners.values()]) onEnd?.();
+    this.wake();
   }
 
-  /** Listens from now on, after being given the current state. */
-  subscribe(listener: OutputListener): () => void {
-    for (const entry of this.stateEntries()) listener(entry.message, stringifyJson(entry.message));
-    this.listeners.add(listener);
+  /**
+   * Listens from now on, after being given the current state; `onEnd` is called when the
+   * channel ends, and at once when it has ended already unless `current` is false (a copy
+   * of another node's channel that could not be brought up to date: its end may be old).
+   */
+  subscribe(listener: OutputListener, onEnd?: EndListener, current = true): () => void {
+    const eventId = this.eventId();
+    for (const entry of this.stateEntries()) if ('message' in entry) listener(entry.message, stringifyJson(entry.message), eventId);
+    this.listeners.set(listener, onEnd);
+    if (this.closed && current) onEnd?.();
     return () => this.listeners.delete(listener);
+  }
+
+  /** The output is gone (its query or session was deleted): every subscriber is ended. */
+  discard(): void {
+    this.closed = true;
+    for (const onEnd of [...this.listeners.values()]) onEnd?.();
+    this.listeners.clear();
   }
 
   /** What a poller at `cursor` has not seen; the whole state when it cannot continue. */
@@ -162,6 +207,31 @@ export class OutputChannel {
     return this.seq;
   }
 
+  /** The id of the event that brings a client to the channel's current position: its last message. */
+  private eventId(): string {
+    return `${this.epoch}.${this.messageSeq}`;
+  }
+
+  /** Keeps an entry in the log, which stays within its bounds. */
+  private append(entry: LogEntry, size: number): void {
+    this.log.push(entry);
+    this.logSizes.push(size);
+    this.logBytes += size;
+    this.seq += 1;
+    let drop = Math.max(0, this.log.length - this.limits.logMessagesMax);
+    for (let bytes = this.logBytes; bytes > this.limits.retainedBytesMax && drop < this.log.length - 1; drop++) bytes -= this.logSizes[drop]!;
+    if (drop > 0) {
+      this.log.splice(0, drop);
+      for (const dropped of this.logSizes.splice(0, drop)) this.logBytes -= dropped;
+    }
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+  }
+
   private get logStartSeq(): number {
     return this.seq - this.log.length;
   }
@@ -172,12 +242,14 @@ export class OutputChannel {
     const held = this.table?.held() ?? this.rows;
     if (held.length > 0) entries.push({ message: { type: 'increment', items: held.map((data) => ({ action: 'add', data })) } });
     if (this.ended) entries.push({ message: { type: 'eos' } });
+    else if (this.closed) entries.push({ end: 'stopped' });
     return entries;
   }
 
-  private reset(schema: Record<string, unknown>, retention: Retention, entry: LogEntry): void {
+  private reset(schema: Record<string, unknown>, retention: Retention, entry: MessageEntry): void {
     this.sos = entry;
     this.ended = false;
+    this.closed = false;
     this.retention = retention;
     const config = schema.config as { key?: unknown } | undefined;
     const keys = Array.isArray(config?.key) ? (config.key as string[]) : [];

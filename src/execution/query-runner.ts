@@ -59,8 +59,10 @@ export interface RunnerEnvironment {
   readHistoricalColumns(source: HistoricalSource): AsyncIterable<ColumnBatch>;
   readonly limits: { readonly groupsMax: number; readonly rowsHeldMax: number; readonly pendingWriteRowsMax: number };
   readonly clock: () => number;
-  /** How often live windows are checked for closing by wall-clock time. */
+  /** How often live groupings are told the time: their windows close and their changes go out on it. */
   readonly tickIntervalMs: number;
+  /** The wall-clock time over which a live grouping's changes are coalesced (hopping windows: their hop). */
+  readonly emitIntervalMs: number;
   readonly log: Logger;
   onState(state: RunState, errors: readonly RuntimeError[]): void;
 }
@@ -86,6 +88,11 @@ export class QueryRunner {
     return this.state;
   }
 
+  /** Rows that came after a window of theirs had closed (monitoring). */
+  get lateRows(): number {
+    return this.pipeline?.lateRows ?? 0;
+  }
+
   /** Rows waiting to be written into a physical stream: the runner's queue (monitoring). */
   get queuedRows(): number {
     return this.pendingWriteRows;
@@ -103,6 +110,7 @@ export class QueryRunner {
         historical: bounded,
         compile,
         limits: this.env.limits,
+        emitIntervalMs: this.env.emitIntervalMs,
         ...(columns === undefined ? {} : { columns }),
       });
     } catch (error) {
@@ -116,9 +124,16 @@ export class QueryRunner {
     else void this.runHistorical(input.source);
   }
 
-  stop(): void {
+  /**
+   * Stops the run. `endOutput`: the query stopped or went (not a restart, not a move to
+   * another host), so its output channel's clients are ended. Resolves once a write into
+   * a physical stream that was under way has finished: nothing is written after.
+   */
+  stop(endOutput = false): Promise<void> {
     if (this.state === 'running') this.state = 'stopped';
     this.release();
+    if (endOutput) this.env.channel?.stop();
+    return this.pendingWrite;
   }
 
   private startLive(stream: string): void {
@@ -287,6 +302,8 @@ export class QueryRunner {
     if (this.state !== 'running') return;
     this.state = 'failed';
     this.release();
+    // Nothing more will come: the output's clients are ended (docs/query-language.md, "Outputs").
+    this.env.channel?.stop();
     const message = error instanceof Error ? error.message : String(error);
     this.env.log.warn({ query: this.spec.queryId, err: message }, 'query failed');
     this.env.onState('failed', [{ type: 'RUNTIME_ERROR', message }]);

@@ -32,6 +32,11 @@ export class SessionDirectory {
     return this.current().outputs.get(outputId)?.tenant === tenant;
   }
 
+  /** Whether a query of any session has this output. */
+  hasOutput(outputId: string): boolean {
+    return this.current().outputs.has(outputId);
+  }
+
   hostOfOutput(outputId: string): string | undefined {
     const session = this.current().outputs.get(outputId);
     return session === undefined ? undefined : this.hostOf(session.sessionId);

@@ -35,6 +35,8 @@ export interface StreamPlacement {
   readonly repo: RepositoryName | undefined;
   readonly ringSize: number;
   readonly replicas: number;
+  /** Its payloads are moving to another repository (docs/storage.md): only page reads follow them there. */
+  readonly moving: boolean;
 }
 
 export interface SessionHostDeps {
@@ -55,6 +57,8 @@ export interface SessionHostDeps {
   /** Milliseconds per second the session functions of one query may use (function-budget.ts); undefined: not paced. */
   readonly functionBudgetMs?: number;
   readonly tickIntervalMs: number;
+  /** Live groupings' changes go out at most once per this long (hopping windows: per hop). */
+  readonly emitIntervalMs: number;
   readonly log: Logger;
 }
 
@@ -109,18 +113,18 @@ export class SessionHost {
     );
   }
 
-  /** The sessions hosted here and their queries' run states, for monitoring. */
-  summary(): Array<{ session: string; queries: Array<{ id: string; state: RunState }> }> {
+  /** The sessions hosted here and their queries' run states and late rows, for monitoring. */
+  summary(): Array<{ session: string; queries: Array<{ id: string; state: RunState; lateRows: number }> }> {
     return [...this.hosted.values()].map((hosted) => ({
       session: sessionUri(hosted.document.tenant, hosted.document.id),
-      queries: [...hosted.statuses].map(([id, status]) => ({ id, state: status.state })),
+      queries: [...hosted.statuses].map(([id, status]) => ({ id, state: status.state, lateRows: hosted.runners.get(id)?.runner.lateRows ?? 0 })),
     }));
   }
 
   async close(): Promise<void> {
     this.closed = true;
     await this.queue;
-    for (const key of [...this.hosted.keys()]) this.drop(key);
+    await Promise.all([...this.hosted.keys()].map((key) => this.drop(key, false)));
   }
 
   private allKeys(): string[] {
@@ -132,7 +136,8 @@ export class SessionHost {
   private async reconcileOne(key: string): Promise<void> {
     const document = this.deps.definitions.get<StoredSession>(key)?.value;
     if (document === undefined || this.deps.hostOf(document.id) !== this.deps.localName) {
-      this.drop(key);
+      // A deleted session's outputs end; one that moves to another host goes on there.
+      await this.drop(key, document === undefined);
       return;
     }
     let hosted = this.hosted.get(key);
@@ -144,7 +149,7 @@ export class SessionHost {
     await this.compileFunctions(hosted);
     const world = tenantWorld(this.deps.definitions, document.tenant);
     const analysis = analysedSession(document, world);
-    this.stopUnwanted(hosted);
+    await this.stopUnwanted(hosted);
     // Readers subscribe to their logical streams before the writers they read start.
     const starting = document.queries
       .filter((query) => query.desired === 'running' && hosted.runners.get(query.id)?.runToken !== query.runToken)
@@ -152,13 +157,17 @@ export class SessionHost {
     for (const query of starting) this.startQuery(hosted, query, analysis, world);
   }
 
-  private stopUnwanted(hosted: HostedSession): void {
+  /** Stops the runners the document no longer wants; a query that stopped or went ends its output, one that restarts does not. */
+  private async stopUnwanted(hosted: HostedSession): Promise<void> {
     const wanted = new Map(hosted.document.queries.filter((query) => query.desired === 'running').map((query) => [query.id, query.runToken]));
+    const stops: Array<Promise<void>> = [];
     for (const [id, { runToken, runner }] of hosted.runners) {
-      if (wanted.get(id) === runToken) continue;
-      runner.stop();
+      const token = wanted.get(id);
+      if (token === runToken) continue;
+      stops.push(runner.stop(token === undefined));
       hosted.runners.delete(id);
     }
+    await Promise.all(stops);
     const present = new Set(hosted.document.queries.map((query) => query.id));
     for (const id of hosted.statuses.keys()) if (!present.has(id)) hosted.statuses.delete(id);
   }
@@ -214,8 +223,9 @@ export class SessionHost {
         const variable = (name: string) => compile.variable?.(name);
         const bounds = timeBoundsOf(check.steps, timestampPath, variable);
         // A tsr stream's blocks are read column by column when the query allows (block-row-plan.ts).
+        // Block and latest-value reads know the tsr only: a stream moving between repositories is read a page at a time.
         const rows =
-          placement.repo === 'tsr' && filter === undefined
+          placement.repo === 'tsr' && filter === undefined && !placement.moving
             ? planBlockRows(check.steps, {
                 timestampPath,
                 variable,
@@ -253,6 +263,7 @@ export class SessionHost {
         limits: this.deps.limits,
         clock: Date.now,
         tickIntervalMs: this.deps.tickIntervalMs,
+        emitIntervalMs: this.deps.emitIntervalMs,
         log: this.deps.log,
         onState,
       },
@@ -286,12 +297,14 @@ export class SessionHost {
     }
   }
 
-  private drop(key: string): void {
+  /** Stops a session here; resolves once no write of its queries is under way. */
+  private async drop(key: string, endOutputs: boolean): Promise<void> {
     const hosted = this.hosted.get(key);
     if (hosted === undefined) return;
-    for (const { runner } of hosted.runners.values()) runner.stop();
-    for (const { fn } of hosted.functions.values()) fn.dispose();
     this.hosted.delete(key);
+    const stops = [...hosted.runners.values()].map(({ runner }) => runner.stop(endOutputs));
+    for (const { fn } of hosted.functions.values()) fn.dispose();
+    await Promise.all(stops);
   }
 }
 

@@ -44,8 +44,8 @@ export class SseTracker {
 
 export interface SseChannel {
   send(message: unknown): boolean;
-  /** Sends a message given as its JSON text. */
-  sendJson(json: string): boolean;
+  /** Sends a message given as its JSON text, with an event id when given (a client that reconnects sends it back as Last-Event-ID). */
+  sendJson(json: string, eventId?: string): boolean;
   /** Resolves when the client goes away or is dropped. */
   closed: Promise<void>;
   close(): void;
@@ -108,9 +108,9 @@ export function openSse(ctx: Koa.Context, options: SseOptions): SseChannel {
   stream.on('error', close);
   options.clients?.opened();
   write(': connected\n\n');
-  const sendJson = (json: string): boolean => {
+  const sendJson = (json: string, eventId?: string): boolean => {
     messages += 1;
-    return write(`data: ${json}\n\n`);
+    return write(eventId === undefined ? `data: ${json}\n\n` : `id: ${eventId}\ndata: ${json}\n\n`);
   };
   const send = (message: unknown): boolean => sendJson(stringifyJson(message));
   return { send, sendJson, closed, close };

@@ -46,7 +46,8 @@ export interface MonitoringFilter {
 
 export interface HostedSession {
   session: string;
-  queries: Array<{ id: string; state: string }>;
+  /** lateRows: payloads that came after a window of theirs had closed (docs/query-language.md, "Live windows"). */
+  queries: Array<{ id: string; state: string; lateRows: number }>;
 }
 
 export interface NodeDetails {

@@ -495,6 +495,7 @@ const scanReply: BodyCodec<ScanPage> = {
   toProto: (value) => ({
     records: value.records.map((record) => ({ timestamp: record.timestamp, writeId: record.writeId, payloadJson: writeDocument(record.payload) })),
     done: value.done,
+    repo: value.repo === undefined ? 'REPO_UNSPECIFIED' : DATA_REPOS[value.repo],
   }),
   fromProto: (object) => ({
     records: list(object, 'records', (record) => ({
@@ -503,6 +504,7 @@ const scanReply: BodyCodec<ScanPage> = {
       payload: readDocument('records.payloadJson', str(record, 'payloadJson'), payloadSchema),
     })),
     done: bool(object, 'done'),
+    ...(field(object, 'repo') === 'REPO_UNSPECIFIED' ? {} : { repo: enumOf(object, 'repo', DATA_REPOS) }),
   }),
 };
 
@@ -670,7 +672,7 @@ const CODECS: { readonly [K in PeerKind]: BodyCodec<PeerBodies[K]> } = {
   LatestReply: latestReply,
   ExecutionStatusRead: {
     toProto: (value) => ({ ...value }),
-    fromProto: (object) => ({ tenant: str(object, 'tenant'), sessionId: str(object, 'sessionId') }),
+    fromProto: (object) => ({ tenant: str(object, 'tenant'), sessionId: str(object, 'sessionId'), settle: bool(object, 'settle') }),
   },
   ExecutionStatusReply: executionStatusReply,
   StoreStatsRead: empty,

@@ -145,10 +145,15 @@ const outputMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('eos') }),
 ]);
 
+/** A message (with the retention after a `sos`), or the end of a query that stopped. */
 export const logEntriesSchema = z.array(
-  z.object({ message: outputMessageSchema, retention: z.enum(['table', 'rows', 'none']).optional() }).transform(
-    (entry): LogEntry => (entry.retention === undefined ? { message: entry.message } : { message: entry.message, retention: entry.retention }),
-  ),
+  z
+    .object({ message: outputMessageSchema.optional(), retention: z.enum(['table', 'rows', 'none']).optional(), end: z.literal('stopped').optional() })
+    .refine((entry) => (entry.message === undefined) !== (entry.end === undefined), 'expected either a message or an end')
+    .transform((entry): LogEntry => {
+      if (entry.message === undefined) return { end: 'stopped' };
+      return entry.retention === undefined ? { message: entry.message } : { message: entry.message, retention: entry.retention };
+    }),
 );
 
 // ---- Execution statuses (src/execution/session-host.ts)

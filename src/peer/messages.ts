@@ -129,6 +129,8 @@ export interface NodeStatusReply {
 export interface ExecutionStatusRead {
   tenant: string;
   sessionId: string;
+  /** The host first makes the session run as stored (session-host.ts, reconcile). */
+  settle: boolean;
 }
 
 export interface ExecutionStatusReply {

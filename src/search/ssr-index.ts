@@ -18,6 +18,9 @@ interface PartitionBatchScanner {
   scanPartitionBatches(stream: string, partition: number, batchRecords: number): AsyncIterable<StoredPayload[]>;
 }
 
+/** Where a partition's documents are read from to build its index. */
+export type IndexSource = Pick<Repository, 'scan'> & Partial<PartitionBatchScanner>;
+
 /** Path dictionaries kept; past it, all are dropped (columns built with them are built again when next used). */
 const DICTIONARIES_MAX = 1_024;
 
@@ -30,7 +33,11 @@ export class SsrIndex {
   private readonly ready = new Map<string, Map<number, PartitionIndex>>();
 
   constructor(
-    private readonly repository: Repository,
+    /**
+     * The repository a stream's documents are read from: the ssr, or while this node moves
+     * the stream from tsr to ssr and has not copied it all, the tsr (repository-mover.ts).
+     */
+    private readonly sourceOf: (stream: string) => IndexSource,
     private readonly analyzerOf: (stream: string) => Analyzer,
   ) {}
 
@@ -117,20 +124,21 @@ export class SsrIndex {
 
   private async build(stream: string, partition: number): Promise<PartitionIndex> {
     const index = new PartitionIndex(this.analyzerOf(stream));
-    if (isBatchScanner(this.repository)) {
-      for await (const batch of this.repository.scanPartitionBatches(stream, partition, SCAN_BATCH_RECORDS)) {
+    const source = this.sourceOf(stream);
+    if (isBatchScanner(source)) {
+      for await (const batch of source.scanPartitionBatches(stream, partition, SCAN_BATCH_RECORDS)) {
         for (const record of batch) index.add(toDocument(record));
       }
     } else {
-      for await (const record of this.repository.scan(stream, { partition })) index.add(toDocument(record));
+      for await (const record of source.scan(stream, { partition })) index.add(toDocument(record));
     }
     index.compact();
     return index;
   }
 }
 
-function isBatchScanner(repository: Repository): repository is Repository & PartitionBatchScanner {
-  return typeof (repository as Partial<PartitionBatchScanner>).scanPartitionBatches === 'function';
+function isBatchScanner(source: IndexSource): source is IndexSource & PartitionBatchScanner {
+  return typeof source.scanPartitionBatches === 'function';
 }
 
 /** The document of an ssr record just stored: its value is the payload's canonical JSON. */

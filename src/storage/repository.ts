@@ -10,6 +10,10 @@ import type { BatchOperation } from './database.js';
 export type RepositoryName = 'ssr' | 'tsr';
 export const REPOSITORY_NAMES: readonly RepositoryName[] = ['ssr', 'tsr'];
 
+export function isRepositoryName(value: string): value is RepositoryName {
+  return value === 'ssr' || value === 'tsr';
+}
+
 export interface StoredRecord {
   /** "tenant/collection/name" */
   stream: string;
@@ -62,6 +66,12 @@ export interface Repository {
   partitionKeys(stream: string, partition: number): Promise<string[]>;
   /** The records stored under these keys of one partition (keys not held are skipped). */
   recordsAt(stream: string, partition: number, keys: readonly string[]): Promise<StoredRecord[]>;
+  /** The partitions of the stream that hold records here, ascending. */
+  partitionsHeld(stream: string): Promise<number[]>;
+  /** Up to `limit` records of one partition after the key `after` (without the prefix), in key order, each with its key. */
+  recordPage(stream: string, partition: number, after: string | undefined, limit: number): Promise<Array<{ key: string; record: StoredRecord }>>;
+  /** Operations that delete these keys (without the prefix) of one partition; the caller commits them. */
+  deleteOperations(stream: string, partition: number, keys: readonly string[]): BatchOperation[];
 }
 
 export const PARTITION_DIGITS = 4;

@@ -1,6 +1,6 @@
 // Key walking shared by the repositories: both key their records "<stream>/<partition>/…".
 
-import type { Sublevel } from './database.js';
+import type { BatchOperation, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';
 import { encodePartition, PARTITION_DIGITS } from './repository.js';
 
@@ -68,6 +68,19 @@ export async function partitionKeySuffixes(sublevel: Sublevel, stream: string, p
     await iterator.close();
   }
   return suffixes;
+}
+
+/** Up to `limit` [key suffix, value] of one partition after the suffix `after`, in key order. */
+export async function entriesAfter(sublevel: Sublevel, stream: string, partition: number, after: string | undefined, limit: number): Promise<Array<[string, string]>> {
+  const prefix = `${streamPrefix(stream)}${encodePartition(partition)}/`;
+  const entries = await sublevel.iterator({ ...(after === undefined ? { gte: prefix } : { gt: prefix + after }), lt: prefixEnd(prefix), limit }).all();
+  return entries.map(([key, value]) => [key.slice(prefix.length), value]);
+}
+
+/** Operations that delete these key suffixes of one partition. */
+export function deleteOperations(sublevel: Sublevel, stream: string, partition: number, suffixes: readonly string[]): BatchOperation[] {
+  const prefix = `${streamPrefix(stream)}${encodePartition(partition)}/`;
+  return suffixes.map((suffix) => ({ type: 'del', sublevel, key: prefix + suffix }));
 }
 
 /** The values under prefix + suffix for each suffix (undefined where nothing is stored). */

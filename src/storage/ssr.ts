@@ -8,7 +8,7 @@ import type { Repository, ScanOptions, StoredPayload, StoredRecord } from './rep
 import { isPlainObject, parseJson } from '../json.js';
 import { TributaryError } from '../errors.js';
 import { encodePartition } from './repository.js';
-import { countKeysByPartition, holdsAnyKey, partitionKeySuffixes, partitionRanges, valuesAt } from './scans.js';
+import { countKeysByPartition, deleteOperations, entriesAfter, holdsAnyKey, partitionKeySuffixes, partitionRanges, valuesAt } from './scans.js';
 
 /** Bounds the bytes one batch of scanPartitionBatches reads ahead. */
 const SCAN_BATCH_BYTES_MAX = 4 * 1024 * 1024;
@@ -94,6 +94,18 @@ export class SearchableRepository implements Repository {
     return records;
   }
 
+  async partitionsHeld(stream: string): Promise<number[]> {
+    return (await partitionRanges(this.sublevel, stream, undefined)).map(([partition]) => partition);
+  }
+
+  async recordPage(stream: string, partition: number, after: string | undefined, limit: number): Promise<Array<{ key: string; record: StoredRecord }>> {
+    const prefix = `${stream}/${encodePartition(partition)}/`;
+    return (await entriesAfter(this.sublevel, stream, partition, after, limit)).map(([key, value]) => ({ key, record: toRecord(stream, partition, prefix, prefix + key, value) }));
+  }
+
+  deleteOperations(stream: string, partition: number, keys: readonly string[]): BatchOperation[] {
+    return deleteOperations(this.sublevel, stream, partition, keys);
+  }
 }
 
 /** The stored timestamp of a value `{"t":<ms>,"p":<payload>}`. */

@@ -11,10 +11,18 @@ import { MinHeap } from '../min-heap.js';
 const POSITION_DIGITS = 7;
 
 /**
+ * The suffix of the record writeId of a block that holds one payload moved from ssr
+ * (repository-convert.ts): the payload keeps its ssr writeId, which is the id before it.
+ */
+export const MOVED_PAYLOAD_SUFFIX = '.=';
+
+/**
  * A payload's writeId: its write's id (its block's record writeId is that id, a dot and the
- * block's ordinal in the write) and its place in the write.
+ * block's ordinal in the write) and its place in the write; or, in a block of one payload
+ * moved from ssr, the payload's own writeId, kept so that it is one payload in both.
  */
 export function payloadWriteId(blockWriteId: string, position: number): string {
+  if (blockWriteId.endsWith(MOVED_PAYLOAD_SUFFIX)) return blockWriteId.slice(0, -MOVED_PAYLOAD_SUFFIX.length);
   const dot = blockWriteId.lastIndexOf('.');
   return `${dot < 0 ? blockWriteId : blockWriteId.slice(0, dot)}:${position.toString(16).padStart(POSITION_DIGITS, '0')}`;
 }

@@ -12,7 +12,7 @@ import type { BatchOperation, Database, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';
 import type { Repository, ScanOptions, StoredPayload, StoredRecord } from './repository.js';
 import { decodeTimestamp, encodePartition, encodeTimestamp } from './repository.js';
-import { holdsAnyKey, partitionKeySuffixes, partitionRanges, streamPrefix, valuesAt } from './scans.js';
+import { deleteOperations, entriesAfter, holdsAnyKey, partitionKeySuffixes, partitionRanges, streamPrefix, valuesAt } from './scans.js';
 import { BadBlockError, type Block, BLOCK_SPAN_MS, blockHeader, blockPayload, decodeBlock } from './tsr-block.js';
 import { BlockMerge, payloadWriteId } from './tsr-order.js';
 import { BadRequestError, TributaryError } from '../errors.js';
@@ -170,11 +170,27 @@ export class TimeSeriesRepository implements Repository {
     const records: StoredRecord[] = [];
     values.forEach((value, index) => {
       if (value === undefined) return;
-      const suffix = keys[index]!;
-      records.push({ stream, partition, timestamp: decodeTimestamp(suffix.slice(0, TIMESTAMP_DIGITS)), writeId: suffix.slice(ID_OFFSET), value });
+      records.push(recordOf(stream, partition, keys[index]!, value));
     });
     return records;
   }
+
+  async partitionsHeld(stream: string): Promise<number[]> {
+    return (await partitionRanges(this.sublevel, stream, undefined)).map(([partition]) => partition);
+  }
+
+  async recordPage(stream: string, partition: number, after: string | undefined, limit: number): Promise<Array<{ key: string; record: StoredRecord }>> {
+    return (await entriesAfter(this.sublevel, stream, partition, after, limit)).map(([key, value]) => ({ key, record: recordOf(stream, partition, key, value) }));
+  }
+
+  deleteOperations(stream: string, partition: number, keys: readonly string[]): BatchOperation[] {
+    return deleteOperations(this.sublevel, stream, partition, keys);
+  }
+}
+
+/** A block record from its key suffix ("<min>/<max>/<count>/<id>") and its text. */
+function recordOf(stream: string, partition: number, suffix: string, value: string): StoredRecord {
+  return { stream, partition, timestamp: decodeTimestamp(suffix.slice(0, TIMESTAMP_DIGITS)), writeId: suffix.slice(ID_OFFSET), value };
 }
 
 export interface BlockPageOptions {

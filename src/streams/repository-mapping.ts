@@ -3,10 +3,17 @@
 import { z } from 'zod';
 import type { RepositoryName } from '../storage/repository.js';
 import { validate } from '../validation.js';
+import type { MoveOrder } from './repository-move.js';
 
 export interface RepositoryMapping {
   name: RepositoryName;
   config: Record<string, unknown>;
+  /**
+   * Set by the change of repository that found stored payloads: every owner moves them
+   * to `name` (repository-move.ts). Kept with the mapping, so the two change at once; GET
+   * answers the mapping without it.
+   */
+  move?: MoveOrder;
 }
 
 // `config` may be left out or null: no settings. Other settings are kept as sent.

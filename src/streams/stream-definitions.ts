@@ -10,6 +10,8 @@ import { definitionKey, type Definition, type Definitions } from '../storage/def
 import type { SandboxLimits } from '../scripting/sandbox.js';
 import { parsePolicy } from './policy.js';
 import { parseRepositoryMapping, type RepositoryMapping } from './repository-mapping.js';
+import type { MoveOrder } from './repository-move.js';
+import { randomUUID } from 'node:crypto';
 import { parseSchema } from './schema.js';
 import { streamBodySchema } from './schema-document.js';
 import { type StreamId, streamKey, SYSTEM_COLLECTION } from './stream-id.js';
@@ -34,6 +36,12 @@ export function partKey(part: StreamPart, id: StreamId): string {
   return definitionKey(part, streamKey(id));
 }
 
+/** Whether a move of a stream's payloads to another repository may start now (repository-move.ts). */
+export interface MoveGate {
+  /** Throws StateConflictError naming why not: a move of the stream still runs, or the membership changes. */
+  checkCanStart(streamKey: string): Promise<void>;
+}
+
 export class StreamDefinitions {
   constructor(
     private readonly store: Definitions,
@@ -41,6 +49,7 @@ export class StreamDefinitions {
     /** Whether any node stores payloads of the stream (in either repository). */
     private readonly holdsData: (streamKey: string) => Promise<boolean>,
     private readonly sandboxLimits: SandboxLimits,
+    private readonly moves: MoveGate = { checkCanStart: async () => undefined },
   ) {}
 
   collections(tenant: string): string[] {
@@ -96,7 +105,18 @@ export class StreamDefinitions {
     return this.store.put(partKey('tags', id), tags, expectedVersion);
   }
 
+  /** The mapping as clients set it (the move it carries is the mover's, repositoryMove). */
   getRepository(id: StreamId): Definition<RepositoryMapping> {
+    const definition = this.storedMapping(id);
+    return { ...definition, value: { name: definition.value.name, config: definition.value.config } };
+  }
+
+  /** The move of the stream's payloads its last change of repository started; undefined: none. */
+  repositoryMove(id: StreamId): MoveOrder | undefined {
+    return this.storedMapping(id).value.move;
+  }
+
+  private storedMapping(id: StreamId): Definition<RepositoryMapping> {
     this.getStream(id);
     const definition = this.store.get<RepositoryMapping>(partKey('repository', id));
     if (definition === undefined) throw new NotFoundError(`stream /streams/${streamKey(id)} has no repository mapping`);
@@ -108,14 +128,18 @@ export class StreamDefinitions {
     this.getStream(id);
     const mapping = parseRepositoryMapping(body);
     const current = this.store.get<RepositoryMapping>(partKey('repository', id))?.value;
-    // Stored payloads are read from the mapped repository only: moving the mapping while
-    // they exist would hide them from search and historical queries (issue 13 item 3g).
+    let stored: RepositoryMapping = mapping;
     if (current !== undefined && current.name !== mapping.name && (await this.holdsData(streamKey(id)))) {
-      throw new StateConflictError(
-        `the stream holds payloads in ${current.name}; its repository cannot change to ${mapping.name} while it holds data`,
-      );
+      // The stored payloads move to the new repository in the background, on every owner,
+      // and are read from whichever holds them meanwhile (docs/storage.md).
+      await this.moves.checkCanStart(streamKey(id));
+      stored = { ...mapping, move: { id: randomUUID(), from: current.name, to: mapping.name } };
+    } else if (current?.move !== undefined && current.name === mapping.name) {
+      // The same repository with other settings: a move under way goes on.
+      stored = { ...mapping, move: current.move };
     }
-    return this.store.put(partKey('repository', id), mapping, expectedVersion);
+    const definition = await this.store.put(partKey('repository', id), stored, expectedVersion);
+    return { ...definition, value: mapping };
   }
 
   getPolicy(id: StreamId): PartView<DistributionPolicy> {

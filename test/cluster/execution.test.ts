@@ -2,7 +2,9 @@
 // the cluster (DELETE /cluster/nodes) and the session moves to a Joined node, its query
 // still running. Then, on the three left: an SSE client on one node reads a live query
 // hosted on another while payloads are posted to the third; the host is killed with
-// SIGKILL, the session moves, and the query goes on.
+// SIGKILL, the session moves, and the query goes on. On the two left: a daemon deleted
+// through the node that does not run it has stopped when the DELETE answers, and a client
+// of a session deleted through another node is ended.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startJoinedCluster, until, waitState } from '../kit/cluster.js';
@@ -32,6 +34,20 @@ afterAll(async () => {
   for (const sse of clients) sse.close();
   await cleanup();
 });
+
+/** How many stored payloads of `stream` a historical query counts where `condition` holds. */
+async function storedCount(node: NodeProcess, stream: string, condition: string): Promise<number> {
+  const api = client(node);
+  const session = (await api.post('/execution/demo/sessions')).json.session as string;
+  const put = await api.put(session, { queries: [{ id: 'n', body: `from historical ${stream} where ${condition} select count() as n` }] });
+  expect(put.status, put.text).toBe(200);
+  const sse = await SseClient.connect(`${node.url}${put.json[0].query.outputs[0].outputUri}`);
+  clients.push(sse);
+  expect((await api.put(`${session}/queries/n/_start`)).status).toBe(200);
+  await sse.eos;
+  await api.delete(session);
+  return sse.adds()[0]!.n as number;
+}
 
 /** The node whose monitoring lists the session as hosted there. */
 async function hostOf(session: string, among: NodeProcess[]): Promise<NodeProcess> {
@@ -117,5 +133,39 @@ describe('cluster execution - four nodes, then three', () => {
     expect(sse.adds().slice(seen)).toEqual(expectedSecond);
     const queries = await client(writer).get(`${session}/queries`);
     expect(queries.json[0].query.state).toBe('running');
+    nodes = survivors;
+  }, 120_000);
+
+  it('a daemon deleted through a node that does not run it has stopped when the DELETE answers; a client of a session deleted elsewhere ends', async () => {
+    const hot = '/streams/demo/infra/hot';
+    const api = client(nodes[0]!);
+    expect((await api.put(hot, { schema: { version: '1', topDef: { type: 'record', properties: { host: { type: 'string' }, user: { type: 'double' } } } } })).status).toBe(200);
+    expect((await api.put(`${hot}/repository`, { name: 'tsr', config: {} })).status).toBe(200);
+    const daemon = { query: { queries: [{ id: 'copy', body: `from ${CPU} select host, user` }] }, settings: { target: { type: 'STREAM', uri: hot } } };
+    const put = await api.put('/daemon/demo/watch/copier', daemon);
+    expect(put.status, put.text).toBe(200);
+    const host = await hostOf('/execution/demo/sessions/daemon.watch.copier', nodes);
+    const other = nodes.find((node) => node !== host)!;
+    expect((await client(host).post(CPU, batch(9_000, 20))).status).toBe(200);
+    await until('the daemon wrote the rows', async () => (await storedCount(other, hot, 'user <= 100')) === 20, 30_000);
+    const deleted = await client(other).delete('/daemon/demo/watch/copier');
+    expect(deleted.status, deleted.text).toBe(200);
+    // Posted to the node that ran the daemon, at once: it reaches no live query there.
+    const marked = Array.from({ length: 10 }, (_, i) => ({ host: 'a', user: 1_000 + i, timestamp: at(9_500 + i) }));
+    expect((await client(host).post(CPU, marked)).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(await storedCount(other, hot, 'user >= 1000')).toBe(0);
+
+    const created = await client(other).post('/execution/demo/sessions');
+    const session = created.json.session as string;
+    const live = await client(other).put(session, { queries: [{ id: 'live', body: `from ${CPU} select host, user` }] });
+    expect((await client(other).put(`${session}/queries/live/_start`)).status).toBe(200);
+    const sessionHost = await hostOf(session, nodes);
+    const reader = nodes.find((node) => node !== sessionHost)!;
+    const sse = await SseClient.connect(`${reader.url}${live.json[0].query.outputs[0].outputUri}`);
+    clients.push(sse);
+    await sse.waitFor('sos on a node that does not host the query', (c) => c.messages.some((m) => m.type === 'sos'));
+    expect((await client(sessionHost).delete(session)).status).toBe(200);
+    await Promise.race([sse.finished, new Promise((_, reject) => setTimeout(() => reject(new Error('the client of the deleted session was not ended')), 10_000))]);
   }, 120_000);
 });

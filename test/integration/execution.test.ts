@@ -300,6 +300,60 @@ describe('execution - running queries', () => {
   }, 60_000);
 });
 
+describe('execution - output channels end', () => {
+  it("a bounded query's response ends after eos; its last event id asks for nothing more (204), a new client gets the result and the end", async () => {
+    await ok(api.post(CPU, cpuBatch(70_000, 50)), 'post');
+    const uri = await newSession();
+    const response = await ok(api.put(uri, { queries: [{ id: 'h', body: `from historical ${CPU} where timestamp >= '${at(70_000)}' && timestamp < '${at(70_050)}' select host, user` }] }), 'put');
+    const outputUri = entry(response, 'h').query.outputs[0].outputUri as string;
+    const sse = await watch(outputUri);
+    await ok(api.put(`${uri}/queries/h/_start`), 'start');
+    await sse.eos;
+    await Promise.race([sse.finished, new Promise((_, reject) => setTimeout(() => reject(new Error('the response did not end after eos')), 5_000))]);
+    expect(sse.adds()).toHaveLength(50);
+    expect(sse.lastEventId).toMatch(/\S/);
+    const again = await fetch(`${node.url}${outputUri}`, { headers: { accept: 'text/event-stream', 'last-event-id': sse.lastEventId! } });
+    expect(again.status).toBe(204);
+    const late = await watch(outputUri);
+    await late.finished;
+    expect(late.messages.map((message) => message.type)).toEqual(['sos', 'increment', 'eos']);
+    // An id of another time is not the end: the client is given the state again.
+    const stale = await SseClient.connect(`${node.url}${outputUri}`, { 'last-event-id': 'another.1' });
+    clients.push(stale);
+    expect(stale.status).toBe(200);
+    await stale.finished;
+    expect(stale.adds()).toHaveLength(50);
+  });
+
+  it('a live query that stops ends its clients (started again, a new client follows it); a deleted session ends them and its output is 404', async () => {
+    const uri = await newSession();
+    const response = await ok(api.put(uri, { queries: [{ id: 'live', body: `from ${CPU} select host, user` }] }), 'put');
+    const outputUri = entry(response, 'live').query.outputs[0].outputUri as string;
+    const first = await watch(outputUri);
+    await ok(api.put(`${uri}/queries/live/_start`), 'start');
+    await first.waitFor('sos', (c) => c.messages.length > 0);
+    await ok(api.post(CPU, cpuBatch(71_000, 3)), 'post');
+    await first.waitFor('3 rows', (c) => c.adds().length === 3);
+    expect(first.done).toBe(false);
+    await ok(api.put(`${uri}/queries/live/_stop`), 'stop');
+    await first.finished;
+    // A client that comes back with the id of the end is told not to; one that comes fresh is given the state and the end.
+    expect((await fetch(`${node.url}${outputUri}`, { headers: { 'last-event-id': first.lastEventId! } })).status).toBe(204);
+    const fresh = await watch(outputUri);
+    await fresh.finished;
+    expect(fresh.messages.map((message) => message.type)).toEqual(['sos']);
+    await ok(api.put(`${uri}/queries/live/_start`), 'start again');
+    const second = await watch(outputUri);
+    await second.waitFor('sos', (c) => c.messages.length > 0);
+    expect((await fetch(`${node.url}${outputUri}`, { headers: { 'last-event-id': first.lastEventId! }, signal: AbortSignal.timeout(2_000) }).then((r) => { void r.body?.cancel(); return r.status; }))).toBe(200);
+    await ok(api.post(CPU, cpuBatch(71_100, 2)), 'post again');
+    await second.waitFor('2 rows', (c) => c.adds().length === 2);
+    expect(await api.delete(uri).then((r) => r.status)).toBe(200);
+    await Promise.race([second.finished, new Promise((_, reject) => setTimeout(() => reject(new Error('the response did not end with its session')), 5_000))]);
+    expect((await fetch(`${node.url}${outputUri}`)).status).toBe(404);
+  });
+});
+
 describe('execution - monitoring', () => {
   it("lists the tenant's hosted sessions, narrowed by uri; another tenant sees none, system sees all", async () => {
     const uri = await newSession();
@@ -314,7 +368,7 @@ describe('execution - monitoring', () => {
     };
 
     const filtered = await sessionsOf(`/monitoring/demo/execution?uri=${encodeURIComponent(uri)}`);
-    expect(filtered).toEqual([{ session: uri, queries: [{ id: 'watch', state: 'running' }] }]);
+    expect(filtered).toEqual([{ session: uri, queries: [{ id: 'watch', state: 'running', lateRows: 0 }] }]);
     const all = (await sessionsOf('/monitoring/demo/execution')).map((each) => each.session);
     expect(all).toEqual(expect.arrayContaining([uri, other]));
     expect((await sessionsOf('/monitoring/system/execution')).map((each) => each.session)).toEqual(expect.arrayContaining([uri, other]));

@@ -148,6 +148,16 @@ describe('platform docs - every operation answers as documented', () => {
     expect((await call('POST', STREAM, { ...obs, collection: 'system' }, { body: payloads })).status).toBe(403);
     expect((await call('PUT', STREAM, obs, { body: 'schema', raw: true, headers: { 'content-type': 'text/plain' } })).status).toBe(415);
     expect((await call('POST', STREAM, obs, { body: [{ pad: 'x'.repeat(BODY_BYTES_MAX) }], raw: true })).status).toBe(413);
+
+    // A change of repository on a stream that holds payloads moves them; its progress.
+    const moved = { ...obs, name: 'moved' };
+    expect((await call('PUT', STREAM, moved, { body: { schema } })).status).toBe(200);
+    expect((await call('GET', `${STREAM}/repository/move`, moved)).status).toBe(404);
+    // (To tsr: the searches below, over every ssr stream of the tenant, do not see it.)
+    expect((await call('PUT', `${STREAM}/repository`, moved, { body: { name: 'ssr', config: {} } })).status).toBe(200);
+    expect((await call('POST', STREAM, moved, { body: payloads.slice(0, 5) })).status).toBe(200);
+    expect((await call('PUT', `${STREAM}/repository`, moved, { body: { name: 'tsr', config: {} } })).status).toBe(200);
+    expect((await call('GET', `${STREAM}/repository/move`, moved)).json.move).toMatchObject({ from: 'ssr', to: 'tsr' });
   });
 
   it('search: _search, _facet, _timeRangeHistogram and _discover', async () => {

@@ -41,7 +41,7 @@ describe('streams - definitions', () => {
     expect(get.headers.get('service-config-version')).toBe(version);
 
     expect((await api.get('/streams/demo')).json.instances).toContain('weather');
-    expect((await api.get('/streams/demo/weather')).json).toEqual({ streams: ['obs'] });
+    expect((await api.get('/streams/demo/weather')).json).toEqual({ streams: ['obs'], instances: ['obs'] });
   });
 
   it('a PUT with a stale version gets 409 with the current version in the body, and nothing changes', async () => {

@@ -21,15 +21,22 @@ export class SseClient {
    * waitFor's polling would add up to its interval); rejects if the stream closes before.
    */
   readonly eos = new Promise<void>((resolve, reject) => (this.ended = (error) => (error === undefined ? resolve() : reject(error))));
+  private bodyEnded!: () => void;
+  /** Resolves when the server ends the response (or the connection fails). */
+  readonly finished = new Promise<void>((resolve) => (this.bodyEnded = resolve));
+  /** The server ended the response. */
+  done = false;
+  /** The `id:` of the last event that had one (what an EventSource sends back as Last-Event-ID). */
+  lastEventId: string | undefined;
 
   private constructor(readonly url: string) {
     this.eos.catch(() => undefined);
   }
 
   /** Connects and resolves once the response headers (and the opening comment) arrived. */
-  static async connect(url: string): Promise<SseClient> {
+  static async connect(url: string, headers: Record<string, string> = {}): Promise<SseClient> {
     const client = new SseClient(url);
-    void client.read();
+    void client.read(headers);
     await client.open;
     return client;
   }
@@ -57,9 +64,18 @@ export class SseClient {
     this.controller.abort();
   }
 
-  private async read(): Promise<void> {
+  private async read(headers: Record<string, string>): Promise<void> {
     try {
-      const response = await fetch(this.url, { signal: this.controller.signal, headers: { accept: 'text/event-stream' } });
+      await this.readBody(headers);
+    } finally {
+      this.done = true;
+      this.bodyEnded();
+    }
+  }
+
+  private async readBody(headers: Record<string, string>): Promise<void> {
+    try {
+      const response = await fetch(this.url, { signal: this.controller.signal, headers: { accept: 'text/event-stream', ...headers } });
       this.status = response.status;
       this.opened();
       if (response.body === null || response.status !== 200) return;
@@ -97,6 +113,7 @@ export class SseClient {
   /** One event's text (without its blank line): each `data:` line is a message. */
   private dispatch(event: string): void {
     for (const line of event.split('\n')) {
+      if (line.startsWith('id:')) this.lastEventId = line.slice(3).trim();
       if (!line.startsWith('data:')) continue;
       const message = JSON.parse(line.slice(5).trim()) as OutputMessage;
       this.messages.push(message);

@@ -18,7 +18,9 @@ import {
   type StoredSession,
 } from '../../src/execution/session-model.js';
 import { timeBoundsOf } from '../../src/execution/time-bounds.js';
-import { OutputChannel, type OutputMessage } from '../../src/execution/output-channel.js';
+import { OutputChannel, type OutputMessage, type PollReply } from '../../src/execution/output-channel.js';
+import { OutputRegistry, type OutputPollRequest } from '../../src/execution/output-registry.js';
+import { createLogger } from '../../src/log.js';
 import { stringifyJson } from '../../src/json.js';
 import { checkQuery } from '../../src/query/index.js';
 
@@ -266,7 +268,7 @@ describe('execution - output channels', () => {
     for (let index = 0; index < 10; index += 1) channel.increment([{ action: 'add', data: { host: `h${index}` } }]);
     const behind = channel.poll({ epoch: next.epoch, seq: next.seq }, 100);
     expect(behind.reset).toBe(true);
-    expect(behind.entries[0]!.message.type).toBe('sos');
+    expect(behind.entries[0]).toMatchObject({ message: { type: 'sos' } });
     expect(channel.poll({ epoch: 'another', seq: 0 }, 100).reset).toBe(true);
   });
 
@@ -291,6 +293,103 @@ describe('execution - output channels', () => {
     const late: string[] = [];
     channel.subscribe((message, json) => late.push(json === stringifyJson(message) ? 'same' : json));
     expect(late).toEqual(['same', 'same', 'same']);
+  });
+
+  it('ends its subscribers after eos, and a late one at once; the last event id of the end asks for nothing more', () => {
+    const channel = new OutputChannel('o', limits);
+    const ids: string[] = [];
+    let ended = 0;
+    channel.subscribe((_message, _json, eventId) => ids.push(eventId), () => ended++);
+    channel.begin(schema, 'rows');
+    channel.increment([{ action: 'add', data: { host: 'a' } }]);
+    expect(ended).toBe(0);
+    channel.end();
+    expect(ended).toBe(1);
+    expect(ids).toHaveLength(3);
+    expect(new Set(ids).size).toBe(3);
+    expect(channel.isEndedAt(ids[2]!)).toBe(true);
+    expect(channel.isEndedAt(ids[1]!)).toBe(false);
+    let lateEnded = 0;
+    const late: string[] = [];
+    channel.subscribe((message) => late.push(message.type), () => lateEnded++);
+    expect(late).toEqual(['sos', 'increment', 'eos']);
+    expect(lateEnded).toBe(1);
+    // A copy that could not be brought up to date does not end its subscriber on an old end.
+    let staleEnded = 0;
+    channel.subscribe(() => undefined, () => staleEnded++, false);
+    expect(staleEnded).toBe(0);
+    // Started again: nobody is ended, and the old end's id no longer means the end.
+    channel.begin(schema, 'rows');
+    expect(channel.isEndedAt(ids[2]!)).toBe(false);
+  });
+
+  it('a stop ends the subscribers of a live query, and the copies that poll it; a restart does not', () => {
+    const host = new OutputChannel('o', limits);
+    host.begin(schema, 'table');
+    host.increment([{ action: 'add', data: { host: 'a', n: 1 } }]);
+    const copy = new OutputChannel('o', limits);
+    for (const entry of host.poll(undefined, 100).entries) copy.apply(entry);
+    let hostEnded = 0;
+    let copyEnded = 0;
+    const seen: string[] = [];
+    host.subscribe(() => undefined, () => hostEnded++);
+    copy.subscribe((message) => seen.push(message.type), () => copyEnded++);
+    const cursor = host.poll(undefined, 100);
+    host.stop();
+    expect(hostEnded).toBe(1);
+    const next = host.poll({ epoch: cursor.epoch, seq: cursor.seq }, 100);
+    expect(next.entries).toEqual([{ end: 'stopped' }]);
+    for (const entry of next.entries) copy.apply(entry);
+    expect(copyEnded).toBe(1);
+    // The end is no message to clients: the copy's subscriber saw only the state.
+    expect(seen).toEqual(['sos', 'increment']);
+    host.stop();
+    expect(hostEnded).toBe(1);
+    // A late poller is sent the state and the end.
+    expect(host.poll(undefined, 100).entries.at(-1)).toEqual({ end: 'stopped' });
+    let discarded = 0;
+    copy.subscribe(() => undefined, () => discarded++, false);
+    copy.discard();
+    expect(discarded).toBe(1);
+  });
+
+  it("a copy on another node is brought up to date before a client subscribes: a host's end ends it, an old end does not", async () => {
+    const host = new OutputChannel('o', limits);
+    host.begin(schema, 'rows');
+    host.end();
+    let reachable = true;
+    const polls: OutputPollRequest[] = [];
+    const registry = new OutputRegistry({
+      localName: 'b',
+      hostOfOutput: () => 'a',
+      pollRemote: async (_node, request): Promise<PollReply> => {
+        polls.push(request);
+        if (!reachable) throw new Error('unreachable');
+        return host.poll(request.cursor, 100);
+      },
+      limits,
+      pollWaitMs: 10,
+      log: createLogger('test', 'silent'),
+    });
+    let ended = 0;
+    const seen: string[] = [];
+    const unsubscribe = await registry.subscribe('o', (message) => seen.push(message.type), () => ended++);
+    expect(seen).toEqual(['sos', 'eos']);
+    expect(ended).toBe(1);
+    unsubscribe();
+    // With no client left, the copy's poller stops after its poll under way.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The host runs the query again; the copy still holds the old end, and the host cannot be asked.
+    host.begin(schema, 'rows');
+    reachable = false;
+    let staleEnded = 0;
+    const stale = await registry.subscribe('o', () => undefined, () => staleEnded++);
+    expect(staleEnded).toBe(0);
+    expect(await registry.endedAt('o', 'anything')).toBe(false);
+    stale();
+    registry.close();
+    // Every poll carried on from the cursor of the one before (none applied an entry twice).
+    expect(polls[0]!.cursor).toBeUndefined();
   });
 
   it('retains at most retainedRowsMax rows of a bounded result', () => {

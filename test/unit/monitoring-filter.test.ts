@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { checkFilter, filterSessions, type HostedSession } from '../../src/monitoring/monitoring.js';
 
 const sessions: HostedSession[] = [
-  { session: '/execution/demo/sessions/a', queries: [{ id: 'q', state: 'running' }] },
+  { session: '/execution/demo/sessions/a', queries: [{ id: 'q', state: 'running', lateRows: 0 }] },
   { session: '/execution/demo/sessions/b', queries: [] },
   { session: '/execution/demox/sessions/c', queries: [] },
 ];

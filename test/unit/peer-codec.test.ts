@@ -193,6 +193,7 @@ const SAMPLES: { [K in PeerKind]: Array<PeerBodies[K]> } = {
       ],
     },
     { epoch: 'e2', seq: 0, reset: false, entries: [] },
+    { epoch: 'e3', seq: 7, reset: false, entries: [{ end: 'stopped' }] },
   ],
   ScanRead: [
     { repo: 'tsr', stream: 't/c/s', partition: 3, limit: 500 },
@@ -215,7 +216,7 @@ const SAMPLES: { [K in PeerKind]: Array<PeerBodies[K]> } = {
     { entries: [{ key: 'h1', slots: [{ timestamp: -5, writeId: 'w1:0000003', value: '2024-01-01T00:00:00.000Z' }, null] }, { key: null, slots: [null, { timestamp: 7, writeId: 'k:1', value: { a: [1, 855448618232418304n] } }] }] },
     { entries: [] },
   ],
-  ExecutionStatusRead: [{ tenant: 'demo', sessionId: 's1' }],
+  ExecutionStatusRead: [{ tenant: 'demo', sessionId: 's1', settle: false }, { tenant: 'demo', sessionId: 's1', settle: true }],
   ExecutionStatusReply: [
     {
       queries: [

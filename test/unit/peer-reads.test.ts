@@ -41,7 +41,7 @@ beforeAll(async () => {
   });
   serveScans(owner, async (request) => ({ records: [{ timestamp: request.fromMs ?? 0, writeId: 'w1', payload: { stream: request.stream, id: 855448618232418304n } }], done: true }));
   serveOutputPolls(owner, { poll: async (request) => ({ epoch: 'e1', seq: (request.cursor?.seq ?? 0) + 1, reset: request.cursor === undefined, entries: [{ message: { type: 'eos' } }] }) } as Pick<OutputRegistry, 'poll'> as OutputRegistry);
-  serveExecutionStatuses(owner, { statuses: (key) => (key === 'session/demo/s1' ? new Map([['q1', { runToken: 2, state: 'completed', errors: [] }]]) : undefined) });
+  serveExecutionStatuses(owner, { statuses: (key) => (key === 'session/demo/s1' ? new Map([['q1', { runToken: 2, state: 'completed', errors: [] }]]) : undefined), reconcile: async () => undefined });
   serveStoreStats(owner, { get: async () => ({ records: 3, bytes: 4_096, partitions: { 'demo/c/s': { '0': 3 } }, countedAtMs: 7 }) });
   serveMonitoring(owner, { localName: 'owner', system: { read: () => ({ cpu: 1 }) }, version: { number: '1' } } as unknown as MonitoringDeps);
   serveHoldsData(owner, async (stream) => stream === 'demo/c/full');

@@ -164,16 +164,16 @@ describe('query pipeline - a grouping over a grouping, with retractions', () => 
     expect(pipeline.push([row('a', 'g2', 3), row('b', 'g1', 7)], 0)).toEqual([update({ k: 'a', top: 3, rows: 2 }), add({ k: 'b', top: 7, rows: 1 })]);
   });
 
-  it('regroups the first level as its closed windows replace each other, and removes the group when none is left', () => {
+  it("regroups the first level as its trailing windows replace each other, and removes the group when none is left", () => {
     const pipeline = start(SECOND_LEVEL);
-    // a@10 is in the windows starting 11:59:30 and 12:00:00; neither has closed.
-    expect(pipeline.push([event('a', 9, 10)], 0)).toEqual([]);
-    // a@35 closes 11:59:30 – 12:00:30 (a@10): the first level emits it.
-    expect(pipeline.push([event('a', 2, 35)], 0)).toEqual([add({ k: 'a', total: 1, top: 9, low: 9, windows: 1 })]);
-    // a@65 closes 12:00:00 – 12:01:00 (a@10, a@35), which replaces the last one.
-    expect(pipeline.push([event('a', 4, 65)], 0)).toEqual([update({ k: 'a', total: 2, top: 9, low: 9, windows: 1 })]);
-    // A quiet minute closes everything: the group is left with no rows and is removed.
-    expect(pipeline.tick(60_000)).toEqual([remove({ k: 'a', total: 2, top: 9, low: 9, windows: 1 })]);
+    // a@10: the first level's trailing window is 11:59:30 – 12:00:30.
+    expect(pipeline.push([event('a', 9, 10)], 0)).toEqual([add({ k: 'a', total: 1, top: 9, low: 9, windows: 1 })]);
+    // a@35 closes it: the trailing window 12:00:00 – 12:01:00 holds a@10 and a@35, and replaces it.
+    expect(pipeline.push([event('a', 2, 35)], 0)).toEqual([update({ k: 'a', total: 2, top: 9, low: 9, windows: 1 })]);
+    // a@65: 12:00:30 – 12:01:30 holds a@35 and a@65.
+    expect(pipeline.push([event('a', 4, 65)], 0)).toEqual([update({ k: 'a', total: 2, top: 4, low: 4, windows: 1 })]);
+    // With no row for a while the clock closes it, and the next is empty: the group has no rows and goes.
+    expect(pipeline.tick(60_000)).toEqual([remove({ k: 'a', total: 2, top: 4, low: 4, windows: 1 })]);
     expect(pipeline.snapshot()).toEqual([]);
   });
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createPipeline, type Change, type Pipeline } from '../../src/execution/pipeline/index.js';
 import { analyseQuery, windowStartsMs, type QueryCheck, type StreamInfo, type WindowSpec } from '../../src/query/index.js';
 import { Prng } from '../sim/prng.js';
+import { IDLE_GRACE_MS } from '../../src/execution/pipeline/live-clock.js';
 
 const EVENTS = '/streams/test/windows/events';
 const STREAMS = new Map<string, StreamInfo>([
@@ -63,18 +64,46 @@ describe('query pipeline - tumbling windows', () => {
     expect(pipeline.snapshot()).toEqual([add({ k: 'a', ts: at(60), n: 1, s: 5 }), add({ k: 'b', ts: at(60), n: 1, s: 1 })]);
   });
 
-  it('closes every open window on a tick a window length after the last row, and drops rows for them after', () => {
+  it("closes windows on the node's clock when no row comes (the idle watermark), and rows older than it are late", () => {
     const { pipeline } = start(TUMBLING);
+    // The watermark is 12:01:59; the window of 12:01 ends at 12:02:00.
     pipeline.push([event('a', 65, 5), event('b', 119, 1)], 3000);
-    expect(pipeline.tick(3000 + 59_999)).toEqual([]);
-    expect(pipeline.tick(3000 + 60_000)).toEqual([
+    // After the grace, event time moves on with the clock from the last rows' watermark.
+    expect(pipeline.tick(3000 + IDLE_GRACE_MS + 999)).toEqual([]);
+    expect(pipeline.tick(3000 + IDLE_GRACE_MS + 1000)).toEqual([
       remove({ k: 'a', ts: at(60), n: 1, s: 5 }),
       remove({ k: 'b', ts: at(60), n: 1, s: 1 }),
     ]);
-    expect(pipeline.tick(3000 + 120_000)).toEqual([]);
-    expect(pipeline.push([event('a', 100, 1)], 70_000)).toEqual([]);
+    // A minute of quiet later it is 12:03:00: a row of 12:02:30 is late, one of 12:03:05 counts.
+    expect(pipeline.tick(3000 + IDLE_GRACE_MS + 61_000)).toEqual([]);
+    expect(pipeline.push([event('a', 150, 1)], 65_500)).toEqual([]);
     expect(pipeline.lateRows).toBe(1);
-    expect(pipeline.push([event('a', 125, 1)], 71_000)).toEqual([add({ k: 'a', ts: at(120), n: 1, s: 1 })]);
+    expect(pipeline.push([event('a', 185, 1)], 65_600)).toEqual([add({ k: 'a', ts: at(180), n: 1, s: 1 })]);
+  });
+
+  it('coalesces changes over the emission interval: at once after a quiet spell, then at most once per interval', () => {
+    const analysis = analyseQuery(TUMBLING, { streams: STREAMS });
+    const pipeline = createPipeline({ check: analysis.check!, historical: false, compile: {}, limits: { groupsMax: 1_000, rowsHeldMax: 1_000 }, emitIntervalMs: 1_000 });
+    expect(pipeline.push([event('a', 1)], 10_000)).toEqual([add({ k: 'a', ts: at(0), n: 1, s: 1 })]);
+    // Within the interval: held, however many rows and keys.
+    for (let i = 0; i < 50; i++) expect(pipeline.push([event(`k${i % 5}`, 2 + i)], 10_100 + i)).toEqual([]);
+    expect(pipeline.tick(10_999)).toEqual([]);
+    // An interval after the last emission, one change per key, each with its state then.
+    const changes = pipeline.tick(11_000);
+    expect(changes).toEqual([
+      add({ k: 'k0', ts: at(0), n: 10, s: 10 }),
+      add({ k: 'k1', ts: at(0), n: 10, s: 10 }),
+      add({ k: 'k2', ts: at(0), n: 10, s: 10 }),
+      add({ k: 'k3', ts: at(0), n: 10, s: 10 }),
+      add({ k: 'k4', ts: at(0), n: 10, s: 10 }),
+    ]);
+    expect(pipeline.push([event('a', 70)], 11_500)).toEqual([]);
+    // The window of 12:00 closed meanwhile: its pending change and remove come before the new window.
+    expect(pipeline.tick(12_000)).toEqual([
+      remove({ k: 'a', ts: at(0), n: 1, s: 1 }),
+      ...['k0', 'k1', 'k2', 'k3', 'k4'].map((k) => remove({ k, ts: at(0), n: 10, s: 10 })),
+      add({ k: 'a', ts: at(60), n: 1, s: 1 }),
+    ]);
   });
 
   it('reads epoch milliseconds as event times and drops rows whose window key is null or not a datetime', () => {
@@ -104,29 +133,33 @@ describe('query pipeline - tumbling windows', () => {
 describe('query pipeline - hopping windows', () => {
   const HOPPING = `from ${EVENTS} group by k, ts window of 1 minute every 30 seconds select k, ts, count() as n`;
 
-  it('emits each window when it closes, the latest per key replacing the last, and counts a row late where closed', () => {
+  it("shows each key's trailing window (the oldest open one): added, updated as rows come, replaced as the watermark closes it", () => {
     const { pipeline } = start(HOPPING);
-    // Windows of 1 minute every 30 s; a@40 is in 12:00:00 and 12:00:30, both open.
-    expect(pipeline.push([event('a', 40), event('b', 45)], 0)).toEqual([]);
-    // The watermark reaches 12:01:10: 12:00:00 – 12:01:00 closed, holding a@40 and b@45.
-    expect(pipeline.push([event('a', 70)], 0)).toEqual([add({ k: 'a', ts: at(0), n: 1 }), add({ k: 'b', ts: at(0), n: 1 })]);
-    // a@50 belongs to 12:00:00, closed, and 12:00:30, open: late once, counted where open.
-    expect(pipeline.push([event('a', 50)], 0)).toEqual([]);
-    expect(pipeline.lateRows).toBe(1);
-    // a@100 closes 12:00:30 – 12:01:30 (a@40, a@50, a@70; b@45): each key's new row replaces its last.
-    expect(pipeline.push([event('a', 100)], 0)).toEqual([
+    // Windows of 1 minute every 30 s; at the watermark 12:00:45 the trailing window is 12:00:00 – 12:01:00.
+    expect(pipeline.push([event('a', 40), event('b', 45)], 0)).toEqual([add({ k: 'a', ts: at(0), n: 1 }), add({ k: 'b', ts: at(0), n: 1 })]);
+    // The watermark reaches 12:01:10: 12:00:00 closed; each key's trailing window is now 12:00:30 – 12:01:30.
+    expect(pipeline.push([event('a', 70)], 0)).toEqual([
       remove({ k: 'a', ts: at(0), n: 1 }),
-      add({ k: 'a', ts: at(30), n: 3 }),
+      add({ k: 'a', ts: at(30), n: 2 }),
       remove({ k: 'b', ts: at(0), n: 1 }),
       add({ k: 'b', ts: at(30), n: 1 }),
     ]);
-    // a@200 closes up to 12:03:20: a's latest closed window (12:02:00) holds a@100 ... none: it is
-    // 12:02:00 – 12:03:00, empty for both keys, so both rows go; several closed windows give the latest only.
-    expect(pipeline.push([event('a', 200)], 0)).toEqual([remove({ k: 'a', ts: at(30), n: 3 }), remove({ k: 'b', ts: at(30), n: 1 })]);
-    expect(pipeline.snapshot()).toEqual([]);
+    // a@50 belongs to 12:00:00, closed, and 12:00:30, open: late once, counted where open.
+    expect(pipeline.push([event('a', 50)], 0)).toEqual([update({ k: 'a', ts: at(30), n: 3 })]);
+    expect(pipeline.lateRows).toBe(1);
+    // a@100 closes 12:00:30: a's trailing window 12:01:00 holds a@70 and a@100; b's is empty, so b goes.
+    expect(pipeline.push([event('a', 100)], 0)).toEqual([remove({ k: 'a', ts: at(30), n: 3 }), add({ k: 'a', ts: at(60), n: 2 }), remove({ k: 'b', ts: at(30), n: 1 })]);
+    // a@200 closes up to 12:03:20, several windows at once: the trailing one only (12:02:30).
+    expect(pipeline.push([event('a', 200)], 0)).toEqual([remove({ k: 'a', ts: at(60), n: 2 }), add({ k: 'a', ts: at(150), n: 1 })]);
+    expect(pipeline.snapshot()).toEqual([add({ k: 'a', ts: at(150), n: 1 })]);
     // A row for a window long closed is dropped.
     expect(pipeline.push([event('b', 10)], 0)).toEqual([]);
     expect(pipeline.lateRows).toBe(2);
+    // The clock moves the watermark on after the last row: a's row slides out, and goes.
+    expect(pipeline.tick(IDLE_GRACE_MS + 9_999)).toEqual([]);
+    expect(pipeline.tick(IDLE_GRACE_MS + 10_000)).toEqual([remove({ k: 'a', ts: at(150), n: 1 }), add({ k: 'a', ts: at(180), n: 1 })]);
+    expect(pipeline.tick(IDLE_GRACE_MS + 40_000)).toEqual([remove({ k: 'a', ts: at(180), n: 1 })]);
+    expect(pipeline.snapshot()).toEqual([]);
   });
 
   it('computes 8,640 windows per row from panes: every closed window exact, at the same cost per row', () => {

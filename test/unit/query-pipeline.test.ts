@@ -202,7 +202,7 @@ describe('query pipeline - the examples of QUERY-LANGUAGE.md', () => {
     expect(pipeline.lateRows).toBe(0);
   });
 
-  it('runs the live temperature query: hopping windows from panes, each emitted when it closes with its exact average', () => {
+  it("runs the live temperature query: each contributor's trailing window from panes, with the exact average of what arrived", () => {
     const prng = new Prng(15);
     const rows = Array.from({ length: 400 }, (_, i) => ({
       contributor: `c${prng.int(0, 2)}`,
@@ -219,24 +219,30 @@ describe('query pipeline - the examples of QUERY-LANGUAGE.md', () => {
       return total / inside.length;
     };
     const table = new Map<string, OutputRow>();
-    const changes = feed(pipeline, rows, 25, BASE_MS);
-    applyChanges(table, changes, keyOf);
-    // Every window emitted holds the exact average of its rows, and had closed when emitted.
-    const adds = changes.filter((change) => change.action === 'add');
-    expect(adds.length).toBeGreaterThan(3 * 10);
-    for (const { data } of adds) {
-      const startMs = Date.parse(String(data.timestamp));
-      expect(startMs % 1000).toBe(0);
-      expect(data.Temperature, `${String(data.contributor)} ${String(data.timestamp)}`).toBeCloseTo(average(String(data.contributor), startMs)!, 9);
+    let emitted = 0;
+    for (let first = 0; first < rows.length; first += 25) {
+      const changes = pipeline.push(rows.slice(first, first + 25), BASE_MS + first * 1000);
+      applyChanges(table, changes, keyOf);
+      // Every row emitted holds the exact average of the rows of its window that arrived so far.
+      const arrived = rows.slice(0, first + 25);
+      for (const { action, data } of changes) {
+        if (action === 'remove') continue;
+        const startMs = Date.parse(String(data.timestamp));
+        expect(startMs % 1000).toBe(0);
+        const inside = arrived.filter((row) => row.contributor === data.contributor && Date.parse(row.timestamp) >= startMs && Date.parse(row.timestamp) < startMs + 60_000);
+        expect(data.Temperature, `${String(data.contributor)} ${String(data.timestamp)}`).toBeCloseTo(inside.reduce((sum, row) => sum + row.temperature, 0) / inside.length, 9);
+        emitted++;
+      }
     }
-    // The table holds, per contributor, its latest closed window: the watermark is the last row's time.
+    expect(emitted).toBeGreaterThan(3 * 10);
+    // The table holds, per contributor, its trailing window: the oldest open at the last row's time.
     const watermarkMs = Date.parse(rows[rows.length - 1]!.timestamp);
-    const latestStartMs = Math.floor((watermarkMs - 60_000) / 1000) * 1000;
+    const trailingStartMs = (Math.floor((watermarkMs - 60_000) / 1000) + 1) * 1000;
     for (const contributorId of ['c0', 'c1', 'c2']) {
-      expect(table.get(contributorId)?.timestamp).toBe(iso(latestStartMs));
-      expect(table.get(contributorId)?.Temperature).toBeCloseTo(average(contributorId, latestStartMs)!, 9);
+      expect(table.get(contributorId)?.timestamp).toBe(iso(trailingStartMs));
+      expect(table.get(contributorId)?.Temperature).toBeCloseTo(average(contributorId, trailingStartMs)!, 9);
     }
-    // A quiet window length closes every window: the rows go.
+    // With no row coming, the clock moves the windows on: the rows slide out, and go.
     applyChanges(table, pipeline.tick(BASE_MS + 10_000_000), keyOf);
     expect(table.size).toBe(0);
     expect(pipeline.lateRows).toBe(0);

@@ -10,9 +10,9 @@ import { addSortedTimes, addToHistogram, emptyHistogram, FREQUENCIES, type Frequ
 import { compareHits, compiledQuery, levelReader, searchLocally, treeToJson, type LocalSearchRequest, type StreamSearchPart } from '../../src/search/local-search.js';
 import { countPath, emptyTree } from '../../src/search/facets.js';
 import { forEachString, PartitionIndex, type SsrDocument } from '../../src/search/partition-index.js';
-import { SsrIndex } from '../../src/search/ssr-index.js';
+import { SsrIndex, type IndexSource } from '../../src/search/ssr-index.js';
 import { TopHits } from '../../src/search/top-hits.js';
-import type { Repository, StoredPayload, StoredRecord } from '../../src/storage/repository.js';
+import type { StoredPayload, StoredRecord } from '../../src/storage/repository.js';
 import { Prng } from '../sim/prng.js';
 import { logs, weather } from '../kit/search-fixture.js';
 
@@ -167,35 +167,20 @@ describe('search index - histograms and top hits', () => {
   });
 });
 
-class MemoryRepository implements Repository {
-  readonly name = 'ssr' as const;
+/** Documents in memory, as the index reads them (IndexSource). */
+class MemoryRepository implements IndexSource {
   constructor(private readonly records: StoredRecord[]) {}
-  writeOperations(): never[] {
-    return [];
-  }
   async *scan(stream: string, options: { partition?: number } = {}): AsyncIterable<StoredPayload> {
     for (const record of this.records) {
       if (record.stream === stream && (options.partition === undefined || record.partition === options.partition)) yield { ...record, payload: JSON.parse(record.value) };
     }
-  }
-  async countByPartition(): Promise<Map<number, number>> {
-    return new Map();
-  }
-  async hasData(): Promise<boolean> {
-    return this.records.length > 0;
-  }
-  async partitionKeys(stream: string, partition: number): Promise<string[]> {
-    return this.records.filter((record) => record.stream === stream && record.partition === partition).map((record) => record.writeId);
-  }
-  async recordsAt(stream: string, partition: number, keys: readonly string[]): Promise<StoredRecord[]> {
-    return this.records.filter((record) => record.stream === stream && record.partition === partition && keys.includes(record.writeId));
   }
 }
 
 describe('search local - answers equal a scan of every document', () => {
   const docs = [...documents(2_000, 12), ...logs(300, 13).map((row, i) => ({ writeId: `${(2_000_000 + i).toString(16).padStart(14, '0')}.node-2`, timestamp: Date.parse(row.at), payload: { ...row } }))];
   const records: StoredRecord[] = docs.map((document, i) => ({ stream: STREAM, partition: i % PARTITIONS, timestamp: document.timestamp, writeId: document.writeId, value: JSON.stringify(document.payload) }));
-  const index = new SsrIndex(new MemoryRepository(records), () => 'standard');
+  const index = new SsrIndex(() => new MemoryRepository(records), () => 'standard');
   const part = (base: string | undefined, extra: Partial<StreamSearchPart> = {}): StreamSearchPart => ({
     stream: STREAM, partitions: [0, 1, 2, 3], analyzer: 'standard', base, drilldowns: [], taxonomyFacets: [], rangeFacets: [], tsField: undefined, ...extra,
   });
@@ -261,7 +246,7 @@ describe('search local - answers equal a scan of every document', () => {
   });
 
   it('facet counts of more matches in one partition than one run of counting takes', async () => {
-    const one = new SsrIndex(new MemoryRepository(records.map((record) => ({ ...record, partition: 0 }))), () => 'standard');
+    const one = new SsrIndex(() => new MemoryRepository(records.map((record) => ({ ...record, partition: 0 }))), () => 'standard');
     for (const base of ["search('st*')", "search('st')"]) {
       const answer = await searchLocally(one, request(base, { hitsMax: 0 }, { partitions: [0], taxonomyFacets: [{ dimension: 'place', levels: ['country', 'city'] }] }));
       const ids = new Set(expected(base));
@@ -279,7 +264,7 @@ describe('search local - answers equal a scan of every document', () => {
     const withCities = (from: SsrDocument[], prefix: string, idBase: number): SsrDocument[] =>
       from.map((document, i) => ({ ...document, writeId: `${(idBase + i).toString(16).padStart(14, '0')}.node-3`, payload: i % 3 === 0 ? { ...document.payload, city: `${prefix} ${i}` } : document.payload }));
     const first = withCities(documents(600, 21), 'Old', 3_000_000);
-    const own = new SsrIndex(new MemoryRepository(first.map(toRecord)), () => 'standard');
+    const own = new SsrIndex(() => new MemoryRepository(first.map(toRecord)), () => 'standard');
     const facetRequest: LocalSearchRequest = {
       parts: [part(undefined, { taxonomyFacets: [{ dimension: 'place', levels: ['country', 'city'] }] })], range: undefined, hitsMax: 0, histogram: undefined,
     };

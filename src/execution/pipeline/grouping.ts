@@ -3,14 +3,15 @@
 // a table before it) go in; changes of one row per group come out.
 //
 // Decisions the language leaves open:
-// - Changes are coalesced per push(): a group that several rows of one push change gives
-//   one add or update, with its state after the push; an update equal to the row last
-//   emitted is not sent. Changes come out in the order the groups first changed, a
-//   window's pending change and remove when a later row of the push closes it.
-// - Windows follow event time. The watermark is the latest event time the stage has seen;
-//   a window [start, start + size) closes when the watermark reaches its end. tick(now)
-//   closes every open window when no row has reached the stage for one window size of
-//   wall-clock time (the stream went quiet), moving the watermark past them.
+// - Changes are coalesced: a group that several rows change gives one add or update, with
+//   its state when it goes out; an update equal to the row last emitted is not sent. Live,
+//   they go out at most once per emission interval (live-clock.ts): at once after a quiet
+//   spell, else at the first push or tick an interval after the last. Changes come out in
+//   the order the groups first changed, a window's pending change and remove when the
+//   watermark closes it.
+// - Windows follow event time. The watermark is the latest event time the stage has seen,
+//   moved on by the node's clock once no row has come for a while (live-clock.ts, the idle
+//   watermark); a window [start, start + size) closes when the watermark reaches its end.
 // - A row is late when one of its windows has closed: it still counts in its windows that
 //   are open (hopping windows), is dropped from the closed ones, and counts once in
 //   lateRows. A row whose window key is null or not a datetime (ISO string or epoch
@@ -37,6 +38,7 @@ import { assert } from '../../assert.js';
 import { ByteSlab } from '../../byte-slab.js';
 import { isoString } from '../../iso-time.js';
 import { eventTimeMs, mapKey, rowsEqual } from './values.js';
+import { LiveClock } from './live-clock.js';
 
 export class GroupingOperator implements RowConsumer {
   private readonly plan: GroupingPlan;
@@ -50,7 +52,9 @@ export class GroupingOperator implements RowConsumer {
   private readonly firstArguments: Value[];
   private readonly secondArguments: Value[];
   private watermarkMs = -Infinity;
-  private lastArrivalMs: number | undefined;
+  private readonly clock: LiveClock;
+  /** Changes made (windows closed) but not yet emitted: live changes go out once per emission interval. */
+  private pending: Delta[] = [];
   /** Column batches: per last level of groups, the window its rows last went into. */
   private readonly cachedLeaves = new Map<Map<unknown, Group>, CachedLeaf>();
   /** Column batches: the groups' number summaries, side by side in shared slabs (not an ArrayBuffer each); made at the first. */
@@ -64,7 +68,10 @@ export class GroupingOperator implements RowConsumer {
     /** Whether the input is a table's changes (rows are kept per group) rather than rows. */
     private readonly tableInput: boolean,
     private readonly budget: Budget,
+    /** Live: the wall-clock time over which changes are coalesced (live-clock.ts); undefined: none. */
+    emitIntervalMs?: number,
   ) {
+    this.clock = new LiveClock(emitIntervalMs);
     this.plan = planGrouping(step, compileOptions);
     const window = this.plan.window;
     // Rows go into every window holding them here (a table's rows may change or go); the
@@ -79,20 +86,20 @@ export class GroupingOperator implements RowConsumer {
   }
 
   pushRows(rows: readonly unknown[], nowMs: number): Delta[] {
-    const out: Delta[] = [];
-    if (rows.length > 0) this.lastArrivalMs = nowMs;
+    const out = this.pending;
     for (let i = 0; i < rows.length; i++) this.place(rows[i], undefined, out);
-    return this.flush(out);
+    if (rows.length > 0) this.clock.arrived(nowMs, this.watermarkMs);
+    return this.emitDue(nowMs);
   }
 
   push(deltas: readonly Delta[], nowMs: number): Delta[] {
-    const out: Delta[] = [];
-    if (deltas.length > 0) this.lastArrivalMs = nowMs;
+    const out = this.pending;
     for (const delta of deltas) {
       if (delta.action !== 'add') this.retract(delta.key);
       if (delta.action !== 'remove') this.place(delta.data, delta.key, out);
     }
-    return this.flush(out);
+    if (deltas.length > 0) this.clock.arrived(nowMs, this.watermarkMs);
+    return this.emitDue(nowMs);
   }
 
   /**
@@ -169,12 +176,21 @@ export class GroupingOperator implements RowConsumer {
   }
 
   tick(nowMs: number): Delta[] {
-    const window = this.plan.window;
-    const out: Delta[] = [];
-    if (this.historical || window === undefined || this.lastArrivalMs === undefined) return out;
-    if (nowMs - this.lastArrivalMs < window.sizeMs) return out;
-    this.watermarkMs = Math.max(this.watermarkMs, this.windows.latestEnd());
-    this.closeDue(out);
+    if (this.historical) return [];
+    const idleMs = this.clock.idleWatermark(nowMs);
+    if (this.plan.window !== undefined && idleMs > this.watermarkMs) {
+      this.watermarkMs = idleMs;
+      if (this.windows.due(idleMs)) this.closeDue(this.pending);
+    }
+    return this.emitDue(nowMs);
+  }
+
+  /** What is waiting to go out, when the emission interval allows: closes first, then the groups changed since. */
+  private emitDue(nowMs: number): Delta[] {
+    if (this.historical || !this.clock.due(nowMs)) return [];
+    const out = this.flush(this.pending);
+    this.pending = [];
+    if (out.length > 0) this.clock.emitted(nowMs);
     return out;
   }
 

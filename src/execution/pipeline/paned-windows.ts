@@ -6,13 +6,16 @@
 // aggregates, the newer one running aggregate), so sliding by a hop costs O(1) amortized
 // per pane and per row, whatever the number of windows a row falls into.
 //
-// Decisions (docs/platform-decisions.md repeats them):
-// - Live, a window is emitted once, when it closes (the watermark, the latest event time
-//   seen, reaches its end), as Flink's sliding windows fire: the table holds, per key, the
-//   row of its latest closed window that holds data; a newer one replaces it (an add of the
-//   new row, a remove of the old), and when the latest closed window is empty (the key's
-//   rows have slid out) the key's row is removed. Several windows closing in one push give
-//   the latest only. A tick after a window length of quiet closes every window (removes).
+// Decisions (docs/query-language.md, "Live windows", repeats them):
+// - Live, the table holds per key its trailing window: the oldest window the watermark has
+//   not closed, which holds the last `size` of event time. It is added when it first holds
+//   data, updated as rows change its aggregates, and replaced (a remove of the old row, an
+//   add of the new) when the watermark closes it; a key whose trailing window is empty (its
+//   rows slid out) is removed. Changes go out at most once per hop of wall-clock time
+//   (live-clock.ts): a dashboard sees the trailing window every `every`, however many rows
+//   and windows a key has, and several windows closing between two emissions give the
+//   latest only. The watermark moves on with the node's clock when no row comes
+//   (live-clock.ts, the idle watermark), so windows close without a later event.
 // - A row counts in every open window that holds it, as before; one that a closed window
 //   also held is late (counted once), and dropped when its pane is in closed windows only.
 // - Historical (bounded), finish() gives every window that holds data, by key then start.
@@ -26,27 +29,46 @@ import type { Accumulator } from './aggregates.js';
 import { WindowEnds } from './group-store.js';
 import { createAccumulators, type GroupingPlan } from './grouping-plan.js';
 import type { Budget, Delta, OutputRow, RowConsumer } from './types.js';
-import { eventTimeMs, mapKey, orderValues } from './values.js';
+import { eventTimeMs, mapKey, orderValues, rowsEqual } from './values.js';
+import { LiveClock } from './live-clock.js';
+
+/** Hops shorter than this are emitted at this pace at most. */
+const EMIT_INTERVAL_MIN_MS = 100;
+/**
+ * Panes that slid out kept for new ones (live): with a payload or two per pane, a pane's
+ * objects were most of what a row cost to make and to collect.
+ */
+const FREE_PANES_MAX = 4096;
 
 interface Pane {
-  readonly index: number;
+  /** Set again when a pane that slid out is used for a new one (live). */
+  index: number;
   readonly accumulators: Accumulator[];
   /** In the window's queue (older or newer stack) or waiting beyond the window's end. */
   where: 'front' | 'back' | 'pending';
+  /** In the newer stack and merged into its running aggregate already (PaneQueue). */
+  merged: boolean;
 }
 
 /**
  * The panes of one window, oldest first, as two stacks. `front` holds the older panes with,
  * for each, the aggregate of it and every pane after it in `front`; `back` the newer ones
- * with one running aggregate. A value added to a back pane is added to the running
- * aggregate too; one added to a front pane (a row out of order) marks the suffixes stale.
+ * with one running aggregate of its first `backMerged` panes, brought up to date when the
+ * window is read: the panes since then are merged once, whole (rows mostly go to the
+ * newest pane, and a window is read once per emission). A value added to a merged back
+ * pane is added to the running aggregate too; one added to a front pane (a row out of
+ * order) marks the suffixes stale.
  */
 class PaneQueue {
-  private front: Array<{ pane: Pane; suffix: Accumulator[] }> = [];
+  private front: FrontEntry[] = [];
   private head = 0;
   private frontStale = false;
   private back: Pane[] = [];
   private backAggregate: Accumulator[];
+  /** The panes at the start of `back` that are in `backAggregate`. */
+  private backMerged = 0;
+  /** Entries of panes evicted from the front, their suffix aggregates reused by the next flip. */
+  private readonly spare: FrontEntry[] = [];
 
   constructor(private readonly fresh: () => Accumulator[]) {
     this.backAggregate = fresh();
@@ -68,15 +90,20 @@ class PaneQueue {
       this.frontStale = true;
       return;
     }
-    insertSorted(this.back, pane);
+    const at = insertSorted(this.back, pane);
     pane.where = 'back';
-    if (!empty) mergeAll(this.backAggregate, pane.accumulators);
+    pane.merged = at < this.backMerged;
+    // Before the end of the merged panes (a row out of order): merged now, as they are.
+    if (pane.merged) {
+      this.backMerged++;
+      if (!empty) mergeAll(this.backAggregate, pane.accumulators);
+    }
   }
 
   /** A value was added to `pane`, which is in this queue. */
   added(pane: Pane, slot: number, first: Value, second: Value): void {
-    if (pane.where === 'back') this.backAggregate[slot]!.add(first, second);
-    else this.frontStale = true;
+    if (pane.where === 'front') this.frontStale = true;
+    else if (pane.merged) this.backAggregate[slot]!.add(first, second);
   }
 
   /** The pane of `index` in this queue, if any (both stacks are in index order). */
@@ -105,12 +132,18 @@ class PaneQueue {
       this.front[this.head] = undefined as never;
       this.head++;
       taken.push(entry.pane);
+      if (this.spare.length < SPARE_ENTRIES_MAX) this.spare.push(entry);
     }
   }
 
   /** The window's aggregates, every pane's values combined, into `result` (reset first). */
   aggregate(result: Accumulator[]): Accumulator[] {
     if (this.frontStale) this.rebuildFront();
+    for (; this.backMerged < this.back.length; this.backMerged++) {
+      const pane = this.back[this.backMerged]!;
+      mergeAll(this.backAggregate, pane.accumulators);
+      pane.merged = true;
+    }
     for (const accumulator of result) accumulator.reset();
     if (this.head < this.front.length) mergeAll(result, this.front[this.head]!.suffix);
     mergeAll(result, this.backAggregate);
@@ -121,8 +154,18 @@ class PaneQueue {
   private flip(): void {
     const panes = this.back;
     this.back = [];
-    this.backAggregate = this.fresh();
-    this.front = panes.map((pane) => ({ pane, suffix: [] as Accumulator[] }));
+    this.backMerged = 0;
+    for (const accumulator of this.backAggregate) accumulator.reset();
+    const front = new Array<FrontEntry>(panes.length);
+    for (let at = 0; at < panes.length; at++) {
+      const entry = this.spare.pop();
+      if (entry === undefined) front[at] = { pane: panes[at]!, suffix: [] };
+      else {
+        entry.pane = panes[at]!;
+        front[at] = entry;
+      }
+    }
+    this.front = front;
     this.head = 0;
     this.rebuildFront();
     for (const pane of panes) pane.where = 'front';
@@ -132,7 +175,9 @@ class PaneQueue {
     let next: Accumulator[] | undefined;
     for (let at = this.front.length - 1; at >= this.head; at--) {
       const entry = this.front[at]!;
-      const suffix = this.fresh();
+      // A reused entry's aggregates are reset, not made again.
+      const suffix = entry.suffix.length === 0 ? this.fresh() : entry.suffix;
+      if (suffix === entry.suffix) for (const accumulator of suffix) accumulator.reset();
       mergeAll(suffix, entry.pane.accumulators);
       if (next !== undefined) mergeAll(suffix, next);
       entry.suffix = suffix;
@@ -145,6 +190,15 @@ class PaneQueue {
     this.frontStale = false;
   }
 }
+
+/** A pane at the front of a window's queue, with the aggregate of it and every front pane after it. */
+interface FrontEntry {
+  pane: Pane;
+  suffix: Accumulator[];
+}
+
+/** Front entries a queue keeps for reuse: a window's worth at most. */
+const SPARE_ENTRIES_MAX = 8_640;
 
 function mergeAll(into: Accumulator[], from: readonly Accumulator[]): void {
   for (let slot = 0; slot < into.length; slot++) into[slot]!.merge(from[slot]!);
@@ -162,8 +216,12 @@ interface Series {
   /** Start (ms) of the key's next window to close; its panes are in `queue`. Live only. */
   windowStartMs: number;
   readonly queue: PaneQueue;
-  /** The row of the latest closed window that held data, as emitted. */
-  emitted: { key: object; data: OutputRow } | undefined;
+  /** The row of the trailing window as last emitted, with that window's start. */
+  emitted: { key: object; data: OutputRow; startMs: number } | undefined;
+  /** Changed since last emitted: a row came, or its trailing window moved (live). */
+  changed: boolean;
+  /** Gone from the grouping (forget). */
+  forgotten: boolean;
   /** Where it waits to close, or undefined when not scheduled. */
   dueAtMs: number | undefined;
   /** Highest pane index seen. */
@@ -185,21 +243,27 @@ export class PanedWindowGrouping implements RowConsumer {
   /** A window's aggregates as they are computed for its row. */
   private readonly aggregateScratch: Accumulator[];
   private readonly goneScratch: Pane[] = [];
+  private readonly freePanes: Pane[] = [];
   /** The last window start written as the window key, and how. */
   private startShownMs = NaN;
   private startShown = '';
   private watermarkMs = -Infinity;
-  private lastArrivalMs: number | undefined;
+  private readonly clock: LiveClock;
+  /** Live: the series changed since the last emission, in the order they first changed. */
+  private changed: Series[] = [];
   lateRows = 0;
 
   constructor(
     private readonly plan: GroupingPlan,
     private readonly historical: boolean,
     private readonly budget: Budget,
+    /** Live: when defined, changes are coalesced over a hop of wall-clock time (at least this long's minimum, EMIT_INTERVAL_MIN_MS). */
+    emitIntervalMs?: number,
   ) {
     const window = plan.window!;
     this.sizeMs = window.sizeMs;
     this.hopMs = window.hopMs;
+    this.clock = new LiveClock(emitIntervalMs === undefined ? undefined : Math.max(window.hopMs, EMIT_INTERVAL_MIN_MS));
     this.paneMs = gcd(window.sizeMs, window.hopMs);
     this.keyScratch = new Array<Value>(plan.plainKeys.length).fill(null);
     this.aggregateScratch = createAccumulators(plan);
@@ -211,11 +275,11 @@ export class PanedWindowGrouping implements RowConsumer {
   }
 
   pushRows(rows: readonly unknown[], nowMs: number): Delta[] {
-    if (rows.length > 0) this.lastArrivalMs = nowMs;
     for (let i = 0; i < rows.length; i++) this.place(rows[i]);
-    const out: Delta[] = [];
-    if (!this.historical) this.closeDue(this.watermarkMs, out);
-    return out;
+    if (this.historical) return [];
+    if (rows.length > 0) this.clock.arrived(nowMs, this.watermarkMs);
+    this.closeDue(this.watermarkMs);
+    return this.emitDue(nowMs);
   }
 
   push(): Delta[] {
@@ -223,11 +287,13 @@ export class PanedWindowGrouping implements RowConsumer {
   }
 
   tick(nowMs: number): Delta[] {
-    const out: Delta[] = [];
-    if (this.historical || this.lastArrivalMs === undefined || nowMs - this.lastArrivalMs < this.sizeMs) return out;
-    // Quiet for a window length: every window closes.
-    this.closeDue(Infinity, out);
-    return out;
+    if (this.historical) return [];
+    const idleMs = this.clock.idleWatermark(nowMs);
+    if (idleMs > this.watermarkMs) {
+      this.watermarkMs = idleMs;
+      this.closeDue(idleMs);
+    }
+    return this.emitDue(nowMs);
   }
 
   finish(): Delta[] {
@@ -269,7 +335,15 @@ export class PanedWindowGrouping implements RowConsumer {
       if (pane.where !== 'pending') series.queue.added(pane, s, first, second);
     }
     if (index > series.newestPane) series.newestPane = index;
-    if (eventMs > this.watermarkMs && !this.historical) this.watermarkMs = eventMs;
+    if (this.historical) return;
+    if (eventMs > this.watermarkMs) this.watermarkMs = eventMs;
+    this.markChanged(series);
+  }
+
+  private markChanged(series: Series): void {
+    if (series.changed) return;
+    series.changed = true;
+    this.changed.push(series);
   }
 
   /** The key's pane of `index`: a row newer than every pane needs a new one, as most rows do live. */
@@ -281,7 +355,14 @@ export class PanedWindowGrouping implements RowConsumer {
 
   private createPane(series: Series, index: number): Pane {
     this.budget.addGroup();
-    const pane: Pane = { index, accumulators: createAccumulators(this.plan), where: 'pending' };
+    let pane = this.freePanes.pop();
+    if (pane === undefined) pane = { index, accumulators: createAccumulators(this.plan), where: 'pending', merged: false };
+    else {
+      pane.index = index;
+      pane.where = 'pending';
+      pane.merged = false;
+      for (const accumulator of pane.accumulators) accumulator.reset();
+    }
     if (this.historical) {
       series.panes.set(index, pane);
       return pane;
@@ -289,6 +370,8 @@ export class PanedWindowGrouping implements RowConsumer {
     series.paneCount++;
     if (index * this.paneMs < series.windowStartMs + this.sizeMs) series.queue.insert(pane, true);
     else insertSorted(series.pending, pane);
+    // A key whose panes had all slid out waits for its window to close again.
+    if (series.dueAtMs === undefined) this.schedule(series);
     return pane;
   }
 
@@ -313,6 +396,8 @@ export class PanedWindowGrouping implements RowConsumer {
         windowStartMs: this.historical ? -Infinity : this.firstOpenWindowMs(eventMs),
         queue: new PaneQueue(() => createAccumulators(this.plan)),
         emitted: undefined,
+        changed: false,
+        forgotten: false,
         dueAtMs: undefined,
         newestPane: -Infinity,
         lastPane: undefined,
@@ -337,22 +422,58 @@ export class PanedWindowGrouping implements RowConsumer {
     this.due.add(series.dueAtMs, series);
   }
 
-  /** Emits, for each key whose next window the watermark closed, its latest closed window. */
-  private closeDue(watermarkMs: number, out: Delta[]): void {
+  /**
+   * Moves each key whose trailing window the watermark closed to its new trailing window:
+   * the oldest open one at `watermarkMs`. Nothing is emitted here (emitDue does, per hop).
+   */
+  private closeDue(watermarkMs: number): void {
+    if (!this.due.due(watermarkMs)) return;
+    const trailingStartMs = (Math.floor((watermarkMs - this.sizeMs) / this.hopMs) + 1) * this.hopMs;
     for (const series of this.due.takeDue(watermarkMs)) {
       series.dueAtMs = undefined;
-      const latestStartMs = watermarkMs === Infinity ? Infinity : Math.floor((watermarkMs - this.sizeMs) / this.hopMs) * this.hopMs;
-      let data: OutputRow | undefined;
-      if (latestStartMs !== Infinity) {
-        this.slide(series, latestStartMs);
-        data = series.queue.empty ? undefined : this.outputRow(series, latestStartMs, series.queue.aggregate(this.aggregateScratch));
-        this.slide(series, latestStartMs + this.hopMs);
-      }
-      if (series.emitted !== undefined) out.push({ action: 'remove', key: series.emitted.key, data: series.emitted.data });
-      series.emitted = data === undefined ? undefined : { key: {}, data };
-      if (series.emitted !== undefined) out.push({ action: 'add', key: series.emitted.key, data: series.emitted.data });
-      if (latestStartMs !== Infinity && (series.paneCount > 0 || series.emitted !== undefined)) this.schedule(series);
-      else this.forget(series);
+      this.slide(series, trailingStartMs);
+      this.markChanged(series);
+      if (series.paneCount > 0) this.schedule(series);
+    }
+  }
+
+  /**
+   * The changed keys' trailing windows, when the emission interval allows: per key, an add
+   * of a window that first holds data, an update of one whose aggregates changed, a remove
+   * and an add when it moved to the next window, a remove when it is empty (the key goes).
+   */
+  private emitDue(nowMs: number): Delta[] {
+    const out: Delta[] = [];
+    if (this.changed.length === 0 || !this.clock.due(nowMs)) return out;
+    const changed = this.changed;
+    this.changed = [];
+    for (const series of changed) {
+      series.changed = false;
+      if (series.forgotten) continue;
+      this.emitTrailing(series, out);
+    }
+    if (out.length > 0) this.clock.emitted(nowMs);
+    return out;
+  }
+
+  private emitTrailing(series: Series, out: Delta[]): void {
+    const startMs = series.windowStartMs;
+    const data = series.queue.empty ? undefined : this.outputRow(series, startMs, series.queue.aggregate(this.aggregateScratch));
+    let emitted = series.emitted;
+    if (emitted !== undefined && (emitted.startMs !== startMs || data === undefined)) {
+      out.push({ action: 'remove', key: emitted.key, data: emitted.data });
+      emitted = series.emitted = undefined;
+    }
+    if (data === undefined) {
+      if (series.paneCount === 0 && series.dueAtMs === undefined) this.forget(series);
+      return;
+    }
+    if (emitted === undefined) {
+      series.emitted = { key: {}, data, startMs };
+      out.push({ action: 'add', key: series.emitted.key, data });
+    } else if (!rowsEqual(emitted.data, data, this.plan.itemNames)) {
+      out.push({ action: 'update', key: emitted.key, data, old: emitted.data });
+      series.emitted = { key: emitted.key, data, startMs };
     }
   }
 
@@ -368,6 +489,7 @@ export class PanedWindowGrouping implements RowConsumer {
         series.paneCount--;
         if (series.lastPane === pane) series.lastPane = undefined;
         this.budget.releaseGroup();
+        if (this.freePanes.length < FREE_PANES_MAX) this.freePanes.push(pane);
       }
       gone.length = 0;
       assert(series.paneCount >= series.pending.length, `a key holds ${series.paneCount} panes, fewer than its ${series.pending.length} pending`);
@@ -397,7 +519,7 @@ export class PanedWindowGrouping implements RowConsumer {
       const endIndex = Math.ceil((startMs + this.sizeMs) / this.paneMs);
       for (; next < panes.length && panes[next]!.index < endIndex; next++) {
         // The series' panes stay as they are: the queue holds copies whose `where` it may change.
-        queue.insert({ index: panes[next]!.index, accumulators: panes[next]!.accumulators, where: 'pending' });
+        queue.insert({ index: panes[next]!.index, accumulators: panes[next]!.accumulators, where: 'pending', merged: false });
       }
       if (!queue.empty) {
         if (counted) this.budget.addGroup();
@@ -423,6 +545,7 @@ export class PanedWindowGrouping implements RowConsumer {
   }
 
   private forget(series: Series): void {
+    series.forgotten = true;
     const held = this.historical ? series.panes.size : series.paneCount;
     for (let i = 0; i < held; i++) this.budget.releaseGroup();
     series.panes.clear();
@@ -459,12 +582,13 @@ export class PanedWindowGrouping implements RowConsumer {
 /** The Map entry holding a key's series, below its key levels (no key value is this object). */
 const SERIES = Symbol('series');
 
-/** Panes mostly come in time order: search from the back, and append without splice's garbage. */
-function insertSorted(panes: Pane[], pane: Pane): void {
+/** Panes mostly come in time order: search from the back, and append without splice's garbage. Returns where it went. */
+function insertSorted(panes: Pane[], pane: Pane): number {
   let at = panes.length;
   while (at > 0 && panes[at - 1]!.index > pane.index) at--;
   if (at === panes.length) panes.push(pane);
   else panes.splice(at, 0, pane);
+  return at;
 }
 
 /** Binary search of an index-ordered array from `from`: the item whose pane has `index`. */

@@ -99,8 +99,8 @@ function buildChain(options: PipelineOptions): Chain {
     } else if (step.kind === 'select' && step.aggregating) {
       const plan = planGrouping(step, compile);
       const grouping = PanedWindowGrouping.suits(plan, inTable)
-        ? new PanedWindowGrouping(plan, historical, budget)
-        : new GroupingOperator(step, compile, historical, inTable, budget);
+        ? new PanedWindowGrouping(plan, historical, budget, options.emitIntervalMs)
+        : new GroupingOperator(step, compile, historical, inTable, budget, options.emitIntervalMs);
       chain.groupings.push(grouping);
       place(grouping);
       chain.mode = 'table';

@@ -68,6 +68,11 @@ export interface PipelineOptions {
    */
   readonly compile: CompileOptions;
   readonly limits: PipelineLimits;
+  /**
+   * Live groupings coalesce their changes over this much wall-clock time, hopping windows
+   * over their hop (live-clock.ts); undefined: every push and tick emits what it changed.
+   */
+  readonly emitIntervalMs?: number;
 }
 
 export interface Pipeline {
@@ -79,7 +84,7 @@ export interface Pipeline {
   push(rows: readonly unknown[], nowMs: number): Change[];
   /** Feeds rows as columns (only with `columns` in the options); a bounded query emits at finish(). */
   pushColumns(batch: ColumnBatch): void;
-  /** Wall-clock tick: closes windows that had no events for their length; returns the removes. */
+  /** Wall-clock tick: moves the watermark on with the clock when no row came (live-clock.ts), emits what is due. */
   tick(nowMs: number): Change[];
   /** End of a bounded input: what is still to emit (for grouped or ordered queries, the whole result). */
   finish(): Change[];

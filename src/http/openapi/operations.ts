@@ -24,6 +24,7 @@ import {
   changeQueueFields,
   clusterChangeSchema,
   clusterDocumentSchema,
+  collectionStreamsSchema,
   contributorsOfDomainSchema,
   daemonDetailsSchema,
   daemonisedSchema,
@@ -51,6 +52,7 @@ import {
   transferActionSchema,
   repairStartedSchema,
   repairStatusSchema,
+  repositoryMoveSchema,
   variableValueSchema,
 } from './responses.js';
 
@@ -98,7 +100,7 @@ function streamOperations(): Operation[] {
   const tag = 'Streams';
   return [
     { method: 'get', path: '/streams/{tenant}', tag, summary: 'Collections of the tenant', answers: ok('Collection names.', instancesSchema('Collection names.')) },
-    { method: 'get', path: '/streams/{tenant}/{collection}', tag, summary: 'Streams of a collection', answers: ok('Stream names.', streamsSchema('Stream names.')) },
+    { method: 'get', path: '/streams/{tenant}/{collection}', tag, summary: 'Streams of a collection', answers: ok('Stream names, under both keys.', collectionStreamsSchema) },
     {
       method: 'put', path: STREAM, tag, versioned: true, summary: 'Define a stream',
       description: 'Creates or replaces the definition. A stream is not persisted until it has a repository mapping. The collection `system` is read-only (403).',
@@ -125,6 +127,14 @@ function streamOperations(): Operation[] {
     },
     { method: 'put', path: `${STREAM}/repository`, tag, versioned: true, summary: 'Persist the stream', body: { schema: repositoryMappingSchema, required: true }, answers: ok('The mapping.', repositoryMappingSchema) },
     { method: 'get', path: `${STREAM}/repository`, tag, versioned: true, summary: 'The repository mapping', description: 'Never set: 404 (the stream is not persisted).', answers: ok('The mapping.', repositoryMappingSchema) },
+    {
+      method: 'get',
+      path: `${STREAM}/repository/move`,
+      tag,
+      summary: "The move of the stream's payloads to another repository",
+      description: 'A change of repository while the stream holds payloads moves them in the background on every owner (docs/storage.md); this is its progress on each member. 404 when no change moved payloads.',
+      answers: ok('The move.', repositoryMoveSchema),
+    },
     {
       method: 'put', path: `${STREAM}/policy`, tag, versioned: true, summary: 'Set the distribution policy',
       description: '`ring_size` and `hash_payload.bytes` cannot change once the stream holds stored payloads (409).',

@@ -36,6 +36,11 @@ export const ingestFailuresSchema = z
 
 export const instancesSchema = (what: string) => z.strictObject({ instances: z.array(z.string()).describe(what) });
 export const streamsSchema = (what: string) => z.strictObject({ streams: z.array(z.string()).describe(what) });
+/** The streams of a collection: the spec's `streams` and, the same list, Valo 2017's `instances`. */
+export const collectionStreamsSchema = z.strictObject({
+  streams: z.array(z.string()).describe('Stream names.'),
+  instances: z.array(z.string()).describe('The same list, under the key Valo 2017 answered with.'),
+});
 
 const scoredValueSchema = z.strictObject({
   score: z.number().describe('BM25 relevance; 0 without search terms.'),
@@ -204,10 +209,33 @@ export const changeQueueFields = {
   queue: z.array(queuedChangeSchema).describe('Membership changes waiting behind it, in the order they start.'),
 };
 
+const moveNodeSchema = z.strictObject({
+  node: z.string(),
+  phase: z.enum(['copying', 'copied', 'deleting', 'done']).describe('copying: reads use the old repository here; copied: both are whole, reads use the new one; deleting: the old copy goes; done.'),
+  percentComplete: z.int().min(0).max(100),
+  copied: z.int().describe('Payloads copied here.'),
+  total: z.int().describe('Payloads this node held in the old repository when the move began here.'),
+});
+
+export const repositoryMoveSchema = z
+  .strictObject({
+    move: z.strictObject({
+      id: z.string(),
+      from: z.enum(['ssr', 'tsr']),
+      to: z.enum(['ssr', 'tsr']),
+      complete: z.boolean().describe('Every available member is done.'),
+      percentComplete: z.int().min(0).max(100),
+      nodes: z.array(moveNodeSchema),
+    }),
+  })
+  .meta({ id: 'RepositoryMove' });
+
 export const transferActionSchema = z
   .strictObject({
     type: z.literal('repo_data_transfer'),
-    repo: z.enum(['KV', 'ssr', 'tsr', 'ssr,tsr']).describe("A repair run (POST /cluster/repair) is one row of repo 'ssr,tsr' per node, to 'other owners'."),
+    repo: z
+      .enum(['KV', 'ssr', 'tsr', 'ssr,tsr'])
+      .describe("A repair run (POST /cluster/repair) is one row of repo 'ssr,tsr' per node, to 'other owners'. A move of a stream's payloads to another repository is one row per node, from and to it, repo the new repository, info.kind 'repository-move'."),
     from: z.string(),
     to: z.string(),
     complete: z.boolean(),

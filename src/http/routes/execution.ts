@@ -74,18 +74,32 @@ export function executionRoutes({ execution, outputs, outputExists, sse }: Execu
     ctx.body = await execution.stop(ctx.params.tenant!, ctx.params.id!, ctx.params.queryId!);
   });
 
+  // An output's response ends with its query (docs/query-language.md, "Outputs"): after
+  // `eos`, or when the query stops or its session goes. An EventSource reconnects after an
+  // end, sending the id of the last event it had as Last-Event-ID: when that is the end of
+  // a channel that has not started again, 204 tells it not to come back (the SSE
+  // standard's way); a deleted session's output is a 404, which stops it as well.
   let clients = 0;
   router.get('/output/:tenant/:outputId', async (ctx) => {
     const { tenant, outputId } = ctx.params;
     if (!outputExists(tenant!, outputId!)) throw new NotFoundError(`no output /output/${tenant}/${outputId}`);
+    const lastEventId = ctx.get('last-event-id');
+    if (lastEventId !== '' && (await outputs.endedAt(outputId!, lastEventId))) {
+      ctx.status = 204;
+      return;
+    }
     if (clients >= sse.clientsMax) throw new TributaryError(503, 'TOO_MANY_CLIENTS', `at most ${sse.clientsMax} clients may follow outputs of this node`);
     clients += 1;
     const channel = openSse(ctx, sse);
     let dropped = false;
-    const unsubscribe = outputs.subscribe(outputId!, (_message, json) => {
-      // A client that stopped reading is dropped by the SSE channel; stop feeding it.
-      if (!dropped && !channel.sendJson(json)) dropped = true;
-    });
+    const unsubscribe = await outputs.subscribe(
+      outputId!,
+      (_message, json, eventId) => {
+        // A client that stopped reading is dropped by the SSE channel; stop feeding it.
+        if (!dropped && !channel.sendJson(json, eventId)) dropped = true;
+      },
+      () => channel.close(),
+    );
     void channel.closed.then(() => {
       unsubscribe();
       clients -= 1;

@@ -4,11 +4,12 @@ import Router from '@koa/router';
 import type { IngestService } from '../../streams/ingest.js';
 import { payloadSchema, payloadsOf } from '../../streams/ingest-checks.js';
 import type { PartView, StreamDefinitions } from '../../streams/stream-definitions.js';
-import { streamId } from '../../streams/stream-id.js';
+import { streamId, streamKey } from '../../streams/stream-id.js';
 import type { StreamRuntime } from '../../streams/stream-runtime.js';
 import type { Definition } from '../../storage/definitions.js';
 import { validate } from '../../validation.js';
-import { BadRequestError } from '../../errors.js';
+import { BadRequestError, NotFoundError } from '../../errors.js';
+import type { MoveStatus } from '../../streams/move-status.js';
 import { expectedVersion, setVersionHeaders } from '../version-header.js';
 import type Koa from 'koa';
 
@@ -16,6 +17,8 @@ export interface StreamRoutesDeps {
   definitions: StreamDefinitions;
   runtime: StreamRuntime;
   ingest: IngestService;
+  /** How far the move of a stream's payloads to another repository has got (docs/storage.md). */
+  moveStatus(streamKey: string): MoveStatus | undefined;
 }
 
 const STREAM = '/streams/:tenant/:collection/:name';
@@ -26,7 +29,7 @@ export function isIngestRequest(ctx: Koa.Context): boolean {
   return ctx.method === 'POST' && INGEST_PATH.test(ctx.path);
 }
 
-export function streamRoutes({ definitions, runtime, ingest }: StreamRoutesDeps): Router {
+export function streamRoutes({ definitions, runtime, ingest, moveStatus }: StreamRoutesDeps): Router {
   const router = new Router();
   const idOf = (ctx: Koa.Context) => streamId(ctx.params.tenant, ctx.params.collection, ctx.params.name);
 
@@ -34,7 +37,10 @@ export function streamRoutes({ definitions, runtime, ingest }: StreamRoutesDeps)
     ctx.body = { instances: definitions.collections(ctx.params.tenant!) };
   });
   router.get('/streams/:tenant/:collection', (ctx) => {
-    ctx.body = { streams: definitions.streams(ctx.params.tenant!, ctx.params.collection!) };
+    // `streams` is the spec's key; Valo 2017 answered `instances`, which its SDK's screens
+    // read (docs/valo-compatibility.md): both, the same list.
+    const streams = definitions.streams(ctx.params.tenant!, ctx.params.collection!);
+    ctx.body = { streams, instances: streams };
   });
 
   router.get(STREAM, (ctx) => respond(ctx, definitions.getStream(idOf(ctx))));
@@ -72,6 +78,15 @@ export function streamRoutes({ definitions, runtime, ingest }: StreamRoutesDeps)
   });
 
   router.get(`${STREAM}/repository`, (ctx) => respond(ctx, definitions.getRepository(idOf(ctx))));
+  // The move the last change of repository started: each member's progress (docs/storage.md).
+  router.get(`${STREAM}/repository/move`, (ctx) => {
+    const id = idOf(ctx);
+    definitions.getRepository(id);
+    const status = moveStatus(streamKey(id));
+    if (status === undefined) throw new NotFoundError(`the repository of /streams/${streamKey(id)} has not changed while it held payloads`);
+    const { stream: _stream, ...move } = status;
+    ctx.body = { move };
+  });
   router.put(`${STREAM}/repository`, async (ctx) => {
     respond(ctx, await definitions.putRepository(idOf(ctx), ctx.request.body, expectedVersion(ctx)));
   });
