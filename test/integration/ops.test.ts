@@ -141,7 +141,7 @@ describe('ops routes - _cat tables', () => {
   it('/_cat/nodes is aligned text, with headers under ?v, and JSON under ?format=json', async () => {
     const plain = await api.get('/_cat/nodes');
     expect(plain.headers.get('content-type')).toMatch(/^text\/plain/);
-    expect(plain.text).toMatch(/^node-1 +Joined +true +\* +127\.0\.0\.1 +\d+ +\d+ +local +100\.0% +\d+ +[\d.]+(B|KiB|MiB)\n$/);
+    expect(plain.text).toMatch(/^node-1 +Joined +true +\* +127\.0\.0\.1 +\d+ +\d+ +local +100\.0% +\d+ +[\d.]+(B|KiB|MiB) +[\d.]+(B|KiB|MiB|GiB|TiB) +[\d.]+(B|KiB|MiB|GiB|TiB) +true\n$/);
     const headed = (await api.get('/_cat/nodes?v&h=name,state,owns')).text.split('\n');
     expect(headed.slice(0, 2)).toEqual(['name    state     owns', 'node-1  Joined  100.0%']);
     const json = await api.get('/_cat/nodes?format=json');
