@@ -232,6 +232,8 @@ async function startCluster(config: Config, log: Logger, base: Base, storage: St
     admit: admitTrust(config, () => core.membership().epoch === 0, log),
     memberKey: (name) => core.membership().members.find((member) => member.name === name && member.state !== 'Left')?.publicKey,
     callsInFlightMax: config.limits.peerCallsInFlightMax,
+    // A connection whose packets are dropped is noticed within two heartbeat intervals (wire.ts).
+    keepaliveMs: config.cluster.heartbeatIntervalMs,
     ...(base.tls === undefined ? {} : { tls: base.tls }),
   });
   const transport = peer.transport!;

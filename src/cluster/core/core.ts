@@ -413,6 +413,9 @@ export class ClusterCore {
     if (this.reportedAvailable.get(from) === false) {
       this.reportedAvailable.set(from, true);
       effects.push({ type: 'availability', node: from, available: true });
+      // Back from a partition or a pause: transfers from it are asked for again now, not
+      // at their next stall (docs/cluster.md, "Transfers").
+      if (this.bootstrapped && this.started && this.selfState() !== 'Left') this.target.onSourceBack(from, this.context(), effects);
     }
     assert(this.available(from), `${from} just heard but unavailable`);
   }
