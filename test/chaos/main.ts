@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { packageRoot } from '../../src/package-root.js';
 import { cleanup } from '../kit/node-process.js';
+import { cleanupNetworks, networkUnsupported } from './network.js';
 import { runChaos, type ChaosRunResult } from './run.js';
 import { SCENARIOS, scenarioNamed } from './scenarios.js';
 import { chaosTable } from './report.js';
@@ -27,6 +28,8 @@ async function main(): Promise<void> {
     },
   });
   const scenarios = values.scenario === 'all' ? SCENARIOS : values.scenario!.split(',').map(scenarioNamed);
+  const unsupported = scenarios.some((scenario) => scenario.network === true) ? await networkUnsupported() : undefined;
+  if (unsupported !== undefined) throw new Error(`${unsupported}: the partition-* scenarios cannot run here`);
   const seeds = integer('seeds', values.seeds!);
   const firstSeed = integer('seed', values.seed!);
   const options = { durationMs: integer('duration-ms', values['duration-ms']!), settleTimeoutMs: integer('settle-timeout-ms', values['settle-timeout-ms']!), writers: integer('writers', values.writers!) };
@@ -62,7 +65,8 @@ function passed(result: ChaosRunResult): boolean {
 function summaryLine(result: ChaosRunResult): string {
   const v = result.verdict;
   const flag = passed(result) ? 'ok  ' : 'FAIL';
-  return `${flag} ${result.scenario} seed ${result.seed}: acknowledged ${v.acknowledged}, unknown ${v.unknown}, lost ${v.lost}, under-replicated ${v.underReplicated}, duplicates ${v.duplicates}, misplaced ${v.misplaced}, phantoms ${v.phantoms}, answer mismatches ${v.answerMismatches}, changes ${result.changesCompleted}/${result.changesPlanned}, 5xx ${result.writes.status5xx}, unavailable ${result.writes.unavailableSeconds}s, ${result.unsettled === undefined ? 'settled' : `NOT settled (${result.unsettled})`}, repair ${result.repair.records} records in ${result.repair.rounds} rounds, ${result.seconds}s`;
+  const afterHeal = result.changesDoneAfterHealSeconds === null ? '' : `, changes done ${result.changesDoneAfterHealSeconds}s after the last heal`;
+  return `${flag} ${result.scenario} seed ${result.seed}: acknowledged ${v.acknowledged}, unknown ${v.unknown}, lost ${v.lost}, under-replicated ${v.underReplicated} (before repair ${result.beforeRepair.underReplicated}, answer mismatches before repair ${result.beforeRepair.answerMismatches}), duplicates ${v.duplicates}, misplaced ${v.misplaced}, phantoms ${v.phantoms}, answer mismatches ${v.answerMismatches}, changes ${result.changesCompleted}/${result.changesPlanned}, 5xx ${result.writes.status5xx}, unavailable ${result.writes.unavailableSeconds}s, ${result.unsettled === undefined ? 'settled' : `NOT settled (${result.unsettled})`}, repair ${result.repair.records} records in ${result.repair.rounds} rounds${afterHeal}, ${result.seconds}s`;
 }
 
 function save(path: string, startedAt: string, options: object, results: ChaosRunResult[]): void {
@@ -82,7 +86,10 @@ function integer(name: string, text: string): number {
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     console.log(`${signal}: stopping the run's nodes`);
-    void cleanup().finally(() => process.exit(130));
+    // Nodes first (a namespace goes only once nothing runs in it), then the network.
+    void cleanup()
+      .then(() => cleanupNetworks())
+      .finally(() => process.exit(130));
   });
 }
 

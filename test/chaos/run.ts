@@ -9,6 +9,7 @@ import { cleanup, client, sleep, type NodeProcess } from '../kit/node-process.js
 import { checkChaos, type AnswerEvidence, type ChaosVerdict, type StreamEvidence } from './checker.js';
 import { ChaosCluster, CHAOS_STREAMS, ownersFunction, TENANT } from './chaos-cluster.js';
 import { faultSchedule } from './nemesis.js';
+import { ChaosNetwork } from './network.js';
 import type { Scenario } from './scenarios.js';
 import { CHAOS_SCHEMA, ChaosWriters } from './writers.js';
 
@@ -29,6 +30,13 @@ export interface ChaosRunResult {
   changesPlanned: number;
   /** Why the cluster did not settle, when it did not. */
   unsettled: string | undefined;
+  /** What the checker found once settled, before any repair run (the verdict above is after it). */
+  beforeRepair: { underReplicated: number; answerMismatches: number; examples: string[] };
+  /**
+   * Seconds from the last partition's heal to the last change's completion (negative: the
+   * changes were done before it healed); null without partitions or changes.
+   */
+  changesDoneAfterHealSeconds: number | null;
   repair: { rounds: number; records: number; converged: boolean; available: boolean };
   writes: { batches: number; acknowledgedBatches: number; status5xx: number; status503: number; timeouts: number; retries: number; unavailableSeconds: number; p50Ms: number; p99Ms: number; failureReasons: Record<string, number> };
   faults: number;
@@ -43,8 +51,10 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
   const prng = new Prng(seed);
   const schedule = faultSchedule(prng.fork(), { durationMs: options.durationMs, intervalMs: [3_000, 5_000], kinds: scenario.faults });
   const writerPrng = prng.fork();
-  const cluster = new ChaosCluster(prng.fork());
+  const network = scenario.network === true ? await ChaosNetwork.create() : undefined;
+  const cluster = new ChaosCluster(prng.fork(), [], network);
   let changesCompleted = 0;
+  const changesDoneAt: number[] = [];
   try {
     await startCluster(cluster, scenario);
     const writers = new ChaosWriters(
@@ -63,7 +73,7 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
     const phaseStart = Date.now();
     writers.start();
     const nemesis = playSchedule(cluster, schedule, phaseStart);
-    const changes = runChanges(cluster, scenario, options.durationMs, phaseStart).then((count) => (changesCompleted = count));
+    const changes = runChanges(cluster, scenario, options.durationMs, phaseStart, changesDoneAt).then((count) => (changesCompleted = count));
     await sleep(options.durationMs);
     await nemesis;
     await writers.stop();
@@ -76,8 +86,13 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
       cluster.note(`not settled: ${unsettled}`);
       noteNodeLogs(cluster);
     }
+    // Once settled (hints drained, changes done) every copy must be there already, and every
+    // node must answer the same counts: repair is for damage, not for what a write left behind.
+    const settledVerdict = await judge(cluster, scenario.replicas, writers, phaseStart);
+    cluster.note(`before repair: under-replicated ${settledVerdict.underReplicated}, answer mismatches ${settledVerdict.answerMismatches}${settledVerdict.examples.length > 0 ? `; ${settledVerdict.examples.slice(0, 3).join('; ')}` : ''}`);
     const repair = await cluster.repair(Math.max(10_000, settleDeadline - Date.now()));
     const verdict = await judge(cluster, scenario.replicas, writers, phaseStart);
+    const lastDone = changesDoneAt.length === scenario.changes.length && changesDoneAt.length > 0 ? Math.max(...changesDoneAt) : undefined;
     return {
       scenario: scenario.name,
       seed,
@@ -85,6 +100,8 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
       changesCompleted,
       changesPlanned: scenario.changes.length,
       unsettled,
+      beforeRepair: { underReplicated: settledVerdict.underReplicated, answerMismatches: settledVerdict.answerMismatches, examples: settledVerdict.examples },
+      changesDoneAfterHealSeconds: lastDone === undefined || cluster.lastHealAt === undefined ? null : Math.round((lastDone - cluster.lastHealAt) / 100) / 10,
       repair,
       writes: writeSummary(writers),
       faults: schedule.length,
@@ -93,6 +110,7 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
     };
   } finally {
     await cleanup();
+    await network?.cleanup();
   }
 }
 
@@ -147,7 +165,7 @@ async function playSchedule(cluster: ChaosCluster, schedule: ReturnType<typeof f
 }
 
 /** The scenario's joins and leaves, one after another, starting a fifth into the fault phase. */
-async function runChanges(cluster: ChaosCluster, scenario: Scenario, durationMs: number, phaseStart: number): Promise<number> {
+async function runChanges(cluster: ChaosCluster, scenario: Scenario, durationMs: number, phaseStart: number, doneAt: number[]): Promise<number> {
   let completed = 0;
   let next = scenario.nodes + 1;
   await sleep(Math.max(0, phaseStart + durationMs / 5 - Date.now()));
@@ -164,6 +182,7 @@ async function runChanges(cluster: ChaosCluster, scenario: Scenario, durationMs:
         await cluster.leave(name, 240_000);
       }
       completed += 1;
+      doneAt.push(Date.now());
     } catch (error) {
       cluster.note(`change ${change} failed: ${(error as Error).message}`);
       return completed;
