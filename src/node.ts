@@ -383,7 +383,7 @@ function monitoringParts(config: Config, base: Base, storage: Storage, cluster: 
     actorsEnabled: config.monitoring.actorsEnabled,
     actors: { runners: () => late.execution!.sessionHost.runners(), liveForwarding: () => late.execution!.forwarder.queueDepths(), sseClients: () => sseTracker.clients() },
     execution: () => ({ sessions: late.execution!.sessionHost.summary(), liveForwardDroppedPayloads: late.execution!.forwarder.dropped }),
-    handOff: () => ({ pendingDrops: data.plane.handOff.pendingDrops(), damaged: data.plane.repair.damaged() }),
+    handOff: () => ({ pendingDrops: data.plane.handOff.pendingDrops(), pendingSyncs: data.plane.followUps.pending(), damaged: data.plane.repair.damaged() }),
   };
   return { sseTracker, system, deps, late };
 }

@@ -13,7 +13,8 @@ import type { Timers } from '../timers.js';
 import { BadRequestError } from '../errors.js';
 import { ClusterRepair, toReply } from '../repair/cluster-repair.js';
 import { keysInSegments } from '../repair/key-digest.js';
-import type { LocalPartitions, PeerPartitions } from '../repair/partition-sync.js';
+import { localHolder, peerHolder, type LocalPartitions, type PeerPartitions } from '../repair/partition-sync.js';
+import { WriteFollowUps } from './write-follow-ups.js';
 import { RepairService, type Damage, type RepairStream } from '../repair/repair-service.js';
 import type { ChunkStore } from './cluster-shell.js';
 import type { ClusterCore } from './core/core.js';
@@ -72,6 +73,7 @@ export interface DataPlane {
   handOff: PartitionHandOff;
   repair: RepairService;
   clusterRepair: ClusterRepair;
+  followUps: WriteFollowUps;
   start(damage: Damage | undefined): void;
   stop(): void;
 }
@@ -105,12 +107,18 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
     delegates: () => hintDelegates(core, localName),
   });
   const ownersOf = (policy: DistributionPolicy, partition: number) => writeOwners(membership(), { partition, replicas: policy.replicas });
-  const router = new PartitionRouter(ownersOf, writer, keeper);
+  const peerSides = peerPartitions(endpoint, () => membership().epoch, limits.peerDeadlineMs);
+  const followUps = new WriteFollowUps({
+    localName, membership, available, timers, log,
+    holder: (node) => (node === localName ? localHolder(node, ports.partitions) : peerHolder(node, peerSides)),
+    intervalMs: limits.hintReplayIntervalMs,
+  });
+  const router = new PartitionRouter(ownersOf, writer, keeper, followUps);
   const repair = new RepairService({
     localName, available, log, membership, timers,
     local: ports.partitions,
     streams: () => ports.streams(),
-    peers: peerPartitions(endpoint, () => membership().epoch, limits.peerDeadlineMs),
+    peers: peerSides,
     persistDamage: (damage) => ports.persistDamage(damage),
     announceDamage: (damaged) => ports.shell.damaged(damaged),
     refillDefinitions: () => refillDefinitions(endpoint, ports.definitions, hintDelegates(core, localName), limits.peerDeadlineMs),
@@ -146,14 +154,16 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
   });
   serveDataPlane(endpoint, { core, localName, replica, keeper, partitions: ports.partitions, repair, definitions: ports.definitions });
   return {
-    router, keeper, replayer, handOff, repair, clusterRepair,
+    router, keeper, replayer, handOff, repair, clusterRepair, followUps,
     start(damage) {
       replayer.start();
+      followUps.start();
       handOff.start();
       repair.start(damage);
     },
     stop() {
       replayer.stop();
+      followUps.stop();
       handOff.stop();
       repair.stop();
     },

@@ -52,10 +52,16 @@ export class ReplicaWriteError extends Error {
   constructor(
     readonly node: string,
     message: string,
-    options?: ErrorOptions,
+    options?: ErrorOptions & {
+      /** The write was sent (it may have landed: a deadline passed, the connection broke); false: never sent. */
+      sent?: boolean;
+    },
   ) {
     super(message, options);
+    this.sent = options?.sent ?? true;
   }
+
+  readonly sent: boolean;
 }
 
 export class ReplicaWriter {
@@ -69,7 +75,7 @@ export class ReplicaWriter {
       return;
     }
     // A node known to be down is not waited for.
-    if (!deps.available(node)) throw new ReplicaWriteError(node, `${node} is unavailable`);
+    if (!deps.available(node)) throw new ReplicaWriteError(node, `${node} is unavailable`, { sent: false });
     try {
       await deps.transport.call(node, 'WriteRecords', { repo: repository, records: [...records], epoch: deps.epoch(), replicas }, { deadlineMs: deps.writeDeadlineMs });
     } catch (error) {

@@ -395,6 +395,7 @@ export class ChaosCluster {
       const details = answer.json?.nodes?.[0]?.details;
       if (details?.records !== 0) return `${node.name} holds ${details?.records} hinted records`;
       if (details.pendingDrops > 0) return `${node.name} has ${details.pendingDrops} partitions to hand off before it drops them`;
+      if (details.pendingSyncs > 0) return `${node.name} has ${details.pendingSyncs} partitions whose owners it makes whole after failed writes`;
       if (details.damaged) return `${node.name} is refilling damaged data (${details.damaged.reason})`;
     }
     return undefined;
