@@ -583,6 +583,7 @@ function opsParts(config: Config, log: Logger, base: Base, storage: Storage, clu
     localName: config.name, version: base.version, startedAtMs: base.startedAtMs, log,
     membership: () => core.membership(),
     available,
+    unreachableFor: (observer, node) => core.unreachableFor(observer, node),
     storageOpen: () => storage.database.isOpen,
     // Why the node refuses client requests besides stopping and closed storage: one entry each.
     refusals: [{ name: 'cluster', check: () => notServingBecause(core, config.name) }],

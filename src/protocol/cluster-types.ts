@@ -127,7 +127,15 @@ export type PeerMessage =
    * `news`: how much the sender's table says of the change in flight and the queue
    * (tableNews): a peer at the same epoch that knows less asks for the table.
    */
-  | { type: 'heartbeat'; epoch: number; at?: AnnouncedAddress; damaged?: boolean; news?: number }
+  | {
+      type: 'heartbeat';
+      epoch: number;
+      at?: AnnouncedAddress;
+      damaged?: boolean;
+      news?: number;
+      /** Members the sender has not heard from for a failure timeout, and for how long (ms): why a transfer waits. */
+      unreachable?: UnreachablePeer[];
+    }
   /** Pending node → coordinator: its repositories are open, it can receive data. */
   | { type: 'ready'; changeId: string }
   /** Target → source: send chunks of the transfer starting at `seq`, reading after `cursor`. */
@@ -159,6 +167,12 @@ export type AdminCommand =
   | { type: 'remove'; name: string };
 
 export type AdminResult = { ok: true; membership: Membership } | { ok: false; status: 400 | 404 | 409; message: string };
+
+/** A member a node has not heard from for `forMs` (at least its failure timeout). */
+export interface UnreachablePeer {
+  node: string;
+  forMs: number;
+}
 
 export type CoreInput =
   | { type: 'tick'; now: number }
