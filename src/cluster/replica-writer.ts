@@ -33,6 +33,8 @@ export interface ReplicaWriterDeps {
   transport: Pick<PeerEndpoint, 'call'>;
   available(node: string): boolean;
   epoch(): number;
+  /** This node's table: a local store is owner-checked against it, as a peer's write is (storeReplicaWrite). */
+  membership(): Membership;
   /** Takes a newer table an owner answered with; resolves once this node acts on it. */
   adopt(from: string, membership: Membership): Promise<void>;
   /** The owner did not answer in time: the failure detector should take it for down. */
@@ -71,6 +73,11 @@ export class ReplicaWriter {
   async write(node: string, repository: RepositoryName, replicas: number, records: readonly StoredRecord[]): Promise<void> {
     const deps = this.deps;
     if (node === deps.localName) {
+      // The table may have moved on while the write was routed (this process paused, a
+      // change completed): a node that gave the partition up, or has left, stores nothing
+      // more of it, or it would hold what it already dropped. The router routes again.
+      const unowned = records.find((record) => !writeOwners(deps.membership(), { partition: record.partition, replicas }).includes(deps.localName));
+      if (unowned !== undefined) throw new RouteAgainError(`${node} no longer owns partition ${unowned.partition} of ${unowned.stream} (epoch ${deps.epoch()})`);
       await deps.replica.store(repository, records);
       return;
     }

@@ -220,6 +220,8 @@ function command(file: string, args: readonly string[], input?: string): Promise
       if (error) reject(new Error(`${file} ${args.join(' ')}: ${stderr.trim() || error.message}`));
       else resolve({ stdout });
     });
-    child.stdin?.end(input ?? '');
+    // A command that reads nothing may be gone before its input is written.
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(input);
   });
 }
