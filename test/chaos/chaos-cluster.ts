@@ -59,6 +59,8 @@ export class ChaosCluster {
   private readonly startedAt = Date.now();
   /** When the last partition healed (epoch ms), or undefined when none was made. */
   lastHealAt: number | undefined;
+  /** When the last fault of any kind ended (a node restarted or resumed, a partition healed), epoch ms. */
+  lastFaultEndAt: number | undefined;
   /** The partition in place, if any: its end is awaited by heal(). */
   private partitionRunning: Promise<void> | undefined;
 
@@ -290,6 +292,7 @@ export class ChaosCluster {
       await sleep(fault.durationMs);
       await network.heal();
       this.lastHealAt = Date.now();
+      this.lastFaultEndAt = this.lastHealAt;
       this.note('partition healed');
     })()
       .catch((error: unknown) => this.note(`partition failed: ${(error as Error).message}`))
@@ -309,6 +312,7 @@ export class ChaosCluster {
       await sleep(fault.durationMs);
       process.resume();
       node.state = 'up';
+      this.lastFaultEndAt = Date.now();
       return;
     }
     node.state = 'down';
@@ -331,6 +335,7 @@ export class ChaosCluster {
           this.note(`${process.name} restarted`);
         }
         node.state = 'up';
+        this.lastFaultEndAt = Date.now();
         return;
       } catch (error) {
         this.note(`${process.name} failed to restart (attempt ${attempt}): ${(error as Error).message.split('\n').slice(0, 6).join(' | ')}`);
@@ -347,11 +352,13 @@ export class ChaosCluster {
     if (this.network?.partitioned === true) {
       await this.network.heal();
       this.lastHealAt = Date.now();
+      this.lastFaultEndAt = this.lastHealAt;
     }
     for (const node of this.nodes.values()) {
       if (node.state === 'paused') {
         node.process.resume();
         node.state = 'up';
+        this.lastFaultEndAt = Date.now();
       }
       if (node.state === 'down' || !node.process.running) await this.relaunch(node, false);
     }

@@ -37,6 +37,8 @@ export interface ChaosRunResult {
    * changes were done before it healed); null without partitions or changes.
    */
   changesDoneAfterHealSeconds: number | null;
+  /** The same from the end of the last fault of any kind (a restart, a resume, a heal): what the changes waited for once nothing was failing. */
+  changesDoneAfterFaultsSeconds: number | null;
   repair: { rounds: number; records: number; converged: boolean; available: boolean };
   writes: { batches: number; acknowledgedBatches: number; status5xx: number; status503: number; timeouts: number; retries: number; unavailableSeconds: number; p50Ms: number; p99Ms: number; failureReasons: Record<string, number> };
   faults: number;
@@ -102,6 +104,7 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
       unsettled,
       beforeRepair: { underReplicated: settledVerdict.underReplicated, answerMismatches: settledVerdict.answerMismatches, examples: settledVerdict.examples },
       changesDoneAfterHealSeconds: lastDone === undefined || cluster.lastHealAt === undefined ? null : Math.round((lastDone - cluster.lastHealAt) / 100) / 10,
+      changesDoneAfterFaultsSeconds: lastDone === undefined || cluster.lastFaultEndAt === undefined ? null : Math.round((lastDone - cluster.lastFaultEndAt) / 100) / 10,
       repair,
       writes: writeSummary(writers),
       faults: schedule.length,
