@@ -49,6 +49,7 @@ export interface ClusterStatus {
 }
 
 const REQUEST_TIMEOUT_MS = 10_000;
+const STATUS_POLL_TIMEOUT_MS = 2_000;
 /** The admin secret of nodes in network namespaces: beyond loopback a node requires one (docs/security.md). */
 const NETWORK_ADMIN_SECRET = 'chaos-admin-secret-0123456789abcdef';
 
@@ -231,18 +232,22 @@ export class ChaosCluster {
     return up.length === 0 ? undefined : this.prng.pick(up).process;
   }
 
-  /** The cluster table as the first member that answers sees it. */
+  /**
+   * The cluster table as the first member that answers sees it. Each is asked briefly: a
+   * node cut from the clients would hold every poll for the whole request timeout, and
+   * the time a change is seen done with it.
+   */
   async anyStatus(): Promise<ClusterStatus | undefined> {
     for (const node of this.nodes.values()) {
       if (node.state !== 'up' || node.removed) continue;
-      const status = await this.status(node.process).catch(() => undefined);
+      const status = await this.status(node.process, STATUS_POLL_TIMEOUT_MS).catch(() => undefined);
       if (status !== undefined && status.epoch > 0) return status;
     }
     return undefined;
   }
 
-  async status(node: NodeProcess): Promise<ClusterStatus> {
-    const answer = await request(node, 'GET', `/monitoring/system/cluster?node=local`);
+  async status(node: NodeProcess, timeoutMs = REQUEST_TIMEOUT_MS): Promise<ClusterStatus> {
+    const answer = await request(node, 'GET', `/monitoring/system/cluster?node=local`, undefined, timeoutMs);
     const details = answer.json?.nodes?.[0]?.details;
     if (answer.status !== 200 || details === undefined) throw new Error(`cluster monitoring of ${node.name}: ${answer.status} ${answer.text.slice(0, 200)}`);
     return { epoch: details.epoch, change: details.change?.id ?? null, queue: (details.queue ?? []).map((entry: { id: string }) => entry.id), members: details.members };

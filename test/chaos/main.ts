@@ -65,7 +65,7 @@ function passed(result: ChaosRunResult): boolean {
 function summaryLine(result: ChaosRunResult): string {
   const v = result.verdict;
   const flag = passed(result) ? 'ok  ' : 'FAIL';
-  const afterHeal = result.changesDoneAfterHealSeconds === null ? '' : `, changes done ${result.changesDoneAfterHealSeconds}s after the last partition healed (${result.changesDoneAfterFaultsSeconds}s after the last fault ended)`;
+  const afterHeal = result.changesDoneAfterHealSeconds === null ? '' : `, changes done ${result.changesDoneAfterHealSeconds}s after the last partition healed (${result.changesDoneAfterFaultsSeconds}s after the last fault ended; in flight then: done ${result.inFlightDoneAfterFaultsSeconds ?? '–'}s after; asked after: ${result.startedAfterFaultsSeconds ?? '–'}s each)`;
   return `${flag} ${result.scenario} seed ${result.seed}: acknowledged ${v.acknowledged}, unknown ${v.unknown}, lost ${v.lost}, under-replicated ${v.underReplicated} (before repair ${result.beforeRepair.underReplicated}, answer mismatches before repair ${result.beforeRepair.answerMismatches}), duplicates ${v.duplicates}, misplaced ${v.misplaced}, phantoms ${v.phantoms}, answer mismatches ${v.answerMismatches}, changes ${result.changesCompleted}/${result.changesPlanned}, 5xx ${result.writes.status5xx}, unavailable ${result.writes.unavailableSeconds}s, ${result.unsettled === undefined ? 'settled' : `NOT settled (${result.unsettled})`}, repair ${result.repair.records} records in ${result.repair.rounds} rounds${afterHeal}, ${result.seconds}s`;
 }
 

@@ -39,6 +39,10 @@ export interface ChaosRunResult {
   changesDoneAfterHealSeconds: number | null;
   /** The same from the end of the last fault of any kind (a restart, a resume, a heal): what the changes waited for once nothing was failing. */
   changesDoneAfterFaultsSeconds: number | null;
+  /** Of the changes asked for before the last fault ended: seconds from that end to the last one's completion (negative: done before). */
+  inFlightDoneAfterFaultsSeconds?: number | null;
+  /** Of the changes asked for after every fault ended: the longest one's own seconds, request to done. */
+  startedAfterFaultsSeconds?: number | null;
   repair: { rounds: number; records: number; converged: boolean; available: boolean };
   writes: { batches: number; acknowledgedBatches: number; status5xx: number; status503: number; timeouts: number; retries: number; unavailableSeconds: number; p50Ms: number; p99Ms: number; failureReasons: Record<string, number> };
   faults: number;
@@ -56,7 +60,7 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
   const network = scenario.network === true ? await ChaosNetwork.create() : undefined;
   const cluster = new ChaosCluster(prng.fork(), [], network);
   let changesCompleted = 0;
-  const changesDoneAt: number[] = [];
+  const changeTimes: ChangeTimes[] = [];
   try {
     await startCluster(cluster, scenario);
     const writers = new ChaosWriters(
@@ -75,7 +79,7 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
     const phaseStart = Date.now();
     writers.start();
     const nemesis = playSchedule(cluster, schedule, phaseStart);
-    const changes = runChanges(cluster, scenario, options.durationMs, phaseStart, changesDoneAt).then((count) => (changesCompleted = count));
+    const changes = runChanges(cluster, scenario, options.durationMs, phaseStart, changeTimes).then((count) => (changesCompleted = count));
     await sleep(options.durationMs);
     await nemesis;
     await writers.stop();
@@ -94,7 +98,11 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
     cluster.note(`before repair: under-replicated ${settledVerdict.underReplicated}, answer mismatches ${settledVerdict.answerMismatches}${settledVerdict.examples.length > 0 ? `; ${settledVerdict.examples.slice(0, 3).join('; ')}` : ''}`);
     const repair = await cluster.repair(Math.max(10_000, settleDeadline - Date.now()));
     const verdict = await judge(cluster, scenario.replicas, writers, phaseStart);
-    const lastDone = changesDoneAt.length === scenario.changes.length && changesDoneAt.length > 0 ? Math.max(...changesDoneAt) : undefined;
+    const allDone = changeTimes.length === scenario.changes.length && changeTimes.length > 0;
+    const lastDone = allDone ? Math.max(...changeTimes.map((change) => change.doneAt)) : undefined;
+    const faultsEnd = cluster.lastFaultEndAt;
+    const inFlight = changeTimes.filter((change) => faultsEnd !== undefined && change.startedAt < faultsEnd);
+    const startedAfter = changeTimes.filter((change) => faultsEnd !== undefined && change.startedAt >= faultsEnd);
     return {
       scenario: scenario.name,
       seed,
@@ -105,6 +113,8 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
       beforeRepair: { underReplicated: settledVerdict.underReplicated, answerMismatches: settledVerdict.answerMismatches, examples: settledVerdict.examples },
       changesDoneAfterHealSeconds: lastDone === undefined || cluster.lastHealAt === undefined ? null : Math.round((lastDone - cluster.lastHealAt) / 100) / 10,
       changesDoneAfterFaultsSeconds: lastDone === undefined || cluster.lastFaultEndAt === undefined ? null : Math.round((lastDone - cluster.lastFaultEndAt) / 100) / 10,
+      inFlightDoneAfterFaultsSeconds: !allDone || inFlight.length === 0 ? null : Math.round((Math.max(...inFlight.map((change) => change.doneAt)) - faultsEnd!) / 100) / 10,
+      startedAfterFaultsSeconds: !allDone || startedAfter.length === 0 ? null : Math.round(Math.max(...startedAfter.map((change) => change.doneAt - change.startedAt)) / 100) / 10,
       repair,
       writes: writeSummary(writers),
       faults: schedule.length,
@@ -168,11 +178,18 @@ async function playSchedule(cluster: ChaosCluster, schedule: ReturnType<typeof f
 }
 
 /** The scenario's joins and leaves, one after another, starting a fifth into the fault phase. */
-async function runChanges(cluster: ChaosCluster, scenario: Scenario, durationMs: number, phaseStart: number, doneAt: number[]): Promise<number> {
+/** When a membership change was asked for and when the harness saw it done, epoch ms. */
+interface ChangeTimes {
+  startedAt: number;
+  doneAt: number;
+}
+
+async function runChanges(cluster: ChaosCluster, scenario: Scenario, durationMs: number, phaseStart: number, times: ChangeTimes[]): Promise<number> {
   let completed = 0;
   let next = scenario.nodes + 1;
   await sleep(Math.max(0, phaseStart + durationMs / 5 - Date.now()));
   for (const change of scenario.changes) {
+    const startedAt = Date.now();
     try {
       if (change === 'join') {
         const name = `n${next++}`;
@@ -185,7 +202,7 @@ async function runChanges(cluster: ChaosCluster, scenario: Scenario, durationMs:
         await cluster.leave(name, 240_000);
       }
       completed += 1;
-      doneAt.push(Date.now());
+      times.push({ startedAt, doneAt: Date.now() });
     } catch (error) {
       cluster.note(`change ${change} failed: ${(error as Error).message}`);
       return completed;
