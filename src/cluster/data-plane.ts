@@ -137,6 +137,7 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
       return ports.dropPartition(repo, stream, partition);
     },
     hintTargets: () => ports.hints.targets(),
+    followUpsPending: () => followUps.pending(),
     streams: () => ports.streams(),
     handOff: (part, replicas, owners) => repair.handOff(part, replicas, owners),
     catchUp: (part, replicas, owners) => repair.catchUp(part, replicas, owners),

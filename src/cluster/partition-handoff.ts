@@ -32,6 +32,8 @@ export interface PartitionHandOffDeps {
   dropPartition(repo: RepositoryName, stream: string, partition: number): Promise<void>;
   /** Targets of the hints this node keeps (none may be left when it leaves). */
   hintTargets(): string[];
+  /** Partitions this node still makes whole after failed writes (none may be left when it leaves: write-follow-ups.ts). */
+  followUpsPending?(): number;
   timers: Timers;
   /** Pushes the partition's records to each owner; resolves once all hold them, throws otherwise. */
   handOff(part: { repo: RepositoryName; stream: string; partition: number }, replicas: number, owners: readonly string[]): Promise<number>;
@@ -178,7 +180,7 @@ export class PartitionHandOff {
     const change = membership.change;
     if (change?.kind !== 'leave' || change.node !== this.deps.localName || change.finalSynced === true) return;
     if (this.leaveDone === change.id) return this.deps.finalSynced(change.id);
-    if (uncoveredNeeds(membership).length > 0 || this.deps.hintTargets().length > 0) return;
+    if (uncoveredNeeds(membership).length > 0 || this.deps.hintTargets().length > 0 || (this.deps.followUpsPending?.() ?? 0) > 0) return;
     const steps: FinalSyncStep[] = [];
     for (const stream of this.deps.streams()) {
       for (const slot of change.slots.filter((each) => each.replicas === stream.replicas)) {

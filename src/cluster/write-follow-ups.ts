@@ -15,6 +15,7 @@ import { exchangeBetween, type PartitionHolder, type RepairPartitionRef } from '
 import type { RepositoryName } from '../storage/repository.js';
 import type { Timer, Timers } from '../timers.js';
 import { assert } from '../assert.js';
+import { memberNamed } from './core/membership.js';
 import { writeOwners } from './core/placement.js';
 
 /** Where the router reports a record whose write failed with an uncertain outcome. */
@@ -78,6 +79,13 @@ export class WriteFollowUps implements UncertainWrites {
   /** One pass: every partition whose owners all answer is made whole; the others wait. */
   private async work(): Promise<void> {
     if (this.working || this.waiting.size === 0) return;
+    if (memberNamed(this.deps.membership(), this.deps.localName)?.state === 'Left') {
+      // A node that has left is answered by no member: what it noted is left to the
+      // repair sweep, which the remaining owners run among themselves.
+      this.deps.log.info({ partitions: this.waiting.size }, 'this node has left: its follow-ups of failed writes are left to the repair sweep');
+      this.waiting.clear();
+      return;
+    }
     this.working = true;
     try {
       for (const [key, followUp] of [...this.waiting]) {
