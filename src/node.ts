@@ -259,6 +259,8 @@ async function startCluster(config: Config, log: Logger, base: Base, storage: St
     admit: admitTrust(config, () => core.membership().epoch === 0, log),
     memberKey: (name) => core.membership().members.find((member) => member.name === name && member.state !== 'Left')?.publicKey,
     callsInFlightMax: config.limits.peerCallsInFlightMax,
+    // A connection whose packets are dropped is noticed within two heartbeat intervals (wire.ts).
+    keepaliveMs: config.cluster.heartbeatIntervalMs,
     ...(base.tls === undefined ? {} : { tls: base.tls }),
   });
   const transport = peer.transport!;
@@ -448,7 +450,7 @@ function monitoringParts(config: Config, base: Base, storage: Storage, cluster: 
     actorsEnabled: config.monitoring.actorsEnabled,
     actors: { runners: () => late.execution!.sessionHost.runners(), liveForwarding: () => late.execution!.forwarder.queueDepths(), sseClients: () => sseTracker.clients() },
     execution: () => ({ sessions: late.execution!.sessionHost.summary(), liveForwardDroppedPayloads: late.execution!.forwarder.dropped }),
-    handOff: () => ({ pendingDrops: data.plane.handOff.pendingDrops(), damaged: data.plane.repair.damaged() }),
+    handOff: () => ({ pendingDrops: data.plane.handOff.pendingDrops(), pendingSyncs: data.plane.followUps.pending(), damaged: data.plane.repair.damaged() }),
   };
   return { sseTracker, system, deps, late };
 }
@@ -673,6 +675,7 @@ function opsParts(config: Config, log: Logger, base: Base, storage: Storage, clu
     localName: config.name, version: base.version, startedAtMs: base.startedAtMs, log,
     membership: () => core.membership(),
     available,
+    unreachableFor: (observer, node) => core.unreachableFor(observer, node),
     storageOpen: () => storage.database.isOpen,
     // Why the node refuses client requests besides stopping and closed storage: one entry each.
     refusals: [

@@ -13,7 +13,8 @@ import type { Timers } from '../timers.js';
 import { BadRequestError } from '../errors.js';
 import { ClusterRepair, toReply } from '../repair/cluster-repair.js';
 import { keysInSegments } from '../repair/key-digest.js';
-import type { LocalPartitions, PeerPartitions } from '../repair/partition-sync.js';
+import { localHolder, peerHolder, type LocalPartitions, type PartitionHolder, type PeerPartitions } from '../repair/partition-sync.js';
+import { WriteFollowUps } from './write-follow-ups.js';
 import { RepairService, type Damage, type RepairStream } from '../repair/repair-service.js';
 import type { ChunkStore } from './cluster-shell.js';
 import type { ClusterCore } from './core/core.js';
@@ -72,6 +73,7 @@ export interface DataPlane {
   handOff: PartitionHandOff;
   repair: RepairService;
   clusterRepair: ClusterRepair;
+  followUps: WriteFollowUps;
   start(damage: Damage | undefined): void;
   stop(): void;
 }
@@ -81,12 +83,15 @@ const DEFINITIONS_PER_READ_MAX = 500;
 
 export function startDataPlane(ports: DataPlanePorts): DataPlane {
   const { localName, core, endpoint, limits, log, timers } = ports;
-  // Every store waits for a delete of its partitions that is under way (partition-handoff.ts).
+  // Every store waits for a delete of its partitions that is under way (partition-handoff.ts),
+  // and every delete for the stores of its partition under way: a write routed while this
+  // node still owned the partition must not land after the delete that followed.
   let handOffRef: PartitionHandOff | undefined;
+  const storing = new StoresInFlight();
   const replica: ReplicaStore = {
     store: async (repository, records) => {
       await handOffRef?.settle(repository, records);
-      return ports.replica.store(repository, records);
+      return storing.track(repository, records, ports.replica.store(repository, records));
     },
   };
   const available = (name: string) => core.available(name);
@@ -95,6 +100,7 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
     localName, replica, transport: endpoint, available, log,
     writeDeadlineMs: limits.writeDeadlineMs,
     epoch: () => membership().epoch,
+    membership,
     adopt: (from, table) => ports.shell.adopt(from, table),
     suspect: (node) => ports.shell.suspect(node),
   });
@@ -105,12 +111,18 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
     delegates: () => hintDelegates(core, localName),
   });
   const ownersOf = (policy: DistributionPolicy, partition: number) => writeOwners(membership(), { partition, replicas: policy.replicas });
-  const router = new PartitionRouter(ownersOf, writer, keeper);
+  const peerSides = peerPartitions(endpoint, () => membership().epoch, limits.peerDeadlineMs);
+  const followUps = new WriteFollowUps({
+    localName, membership, available, timers, log,
+    holder: (node) => (node === localName ? ownedOnly(localHolder(node, ports.partitions), membership) : peerHolder(node, peerSides)),
+    intervalMs: limits.hintReplayIntervalMs,
+  });
+  const router = new PartitionRouter(ownersOf, writer, keeper, followUps);
   const repair = new RepairService({
     localName, available, log, membership, timers,
     local: ports.partitions,
     streams: () => ports.streams(),
-    peers: peerPartitions(endpoint, () => membership().epoch, limits.peerDeadlineMs),
+    peers: peerSides,
     persistDamage: (damage) => ports.persistDamage(damage),
     announceDamage: (damaged) => ports.shell.damaged(damaged),
     refillDefinitions: () => refillDefinitions(endpoint, ports.definitions, hintDelegates(core, localName), limits.peerDeadlineMs),
@@ -120,8 +132,12 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
   });
   const handOff = new PartitionHandOff({
     localName, log, timers, membership,
-    dropPartition: (repo, stream, partition) => ports.dropPartition(repo, stream, partition),
+    dropPartition: async (repo, stream, partition) => {
+      await storing.settled(repo, stream, partition);
+      return ports.dropPartition(repo, stream, partition);
+    },
     hintTargets: () => ports.hints.targets(),
+    followUpsPending: () => followUps.pending(),
     streams: () => ports.streams(),
     handOff: (part, replicas, owners) => repair.handOff(part, replicas, owners),
     catchUp: (part, replicas, owners) => repair.catchUp(part, replicas, owners),
@@ -146,14 +162,16 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
   });
   serveDataPlane(endpoint, { core, localName, replica, keeper, partitions: ports.partitions, repair, definitions: ports.definitions });
   return {
-    router, keeper, replayer, handOff, repair, clusterRepair,
+    router, keeper, replayer, handOff, repair, clusterRepair, followUps,
     start(damage) {
       replayer.start();
+      followUps.start();
       handOff.start();
       repair.start(damage);
     },
     stop() {
       replayer.stop();
+      followUps.stop();
       handOff.stop();
       repair.stop();
     },
@@ -254,6 +272,51 @@ function peerPartitions(endpoint: PeerEndpoint, epoch: () => number, deadlineMs:
     keys: async (peer, part, segments) => (await endpoint.call(peer, 'RepairKeys', { ...part, segments: [...segments] }, options)).keys,
     fetch: async (peer, part, keys) => (await endpoint.call(peer, 'RepairFetch', { ...part, keys: [...keys] }, options)).records,
     push: async (peer, part, replicas, records) => void (await endpoint.call(peer, 'WriteRecords', { repo: part.repo, records: [...records], epoch: epoch(), replicas }, options)),
+  };
+}
+
+/** Local stores under way, by partition: a delete of a partition waits for them. */
+class StoresInFlight {
+  private readonly stores = new Map<string, Set<Promise<unknown>>>();
+
+  track(repo: RepositoryName, records: readonly { stream: string; partition: number }[], store: Promise<void>): Promise<void> {
+    const keys = new Set(records.map((record) => `${repo}\n${record.stream}\n${record.partition}`));
+    const settled = store.catch(() => undefined);
+    for (const key of keys) {
+      const set = this.stores.get(key) ?? new Set();
+      set.add(settled);
+      this.stores.set(key, set);
+    }
+    void settled.then(() => {
+      for (const key of keys) {
+        const set = this.stores.get(key);
+        set?.delete(settled);
+        if (set?.size === 0) this.stores.delete(key);
+      }
+    });
+    return store;
+  }
+
+  async settled(repo: RepositoryName, stream: string, partition: number): Promise<void> {
+    const set = this.stores.get(`${repo}\n${stream}\n${partition}`);
+    if (set !== undefined) await Promise.all([...set]);
+  }
+}
+
+/**
+ * This node's side of a follow-up exchange, which stores only into a partition its table
+ * still gives it: an exchange planned before a change completed must not refill what this
+ * node has since dropped (a peer's side is fenced the same way by its WriteRecords check).
+ */
+function ownedOnly(holder: PartitionHolder, membership: () => Membership): PartitionHolder {
+  return {
+    ...holder,
+    store: async (part, replicas, records) => {
+      if (!writeOwners(membership(), { partition: part.partition, replicas }).includes(holder.name)) {
+        throw new Error(`${holder.name} no longer owns partition ${part.partition} of ${part.stream} (epoch ${membership().epoch})`);
+      }
+      await holder.store(part, replicas, records);
+    },
   };
 }
 

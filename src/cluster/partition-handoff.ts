@@ -12,6 +12,7 @@
 import type { Logger } from '../log.js';
 import type { RepositoryName } from '../storage/repository.js';
 import type { Timer, Timers } from '../timers.js';
+import { assert } from '../assert.js';
 import { forEachLimited } from '../limited-concurrency.js';
 import { memberNamed } from './core/membership.js';
 import { nextOwnersOf, ownersOf, uncoveredNeeds, writeOwners } from './core/placement.js';
@@ -31,6 +32,8 @@ export interface PartitionHandOffDeps {
   dropPartition(repo: RepositoryName, stream: string, partition: number): Promise<void>;
   /** Targets of the hints this node keeps (none may be left when it leaves). */
   hintTargets(): string[];
+  /** Partitions this node still makes whole after failed writes (none may be left when it leaves: write-follow-ups.ts). */
+  followUpsPending?(): number;
   timers: Timers;
   /** Pushes the partition's records to each owner; resolves once all hold them, throws otherwise. */
   handOff(part: { repo: RepositoryName; stream: string; partition: number }, replicas: number, owners: readonly string[]): Promise<number>;
@@ -68,6 +71,8 @@ export class PartitionHandOff {
   private working = false;
   private leaveDone: string | undefined;
   private joinDone: string | undefined;
+  /** Steps of the current change's final sync already made (finalSync). */
+  private finalSyncDone: { changeId: string; steps: Set<string> } = { changeId: '', steps: new Set() };
 
   constructor(private readonly deps: PartitionHandOffDeps) {}
 
@@ -99,7 +104,10 @@ export class PartitionHandOff {
       await this.finishLeaveIfReady();
       await this.finishJoinIfReady();
     } catch (error) {
-      this.deps.log.warn({ err: error }, 'hand-off round failed; retrying');
+      // A final sync waiting for an owner is expected while one is out of reach: it goes on
+      // from where it was at the next round.
+      if (error instanceof FinalSyncIncompleteError) this.deps.log.info({ reason: error.message }, 'final sync goes on at the next round');
+      else this.deps.log.warn({ err: error }, 'hand-off round failed; retrying');
     } finally {
       this.working = false;
     }
@@ -164,23 +172,28 @@ export class PartitionHandOff {
   /**
    * This node is leaving: once every transfer of the change is complete and no hint is
    * left here, everything it holds goes to the next owners once more; then the core is told.
+   * Each partition and owner is handed off once per change: an owner out of reach fails only
+   * its own hand-offs, and the next round goes on from there instead of from the start.
    */
   private async finishLeaveIfReady(): Promise<void> {
     const membership = this.deps.membership();
     const change = membership.change;
     if (change?.kind !== 'leave' || change.node !== this.deps.localName || change.finalSynced === true) return;
     if (this.leaveDone === change.id) return this.deps.finalSynced(change.id);
-    if (uncoveredNeeds(membership).length > 0 || this.deps.hintTargets().length > 0) return;
-    let sent = 0;
+    if (uncoveredNeeds(membership).length > 0 || this.deps.hintTargets().length > 0 || (this.deps.followUpsPending?.() ?? 0) > 0) return;
+    const steps: FinalSyncStep[] = [];
     for (const stream of this.deps.streams()) {
       for (const slot of change.slots.filter((each) => each.replicas === stream.replicas)) {
         if (!ownersOf(membership, slot).includes(this.deps.localName)) continue;
         for (const repo of REPOSITORIES) {
           if (!(await this.deps.holds(repo, stream.key, slot.partition))) continue;
-          sent += await this.deps.handOff({ repo, stream: stream.key, partition: slot.partition }, slot.replicas, nextOwnersOf(membership, slot));
+          for (const owner of nextOwnersOf(membership, slot)) {
+            if (owner !== this.deps.localName) steps.push({ part: { repo, stream: stream.key, partition: slot.partition }, replicas: slot.replicas, owner });
+          }
         }
       }
     }
+    const sent = await this.finalSync(change.id, steps, 1, (step) => this.deps.handOff(step.part, step.replicas, [step.owner]));
     this.deps.log.info({ change: change.id, records: sent }, 'leaving: hints and data handed off to the next owners');
     this.leaveDone = change.id;
     this.deps.finalSynced(change.id);
@@ -191,6 +204,7 @@ export class PartitionHandOff {
    * current owners of each partition it gains what the transfers may have missed (a write
    * that landed behind a transfer's read, a source that lacked a hinted record); then the
    * core is told, and the change may complete (issue 12: the new owners hold everything).
+   * As for a leave, each partition and owner is caught up once per change.
    */
   private async finishJoinIfReady(): Promise<void> {
     const membership = this.deps.membership();
@@ -200,23 +214,60 @@ export class PartitionHandOff {
     if (memberNamed(membership, self)?.state !== 'Joining') return;
     if (this.joinDone === change.id) return this.deps.finalSynced(change.id);
     if (uncoveredNeeds(membership).length > 0) return;
-    const parts: Array<{ part: { repo: RepositoryName; stream: string; partition: number }; replicas: number; owners: readonly string[] }> = [];
+    const steps: FinalSyncStep[] = [];
     for (const slot of change.slots) {
       const owners = ownersOf(membership, slot);
       if (owners.includes(self) || !nextOwnersOf(membership, slot).includes(self)) continue;
       for (const stream of this.deps.streams().filter((each) => each.replicas === slot.replicas)) {
-        parts.push({ part: { repo: stream.repo, stream: stream.key, partition: slot.partition }, replicas: slot.replicas, owners });
+        for (const owner of owners) steps.push({ part: { repo: stream.repo, stream: stream.key, partition: slot.partition }, replicas: slot.replicas, owner });
       }
     }
     // A few partitions at once: each is a key listing on both nodes and a round trip, and
-    // one after another they held a 1M-payload join 4-5 s after its last chunk. One owner
-    // out of reach fails the final sync.
-    let received = 0;
-    await forEachLimited(parts, CATCH_UPS_IN_FLIGHT, async ({ part, replicas, owners }) => {
-      received += await this.deps.catchUp(part, replicas, owners);
-    });
+    // one after another they held a 1M-payload join 4-5 s after its last chunk.
+    const received = await this.finalSync(change.id, steps, CATCH_UPS_IN_FLIGHT, (step) => this.deps.catchUp(step.part, step.replicas, [step.owner]));
     this.deps.log.info({ change: change.id, records: received }, 'joining: caught up with the current owners after the transfers');
     this.joinDone = change.id;
     this.deps.finalSynced(change.id);
   }
+
+  /**
+   * Runs the steps of a change's final sync not done yet in an earlier round; returns the
+   * records moved. Throws, once every step was tried, when some failed (an owner out of
+   * reach): the next round tries only those.
+   */
+  private async finalSync(changeId: string, steps: readonly FinalSyncStep[], inFlight: number, run: (step: FinalSyncStep) => Promise<number>): Promise<number> {
+    if (this.finalSyncDone.changeId !== changeId) this.finalSyncDone = { changeId, steps: new Set() };
+    const done = this.finalSyncDone.steps;
+    const open = steps.filter((step) => !done.has(stepKey(step)));
+    let moved = 0;
+    const failed: string[] = [];
+    await forEachLimited(open, inFlight, async (step) => {
+      try {
+        moved += await run(step);
+        done.add(stepKey(step));
+      } catch (error) {
+        failed.push(`${step.owner}: ${(error as Error).message}`);
+      }
+    });
+    // Every step tried either is done or is one of the failures.
+    assert(open.filter((step) => !done.has(stepKey(step))).length === failed.length, `${failed.length} final-sync steps failed, others left undone`);
+    if (failed.length > 0) throw new FinalSyncIncompleteError(`${failed.length} of ${steps.length} final-sync steps wait for their owner (${failed[0]}); ${steps.length - failed.length} done`);
+    return moved;
+  }
+}
+
+/** One partition of one stream, handed to or caught up from one owner. */
+interface FinalSyncStep {
+  part: { repo: RepositoryName; stream: string; partition: number };
+  replicas: number;
+  owner: string;
+}
+
+function stepKey(step: FinalSyncStep): string {
+  return `${partitionKey(step.part.repo, step.part.stream, step.part.partition)}\n${step.replicas}\n${step.owner}`;
+}
+
+/** Some steps of a final sync could not be made yet; the next round goes on from there. */
+export class FinalSyncIncompleteError extends Error {
+  override name = 'FinalSyncIncompleteError';
 }

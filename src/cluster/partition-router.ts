@@ -10,6 +10,7 @@
 
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { DistributionPolicy } from '../streams/policy.js';
+import type { UncertainWrites } from './write-follow-ups.js';
 
 /** An owner refused the write because this node's table was old; it has the new one now. */
 export class RouteAgainError extends Error {
@@ -53,6 +54,8 @@ export class PartitionRouter {
     private readonly writeOwners: WriteOwners,
     private readonly writer: ReplicaWrites,
     private readonly hints: HintKeeping,
+    /** Told of each failed record that may sit on some owners anyway (write-follow-ups.ts). */
+    private readonly uncertain?: UncertainWrites,
   ) {}
 
   /**
@@ -99,6 +102,8 @@ export class PartitionRouter {
     const storedOn = new Map<number, string[]>();
     const notStored = new Map<number, string>();
     const reroute = new Set<number>();
+    /** Records an owner may have stored although its write failed (sent, then no answer in time). */
+    const maybeStored = new Set<number>();
     await Promise.all(
       [...byOwner].map(async ([owner, owned]) => {
         try {
@@ -110,7 +115,11 @@ export class PartitionRouter {
           }
         } catch (error) {
           if (error instanceof RouteAgainError) for (const position of owned) reroute.add(position);
-          else for (const position of owned) if (!notStored.has(position)) notStored.set(position, (error as Error).message);
+          else {
+            for (const position of owned) if (!notStored.has(position)) notStored.set(position, (error as Error).message);
+            // A write never sent (the owner known down: ReplicaWriteError's `sent`) stored nothing.
+            if ((error as { sent?: boolean }).sent !== false) for (const position of owned) maybeStored.add(position);
+          }
         }
       }),
     );
@@ -129,6 +138,13 @@ export class PartitionRouter {
     }
     if (wanted.length > 0) {
       for (const [position, why] of await this.hints.keep(repository, wanted)) failures.set(position, why);
+    }
+    // A failed record that an owner stored (no hint could be kept) or may have stored: its
+    // owners are made to agree once they all answer, not at the next repair sweep.
+    for (const position of positions) {
+      if (!failures.has(position) || (!maybeStored.has(position) && (storedOn.get(position)?.length ?? 0) === 0)) continue;
+      const record = records[position]!;
+      this.uncertain?.note(repository, record.stream, record.partition, policy.replicas);
     }
     return [...reroute];
   }

@@ -78,7 +78,8 @@ export function peerMessageProblem(message: PeerMessage, current: Membership): s
     case 'membership':
       return tableProblem(message.membership, current);
     case 'heartbeat':
-      return isCount(message.epoch) ? (countProblem('news', message.news ?? 0) ?? countProblem('newsDigest', message.newsDigest ?? 0)) : `heartbeat epoch ${message.epoch} is not an integer >= 0`;
+      if (!isCount(message.epoch)) return `heartbeat epoch ${message.epoch} is not an integer >= 0`;
+      return countProblem('news', message.news ?? 0) ?? countProblem('newsDigest', message.newsDigest ?? 0) ?? unreachableProblem(message.unreachable ?? []);
     case 'ready':
       return idProblem('changeId', message.changeId);
     case 'transfer-request':
@@ -232,6 +233,16 @@ function assertionProblem(check: () => void): string | undefined {
   } catch (error) {
     return (error as Error).message;
   }
+}
+
+/** A heartbeat's unreachable members: at most as many as a table has members, each a name and a count. */
+function unreachableProblem(unreachable: readonly { node: string; forMs: number }[]): string | undefined {
+  if (unreachable.length > TABLE_MEMBERS_MAX) return `${unreachable.length} unreachable members (at most ${TABLE_MEMBERS_MAX})`;
+  for (const peer of unreachable) {
+    const problem = textProblem('unreachable node', peer.node, NAME_LENGTH_MAX) ?? countProblem('unreachable forMs', peer.forMs);
+    if (problem !== undefined) return problem;
+  }
+  return undefined;
 }
 
 function isCount(value: number): boolean {

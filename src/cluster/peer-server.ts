@@ -39,6 +39,8 @@ export interface PeerWiring {
   /** config limits.peerCallsInFlightMax */
   callsInFlightMax?: number;
   tls?: TlsMaterial;
+  /** Keepalive ping interval of peer connections (config cluster.heartbeatIntervalMs). */
+  keepaliveMs?: number;
 }
 
 /** Whom a node that has no cluster yet takes an Admit from (issue 15, item 1). */
@@ -63,6 +65,7 @@ export async function startPeerServer(host: string, port: number, nodes: NodeTab
     port,
     ...(wiring.callsInFlightMax === undefined ? {} : { callsInFlightMax: wiring.callsInFlightMax }),
     ...(wiring.tls === undefined ? {} : { tls: wiring.tls }),
+    ...(wiring.keepaliveMs === undefined ? {} : { keepaliveMs: wiring.keepaliveMs }),
     acceptUnknown: (_kind, sender, admit) => {
       if (!wiring.admit.accepting()) return undefined;
       const verdict = admitSenderKey(sender, admit, wiring.identity.publicKeyBase64, wiring.admit.trustedKeys);

@@ -33,6 +33,8 @@ export interface ReplicaWriterDeps {
   transport: Pick<PeerEndpoint, 'call'>;
   available(node: string): boolean;
   epoch(): number;
+  /** This node's table: a local store is owner-checked against it, as a peer's write is (storeReplicaWrite). */
+  membership(): Membership;
   /** Takes a newer table an owner answered with; resolves once this node acts on it. */
   adopt(from: string, membership: Membership): Promise<void>;
   /** The owner did not answer in time: the failure detector should take it for down. */
@@ -52,10 +54,16 @@ export class ReplicaWriteError extends Error {
   constructor(
     readonly node: string,
     message: string,
-    options?: ErrorOptions,
+    options?: ErrorOptions & {
+      /** The write was sent (it may have landed: a deadline passed, the connection broke); false: never sent. */
+      sent?: boolean;
+    },
   ) {
     super(message, options);
+    this.sent = options?.sent ?? true;
   }
+
+  readonly sent: boolean;
 }
 
 export class ReplicaWriter {
@@ -65,11 +73,16 @@ export class ReplicaWriter {
   async write(node: string, repository: RepositoryName, replicas: number, records: readonly StoredRecord[]): Promise<void> {
     const deps = this.deps;
     if (node === deps.localName) {
+      // The table may have moved on while the write was routed (this process paused, a
+      // change completed): a node that gave the partition up, or has left, stores nothing
+      // more of it, or it would hold what it already dropped. The router routes again.
+      const unowned = records.find((record) => !writeOwners(deps.membership(), { partition: record.partition, replicas }).includes(deps.localName));
+      if (unowned !== undefined) throw new RouteAgainError(`${node} no longer owns partition ${unowned.partition} of ${unowned.stream} (epoch ${deps.epoch()})`);
       await deps.replica.store(repository, records);
       return;
     }
     // A node known to be down is not waited for.
-    if (!deps.available(node)) throw new ReplicaWriteError(node, `${node} is unavailable`);
+    if (!deps.available(node)) throw new ReplicaWriteError(node, `${node} is unavailable`, { sent: false });
     try {
       await deps.transport.call(node, 'WriteRecords', { repo: repository, records: [...records], epoch: deps.epoch(), replicas }, { deadlineMs: deps.writeDeadlineMs });
     } catch (error) {

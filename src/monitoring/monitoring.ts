@@ -78,7 +78,7 @@ export interface MonitoringDeps {
   actorsEnabled: boolean;
   actors: ActorSources;
   /** Partitions waiting to be handed off before they are dropped, and damage being refilled (issue 12). */
-  handOff(): { pendingDrops: number; damaged: { reason: string; sinceMs: number } | undefined };
+  handOff(): { pendingDrops: number; pendingSyncs: number; damaged: { reason: string; sinceMs: number } | undefined };
   /** The sessions this node hosts and what their queries are doing (issue 7). */
   execution(): { sessions: HostedSession[]; liveForwardDroppedPayloads: number };
 }

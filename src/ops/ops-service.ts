@@ -21,6 +21,8 @@ export interface OpsServiceDeps {
   startedAtMs: number;
   membership(): Membership;
   available(name: string): boolean;
+  /** Who cannot reach whom, for how long (ms): the cluster core's view (transfer-watch.ts). */
+  unreachableFor?(observer: string, node: string): number | undefined;
   storageOpen(): boolean;
   /** Reasons besides stopping and closed storage (which this service adds) for which the node refuses clients. */
   refusals: readonly RefusalReason[];
@@ -83,7 +85,9 @@ export class OpsService {
     const line = membershipChangeLine(this.lastMembership, membership);
     this.lastMembership = membership;
     if (line !== undefined) this.deps.log.info(line.fields, line.message);
-    for (const event of this.deps.watch.observe(membership, this.now(), (name) => this.deps.available(name))) this.logTransfer(event);
+    const unreachableFor = this.deps.unreachableFor;
+    const reach = unreachableFor === undefined ? undefined : { self: this.deps.localName, unreachableFor: (observer: string, node: string) => unreachableFor(observer, node) };
+    for (const event of this.deps.watch.observe(membership, this.now(), (name) => this.deps.available(name), reach)) this.logTransfer(event);
   }
 
   /** Why the transfer has made no progress for the stall time, or null (unknown, moving or done). */

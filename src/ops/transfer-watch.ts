@@ -49,6 +49,16 @@ interface Watched {
   loggedStep: number;
 }
 
+/**
+ * Who cannot reach whom, for how long (ms), as this node knows it: its own failure detector
+ * (observer `self`) and what each peer's last heartbeat said (the cluster core's
+ * unreachableFor); undefined when the observer hears the node.
+ */
+export interface Reachability {
+  self: string;
+  unreachableFor(observer: string, node: string): number | undefined;
+}
+
 export const DEFAULT_WATCH_OPTIONS: Omit<TransferWatchOptions, 'stallMs'> = { progressStepPercent: 10, rateWindowMs: 10_000, doneKeptMax: 64 };
 
 export class TransferWatch {
@@ -57,10 +67,10 @@ export class TransferWatch {
   constructor(private readonly options: TransferWatchOptions) {}
 
   /** Feeds the current membership (on every change, and periodically: stalls change nothing). */
-  observe(membership: Membership, nowMs: number, available: (node: string) => boolean): TransferEvent[] {
+  observe(membership: Membership, nowMs: number, available: (node: string) => boolean, reach?: Reachability): TransferEvent[] {
     const events: TransferEvent[] = [];
     const current = new Map((membership.change?.transfers ?? []).map((plan) => [plan.id, plan]));
-    for (const plan of current.values()) this.observePlan(plan, nowMs, available, events);
+    for (const plan of current.values()) this.observePlan(plan, nowMs, (idleMs) => stallReason(plan, idleMs, available, reach, nowMs), events);
     // A transfer gone from the change (or the change gone) while incomplete has completed
     // with its change: the core ends a change only when its data is durable on the new owners.
     for (const entry of this.watched.values()) {
@@ -77,7 +87,7 @@ export class TransferWatch {
       .sort((a, b) => Number(a.complete) - Number(b.complete) || b.startedAtMs - a.startedAtMs || a.id.localeCompare(b.id));
   }
 
-  private observePlan(plan: TransferPlan, nowMs: number, available: (node: string) => boolean, events: TransferEvent[]): void {
+  private observePlan(plan: TransferPlan, nowMs: number, reasonFor: (idleMs: number) => string, events: TransferEvent[]): void {
     let entry = this.watched.get(plan.id);
     if (entry === undefined) {
       entry = {
@@ -109,10 +119,12 @@ export class TransferWatch {
       entry.loggedStep = step;
       events.push({ type: 'progress', transfer: { ...entry.view } });
     }
-    if (entry.view.stalled === null && nowMs - entry.lastChangeAtMs >= this.options.stallMs) {
-      entry.view.stalled = stallReason(plan, nowMs - entry.lastChangeAtMs, available);
-      events.push({ type: 'stalled', transfer: { ...entry.view }, reason: entry.view.stalled });
-    }
+    if (nowMs - entry.lastChangeAtMs < this.options.stallMs) return;
+    // The reason is kept current while the stall lasts (a partition heals, another begins);
+    // the event and its log line come once.
+    const first = entry.view.stalled === null;
+    entry.view.stalled = reasonFor(nowMs - entry.lastChangeAtMs);
+    if (first) events.push({ type: 'stalled', transfer: { ...entry.view }, reason: entry.view.stalled });
   }
 
   private update(entry: Watched, plan: TransferPlan, nowMs: number): void {
@@ -149,7 +161,21 @@ export class TransferWatch {
   }
 }
 
-export function stallReason(plan: TransferPlan, idleMs: number, available: (node: string) => boolean): string {
+/**
+ * Why a transfer waits: an end this node cannot reach, or an end the other cannot (a
+ * partition between them that this node is outside of), with since when (UTC, from the
+ * failure detector); else how long nothing has moved.
+ */
+export function stallReason(plan: TransferPlan, idleMs: number, available: (node: string) => boolean, reach?: Reachability, nowMs = Date.now()): string {
+  const since = (forMs: number) => new Date(nowMs - forMs).toISOString().slice(11, 19);
+  if (reach !== undefined) {
+    const cuts: Array<[observer: string, node: string]> = [[reach.self, plan.from], [reach.self, plan.to], [plan.to, plan.from], [plan.from, plan.to]];
+    for (const [observer, node] of cuts) {
+      const forMs = reach.unreachableFor(observer, node);
+      if (forMs === undefined) continue;
+      return `${node} unreachable${observer === reach.self ? '' : ` from ${observer}`} since ${since(forMs)} UTC`;
+    }
+  }
   if (!available(plan.from)) return `source ${plan.from} unavailable`;
   if (!available(plan.to)) return `target ${plan.to} unavailable`;
   return `no progress for ${Math.round(idleMs / 1000)} s`;

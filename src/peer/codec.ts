@@ -286,7 +286,7 @@ function coreToProto(value: PeerMessage): ProtoObject {
     case 'membership':
       return { membership: membership.toProto(value.membership), damaged: value.damaged === true };
     case 'heartbeat':
-      return { heartbeat: { epoch: value.epoch, at: value.at, news: value.news ?? 0, newsDigest: value.newsDigest ?? 0 }, damaged: value.damaged === true };
+      return { heartbeat: { epoch: value.epoch, at: value.at, news: value.news ?? 0, newsDigest: value.newsDigest ?? 0, unreachable: value.unreachable ?? [] }, damaged: value.damaged === true };
     case 'ready':
       return { ready: { changeId: value.changeId } };
     case 'transfer-request':
@@ -337,11 +337,13 @@ function heartbeatFromProto(object: ProtoObject): PeerMessage {
   const epoch = int(object, 'epoch');
   const news = int(object, 'news');
   const newsDigest = int(object, 'newsDigest');
+  const unreachable = list(object, 'unreachable', (peer) => ({ node: str(peer, 'node'), forMs: int(peer, 'forMs') }));
   return {
     type: 'heartbeat',
     epoch,
     ...(at === undefined ? {} : { at: { address: str(at, 'address'), port: int(at, 'port'), httpPort: int(at, 'httpPort'), incarnation: int(at, 'incarnation') } }),
     ...(news > 0 ? { news, newsDigest } : {}),
+    ...(unreachable.length > 0 ? { unreachable } : {}),
   };
 }
 

@@ -55,7 +55,8 @@ import { serveTransferStream, type ChunkAnswer } from './transfer-inbound.js';
 import { callerClaim, callerMetadata, inboundGate, type GateCounts } from './inbound-gate.js';
 import type { TlsMaterial } from '../tls.js';
 import { TransferStream, type TransferStreamHandlers } from './transfer-stream.js';
-import { CHANNEL_OPTIONS, RemotePeerError, asBuffer, fromGrpcError, sameBytes, toErrorReply } from './wire.js';
+import { CHANNEL_OPTIONS, KEEPALIVE_MS_DEFAULT, RemotePeerError, asBuffer, fromGrpcError, keepaliveOptions, sameBytes, toErrorReply } from './wire.js';
+import { assert } from '../assert.js';
 
 export interface PeerAddress {
   address: string;
@@ -98,6 +99,13 @@ export interface PeerTransportOptions {
   callsInFlightMax?: number;
   /** Mutual TLS with the cluster CA (tls.ts); undefined: plain TCP. */
   tls?: TlsMaterial;
+  /**
+   * Keepalive ping interval of every peer connection, both ways (wire.ts keepaliveOptions;
+   * the node passes its heartbeat interval): a connection whose packets are dropped is closed
+   * within two of these. A dial still not connected after two of these is given up and
+   * dialled afresh. Default KEEPALIVE_MS_DEFAULT.
+   */
+  keepaliveMs?: number;
 }
 
 export type { CallHandler, CallOptions, TransferHandler } from './endpoint.js';
@@ -118,6 +126,12 @@ interface InboundStream {
 
 type RawHandler = (sender: string, body: Uint8Array) => Promise<{ kind: PeerKind; body: Uint8Array }>;
 
+/** One gRPC client per peer address, and since when its channel has been dialling (connectWatch). */
+interface PeerClient {
+  client: grpc.Client;
+  connectingSinceMs: number | undefined;
+}
+
 const NONCE_ENTRIES_MAX = 100_000;
 const CALLS_IN_FLIGHT_MAX = 256;
 const EMPTY = new Uint8Array(0);
@@ -126,7 +140,9 @@ export class PeerTransport implements PeerEndpoint {
   private readonly server: grpc.Server;
   /** Counts of the gate in front of every inbound call (inbound-gate.ts). */
   readonly gate: GateCounts;
-  private readonly clients = new Map<string, grpc.Client>();
+  private readonly clients = new Map<string, PeerClient>();
+  private readonly channelOptions: grpc.ChannelOptions;
+  private readonly keepaliveMs: number;
   private readonly handlers = new Map<string, RawHandler>();
   private transferHandler: TransferHandler | undefined;
   private readonly replay: ReplayGuard;
@@ -156,7 +172,12 @@ export class PeerTransport implements PeerEndpoint {
       },
     });
     this.gate = gate.counts;
-    this.server = new grpc.Server({ ...CHANNEL_OPTIONS, interceptors: [gate.interceptor] });
+    this.keepaliveMs = options.keepaliveMs ?? KEEPALIVE_MS_DEFAULT;
+    assert(Number.isInteger(this.keepaliveMs) && this.keepaliveMs > 0, `keepalive every ${this.keepaliveMs} ms`);
+    this.channelOptions = { ...CHANNEL_OPTIONS, ...keepaliveOptions(this.keepaliveMs) };
+    // The server pings too: an inbound transfer stream from a peer cut off holds one of the
+    // gate's slots (callsInFlightMax) until its connection is known dead.
+    this.server = new grpc.Server({ ...this.channelOptions, interceptors: [gate.interceptor] });
     this.server.addService(peerServiceDefinition(), {
       Call: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => this.serveCall(call, callback),
       Transfer: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => this.serveTransfer(call),
@@ -197,7 +218,7 @@ export class PeerTransport implements PeerEndpoint {
   }
 
   async close(graceMs: number): Promise<void> {
-    for (const client of this.clients.values()) client.close();
+    for (const peer of this.clients.values()) peer.client.close();
     this.clients.clear();
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
@@ -492,13 +513,37 @@ export class PeerTransport implements PeerEndpoint {
   /** One client (one HTTP/2 channel) per peer address, reused by every call and stream. */
   private client(target: PeerAddress, node: string): grpc.Client {
     const address = `${target.address}:${target.port}`;
-    let client = this.clients.get(address);
-    if (client === undefined) {
-      client = new grpc.Client(address, this.channelCredentials(), CHANNEL_OPTIONS);
-      this.clients.set(address, client);
+    let peer = this.clients.get(address);
+    if (peer !== undefined && this.dialStuck(peer)) {
+      this.log.debug({ peer: node, address }, 'peer connection still dialling after two keepalive intervals: dialling afresh');
+      peer.client.close();
+      this.clients.delete(address);
+      peer = undefined;
+    }
+    if (peer === undefined) {
+      peer = { client: new grpc.Client(address, this.channelCredentials(), this.channelOptions), connectingSinceMs: undefined };
+      this.clients.set(address, peer);
       this.counters.channelOpened(node);
     }
-    return client;
+    return peer.client;
+  }
+
+  /**
+   * grpc-js gives a TCP connect no deadline of its own: a dial sent while packets to the peer
+   * are dropped waits for the kernel's SYN retries (1, 3, 7, 15, 31 s…), so a peer back from a
+   * partition stayed unreachable for up to half a minute, and every call meanwhile waited out
+   * its deadline queued behind the dial. A channel dialling for two keepalive intervals is
+   * replaced: the new one dials at once (the old dial ends with the kernel's retries).
+   */
+  private dialStuck(peer: PeerClient): boolean {
+    const state = peer.client.getChannel().getConnectivityState(false);
+    if (state !== grpc.connectivityState.CONNECTING) {
+      peer.connectingSinceMs = undefined;
+      return false;
+    }
+    const now = performance.now();
+    peer.connectingSinceMs ??= now;
+    return now - peer.connectingSinceMs > 2 * this.keepaliveMs;
   }
 
   /** Sends the request's bytes with a caller header announcing it (its sender, time, nonce and kind). */

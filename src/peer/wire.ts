@@ -19,6 +19,26 @@ export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   'grpc.max_reconnect_backoff_ms': 2_000,
 };
 
+/** How often a quiet connection is pinged when the transport is given no keepalive interval. */
+export const KEEPALIVE_MS_DEFAULT = 1_000;
+
+/**
+ * Keepalive pings on every peer connection, both ways (docs/cluster.md, "Transfers"). Packets
+ * that are silently dropped (a partition, a cable pulled, a firewall) leave a TCP connection
+ * looking open: without pings a long-lived transfer stream, and every call queued behind it
+ * on the same HTTP/2 connection, waits until TCP's own retransmissions give up (minutes).
+ * A ping every `keepaliveMs`, unanswered within another `keepaliveMs`, closes the
+ * connection: its calls and streams fail and the next call dials again, so a dead
+ * connection is noticed within two intervals (the node passes its heartbeat interval).
+ */
+export function keepaliveOptions(keepaliveMs: number): grpc.ChannelOptions {
+  return {
+    'grpc.keepalive_time_ms': keepaliveMs,
+    'grpc.keepalive_timeout_ms': keepaliveMs,
+    'grpc.keepalive_permit_without_calls': 1,
+  };
+}
+
 /** The remote node's own TributaryError, rethrown by the caller with the same fields. */
 export class RemotePeerError extends TributaryError {
   readonly node: string;

@@ -128,7 +128,16 @@ export type PeerMessage =
    * the queue, and a hash of what (tableNews): a peer at the same epoch that knows less,
    * or other things, asks for the table.
    */
-  | { type: 'heartbeat'; epoch: number; at?: AnnouncedAddress; damaged?: boolean; news?: number; newsDigest?: number }
+  | {
+      type: 'heartbeat';
+      epoch: number;
+      at?: AnnouncedAddress;
+      damaged?: boolean;
+      news?: number;
+      newsDigest?: number;
+      /** Members the sender has not heard from for a failure timeout, and for how long (ms): why a transfer waits. */
+      unreachable?: UnreachablePeer[];
+    }
   /** Pending node → coordinator: its repositories are open, it can receive data. */
   | { type: 'ready'; changeId: string }
   /** Target → source: send chunks of the transfer starting at `seq`, reading after `cursor`. */
@@ -160,6 +169,12 @@ export type AdminCommand =
   | { type: 'remove'; name: string };
 
 export type AdminResult = { ok: true; membership: Membership } | { ok: false; status: 400 | 404 | 409; message: string };
+
+/** A member a node has not heard from for `forMs` (at least its failure timeout). */
+export interface UnreachablePeer {
+  node: string;
+  forMs: number;
+}
 
 export type CoreInput =
   | { type: 'tick'; now: number }

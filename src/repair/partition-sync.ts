@@ -82,3 +82,55 @@ function checkFetched(records: StoredRecord[], part: RepairPartitionRef, peer: s
   }
   return records;
 }
+
+/**
+ * One holder of a partition, this node or a peer, as an exchange between two holders that
+ * may both be remote sees it (follow-ups of uncertain writes: the node that saw the write
+ * fail need not own the partition).
+ */
+export interface PartitionHolder {
+  name: string;
+  digest(part: RepairPartitionRef): Promise<ArrayLike<number>>;
+  keys(part: RepairPartitionRef, segments: readonly number[]): Promise<string[]>;
+  records(part: RepairPartitionRef, keys: readonly string[]): Promise<StoredRecord[]>;
+  /** Stores records another holder has (a replica write when remote: fenced and owner-checked). */
+  store(part: RepairPartitionRef, replicas: number, records: readonly StoredRecord[]): Promise<void>;
+}
+
+export function localHolder(name: string, local: LocalPartitions): PartitionHolder {
+  return {
+    name,
+    digest: (part) => local.digest(part),
+    keys: async (part, segments) => keysInSegments(await local.keys(part), segments),
+    records: (part, keys) => local.records(part, keys),
+    store: (part, _replicas, records) => local.store(part.repo, records),
+  };
+}
+
+export function peerHolder(name: string, peers: PeerPartitions): PartitionHolder {
+  return {
+    name,
+    digest: (part) => peers.digest(name, part),
+    keys: (part, segments) => peers.keys(name, part, segments),
+    records: async (part, keys) => checkFetched(await peers.fetch(name, part, keys), part, name),
+    store: (part, replicas, records) => peers.push(name, part, replicas, records),
+  };
+}
+
+/** Each of the two holders gets what only the other holds of the partition; returns the records moved. */
+export async function exchangeBetween(a: PartitionHolder, b: PartitionHolder, part: RepairPartitionRef, replicas: number): Promise<number> {
+  const [digestA, digestB] = await Promise.all([a.digest(part), b.digest(part)]);
+  const segments = differingSegments(digestA, digestB);
+  if (segments.length === 0) return 0;
+  const [keysA, keysB] = await Promise.all([a.keys(part, segments), b.keys(part, segments)]);
+  const { onlyMine, onlyTheirs } = keyDifference(keysA, keysB);
+  let moved = 0;
+  for (const [from, to, keys] of [[a, b, onlyMine], [b, a, onlyTheirs]] as const) {
+    for (let start = 0; start < keys.length; start += KEYS_PER_MESSAGE_MAX) {
+      const records = await from.records(part, keys.slice(start, start + KEYS_PER_MESSAGE_MAX));
+      if (records.length > 0) await to.store(part, replicas, records);
+      moved += records.length;
+    }
+  }
+  return moved;
+}

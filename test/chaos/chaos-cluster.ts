@@ -13,7 +13,8 @@ import { SseClient } from '../kit/sse-client.js';
 import type { Prng } from '../sim/prng.js';
 import type { StoredRecordRef } from './checker.js';
 import type { ChaosDisk } from './disk-full.js';
-import { describeFault, type Fault } from './nemesis.js';
+import { describeFault, type Fault, type PartitionKind } from './nemesis.js';
+import { CLIENTS, type ChaosNetwork, type Endpoint } from './network.js';
 import type { WriterTarget } from './writers.js';
 
 export const TENANT = 'chaos';
@@ -49,19 +50,50 @@ export interface ClusterStatus {
 }
 
 const REQUEST_TIMEOUT_MS = 10_000;
+const STATUS_POLL_TIMEOUT_MS = 2_000;
+/** The admin secret of nodes in network namespaces: beyond loopback a node requires one (docs/security.md). */
+const NETWORK_ADMIN_SECRET = 'chaos-admin-secret-0123456789abcdef';
 
 export class ChaosCluster {
   readonly log: string[] = [];
   private readonly nodes = new Map<string, ChaosNode>();
   private readonly faultsRunning = new Set<Promise<void>>();
   private readonly startedAt = Date.now();
+  /** When the last partition healed (epoch ms), or undefined when none was made. */
+  lastHealAt: number | undefined;
+  /** When the last fault of any kind ended (a node restarted or resumed, a partition healed), epoch ms. */
+  lastFaultEndAt: number | undefined;
+  /** The partition in place, if any: its end is awaited by heal(). */
+  private partitionRunning: Promise<void> | undefined;
 
+  /**
+   * With `network`, every node runs in a network namespace of its own and listens on its
+   * address there (beyond loopback: an admin secret, join tokens, tokens off for clients);
+   * without, on 127.0.0.1.
+   */
   constructor(
     private readonly prng: Prng,
     private readonly extraArgs: readonly string[] = [],
-    /** The disk-full nemesis, in runs that have one: its victim starts on its own filesystem. */
-    private readonly disk?: ChaosDisk,
+    private readonly nemeses: {
+      /** The disk-full nemesis, in runs that have one: its victim starts on its own filesystem. */
+      readonly disk?: ChaosDisk;
+      /** The partition nemesis, in runs that have one: every node in a namespace of its own. */
+      readonly network?: ChaosNetwork;
+    } = {},
   ) {}
+
+  private get disk(): ChaosDisk | undefined {
+    return this.nemeses.disk;
+  }
+
+  private get network(): ChaosNetwork | undefined {
+    return this.nemeses.network;
+  }
+
+  /** Headers of membership requests: the admin secret of nodes beyond loopback. */
+  private get adminHeaders(): Record<string, string> {
+    return this.network === undefined ? {} : { authorization: `Bearer ${NETWORK_ADMIN_SECRET}` };
+  }
 
   note(line: string): void {
     const seconds = ((Date.now() - this.startedAt) / 1000).toFixed(1).padStart(6);
@@ -90,10 +122,37 @@ export class ChaosCluster {
   async startNode(name: string, join: boolean): Promise<NodeProcess> {
     const onDisk = this.disk?.plan.victim === name ? this.disk : undefined;
     const dataDir = onDisk === undefined ? {} : { dataDir: await onDisk.prepare() };
-    const process = await NodeProcess.start({ name, join, ...dataDir, args: [...FAST_CLUSTER_ARGS, ...this.extraArgs, ...(onDisk?.args() ?? [])] });
+    const args = [...FAST_CLUSTER_ARGS, ...this.extraArgs, ...(onDisk?.args() ?? []), ...(await this.networkArgs(name, join))];
+    const process = await NodeProcess.start({ name, join, ...dataDir, args, ...(await this.networkPlace(name)) });
     this.nodes.set(name, { process, state: 'up', busy: false, removed: false });
     this.note(`started ${name}${join ? ' (--join)' : ''} on http ${process.httpPort}, peer ${process.peerPort}`);
     return process;
+  }
+
+  /** Where a node runs in network mode: its namespace and address, and the admin secret. */
+  private async networkPlace(name: string): Promise<{ host?: string; launcher?: string[]; env?: Record<string, string> }> {
+    if (this.network === undefined) return {};
+    const host = await this.network.host(name);
+    return { host: host.address, launcher: this.network.launcher(name), env: { TRIBUTARY_ADMIN_SECRET: NETWORK_ADMIN_SECRET } };
+  }
+
+  /** A node beyond loopback takes tokens off for clients, and joins with a join token from a member. */
+  private async networkArgs(name: string, join: boolean): Promise<string[]> {
+    if (this.network === undefined) return [];
+    const args = ['--auth', 'off'];
+    if (!join) return args;
+    for (let attempt = 1; ; attempt += 1) {
+      const via = this.someUpMember(name);
+      const answer = via === undefined ? undefined : await request(via, 'GET', '/cluster/join-token', undefined, REQUEST_TIMEOUT_MS, this.adminHeaders).catch(() => undefined);
+      if (answer?.status === 200) return [...args, '--join-token', answer.json.joinToken as string];
+      if (attempt >= 30) throw new Error(`no member gave a join token for ${name}: ${answer?.status} ${answer?.text.slice(0, 200)}`);
+      await sleep(1_000);
+    }
+  }
+
+  /** The address other nodes reach a node's peer port at. */
+  private peerAddress(node: NodeProcess): string {
+    return node.host;
   }
 
   /** POST /cluster/nodes through any member until it is accepted, then waits for Joined. */
@@ -107,7 +166,7 @@ export class ChaosCluster {
       if (via !== undefined && this.nodes.get(name)!.state === 'up') {
         try {
           const { publicKey } = await localNode(joining);
-          const answer = await request(via, 'POST', '/cluster/nodes', { nodes: [{ name, publicKey, address: '127.0.0.1', port: joining.peerPort }] });
+          const answer = await request(via, 'POST', '/cluster/nodes', { nodes: [{ name, publicKey, address: this.peerAddress(joining), port: joining.peerPort }] }, REQUEST_TIMEOUT_MS, this.adminHeaders);
           this.note(`POST /cluster/nodes ${name} via ${via.name}: ${answer.status}${answer.status === 200 ? '' : ` ${answer.text.slice(0, 160)}`}`);
           if (answer.status === 200) break;
         } catch (error) {
@@ -126,8 +185,8 @@ export class ChaosCluster {
    */
   async joinAll(via: NodeProcess, names: readonly string[], timeoutMs: number): Promise<unknown[]> {
     const deadline = Date.now() + timeoutMs;
-    const entries = await Promise.all(names.map(async (name) => ({ name, publicKey: (await localNode(this.node(name))).publicKey, address: '127.0.0.1', port: this.node(name).peerPort })));
-    const answer = await request(via, 'POST', '/cluster/nodes', { nodes: entries }, 60_000);
+    const entries = await Promise.all(names.map(async (name) => ({ name, publicKey: (await localNode(this.node(name))).publicKey, address: this.peerAddress(this.node(name)), port: this.node(name).peerPort })));
+    const answer = await request(via, 'POST', '/cluster/nodes', { nodes: entries }, 60_000, this.adminHeaders);
     this.note(`POST /cluster/nodes ${names.join(',')} via ${via.name}: ${answer.status} ${answer.text.slice(0, 300)}`);
     if (answer.status !== 200) throw new Error(`POST /cluster/nodes of ${names.length}: ${answer.status} ${answer.text.slice(0, 300)}`);
     for (const name of names) await this.waitMemberState(name, 'Joined', deadline);
@@ -139,7 +198,7 @@ export class ChaosCluster {
     const deadline = Date.now() + timeoutMs;
     const changes: unknown[] = [];
     for (const name of names) {
-      const answer = await request(via, 'DELETE', `/cluster/nodes/${name}`);
+      const answer = await request(via, 'DELETE', `/cluster/nodes/${name}`, undefined, REQUEST_TIMEOUT_MS, this.adminHeaders);
       this.note(`DELETE /cluster/nodes/${name} via ${via.name}: ${answer.status} ${answer.text.slice(0, 300)}`);
       if (answer.status !== 200) throw new Error(`DELETE /cluster/nodes/${name}: ${answer.status} ${answer.text.slice(0, 300)}`);
       changes.push(...(answer.json.changes as unknown[]));
@@ -160,7 +219,7 @@ export class ChaosCluster {
       const via = this.someUpMember(name);
       if (via !== undefined) {
         try {
-          const answer = await request(via, 'DELETE', `/cluster/nodes/${name}`);
+          const answer = await request(via, 'DELETE', `/cluster/nodes/${name}`, undefined, REQUEST_TIMEOUT_MS, this.adminHeaders);
           this.note(`DELETE /cluster/nodes/${name} via ${via.name}: ${answer.status}${answer.status === 200 ? '' : ` ${answer.text.slice(0, 160)}`}`);
           if (answer.status === 200) break;
         } catch (error) {
@@ -190,18 +249,22 @@ export class ChaosCluster {
     return up.length === 0 ? undefined : this.prng.pick(up).process;
   }
 
-  /** The cluster table as the first member that answers sees it. */
+  /**
+   * The cluster table as the first member that answers sees it. Each is asked briefly: a
+   * node cut from the clients would hold every poll for the whole request timeout, and
+   * the time a change is seen done with it.
+   */
   async anyStatus(): Promise<ClusterStatus | undefined> {
     for (const node of this.nodes.values()) {
       if (node.state !== 'up' || node.removed) continue;
-      const status = await this.status(node.process).catch(() => undefined);
+      const status = await this.status(node.process, STATUS_POLL_TIMEOUT_MS).catch(() => undefined);
       if (status !== undefined && status.epoch > 0) return status;
     }
     return undefined;
   }
 
-  async status(node: NodeProcess): Promise<ClusterStatus> {
-    const answer = await request(node, 'GET', `/monitoring/system/cluster?node=local`);
+  async status(node: NodeProcess, timeoutMs = REQUEST_TIMEOUT_MS): Promise<ClusterStatus> {
+    const answer = await request(node, 'GET', `/monitoring/system/cluster?node=local`, undefined, timeoutMs);
     const details = answer.json?.nodes?.[0]?.details;
     if (answer.status !== 200 || details === undefined) throw new Error(`cluster monitoring of ${node.name}: ${answer.status} ${answer.text.slice(0, 200)}`);
     return { epoch: details.epoch, change: details.change?.id ?? null, queue: (details.queue ?? []).map((entry: { id: string }) => entry.id), members: details.members };
@@ -212,6 +275,7 @@ export class ChaosCluster {
 
   /** Carries out the fault on a node not already under one; returns at once. */
   inflict(fault: Fault): void {
+    if (fault.kind === 'partition') return this.partitionFor(fault);
     const candidates = [...this.nodes.values()].filter((node) => !node.busy && !node.removed && node.state === 'up');
     if (candidates.length === 0) return;
     const victim = fault.kind === 'diskfull' ? candidates.find((node) => node.process.name === this.disk?.plan.victim) : candidates[fault.victim % candidates.length]!;
@@ -220,7 +284,8 @@ export class ChaosCluster {
     // A node moves only while every other node runs, as in the simulation: nodes that moved
     // while the others could not hear it may know no current address of one another, and
     // nothing but an operator can join them again (docs/cluster.md, "Moving a node").
-    const othersRun = [...this.nodes.values()].every((node) => node === victim || node.removed || (node.state === 'up' && !node.busy));
+    // So too while a partition is in place: peers cut from it would not learn its new address.
+    const othersRun = this.network?.partitioned !== true && [...this.nodes.values()].every((node) => node === victim || node.removed || (node.state === 'up' && !node.busy));
     const played: Fault = fault.kind === 'move' && !othersRun ? { ...fault, kind: 'kill' } : fault;
     this.note(`${describeFault(played, victim.process.name)}${played === fault ? '' : ' (a move while another node is down: a plain restart instead)'}`);
     const running = this.carryOut(victim, played)
@@ -229,6 +294,36 @@ export class ChaosCluster {
         victim.busy = false;
         this.faultsRunning.delete(running);
       });
+    this.faultsRunning.add(running);
+  }
+
+  /**
+   * A partition of the nodes that are members or joining (network.ts), whatever else they
+   * undergo, healed after the fault's duration. Nodes are taken in name order, turned so
+   * that the fault's victim comes first: the same schedule cuts the same way.
+   */
+  private partitionFor(fault: Fault): void {
+    const network = this.network;
+    if (network === undefined || this.partitionRunning !== undefined) return this.note(`partition skipped: ${network === undefined ? 'no network namespaces in this run' : 'one is in place'}`);
+    const names = [...this.nodes.values()].filter((node) => !node.removed).map((node) => node.process.name).sort();
+    const start = fault.victim % names.length;
+    const turned = [...names.slice(start), ...names.slice(0, start)];
+    const pairs = partitionPairs(fault.partition!, turned);
+    this.note(`${describeFault(fault, turned[0]!)}: cut ${pairs.map(([a, b]) => `${a}|${b}`).join(' ') || 'nothing (too few nodes)'}`);
+    const running = (async () => {
+      await network.partition(pairs);
+      await sleep(fault.durationMs);
+      await network.heal();
+      this.lastHealAt = Date.now();
+      this.lastFaultEndAt = this.lastHealAt;
+      this.note('partition healed');
+    })()
+      .catch((error: unknown) => this.note(`partition failed: ${(error as Error).message}`))
+      .finally(() => {
+        this.faultsRunning.delete(running);
+        this.partitionRunning = undefined;
+      });
+    this.partitionRunning = running;
     this.faultsRunning.add(running);
   }
 
@@ -250,6 +345,7 @@ export class ChaosCluster {
       await sleep(fault.durationMs);
       process.resume();
       node.state = 'up';
+      this.lastFaultEndAt = Date.now();
       return;
     }
     node.state = 'down';
@@ -272,6 +368,7 @@ export class ChaosCluster {
           this.note(`${process.name} restarted`);
         }
         node.state = 'up';
+        this.lastFaultEndAt = Date.now();
         return;
       } catch (error) {
         this.note(`${process.name} failed to restart (attempt ${attempt}): ${(error as Error).message.split('\n').slice(0, 6).join(' | ')}`);
@@ -285,10 +382,16 @@ export class ChaosCluster {
   /** Waits for faults in progress, then resumes every paused node and restarts every stopped one. */
   async heal(): Promise<void> {
     await Promise.all([...this.faultsRunning]);
+    if (this.network?.partitioned === true) {
+      await this.network.heal();
+      this.lastHealAt = Date.now();
+      this.lastFaultEndAt = this.lastHealAt;
+    }
     for (const node of this.nodes.values()) {
       if (node.state === 'paused') {
         node.process.resume();
         node.state = 'up';
+        this.lastFaultEndAt = Date.now();
       }
       if (node.state === 'down' || !node.process.running) await this.relaunch(node, false);
     }
@@ -332,6 +435,7 @@ export class ChaosCluster {
       const details = answer.json?.nodes?.[0]?.details;
       if (details?.records !== 0) return `${node.name} holds ${details?.records} hinted records`;
       if (details.pendingDrops > 0) return `${node.name} has ${details.pendingDrops} partitions to hand off before it drops them`;
+      if (details.pendingSyncs > 0) return `${node.name} has ${details.pendingSyncs} partitions whose owners it makes whole after failed writes`;
       if (details.damaged) return `${node.name} is refilling damaged data (${details.damaged.reason})`;
     }
     return undefined;
@@ -425,6 +529,32 @@ export class ChaosCluster {
   }
 }
 
+/**
+ * The pairs a partition cuts, `nodes` turned so that the one it centres on comes first:
+ * isolate cuts it from every other node; majority cuts the first half (rounded down, at
+ * least one) from the rest; bridge leaves the first node reaching all and cuts the others'
+ * two halves apart; clients cuts the clients from the first node.
+ */
+export function partitionPairs(kind: PartitionKind, nodes: readonly string[]): Array<[Endpoint, Endpoint]> {
+  const [centre, ...others] = nodes;
+  if (centre === undefined) return [];
+  const across = (a: readonly string[], b: readonly string[]) => a.flatMap((x) => b.map((y): [Endpoint, Endpoint] => [x, y]));
+  switch (kind) {
+    case 'isolate':
+      return across([centre], others);
+    case 'majority': {
+      const minority = Math.max(1, Math.floor((nodes.length - 1) / 2));
+      return across(nodes.slice(0, minority), nodes.slice(minority));
+    }
+    case 'bridge': {
+      const half = Math.ceil(others.length / 2);
+      return across(others.slice(0, half), others.slice(half));
+    }
+    case 'clients':
+      return [[CLIENTS, centre]];
+  }
+}
+
 export function ownersFunction(membership: Membership, replicas: number): (partition: number) => readonly string[] {
   return (partition) => ownersOf(membership, { partition, replicas });
 }
@@ -463,6 +593,6 @@ export function damageNewestDataFile(dataDir: string, fault: Fault): string {
   return `overwrote ${bytes} bytes of ${newest.file} (${size} bytes) at ${offset}`;
 }
 
-function request(node: NodeProcess, method: string, path: string, body?: unknown, timeoutMs = REQUEST_TIMEOUT_MS): Promise<HttpResult> {
-  return http(node.url + path, method, body, {}, timeoutMs);
+function request(node: NodeProcess, method: string, path: string, body?: unknown, timeoutMs = REQUEST_TIMEOUT_MS, headers: Record<string, string> = {}): Promise<HttpResult> {
+  return http(node.url + path, method, body, headers, timeoutMs);
 }

@@ -11,6 +11,7 @@ import { packageRoot } from '../../src/package-root.js';
 import { cleanup } from '../kit/node-process.js';
 import { unmountAll } from '../kit/tmpfs.js';
 import { ChaosDisk } from './disk-full.js';
+import { cleanupNetworks, networkUnsupported } from './network.js';
 import { runChaos, type ChaosRunResult } from './run.js';
 import { SCENARIOS, scenarioNamed, type Scenario } from './scenarios.js';
 import { chaosTable } from './report.js';
@@ -28,7 +29,9 @@ async function main(): Promise<void> {
       verbose: { type: 'boolean', default: false },
     },
   });
-  const scenarios = values.scenario === 'all' ? runnableScenarios() : values.scenario!.split(',').map(scenarioNamed);
+  const scenarios = values.scenario === 'all' ? await runnableScenarios() : values.scenario!.split(',').map(scenarioNamed);
+  const unsupported = scenarios.some((scenario) => scenario.network === true) ? await networkUnsupported() : undefined;
+  if (unsupported !== undefined) throw new Error(`${unsupported}: the partition-* scenarios cannot run here`);
   const seeds = integer('seeds', values.seeds!);
   const firstSeed = integer('seed', values.seed!);
   const options = { durationMs: integer('duration-ms', values['duration-ms']!), settleTimeoutMs: integer('settle-timeout-ms', values['settle-timeout-ms']!), writers: integer('writers', values.writers!) };
@@ -56,12 +59,20 @@ async function main(): Promise<void> {
   process.exitCode = failed.length > 0 ? 1 : 0;
 }
 
-/** Every scenario, less the disk-full ones where a tmpfs cannot be mounted (saying so). */
-function runnableScenarios(): readonly Scenario[] {
-  const unavailable = ChaosDisk.unavailable();
-  if (unavailable === undefined) return SCENARIOS;
-  console.log(`disk-full scenarios left out: ${unavailable}`);
-  return SCENARIOS.filter((scenario) => scenario.diskFull !== true);
+/** Every scenario, less those this machine cannot make (a tmpfs, network namespaces), saying so. */
+async function runnableScenarios(): Promise<readonly Scenario[]> {
+  let scenarios = SCENARIOS;
+  const noDisk = ChaosDisk.unavailable();
+  if (noDisk !== undefined) {
+    console.log(`disk-full scenarios left out: ${noDisk}`);
+    scenarios = scenarios.filter((scenario) => scenario.diskFull !== true);
+  }
+  const noNetwork = await networkUnsupported();
+  if (noNetwork !== undefined) {
+    console.log(`partition scenarios left out: ${noNetwork}`);
+    scenarios = scenarios.filter((scenario) => scenario.network !== true);
+  }
+  return scenarios;
 }
 
 /** Nothing wrong found (nothing missing before repair either), every change done, and the cluster settled before it was read. */
@@ -73,7 +84,8 @@ function passed(result: ChaosRunResult): boolean {
 function summaryLine(result: ChaosRunResult): string {
   const v = result.verdict;
   const flag = passed(result) ? 'ok  ' : 'FAIL';
-  return `${flag} ${result.scenario} seed ${result.seed}: acknowledged ${v.acknowledged}, unknown ${v.unknown}, lost ${v.lost}, under-replicated ${v.underReplicated} (before repair: lost ${result.beforeRepair.lost}, under-replicated ${result.beforeRepair.underReplicated}), duplicates ${v.duplicates}, misplaced ${v.misplaced}, phantoms ${v.phantoms}, answer mismatches ${v.answerMismatches}, changes ${result.changesCompleted}/${result.changesPlanned}, 5xx ${result.writes.status5xx}, 507 ${result.writes.status507}, unavailable ${result.writes.unavailableSeconds}s, ${result.unsettled === undefined ? 'settled' : `NOT settled (${result.unsettled})`}, repair ${result.repair.records} records in ${result.repair.rounds} rounds, ${result.seconds}s`;
+  const afterHeal = result.changesDoneAfterHealSeconds === null ? '' : `, changes done ${result.changesDoneAfterHealSeconds}s after the last partition healed (${result.changesDoneAfterFaultsSeconds}s after the last fault ended; in flight then: done ${result.inFlightDoneAfterFaultsSeconds ?? '–'}s after; asked after: ${result.startedAfterFaultsSeconds ?? '–'}s each)`;
+  return `${flag} ${result.scenario} seed ${result.seed}: acknowledged ${v.acknowledged}, unknown ${v.unknown}, lost ${v.lost}, under-replicated ${v.underReplicated} (before repair: lost ${result.beforeRepair.lost}, under-replicated ${result.beforeRepair.underReplicated}, answer mismatches ${result.beforeRepair.answerMismatches}), duplicates ${v.duplicates}, misplaced ${v.misplaced}, phantoms ${v.phantoms}, answer mismatches ${v.answerMismatches}, changes ${result.changesCompleted}/${result.changesPlanned}, 5xx ${result.writes.status5xx}, 507 ${result.writes.status507}, unavailable ${result.writes.unavailableSeconds}s, ${result.unsettled === undefined ? 'settled' : `NOT settled (${result.unsettled})`}, repair ${result.repair.records} records in ${result.repair.rounds} rounds${afterHeal}, ${result.seconds}s`;
 }
 
 function save(path: string, startedAt: string, options: object, results: ChaosRunResult[]): void {
@@ -93,8 +105,10 @@ function integer(name: string, text: string): number {
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     console.log(`${signal}: stopping the run's nodes`);
+    // Nodes first (a namespace goes only once nothing runs in it), then tmpfs and network.
     void cleanup()
       .then(() => unmountAll())
+      .then(() => cleanupNetworks())
       .finally(() => process.exit(130));
   });
 }

@@ -13,6 +13,7 @@ import { checkChaos, type AnswerEvidence, type ChaosVerdict, type StreamEvidence
 import { ChaosCluster, CHAOS_STREAMS, ownersFunction, TENANT } from './chaos-cluster.js';
 import { ChaosDisk } from './disk-full.js';
 import { faultSchedule } from './nemesis.js';
+import { ChaosNetwork } from './network.js';
 import type { Scenario } from './scenarios.js';
 import { CHAOS_SCHEMA, ChaosWriters } from './writers.js';
 
@@ -33,8 +34,19 @@ export interface ChaosRunResult {
   changesPlanned: number;
   /** Why the cluster did not settle, when it did not. */
   unsettled: string | undefined;
-  /** What the nodes held once settled, before any repair run: nothing may be missing then. */
-  beforeRepair: { lost: number; underReplicated: number; examples: string[] };
+  /** What the checker found once settled, before any repair run (the verdict above is after it): nothing may be missing then. */
+  beforeRepair: { lost: number; underReplicated: number; answerMismatches: number; examples: string[] };
+  /**
+   * Seconds from the last partition's heal to the last change's completion (negative: the
+   * changes were done before it healed); null without partitions or changes.
+   */
+  changesDoneAfterHealSeconds: number | null;
+  /** The same from the end of the last fault of any kind (a restart, a resume, a heal): what the changes waited for once nothing was failing. */
+  changesDoneAfterFaultsSeconds: number | null;
+  /** Of the changes asked for before the last fault ended: seconds from that end to the last one's completion (negative: done before). */
+  inFlightDoneAfterFaultsSeconds?: number | null;
+  /** Of the changes asked for after every fault ended: the longest one's own seconds, request to done. */
+  startedAfterFaultsSeconds?: number | null;
   repair: { rounds: number; records: number; converged: boolean; available: boolean };
   writes: { batches: number; acknowledgedBatches: number; status5xx: number; status503: number; status507: number; timeouts: number; retries: number; unavailableSeconds: number; p50Ms: number; p99Ms: number; failureReasons: Record<string, number> };
   faults: number;
@@ -51,8 +63,10 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
   const writerPrng = prng.fork();
   const clusterPrng = prng.fork();
   const disk = scenario.diskFull === true ? diskFullNemesis(prng.fork(), scenario) : undefined;
-  const cluster = new ChaosCluster(clusterPrng, [], disk);
+  const network = scenario.network === true ? await ChaosNetwork.create() : undefined;
+  const cluster = new ChaosCluster(clusterPrng, [], { disk, network });
   let changesCompleted = 0;
+  const changeTimes: ChangeTimes[] = [];
   try {
     await startCluster(cluster, scenario);
     const writers = new ChaosWriters(
@@ -71,7 +85,7 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
     const phaseStart = Date.now();
     writers.start();
     const nemesis = playSchedule(cluster, schedule, phaseStart);
-    const changes = runChanges(cluster, scenario, options.durationMs, phaseStart).then((count) => (changesCompleted = count));
+    const changes = runChanges(cluster, scenario, options.durationMs, phaseStart, changeTimes).then((count) => (changesCompleted = count));
     await sleep(options.durationMs);
     await nemesis;
     await writers.stop();
@@ -84,11 +98,17 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
       cluster.note(`not settled: ${unsettled}`);
       noteNodeLogs(cluster);
     }
-    const before = checkChaos(await storedEvidence(cluster, scenario.replicas, writers), []);
-    const beforeRepair = { lost: before.lost, underReplicated: before.underReplicated, examples: before.examples.filter((line) => /^(lost|under-replicated)/.test(line)) };
-    cluster.note(`before repair: lost ${before.lost}, under-replicated ${before.underReplicated}`);
+    // Once settled (hints drained, changes done) every copy must be there already, and every
+    // node must answer the same counts: repair is for damage, not for what a write left behind.
+    const settledVerdict = await judge(cluster, scenario.replicas, writers, phaseStart);
+    cluster.note(`before repair: lost ${settledVerdict.lost}, under-replicated ${settledVerdict.underReplicated}, answer mismatches ${settledVerdict.answerMismatches}${settledVerdict.examples.length > 0 ? `; ${settledVerdict.examples.slice(0, 3).join('; ')}` : ''}`);
     const repair = await cluster.repair(Math.max(10_000, settleDeadline - Date.now()));
     const verdict = await judge(cluster, scenario.replicas, writers, phaseStart);
+    const allDone = changeTimes.length === scenario.changes.length && changeTimes.length > 0;
+    const lastDone = allDone ? Math.max(...changeTimes.map((change) => change.doneAt)) : undefined;
+    const faultsEnd = cluster.lastFaultEndAt;
+    const inFlight = changeTimes.filter((change) => faultsEnd !== undefined && change.startedAt < faultsEnd);
+    const startedAfter = changeTimes.filter((change) => faultsEnd !== undefined && change.startedAt >= faultsEnd);
     return {
       scenario: scenario.name,
       seed,
@@ -96,7 +116,11 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
       changesCompleted,
       changesPlanned: scenario.changes.length,
       unsettled,
-      beforeRepair,
+      beforeRepair: { lost: settledVerdict.lost, underReplicated: settledVerdict.underReplicated, answerMismatches: settledVerdict.answerMismatches, examples: settledVerdict.examples },
+      changesDoneAfterHealSeconds: lastDone === undefined || cluster.lastHealAt === undefined ? null : Math.round((lastDone - cluster.lastHealAt) / 100) / 10,
+      changesDoneAfterFaultsSeconds: lastDone === undefined || cluster.lastFaultEndAt === undefined ? null : Math.round((lastDone - cluster.lastFaultEndAt) / 100) / 10,
+      inFlightDoneAfterFaultsSeconds: !allDone || inFlight.length === 0 ? null : Math.round((Math.max(...inFlight.map((change) => change.doneAt)) - faultsEnd!) / 100) / 10,
+      startedAfterFaultsSeconds: !allDone || startedAfter.length === 0 ? null : Math.round(Math.max(...startedAfter.map((change) => change.doneAt - change.startedAt)) / 100) / 10,
       repair,
       writes: writeSummary(writers),
       faults: schedule.length,
@@ -106,6 +130,7 @@ export async function runChaos(scenario: Scenario, seed: number, options: ChaosR
   } finally {
     await cleanup();
     for (const problem of await unmountAll()) cluster.note(problem);
+    await network?.cleanup();
   }
 }
 
@@ -167,11 +192,18 @@ async function playSchedule(cluster: ChaosCluster, schedule: ReturnType<typeof f
 }
 
 /** The scenario's joins and leaves, one after another, starting a fifth into the fault phase. */
-async function runChanges(cluster: ChaosCluster, scenario: Scenario, durationMs: number, phaseStart: number): Promise<number> {
+/** When a membership change was asked for and when the harness saw it done, epoch ms. */
+interface ChangeTimes {
+  startedAt: number;
+  doneAt: number;
+}
+
+async function runChanges(cluster: ChaosCluster, scenario: Scenario, durationMs: number, phaseStart: number, times: ChangeTimes[]): Promise<number> {
   let completed = 0;
   let next = scenario.nodes + 1;
   await sleep(Math.max(0, phaseStart + durationMs / 5 - Date.now()));
   for (const change of scenario.changes) {
+    const startedAt = Date.now();
     try {
       if (change === 'join') {
         const name = `n${next++}`;
@@ -184,6 +216,7 @@ async function runChanges(cluster: ChaosCluster, scenario: Scenario, durationMs:
         await cluster.leave(name, 240_000);
       }
       completed += 1;
+      times.push({ startedAt, doneAt: Date.now() });
     } catch (error) {
       cluster.note(`change ${change} failed: ${(error as Error).message}`);
       return completed;

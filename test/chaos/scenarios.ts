@@ -16,9 +16,13 @@ export interface Scenario {
   faults: readonly FaultKind[];
   /** One node's data folder on a tmpfs that fills and grows (needs root). */
   diskFull?: boolean;
+  /** Each node in a network namespace of its own (network.ts): needed by the partition nemesis. */
+  network?: boolean;
 }
 
 const ALL_FAULTS: readonly FaultKind[] = ['kill', 'pause', 'move', 'truncate', 'corrupt'];
+/** Every fault, partitions three times as often as each other kind (one at a time: nemesis.ts). */
+const PARTITION_FAULTS: readonly FaultKind[] = [...ALL_FAULTS, 'partition', 'partition', 'partition'];
 
 const SHAPES: ReadonlyArray<Omit<Scenario, 'name' | 'replicas' | 'faults'> & { shape: string }> = [
   { shape: 'steady', nodes: 3, changes: [] },
@@ -38,6 +42,18 @@ export const SCENARIOS: readonly Scenario[] = [
   // A cluster past the sizes above, where the ring's point counts once broke a join
   // (docs/cluster.md, "Sizes"): eight nodes, a ninth joins, one leaves, under every fault.
   { name: 'scale-r3', nodes: 8, replicas: 3, changes: ['join', 'leave'], faults: ALL_FAULTS },
+  // The partition nemesis (docs/cluster.md, "The chaos suite"): silent drops between chosen
+  // nodes, or between the clients and a node, among every other fault; root only.
+  ...(['steady', 'join-leave'] as const).flatMap((shape) =>
+    [2, 3].map((replicas): Scenario => ({
+      name: shape === 'steady' ? `partition-r${replicas}` : `partition-${shape}-r${replicas}`,
+      nodes: 3,
+      replicas,
+      changes: shape === 'steady' ? [] : ['join', 'leave'],
+      faults: PARTITION_FAULTS,
+      network: true,
+    })),
+  ),
 ];
 
 export function scenarioNamed(name: string): Scenario {

@@ -177,7 +177,7 @@ describe('monitoring - services', () => {
     expect(system.metrics.gc.count).toBeGreaterThanOrEqual(0);
     expect(system.metrics.cpu.userMs).toBeGreaterThan(0);
     expect(system.metrics.openFiles).toBeGreaterThan(3);
-    expect(await details('demo', 'handoff')).toEqual({ targets: [], records: 0, pendingDrops: 0 });
+    expect(await details('demo', 'handoff')).toEqual({ targets: [], records: 0, pendingDrops: 0, pendingSyncs: 0 });
     expect((await details('demo', 'cluster')).members).toEqual([{ name: 'mon', state: 'Joined', available: true }]);
     expect(await details('demo', 'transport')).toEqual({ peers: [] });
     expect((await ok(api.get('/monitoring/demo/streams?node=local'), 'local')).nodes).toHaveLength(1);

@@ -32,6 +32,10 @@ export interface StartOptions {
   peerPort?: number;
   /** The node serves HTTPS with a certificate this CA signed: the kit speaks HTTPS to it, trusting the CA. */
   ca?: Buffer;
+  /** The address the node listens on and is reached at (`--host`; default 127.0.0.1). */
+  host?: string;
+  /** A command the node runs under, e.g. `ip netns exec NS` (it must exec the node: same pid). */
+  launcher?: readonly string[];
 }
 
 const running = new Set<NodeProcess>();
@@ -67,7 +71,11 @@ export class NodeProcess {
   ) {}
 
   get url(): string {
-    return `${this.options.ca === undefined ? 'http' : 'https'}://127.0.0.1:${this.httpPort}`;
+    return `${this.options.ca === undefined ? 'http' : 'https'}://${this.host}:${this.httpPort}`;
+  }
+
+  get host(): string {
+    return this.options.host ?? '127.0.0.1';
   }
 
   static async start(options: StartOptions = {}): Promise<NodeProcess> {
@@ -92,10 +100,12 @@ export class NodeProcess {
     if (this.options.portFlags !== false) {
       args.push('--http-port', String(this.httpPort), '--peer-port', String(this.peerPort));
     }
+    if (this.options.host !== undefined) args.push('--host', this.options.host);
     if (this.options.join) args.push('--join');
     args.push('--internal-reads', '--log-level', 'warn', ...(this.options.args ?? []));
     this.output = '';
-    const child = spawn(process.execPath, args, {
+    const [file, ...prefix] = [...(this.options.launcher ?? []), process.execPath];
+    const child = spawn(file!, [...prefix, ...args], {
       cwd: ROOT,
       env: { ...process.env, ...this.options.env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -69,7 +69,9 @@ describe('security - bounded memory', () => {
     const dropped = received.filter(({ ended, bytes }) => ended && bytes < offeredBytes);
     figure('SSE clients not reading', { clients: 20, offeredMBEach: offeredBytes / 1e6, dropped: dropped.length, mostReceivedMB: Math.max(...received.map(({ bytes }) => bytes)) / 1e6, rssGrowthMiB: growth });
     expect(dropped).toHaveLength(20);
-    expect(growth).toBeLessThan(150);
+    // Far below the 572 MiB offered: 20 buffers of 4 MiB (kept as strings, up to 2 bytes a
+    // character) and the batches in flight. Measured 135-153 MiB on 2 cores.
+    expect(growth).toBeLessThan(200);
     for (const { socket } of clients) socket.destroy();
     await api.delete(uri);
   });

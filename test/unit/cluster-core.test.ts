@@ -639,3 +639,25 @@ describe('cluster core - scripted scenarios', () => {
     expect(s.failures()).toEqual([]);
   });
 });
+
+describe('cluster core - who cannot reach whom', () => {
+  it('a node outside a partition learns from heartbeats which members the others cannot reach, and for how long', () => {
+    const s = threeJoined({ slots: slotsOf(2, 4), failureTimeoutMs: 200 });
+    const a = s.sim.node('a').core!;
+    expect(a.unreachableFor('b', 'c')).toBeUndefined();
+    // b and c cannot reach each other; a reaches both (a bridge).
+    const restore = [s.lose(link('b', 'c')), s.lose(link('c', 'b'))];
+    s.tick(400);
+    const seen = a.unreachableFor('b', 'c');
+    expect(seen).toBeGreaterThanOrEqual(200);
+    expect(seen).toBeLessThanOrEqual(500);
+    expect(a.unreachableFor('c', 'b')).toBeGreaterThanOrEqual(200);
+    expect(a.unreachableFor('a', 'b')).toBeUndefined();
+    // b's own failure detector says as much.
+    expect(s.sim.node('b').core!.unreachableFor('b', 'c')).toBeGreaterThanOrEqual(seen!);
+    for (const undo of restore) undo();
+    s.tick(200);
+    expect(a.unreachableFor('b', 'c')).toBeUndefined();
+    expect(s.sim.node('b').core!.unreachableFor('b', 'c')).toBeUndefined();
+  });
+});

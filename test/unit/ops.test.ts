@@ -137,6 +137,24 @@ describe('transfer watch - events, rate and ETA', () => {
     expect(quiet.observe(changing([plan()]), 6_000, () => true)).toEqual([expect.objectContaining({ reason: 'no progress for 6 s' })]);
   });
 
+  it('says which end cannot reach which, and since when, while the stall lasts', () => {
+    const watch = new TransferWatch(options);
+    // a → c; this node is b. The target c has not heard from the source a for 3 s at 12:00:05.
+    const noon = Date.parse('2026-11-27T12:00:00Z');
+    let views: Record<string, Record<string, number>> = { c: { a: 3_000 } };
+    const reach = { self: 'b', unreachableFor: (observer: string, node: string) => views[observer]?.[node] };
+    watch.observe(changing([plan()]), noon, () => true, reach);
+    const stalled = watch.observe(changing([plan()]), noon + 5_000, () => true, reach);
+    expect(stalled).toEqual([expect.objectContaining({ type: 'stalled', reason: 'a unreachable from c since 12:00:02 UTC' })]);
+    // Now b itself has not heard from c for 4 s: its own view comes first, and the reason follows without a second event.
+    views = { b: { c: 4_000 } };
+    expect(watch.observe(changing([plan()]), noon + 7_000, () => true, reach)).toEqual([]);
+    expect(watch.views()[0]!.stalled).toBe('c unreachable since 12:00:03 UTC');
+    views = {};
+    expect(watch.observe(changing([plan()]), noon + 9_000, () => true, reach)).toEqual([]);
+    expect(watch.views()[0]!.stalled).toBe('no progress for 9 s');
+  });
+
   it('keeps only the last finished transfers', () => {
     const watch = new TransferWatch(options);
     for (let index = 0; index < 4; index += 1) {

@@ -94,6 +94,7 @@ import type {
   PersistedCoreState,
   Slot,
   TransferPlan,
+  UnreachablePeer,
 } from '../../protocol/cluster-types.js';
 
 type ProgressReport = Extract<PeerMessage, { type: 'transfer-progress' }>;
@@ -145,6 +146,8 @@ export class ClusterCore {
   /** When this node last asked a peer for its table (once per heartbeat interval at most). */
   private lastPullAt = Number.NEGATIVE_INFINITY;
   private readonly lastHeard = new Map<string, number>();
+  /** What each peer's last heartbeat said it cannot reach, and when that heartbeat came. */
+  private readonly peerViews = new Map<string, { at: number; unreachable: readonly UnreachablePeer[] }>();
   private readonly reportedAvailable = new Map<string, boolean>();
   private readonly peerEpochs = new Map<string, number>();
   /** This node's data awaits a refill (input 'damage'); its tables and heartbeats say so. */
@@ -419,6 +422,9 @@ export class ClusterCore {
     if (this.reportedAvailable.get(from) === false) {
       this.reportedAvailable.set(from, true);
       effects.push({ type: 'availability', node: from, available: true });
+      // Back from a partition or a pause: transfers from it are asked for again now, not
+      // at their next stall (docs/cluster.md, "Transfers").
+      if (this.bootstrapped && this.started && this.selfState() !== 'Left') this.target.onSourceBack(from, this.context(), effects);
     }
     assert(this.available(from), `${from} just heard but unavailable`);
   }
@@ -462,7 +468,7 @@ export class ClusterCore {
     assert(this.bootstrapped, 'heartbeats before this node has a table');
     const epoch = this.current.epoch;
     const coordinator = this.progressDirty ? coordinatorOf(this.current, (name) => this.available(name)) : undefined;
-    const heartbeat: PeerMessage = { type: 'heartbeat', epoch, at: this.ownAddress(), ...this.damageMark(), ...this.newsMark() };
+    const heartbeat: PeerMessage = { type: 'heartbeat', epoch, at: this.ownAddress(), ...this.damageMark(), ...this.newsMark(), ...this.unreachableMark() };
     for (const member of this.current.members) {
       if (member.name === this.name || member.state === 'Left') continue;
       if (member.name === coordinator || this.addressNotSeenBy.has(member.name) || this.cannotAsk(member.name)) this.sendMembership(member.name, effects);
@@ -483,6 +489,31 @@ export class ClusterCore {
     return behind && !this.available(name);
   }
 
+  /** The members this node has not heard from for a failure timeout: nothing when it hears everyone. */
+  private unreachableMark(): { unreachable?: UnreachablePeer[] } {
+    const unreachable: UnreachablePeer[] = [];
+    for (const member of this.current.members) {
+      if (member.name === this.name || member.state === 'Left' || this.available(member.name)) continue;
+      unreachable.push({ node: member.name, forMs: this.now - this.heardAt(member.name) });
+    }
+    assert(unreachable.every((peer) => peer.forMs >= this.config.failureTimeoutMs), 'an available member reported unreachable');
+    return unreachable.length > 0 ? { unreachable } : {};
+  }
+
+  /**
+   * For how long `observer` has not heard from `node` (ms), as this node knows it: its own
+   * failure detector, or the observer's last heartbeat while that is recent; undefined when
+   * the observer hears it (or nothing recent is known).
+   */
+  unreachableFor(observer: string, node: string): number | undefined {
+    if (observer === node || this.clockStart === undefined) return undefined;
+    if (observer === this.name) return this.available(node) ? undefined : this.now - this.heardAt(node);
+    const view = this.peerViews.get(observer);
+    if (view === undefined || this.now - view.at >= this.config.failureTimeoutMs) return undefined;
+    const forMs = view.unreachable.find((peer) => peer.node === node)?.forMs;
+    return forMs === undefined ? undefined : forMs + (this.now - view.at);
+  }
+
   /** What heartbeats carry of this table's change and queue: nothing when there is none. */
   private newsMark(): { news?: number; newsDigest?: number } {
     const news = tableNews(this.current);
@@ -497,6 +528,7 @@ export class ClusterCore {
    */
   private onHeartbeat(from: string, message: Extract<PeerMessage, { type: 'heartbeat' }>, effects: CoreEffect[]): void {
     this.notePeerEpoch(from, message.epoch);
+    this.peerViews.set(from, { at: this.now, unreachable: message.unreachable ?? [] });
     if (message.at !== undefined) this.takeAnnouncedAddress(from, message.at, effects);
     if (message.epoch >= this.current.epoch) this.confirmedByPeer = true;
     // A Left node needs no change's news, only newer epochs (peers send those: onReceive).

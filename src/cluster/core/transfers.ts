@@ -220,6 +220,19 @@ export class TargetTransfers {
     }
   }
 
+  /**
+   * The source was unavailable and is heard again (a partition healed, a pause ended): each
+   * transfer from it that waits for chunks is asked for again at once. What was sent into
+   * the broken connection is lost, and the stall timer would wait transferStallMs more.
+   */
+  onSourceBack(source: string, context: TransferContext, effects: CoreEffect[]): void {
+    assert(source !== this.self, `${this.self} is its own source`);
+    for (const transfer of this.transfers.values()) {
+      if (transfer.plan.from !== source || transfer.done || transfer.storing !== undefined) continue;
+      this.request(transfer, context, effects);
+    }
+  }
+
   /** Records stored since the last report, and a heartbeat interval gone by since it. */
   private progressDue(transfer: IncomingTransfer, context: TransferContext): boolean {
     assert(transfer.records >= transfer.recordsReported, `transfer ${transfer.plan.id} reported more records than it holds`);

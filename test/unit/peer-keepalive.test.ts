@@ -1,0 +1,176 @@
+// Peer connections whose packets are silently dropped (docs/cluster.md, "Transfers"): a TCP
+// proxy between two transports stops forwarding without closing anything, as a partition
+// does. A transfer stream must be noticed broken within two keepalive (heartbeat)
+// intervals, and a stream opened afterwards must get through once packets flow again, also
+// when the first dial after the break went into the void.
+
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { pino } from 'pino';
+import nacl from 'tweetnacl';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { NodeIdentity } from '../../src/peer/identity.js';
+import { PeerUnavailableError } from '../../src/peer/errors.js';
+import type { TransferAck, TransferChunk } from '../../src/peer/messages.js';
+import { PeerTransport, type PeerDirectory } from '../../src/peer/transport.js';
+
+const HOST = '127.0.0.1';
+const KEEPALIVE_MS = 250;
+/** Timers and the event loop of a busy test machine. */
+const SLACK_MS = 250;
+
+/** Forwards TCP to `targetPort` until blackhole(); from then on every byte of every connection made so far is dropped. */
+class BlackholeProxy {
+  private readonly server: Server;
+  private readonly sockets = new Set<Socket>();
+  private dropping = false;
+  /** Connections accepted while dropping stay dead, as a dial into a partition does. */
+  private generation = 0;
+  port = 0;
+
+  constructor(private readonly targetPort: number) {
+    this.server = createServer((client) => this.accept(client));
+  }
+
+  async start(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(0, HOST, resolve));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  blackhole(): void {
+    this.dropping = true;
+    this.generation += 1;
+  }
+
+  /** New connections are forwarded again; those of before stay dead. */
+  restore(): void {
+    this.dropping = false;
+    this.generation += 1;
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private accept(client: Socket): void {
+    this.sockets.add(client);
+    client.on('error', () => undefined);
+    if (this.dropping) {
+      client.on('data', () => undefined);
+      return;
+    }
+    const generation = this.generation;
+    const upstream = createConnection(this.targetPort, HOST);
+    this.sockets.add(upstream);
+    upstream.on('error', () => undefined);
+    const live = () => this.generation === generation && !this.dropping;
+    client.on('data', (data) => void (live() && upstream.write(data)));
+    upstream.on('data', (data) => void (live() && client.write(data)));
+    client.on('close', () => live() && upstream.destroy());
+    upstream.on('close', () => live() && client.destroy());
+  }
+}
+
+function identity(): NodeIdentity {
+  const pair = nacl.sign.keyPair();
+  return { ...pair, publicKeyBase64: Buffer.from(pair.publicKey).toString('base64') };
+}
+
+function directory(entries: Record<string, { key: string; port: () => number }>): PeerDirectory {
+  return {
+    publicKeyOf: (name) => entries[name]?.key,
+    addressOf: (name) => (entries[name] === undefined ? undefined : { address: HOST, port: entries[name]!.port() }),
+  };
+}
+
+const chunkOf = (seq: number): TransferChunk => ({
+  type: 'transfer-chunk',
+  transferId: 'ka',
+  seq,
+  chunk: { bytes: Buffer.alloc(100, seq), records: 1, cursor: `k${seq}` },
+  last: false,
+  totalEstimate: 10,
+  fromCursor: seq === 0 ? undefined : `k${seq - 1}`,
+});
+
+describe('peer keepalive - a stream whose packets are silently dropped', () => {
+  const keys = { a: identity(), b: identity() };
+  let proxy: BlackholeProxy;
+  let a: PeerTransport;
+  let b: PeerTransport;
+
+  beforeAll(async () => {
+    const log = pino({ level: 'silent' });
+    const common = { replayWindowMs: 30_000, log, host: HOST, port: 0, keepaliveMs: KEEPALIVE_MS };
+    b = new PeerTransport({ ...common, name: 'b', identity: keys.b, directory: directory({ a: { key: keys.a.publicKeyBase64, port: () => 1 } }) });
+    b.handleTransfer(async (_sender, chunk) => ({ type: 'transfer-ack', transferId: chunk.transferId, seq: chunk.seq }));
+    await b.start();
+    proxy = new BlackholeProxy(b.port);
+    await proxy.start();
+    // a reaches b only through the proxy.
+    a = new PeerTransport({ ...common, name: 'a', identity: keys.a, directory: directory({ b: { key: keys.b.publicKeyBase64, port: () => proxy.port } }) });
+    await a.start();
+  });
+
+  afterAll(async () => {
+    await a.close(100);
+    await b.close(100);
+    await proxy.close();
+  });
+
+  function open(): { acks: TransferAck[]; closed: Promise<unknown> } & { send(chunk: TransferChunk): boolean } {
+    const acks: TransferAck[] = [];
+    let resolveClosed: (error: unknown) => void = () => undefined;
+    const closed = new Promise<unknown>((resolve) => (resolveClosed = resolve));
+    const stream = a.openTransferStream('b', { onAck: (ack) => acks.push(ack), onClose: (error) => resolveClosed(error) }, { deadlineMs: 24 * 3_600_000 });
+    return { acks, closed, send: (chunk) => stream.send(chunk) };
+  }
+
+  async function until(what: string, probe: () => boolean, timeoutMs: number): Promise<number> {
+    const started = performance.now();
+    while (!probe()) {
+      if (performance.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    return performance.now() - started;
+  }
+
+  it('is noticed broken within two keepalive intervals, and a new stream gets through once packets flow again', async () => {
+    const first = open();
+    first.send(chunkOf(0));
+    await until('the first ack', () => first.acks.length === 1, 5_000);
+
+    proxy.blackhole();
+    const cutAt = performance.now();
+    first.send(chunkOf(1));
+    let closedWith: unknown;
+    void first.closed.then((error) => (closedWith = error ?? 'clean'));
+    const noticedMs = await until('the broken stream noticed', () => closedWith !== undefined, 2 * KEEPALIVE_MS + SLACK_MS);
+    expect(closedWith).toBeInstanceOf(PeerUnavailableError);
+    expect(first.acks).toHaveLength(1);
+    expect(noticedMs).toBeGreaterThan(0);
+
+    // Re-opened while still cut: the dial goes into the void, as a SYN to a partitioned node.
+    const second = open();
+    second.send(chunkOf(1));
+    await new Promise((resolve) => setTimeout(resolve, KEEPALIVE_MS));
+    expect(second.acks).toHaveLength(0);
+
+    // Packets flow again. The cluster shell opens a stream for each chunk once the last one
+    // closed, and heartbeats make calls all the while: here a stream every quarter interval.
+    // The dial stuck in the void is given up within two intervals, and a new one gets through.
+    proxy.restore();
+    const healedAt = performance.now();
+    const streams = [second];
+    while (!streams.some((stream) => stream.acks.length > 0) && performance.now() - healedAt < 2 * KEEPALIVE_MS + 2 * SLACK_MS) {
+      await new Promise((resolve) => setTimeout(resolve, KEEPALIVE_MS / 4));
+      const next = open();
+      next.send(chunkOf(1));
+      streams.push(next);
+    }
+    const reopenedMs = performance.now() - healedAt;
+    expect(streams.flatMap((stream) => stream.acks.map((ack) => ack.seq))).toContain(1);
+    expect(reopenedMs).toBeLessThan(2 * KEEPALIVE_MS + 2 * SLACK_MS);
+    expect(performance.now() - cutAt).toBeGreaterThan(KEEPALIVE_MS);
+  }, 20_000);
+});
