@@ -24,6 +24,7 @@
   const IDLE_REFRESH_MS = 10_000;
   const HISTORY_REFRESH_MS = 5_000;
   const CHART_HEIGHT_PX = 200;
+  const CHART_SPAN_SECONDS_MIN = 60;
   const LIVE_ROWS_MAX = 200;
   const PALETTE = ['#3b82c4', '#e0812d', '#4a9d5b', '#c94f4f', '#8a62b8', '#8c6d4f', '#d46fb0', '#6b7b8c', '#b5b133', '#33adb5'];
 
@@ -175,10 +176,10 @@
 
   /** One chart per metric; a series per node (the latency chart: p50 and p99 per node). */
   const CHARTS = [
-    { metric: 'ingest', columns: [{ column: 'ingestPayloadsPerSecond', suffix: '' }], format: perSecond(count), fromZero: true },
-    { metric: 'latency', columns: [{ column: 'latencyP50Ms', suffix: ' p50' }, { column: 'latencyP99Ms', suffix: ' p99', dash: [6, 4] }], format: millis, fromZero: true },
-    { metric: 'transfer', columns: [{ column: 'transferBytesPerSecond', suffix: '' }], format: perSecond(formatBytes), fromZero: true },
-    { metric: 'disk', columns: [{ column: 'diskUsedBytes', suffix: '' }], format: formatBytes, fromZero: false },
+    { metric: 'ingest', columns: [{ column: 'ingestPayloadsPerSecond', suffix: '' }], format: perSecond(count) },
+    { metric: 'latency', columns: [{ column: 'latencyP50Ms', suffix: ' p50' }, { column: 'latencyP99Ms', suffix: ' p99', dash: [6, 4] }], format: millis },
+    { metric: 'transfer', columns: [{ column: 'transferBytesPerSecond', suffix: '' }], format: perSecond(formatBytes) },
+    { metric: 'disk', columns: [{ column: 'diskUsedBytes', suffix: '' }], format: formatBytes },
   ];
 
   /** Each node's readiness now: ready, the reasons it is not (as GET /ready says), or why it did not answer. */
@@ -203,6 +204,21 @@
     return tables.length === 1 ? tables[0] : uPlot.join(tables);
   }
 
+  /** From the oldest sample kept (at most the window back) to the newest; a minute at least, up to now before any sample. */
+  function xRange(min, max, windowSeconds) {
+    if (max === null || max === undefined || !Number.isFinite(max)) {
+      const now = Date.now() / 1000;
+      return [now - CHART_SPAN_SECONDS_MIN, now];
+    }
+    return [Math.min(max - CHART_SPAN_SECONDS_MIN, Math.max(min, max - windowSeconds)), max];
+  }
+
+  /** A series' colour: uPlot keeps a stroke given as a value as a function of the plot and the series. */
+  function strokeOf(u, index) {
+    const stroke = u.series[index].stroke;
+    return typeof stroke === 'function' ? stroke(u, index) : stroke;
+  }
+
   function chartOptions(chart, nodes, width, windowSeconds) {
     const series = [{}];
     for (const node of nodes) {
@@ -214,14 +230,16 @@
       width,
       height: CHART_HEIGHT_PX,
       series,
-      legend: { live: false },
+      // Filled markers in each node's colour (uPlot draws them hollow without a fill).
+      legend: { live: false, markers: { fill: (u, index) => strokeOf(u, index) } },
       cursor: { drag: { x: false, y: false } },
       scales: {
-        // The last 15 minutes up to the newest sample, however few samples there are yet.
-        x: { time: true, range: (u, min, max) => [max - windowSeconds, max] },
-        y: chart.fromZero ? { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] } : {},
+        // From the oldest sample kept (at most 15 minutes back) to the newest; a minute at least.
+        x: { time: true, range: (u, min, max) => xRange(min, max, windowSeconds) },
+        // From 0: a rate is never negative, and a disk's use reads against its size.
+        y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] },
       },
-      axes: [{}, { size: 72, values: (u, splits) => splits.map((value) => chart.format(value)) }],
+      axes: [{}, { size: 88, values: (u, splits) => splits.map((value) => chart.format(value)) }],
     };
   }
 

@@ -1,8 +1,12 @@
 // The console's history of a node's figures (src/console/history.ts), without processes:
-// rates from counter deltas, p50/p99 from histogram bucket deltas, a bounded ring.
+// rates from counter deltas, p50/p99 from histogram bucket deltas, a bounded ring; and the
+// answer gathered from every member (src/console/history-peer.ts) with a fake peer endpoint.
 
 import { describe, expect, it } from 'vitest';
-import { HISTORY_SAMPLES_MAX, HistoryRing, quantileOfBuckets, sampleBetween, type HistoryReading } from '../../src/console/history.js';
+import { HISTORY_SAMPLES_MAX, HistoryRing, quantileOfBuckets, sampleBetween, type HistoryReading, type NodeHistory } from '../../src/console/history.js';
+import { clusterHistory, HISTORY_DEADLINE_MS_MAX, HISTORY_NODES_MAX } from '../../src/console/history-peer.js';
+import type { PeerEndpoint } from '../../src/peer/endpoint.js';
+import type { Membership, NodeState } from '../../src/protocol/cluster-types.js';
 
 const BOUNDS = [0.001, 0.01, 0.1, 1];
 
@@ -90,5 +94,71 @@ describe('console history - the ring', () => {
     ring.record(reading(9_000, { ingestPayloads: 1_000 }));
     ring.record(reading(15_000, { ingestPayloads: 10 }));
     expect(ring.columns().ingestPayloadsPerSecond).toEqual([2]);
+  });
+});
+
+describe('console history - gathered across the cluster', () => {
+  const history = (node: string): NodeHistory => ({ node, intervalMs: 5_000, samples: new HistoryRing().columns(), ready: true, reasons: [] });
+  const membership = (states: Record<string, NodeState>): Membership => ({
+    epoch: 3,
+    members: Object.entries(states).map(([name, state]) => ({ name, publicKey: `key-${name}`, address: '127.0.0.1', port: 1, httpPort: 2, zone: 'local', state })),
+    change: undefined,
+  });
+  /** A peer endpoint that answers for the names in `answers`, fails for the others, and notes the deadlines. */
+  function endpoint(answers: Record<string, NodeHistory>, deadlines: number[]): PeerEndpoint {
+    return {
+      name: 'a',
+      call: (async (to: string, kind: string, _body: unknown, options: { deadlineMs: number }) => {
+        expect(kind).toBe('ConsoleHistoryRead');
+        deadlines.push(options.deadlineMs);
+        const answer = answers[to];
+        if (answer === undefined) throw new Error(`deadline of ${options.deadlineMs} ms passed`);
+        return answer;
+      }) as PeerEndpoint['call'],
+      handle: () => undefined,
+      handleTransfer: () => undefined,
+      openTransferStream: () => { throw new Error('not used'); },
+    };
+  }
+
+  it('answers for itself, asks every other member that has not left, and says why one has no figures', async () => {
+    const deadlines: number[] = [];
+    const answer = await clusterHistory({
+      endpoint: endpoint({ b: history('b'), d: { ...history('someone-else'), ready: false, reasons: ['node d is stopping'] } }, deadlines),
+      membership: () => membership({ c: 'Joined', a: 'Joined', b: 'Joining', d: 'Leaving', e: 'Joined', gone: 'Left', f: 'Joined' }),
+      available: (name) => name !== 'f',
+      local: () => history('a'),
+      deadlineMs: 10_000,
+    });
+    expect(answer).toMatchObject({ intervalMs: 5_000, windowMs: 900_000 });
+    expect(answer.nodes.map((node) => [node.node, 'error' in node ? node.error.split(':')[0] : (node as NodeHistory).ready])).toEqual([
+      ['a', true],
+      ['b', true],
+      ['c', 'did not answer'],
+      // The name asked, not the one the answer claims.
+      ['d', false],
+      ['e', 'did not answer'],
+      ['f', 'unavailable'],
+    ]);
+    // A slow member holds the page at most 2 s; the unavailable one is not asked.
+    expect(deadlines).toEqual([HISTORY_DEADLINE_MS_MAX, HISTORY_DEADLINE_MS_MAX, HISTORY_DEADLINE_MS_MAX, HISTORY_DEADLINE_MS_MAX]);
+  });
+
+  it('charts the first 64 members by name and names the others', async () => {
+    const names = Array.from({ length: HISTORY_NODES_MAX + 6 }, (_, index) => `n${String(index).padStart(3, '0')}`);
+    const answers = Object.fromEntries(names.map((name) => [name, history(name)]));
+    const deadlines: number[] = [];
+    const answer = await clusterHistory({
+      endpoint: { ...endpoint(answers, deadlines), name: 'n000' },
+      membership: () => membership(Object.fromEntries(names.map((name) => [name, 'Joined' as const]))),
+      available: () => true,
+      local: () => history('n000'),
+      deadlineMs: 500,
+    });
+    expect(answer.nodes).toHaveLength(names.length);
+    expect(answer.nodes.filter((node) => !('error' in node))).toHaveLength(HISTORY_NODES_MAX);
+    expect(answer.nodes.slice(HISTORY_NODES_MAX).every((node) => 'error' in node && node.error.startsWith('not charted'))).toBe(true);
+    expect(deadlines).toHaveLength(HISTORY_NODES_MAX - 1);
+    expect(new Set(deadlines)).toEqual(new Set([500]));
   });
 });
