@@ -72,10 +72,10 @@ export function sampleBetween(before: HistoryReading, after: HistoryReading): Hi
   const deltas = after.latencyCounts.map((count, index) => increase(before.latencyCounts[index] ?? 0, count));
   return {
     atMs: after.atMs,
-    ingestPayloadsPerSecond: increase(before.ingestPayloads, after.ingestPayloads) / seconds,
+    ingestPayloadsPerSecond: thousandths(increase(before.ingestPayloads, after.ingestPayloads) / seconds),
     latencyP50Ms: toMs(quantileOfBuckets(after.latencyBoundsSeconds, deltas, 0.5)),
     latencyP99Ms: toMs(quantileOfBuckets(after.latencyBoundsSeconds, deltas, 0.99)),
-    transferBytesPerSecond: increase(before.transferBytes, after.transferBytes) / seconds,
+    transferBytesPerSecond: thousandths(increase(before.transferBytes, after.transferBytes) / seconds),
     diskUsedBytes: after.diskUsedBytes,
   };
 }
@@ -107,7 +107,12 @@ function increase(before: number, after: number): number {
 }
 
 function toMs(seconds: number | null): number | null {
-  return seconds === null ? null : Math.round(seconds * 1_000_000) / 1_000;
+  return seconds === null ? null : thousandths(seconds * 1_000);
+}
+
+/** Rounded to 0.001: more digits say nothing about a 5-second rate, and would double the answer's bytes. */
+function thousandths(value: number): number {
+  return Math.round(value * 1_000) / 1_000;
 }
 
 /** The last HISTORY_SAMPLES_MAX samples of one node, from its readings in time order. */
