@@ -6,7 +6,11 @@
 // node's free disk and whether it takes writes from GET /_cat/nodes every 5 s, while
 // anything changes; an idle cluster is read every 10 s, and a hidden tab reads nothing (each
 // read is a line of the node's access log). Until its first answer, each part says it is
-// loading. Search and the live query use the platform interface. A node with authentication on answers 401: the
+// loading. Every node's figures over the last 15 minutes (ingest payloads/s, request latency
+// p50/p99, transfer bytes/s, disk used) and its readiness come from GET /console/data/history
+// (every 5 s while anything changes, like the disks) and are drawn with uPlot (served by the
+// node from the uplot package).
+// Search and the live query use the platform interface. A node with authentication on answers 401: the
 // page then asks for a bearer token, keeps it for the tab (sessionStorage), sends it as
 // Authorization on every read and as ?access_token= on the event streams (EventSource
 // cannot set headers).
@@ -18,6 +22,9 @@
   const DISKS_REFRESH_MS = 5_000;
   const CHANGE_REFRESH_MS = 1_000;
   const IDLE_REFRESH_MS = 10_000;
+  const HISTORY_REFRESH_MS = 5_000;
+  const CHART_HEIGHT_PX = 200;
+  const CHART_SPAN_SECONDS_MIN = 60;
   const LIVE_ROWS_MAX = 200;
   const PALETTE = ['#3b82c4', '#e0812d', '#4a9d5b', '#c94f4f', '#8a62b8', '#8c6d4f', '#d46fb0', '#6b7b8c', '#b5b133', '#33adb5'];
 
@@ -33,6 +40,9 @@
     streams: [],
     live: undefined,
     events: undefined,
+    /** The last answer of /console/data/history, and one uPlot per chart. */
+    history: undefined,
+    charts: new Map(),
   };
   const TOKEN_KEY = 'tributary.console.token';
 
@@ -74,6 +84,7 @@
     void refreshNodes();
     void refreshCluster();
     void refreshStreams();
+    void refreshHistory();
   }
 
   async function getJson(path, init) {
@@ -155,6 +166,137 @@
     } catch (error) {
       showConnection('reconnecting');
     }
+  }
+
+  // ---- The cluster over time -------------------------------------------------------------
+
+  const perSecond = (format) => (value) => `${format(value)}/s`;
+  const count = (value) => (value >= 1000 ? `${(value / 1000).toFixed(value >= 10_000 ? 0 : 1)}k` : String(Math.round(value * 10) / 10));
+  const millis = (value) => `${value < 10 ? Math.round(value * 100) / 100 : Math.round(value)} ms`;
+
+  /** One chart per metric; a series per node (the latency chart: p50 and p99 per node). */
+  const CHARTS = [
+    { metric: 'ingest', columns: [{ column: 'ingestPayloadsPerSecond', suffix: '' }], format: perSecond(count) },
+    { metric: 'latency', columns: [{ column: 'latencyP50Ms', suffix: ' p50' }, { column: 'latencyP99Ms', suffix: ' p99', dash: [6, 4] }], format: millis },
+    { metric: 'transfer', columns: [{ column: 'transferBytesPerSecond', suffix: '' }], format: perSecond(formatBytes) },
+    { metric: 'disk', columns: [{ column: 'diskUsedBytes', suffix: '' }], format: formatBytes },
+  ];
+
+  /** Each node's readiness now: ready, the reasons it is not (as GET /ready says), or why it did not answer. */
+  function renderReadiness(nodes) {
+    const items = nodes.map((node) => {
+      const swatch = el('span', { className: 'swatch' });
+      swatch.style.background = colourOf(node.node);
+      if (node.error !== undefined) {
+        return el('li', { 'data-ready-node': node.node, 'data-ready': 'unknown' }, swatch, `${node.node} `, el('span', { className: 'badge not-ready', text: 'no answer' }), el('span', { className: 'reasons', text: node.error }));
+      }
+      const badge = el('span', { className: node.ready ? 'badge ready' : 'badge not-ready', text: node.ready ? 'ready' : 'not ready' });
+      const reasons = node.reasons.length === 0 ? '' : el('span', { className: 'reasons', text: node.reasons.join('; ') });
+      return el('li', { 'data-ready-node': node.node, 'data-ready': String(node.ready) }, swatch, `${node.node} `, badge, reasons);
+    });
+    $('readiness').replaceChildren(...items);
+  }
+
+  /** The chart's data for uPlot: one time axis (seconds) joined across the nodes, a series per node and column. */
+  function chartData(chart, nodes) {
+    const tables = nodes.map((node) => [node.samples.atMs.map((ms) => ms / 1000), ...chart.columns.map(({ column }) => node.samples[column])]);
+    if (tables.length === 0) return [[]];
+    return tables.length === 1 ? tables[0] : uPlot.join(tables);
+  }
+
+  /** From the oldest sample kept (at most the window back) to the newest; a minute at least, up to now before any sample. */
+  function xRange(min, max, windowSeconds) {
+    if (max === null || max === undefined || !Number.isFinite(max)) {
+      const now = Date.now() / 1000;
+      return [now - CHART_SPAN_SECONDS_MIN, now];
+    }
+    return [Math.min(max - CHART_SPAN_SECONDS_MIN, Math.max(min, max - windowSeconds)), max];
+  }
+
+  /** A series' colour: uPlot keeps a stroke given as a value as a function of the plot and the series. */
+  function strokeOf(u, index) {
+    const stroke = u.series[index].stroke;
+    return typeof stroke === 'function' ? stroke(u, index) : stroke;
+  }
+
+  function chartOptions(chart, nodes, width, windowSeconds) {
+    const series = [{}];
+    for (const node of nodes) {
+      for (const { suffix, dash } of chart.columns) {
+        series.push({ label: `${node.node}${suffix}`, stroke: colourOf(node.node), width: 1.5, dash, points: { show: false }, value: (u, value) => (value === null || value === undefined ? '–' : chart.format(value)) });
+      }
+    }
+    return {
+      width,
+      height: CHART_HEIGHT_PX,
+      series,
+      // Filled markers in each node's colour (uPlot draws them hollow without a fill).
+      legend: { live: false, markers: { fill: (u, index) => strokeOf(u, index) } },
+      cursor: { drag: { x: false, y: false } },
+      scales: {
+        // From the oldest sample kept (at most 15 minutes back) to the newest; a minute at least.
+        x: { time: true, range: (u, min, max) => xRange(min, max, windowSeconds) },
+        // From 0: a rate is never negative, and a disk's use reads against its size.
+        y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] },
+      },
+      axes: [{}, { size: 88, values: (u, splits) => splits.map((value) => chart.format(value)) }],
+    };
+  }
+
+  /** Draws (or redraws) one chart; a new uPlot only when the series change (a node came or went). */
+  function renderChart(chart, nodes, windowSeconds) {
+    const figure = document.querySelector(`.chart[data-metric="${chart.metric}"]`);
+    const target = figure.querySelector('.plot');
+    const data = chartData(chart, nodes);
+    // Colours follow the nodes table: a chart drawn before it loaded is drawn again.
+    const key = nodes.map((node) => `${node.node}=${colourOf(node.node)}`).join(',');
+    const existing = state.charts.get(chart.metric);
+    if (existing !== undefined && existing.key === key) existing.plot.setData(data);
+    else {
+      if (existing !== undefined) existing.plot.destroy();
+      const plot = new uPlot(chartOptions(chart, nodes, Math.max(target.clientWidth, 300), windowSeconds), data, target);
+      state.charts.set(chart.metric, { key, plot });
+    }
+    // What a reader (and the browser test) can check without reading the canvas.
+    const values = data.slice(1).flat().filter((value) => value !== null && value !== undefined);
+    figure.dataset.nodes = nodes.map((node) => node.node).join(',');
+    figure.dataset.points = String(values.length);
+    figure.dataset.peak = String(values.length === 0 ? 0 : Math.max(...values));
+  }
+
+  function renderHistory() {
+    const answer = state.history;
+    if (answer === undefined) return;
+    const nodes = [...answer.nodes].sort((a, b) => a.node.localeCompare(b.node));
+    renderReadiness(nodes);
+    $('history-loading').hidden = true;
+    $('charts').hidden = false;
+    const charted = nodes.filter((node) => node.error === undefined);
+    for (const chart of CHARTS) renderChart(chart, charted, answer.windowMs / 1000);
+  }
+
+  async function refreshHistory() {
+    if (typeof uPlot !== 'function') {
+      $('history-loading').textContent = 'The charting library (uPlot) did not load: charts cannot be drawn.';
+      return;
+    }
+    try {
+      state.history = await getJson('/console/data/history');
+      renderHistory();
+    } catch (error) {
+      // Until the first answer, say why nothing is drawn; later, the charts keep what they showed.
+      if (state.history === undefined) $('history-loading').textContent = `Each node's figures could not be read (${error.message}); trying again.`;
+    }
+  }
+
+  /** Charts follow the page's width. */
+  function followWidth() {
+    new ResizeObserver(() => {
+      for (const [metric, { plot }] of state.charts) {
+        const width = document.querySelector(`.chart[data-metric="${metric}"] .plot`).clientWidth;
+        if (width > 0 && width !== plot.width) plot.setSize({ width, height: CHART_HEIGHT_PX });
+      }
+    }).observe($('charts'));
   }
 
   // ---- Transfers and the ring -----------------------------------------------------------
@@ -468,13 +610,14 @@
       $('node-name').textContent = '(not answering)';
     }
     follow();
-    await Promise.all([refreshCluster(), refreshNodes(), refreshDisks()]);
+    followWidth();
+    await Promise.all([refreshCluster(), refreshNodes(), refreshDisks(), refreshHistory()]);
     keepReading();
   }
 
   /**
    * Reads again on a timer: fast while a membership change runs (transfers every second,
-   * nodes every 3 s, streams every 5 s), every 10 s when nothing changes, and not at all
+   * nodes every 3 s, streams, disks and charts every 5 s), every 10 s when nothing changes, and not at all
    * while the tab is hidden; a tab shown again reads everything at once.
    */
   function keepReading() {
@@ -483,6 +626,7 @@
       { read: refreshNodes, busyMs: NODES_REFRESH_MS, last: Date.now() },
       { read: refreshStreams, busyMs: STREAMS_REFRESH_MS, last: Date.now() },
       { read: refreshDisks, busyMs: DISKS_REFRESH_MS, last: Date.now() },
+      { read: refreshHistory, busyMs: HISTORY_REFRESH_MS, last: Date.now() },
     ];
     setInterval(() => {
       if (document.hidden) return;

@@ -59,6 +59,8 @@ import { PLATFORM_DOCS_PATH, PLATFORM_OPENAPI_PATH, platformOpenApiDocument } fr
 import { adminRoutes } from './http/routes/admin.js';
 import { clusterRoutes } from './http/routes/cluster.js';
 import { ConsoleAssets, consoleRoutes } from './http/routes/console.js';
+import { HISTORY_INTERVAL_MS, HistoryRing, type ClusterHistory, type NodeHistory } from './console/history.js';
+import { clusterHistory, serveHistory } from './console/history-peer.js';
 import { contributorRoutes } from './http/routes/contributors.js';
 import { daemonRoutes } from './http/routes/daemons.js';
 import { domainRoutes } from './http/routes/domains.js';
@@ -156,9 +158,10 @@ export async function startNode(given: Config, log: Logger): Promise<RunningNode
   await startParts(config, cluster, defined, data, storage, execution);
   const brain = await brainParts(config, log, cluster, defined);
   const ops = opsParts(config, log, base, storage, cluster, defined, data);
+  const history = historyParts(config, log, base, storage, cluster, ops);
 
   announceAccess(config, log);
-  const http = await listen(httpApp(config, log, { base, storage, cluster, defined, data, monitoring, execution, brain, ops }).callback(), config.host, config.httpPort, config.limits, base.tls);
+  const http = await listen(httpApp(config, log, { base, storage, cluster, defined, data, monitoring, execution, brain, ops, history }).callback(), config.host, config.httpPort, config.limits, base.tls);
   const httpUrl = `${base.tls === undefined ? 'http' : 'https'}://${config.host}:${config.httpPort}`;
   log.info({ http: httpUrl, peerPort: cluster.peer.port, peerTls: base.tls === undefined ? 'off' : 'mutual', state: cluster.nodes.local().state }, 'node started');
 
@@ -167,6 +170,7 @@ export async function startNode(given: Config, log: Logger): Promise<RunningNode
     local: cluster.nodes.local(),
     async close() {
       ops.stop();
+      history.stop();
       data.shell.stop();
       data.plane.stop();
       data.mover.close();
@@ -192,6 +196,7 @@ type Data = ReturnType<typeof startData>;
 type Monitoring = ReturnType<typeof monitoringParts>;
 type Execution = ReturnType<typeof executionParts>;
 type Brain = Awaited<ReturnType<typeof brainParts>>;
+type History = ReturnType<typeof historyParts>;
 
 /** What every subsystem may read: start time, version, metrics, TLS material, the node's keys. */
 function baseParts(config: Config) {
@@ -694,13 +699,40 @@ function opsParts(config: Config, log: Logger, base: Base, storage: Storage, clu
   return ops;
 }
 
+/**
+ * The console's charts (src/console/history.ts): this node reads its own figures every
+ * HISTORY_INTERVAL_MS into a bounded ring, and answers other nodes' ConsoleHistoryReads
+ * with it and its readiness now.
+ */
+function historyParts(config: Config, log: Logger, base: Base, storage: Storage, cluster: Cluster, ops: OpsService) {
+  const ring = new HistoryRing();
+  const read = async () => {
+    const figures = await base.metrics.historyFigures();
+    const disk = storage.disk.state();
+    const diskUsedBytes = disk.totalBytes === null || disk.freeBytes === null ? null : Math.max(0, disk.totalBytes - disk.freeBytes);
+    ring.record({ atMs: Date.now(), ...figures, diskUsedBytes });
+  };
+  const readLogged = () => read().catch((error: unknown) => log.warn({ err: error }, 'the console history could not read the node\'s figures'));
+  void readLogged();
+  const timer = setInterval(readLogged, HISTORY_INTERVAL_MS);
+  timer.unref();
+  const local = (): NodeHistory => {
+    const readiness = ops.readiness();
+    return { node: config.name, intervalMs: HISTORY_INTERVAL_MS, samples: ring.columns(), ready: readiness.ready, reasons: readiness.reasons };
+  };
+  serveHistory(cluster.transport, local);
+  const ofCluster = (): Promise<ClusterHistory> =>
+    clusterHistory({ endpoint: cluster.transport, membership: () => cluster.core.membership(), available: cluster.available, local, deadlineMs: cluster.deadline });
+  return { cluster: ofCluster, stop: () => clearInterval(timer) };
+}
+
 /** The Koa app: authentication, the serving gate, and every router of the platform and the brain API. */
 function httpApp(
   config: Config,
   log: Logger,
-  parts: { base: Base; storage: Storage; cluster: Cluster; defined: Defined; data: Data; monitoring: Monitoring; execution: Execution; brain: Brain; ops: OpsService },
+  parts: { base: Base; storage: Storage; cluster: Cluster; defined: Defined; data: Data; monitoring: Monitoring; execution: Execution; brain: Brain; ops: OpsService; history: History },
 ) {
-  const { base, storage, cluster, defined, data, monitoring, execution, brain, ops } = parts;
+  const { base, storage, cluster, defined, data, monitoring, execution, brain, ops, history } = parts;
   const { core, transport, deadline, available } = cluster;
   const { definitions, tenants } = defined;
   return createApp({
@@ -755,7 +787,7 @@ function httpApp(
       }),
       ...(config.internalReads ? [internalRoutes(storage.repositories)] : []),
       nodePages(config, base.version, () => cluster.nodes.local().state),
-      liveConsole(core, defined.placements),
+      liveConsole(core, defined.placements, history.cluster),
     ],
   });
 }
@@ -770,13 +802,14 @@ function nodePages(config: Config, version: SoftwareVersion, state: () => string
 }
 
 /**
- * The live console (issue 14): its page and the ring. Stored payloads per stream are
- * GET /_cat/streams?format=json, which the page reads like any client.
+ * The live console: its page, the ring, and every member's figures over time. Stored
+ * payloads per stream are GET /_cat/streams?format=json, which the page reads like any client.
  */
-function liveConsole(core: ClusterCore, placements: StreamPlacements): Router {
+function liveConsole(core: ClusterCore, placements: StreamPlacements, history: () => Promise<ClusterHistory>): Router {
   return consoleRoutes({
     assets: new ConsoleAssets(),
     ring: () => ringView(core.membership(), placements.policiesInUse()),
+    history,
   });
 }
 

@@ -90,6 +90,7 @@ export class Metrics {
   private readonly peerMessages: Counter<'direction' | 'kind'>;
   private readonly peerBytes: Counter<'direction'>;
   private readonly peerRefusals: Counter<'reason'>;
+  private readonly transferChunkBytes: Counter<'direction'>;
   private readonly sseClients: Gauge<'channel'>;
   private readonly queryRows: Counter;
   private readonly searchSeconds: Histogram;
@@ -115,6 +116,8 @@ export class Metrics {
     this.peerBytes = new Counter({ name: metricName('peer_bytes_total'), help: 'Bytes of peer envelopes sent (out) and received (in).', labelNames: ['direction'], registers });
     this.peerRefusals = new Counter({ name: metricName('peer_refusals_total'), help: 'Peer messages and replies refused, by reason.', labelNames: ['reason'], registers });
     for (const reason of PEER_REFUSAL_REASONS) this.peerRefusals.inc({ reason }, 0);
+    this.transferChunkBytes = new Counter({ name: metricName('transfer_chunk_bytes_total'), help: 'Bytes of transfer chunks (data moving in a membership change) sent (out) and received (in).', labelNames: ['direction'], registers });
+    for (const direction of ['in', 'out']) this.transferChunkBytes.inc({ direction }, 0);
     this.sseClients = new Gauge({ name: metricName('sse_clients'), help: 'Open server-sent-event connections, by channel (cluster events, query outputs).', labelNames: ['channel'], registers });
     this.queryRows = new Counter({ name: metricName('query_output_rows_total'), help: 'Rows emitted by the queries this node hosts (live and historical).', registers });
     this.searchSeconds = new Histogram({ name: metricName('search_local_duration_seconds'), help: "Time this node takes to answer its share of a search (its partitions).", buckets: LATENCY_BUCKETS_SECONDS, registers });
@@ -187,6 +190,7 @@ export class Metrics {
     message: (direction, kind, bytes) => {
       this.peerMessages.inc({ direction, kind: this.peerKinds.value(kind) });
       this.peerBytes.inc({ direction }, bytes);
+      if (kind === 'TransferChunk') this.transferChunkBytes.inc({ direction }, bytes);
     },
     refused: (reason) => this.peerRefusals.inc({ reason }),
   };
@@ -203,6 +207,30 @@ export class Metrics {
 
   searchLocal(seconds: number): void {
     this.searchSeconds.observe(seconds);
+  }
+
+  /**
+   * The cumulative figures the console's history samples (src/console/history.ts), read from
+   * the instruments /metrics shows: accepted payloads of every stream, the request duration
+   * histogram of every family but `output` (an SSE request lasts as long as its connection,
+   * and would be every p99), transfer chunk bytes both ways.
+   */
+  async historyFigures(): Promise<{ ingestPayloads: number; latencyBoundsSeconds: number[]; latencyCounts: number[]; transferBytes: number }> {
+    const [ingest, latency, transfer] = await Promise.all([this.ingestPayloads.get(), this.httpSeconds.get(), this.transferChunkBytes.get()]);
+    const counts = new Map<number, number>();
+    for (const value of latency.values) {
+      if (value.metricName !== `${METRIC_PREFIX}http_request_duration_seconds_bucket` || value.labels.family === 'output') continue;
+      // prom-client adds `le` to the bucket series' labels; its types list only ours.
+      const le = (value.labels as Record<string, string | number | undefined>).le;
+      const bound = le === '+Inf' ? Number.POSITIVE_INFINITY : Number(le);
+      counts.set(bound, (counts.get(bound) ?? 0) + value.value);
+    }
+    return {
+      ingestPayloads: ingest.values.reduce((sum, value) => sum + value.value, 0),
+      latencyBoundsSeconds: [...LATENCY_BUCKETS_SECONDS],
+      latencyCounts: [...LATENCY_BUCKETS_SECONDS, Number.POSITIVE_INFINITY].map((bound) => counts.get(bound) ?? 0),
+      transferBytes: transfer.values.reduce((sum, value) => sum + value.value, 0),
+    };
   }
 
   text(): Promise<string> {

@@ -29,7 +29,7 @@ import type { PollReply } from '../execution/output-channel.js';
 import type { OutputPollRequest } from '../execution/output-registry.js';
 import type { RunStatus } from '../execution/session-host.js';
 import type { StoreStats } from '../ops/store-stats.js';
-import { detailsSchema, latestEntriesSchema, logEntriesSchema, payloadSchema, readDocument, RUN_STATES, runErrorsSchema, searchRequestSchema, searchResultSchema, writeDocument } from './documents.js';
+import { detailsSchema, nodeHistorySchema, latestEntriesSchema, logEntriesSchema, payloadSchema, readDocument, RUN_STATES, runErrorsSchema, searchRequestSchema, searchResultSchema, writeDocument } from './documents.js';
 import protobuf from 'protobufjs';
 import { peerType } from './proto.js';
 
@@ -686,6 +686,11 @@ const CODECS: { readonly [K in PeerKind]: BodyCodec<PeerBodies[K]> } = {
   MonitoringReply: {
     toProto: (value) => ({ node: value.node, detailsJson: writeDocument(value.details) }),
     fromProto: (object) => ({ node: str(object, 'node'), details: readDocument('detailsJson', str(object, 'detailsJson'), detailsSchema) }),
+  },
+  ConsoleHistoryRead: empty,
+  ConsoleHistoryReply: {
+    toProto: (value) => ({ historyJson: writeDocument(value) }),
+    fromProto: (object) => readDocument('historyJson', str(object, 'historyJson'), nodeHistorySchema),
   },
   HoldsDataRead: {
     toProto: (value) => ({ stream: value.stream }),

@@ -15,6 +15,7 @@ import type { FacetNode } from '../search/facets.js';
 import type { Value } from '../expression/index.js';
 import { BadPeerMessageError } from './errors.js';
 import { MESSAGE_BYTES_MAX } from './wire.js';
+import { HISTORY_SAMPLES_MAX, type NodeHistory } from '../console/history.js';
 
 /**
  * How deep a peer's JSON may nest: payloads are accepted up to the configured
@@ -168,6 +169,32 @@ export const runErrorsSchema = z.array(
 // ---- Monitoring and stored payloads
 
 export const detailsSchema = jsonObject('monitoring details');
+
+// ---- The console's history of a node (src/console/history.ts)
+
+/** Reasons a node lists on GET /ready: a handful of sentences. */
+const READY_REASONS_MAX = 16;
+const READY_REASON_CHARS_MAX = 1_000;
+const NODE_NAME_CHARS_MAX = 256;
+const figures = z.array(z.number()).max(HISTORY_SAMPLES_MAX);
+const gappedFigures = z.array(z.number().nullable()).max(HISTORY_SAMPLES_MAX);
+
+export const nodeHistorySchema = z
+  .object({
+    node: z.string().min(1).max(NODE_NAME_CHARS_MAX),
+    intervalMs: z.int().positive(),
+    samples: z.object({
+      atMs: figures,
+      ingestPayloadsPerSecond: figures,
+      latencyP50Ms: gappedFigures,
+      latencyP99Ms: gappedFigures,
+      transferBytesPerSecond: figures,
+      diskUsedBytes: gappedFigures,
+    }),
+    ready: z.boolean(),
+    reasons: z.array(z.string().max(READY_REASON_CHARS_MAX)).max(READY_REASONS_MAX),
+  })
+  .refine((history) => Object.values(history.samples).every((column) => column.length === history.samples.atMs.length), 'every column of samples must have one value per time') satisfies z.ZodType<NodeHistory>;
 export const payloadSchema = jsonObject('a stored payload');
 
 // ---- The last values per key of a partition (src/execution/latest-values.ts)

@@ -12,6 +12,7 @@ import type { PollReply } from '../execution/output-channel.js';
 import type { OutputPollRequest } from '../execution/output-registry.js';
 import type { RunStatus } from '../execution/session-host.js';
 import type { NodeDetails } from '../monitoring/monitoring.js';
+import type { NodeHistory } from '../console/history.js';
 import type { StoreStats } from '../ops/store-stats.js';
 import type { LocalSearchRequest, LocalSearchResult } from '../search/local-search.js';
 
@@ -187,6 +188,8 @@ export interface PeerBodies {
   StoreStatsReply: StoreStats;
   MonitoringRead: MonitoringRead;
   MonitoringReply: NodeDetails;
+  ConsoleHistoryRead: Empty;
+  ConsoleHistoryReply: NodeHistory;
   HoldsDataRead: { stream: string };
   HoldsDataReply: { holds: boolean };
   LivePayloads: LivePayloads;
@@ -225,6 +228,7 @@ export const REPLY_KIND = {
   ExecutionStatusRead: 'ExecutionStatusReply',
   StoreStatsRead: 'StoreStatsReply',
   MonitoringRead: 'MonitoringReply',
+  ConsoleHistoryRead: 'ConsoleHistoryReply',
   HoldsDataRead: 'HoldsDataReply',
   LivePayloads: 'Empty',
   HintStore: 'Empty',

@@ -3,7 +3,11 @@
 // transfers to it with their progress and the new node Joined, from what it reads itself
 // (the SSE channel and the console's views), then count the streams, search, and run a live
 // query whose rows arrive over SSE; and on a node with authentication on, the page asks for
-// a token and then works with it. Screenshots go to test/artifacts/.
+// a token and then works with it. The charts of the last 15 minutes (uPlot, served by the
+// node) show a loading state until their first answer, then per metric a canvas whose legend
+// names every node, series that count what was done (ingest, latency, transfers to a new
+// node, disk), and each node's readiness, which turns to "no answer" while a node is paused.
+// Screenshots go to test/artifacts/.
 //
 // Chromium is the Debian package (`apt-get install -y chromium`), driven by playwright-core;
 // .ci/run installs it. Without it this test is skipped, saying so, unless
@@ -94,6 +98,54 @@ describe.skipIf(!FOUND && !REQUIRED)('console - live view in headless Chromium',
     await screenshot('1-three-nodes');
   });
 
+  it('charts every node over time: a loading state first, then ingest, latency and disk with a legend naming each node, and each node ready', async () => {
+    // A tab whose history read waits: the first paint says it is loading, and draws no chart.
+    const tab = await context!.newPage();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    await tab.route('**/console/data/history', async (route) => {
+      await held;
+      await route.continue();
+    });
+    try {
+      await tab.goto(`${nodes[0]!.url}/console`);
+      await tab.waitForSelector('#node-rows tr[data-node="node-3"]');
+      expect(await tab.isVisible('#history-loading')).toBe(true);
+      expect(await tab.textContent('#history-loading')).toMatch(/^Reading each node's figures/);
+      expect(await tab.isHidden('#charts')).toBe(true);
+      expect(await tab.$$('#charts canvas')).toHaveLength(0);
+      await tab.screenshot({ path: join(ARTIFACTS, 'console-1b-charts-loading.png'), fullPage: true });
+      release();
+      await tab.waitForSelector('#history-loading', { state: 'hidden' });
+      await tab.waitForSelector('.chart[data-metric="ingest"] canvas');
+    } finally {
+      release();
+      await tab.close();
+    }
+
+    const names = nodes.map((node) => node.name);
+    const legend = (metric: string) => page.$$eval(`.chart[data-metric="${metric}"] .u-legend .u-series .u-label`, (labels) => labels.map((label) => label.textContent));
+    const figure = (metric: string, name: string) => page.$eval(`.chart[data-metric="${metric}"]`, (element, key) => element.getAttribute(`data-${key}`), name);
+    for (const metric of ['ingest', 'latency', 'transfer', 'disk']) {
+      await page.waitForSelector(`.chart[data-metric="${metric}"] .uplot canvas`);
+      expect(await figure(metric, 'nodes')).toBe(names.join(','));
+    }
+    expect(await legend('ingest')).toEqual(names);
+    expect(await legend('transfer')).toEqual(names);
+    expect(await legend('disk')).toEqual(names);
+    expect(await legend('latency')).toEqual(names.flatMap((name) => [`${name} p50`, `${name} p99`]));
+    // Every node took a third of the 10,000 payloads: a sample counted them (one every 5 s).
+    await page.waitForFunction(() => Number((globalThis as any).document.querySelector('.chart[data-metric="ingest"]').dataset.peak) > 0, undefined, { timeout: 20_000 });
+    // The page's own reads are requests of node-1; every node's disk is read (a point each at least).
+    await page.waitForFunction(() => Number((globalThis as any).document.querySelector('.chart[data-metric="latency"]').dataset.points) > 0, undefined, { timeout: 20_000 });
+    await page.waitForFunction(() => Number((globalThis as any).document.querySelector('.chart[data-metric="disk"]').dataset.points) >= 3, undefined, { timeout: 20_000 });
+    expect(Number(await figure('disk', 'peak'))).toBeGreaterThan(0);
+    // Every node says it is ready (GET /ready of each).
+    for (const name of names) await page.waitForSelector(`#readiness li[data-ready-node="${name}"][data-ready="true"] .badge.ready`);
+    expect(await page.textContent('#readiness li[data-ready-node="node-2"]')).toBe('node-2 ready');
+    await page.locator('#history').screenshot({ path: join(ARTIFACTS, 'console-1c-charts.png') });
+  });
+
   it('two nodes added in one POST /cluster/nodes: the second waits in the queue, node-4 appears, its transfers progress to 100%, and both are Joined', async () => {
     const joining = await startClusterNode('node-4', { join: true });
     const queued = await startClusterNode('node-5', { join: true });
@@ -147,6 +199,11 @@ describe.skipIf(!FOUND && !REQUIRED)('console - live view in headless Chromium',
     // The ring now has node-4 as an owner, and the stream still counts every payload once.
     await page.waitForFunction(() => Number((globalThis as any).document.querySelector('.ring[data-ring-size="32"] [data-holder="node-4"]')?.dataset.held ?? 0) > 0, undefined, { timeout: 20_000 });
     await page.waitForSelector(`#stream-rows tr[data-stream="${STREAM}"][data-payloads="10000"]`, { timeout: 20_000 });
+    // The charts now have node-4 and node-5, and the transfers to node-4 moved bytes in a sample.
+    await page.waitForSelector('.chart[data-metric="transfer"][data-nodes="node-1,node-2,node-3,node-4,node-5"]', { timeout: 20_000 });
+    await page.waitForFunction(() => Number((globalThis as any).document.querySelector('.chart[data-metric="transfer"]').dataset.peak) > 0, undefined, { timeout: 20_000 });
+    expect(await page.$$eval('.chart[data-metric="transfer"] .u-legend .u-label', (labels) => labels.map((label) => label.textContent))).toContain('node-4');
+    await page.waitForSelector('#readiness li[data-ready-node="node-5"][data-ready="true"]', { timeout: 20_000 });
     await screenshot('3-node-4-joined');
   });
 
@@ -173,6 +230,20 @@ describe.skipIf(!FOUND && !REQUIRED)('console - live view in headless Chromium',
     expect(pageErrors).toEqual([]);
   });
 
+  it("a paused node shows as not answering in the readiness line, and ready again once it resumes", async () => {
+    const paused = nodes[4]!;
+    paused.pause();
+    try {
+      await page.waitForSelector(`#readiness li[data-ready-node="${paused.name}"][data-ready="unknown"]`, { timeout: 30_000 });
+      expect(await page.textContent(`#readiness li[data-ready-node="${paused.name}"] .reasons`)).toMatch(/^(unavailable|did not answer)/);
+      await page.locator('#history').screenshot({ path: join(ARTIFACTS, 'console-5-paused-node.png') });
+    } finally {
+      paused.resume();
+    }
+    await page.waitForSelector(`#readiness li[data-ready-node="${paused.name}"][data-ready="true"]`, { timeout: 30_000 });
+    expect(pageErrors).toEqual([]);
+  });
+
   it('on a node with authentication on, asks for a token, then shows the cluster and follows its events', async () => {
     const secret = 'console-test-admin-secret-0123456789';
     const guarded = await NodeProcess.start({ name: 'guarded', args: ['--auth', 'on', '--admin-secret', secret] });
@@ -188,6 +259,9 @@ describe.skipIf(!FOUND && !REQUIRED)('console - live view in headless Chromium',
       await tab.waitForSelector('#connection[data-connection="live"]');
       await tab.waitForSelector('#node-rows tr[data-node="guarded"][data-state="Joined"]');
       await tab.waitForSelector('.ring .cell[data-partition="0"]');
+      // The charts' read carries the token too.
+      await tab.waitForSelector('#readiness li[data-ready-node="guarded"][data-ready="true"]');
+      await tab.waitForSelector('.chart[data-metric="disk"] .uplot canvas');
       expect(await tab.isHidden('#token-form')).toBe(true);
     } finally {
       await tab.close();

@@ -109,10 +109,10 @@ describe('auth - tokens on', () => {
   });
 
   it("operators' views need system read; health, readiness and the node's pages stay public", async () => {
-    for (const path of ['/health', '/ready', '/', '/openapi.json', '/docs', '/console', '/console/console.js']) {
+    for (const path of ['/health', '/ready', '/', '/openapi.json', '/docs', '/console', '/console/console.js', '/console/uPlot.iife.min.js']) {
       expect((await client(node).get(path)).status, path).toBe(200);
     }
-    for (const path of ['/metrics', '/_cat', '/_cat/nodes', '/_cat/streams?format=json', '/console/data/ring']) {
+    for (const path of ['/metrics', '/_cat', '/_cat/nodes', '/_cat/streams?format=json', '/console/data/ring', '/console/data/history']) {
       expect((await client(node).get(path)).status, path).toBe(401);
       expect((await client(node).get(path, as('writer'))).status, path).toBe(403);
       expect((await client(node).get(path, as('ops'))).status, path).toBe(200);

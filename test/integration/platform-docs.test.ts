@@ -106,6 +106,8 @@ describe('platform docs - the document', () => {
     // Its first paint, before any read: each part says it is loading, none says it is empty.
     expect(consolePage.text).toMatch(/<p id="streams-loading" class="note loading">[^<]+<\/p>/);
     expect(consolePage.text).toMatch(/<p id="nodes-loading" class="note loading">[^<]+<\/p>/);
+    expect(consolePage.text).toMatch(/<p id="history-loading" class="note loading">[^<]+<\/p>/);
+    expect(consolePage.text).toMatch(/<div id="charts" class="charts" hidden>/);
     expect(consolePage.text).toMatch(/<p id="no-streams" class="note" hidden>/);
     expect(consolePage.text).toMatch(/<p id="no-transfers" class="note" hidden>/);
     const html = await http(`${node.url}/`, 'GET', undefined, { accept: 'text/html' });
@@ -301,6 +303,11 @@ describe('platform docs - every operation answers as documented', () => {
     const ring = await call('GET', '/console/data/ring', {});
     expect(ring.json.rings.map((each: any) => [each.ringSize, each.replicas])).toEqual([[8, 1]]);
     expect(ring.json.rings[0].holdings['docs-1'].held).toBe(8);
+    // docs-2 has left: only docs-1 is charted, with its readiness now.
+    const history = async () => (await call('GET', '/console/data/history', {})).json;
+    expect(await history()).toMatchObject({ intervalMs: 5_000, windowMs: 900_000, nodes: [expect.objectContaining({ node: 'docs-1', ready: true, reasons: [] })] });
+    // Payloads were posted above: a sample (every 5 s) counts them.
+    await until('a sample of docs-1 counts ingest', async () => Math.max(0, ...(await history()).nodes[0].samples.ingestPayloadsPerSecond) > 0, 15_000);
   });
 
   it("operators' routes: health, readiness, metrics and the _cat tables (text and JSON)", async () => {

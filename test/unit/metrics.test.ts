@@ -82,4 +82,26 @@ describe('metrics - naming and labels', () => {
       expect(text).toContain(line);
     }
   });
+
+  it('the console history reads the payloads of every stream, request latency without SSE, and transfer chunk bytes', async () => {
+    const metrics = new Metrics({ name: 'n', version: '1', revision: 'r' }, { processMetrics: false });
+    metrics.ingest('t/c/a', { accepted: 3, refused: 1, bytes: 10, packedApart: false });
+    metrics.ingest('t/c/b', { accepted: 4, refused: 0, bytes: 10, packedApart: true });
+    metrics.httpRequest('streams', 'POST', 200, 0.003);
+    metrics.httpRequest('_cat', 'GET', 200, 0.0002);
+    // An SSE connection that lasted a minute is not a slow request.
+    metrics.httpRequest('output', 'GET', 200, 60);
+    metrics.peer.message('in', 'TransferChunk', 1_000);
+    metrics.peer.message('out', 'TransferChunk', 500);
+    metrics.peer.message('out', 'WriteRecords', 9_999);
+    const figures = await metrics.historyFigures();
+    expect(figures.ingestPayloads).toBe(7);
+    expect(figures.transferBytes).toBe(1_500);
+    expect(figures.latencyCounts).toHaveLength(figures.latencyBoundsSeconds.length + 1);
+    expect(figures.latencyCounts.at(-1)).toBe(2);
+    // Cumulative: the 0.2 ms request in the first bucket (0.5 ms), both by 5 ms.
+    expect(figures.latencyCounts[0]).toBe(1);
+    expect(figures.latencyCounts[figures.latencyBoundsSeconds.indexOf(0.005)]).toBe(2);
+    expect(await metrics.text()).toContain('tributary_transfer_chunk_bytes_total{direction="in"} 1000');
+  });
 });

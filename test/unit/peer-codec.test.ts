@@ -235,6 +235,16 @@ const SAMPLES: { [K in PeerKind]: Array<PeerBodies[K]> } = {
   ],
   MonitoringRead: [{ service: 'streams', tenant: 'demo', uri: '/streams/demo/c/s' }, { service: 'system', tenant: 'system', uri: undefined }],
   MonitoringReply: [{ node: 'b', details: { streams: [{ uri: '/streams/demo/c/s', accepted: 3 }], error: null } }],
+  ConsoleHistoryRead: [{}],
+  ConsoleHistoryReply: [
+    {
+      node: 'b',
+      intervalMs: 5_000,
+      samples: { atMs: [1_700_000_000_000, 1_700_000_005_000], ingestPayloadsPerSecond: [0, 1_250.5], latencyP50Ms: [null, 0.75], latencyP99Ms: [null, 12.5], transferBytesPerSecond: [0, 0], diskUsedBytes: [4_096, null] },
+      ready: false,
+      reasons: ['node b is stopping'],
+    },
+  ],
   HoldsDataRead: [{ stream: 'demo/c/s' }],
   HoldsDataReply: [{ holds: true }, { holds: false }],
   LivePayloads: [{ stream: 'demo/c/s', payloadsJson: '[{"a":1}]' }],
@@ -368,6 +378,13 @@ describe('peer codec - refusals', () => {
     expect(() => decodeBody('ExecutionStatusReply', statuses('exploded', '[]'))).toThrow(/field state: expected running, completed, failed, stopped/);
     expect(() => decodeBody('ExecutionStatusReply', statuses('failed', '[{"message":"no type"}]'))).toThrow(/errorsJson\[0\]: expected an error object with a type/);
     expect(() => decodeBody('MonitoringReply', encodeProto('MonitoringReply', { node: 'b', detailsJson: 'null' }))).toThrow(/detailsJson: expected an object, got null/);
+    const history = (atMs: number[], ingest: number[]) =>
+      encodeProto('ConsoleHistoryReply', {
+        historyJson: JSON.stringify({ node: 'b', intervalMs: 5_000, ready: true, reasons: [], samples: { atMs, ingestPayloadsPerSecond: ingest, latencyP50Ms: [], latencyP99Ms: [], transferBytesPerSecond: [], diskUsedBytes: [] } }),
+      });
+    expect(() => decodeBody('ConsoleHistoryReply', history([1], []))).toThrow(/historyJson: every column of samples must have one value per time/);
+    const long = Array.from({ length: 181 }, (_, index) => index);
+    expect(() => decodeBody('ConsoleHistoryReply', history(long, long))).toThrow(/historyJson\.samples\.atMs/);
   });
 
   it('refuses bytes that are not a message', () => {

@@ -43,6 +43,7 @@ import {
   searchResultSchema,
   sessionCreatedSchema,
   ringViewSchema,
+  clusterHistorySchema,
   catRowsSchema,
   healthSchema,
   readinessSchema,
@@ -330,11 +331,16 @@ function nodePageOperations(): Operation[] {
     { method: 'get', path: '/docs/{asset}', tag, summary: "A file of the docs page", answers: { '200': { description: 'swagger-ui-bundle.js, swagger-ui.css, initialiser.js, favicon-32x32.png.', mediaType: '*/*', schema: z.string() } } },
     {
       method: 'get', path: '/console', tag, summary: 'The live console',
-      description: 'Nodes (followed over /output/cluster), transfers with their progress, the ring, streams with their stored payloads, a search box and a live query whose rows arrive over SSE. Served by the node; no other origin.',
+      description: "Nodes (followed over /output/cluster), charts of every node's figures over the last 15 minutes with its readiness, transfers with their progress, the ring, streams with their stored payloads, a search box and a live query whose rows arrive over SSE. Served by the node; no other origin.",
       answers: html('The page.'),
     },
-    { method: 'get', path: '/console/{asset}', tag, summary: 'A file of the console', answers: { '200': { description: 'console.js, console.css.', mediaType: '*/*', schema: z.string() } } },
+    { method: 'get', path: '/console/{asset}', tag, summary: 'A file of the console', answers: { '200': { description: 'console.js, console.css, uPlot.iife.min.js, uPlot.min.css (from the uplot package).', mediaType: '*/*', schema: z.string() } } },
     { method: 'get', path: '/console/data/ring', tag, summary: 'The ring, as the console draws it', answers: ok('Partitions and their owners, per partitioning in use.', ringViewSchema) },
+    {
+      method: 'get', path: '/console/data/history', tag, summary: "Every node's figures over the last 15 minutes, as the console charts them",
+      description: 'Each node samples its own figures every 5 s (rates from its counters, latency quantiles from its request duration histogram, as /metrics shows them); the node asked gathers every member\'s over the peer channel, with its readiness now.',
+      answers: ok('Per node: its samples and readiness, or why it has none.', clusterHistorySchema),
+    },
   ];
 }
 

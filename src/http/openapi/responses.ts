@@ -311,6 +311,37 @@ export const ringViewSchema = z
   })
   .meta({ id: 'RingView' });
 
+const figures = (description: string) => z.array(z.number()).describe(description);
+const gappedFigures = (description: string) => z.array(z.number().nullable()).describe(description);
+
+export const clusterHistorySchema = z
+  .strictObject({
+    intervalMs: z.int().describe('Milliseconds between two samples of a node.'),
+    windowMs: z.int().describe('How far back the samples go.'),
+    nodes: z.array(
+      z.union([
+        z.strictObject({
+          node: z.string(),
+          intervalMs: z.int(),
+          samples: z
+            .strictObject({
+              atMs: figures('When each sample was taken (ms since the epoch, by that node\'s clock), oldest first.'),
+              ingestPayloadsPerSecond: figures('Payloads accepted by ingest on the node, per second.'),
+              latencyP50Ms: gappedFigures('Median HTTP request duration (ms) of the requests that ended in the interval, SSE excluded; null without requests.'),
+              latencyP99Ms: gappedFigures('99th percentile of the same.'),
+              transferBytesPerSecond: figures('Bytes of transfer chunks the node sent and received, per second.'),
+              diskUsedBytes: gappedFigures("Bytes used on the data folder's filesystem (size minus free); null before the first reading."),
+            })
+            .describe('One column per figure, one value per sample: at most 180 (15 minutes of 5-second samples).'),
+          ready: z.boolean().describe('What GET /ready of the node says now.'),
+          reasons: z.array(z.string()).describe('Why it is not ready (the reasons of GET /ready), empty when it is.'),
+        }),
+        z.strictObject({ node: z.string(), error: z.string().describe('Why the node has no figures here: unavailable, did not answer within 2 s, or beyond the first 64 nodes.') }),
+      ]),
+    ).describe('Every member that has not left, by name.'),
+  })
+  .meta({ id: 'ClusterHistory' });
+
 const versionSchema = z.strictObject({ number: z.string(), revision: z.string() }).meta({ id: 'SoftwareVersion' });
 
 const diskSchema = z

@@ -1,12 +1,15 @@
 // The live console (issue 14, item 4): a small hand-written page (console/ at the package
 // root: index.html, console.js, console.css) served by every node, with no other origin, and
 // the one view it reads besides the platform interface and the operators' tables: the ring.
-// The page follows GET /output/cluster for nodes and tenants, and counts stored payloads
-// with GET /_cat/streams?format=json.
+// The page follows GET /output/cluster for nodes and tenants, counts stored payloads
+// with GET /_cat/streams?format=json, and charts every member's recent figures from
+// GET /console/data/history with uPlot (the uplot package, served from node_modules).
 
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import Router from '@koa/router';
+import type { ClusterHistory } from '../../console/history.js';
 import type { RingView } from '../../console/ring-view.js';
 import { NotFoundError } from '../../errors.js';
 import { quoteForMessage } from '../../json.js';
@@ -14,42 +17,55 @@ import { packageRoot } from '../../package-root.js';
 import { CONSOLE_PATH, send } from './node-pages.js';
 
 export const CONSOLE_RING_PATH = `${CONSOLE_PATH}/data/ring`;
+export const CONSOLE_HISTORY_PATH = `${CONSOLE_PATH}/data/history`;
 
 /** Same origin only, no inline script or style. */
 export const CONSOLE_CONTENT_SECURITY_POLICY =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+/** Where a file of the page comes from: the console's folder, or the uplot package's dist/. */
+type Origin = 'console' | 'uplot';
+
 /** The page's files by name. A Map: the name comes from the request path, and an object would answer `constructor`. */
-const FILES = new Map<string, string>([
-  ['index.html', 'text/html; charset=utf-8'],
-  ['console.js', 'text/javascript; charset=utf-8'],
-  ['console.css', 'text/css; charset=utf-8'],
+const FILES = new Map<string, { contentType: string; origin: Origin }>([
+  ['index.html', { contentType: 'text/html; charset=utf-8', origin: 'console' }],
+  ['console.js', { contentType: 'text/javascript; charset=utf-8', origin: 'console' }],
+  ['console.css', { contentType: 'text/css; charset=utf-8', origin: 'console' }],
+  ['uPlot.iife.min.js', { contentType: 'text/javascript; charset=utf-8', origin: 'uplot' }],
+  ['uPlot.min.css', { contentType: 'text/css; charset=utf-8', origin: 'uplot' }],
 ]);
 
-/** The page's files, read once from the package. */
+/** The uplot package's built files (the package has no `exports`, so its package.json resolves). */
+function uplotFolder(): string {
+  return join(dirname(createRequire(import.meta.url).resolve('uplot/package.json')), 'dist');
+}
+
+/** The page's files, read once from the package (uPlot's from its npm package, as installed). */
 export class ConsoleAssets {
   private readonly cache = new Map<string, Buffer>();
 
-  constructor(private readonly folder = join(packageRoot(), 'console')) {}
+  constructor(private readonly folders: Record<Origin, string> = { console: join(packageRoot(), 'console'), uplot: uplotFolder() }) {}
 
   file(name: string): { contentType: string; body: Buffer } | undefined {
-    const contentType = FILES.get(name);
-    if (contentType === undefined) return undefined;
+    const known = FILES.get(name);
+    if (known === undefined) return undefined;
     let body = this.cache.get(name);
     if (body === undefined) {
-      body = readFileSync(join(this.folder, name));
+      body = readFileSync(join(this.folders[known.origin], name));
       this.cache.set(name, body);
     }
-    return { contentType, body };
+    return { contentType: known.contentType, body };
   }
 }
 
 export interface ConsoleRoutesDeps {
   assets: ConsoleAssets;
   ring(): RingView;
+  /** Every member's recent figures and readiness, each asked within a short deadline. */
+  history(): Promise<ClusterHistory>;
 }
 
-export function consoleRoutes({ assets, ring }: ConsoleRoutesDeps): Router {
+export function consoleRoutes({ assets, ring, history }: ConsoleRoutesDeps): Router {
   const router = new Router();
 
   router.get(CONSOLE_PATH, (ctx) => {
@@ -63,6 +79,9 @@ export function consoleRoutes({ assets, ring }: ConsoleRoutesDeps): Router {
   });
   router.get(CONSOLE_RING_PATH, (ctx) => {
     ctx.body = ring();
+  });
+  router.get(CONSOLE_HISTORY_PATH, async (ctx) => {
+    ctx.body = await history();
   });
 
   return router;
