@@ -45,8 +45,8 @@ export function clusterRoutes({ nodes, tenants, events, membership, repair, loca
     const transfers = membership.transfers().map((action) => ({ ...action, info: { ...action.info, stalled: action.complete ? null : stalledBecause(action.info.id) } }));
     ctx.body = { actions: [...transfers, ...localActions()], ...membership.changeQueue() };
   });
-  // Anti-entropy on demand (issue 12, item 3): every member compares its partitions with
-  // the other owners; the run's progress is read back under its id.
+  // Anti-entropy on demand: every member compares its partitions with the other owners; the
+  // run's progress is read back under its id.
   router.post('/cluster/repair', async (ctx) => {
     ctx.status = 202;
     ctx.body = { repair: await repair.start(ctx.request.body) };

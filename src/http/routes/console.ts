@@ -1,8 +1,8 @@
-// The live console (issue 14, item 4): a small hand-written page (console/ at the package
-// root: index.html, console.js, console.css) served by every node, with no other origin, and
-// the one view it reads besides the platform interface and the operators' tables: the ring.
-// The page follows GET /output/cluster for nodes and tenants, and counts stored payloads
-// with GET /_cat/streams?format=json.
+// The live console: a small hand-written page (console/ at the package root: index.html,
+// console.js, console.css) served by every node, with no other origin, and the one view it
+// reads besides the platform interface and the operators' tables: the ring. The page follows
+// GET /output/cluster for nodes and tenants, and counts stored payloads with GET
+// /_cat/streams?format=json.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
