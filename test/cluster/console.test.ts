@@ -1,9 +1,9 @@
-// The live console (issue 14, item 4) in headless Chromium: three nodes, the console of
-// the first, a fourth node added through POST /cluster/nodes; the page must show the
-// transfers to it with their progress and the new node Joined, from what it reads itself
-// (the SSE channel and the console's views), then count the streams, search, and run a live
-// query whose rows arrive over SSE; and on a node with authentication on, the page asks for
-// a token and then works with it. Screenshots go to test/artifacts/.
+// The live console in headless Chromium: three nodes, the console of the first, a fourth node
+// added through POST /cluster/nodes; the page must show the transfers to it with their progress
+// and the new node Joined, from what it reads itself (the SSE channel and the console's views),
+// then count the streams, search, and run a live query whose rows arrive over SSE; and on a
+// node with authentication on, the page asks for a token and then works with it. Screenshots go
+// to test/artifacts/.
 //
 // Chromium is the Debian package (`apt-get install -y chromium`), driven by playwright-core;
 // .ci/run installs it. Without it this test is skipped, saying so, unless
