@@ -1,6 +1,6 @@
-// Benchmark dispatcher (issue 2, item 10): `node dist/bench/run.js <name> [options]`, or
-// `npm run bench -- <name> [options]`, which builds first. Each benchmark is a module with
-// one run function; the options common to them are parsed here, once.
+// Benchmark dispatcher: `node dist/bench/run.js <name> [options]`, or `npm run bench -- <name>
+// [options]`, which builds first. Each benchmark is a module with one run function; the options
+// common to them are parsed here, once.
 
 import { parseArgs } from 'node:util';
 import { runIngestBench } from './ingest.js';
