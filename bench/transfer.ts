@@ -65,7 +65,7 @@ const RESULTS_PATH = join(PACKAGE_ROOT, 'bench', 'results', 'transfer.json');
 const THIS_FILE = fileURLToPath(import.meta.url);
 const TRANSFER_RATIO_MIN = 0.5;
 /**
- * Issue 17, item 3: the join against the storage line, LevelDB alone writing the same
+ * The join against the storage line, LevelDB alone writing the same
  * records in the same run (the slower of its write and read sides; the write on any disk
  * seen so far).
  */

@@ -22,9 +22,9 @@ import type { PackedBatch } from './tsr-batch.js';
 export type IngestFailures = Map<number, string>;
 
 /**
- * Live consumers of accepted payloads (the execution issue subscribes here). A listener may
- * return a promise: the batch answers once it settles, so what it records at ingest (the
- * contributors' published-to index) is visible when the client gets its 200.
+ * Live consumers of accepted payloads (live queries subscribe here). A listener may return a
+ * promise: the batch answers once it settles, so what it records at ingest (the contributors'
+ * published-to index) is visible when the client gets its 200.
  */
 export type PayloadListener = (stream: CompiledStream, payloads: readonly Record<string, unknown>[]) => void | Promise<void>;
 

@@ -1,4 +1,5 @@
-// Routes of the Cluster table that this issue serves: the node table as it is, and tenants.
+// Routes of the Cluster table (docs/platform-interface.md, "Cluster") served here: the node
+// table as it is, and tenants.
 
 import Router from '@koa/router';
 import type { ClusterEventBus, Subscription } from '../../cluster/events.js';
