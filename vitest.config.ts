@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
-// isolated-vm asks for --no-node-snapshot on Node 20 (see ../shared/DEPENDENCIES.md);
-// test workers load the sandbox, so they get the same flag as the node process.
+// isolated-vm asks for --no-node-snapshot on Node 20; test workers load the sandbox, so they
+// get the same flag as the node process.
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],

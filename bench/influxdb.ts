@@ -1,4 +1,4 @@
-// A throw-away InfluxDB 1.x for the peers-timeseries benchmark (issue 17, item 2): `influxd`
+// A throw-away InfluxDB 1.x for the peers-timeseries benchmark: `influxd`
 // (the Debian package `influxdb`) with a config file of its own: loopback-only RPC and HTTP
 // ports picked free, meta/data/wal folders in a temporary folder, reporting, the _internal
 // monitor store, retention and continuous queries off, the WAL fsynced on every write (its

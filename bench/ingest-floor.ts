@@ -1,17 +1,17 @@
-// The floor of an ingest on this machine (issue 17, items 1 and 2): processes, each doing
-// the least a node of a (replicated) store of JSON payloads built from this project's parts
-// (Node, gRPC, LevelDB) must do, with none of the node's own work. A batch is posted to one
-// of them (Node's http server, no Koa), parsed (JSON.parse, on the main thread or on one of
-// `threads` worker threads as the node's ingest workers do; an array, else 400), each
-// payload written back as its JSON text and given a partition (FNV-1a of its first
-// `hashBytes` characters modulo `ringSize`; the node hashes the first bytes of the payload's
-// canonical JSON the same way, `hash_payload`), the batch's payloads grouped into one record per partition (a
-// partition-prefixed key, as the node's tsr blocks), and the records written as one synced
-// LevelDB batch (the node's write buffer) on this process and, over a raw gRPC unary call,
-// on the others (no proto, no envelope, no digest, no signature); the 200 comes once all
-// are durable. No schema, no checks beyond the parse, no epoch, no hints, no metrics,
-// no compaction of anything but LevelDB's own. What our node does beyond this is its own
-// cost; where this falls short of a goal, no design on these parts reaches it here.
+// The floor of an ingest on this machine: processes, each doing the least a node of a
+// (replicated) store of JSON payloads built from this project's parts (Node, gRPC, LevelDB)
+// must do, with none of the node's own work. A batch is posted to one of them (Node's http
+// server, no Koa), parsed (JSON.parse, on the main thread or on one of `threads` worker threads
+// as the node's ingest workers do; an array, else 400), each payload written back as its JSON
+// text and given a partition (FNV-1a of its first `hashBytes` characters modulo `ringSize`; the
+// node hashes the first bytes of the payload's canonical JSON the same way, `hash_payload`),
+// the batch's payloads grouped into one record per partition (a partition-prefixed key, as the
+// node's tsr blocks), and the records written as one synced LevelDB batch (the node's write
+// buffer) on this process and, over a raw gRPC unary call, on the others (no proto, no
+// envelope, no digest, no signature); the 200 comes once all are durable. No schema, no checks
+// beyond the parse, no epoch, no hints, no metrics, no compaction of anything but LevelDB's
+// own. What our node does beyond this is its own cost; where this falls short of a goal, no
+// design on these parts reaches it here.
 //
 // Nothing here is used by the product. The processes listen on 127.0.0.1 only, on ports
 // they pick, and are stopped by their pids.

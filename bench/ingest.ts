@@ -1,7 +1,7 @@
-// Ingest benchmark (issue 2, item 10): persisted ingest of ~1 KiB payloads in batches,
-// over HTTP into a real node's tsr and ssr streams, against a raw classic-level batch write
-// of the same bytes in the same run. The goal is tsr at 40% or more of the raw rate, at the
-// same concurrency. Results go to bench/results/ingest.json and a markdown table to stdout.
+// Ingest benchmark: persisted ingest of ~1 KiB payloads in batches, over HTTP into a real
+// node's tsr and ssr streams, against a raw classic-level batch write of the same bytes in the
+// same run. The goal is tsr at 40% or more of the raw rate, at the same concurrency. Results go
+// to bench/results/ingest.json and a markdown table to stdout.
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';

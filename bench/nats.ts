@@ -1,5 +1,5 @@
-// A throw-away 3-server NATS cluster with JetStream for the peers-ingest benchmark (issue 17,
-// item 1): each `nats-server` (the Debian package) gets a config file, a store folder and
+// A throw-away 3-server NATS cluster with JetStream for the peers-ingest benchmark:
+// each `nats-server` (the Debian package) gets a config file, a store folder and
 // free loopback ports (client, cluster route, HTTP monitoring), all three routed to each
 // other; the bench waits until every server's /healthz answers and the JetStream meta group
 // has a leader, and stops them by pid. Nothing here is used by the product.

@@ -1,8 +1,8 @@
-// Peers ingest benchmark (issue 17, item 1): persisted, acknowledged ingest of the ingest
-// bench's ~1 KiB JSON payloads by `--concurrency` clients (4), into Tributary (one node;
-// 3 nodes with replicas 2 and 3) and into a 3-server NATS JetStream cluster (file storage,
-// R1 and R3), in the same run on the same payloads. Each side is fresh for each setup
-// (new processes, new data folders) and gets a warm-up first.
+// Peers ingest benchmark: persisted, acknowledged ingest of the ingest bench's ~1 KiB JSON
+// payloads by `--concurrency` clients (4), into Tributary (one node; 3 nodes with replicas 2
+// and 3) and into a 3-server NATS JetStream cluster (file storage, R1 and R3), in the same run
+// on the same payloads. Each side is fresh for each setup (new processes, new data folders) and
+// gets a warm-up first.
 //
 // Same work on both sides: our clients post batches of `--batch` payloads (500), one
 // request in flight each, so each client has `batch` payloads unacknowledged; JetStream

@@ -1,4 +1,4 @@
-// Peers time-series benchmark (issue 17, item 2): `--payloads` metric points (1M: host, cpu,
+// Peers time-series benchmark: `--payloads` metric points (1M: host, cpu,
 // mem, event time) into a tsr stream of one node and into InfluxDB 1.x (the Debian package
 // `influxdb`, started by the bench, skipped with a message when missing), in batches of
 // `--batch` (5,000: JSON arrays to us, line protocol over HTTP to InfluxDB), `--concurrency`

@@ -1,4 +1,4 @@
-// A throw-away PostgreSQL cluster for benchmarks (issue 4, item 6): initdb into a temporary
+// A throw-away PostgreSQL cluster for benchmarks: initdb into a temporary
 // folder, pg_ctl start on a free loopback port, and stop + remove it afterwards. The server
 // refuses to run as root, so as root it runs as the `postgres` system user (which the
 // Debian packages create). Nothing here is used by the product.

@@ -1,4 +1,4 @@
-// Replicated ingest (issue 3, item 10): the ingest benchmark's payloads posted round-robin
+// Replicated ingest: the ingest benchmark's payloads posted round-robin
 // to three joined nodes whose stream keeps 2 replicas, against the same workload into one
 // node alone, in the same run. The goal is the cluster at 40% or more of the one node's
 // rate. `npm run bench -- transfer` runs this after the transfer measurement (transfer.ts

@@ -1,6 +1,6 @@
-// Benchmark dispatcher (issue 2, item 10): `node dist/bench/run.js <name> [options]`, or
-// `npm run bench -- <name> [options]`, which builds first. Each benchmark is a module with
-// one run function; the options common to them are parsed here, once.
+// Benchmark dispatcher: `node dist/bench/run.js <name> [options]`, or `npm run bench -- <name>
+// [options]`, which builds first. Each benchmark is a module with one run function; the options
+// common to them are parsed here, once.
 
 import { parseArgs } from 'node:util';
 import { runIngestBench } from './ingest.js';
@@ -28,9 +28,9 @@ const DEFAULTS: BenchOptions = { payloads: 200_000, batch: 500, concurrency: 1, 
 /** Where a benchmark's defaults differ (search: --concurrency is the load's). */
 const BENCH_DEFAULTS: Record<string, Partial<BenchOptions>> = {
   search: { payloads: 1_000_000, batch: 1000, concurrency: 2 },
-  // Issue 17: 4 clients, each with one batch of 500 (ours) or 500 publishes (JetStream) unacknowledged.
+  // 4 clients, each with one batch of 500 (ours) or 500 publishes (JetStream) unacknowledged.
   'peers-ingest': { concurrency: 4 },
-  // Issue 17: 1M points in batches of 5,000 (line protocol to InfluxDB), 10 measured runs per query.
+  // 1M points in batches of 5,000 (line protocol to InfluxDB), 10 measured runs per query.
   'peers-timeseries': { payloads: 1_000_000, batch: 5000, concurrency: 4, runs: 10 },
   // Growing to 32 nodes one join at a time, twice: 20,000 payloads keep each change short.
   scale: { payloads: 20_000 },

@@ -1,12 +1,12 @@
-// Search benchmark (issue 4, items 1 and 6): loads N payloads (1M by default) into one
-// node's ssr stream and measures p50/p99 of _search (text + filter), _facet and
-// _timeRangeHistogram against PostgreSQL on the same rows in the same run (a tsvector
-// column with a GIN index, GROUP BY for facets, date_trunc for histograms). The goal is our
-// p50 ≤ PostgreSQL's for each. It also measures what the lazy index costs: the node's start
-// time with N payloads stored (restart, until /cluster/localNode answers), the first search
-// (which indexes every partition from LevelDB), and the node's RSS after indexing.
-// Each answer is checked against PostgreSQL's (totals, facet trees, buckets): a mismatch
-// fails the bench. Results go to bench/results/search.json and markdown to stdout.
+// Search benchmark: loads N payloads (1M by default) into one node's ssr stream and measures
+// p50/p99 of _search (text + filter), _facet and _timeRangeHistogram against PostgreSQL on the
+// same rows in the same run (a tsvector column with a GIN index, GROUP BY for facets,
+// date_trunc for histograms). The goal is our p50 ≤ PostgreSQL's for each. It also measures
+// what the lazy index costs: the node's start time with N payloads stored (restart, until
+// /cluster/localNode answers), the first search (which indexes every partition from LevelDB),
+// and the node's RSS after indexing. Each answer is checked against PostgreSQL's (totals, facet
+// trees, buckets): a mismatch fails the bench. Results go to bench/results/search.json and
+// markdown to stdout.
 
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import http from 'node:http';

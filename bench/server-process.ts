@@ -1,4 +1,4 @@
-// A throw-away server process for the peer benchmarks (issue 17): a binary started on free
+// A throw-away server process for the peer benchmarks: a binary started on free
 // loopback ports with a folder of its own, its output sent to a log file there, waited for
 // until a probe answers, and stopped by its pid (never by name) with the folder removed.
 // Nothing here is used by the product.

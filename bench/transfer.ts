@@ -1,12 +1,11 @@
-// Transfer benchmark (issue 3, item 10; issue 17, item 3): the rate (MB/s) at which a
-// joining node receives N stored payloads of ~1 KiB (200k; `--payloads 1000000` for the
-// issue 17 figure), against a raw gRPC bidi stream of the same bytes over loopback and
-// against LevelDB alone writing and reading the same records, and against the bare pipeline
-// (those records read, sent over raw gRPC and written synced, nothing else: the floor of any
-// transfer on the machine), in the same run; then replicated ingest (replicated.ts). Goals:
-// the transfer at 50% or more of raw and at 80% or more of LevelDB alone, replicated ingest
-// at 40% or more of one node. Results go to bench/results/transfer.json and markdown tables
-// to stdout.
+// Transfer benchmark: the rate (MB/s) at which a joining node receives N stored payloads of
+// ~1 KiB (200k; `--payloads 1000000` for the figure in docs/benchmarks.md), against a raw gRPC
+// bidi stream of the same bytes over loopback and against LevelDB alone writing and reading the
+// same records, and against the bare pipeline (those records read, sent over raw gRPC and
+// written synced, nothing else: the floor of any transfer on the machine), in the same run;
+// then replicated ingest (replicated.ts). Goals: the transfer at 50% or more of raw and at 80%
+// or more of LevelDB alone, replicated ingest at 40% or more of one node. Results go to
+// bench/results/transfer.json and markdown tables to stdout.
 //
 // The raw baseline runs in two child processes of this same module (`node
 // dist/bench/transfer.js raw-sink | raw-source …`), so that, like the two nodes, each end
@@ -66,7 +65,7 @@ const RESULTS_PATH = join(PACKAGE_ROOT, 'bench', 'results', 'transfer.json');
 const THIS_FILE = fileURLToPath(import.meta.url);
 const TRANSFER_RATIO_MIN = 0.5;
 /**
- * Issue 17, item 3: the join against the storage line, LevelDB alone writing the same
+ * The join against the storage line, LevelDB alone writing the same
  * records in the same run (the slower of its write and read sides; the write on any disk
  * seen so far).
  */

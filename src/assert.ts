@@ -1,7 +1,7 @@
-// Assertions (STYLE.md, "limits and assertions"): an assertion states an invariant of the
-// code itself, never a check of outside input. Outside input is validated where it enters
-// and refused with a 4xx (TributaryError); when an assertion fails, the code is wrong, so
-// it throws an InvariantError, which no client can cause and the HTTP layer answers as 500.
+// Assertions: an assertion states an invariant of the code itself, never a check of outside
+// input. Outside input is validated where it enters and refused with a 4xx (TributaryError);
+// when an assertion fails, the code is wrong, so it throws an InvariantError, which no client
+// can cause and the HTTP layer answers as 500.
 
 export class InvariantError extends Error {
   readonly code = 'INVARIANT';

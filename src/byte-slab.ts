@@ -1,7 +1,7 @@
 // Memory for many small typed arrays, carved out of shared ArrayBuffers. A historical read
 // decodes tens of thousands of tsr blocks of about 1.5 KiB each, and a grouping over them
 // keeps a number summary for each of tens of thousands of groups; an ArrayBuffer of its own
-// for each cost more than filling it (issue 17: carving blocks out of 64 KiB slabs took a
+// for each cost more than filling it (carving blocks out of 64 KiB slabs took a
 // block of 40 points from 7.4 to 4.7 µs). A slab lives as long as any array carved from
 // it: the bytes nobody holds any more are freed with the last array of their slab.
 

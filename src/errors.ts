@@ -85,7 +85,7 @@ export class VersionConflictError extends TributaryError {
 
 /**
  * A start-up failure an operator can fix (a port taken, a data folder in use by another
- * node): the CLI prints its message as one line, without a stack (issue 14).
+ * node): the CLI prints its message as one line, without a stack.
  */
 export class StartupError extends Error {
   override name = 'StartupError';

@@ -16,7 +16,7 @@ export function setField(object: Record<string, unknown>, name: string, value: u
 export function jsonTypeName(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'array';
-  // A long beyond 2^53 (issue 13) is a number in JSON.
+  // A long beyond 2^53 is a number in JSON.
   if (typeof value === 'bigint') return 'number';
   return typeof value;
 }
@@ -42,8 +42,8 @@ export function pathReader(path: string): (payload: Record<string, unknown>) => 
   };
 }
 
-// Integers beyond 2^53 (tweet ids such as 855448618232418304) are kept exactly (issue 13
-// item 3b): they are read into BigInt, written back as the same digits, and compared
+// Integers beyond 2^53 (tweet ids such as 855448618232418304) are kept exactly:
+// they are read into BigInt, written back as the same digits, and compared
 // exactly. JSON.parse rounds them, so its result is checked for an integer it could not
 // hold exactly (a walk over the values, not the text: about a tenth of the parse for
 // ingest batches), and only then is the text read again by lossless-json. Numbers with a

@@ -1,7 +1,7 @@
-// The composition root: the only place that builds the parts of a node and wires them
-// together (DESIGN.md, "Layout"). Everything else receives what it needs. Each subsystem is
-// assembled by its own function below, in the order `startNode` calls them; a part a later
-// one needs is handed on in the record its function returns.
+// The composition root: the only place that builds the parts of a node and wires them together
+// (docs/architecture.md, "Layout"). Everything else receives what it needs. Each subsystem is
+// assembled by its own function below, in the order `startNode` calls them; a part a later one
+// needs is handed on in the record its function returns.
 
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -432,7 +432,7 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
   return { ssrIndex, repositoryStats, shell, membershipService, plane, runtime, ingest, ingestPool, searchLocal, scanLocal, blocksLocal, latestKept, latestLocal, storeStats, mover };
 }
 
-/** Monitoring (issue 13): every service of the spec, from counters the parts keep. */
+/** Monitoring: every service of the spec, from counters the parts keep. */
 function monitoringParts(config: Config, base: Base, storage: Storage, cluster: Cluster, defined: Defined, data: Data) {
   const sseTracker = new SseTracker();
   const system = new SystemStats(base.startedAtMs);
@@ -498,13 +498,13 @@ function outputParts(config: Config, log: Logger, base: Base, cluster: Cluster, 
 }
 
 /**
- * Execution (issue 7): sessions run on their host node; payloads reach live queries from
+ * Execution: sessions run on their host node; payloads reach live queries from
  * the node that accepted them; outputs are served from every node.
  */
 function executionParts(config: Config, log: Logger, base: Base, cluster: Cluster, defined: Defined, data: Data, monitoring: Monitoring) {
   const { transport, deadline, available } = cluster;
   const { definitions, tenants, placements } = defined;
-  // Contributors and domains (issue 5): definitions like any other; the published-to index
+  // Contributors and domains: definitions like any other; the published-to index
   // learns from every batch this node accepts, and domains limit searches by contributor.
   const published = new PublishedIndex(definitions, log);
   data.ingest.onPayloads(
@@ -641,7 +641,7 @@ async function startParts(config: Config, cluster: Cluster, defined: Defined, da
 }
 
 /**
- * The brain management interface under /api/v1 (issue 6): accounts, settings, the licence
+ * The brain management interface under /api/v1: accounts, settings, the licence
  * pool and brains all live in the definitions store. A cluster's first node writes the
  * empty licence pool once, when the cluster is born (licence.ts).
  */
@@ -792,7 +792,7 @@ function httpApp(
   });
 }
 
-/** GET /, the platform interface's OpenAPI document and its docs page (issue 14). */
+/** GET /, the platform interface's OpenAPI document and its docs page. */
 function nodePages(config: Config, version: SoftwareVersion, state: () => string): Router {
   return nodePageRoutes({
     identity: () => ({ name: config.name, state: state(), version }),

@@ -1,7 +1,7 @@
-// Long computations hand the event loop back now and then (issue 15, item 4), so that one
-// large search or query cannot hold every other request (and the node's heartbeats) for
-// longer than a slice. A loop asks `due()` cheaply as it goes and awaits `pause()` when it
-// is; the other requests run in between.
+// Long computations hand the event loop back now and then, so that one large search or query
+// cannot hold every other request (and the node's heartbeats) for longer than a slice. A loop
+// asks `due()` cheaply as it goes and awaits `pause()` when it is; the other requests run in
+// between.
 
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';

@@ -1,6 +1,6 @@
-// Time as the parts that wait or repeat see it (STYLE.md, "boundaries as interfaces"): a
-// monotonic clock and timers. The node passes realTimers; the simulation passes virtual
-// ones that move only when it says, so a seed replays exactly (test/sim).
+// Time as the parts that wait or repeat see it: a monotonic clock and timers. The node passes
+// realTimers; the simulation passes virtual ones that move only when it says, so a seed replays
+// exactly (test/sim).
 
 export interface Timer {
   cancel(): void;

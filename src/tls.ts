@@ -1,11 +1,11 @@
-// TLS material of a node (issue 15, item 3): its certificate and key, and the cluster CA.
-// The front end serves HTTPS with the certificate; the peer port speaks mutual TLS: it
-// takes connections only from clients whose certificate the cluster CA signed, and dials
-// peers with its own certificate, checking theirs against the CA and the address dialled
-// (the identity proof of POST /cluster/nodes then binds the node key, which signs the
-// reply, to that address, which the certificate names). Every node's certificate must name
-// the address other nodes reach it at (advertiseAddress, as an IP or DNS subject
-// alternative name) and allow both server and client authentication.
+// TLS material of a node: its certificate and key, and the cluster CA. The front end serves
+// HTTPS with the certificate; the peer port speaks mutual TLS: it takes connections only from
+// clients whose certificate the cluster CA signed, and dials peers with its own certificate,
+// checking theirs against the CA and the address dialled (the identity proof of POST
+// /cluster/nodes then binds the node key, which signs the reply, to that address, which the
+// certificate names). Every node's certificate must name the address other nodes reach it at
+// (advertiseAddress, as an IP or DNS subject alternative name) and allow both server and client
+// authentication.
 
 import { readFileSync } from 'node:fs';
 import { ConfigError } from './config.js';

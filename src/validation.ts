@@ -1,4 +1,4 @@
-// Request bodies checked against zod schemas (issue 14, item 5). Every body of the platform
+// Request bodies checked against zod schemas. Every body of the platform
 // interface has a schema next to the code that uses it; the same schemas generate the
 // OpenAPI document (src/http/openapi/). A body that does not match is a 400 whose message
 // starts with the JSON path of the first problem, e.g. "tags[1].lang: expected 'javascript',

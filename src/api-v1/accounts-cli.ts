@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The accounts CLI (issue 6, item 1): a contract operators script against.
+// The accounts CLI: a contract operators script against.
 //
 //   npm run accounts -- COMMAND [NAME [TENANT LEVEL]] --url http://127.0.0.1:8888 --admin-secret SECRET
 //

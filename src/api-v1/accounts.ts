@@ -1,7 +1,7 @@
-// Service accounts and their bearer tokens (issue 6, item 1). A token is 32 random bytes
-// (256 bits), shown once when made; the store keeps only its SHA-256. The same token is the
-// account's credential on every interface that takes service-account tokens (spec,
-// "Authentication"): `authenticate` is the one check they call.
+// Service accounts and their bearer tokens. A token is 32 random bytes (256 bits), shown once
+// when made; the store keeps only its SHA-256. The same token is the account's credential on
+// every interface that takes service-account tokens (spec, "Authentication"): `authenticate` is
+// the one check they call.
 
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { quoteForMessage } from '../json.js';
@@ -19,7 +19,7 @@ export interface StoredAccount {
   tokenSha256: string | null;
   /** The per-account gate of /api/v1 (spec: `api_access_enabled`, default off). */
   apiAccessEnabled: boolean;
-  /** Levels on tenants of the platform interface (issue 15); absent on accounts made before. */
+  /** Levels on tenants of the platform interface; absent on accounts made before. */
   permissions?: Record<string, AccessLevel>;
   createdAt: string;
   updatedAt: string;
@@ -99,7 +99,7 @@ export class AccountService {
 
   /**
    * Sets the account's level on each tenant named (null removes the grant); tenants not
-   * named keep theirs. The platform interface checks these on every request (issue 15).
+   * named keep theirs. The platform interface checks these on every request.
    */
   setPermissions(name: string, changes: unknown): Promise<AccountView> {
     const parsed = parsePermissionChanges(changes);

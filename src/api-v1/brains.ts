@@ -1,9 +1,9 @@
-// Brains (spec, "Resources", "States and transitions"; issue 6, item 3). A brain is one
-// definition (`api/brains/<uuid>`); the neuron types it was seeded with are another
+// Brains (spec, "Resources", "States and transitions"). A brain is one definition
+// (`api/brains/<uuid>`); the neuron types it was seeded with are another
 // (`api/neuron-types/<uuid>`), its data rather than its settings. A service account sees and
-// acts on the brains it owns; anyone else's brain is "not found", so ids do not leak.
-// DELETE is soft: the brain gets `deletedAt`, disappears from reads and lists, gives its
-// licence slot back, and its record and neuron types stay stored.
+// acts on the brains it owns; anyone else's brain is "not found", so ids do not leak. DELETE is
+// soft: the brain gets `deletedAt`, disappears from reads and lists, gives its licence slot
+// back, and its record and neuron types stay stored.
 
 import { isPlainObject, quoteForMessage } from '../json.js';
 import type { Definitions } from '../storage/definitions.js';

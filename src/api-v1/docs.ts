@@ -1,8 +1,8 @@
-// Interactive documentation (issue 6, item 6; the platform's at /docs, issue 14): Swagger UI
-// from the swagger-ui-dist package, served by the node itself so it works without internet.
-// Only the files the page needs are served (no directory is exposed), read once and kept in
-// memory. The page's own script is
-// a file too, so the Content-Security-Policy can forbid inline scripts and every other origin.
+// Interactive documentation (the platform's at /docs): Swagger UI from the swagger-ui-dist
+// package, served by the node itself so it works without internet. Only the files the page
+// needs are served (no directory is exposed), read once and kept in memory. The page's own
+// script is a file too, so the Content-Security-Policy can forbid inline scripts and every
+// other origin.
 
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

@@ -1,4 +1,4 @@
-// The licence (issue 6, item 4): a tier and one pool of brains for the whole cluster.
+// The licence: a tier and one pool of brains for the whole cluster.
 //
 // The pool is one definition (`api/licence-pool`) listing the brains that hold a slot.
 // Taking a slot is a compare-and-set on it: the key's coordinator serialises writes and
@@ -62,7 +62,7 @@ export interface LicenceState extends Licence {
   brainsUsed: number;
 }
 
-/** The cluster's licence as stored (issue 15): set when the cluster is born, then only by an administrator. */
+/** The cluster's licence as stored: set when the cluster is born, then only by an administrator. */
 export interface StoredLicence extends Licence {
   updatedAt: string;
 }
@@ -76,7 +76,7 @@ export class LicencePool {
   ) {}
 
   /**
-   * One setting for the whole cluster (issue 15, item 1): the stored licence, so a node that
+   * One setting for the whole cluster: the stored licence, so a node that
    * joins with another config cannot change the tier or the allowance. A cluster made before
    * the licence was stored goes by each node's config until an administrator sets it.
    */

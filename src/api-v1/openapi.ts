@@ -1,4 +1,4 @@
-// The OpenAPI 3.1 document of /api/v1 (issue 6, item 6), served at /api/v1/openapi.json and
+// The OpenAPI 3.1 document of /api/v1, served at /api/v1/openapi.json and
 // rendered at /api/v1/docs. It is written by hand next to the code it describes; tests check
 // that every route of the router is in it (and nothing else), that it is a valid OpenAPI 3.1
 // document, and that the responses the server sends match its schemas.

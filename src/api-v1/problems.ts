@@ -1,4 +1,4 @@
-// RFC 7807 problem documents for everything under /api/v1 (spec, "Errors"; DESIGN.md,
+// RFC 7807 problem documents for everything under /api/v1 (docs/brain-management-interface.md,
 // "Errors"). Services throw TributaryErrors as everywhere else; this renderer, chosen by
 // path prefix in the one error middleware, writes them as `application/problem+json`. Each
 // problem has a stable code; its `type` is PROBLEM_TYPE_BASE + code and its `title` is fixed

@@ -1,5 +1,5 @@
 // What the brain interface's services share: the keys they keep in the definitions store,
-// the clock and randomness they are given (STYLE.md: boundaries passed in), and a
+// the clock and randomness they are given (boundaries passed in), and a
 // compare-and-set loop for read-modify-write of one key.
 
 import { randomBytes, randomUUID } from 'node:crypto';

@@ -1,4 +1,4 @@
-// Brain templates (issue 6, item 5): read once at start from config/brain-templates.json (or
+// Brain templates: read once at start from config/brain-templates.json (or
 // the file named by `brainApi.templatesFile`). A template seeds the neuron types of a new
 // brain. A bad file refuses the start, naming what is wrong, like a bad config.
 

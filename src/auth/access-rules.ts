@@ -1,6 +1,6 @@
-// What each route of the platform interface needs (issue 15, items 1 and 2): one table from
-// method and path to a requirement, so that every router stays free of access checks and
-// a new route family is one line here. Pure; the middleware (http/authentication.ts) applies it.
+// What each route of the platform interface needs: one table from method and path to a
+// requirement, so that every router stays free of access checks and a new route family is one
+// line here. Pure; the middleware (http/authentication.ts) applies it.
 //
 // - Tenant routes need a level on the tenant in the path: reads `read`, changes `write`;
 //   searches are reads although they are POSTs; vendors (which hold keys) need `admin`.
@@ -8,7 +8,7 @@
 //   `admin`; a tenant's own document is readable with `read` on that tenant.
 // - Membership (POST and DELETE /cluster/nodes, GET /cluster/join-token) is an
 //   administrative act: the admin secret, or `admin` on `system` when tokens are on.
-// - Operators' views (issue 14) read the whole cluster: /metrics, the /_cat tables and the
+// - Operators' views read the whole cluster: /metrics, the /_cat tables and the
 //   console's ring (/console/data/…) need `read` on `system`, like GET /cluster.
 // - Public: GET /cluster/localNode (the node's name, key and state: what an operator needs
 //   to add it, and what health checks poll), /health and /ready (what orchestrators probe;
@@ -31,7 +31,7 @@ const system = (level: AccessLevel): AccessRule => ({ kind: 'tenant', tenant: SY
 
 /** Path families whose second segment is the tenant. */
 const TENANT_FAMILIES = new Set(['streams', 'ssr', 'contributors', 'domain', 'execution', 'output', 'daemon', 'monitoring', 'admin']);
-/** Operators' views over the whole cluster (issue 14). */
+/** Operators' views over the whole cluster. */
 const SYSTEM_READ_FAMILIES = new Set(['metrics', '_cat']);
 
 /**

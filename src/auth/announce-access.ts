@@ -1,4 +1,4 @@
-// Says at start who may do what, so an open node is never open by surprise (issue 15, item 2).
+// Says at start who may do what, so an open node is never open by surprise.
 
 import { isLoopbackHost, type Config } from '../config.js';
 import type { Logger } from '../log.js';

@@ -1,4 +1,4 @@
-// Per-tenant permissions of service accounts on the platform interface (issue 15, item 2).
+// Per-tenant permissions of service accounts on the platform interface.
 // An account holds at most one level per tenant; a level includes the ones below it
 // (admin ⊃ write ⊃ read). The `system` tenant is cluster administration: a level there
 // holds on every tenant too, as the monitoring rule of the spec has it ("the tenant system

@@ -28,7 +28,7 @@ function statusLetter(node: Record<string, Cell>): string {
   return node.available === true ? 'U' : 'D';
 }
 
-/** The _cat tables of the node at `url`; `token` for a node with authentication on (issue 15). */
+/** The _cat tables of the node at `url`; `token` for a node with authentication on. */
 export async function fetchStatus(url: string, token?: string): Promise<{ nodes: Array<Record<string, Cell>>; transfers: Array<Record<string, Cell>> }> {
   const base = url.replace(/\/+$/, '');
   const [nodes, transfers] = await Promise.all([getJson(`${base}/_cat/nodes?format=json`, token), getJson(`${base}/_cat/transfers?format=json`, token)]);

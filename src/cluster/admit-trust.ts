@@ -1,4 +1,4 @@
-// Whom a node with no cluster yet takes an Admit from (issue 15, item 1).
+// Whom a node with no cluster yet takes an Admit from.
 
 import { isLoopbackHost } from '../config.js';
 import type { Logger } from '../log.js';

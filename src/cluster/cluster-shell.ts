@@ -1,4 +1,4 @@
-// The shell around the cluster core (STYLE.md, "a pure core, I/O handed out"): it feeds
+// The shell around the cluster core (docs/cluster.md, "A pure core"): it feeds
 // the core one input at a time and carries out the effects in the order the core gave
 // them. A `persist` is awaited before any later effect runs, so nothing that depends on a
 // state (an ownership change) leaves the node before that state is durable. A chunk is
@@ -43,7 +43,7 @@ export interface ClusterShellDeps {
   timers: Timers;
   /**
    * The core broke an invariant (or a persist failed): the node must stop at once rather
-   * than run on with a wrong state (STYLE.md). The node exits; the simulation crashes it.
+   * than run on with a wrong state. The node exits; the simulation crashes it.
    */
   onFatal(error: unknown): void;
   heartbeatIntervalMs: number;
@@ -168,7 +168,7 @@ export class ClusterShell {
         if (input.type === 'receive' && input.message.type === 'transfer-chunk') this.settleUnackedChunk(input.from, input.message);
       }
     } catch (error) {
-      // A broken core invariant: crash loudly (STYLE.md), never run on with a wrong state.
+      // A broken core invariant: crash loudly, never run on with a wrong state.
       this.deps.log.fatal({ err: error }, 'cluster core failed');
       this.stopped = true;
       this.deps.onFatal(error);
@@ -233,7 +233,7 @@ export class ClusterShell {
   }
 
   /**
-   * A chunk read or store, tried again after an I/O error (issue 12, item 5): each failure
+   * A chunk read or store, tried again after an I/O error: each failure
    * is logged with what is retried, and the last one is handed to the core, which asks
    * for the chunk again instead of waiting for it forever.
    */
@@ -278,10 +278,11 @@ export class ClusterShell {
   }
 
   /**
-   * A member that refuses us as a stranger has lost its table (its storage was damaged and
-   * the table with it): like a Pending node it takes a table only through Admit, so it is
-   * admitted again with ours, at most once per READMIT_INTERVAL_HEARTBEATS (issue 12, join-leave-r3 seed 17).
-   * A member that still has a table takes the Admit as a table, or refuses it: no harm either way.
+   * A member that refuses us as a stranger has lost its table (its storage was damaged and the
+   * table with it): like a Pending node it takes a table only through Admit, so it is admitted
+   * again with ours, at most once per READMIT_INTERVAL_HEARTBEATS (the shell simulation's
+   * join-leave-r3 seed 17 found this case). A member that still has a table takes the Admit as
+   * a table, or refuses it: no harm either way.
    */
   private readmit(to: string): void {
     const now = this.deps.timers.now();

@@ -183,7 +183,7 @@ export function wasMember(database: Database): boolean {
 
 /**
  * A node started without --join whose data folder had a table (the marker says so) but holds
- * none has lost it (damaged storage, issue 12). Starting a cluster of its own would split the
+ * none has lost it (damaged storage). Starting a cluster of its own would split the
  * cluster in two, so it starts as --join does and waits for a member to admit it again, which
  * members do when it refuses them as strangers (cluster-shell.ts, readmit).
  */

@@ -1,4 +1,4 @@
-// The data plane of a cluster node (issue 12): how a write reaches every owner of its
+// The data plane of a cluster node: how a write reaches every owner of its
 // partition, where hints are kept and how they are replayed, how partitions are handed off
 // before they are dropped, and anti-entropy repair; with the peer calls these answer. It is
 // built from ports (a peer endpoint, storage, timers), so the node (src/node.ts) and the

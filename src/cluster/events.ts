@@ -1,5 +1,5 @@
 // Cluster events (spec, "Events"): one discriminated union, offered to each subscriber as
-// an async iterable in the order published (STYLE.md, "From nats.js"). A subscriber that
+// an async iterable in the order published (as a nats.js subscription is). A subscriber that
 // falls more than `queueEventsMax` behind is dropped rather than buffering without end.
 
 import type { ClusterDocument, NodeState } from './node-table.js';

@@ -1,4 +1,4 @@
-// Where hints are kept (DESIGN.md, "Writes"; issue 12, item 5). A record that some owners
+// Where hints are kept (docs/cluster.md, "Hints"). A record that some owners
 // did not store gets a durable hint for each of them, replayed once they answer
 // (hint-replayer.ts). The hint is kept on this node, the one that received the write,
 // unless that would leave the record on one node only (this node stored it and no other

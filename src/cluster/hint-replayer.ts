@@ -1,4 +1,4 @@
-// Replays hints once their owner answers again (DESIGN.md, "Writes"; issue 12, item 5).
+// Replays hints once their owner answers again (docs/cluster.md, "Hints").
 // Each target has its own queue, so one owner that is down never holds back the hints of
 // another. A hint goes to its own target only while that node still owns the record's
 // partition by the current table; a record whose target gave the partition up (or left

@@ -1,4 +1,4 @@
-// Join tokens (issue 15, item 1): what a new node is told to trust. An administrator asks a
+// Join tokens: what a new node is told to trust. An administrator asks a
 // cluster for one (`GET /cluster/join-token`) and starts the new node with it
 // (`--join-token`); the node then accepts an Admit only when it is signed by one of the
 // node keys the token names, so a stranger who read its public key cannot capture it.

@@ -1,5 +1,5 @@
-// Hand-off before data goes away (issue 12, item 5; DESIGN.md, "Nothing acknowledged is
-// ever held only in a place that is going away"):
+// Hand-off before data goes away (docs/cluster.md, "Changes complete only when nothing
+// is missing": nothing acknowledged is ever held only in a place that is going away):
 // - a node drops a partition it no longer owns only after pushing what it holds of it to
 //   the partition's current owners (a write that reached this node after a transfer read
 //   past it is not lost with the drop); until then the partition waits here, counted in
@@ -151,7 +151,7 @@ export class PartitionHandOff {
 
   /**
    * Resolves once no delete of these partitions is under way: a store into a partition this
-   * node owns again must not land before a delete from when it did not (issue 12: a slot
+   * node owns again must not land before a delete from when it did not (a slot
    * handed away and given back keeps what it is given).
    */
   settle(repo: RepositoryName, partitions: Iterable<{ stream: string; partition: number }>): Promise<unknown> | undefined {
@@ -203,7 +203,7 @@ export class PartitionHandOff {
    * This node is joining: once every transfer to it is complete, it fetches from the
    * current owners of each partition it gains what the transfers may have missed (a write
    * that landed behind a transfer's read, a source that lacked a hinted record); then the
-   * core is told, and the change may complete (issue 12: the new owners hold everything).
+   * core is told, and the change may complete (the new owners hold everything).
    * As for a leave, each partition and owner is caught up once per change.
    */
   private async finishJoinIfReady(): Promise<void> {

@@ -1,12 +1,13 @@
-// Routes stored records to every owner of their partition (DESIGN.md, "Writes"). Owners
-// come from the cluster's placement: while a transfer runs, old and new owners alike.
+// Routes stored records to every owner of their partition (docs/cluster.md, "When a write
+// counts"). Owners come from the cluster's placement: while a transfer runs, old and new owners
+// alike.
 //
-// When a record counts as written (issue 12, item 5): at least one owner stored it, every
-// other owner stored it or has a durable hint for it, and it is durable on two distinct
-// nodes (stored or hinted) whenever its stream keeps two or more copies. So no single
-// node, lost or damaged, ever takes the only copy of an acknowledged record with it. A
-// record that no owner stored gets no hint: it failed, and nothing will bring it back
-// later behind the client's back (a client that retries it must not find it twice).
+// When a record counts as written: at least one owner stored it, every other owner stored it or
+// has a durable hint for it, and it is durable on two distinct nodes (stored or hinted)
+// whenever its stream keeps two or more copies. So no single node, lost or damaged, ever takes
+// the only copy of an acknowledged record with it. A record that no owner stored gets no hint:
+// it failed, and nothing will bring it back later behind the client's back (a client that
+// retries it must not find it twice).
 
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { DistributionPolicy } from '../streams/policy.js';

@@ -1,13 +1,12 @@
-// Checks of what peers send the cluster core, at the boundary (issue 15, item 1; issue 12,
-// item 5). The codec has checked types already (strings are strings, enums are known,
-// integers are safe); this module checks shape and invariants: epochs are integers,
-// members sorted and distinct with valid names, keys, addresses and ports, at most one
-// change in flight, transfer fields in range, and every size bounded. A table is also
-// checked against the one this node holds, with the rules the core asserts (a table of the
-// same epoch must be the same table; a newer one keeps every member and moves states only
-// forward), so that nothing a peer sends can trip an assertion inside the core: the core's
-// assertions guard its own state, and a peer's mistake or malice is refused and logged by
-// the shell instead of ending the process.
+// Checks of what peers send the cluster core, at the boundary. The codec has checked types
+// already (strings are strings, enums are known, integers are safe); this module checks shape
+// and invariants: epochs are integers, members sorted and distinct with valid names, keys,
+// addresses and ports, at most one change in flight, transfer fields in range, and every size
+// bounded. A table is also checked against the one this node holds, with the rules the core
+// asserts (a table of the same epoch must be the same table; a newer one keeps every member and
+// moves states only forward), so that nothing a peer sends can trip an assertion inside the
+// core: the core's assertions guard its own state, and a peer's mistake or malice is refused
+// and logged by the shell instead of ending the process.
 //
 // Pure: no I/O, no clock. Each function returns a problem (a sentence) or undefined.
 

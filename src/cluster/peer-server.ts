@@ -1,8 +1,8 @@
-// The peer port of a node: a PeerTransport whose directory is the node table. It joins the
-// peer layer to cluster knowledge (the node table, who may Admit), so it lives with the
-// cluster and the peer layer stays free of it (issue 16, item 3). The cluster
-// shell registers its handlers on `transport`; this file adds what every node answers
-// (Ping) and the one message a Pending node takes from strangers (Admit, see below).
+// The peer port of a node: a PeerTransport whose directory is the node table. It joins the peer
+// layer to cluster knowledge (the node table, who may Admit), so it lives with the cluster and
+// the peer layer stays free of it. The cluster shell registers its handlers on `transport`;
+// this file adds what every node answers (Ping) and the one message a Pending node takes from
+// strangers (Admit, see below).
 
 import * as grpc from '@grpc/grpc-js';
 import type { NodeIdentity } from '../peer/identity.js';
@@ -43,7 +43,7 @@ export interface PeerWiring {
   keepaliveMs?: number;
 }
 
-/** Whom a node that has no cluster yet takes an Admit from (issue 15, item 1). */
+/** Whom a node that has no cluster yet takes an Admit from. */
 export interface AdmitTrust {
   /** True only while the node has no table (epoch 0): a node in a cluster takes no stranger's Admit. */
   accepting(): boolean;
@@ -90,7 +90,7 @@ export function nodeStatus(local: NodeDocument): NodeStatusReply {
 /**
  * grpc-js writes its own error lines to stderr (a bind failure, a closed channel); every
  * one of them also reaches us as an error we handle and log. They go to the node's log
- * at debug level instead, so a start-up failure stays one line (issue 14).
+ * at debug level instead, so a start-up failure stays one line.
  */
 function routeGrpcLogs(log: Logger): void {
   const write = (...args: unknown[]) => log.debug({ grpc: args.map(String).join(' ') }, 'grpc');
@@ -99,8 +99,8 @@ function routeGrpcLogs(log: Logger): void {
 
 /**
  * What a Left node may still send: core messages, which the core answers with the table
- * that tells it it has left (a node removed while it was down learns it this way, issue 12
- * item 5), and the hints it could not deliver before it left (a leaver whose hand-off was
+ * that tells it it has left (a node removed while it was down learns it this way),
+ * and the hints it could not deliver before it left (a leaver whose hand-off was
  * waived while it was unreachable still holds some). A hint is stored only by a node that
  * owns its partition, as any write.
  */
@@ -112,9 +112,9 @@ export function acceptsKindFrom(state: NodeState | undefined, kind: string): boo
 }
 
 /**
- * The node table as a peer directory. A Left node is not a peer any more: it serves
- * nothing (DESIGN.md, "Cluster"), so of what it sends only LEFT_NODE_KINDS are accepted (acceptsKindFrom);
- * and it can still be reached.
+ * The node table as a peer directory. A Left node is not a peer any more: it serves nothing
+ * (docs/cluster.md, "A node removed while it was down"), so of what it sends only
+ * LEFT_NODE_KINDS are accepted (acceptsKindFrom); and it can still be reached.
  */
 export function nodeTableDirectory(nodes: NodeTable, memberKey?: (name: string) => string | undefined): PeerDirectory {
   const find = (name: string) => nodes.list().find((node) => node.name === name);
@@ -130,7 +130,7 @@ export function nodeTableDirectory(nodes: NodeTable, memberKey?: (name: string) 
 
 /**
  * The key that must have signed an Admit from a sender this node does not know, or why it
- * is refused. The Admit must name this node's key as its target (DESIGN.md, "Trust"), its
+ * is refused. The Admit must name this node's key as its target (docs/cluster.md, "Trust"), its
  * table must be well formed (peer-input.ts: a malformed one is never adopted), and the
  * sender's key is the one that table gives the sender. With a join token that key must be
  * one the token names; without one (bare --join) the first well-formed Admit is trusted.

@@ -1,12 +1,12 @@
-// One owner's share of a write: this node's repository, or a peer over gRPC (DESIGN.md,
-// "Writes"). Every peer write carries this node's membership epoch and the stream's
+// One owner's share of a write: this node's repository, or a peer over gRPC (docs/cluster.md,
+// "When a write counts"). Every peer write carries this node's membership epoch and the stream's
 // replicas: an owner with a newer table, or that does not own the partition by its table,
 // refuses it with that table, which this node adopts before the router routes again.
 //
 // A peer gets `writeDeadlineMs` to answer, much less than the peer deadline: an owner that
 // is paused or slow is suspected at once (the failure detector marks it unavailable until
 // it is heard from again) and hinted, so one stopped node never holds every batch for the
-// whole peer deadline (issue 12, item 6).
+// whole peer deadline.
 //
 // Both halves of the epoch fence live here: the writer sends its epoch (`write`), the owner
 // refuses an older one or a partition it does not own (`storeReplicaWrite`).

@@ -1,4 +1,4 @@
-// Whether a node may act for clients now (issue 12, item 5): the HTTP front end answers 503
+// Whether a node may act for clients now: the HTTP front end answers 503
 // with Retry-After while it may not (http/serving-gate.ts), and the simulation's clients
 // write only through nodes that may.
 

@@ -1,9 +1,9 @@
-// The storage side of transfers (DESIGN.md, "Cluster"), a part of the cluster shell: it knows
-// transfer plans and both repositories' key layouts, so it lives with the cluster, over the
-// storage it reads and writes (issue 16, item 3). A source reads the records of the
-// slots a transfer moves in key order, one bounded chunk at a time, resuming after the last
-// key the target made durable; a target stores a chunk's records under the same keys, so a
-// chunk sent twice is stored once. A node drops the slots it no longer owns.
+// The storage side of transfers (docs/cluster.md, "Transfers"), a part of the cluster shell: it
+// knows transfer plans and both repositories' key layouts, so it lives with the cluster, over
+// the storage it reads and writes. A source reads the records of the slots a transfer moves in
+// key order, one bounded chunk at a time, resuming after the last key the target made durable;
+// a target stores a chunk's records under the same keys, so a chunk sent twice is stored once.
+// A node drops the slots it no longer owns.
 //
 // Chunk bytes are the repository sublevel's [key, value] pairs, each as two length-prefixed
 // UTF-8 strings (u32 big-endian byte length, then the bytes): keys already carry stream,

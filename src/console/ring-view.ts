@@ -1,4 +1,4 @@
-// What the console draws of the ring (issue 14, item 4): for each distinct partitioning in
+// What the console draws of the ring: for each distinct partitioning in
 // use (ring_size, replicas of the persisted streams; the default policy when there are
 // none), every partition's owners now and once the change in flight completes, and how
 // many partitions each node holds. Pure: a function of the membership and the policies.

@@ -1,6 +1,5 @@
-// Contributor types and instances (spec, "Contributor type", "Contributor instance";
-// issue 5, item 1): the rules a type's schema and an instance document must follow. Pure
-// code: no I/O.
+// Contributor types and instances (spec, "Contributor type", "Contributor instance"): the rules
+// a type's schema and an instance document must follow. Pure code: no I/O.
 
 import { BadRequestError } from '../errors.js';
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-// Contributor types and their instances (spec, "Contributors"; issue 5, item 1). Each is one
+// Contributor types and their instances (spec, "Contributors"). Each is one
 // definition with its own version, so every write follows the definitions store's 409 rule.
 // Which types and instances exist is kept in memory from the store's changes: listing and
 // counting never scan the store, and every node knows what any node wrote.
@@ -121,7 +121,7 @@ export class ContributorService {
     return version;
   }
 
-  /** URIs of the streams the instance has published to, sorted (issue 5, item 2). */
+  /** URIs of the streams the instance has published to, sorted. */
   streams(tenant: string, type: string, id: string): string[] {
     this.getInstance(tenant, type, id);
     return this.published.streamsOf(tenant, type, id).map((key) => {

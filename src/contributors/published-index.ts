@@ -1,9 +1,9 @@
-// The published-to index (issue 5, item 2): which streams each contributor has published
-// to, learnt at ingest from the payload fields of type `contributor`. A (contributor,
-// stream) pair is one definition key, written once, the first time any node sees the
-// pair; definitions replicate to every node, so every node answers the whole list (the
-// lists of all nodes, merged). The pairs already recorded are kept in memory from the
-// store's changes, so ingest looks each payload's pair up there and writes only new ones.
+// The published-to index: which streams each contributor has published to, learnt at ingest
+// from the payload fields of type `contributor`. A (contributor, stream) pair is one definition
+// key, written once, the first time any node sees the pair; definitions replicate to every
+// node, so every node answers the whole list (the lists of all nodes, merged). The pairs
+// already recorded are kept in memory from the store's changes, so ingest looks each payload's
+// pair up there and writes only new ones.
 
 import type { Logger } from '../log.js';
 import type { Definitions } from '../storage/definitions.js';

@@ -39,7 +39,7 @@ export class ClusterDefinitionPeers implements DefinitionPeers {
     this.localName = deps.localName;
   }
 
-  /** The first available node of the key's ring range over Joined nodes (DESIGN.md). */
+  /** The first available node of the key's ring range over Joined nodes (docs/cluster.md, "Definitions"). */
   coordinatorOf(key: string): string {
     const names = this.joinedNames();
     if (names.length === 0) throw new StateConflictError('this node has not joined a cluster yet: definitions cannot be written here');

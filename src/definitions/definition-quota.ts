@@ -1,4 +1,4 @@
-// Byte quotas of definitions (issue 15, item 5). Every definition is held in memory on every
+// Byte quotas of definitions. Every definition is held in memory on every
 // node, so one tenant must not be able to fill them: vendor documents of 15 MiB each were
 // stored on every node. A write is refused (413, naming the limit) when its value's JSON is
 // larger than `definitionBytesMax`, or when it would take the tenant's definitions past
@@ -63,6 +63,6 @@ export class DefinitionQuota {
 }
 
 function sizeOf(value: unknown): number {
-  // stringifyJson: definitions may hold longs beyond 2^53 as BigInt (issue 13).
+  // stringifyJson: definitions may hold longs beyond 2^53 as BigInt.
   return value === undefined ? 0 : Buffer.byteLength(stringifyJson(value) ?? '', 'utf8');
 }

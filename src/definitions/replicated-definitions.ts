@@ -1,4 +1,4 @@
-// Definitions in a cluster (DESIGN.md, "Data and where it lives"): a write goes to the
+// Definitions in a cluster (docs/cluster.md, "Definitions"): a write goes to the
 // key's coordinator, which serialises writes to that key, checks Service-Config-Version,
 // assigns the next version, stores it and pushes it to every other node before answering;
 // a node that cannot be reached gets a durable hint. Every node applies the highest
@@ -42,7 +42,7 @@ export class ReplicatedDefinitions implements Definitions {
     private readonly peers: DefinitionPeers,
   ) {}
 
-  /** Byte quotas every write from this node must keep (issue 15): checked before it is sent anywhere. */
+  /** Byte quotas every write from this node must keep: checked before it is sent anywhere. */
   limitBytes(limits: DefinitionQuotaLimits): void {
     this.quota = new DefinitionQuota(this.local, limits);
   }

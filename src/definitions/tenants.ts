@@ -15,7 +15,7 @@ const PREFIX = 'tenant/';
 /**
  * Where a new tenant is announced: the cluster event bus (events.ts), seen only through what
  * this module publishes, so that tenants need not import the bus (whose cluster document
- * holds tenants: a file cycle, issue 16 item 3).
+ * holds tenants: a file cycle).
  */
 interface TenantEvents {
   publish(event: { type: 'TENANT_ADDED'; tenant: { name: string } }): void;

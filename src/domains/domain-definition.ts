@@ -1,7 +1,7 @@
-// Domains (spec, "Domain"; issue 5, item 3): a named group of contributors, given by
-// filters; each filter names a contributor type and an expression of the shared expression
-// module that instance documents of that type must match. Pure code: parsing, compiling
-// and evaluating; the service feeds it the instances.
+// Domains (spec, "Domain"): a named group of contributors, given by filters; each filter names
+// a contributor type and an expression of the shared expression module that instance documents
+// of that type must match. Pure code: parsing, compiling and evaluating; the service feeds it
+// the instances.
 
 import { BadRequestError } from '../errors.js';
 import { z } from 'zod';

@@ -1,8 +1,7 @@
-// Domains (spec, "Domains"; issue 5, items 3 and 4): definitions under
-// `domain/<tenant>/<collection>/<name>`, the contributors they hold, the streams those
-// published to, and the scope a domain gives a search. Queries are compiled once per
-// version of the domain; the matching contributors are computed on demand and kept until
-// a type, an instance or a domain of the tenant changes.
+// Domains (spec, "Domains"): definitions under `domain/<tenant>/<collection>/<name>`, the
+// contributors they hold, the streams those published to, and the scope a domain gives a
+// search. Queries are compiled once per version of the domain; the matching contributors are
+// computed on demand and kept until a type, an instance or a domain of the tenant changes.
 
 import type { TenantService } from '../definitions/tenants.js';
 import { BadRequestError, NotFoundError } from '../errors.js';

@@ -1,4 +1,4 @@
-// Which historical queries read a tsr stream's blocks column by column (issue 17): a query
+// Which historical queries read a tsr stream's blocks column by column: a query
 // whose rows go, after wheres, straight into a grouping reads only the fields they use.
 // Its rows are built from the blocks' columns with those fields alone, in the order the
 // payload reader gives (event time, then writeId), so the grouping sees the same values in

@@ -1,7 +1,7 @@
-// The Execution endpoints' operations (spec, "Execution"; issue 7 items 1 and 6), on any
-// node: each change is a read-modify-write of the session document (retried when another
-// write got there first), the transitions are session-model.ts's, and every answer is the
-// queries response, whose states come from the node hosting the session.
+// The Execution endpoints' operations (spec, "Execution"), on any node: each change is a
+// read-modify-write of the session document (retried when another write got there first), the
+// transitions are session-model.ts's, and every answer is the queries response, whose states
+// come from the node hosting the session.
 
 import { randomUUID } from 'node:crypto';
 import { BadRequestError, NotFoundError, VersionConflictError } from '../errors.js';
@@ -38,7 +38,7 @@ import {
 import { functionSource } from './session-host.js';
 import { tenantWorld } from './query-context.js';
 
-/** 400 `{ errors: [...] }`: the query errors of QUERY-LANGUAGE.md. */
+/** 400 `{ errors: [...] }`: the query errors of docs/query-language.md. */
 export class QueryErrorsError extends BadRequestError {
   constructor(readonly errors: readonly QueryError[]) {
     super(`the query has ${errors.length} error(s): ${errors.map((error) => error.type).join(', ')}`, { details: { errors } });
@@ -117,7 +117,7 @@ export class ExecutionService {
     const world = this.world(tenant);
     const analysis = analyseSession(parsed, world);
     const errors = [...analysis.queries.values()].flatMap((result) => result.errors);
-    // The domain is the session's: unknown is an error also when no query reads a stream (issue 13 item 2).
+    // The domain is the session's: unknown is an error also when no query reads a stream.
     if (parsed.domain !== null && !world.domainExists(parsed.domain) && !errors.some((error) => error.type === 'INVALID_DOMAIN')) {
       errors.push({ type: 'INVALID_DOMAIN', domain: parsed.domain });
     }

@@ -1,4 +1,4 @@
-// The CPU a query's session functions may use (issue 15, item 4): a per-call limit stops one
+// The CPU a query's session functions may use: a per-call limit stops one
 // runaway call, but a function that takes 40 ms on every row held the event loop for the
 // whole of a query. Each query gets a budget of milliseconds per second of wall time (a
 // token bucket holding at most one second's worth); its runner charges every call and,

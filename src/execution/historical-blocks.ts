@@ -1,5 +1,5 @@
-// Reads a tsr stream's stored blocks for a historical query planned by block-row-plan.ts
-// (issue 17): each partition's blocks a page at a time from one of its owners (this node
+// Reads a tsr stream's stored blocks for a historical query planned by block-row-plan.ts:
+// each partition's blocks a page at a time from one of its owners (this node
 // when it is one), decoded here, and their payloads merged across every partition in
 // (event time, writeId) order, the order of historical-reader.ts. Each row holds only the
 // fields the plan names, read from the blocks' columns: no payload object, no timestamp

@@ -1,4 +1,4 @@
-// Reads a stream's stored payloads for a historical query (issue 7 item 4): each partition
+// Reads a stream's stored payloads for a historical query: each partition
 // from one of its owners (this node when it is one, else the first available), a page at a
 // time, merged across partitions by event time so that `first`/`last` and windows see the
 // payloads in time order (a tsr partition is in time order; an ssr partition in order of
@@ -127,7 +127,7 @@ export interface OwnerChoice {
 
 /**
  * A read of one partition from this node when it owns the partition, else (or when it
- * cannot answer: it may be refilling damaged data, issue 12 item 3) from another owner.
+ * cannot answer: it may be refilling damaged data) from another owner.
  */
 export async function fromAnOwner<T>(deps: OwnerChoice, partition: number, source: { readonly stream: string; readonly replicas: number }, local: () => Promise<T>, remote: (owner: string) => Promise<T>): Promise<T> {
   const owners = deps.ownersOf(partition, source.replicas);

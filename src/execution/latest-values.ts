@@ -1,4 +1,4 @@
-// The last values per key of a tsr stream (issue 17): what `group by k select k, last(a),
+// The last values per key of a tsr stream: what `group by k select k, last(a),
 // last(b)` needs, read from the newest blocks back only as far as the answer can change,
 // as InfluxDB answers last() from the newest block of each series.
 //

@@ -1,6 +1,6 @@
-// How payloads reach live queries (DESIGN.md, "Writes": accepted payloads are "also
-// published to live queries on every node that has one reading that stream"). The node
-// that accepts a batch hands it to its own live queries (LiveFeed) and forwards it to each
+// How payloads reach live queries: accepted payloads are also published to live queries on
+// every node that has one reading that stream (docs/platform-decisions.md, "Live input"). The
+// node that accepts a batch hands it to its own live queries (LiveFeed) and forwards it to each
 // other node hosting one (LiveForwarder): one call in flight per node, so a node's batches
 // arrive in the order it accepted them, and a bounded queue per node, so a slow or dead
 // host costs dropped (and counted) payloads, never the ingest path's memory or latency.

@@ -1,12 +1,12 @@
-// One query output of type OUTPUT_CHANNEL (QUERY-LANGUAGE.md "Outputs"): the messages a
+// One query output of type OUTPUT_CHANNEL (docs/query-language.md, "Outputs"): the messages a
 // query sends (`sos`, `increment`, `eos`), handed to local subscribers as they come, kept
-// in a bounded log that other nodes poll (any node serves any output, DESIGN.md), and the
+// in a bounded log that other nodes poll (any node serves any output), and the
 // current state a subscriber that connects late is given first: the schema, the current
 // table of a grouped query or the retained rows of a bounded one, and `eos` if it ended.
 // Nothing grows without bound: the log keeps its last `logMessagesMax` messages and at most
 // `retainedBytesMax` bytes of them (a poller further behind starts over from the state);
 // retained rows stop at `retainedRowsMax` rows or `retainedBytesMax` bytes of JSON,
-// whichever comes first (issue 15: rows alone did not bound memory).
+// whichever comes first (rows alone did not bound memory).
 //
 // A channel ends (docs/query-language.md, "Outputs"): after `eos`, and when its query
 // stops or its session goes, every subscriber is told to close, and one that comes later
@@ -279,7 +279,7 @@ export class OutputChannel {
 /**
  * The JSON text of an increment of these items, from each row's JSON text: the same text
  * as stringifyJson of the message (`{"type":"increment","items":[{"action":…,"data":…},…]}`),
- * its rows not stringified again. Rows may hold longs beyond 2^53 as BigInt (issue 13),
+ * its rows not stringified again. Rows may hold longs beyond 2^53 as BigInt,
  * which stringifyJson writes as digits.
  */
 export function incrementJson(items: readonly ChangeItem[], rowJson: readonly string[]): string {

@@ -1,4 +1,4 @@
-// The output channels a node serves (issue 7 item 5: "OUTPUT_CHANNEL as SSE at outputUri on
+// The output channels a node serves ("OUTPUT_CHANNEL as SSE at outputUri on
 // every node"). Every node keeps one channel object per output its clients watch. On the
 // node hosting the query the runner writes into it; on any other node a poller copies the
 // host's messages into it, long-polling the host's log, so the SSE route never needs to

@@ -1,7 +1,7 @@
 // What a tenant's queries are checked and compiled against, read from the definitions every
 // node holds: its streams (schema and repository), its contributor types and instances
 // (for `contributor.user.name`), its domains; and the compile options of one query: its
-// variables, the session's functions (sandboxed, issue 7 item 7), following contributor
+// variables, the session's functions (sandboxed), following contributor
 // fields, and the domain's filter of input payloads.
 
 import type { DomainScope } from '../search/search-service.js';
@@ -41,8 +41,8 @@ const builtWorlds = new WeakMap<Definitions, Map<string, TenantWorld>>();
 
 /**
  * The tenant's world as the definitions hold it now. Building one parses every stream
- * schema of the tenant, and a session's change and its run asked for it several times
- * (issue 17), so a world is kept until a definition it is made of changes: the same object
+ * schema of the tenant, and a session's change and its run asked for it several times,
+ * so a world is kept until a definition it is made of changes: the same object
  * then stands for the same world (analysedSession keys on it). Nobody changes it in place.
  */
 export function tenantWorld(definitions: Definitions, tenant: string): TenantWorld {
@@ -95,7 +95,7 @@ export interface QueryCompileParts {
   readonly queryVariables: readonly SessionVariable[];
   readonly functions: ReadonlyMap<string, SandboxedFunction>;
   readonly clock: () => number;
-  /** Charged with every call of a session function (issue 15); none: calls are not paced. */
+  /** Charged with every call of a session function; none: calls are not paced. */
   readonly functionBudget?: FunctionBudget;
 }
 

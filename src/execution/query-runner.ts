@@ -1,9 +1,9 @@
-// Runs one query of a hosted session (issue 7 items 3 to 5): feeds its input (live
-// payloads, the stored data of a historical query, or a logical stream of the session)
-// through its pipeline and hands the changes to its output (an output channel, a logical
-// stream, or a physical stream through the ingest path). A runner runs once: a restart is
-// a new runner. A failure at run time (a limit, a session function that throws, rows the
-// target stream refuses) stops it in state `failed` with the error.
+// Runs one query of a hosted session: feeds its input (live payloads, the stored data of a
+// historical query, or a logical stream of the session) through its pipeline and hands the
+// changes to its output (an output channel, a logical stream, or a physical stream through the
+// ingest path). A runner runs once: a restart is a new runner. A failure at run time (a limit,
+// a session function that throws, rows the target stream refuses) stops it in state `failed`
+// with the error.
 
 import type { QueryCheck } from '../query/index.js';
 import type { CompileOptions } from '../expression/index.js';
@@ -22,7 +22,7 @@ function sleep(ms: number): Promise<void> {
 
 export type RunState = 'running' | 'completed' | 'failed' | 'stopped';
 
-/** A failure at run time; QUERY-LANGUAGE.md names no type for it, so it is ours. */
+/** A failure at run time; docs/query-language.md names no type for it, so it is ours. */
 export interface RuntimeError {
   readonly type: 'RUNTIME_ERROR';
   readonly message: string;
@@ -182,7 +182,7 @@ export class QueryRunner {
       for await (const batch of this.env.readHistoricalColumns(source)) {
         if (this.state !== 'running') return;
         this.guard(() => this.pipeline!.pushColumns(batch));
-        // A slice of work done: the event loop gets a turn (issue 15, item 4).
+        // A slice of work done: the event loop gets a turn.
         if (slice.due()) await slice.pause();
       }
       if (this.state === 'running') this.complete();
@@ -208,11 +208,11 @@ export class QueryRunner {
   }
 
   /**
-   * Feeds waiting input through the pipeline, in order. Without session functions a batch
-   * goes in whole, as it came; with them, a row at a time. Between two pushes the runner
-   * waits while the query's function budget is spent, and gives the event loop a turn
-   * once a slice of work is done (issue 15, item 4), so no query holds the node. Nothing
-   * waits when neither is due: a live batch is then handled in the turn it arrived.
+   * Feeds waiting input through the pipeline, in order. Without session functions a batch goes
+   * in whole, as it came; with them, a row at a time. Between two pushes the runner waits while
+   * the query's function budget is spent, and gives the event loop a turn once a slice of work
+   * is done, so no query holds the node. Nothing waits when neither is due: a live batch is
+   * then handled in the turn it arrived.
    */
   private async drain(): Promise<void> {
     this.draining = true;

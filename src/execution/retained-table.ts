@@ -4,7 +4,7 @@
 //
 // Keying a row costs its key's JSON text and a Map entry. A query whose changes are only
 // adds does not need them: a bounded grouped query gives its whole result at the end, one
-// add per group (a 1M-point windowed read: 33,350 adds, ~6% of the query, issue 17). So
+// add per group (a 1M-point windowed read: 33,350 adds, ~6% of the query). So
 // adds wait in order, unkeyed, and are keyed when an update or a remove must find its row
 // or when the state is asked for, going then through the same steps in the same order: the
 // table is always the one keying every change as it came would have made. What waits is

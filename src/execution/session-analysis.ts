@@ -1,7 +1,7 @@
-// Checks every query of a session in its context (issue 7 items 1, 2 and 6). A query that
-// reads a logical stream is checked after the queries that write it, so it sees their
-// output schemas; a cycle of logical streams leaves the queries in it without writers,
-// which the checker reports as INVALID_STREAM_REFERENCE. Pure: the world is passed in.
+// Checks every query of a session in its context. A query that reads a logical stream is
+// checked after the queries that write it, so it sees their output schemas; a cycle of logical
+// streams leaves the queries in it without writers, which the checker reports as
+// INVALID_STREAM_REFERENCE. Pure: the world is passed in.
 
 import {
   analyseQuery,
@@ -43,7 +43,7 @@ const analyses = new WeakMap<SessionParts, { readonly world: SessionWorld; reado
  * analyseSession of a stored session document, made once per document and world: a
  * stored document is replaced, never changed in place, and tenantWorld gives the same
  * world object until one of its definitions changes. A session's start analysed the same
- * document up to three times (issue 17).
+ * document up to three times.
  */
 export function analysedSession(session: SessionParts, world: SessionWorld): SessionAnalysis {
   const known = analyses.get(session);

@@ -43,8 +43,8 @@ export interface DocumentLimits {
 export const QUERY_TYPE = 'valo-query-lang';
 const ID_CHARS_MAX = 128;
 const ID = /^[A-Za-z0-9_.:-]+$/;
-// Query ids are free text (clients send "unnamed query", used URL-encoded in paths; issue 13
-// item 3c): anything but control characters.
+// Query ids are free text (clients send "unnamed query", used URL-encoded in paths):
+// anything but control characters.
 const QUERY_ID = /^[^\u0000-\u001f\u007f]+$/;
 const QUERY_CHARS_MAX = 64 * 1024;
 const FUNCTION_CHARS_MAX = 64 * 1024;
@@ -164,7 +164,7 @@ export const sessionDomainBodySchema = z
   })
   .meta({ id: 'SessionDomain', examples: [{ domain: '/domain/demo/ops/north' }] });
 
-/** A PUT of a whole session; an absent or empty body is the empty session (issue 7 item 1). */
+/** A PUT of a whole session; an absent or empty body is the empty session. */
 export function parseSessionBody(body: unknown, limits: DocumentLimits): SessionBody {
   if (body === undefined || body === null || (typeof body === 'string' && body === '')) return emptySession();
   return validate(sessionBodySchema(limits), body, 'session');

@@ -1,9 +1,9 @@
-// Runs the sessions this node hosts (DESIGN.md, "Queries and execution": a session runs on
-// the ring owner of its id among Joined nodes, and moves when that node leaves or fails).
-// Every node holds every session document; whenever one changes, or the membership does,
-// each node reconciles: it stops what it no longer hosts and makes the runners of what it
-// hosts match the documents (a running query with a new runToken starts again from
-// scratch). Reconciles run one at a time, in order.
+// Runs the sessions this node hosts (a session runs on the ring owner of its id among Joined
+// nodes, and moves when that node leaves or fails: docs/platform-decisions.md, "Execution
+// sessions, queries and daemons"). Every node holds every session document; whenever one
+// changes, or the membership does, each node reconciles: it stops what it no longer hosts and
+// makes the runners of what it hosts match the documents (a running query with a new runToken
+// starts again from scratch). Reconciles run one at a time, in order.
 
 import { compileFunction, type SandboxedFunction, type SandboxLimits } from '../scripting/sandbox.js';
 import type { Definitions } from '../storage/definitions.js';
@@ -101,7 +101,7 @@ export class SessionHost {
     return this.hosted.get(key)?.statuses;
   }
 
-  /** The query runners of this node, for the `actors` monitoring service (issue 13). */
+  /** The query runners of this node, for the `actors` monitoring service. */
   runners(): Array<{ session: string; query: string; state: RunState; queuedRows: number }> {
     return [...this.hosted.values()].flatMap((hosted) =>
       [...hosted.runners].map(([query, { runner }]) => ({
@@ -270,7 +270,7 @@ export class SessionHost {
     );
   }
 
-  /** A budget for a query whose text names one of the session's functions (issue 15, item 4). */
+  /** A budget for a query whose text names one of the session's functions. */
   private functionBudgetFor(hosted: HostedSession, query: StoredQuery): FunctionBudget | undefined {
     if (this.deps.functionBudgetMs === undefined || hosted.functions.size === 0) return undefined;
     const text = query.body;

@@ -1,7 +1,8 @@
-// Which node hosts a session (DESIGN.md, "Queries and execution"): the first available node
-// of its id's preference list on the ring of Joined nodes. Pure: the membership and the
-// availability test are passed in. A Leaving node hosts nothing, so sessions move off it
-// before it goes; a node that cannot be reached is skipped, so they move off a dead one.
+// Which node hosts a session (docs/platform-decisions.md, "Execution sessions, queries and
+// daemons"): the first available node of its id's preference list on the ring of Joined nodes.
+// Pure: the membership and the availability test are passed in. A Leaving node hosts nothing,
+// so sessions move off it before it goes; a node that cannot be reached is skipped, so they
+// move off a dead one.
 
 import { ringOwners } from '../cluster/core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';

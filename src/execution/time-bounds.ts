@@ -1,8 +1,8 @@
-// The time range a historical query can possibly keep (issue 7 item 4: "a where on the
-// timestamp narrows the scan"). Pure: from the `where` stages that read the stored rows
-// (before any select changes them), every top-level conjunct comparing the primary
-// timestamp with a constant bounds the range. Anything else leaves it open: the bounds only
-// skip rows the where would drop anyway, and the where still runs on what is read.
+// The time range a historical query can possibly keep ("a where on the timestamp narrows the
+// scan"). Pure: from the `where` stages that read the stored rows (before any select changes
+// them), every top-level conjunct comparing the primary timestamp with a constant bounds the
+// range. Anything else leaves it open: the bounds only skip rows the where would drop anyway,
+// and the where still runs on what is read.
 
 import { datetimeMs, type Expr, type Value } from '../expression/index.js';
 import type { PlanStep } from '../query/index.js';

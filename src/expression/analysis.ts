@@ -58,9 +58,9 @@ export function termsOf(expr: Expr, options: CompileOptions = {}): ExpressionTer
 }
 
 /**
- * Most wildcard and fuzzy terms one expression may hold (issue 15, item 4): each is
- * expanded over the whole term dictionary of every partition searched, so 256 of them
- * (`*x*`) held a node for seconds. Elasticsearch bounds the same with max_clause_count.
+ * Most wildcard and fuzzy terms one expression may hold: each is expanded over the whole term
+ * dictionary of every partition searched, so 256 of them (`*x*`) held a node for seconds.
+ * Elasticsearch bounds the same with max_clause_count.
  */
 export const expandingTermsMax = 16;
 

@@ -1,6 +1,6 @@
-// The typed syntax tree of an expression (issue 4, item 2). One tree serves the search
-// query's `base`, domains and the query language's `where`/`select`, so it holds no
-// search-specific nodes: search, like and prefix are ordinary function calls.
+// The typed syntax tree of an expression. One tree serves the search query's `base`, domains
+// and the query language's `where`/`select`, so it holds no search-specific nodes: search, like
+// and prefix are ordinary function calls.
 
 /** Where a node starts in the source: `offset` is 0-based, `line` and `column` 1-based. */
 export interface Position {
@@ -14,7 +14,7 @@ export type Value = null | boolean | number | bigint | string | readonly Value[]
 
 /**
  * What is statically known about a number, which decides whether `/` truncates
- * (QUERY-LANGUAGE.md: integer arithmetic stays integer). 'unknown' divides exactly.
+ * (docs/query-language.md: integer arithmetic stays integer). 'unknown' divides exactly.
  */
 export type NumericKind = 'int' | 'double' | 'unknown';
 

@@ -2,7 +2,7 @@ import { BadRequestError } from '../errors.js';
 import type { Position } from './ast.js';
 
 /**
- * The problem kinds of QUERY-LANGUAGE.md ("Errors") that an expression alone can show;
+ * The problem kinds of docs/query-language.md ("Errors") that an expression alone can show;
  * the query checker later turns `details` into its `{ type, … }` error objects.
  */
 export type ExpressionProblem = 'SYNTAX_ERROR' | 'UNKNOWN_FUNCTION' | 'MISSING_VARIABLE';

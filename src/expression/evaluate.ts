@@ -3,7 +3,7 @@
 // and nothing is parsed per row (patterns, constant datetimes and variables are prepared
 // at compile time, constant subtrees are folded).
 //
-// Semantics (QUERY-LANGUAGE.md "Expressions"; decisions listed in the issue 4 report):
+// Semantics (docs/query-language.md, "Expressions", and decisions of ours):
 // - Any operator other than && and || with a null operand gives null, and so does an
 //   operand of the wrong type ('a' * 2, 1 < 'x', !5): rows are schemaless JSON, and the
 //   query checker rejects what it can statically before anything runs.
@@ -273,7 +273,7 @@ function arithmeticNode(
 
 /**
  * A number for arithmetic: longs beyond 2^53 (BigInt) are computed as doubles; comparisons,
- * not arithmetic, are what keep them exact (issue 13 item 3b).
+ * not arithmetic, are what keep them exact.
  */
 function toArithmetic(value: Value): number | null {
   if (typeof value === 'number') return value;

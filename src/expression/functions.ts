@@ -1,4 +1,4 @@
-// The built-in scalar functions of QUERY-LANGUAGE.md ("Expressions"), shared by search,
+// The built-in scalar functions of docs/query-language.md ("Expressions"), shared by search,
 // domains and the query language, plus the search functions. Names are matched without
 // regard to case (`YEAR(ts)` is year). Every scalar function but ifNull gives null for a
 // null argument or one of the wrong type, like the operators do.

@@ -1,12 +1,12 @@
-// Wildcard matching in time linear in the text (issue 15, item 4): `like()` and wildcard
-// terms run on every candidate value, so a pattern chosen by a client must not make one
-// value cost more than a pass over it. The pattern is split at its stars into segments:
-// the first must match at the start, the last at the end, and the ones between are found
-// leftmost-first, each after the previous (leftmost is always as good as any later match,
-// so no backtracking is needed). A segment may hold `?` (one code point), so it is found
-// with the bit-parallel Shift-And scan, which handles `?` as a position every character
-// matches: each text position is scanned by one segment at most, at a cost of one machine
-// word per 32 pattern positions. Patterns are bounded (patterns.ts), so that is linear.
+// Wildcard matching in time linear in the text: `like()` and wildcard terms run on every
+// candidate value, so a pattern chosen by a client must not make one value cost more than a
+// pass over it. The pattern is split at its stars into segments: the first must match at the
+// start, the last at the end, and the ones between are found leftmost-first, each after the
+// previous (leftmost is always as good as any later match, so no backtracking is needed). A
+// segment may hold `?` (one code point), so it is found with the bit-parallel Shift-And scan,
+// which handles `?` as a position every character matches: each text position is scanned by one
+// segment at most, at a cost of one machine word per 32 pattern positions. Patterns are bounded
+// (patterns.ts), so that is linear.
 
 /** Glob elements: code units, or these two wildcards (patterns.ts builds them). */
 export const STAR = -1;

@@ -1,5 +1,5 @@
-// The expression module (issue 4, item 2): one parser and one evaluator for the search
-// query's `base`, domains and the query language.
+// The expression module: one parser and one evaluator for the search query's `base`, domains
+// and the query language.
 
 export type * from './ast.js';
 export {

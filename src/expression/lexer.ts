@@ -3,7 +3,7 @@
 //
 // Identifiers are a letter or '_' followed by letters, combining marks, digits and '_'
 // (Unicode). '-' is not part of a name, so `a-b` is a subtraction: field names with other
-// characters cannot be written bare (schemas allow them; see the issue 4 report).
+// characters cannot be written bare (schemas allow them).
 
 import type { Position } from './ast.js';
 import { ExpressionSyntaxError, quoteForMessage } from './errors.js';
@@ -134,7 +134,7 @@ class Lexer {
       throw new ExpressionSyntaxError(position, `malformed number ${quoteForMessage(word)}`);
     }
     const integral = !/[.eE]/.test(text);
-    // An integer literal beyond 2^53 is kept exactly, as payload longs are (issue 13 item 3b).
+    // An integer literal beyond 2^53 is kept exactly, as payload longs are.
     const value = integral && !Number.isSafeInteger(Number(text)) ? BigInt(text) : Number(text);
     return { kind: 'number', text, value, numericKind: integral ? 'int' : 'double', position };
   }

@@ -1,5 +1,5 @@
-// A recursive-descent parser for expressions (issue 4, item 2). Precedence, tightest
-// first, as QUERY-LANGUAGE.md ("Expressions") fixes it:
+// A recursive-descent parser for expressions. Precedence, tightest first, as
+// docs/query-language.md ("Expressions") fixes it:
 //
 //   ( )  >  unary -  >  * / %  >  + -  >  < <= == != >= >  >  !  >  &&  >  ||
 //

@@ -2,11 +2,11 @@
 // `*` any run (anywhere in a term, any number of times), `term~` and `term~<similarity>`.
 //
 // MiniSearch has no mid-term wildcard and treats `*`/`?` as separators
-// (DEPENDENCIES.md), so matching lives here: the evaluator checks rows with it and the
+// (its tokenizer splits on them), so matching lives here: the evaluator checks rows with it and the
 // index scans its term dictionary with `TermPattern.matches`. Both sides must tokenize
 // with `tokenize` below, or a pattern can match in one and not the other.
 //
-// Decisions (documented in the issue 4 report):
+// Decisions (docs/platform-decisions.md, "Search"):
 // - Matching is case-insensitive: patterns and text are lowercased (String#toLowerCase,
 //   locale-independent). No accent folding or stemming.
 // - `?` matches one Unicode code point, `*` any run of them, including none.
@@ -32,7 +32,7 @@ export const searchPatternTermsMax = 256;
 /**
  * Most edits a fuzzy term allows, whatever its similarity says: Lucene's maximum (its
  * Levenshtein automata stop at 2), and what keeps a fuzzy term's cost independent of its
- * length (issue 15, item 4: `search('qqqq…~0')` asked for 2,000 edits).
+ * length (`search('qqqq…~0')` asked for 2,000 edits).
  */
 export const fuzzyEditsMax = 2;
 /** Longest wildcard or fuzzy term (code units): each is matched against every term of a dictionary. */

@@ -18,7 +18,7 @@ export interface AppOptions {
   routers: Router[];
   /** Error formats of interfaces mounted under their own path prefix. */
   errorRenderers?: ErrorRenderer[];
-  /** Access log lines and HTTP metrics (issue 14). */
+  /** Access log lines and HTTP metrics. */
   access?: Omit<AccessOptions, 'log'>;
   /** Origins allowed to call from browsers ("*": any); none: no CORS headers. */
   corsOrigins?: readonly string[];

@@ -1,9 +1,9 @@
-// Authentication of the platform interface (issue 15, items 1 and 2): one middleware that
-// applies the route table of auth/access-rules.ts before any body is read. A caller shows
-// `Authorization: Bearer <token>`: the node's admin secret (every permission), or a service
-// account's token from /api/v1's account machinery (the permissions granted to it). SSE
-// clients that cannot set headers (browsers' EventSource) may send `?access_token=` on
-// GET /output/… instead (RFC 6750, section 2.3).
+// Authentication of the platform interface: one middleware that applies the route table of
+// auth/access-rules.ts before any body is read. A caller shows `Authorization: Bearer <token>`:
+// the node's admin secret (every permission), or a service account's token from /api/v1's
+// account machinery (the permissions granted to it). SSE clients that cannot set headers
+// (browsers' EventSource) may send `?access_token=` on GET /output/… instead (RFC 6750, section
+// 2.3).
 //
 // With tokens off (`auth` auto on loopback, or off) tenant and cluster routes are open and
 // only membership changes still need the admin secret when one is configured.

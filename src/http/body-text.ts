@@ -9,7 +9,7 @@ import { parseJsonWithin } from '../json.js';
  * The body's value; undefined for a body of only whitespace. 400 for JSON that does not
  * parse or nests deeper than `depthMax`: no code after the parser (schema checks,
  * canonical JSON, indexing, all recursive) ever meets a payload deep enough to overflow
- * the stack (issue 15, item 5).
+ * the stack.
  */
 export function parseBodyText(text: string, depthMax: number): unknown {
   if (text.trim() === '') return undefined;

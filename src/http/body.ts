@@ -66,7 +66,7 @@ async function readBodyText(ctx: Koa.Context, bodyBytesMax: number): Promise<str
 
 /**
  * Writes object and array bodies as JSON ourselves: they may hold longs beyond 2^53 as
- * BigInt (issue 13), which Koa's JSON.stringify refuses.
+ * BigInt, which Koa's JSON.stringify refuses.
  */
 export function jsonResponseMiddleware(): Koa.Middleware {
   return async (ctx, next) => {

@@ -1,8 +1,8 @@
-// Cross-origin requests (issue 13 item 3e): browser dashboards served from another origin
-// call every endpoint and read the SSE channels. @koa/cors does the protocol; this module
-// decides the origin from the configured list: "*" answers any origin with `*` (what Valo
-// answered), otherwise a listed origin is echoed (with `Vary: Origin`) and any other gets
-// no CORS headers, so the browser refuses it. An empty list turns CORS off.
+// Cross-origin requests: browser dashboards served from another origin call every endpoint and
+// read the SSE channels. @koa/cors does the protocol; this module decides the origin from the
+// configured list: "*" answers any origin with `*` (what Valo answered), otherwise a listed
+// origin is echoed (with `Vary: Origin`) and any other gets no CORS headers, so the browser
+// refuses it. An empty list turns CORS off.
 
 import cors from '@koa/cors';
 import type Koa from 'koa';

@@ -1,8 +1,8 @@
-// The one error middleware (STYLE.md, "From Koa"): domain errors become their status and a
-// body; anything unknown is a 500 with no details, and is logged. No response ever carries
-// a stack trace. The platform interface answers `{ error: { type, message } }` (DESIGN.md,
-// "Errors"); an interface mounted elsewhere (the brain interface's RFC 7807 problems)
-// renders the same error shape its own way, chosen by path prefix.
+// The one error middleware: domain errors become their status and a body; anything unknown is a
+// 500 with no details, and is logged. No response ever carries a stack trace. The platform
+// interface answers `{ error: { type, message } }` (docs/platform-interface.md, "Errors"); an
+// interface mounted elsewhere (the brain interface's RFC 7807 problems) renders the same error
+// shape its own way, chosen by path prefix.
 
 import type Koa from 'koa';
 import type { Logger } from 'pino';
@@ -63,7 +63,7 @@ function renderPlatformError(ctx: Koa.Context, error: ErrorShape): void {
   if (error.code === 'VERSION_CONFLICT' && ctx.get('Valo-Config-Version') !== '') {
     // Clients that send Valo-Config-Version find the current version with a regular
     // expression over the raw text, after their HTTP library has turned any JSON body into
-    // an object: they get the message as plain text (issue 13 item 3d).
+    // an object: they get the message as plain text.
     ctx.type = 'text/plain; charset=utf-8';
     ctx.body = `${error.message}\n`;
   } else {

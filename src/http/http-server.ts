@@ -1,4 +1,4 @@
-// The node's HTTP server with its connection limits (issue 15, item 6), and its stop.
+// The node's HTTP server with its connection limits, and its stop.
 
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
@@ -14,11 +14,11 @@ export interface HttpLimits {
 }
 
 /**
- * The HTTP server with its connection limits (issue 15, item 6): at most connectionsMax
- * open connections (more are closed as they arrive), a connection that sends no complete
- * request head within headersTimeoutMs is closed (Node 20 leaves a silent one open for
- * good), and a request must be received whole within requestTimeoutMs (408). Node checks
- * those two every connectionsCheckingInterval, 30 s unless told: once a second here.
+ * The HTTP server with its connection limits: at most connectionsMax open connections (more are
+ * closed as they arrive), a connection that sends no complete request head within
+ * headersTimeoutMs is closed (Node 20 leaves a silent one open for good), and a request must be
+ * received whole within requestTimeoutMs (408). Node checks those two every
+ * connectionsCheckingInterval, 30 s unless told: once a second here.
  */
 export async function listen(handler: Parameters<typeof createServer>[1], host: string, port: number, limits: HttpLimits, tls: TlsMaterial | undefined): Promise<Server> {
   // With TLS the port speaks HTTPS only: a plaintext request fails the handshake.

@@ -15,7 +15,7 @@ export interface SseOptions {
   clientBufferBytesMax: number;
   /** Told when a connection opens and closes (metrics). */
   clients?: { opened(): void; closed(): void };
-  /** Open channels, for the `actors` monitoring service (issue 13). */
+  /** Open channels, for the `actors` monitoring service. */
   tracker?: SseTracker;
 }
 
@@ -80,7 +80,7 @@ export function openSse(ctx: Koa.Context, options: SseOptions): SseChannel {
   };
   // What waits for the client: in the stream on both sides (writes queue on its writable
   // side once the pipe to the response stops reading) and in the response and its socket.
-  // Reading only the readable side, as before issue 15, saw at most a high-water mark while
+  // Reading only the readable side, as an earlier version did, saw at most a high-water mark while
   // the writable side grew without bound.
   const backlogBytes = () => stream.writableLength + stream.readableLength + ctx.res.writableLength;
   // Bytes written in this turn of the event loop: the client cannot have read them yet, so

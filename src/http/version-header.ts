@@ -1,5 +1,6 @@
-// Service-Config-Version (DESIGN.md, "Definitions"): older clients send and read the same
-// header as Valo-Config-Version, so requests may carry either and responses carry both.
+// Service-Config-Version (docs/platform-decisions.md, "Versions"): older clients send and read
+// the same header as Valo-Config-Version, so requests may carry either and responses carry
+// both.
 
 import type Koa from 'koa';
 import { BadRequestError } from '../errors.js';

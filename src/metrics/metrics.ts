@@ -1,4 +1,4 @@
-// Prometheus metrics of one node (issue 14): one prom-client registry per node, the
+// Prometheus metrics of one node: one prom-client registry per node, the
 // instruments every part records into, and the gauges read from live state when scraped.
 // Parts receive this object (or one of its small observer functions) from node.ts; none
 // imports prom-client. Every label has a bounded set of values: label values that come

@@ -1,8 +1,8 @@
-// The `audit` monitoring service (issue 13 item 1): a bounded, in-memory log of what
-// changed on this node. A definition change is logged by the node that made it (the key's
-// coordinator, which assigned the version), so across the cluster each change appears once;
-// a membership change (a node's state) is logged by every node that sees it, naming the
-// membership coordinator. The oldest entries go first once `entriesMax` is reached.
+// The `audit` monitoring service: a bounded, in-memory log of what changed on this node. A
+// definition change is logged by the node that made it (the key's coordinator, which assigned
+// the version), so across the cluster each change appears once; a membership change (a node's
+// state) is logged by every node that sees it, naming the membership coordinator. The oldest
+// entries go first once `entriesMax` is reached.
 
 import type { Membership, NodeState } from '../protocol/cluster-types.js';
 

@@ -1,4 +1,4 @@
-// Monitoring (spec, "Monitoring"; issue 13 item 1): per service, details from each node. A
+// Monitoring (spec, "Monitoring"): per service, details from each node. A
 // service answers for the local node; the default view asks every other live node over
 // a MonitoringRead (monitoring-peer.ts) and lists them all. The ten services of the spec:
 //   handoff    hint buffers of this node, per target
@@ -77,9 +77,9 @@ export interface MonitoringDeps {
   transport(): PeerTraffic[];
   actorsEnabled: boolean;
   actors: ActorSources;
-  /** Partitions waiting to be handed off before they are dropped, and damage being refilled (issue 12). */
+  /** Partitions waiting to be handed off before they are dropped, and damage being refilled. */
   handOff(): { pendingDrops: number; pendingSyncs: number; damaged: { reason: string; sinceMs: number } | undefined };
-  /** The sessions this node hosts and what their queries are doing (issue 7). */
+  /** The sessions this node hosts and what their queries are doing. */
   execution(): { sessions: HostedSession[]; liveForwardDroppedPayloads: number };
 }
 

@@ -1,5 +1,5 @@
 // What one node stores of a stream in one repository, for the `ssr` and `tsr` monitoring
-// services (issue 13 item 1): records, payload bytes, the partitions held, the oldest and
+// services: records, payload bytes, the partitions held, the oldest and
 // newest stored timestamps. Counted by a scan of the stream's records on this node (keys
 // and values), which costs about a second per million records; an answer is kept until the
 // stream's records change here, at most `cacheMs`, so that polling an idle stream does not

@@ -1,5 +1,5 @@
-// Ingest counters per stream on this node, for the `streams` monitoring service (issue 13
-// item 1): payloads accepted and refused, bytes accepted, the last write and the rate over
+// Ingest counters per stream on this node, for the `streams` monitoring service:
+// payloads accepted and refused, bytes accepted, the last write and the rate over
 // the last minute. Pure bookkeeping with the clock passed in; at most `streamsMax` streams
 // are tracked (the least recently written goes first).
 

@@ -1,6 +1,6 @@
-// The process figures of the `system` monitoring service (issue 13 item 1): event-loop
-// delay, garbage collection, CPU time and open files, next to memory and uptime. Node's own
-// instruments (perf_hooks) measure them; start() turns them on, stop() off.
+// The process figures of the `system` monitoring service: event-loop delay, garbage collection,
+// CPU time and open files, next to memory and uptime. Node's own instruments (perf_hooks)
+// measure them; start() turns them on, stop() off.
 
 import { readdirSync } from 'node:fs';
 import { constants, monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram } from 'node:perf_hooks';

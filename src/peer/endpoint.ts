@@ -1,7 +1,7 @@
-// The peer port as the parts above it use it (STYLE.md, "boundaries as interfaces"): calls
-// to a named node, handlers for what other nodes call, and streams of transfer chunks.
-// PeerTransport is the one over gRPC with signed envelopes; the simulation (test/sim) has
-// its own over a virtual network, so the same cluster code runs in both.
+// The peer port as the parts above it use it: calls to a named node, handlers for what other
+// nodes call, and streams of transfer chunks. PeerTransport is the one over gRPC with signed
+// envelopes; the simulation (test/sim) has its own over a virtual network, so the same cluster
+// code runs in both.
 
 import type { CallKind, ReplyOf, RequestOf, TransferAck, TransferChunk } from './messages.js';
 import type { TransferStreamHandlers } from './transfer-stream.js';

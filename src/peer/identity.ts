@@ -1,5 +1,5 @@
 // The node's ed25519 identity. Made on first start, kept in the data folder, and never
-// changed: peers recognise the node by its public key (DESIGN.md, "Cluster").
+// changed: peers recognise the node by its public key (docs/cluster.md, "Trust").
 
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,8 +1,7 @@
-// The peer port's gate (issue 15, item 5): who may make this node read a message, checked
-// from the call's metadata before a byte of its body is read. A peer message can be 16 MiB
-// and was decoded before its sender was checked, with no bound on how many at once; now
-// every call carries a signed caller header (sender, time, nonce, kind), and the gate
-// refuses, before the body is buffered:
+// The peer port's gate: who may make this node read a message, checked from the call's metadata
+// before a byte of its body is read. A peer message can be 16 MiB and was decoded before its
+// sender was checked, with no bound on how many at once; now every call carries a signed caller
+// header (sender, time, nonce, kind), and the gate refuses, before the body is buffered:
 // - a call with no header, or one outside the replay window;
 // - a known sender whose header signature does not hold;
 // - a stranger (a sender not in the node table), except for the two kinds a stranger may

@@ -1,5 +1,5 @@
-// Per-peer traffic counters of the peer transport, for the `transport` monitoring service
-// (issue 13 item 1). The transport updates them as messages go and come; nothing here does
+// Per-peer traffic counters of the peer transport, for the `transport` monitoring service.
+// The transport updates them as messages go and come; nothing here does
 // I/O. A peer is named as its messages name it (a refused sender's claimed name included),
 // so the number of peers kept is bounded.
 

@@ -1,10 +1,10 @@
 // Envelope signatures. The keys are tweetnacl's (peer/identity.ts) and the signatures are
 // byte-identical to tweetnacl's `nacl.sign.detached` (ed25519 is deterministic; see
 // test/unit/peer-signing.test.ts), but node:crypto computes them 30–100× faster
-// (DEPENDENCIES.md, "tweetnacl"). What is signed is a digest (codec.ts `peerDigest`,
+// (tweetnacl signs in pure JavaScript). What is signed is a digest (codec.ts `peerDigest`,
 // SHA-512/256) of the envelope's metadata and of its body's digest, never the body itself
 // (the layout is in peer.proto). A TransferChunk's body is not hashed whole: its signed
-// content is the chunk's metadata and the digest of its bytes (DESIGN.md, "Transfers"), so
+// content is the chunk's metadata and the digest of its bytes (docs/cluster.md, "Transfers"), so
 // the bytes are hashed once on each side (to make and to check chunk.digest) rather than
 // twice.
 

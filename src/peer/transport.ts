@@ -1,12 +1,12 @@
-// The peer transport: signed envelopes over gRPC (proto/peer.proto), both ways. Every
-// message is signed by its sender and checked by its receiver against the sender's key in
-// the node table (DESIGN.md, "Cluster"; issue 3, item 1): an unknown sender, a bad
-// signature, a timestamp outside ±replayWindowMs or a nonce seen before is refused with
-// 401 PEER_AUTH and logged. Replies are signed too, and bound to their request's nonce.
-// The one exception is Admit while this node is Pending (acceptUnknown): the coordinator is
-// not yet in the table, and the Admit itself carries its key. Before any of that, the gate
-// (inbound-gate.ts) checks each call's signed caller header and bounds the calls in flight,
-// before the body is read; with TLS (tls.ts) the port speaks mutual TLS.
+// The peer transport: signed envelopes over gRPC (proto/peer.proto), both ways. Every message
+// is signed by its sender and checked by its receiver against the sender's key in the node
+// table (docs/cluster.md, "Trust"): an unknown sender, a bad signature, a timestamp outside
+// ±replayWindowMs or a nonce seen before is refused with 401 PEER_AUTH and logged. Replies are
+// signed too, and bound to their request's nonce. The one exception is Admit while this node is
+// Pending (acceptUnknown): the coordinator is not yet in the table, and the Admit itself
+// carries its key. Before any of that, the gate (inbound-gate.ts) checks each call's signed
+// caller header and bounds the calls in flight, before the body is read; with TLS (tls.ts) the
+// port speaks mutual TLS.
 
 import { randomBytes, type KeyObject } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
@@ -150,7 +150,7 @@ export class PeerTransport implements PeerEndpoint {
   private readonly clock: () => number;
   private readonly log: Logger;
   private boundPort: number | undefined;
-  /** Traffic per peer, for the `transport` monitoring service (issue 13). */
+  /** Traffic per peer, for the `transport` monitoring service. */
   readonly counters = new PeerCounters();
 
   constructor(private readonly options: PeerTransportOptions) {

@@ -1,5 +1,5 @@
-// The cluster core's vocabulary (STYLE.md, "a pure core, I/O handed out"). It lives below
-// both the cluster and the peer layer (issue 16, item 3), as raftpb does under etcd's raft
+// The cluster core's vocabulary (docs/cluster.md, "A pure core"). It lives below
+// both the cluster and the peer layer, as raftpb does under etcd's raft
 // and its transport: the peer layer carries these messages and tables, the cluster core
 // (src/cluster/core) acts on them, and neither imports the other for it. The core is a
 // deterministic state machine per node: `core.step(input)` returns effects, and the shell
@@ -33,9 +33,9 @@ export interface Member {
   zone: string;
   state: NodeState;
   /**
-   * Rises each time the node itself announces another address or port (a restart on
-   * other ports, issue 12 item 5). Tables merge a member's address by the higher
-   * incarnation, so the announcement spreads without a new epoch. Absent: 0.
+   * Rises each time the node itself announces another address or port (a restart on other
+   * ports). Tables merge a member's address by the higher incarnation, so the announcement
+   * spreads without a new epoch. Absent: 0.
    */
   incarnation?: number;
 }
@@ -71,8 +71,8 @@ export interface MembershipChange {
   slots: Slot[];
   transfers: TransferPlan[];
   /**
-   * The node in motion has made its final sync once every transfer completed (issue 12,
-   * item 5): a joining node pulled from the current owners what the transfers may have
+   * The node in motion has made its final sync once every transfer completed:
+   * a joining node pulled from the current owners what the transfers may have
    * missed (a write that landed behind a transfer's read, a source that lacked a hinted
    * record); a leaving node holds no hints and pushed its data to the next owners once
    * more. The change completes only then. Merges as an or, like a transfer's `complete`.

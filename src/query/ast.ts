@@ -1,5 +1,5 @@
-// The syntax tree of one query of the query language (QUERY-LANGUAGE.md "Grammar", issue 7
-// item 2). Expressions inside it are the shared expression module's trees, so the search
+// The syntax tree of one query of the query language (docs/query-language.md,
+// "Grammar"). Expressions inside it are the shared expression module's trees, so the search
 // query's `base`, domains and queries have one expression language and one evaluator.
 
 import type { Expr, Position } from '../expression/index.js';

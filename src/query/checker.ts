@@ -1,9 +1,9 @@
-// The query checker (issue 7 item 2): types a parsed query against the streams, logical
-// streams, variables, functions and contributor types of its session, and says what it
-// reads, what it depends on and what it outputs. Pure: the context is passed in, and every
-// problem becomes a query error in the result rather than an exception.
+// The query checker: types a parsed query against the streams, logical streams, variables,
+// functions and contributor types of its session, and says what it reads, what it depends on
+// and what it outputs. Pure: the context is passed in, and every problem becomes a query error
+// in the result rather than an exception.
 //
-// Rows flow through the stages (QUERY-LANGUAGE.md): each stage is checked against the row
+// Rows flow through the stages (docs/query-language.md): each stage is checked against the row
 // type the stage before it produced. Decisions the language leaves open:
 // - `group by` (or `window`) and the select after it are one step. In that select,
 //   expressions outside aggregates read the keys (by name, or by the key's own path);
@@ -83,7 +83,7 @@ export interface QueryOutput {
 }
 
 export interface QueryCheck {
-  /** Every error found, in the shapes of QUERY-LANGUAGE.md "Errors"; empty when the query is sound. */
+  /** Every error found, in the shapes of docs/query-language.md, "Errors"; empty when the query is sound. */
   readonly errors: readonly QueryError[];
   /** The same errors with line, column and a sentence. */
   readonly diagnostics: readonly QueryDiagnostic[];
@@ -304,7 +304,7 @@ class QueryChecker implements TypingEnvironment {
     return [{ row: output, keys }, step];
   }
 
-  /** An item's output name (QUERY-LANGUAGE.md "Names of output fields"), or undefined after reporting why not. */
+  /** An item's output name (docs/query-language.md, "Names of output fields"), or undefined after reporting why not. */
   private outputName(item: NamedExpression, taken: Set<string>): string | undefined {
     const expression = item.expression;
     const name =

@@ -45,7 +45,7 @@ export interface CheckContext {
   readonly contributorTypes?: ReadonlyMap<string, unknown>;
   /**
    * A field every output row gets after the query computed it (a daemon's contributor
-   * decoration, spec "Daemon"): a physical target checks rows with it (issue 13 item 2).
+   * decoration, spec "Daemon"): a physical target checks rows with it.
    */
   readonly outputDecoration?: { readonly field: string; readonly definition?: string };
 }

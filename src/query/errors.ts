@@ -1,4 +1,4 @@
-// The query errors of QUERY-LANGUAGE.md ("Errors"), exactly in the shape clients receive
+// The query errors of docs/query-language.md ("Errors"), exactly in the shape clients receive
 // them (`{ type, …type-specific fields }`), and the thrown form of a syntax error.
 
 import { BadRequestError } from '../errors.js';

@@ -1,7 +1,7 @@
-// Types one expression against the rows it reads (issue 7 item 2): field references,
-// variables, functions and aggregates, reporting each problem as a query error and going
-// on, so that one check lists every error a query has. Rules (QUERY-LANGUAGE.md
-// "Expressions"), where the checker rejects only what is certainly wrong:
+// Types one expression against the rows it reads: field references, variables, functions and
+// aggregates, reporting each problem as a query error and going on, so that one check lists
+// every error a query has. Rules (docs/query-language.md, "Expressions"), where the checker
+// rejects only what is certainly wrong:
 // - unknown and null types fit anywhere; arithmetic needs numbers (`+` also joins text);
 //   comparisons need operands of one family (numbers, text and datetimes, booleans);
 //   `!`, `&&`, `||` and `where` need booleans.
@@ -286,7 +286,7 @@ function standIn(minArgs: number, maxArgs: number): FunctionDefinition {
 
 function literalType(value: null | boolean | number | bigint | string, numericKind: 'int' | 'double' | undefined): ValueType {
   if (value === null) return scalarType('null');
-  // An integer literal beyond 2^53 is a long (issue 13 item 3b).
+  // An integer literal beyond 2^53 is a long.
   if (typeof value === 'bigint') return scalarType('long', false);
   if (typeof value === 'boolean') return scalarType('boolean', false);
   if (typeof value === 'string') return scalarType('string', false);

@@ -4,7 +4,7 @@
 
 import type { Expr } from '../expression/index.js';
 
-// Binding strength, loosest first, as QUERY-LANGUAGE.md "Expressions" orders it.
+// Binding strength, loosest first, as docs/query-language.md ("Expressions") orders it.
 const LEVEL_OR = 1;
 const LEVEL_AND = 2;
 const LEVEL_NOT = 3;

@@ -1,4 +1,4 @@
-// The static signatures of the query language's functions (QUERY-LANGUAGE.md
+// The static signatures of the query language's functions (docs/query-language.md,
 // "Expressions"): how many arguments each takes, what each argument must be, and the type
 // of the result. The evaluator (src/expression/functions.ts) defines what they do;
 // this table must name the same built-ins.
@@ -45,7 +45,7 @@ function fixed(argCount: number, argument: ArgumentClass, result: ValueType): Fu
 /** The first argument's type, as a value that may be null. */
 const sameAsFirst = (args: readonly ValueType[]): ValueType => withOptional(args[0] ?? UNKNOWN, true);
 
-/** Integers stay integers (QUERY-LANGUAGE.md: integer arithmetic stays integer). */
+/** Integers stay integers (docs/query-language.md: integer arithmetic stays integer). */
 const numericLikeFirst = (args: readonly ValueType[]): ValueType => {
   const first = args[0] ?? UNKNOWN;
   return isInteger(first) ? INT : first.kind === 'double' ? DOUBLE : UNKNOWN;

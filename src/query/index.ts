@@ -1,4 +1,4 @@
-// The query language's pure front end (issue 7 item 2): parse, check, and what the runtime
+// The query language's pure front end: parse, check, and what the runtime
 // needs to run a checked query. Nothing here does I/O or reads a clock.
 
 import type { QueryAst } from './ast.js';

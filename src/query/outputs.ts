@@ -1,4 +1,4 @@
-// Where a query's rows go (QUERY-LANGUAGE.md "Outputs") and whether they may go there:
+// Where a query's rows go (docs/query-language.md, "Outputs") and whether they may go there:
 // an output channel, a logical stream that must keep one schema across its writers, or a
 // physical stream that must exist and accept the rows.
 

@@ -1,9 +1,9 @@
-// The query parser (issue 7 item 2): a pure function from text to a QueryAst, or a
-// QuerySyntaxError naming line and column. Clauses are parsed here; every expression is
-// parsed by the shared expression parser over the same token list (parseExpressionTokens
-// stops at the first token that cannot continue an expression, such as `select`).
+// The query parser: a pure function from text to a QueryAst, or a QuerySyntaxError naming line
+// and column. Clauses are parsed here; every expression is parsed by the shared expression
+// parser over the same token list (parseExpressionTokens stops at the first token that cannot
+// continue an expression, such as `select`).
 //
-//   query := 'from' ['historical'] source stage* [into]      (QUERY-LANGUAGE.md "Grammar")
+//   query := 'from' ['historical'] source stage* [into]      (docs/query-language.md, "Grammar")
 //
 // Decisions beyond the grammar:
 // - The clause words (from, where, select, group, window, order, take, into, as) are
@@ -13,7 +13,7 @@
 // - `group by` and `window` must be followed directly by the `select` that aggregates
 //   their groups: the language gives a grouping no meaning without one.
 // - A hopping window may put a row into any number of windows: they are computed from
-//   panes (src/execution/pipeline/paned-windows.ts, issue 13 item 3f), so a row costs the
+//   panes (src/execution/pipeline/paned-windows.ts), so a row costs the
 //   same whatever their number. Only a grouping over a table keeps a group per window, and
 //   it refuses more than windowHopsMax windows per row when the query starts.
 

@@ -138,7 +138,7 @@ export function propertyOf(record: RecordValueType, name: string): ValueType | u
 
 /**
  * The dotted path of a row type's primary timestamp, by the rule of schema.ts
- * (QUERY-LANGUAGE.md "Grouping and windows"): the first field annotated
+ * (docs/query-language.md, "Grouping and windows"): the first field annotated
  * urn:itrs:default-timestamp, else the first datetime field, depth-first.
  */
 export function primaryTimestampPath(record: RecordValueType): string[] | undefined {

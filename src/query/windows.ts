@@ -1,4 +1,4 @@
-// Which windows an event falls into (QUERY-LANGUAGE.md "Grouping and windows"). Windows are
+// Which windows an event falls into (docs/query-language.md, "Grouping and windows"). Windows are
 // aligned to the epoch: a window of size S every H starts at each multiple of H and covers
 // [start, start + S). A tumbling window is one whose hop is its size. The output key of a
 // window is its start.

@@ -1,6 +1,6 @@
-// POST /cluster/repair and GET /cluster/repair/:id (issue 12, item 3): a repair run is
-// started on every member (each sweeps the partitions it initiates) and its status is
-// the sum of theirs. A member that cannot be reached leaves the run incomplete.
+// POST /cluster/repair and GET /cluster/repair/:id: a repair run is started on every member
+// (each sweeps the partitions it initiates) and its status is the sum of theirs. A member that
+// cannot be reached leaves the run incomplete.
 
 import { randomBytes } from 'node:crypto';
 import type { Membership } from '../protocol/cluster-types.js';

@@ -1,4 +1,4 @@
-// Digests of the keys a replica holds of one partition (issue 12, item 3), for anti-entropy
+// Digests of the keys a replica holds of one partition, for anti-entropy
 // in the manner of Riak's AAE hash trees and Cassandra's repair Merkle trees, cut to two
 // levels: the partition's digest is a list of segment digests, and owners that differ
 // compare keys only in the segments that differ. Pure: no I/O.

@@ -1,10 +1,10 @@
-// One anti-entropy exchange (issue 12, item 3): this node and one other owner of a
-// partition compare digests (key-digest.ts), then the keys of the segments that differ,
-// and each gets what it lacks: this node pushes records the peer lacks (a replica write,
-// fenced and owner-checked like any other) and, unless only pushing, fetches the records
-// it lacks. The same exchange, push only, is how a node hands a partition off before it
-// drops it, and how a leaving node makes sure the next owners hold all it holds; pull
-// only, how a joining node makes sure it holds all the current owners hold.
+// One anti-entropy exchange: this node and one other owner of a partition compare digests
+// (key-digest.ts), then the keys of the segments that differ, and each gets what it lacks: this
+// node pushes records the peer lacks (a replica write, fenced and owner-checked like any other)
+// and, unless only pushing, fetches the records it lacks. The same exchange, push only, is how
+// a node hands a partition off before it drops it, and how a leaving node makes sure the next
+// owners hold all it holds; pull only, how a joining node makes sure it holds all the current
+// owners hold.
 
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import { differingSegments, keyDifference, keysInSegments } from './key-digest.js';

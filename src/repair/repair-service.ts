@@ -1,4 +1,4 @@
-// Anti-entropy repair (issue 12, item 3; DESIGN.md, "Repair"): owners of a partition
+// Anti-entropy repair (docs/cluster.md, "Anti-entropy repair"): owners of a partition
 // compare digests of what they hold and each streams the other what it lacks
 // (partition-sync.ts), so replicas converge after any fault, whether or not a hint
 // survived. It runs:

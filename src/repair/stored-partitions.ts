@@ -1,4 +1,4 @@
-// This node's partitions as anti-entropy sees them (issue 12, item 3): digests of the keys
+// This node's partitions as anti-entropy sees them: digests of the keys
 // each holds, kept current by writes (a write, transfer, repair or drop marks its
 // partition's digest stale; the next exchange rebuilds it from a key scan), the keys, and
 // the records under keys.

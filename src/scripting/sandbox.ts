@@ -1,7 +1,8 @@
 // Runs tenant scripts (tag functions, query-session functions) in a separate V8 isolate
-// (isolated-vm, DESIGN.md "Scripts"): no process, modules, files, network or timers, a time
-// limit per call and a memory limit per script. Each compiled function owns one isolate, so
-// tenants cannot see each other's globals and a memory blow-up only takes that script down.
+// (isolated-vm; docs/platform-interface.md, "Tags"): no process, modules, files, network or
+// timers, a time limit per call and a memory limit per script. Each compiled function owns one
+// isolate, so tenants cannot see each other's globals and a memory blow-up only takes that
+// script down.
 //
 // isolated-vm only enforces the time limit while tenant code runs inside an apply/run. When
 // a call throws, or returns an object, isolated-vm reads the thrown error's properties and
@@ -333,11 +334,11 @@ export interface IsolatePoolLimits {
 const MEASURE_EVERY_CALLS = 64;
 
 /**
- * The loaded isolates of every compiled function, least recently used first (issue 15,
- * item 5): 40 streams × 32 tags kept 1,280 isolates and 1.35 GB. Beyond the count or the
- * total heap, the least recently used idle ones are unloaded; an unloaded function loads
- * again from its source on its next call (a few milliseconds), so eviction costs time,
- * never a result. Each isolate is charged its heap as measured after loading and every
+ * The loaded isolates of every compiled function, least recently used first. They are bounded:
+ * without a bound, 40 streams × 32 tags kept 1,280 isolates and 1.35 GB. Beyond the count or
+ * the total heap, the least recently used idle ones are unloaded; an unloaded function loads
+ * again from its source on its next call (a few milliseconds), so eviction costs time, never a
+ * result. Each isolate is charged its heap as measured after loading and every
  * MEASURE_EVERY_CALLS calls.
  */
 export class IsolatePool {

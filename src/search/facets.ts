@@ -48,7 +48,7 @@ const FACETS_MAX = 64;
 const TOP_N_MAX = 10_000;
 const DEPTH_MAX = 16;
 /**
- * Ranges of all range facets of one request (issue 15, item 4: 100,000 ranges held a node
+ * Ranges of all range facets of one request (100,000 ranges held a node
  * for 10 s). Each costs its share of every matching payload's count.
  */
 export const FACET_RANGES_MAX = 256;

@@ -32,7 +32,7 @@ export interface StreamSearchPart {
   /** The histogram's time field (dotted path); undefined: the stored primary timestamp. */
   tsField: string | undefined;
   /**
-   * With a domain (issue 5): the contributor fields, each with the names of the id sets of
+   * With a domain: the contributor fields, each with the names of the id sets of
    * the request's `contributorIds` its value may be in. A payload passes when one of its
    * fields holds an allowed id; empty: no payload passes.
    */
@@ -101,7 +101,7 @@ async function searchStream(
   const scored = request.hitsMax > 0;
   const filter = documentFilter(part, fromContributor);
   const tally = new StreamTally(part, request, histogram, (levels) => index.dictionary(part.stream, levels));
-  // With a tsField (issue 13 item 2), that field decides which payloads fall in the range,
+  // With a tsField, that field decides which payloads fall in the range,
   // not the stored primary timestamp.
   const rangeTime = part.tsField === undefined ? undefined : timeReader(part.tsField);
   const slice = new TimeSlice();
@@ -458,7 +458,7 @@ export function compiledQuery(base: string | undefined, analyzer: Analyzer): Com
 
 /**
  * The expression compiled once per stream, and the search terms that narrow candidates.
- * Where the index proves the field-less search() conjuncts (issue 4: their terms were
+ * Where the index proves the field-less search() conjuncts (their terms were
  * expanded completely, with the analyzer the expression uses), only the other conjuncts
  * are evaluated per candidate, before it is scored; `&&` is true exactly when every
  * operand is. Without `scored`, every score is 0.

@@ -1,11 +1,11 @@
-// The full-text index of one (stream, partition) of the ssr (DESIGN.md, "ssr"): the
-// documents, own postings of their string values' terms (postings.ts) for candidates and
-// BM25 scores, a term dictionary that expands wildcard, prefix and fuzzy terms
-// (term-dictionary.ts), and the documents in timestamp order for time ranges and
-// histograms. Documents are numbered in the order they are added; ingest appends to a
-// built index, and a transfer replaces it (ssr-index.ts).
+// The full-text index of one (stream, partition) of the ssr (docs/platform-decisions.md,
+// "Search"): the documents, own postings of their string values' terms (postings.ts) for
+// candidates and BM25 scores, a term dictionary that expands wildcard, prefix and fuzzy terms
+// (term-dictionary.ts), and the documents in timestamp order for time ranges and histograms.
+// Documents are numbered in the order they are added; ingest appends to a built index, and a
+// transfer replaces it (ssr-index.ts).
 //
-// Relevance is BM25 as MiniSearch computed it before this index replaced it (issue 4):
+// Relevance is BM25 as MiniSearch computed it before this index replaced it:
 // k 1.2, b 0.7, d 0.5, a document's length being its number of distinct terms, and a
 // pattern's score being the sum over the terms it expanded to times how many of them the
 // document holds. The average length is the exact mean, so every replica of a partition

@@ -39,7 +39,7 @@ export class Postings {
     return this.documents.length + this.pendingLength;
   }
 
-  /** Bytes of the typed arrays held (monitoring, issue 13). */
+  /** Bytes of the typed arrays held (monitoring). */
   get bytes(): number {
     const arrays = [this.offsets, this.documents, this.frequencies, this.pendingDocuments, this.pendingFrequencies, this.pendingNext, this.firstPending, this.lastPending, this.counts];
     return arrays.reduce((sum, array) => sum + array.byteLength, 0);

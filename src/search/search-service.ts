@@ -1,4 +1,4 @@
-// Search over stored streams, cluster-wide (spec, "Search"; issue 4): the node asked plans
+// Search over stored streams, cluster-wide (spec, "Search"): the node asked plans
 // one live owner per partition (itself when it owns one), runs its own share, asks the
 // others with a SearchRead (search-peer.ts), and merges: totals and facet counts and histogram buckets
 // are summed exactly; hits are merged and paged after the merge, most relevant first.
@@ -34,7 +34,7 @@ export interface SearchPlacement {
 }
 
 /**
- * What a domain lets a search see (issue 5, item 4): payloads whose contributor field holds
+ * What a domain lets a search see: payloads whose contributor field holds
  * a contributor of the domain; `_discover` also only the streams those published to.
  */
 export interface DomainScope {

@@ -3,7 +3,7 @@
 // (so a node starts at once whatever it stores) and kept current by ingest from then on.
 // A transfer or a drop that changes a partition's data invalidates its index, which the
 // next search rebuilds. The build reads the partition in batches, the next batch read
-// while one is indexed (issue 4: the first search after a restart pays for every build).
+// while one is indexed (the first search after a restart pays for every build).
 
 import type { Repository, StoredPayload, StoredRecord } from '../storage/repository.js';
 import type { Analyzer } from '../expression/patterns.js';

@@ -1,6 +1,6 @@
-// One classic-level database per node (DESIGN.md): sublevels for definitions (kv), the two
-// stream repositories (ssr, tsr) and node-local metadata. One process per data folder: the
-// LOCK file refuses a second one.
+// One classic-level database per node (docs/storage.md, "One database per node"): sublevels for
+// definitions (kv), the two stream repositories (ssr, tsr) and node-local metadata. One process
+// per data folder: the LOCK file refuses a second one.
 //
 // Every synced batch carries a rising sequence number (a key of its own, so batches that
 // LevelDB applies out of order still leave the highest one), and once it is durable the
@@ -100,7 +100,7 @@ const SEQUENCE_DIGITS = 16;
 export const LEDGER_FILE = 'commit-ledger';
 
 /**
- * LevelDB's write buffer: 32 MiB, not its 4 MiB default (issue 17). With 4 MiB, a stream of
+ * LevelDB's write buffer: 32 MiB, not its 4 MiB default. With 4 MiB, a stream of
  * synced batches fills a buffer every few hundred milliseconds, each flush adds a level-0
  * file, and level 0 past 8 files slows every write (past 12 it stops them) while
  * compaction catches up: ~1 KiB payloads into one node, 1.2-1.6 s at p99 and ~55 us of
@@ -212,7 +212,7 @@ export class Database {
    * One atomic write of what `fill` adds, with the batch's sequence number when synced. A
    * chained batch of keys already prefixed at the root: an array batch of sublevel
    * operations made abstract-level look up each operation's sublevel and copy it, about
-   * twice the main-thread time per record (issue 17: 28 -> 14 µs for a 1 KiB put).
+   * twice the main-thread time per record (28 -> 14 µs for a 1 KiB put).
    *
    * A write that was in flight while another failed is refused too, durable or not: LevelDB
    * may have appended it after the torn record, where the next open drops it.

@@ -1,5 +1,5 @@
 // The definitions store: every definition (streams and their parts, tenants, vendors, …)
-// is one key with a version (DESIGN.md, "Data and where it lives"). Reads come from memory:
+// is one key with a version (docs/storage.md, "One database per node"). Reads come from memory:
 // definitions are few and small, and every node holds all of them. Writes to one key are
 // serialised, check the version a client sent, assign the next version, and are synced to
 // disk before they are acknowledged. A deleted key keeps a tombstone so that its version
@@ -123,7 +123,7 @@ export class DefinitionStore implements Definitions {
   }
 
   /**
-   * Applies a record written elsewhere if its version is higher than ours (DESIGN.md: every
+   * Applies a record written elsewhere if its version is higher than ours (every
    * node applies the highest version it sees, so all converge). Returns whether it applied.
    */
   applyRemote(incoming: DefinitionRecord): Promise<boolean> {

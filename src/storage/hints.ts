@@ -1,4 +1,4 @@
-// Hinted hand-off (DESIGN.md, "Writes"): records meant for an owner that could not be
+// Hinted hand-off (docs/cluster.md, "Hints"): records meant for an owner that could not be
 // reached are kept durably on the node that received the write, and replayed once the
 // owner answers again. The buffer is bounded per node in bytes; a write that would pass
 // the bound is refused for that owner (the client sees which payloads failed).

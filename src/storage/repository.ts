@@ -1,9 +1,8 @@
-// The interface both stream repositories implement (STYLE.md, "one contract, many
-// implementations"). A record is what the cluster stores, replicates, hints, transfers and
-// repairs as one unit: in ssr one payload, in tsr a block of payloads (tsr-block.ts). Its
-// key is assigned once by the node that received the write, so every replica stores it
-// under the same key and a replayed write or a transfer of the same record is idempotent.
-// Scans read payloads, whatever the records that hold them.
+// The interface both stream repositories implement. A record is what the cluster stores,
+// replicates, hints, transfers and repairs as one unit: in ssr one payload, in tsr a block of
+// payloads (tsr-block.ts). Its key is assigned once by the node that received the write, so
+// every replica stores it under the same key and a replayed write or a transfer of the same
+// record is idempotent. Scans read payloads, whatever the records that hold them.
 
 import type { BatchOperation } from './database.js';
 

@@ -1,6 +1,7 @@
 // ssr: documents keyed by (stream, partition, writeId), each stored with its timestamp so
-// histograms need no parse of the payload (DESIGN.md, "ssr"). The full-text index over
-// these documents is built by the search issue; this module is what it indexes from.
+// histograms need no parse of the payload (docs/storage.md, "One database per node"). The
+// full-text index over these documents is built by src/search (partition-index.ts); this module is
+// what it indexes from.
 
 import type { BatchOperation, Database, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';

@@ -1,4 +1,4 @@
-// A tsr block (issue 17): the payloads of one write that fall in one partition and within
+// A tsr block: the payloads of one write that fall in one partition and within
 // BLOCK_SPAN_MS of event time of each other, kept as one record. Storage, replication,
 // hints, transfers and repair move blocks as they moved single payloads, so a batch of a
 // few thousand points costs a LevelDB entry, a key and a peer record per partition instead

@@ -1,8 +1,7 @@
-// The order of a tsr stream's payloads (issue 17): by event time, then writeId. A
-// payload's writeId is its write's id and its place in the write, so payloads of one
-// moment sort in the order they arrived, whatever their partitions and blocks. Blocks of
-// different writes may overlap in time; BlockMerge reads several at once in that order.
-// Pure.
+// The order of a tsr stream's payloads: by event time, then writeId. A payload's writeId is its
+// write's id and its place in the write, so payloads of one moment sort in the order they
+// arrived, whatever their partitions and blocks. Blocks of different writes may overlap in
+// time; BlockMerge reads several at once in that order. Pure.
 
 import type { Block } from './tsr-block.js';
 import { MinHeap } from '../min-heap.js';

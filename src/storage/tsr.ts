@@ -1,7 +1,7 @@
 // tsr: blocks of payloads (tsr-block.ts) keyed by (stream, partition, earliest event time,
-// latest event time, payload count, block id), so the payloads of one partition in a time
-// range are one LevelDB range scan (DESIGN.md, "tsr"): a block holding a payload at or
-// after time T starts after T - BLOCK_SPAN_MS, and its key says, without reading it,
+// latest event time, payload count, block id), so the payloads of one partition in a time range
+// are one LevelDB range scan (docs/storage.md, "tsr stores blocks"): a block holding a payload
+// at or after time T starts after T - BLOCK_SPAN_MS, and its key says, without reading it,
 // whether it reaches T and how many payloads it holds.
 //
 // A scan yields a partition's payloads in (event time, writeId) order although blocks of

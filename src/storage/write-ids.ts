@@ -2,11 +2,11 @@
 // microsecond clock that never goes backwards within the process. Hex of fixed width, so
 // ids of one node sort in the order they were issued.
 //
-// A batch sent with an idempotency key gets ids that do not depend on the node or the
-// moment (issue 12, item 6): the payload's event time, then a hash of the stream, the key
-// and the payload's position; a tsr block of such a batch, a hash of the stream and the key
-// (its key adds its partition and times). A retry of the batch, on any node, writes the
-// same records under the same keys, so it never stores a payload twice.
+// A batch sent with an idempotency key gets ids that do not depend on the node or the moment:
+// the payload's event time, then a hash of the stream, the key and the payload's position; a
+// tsr block of such a batch, a hash of the stream and the key (its key adds its partition and
+// times). A retry of the batch, on any node, writes the same records under the same keys, so it
+// never stores a payload twice.
 
 import { createHash } from 'node:crypto';
 

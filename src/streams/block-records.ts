@@ -1,4 +1,4 @@
-// The tsr records of one write (issue 17): its payloads grouped by partition, each group
+// The tsr records of one write: its payloads grouped by partition, each group
 // packed into blocks (storage/tsr-block.ts), each block a record. Pure: ingest makes a
 // write's records with it, and the benchmarks make the same records to compare with.
 

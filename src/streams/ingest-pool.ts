@@ -1,4 +1,4 @@
-// Worker threads that pack tsr ingests (issue 17): parsing a batch's JSON, checking its
+// Worker threads that pack tsr ingests: parsing a batch's JSON, checking its
 // payloads and packing their blocks is most of an ingest's CPU, and all of it ran on the
 // node's main thread, leaving the second core of a small machine idle. A batch whose
 // payloads nobody on the main thread needs (no tags, no live query, no contributor field:

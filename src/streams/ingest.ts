@@ -1,8 +1,8 @@
-// The ingest pipeline (DESIGN.md, "Writes"): for each payload of a batch, run the tags,
-// check the schema, place it in its partition, and write it to every owner; the batch
-// answers with the payloads that failed, by index, and every other payload is durable.
-// A tsr batch nothing here needs the payload objects of is parsed, checked and packed by
-// an ingest worker thread instead (ingest-pool.ts); its writes are made here alike.
+// The ingest pipeline (docs/cluster.md, "When a write counts"): for each payload of a batch,
+// run the tags, check the schema, place it in its partition, and write it to every owner; the
+// batch answers with the payloads that failed, by index, and every other payload is durable. A
+// tsr batch nothing here needs the payload objects of is parsed, checked and packed by an
+// ingest worker thread instead (ingest-pool.ts); its writes are made here alike.
 
 import { canonicalJson, partitionOfCanonical } from './partitioner.js';
 import { blockRecords, type PackedRecords } from './block-records.js';
@@ -22,9 +22,9 @@ import type { PackedBatch } from './tsr-batch.js';
 export type IngestFailures = Map<number, string>;
 
 /**
- * Live consumers of accepted payloads (the execution issue subscribes here). A listener may
- * return a promise: the batch answers once it settles, so what it records at ingest (the
- * contributors' published-to index, issue 5) is visible when the client gets its 200.
+ * Live consumers of accepted payloads (live queries subscribe here). A listener may return a
+ * promise: the batch answers once it settles, so what it records at ingest (the contributors'
+ * published-to index) is visible when the client gets its 200.
  */
 export type PayloadListener = (stream: CompiledStream, payloads: readonly Record<string, unknown>[]) => void | Promise<void>;
 

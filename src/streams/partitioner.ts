@@ -1,4 +1,4 @@
-// Which partition a payload belongs to (DESIGN.md, "Data and where it lives"): a stable
+// Which partition a payload belongs to (docs/storage.md, "One database per node"): a stable
 // hash of the first `hash_payload.bytes` bytes of its canonical JSON, modulo `ring_size`.
 // "Stable" is a promise to stored data: changing this function moves every payload, so it
 // is FNV-1a 32 over UTF-8 bytes of key-sorted JSON, frozen.
@@ -27,7 +27,7 @@ export function canonicalJson(value: unknown): string {
   return out + '}';
 }
 
-/** A scalar's JSON; a BigInt (a long beyond 2^53, issue 13) is its digits. */
+/** A scalar's JSON; a BigInt (a long beyond 2^53) is its digits. */
 function scalarJson(value: unknown): string {
   return typeof value === 'bigint' ? value.toString() : (JSON.stringify(value) ?? 'null');
 }
@@ -56,7 +56,7 @@ export function partitionOfCanonical(canonical: string, policy: DistributionPoli
 /**
  * partitionOfCanonical(canonicalJson(payload), policy), without building the text: the
  * hash is fed the canonical JSON's characters as they would be written, up to the first
- * hash_payload.bytes bytes (issue 17: building the text and its bytes was 5 µs of the 10
+ * hash_payload.bytes bytes (building the text and its bytes was 5 µs of the 10
  * a small point cost at ingest).
  */
 export function partitionOf(payload: unknown, policy: DistributionPolicy): number {
@@ -71,7 +71,7 @@ export function partitionOf(payload: unknown, policy: DistributionPolicy): numbe
  * The hash of a flat record, the common payload, fed as JSON writes it without a call per
  * piece: keys already in order, values strings, finite numbers, booleans or nulls, every
  * key and string ASCII with nothing to escape. undefined for any other record, which the
- * general walk hashes (issue 17: 1.42 -> 0.79 µs for a metric point of four fields).
+ * general walk hashes (1.42 -> 0.79 µs for a metric point of four fields).
  */
 function flatRecordHash(record: Record<string, unknown>, limit: number): number | undefined {
   const hasher = new PrefixHasher(limit);

@@ -149,7 +149,7 @@ function integerCheck(kind: ScalarKind, min: number, max: number): Check {
   };
 }
 
-/** Longs are 64-bit: beyond 2^53 they arrive as BigInt and are kept exactly (issue 13 item 3b). */
+/** Longs are 64-bit: beyond 2^53 they arrive as BigInt and are kept exactly. */
 function longCheck(): Check {
   const expected = `long (integer from ${LONG_MIN} to ${LONG_MAX})`;
   return (value) => {
@@ -250,7 +250,7 @@ export function parseDatetime(value: string): number | undefined {
 /**
  * The common form, 'YYYY-MM-DDTHH:MM:SS.sssZ' or 'YYYY-MM-DDTHH:MM:SSZ' (what
  * toISOString writes), read digit by digit: the pattern's captures cost most of a point's
- * validation at ingest (issue 17). undefined for anything else, which the pattern reads.
+ * validation at ingest. undefined for anything else, which the pattern reads.
  */
 function parseUtcDatetime(value: string): number | undefined {
   if (value.charCodeAt(4) !== 45 || value.charCodeAt(7) !== 45 || value.charCodeAt(10) !== 84 || value.charCodeAt(13) !== 58 || value.charCodeAt(16) !== 58) return undefined;

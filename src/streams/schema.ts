@@ -198,7 +198,7 @@ function checkFieldName(name: string, path: string): void {
 
 /**
  * Whether a field may be missing or null. Existing Valo clients rely on fields being
- * optional unless they say `optional: false` (issue 13 item 3a), which Valo's documentation
+ * optional unless they say `optional: false`, which Valo's documentation
  * writes as the string "false": both spellings are read. null means "not set".
  */
 function parseOptional(raw: unknown, path: string): boolean {

@@ -1,4 +1,4 @@
-// Whether a stream has stored payloads anywhere in the cluster (issue 13 item 3g): a change
+// Whether a stream has stored payloads anywhere in the cluster: a change
 // of a stream's repository or placement that would hide stored data is refused. Each node
 // answers a HoldsDataRead for its own repositories.
 

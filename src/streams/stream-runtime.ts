@@ -1,6 +1,6 @@
-// What ingest needs of a stream, compiled once per version of its definitions (DESIGN.md,
-// "compile each script once per definition version, not per payload"): the payload
-// validator, the tag runner, the repository and policy, and the timestamp field.
+// What ingest needs of a stream, compiled once per version of its definitions, not per
+// payload: the payload validator, the tag runner (each script compiled once), the repository
+// and policy, and the timestamp field.
 
 import type { DistributionPolicy } from './policy.js';
 import type { SandboxLimits } from '../scripting/sandbox.js';

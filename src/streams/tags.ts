@@ -1,7 +1,7 @@
-// Per-stream tags (spec/platform-interface.md "Tags (per stream)"): each tag is a tenant
-// script defining `tag(payload)`, which returns an array of strings that is stored in the
-// payload field the tag names. Scripts run in the sandbox (DESIGN.md "Scripts") and are
-// compiled once per definition version by TagRunner.compile, not per payload.
+// Per-stream tags (docs/platform-interface.md, "Tags"): each tag is a tenant script defining
+// `tag(payload)`, which returns an array of strings that is stored in the payload field the tag
+// names. Scripts run in the sandbox (src/scripting/sandbox.ts) and are compiled once per
+// definition version by TagRunner.compile, not per payload.
 
 import { z } from 'zod';
 import { uniqueField, validate } from '../validation.js';

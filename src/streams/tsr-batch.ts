@@ -1,4 +1,4 @@
-// A tsr ingest made from the request's text (issue 17): the body parsed and checked, each
+// A tsr ingest made from the request's text: the body parsed and checked, each
 // payload checked against the stream's schema, the accepted ones packed into block
 // records (block-records.ts). Pure: the ingest workers run it off the node's main thread
 // (ingest-pool.ts), with the same checks and messages as ingest on the main thread.

@@ -1,7 +1,7 @@
-// Real node processes under the chaos suite's control (issue 12, item 1): starting and
-// growing the cluster as an operator would, carrying out the nemesis' faults, healing, and
-// then gathering what every node holds and answers for the checker. Every process is a
-// test/kit NodeProcess on 127.0.0.1 and ports picked here; cleanup() stops them by pid.
+// Real node processes under the chaos suite's control: starting and growing the cluster as an
+// operator would, carrying out the nemesis' faults, healing, and then gathering what every node
+// holds and answers for the checker. Every process is a test/kit NodeProcess on 127.0.0.1 and
+// ports picked here; cleanup() stops them by pid.
 
 import { closeSync, openSync, readdirSync, statSync, truncateSync, writeSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,7 +1,7 @@
-// The chaos suite's referee, in the style of Jepsen's checkers (issue 12, item 1): given
-// what the writers were told and what every node holds once every fault has healed, it
-// counts what went wrong. Pure: no I/O, so it has unit tests of its own
-// (test/unit/chaos-checker.test.ts) and the harness only gathers its inputs.
+// The chaos suite's referee, in the style of Jepsen's checkers: given what the writers were
+// told and what every node holds once every fault has healed, it counts what went wrong. Pure:
+// no I/O, so it has unit tests of its own (test/unit/chaos-checker.test.ts) and the harness
+// only gathers its inputs.
 //
 // A payload is known by its `id`. What the writers were told of it:
 // - acknowledged: a 200 (or a 500 that did not list it) answered a request carrying it;

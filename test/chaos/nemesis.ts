@@ -1,12 +1,11 @@
-// The chaos suite's nemesis (issue 12, item 1): a seeded schedule of faults, drawn before
-// the run starts so that `--seed n` replays the same schedule, and played against real
-// processes by chaos-cluster.ts. Faults: kill -9 and restart after a while, SIGSTOP and
-// SIGCONT, a restart on other ports, and (at most once a run, so at most one replica of a
-// record is ever damaged) a kill -9 followed by truncating or corrupting the node's newest
-// data file before it restarts. A disk-full run (disk-full.ts) starts with its one
-// disk-full fault: the victim's disk fills during ingest and is grown when the fault ends.
-// With the partition nemesis (scenarios partition-*, each node in a network namespace of
-// its own: network.ts), also one partition at a time:
+// The chaos suite's nemesis: a seeded schedule of faults, drawn before the run starts so that
+// `--seed n` replays the same schedule, and played against real processes by chaos-cluster.ts.
+// Faults: kill -9 and restart after a while, SIGSTOP and SIGCONT, a restart on other ports, and
+// (at most once a run, so at most one replica of a record is ever damaged) a kill -9 followed
+// by truncating or corrupting the node's newest data file before it restarts. A disk-full run
+// (disk-full.ts) starts with its one disk-full fault: the victim's disk fills during ingest and
+// is grown when the fault ends. With the partition nemesis (scenarios partition-*, each node in
+// a network namespace of its own: network.ts), also one partition at a time:
 // - isolate: one node cut from every other node, clients still reach it;
 // - majority: the nodes split into a majority and a minority that cannot reach each other;
 // - bridge: one node reaches every other, the others are split in two halves that cannot;

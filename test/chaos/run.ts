@@ -1,10 +1,10 @@
-// One chaos run (issue 12, item 1): a scenario and a seed. The cluster is started, the
-// writers and the nemesis run for the fault phase while the scenario's membership changes
-// happen, then every fault heals, the cluster settles (no change in flight, no hints),
-// what every node holds is checked once (nothing may be lost or under-replicated before
-// any repair: hints and hand-offs must have made it whole), anti-entropy repair runs until
-// a round finds nothing to repair, and the checker judges what every node holds and
-// answers. Everything started is stopped, and every tmpfs unmounted, before it returns.
+// One chaos run: a scenario and a seed. The cluster is started, the writers and the nemesis run
+// for the fault phase while the scenario's membership changes happen, then every fault heals,
+// the cluster settles (no change in flight, no hints), what every node holds is checked once
+// (nothing may be lost or under-replicated before any repair: hints and hand-offs must have
+// made it whole), anti-entropy repair runs until a round finds nothing to repair, and the
+// checker judges what every node holds and answers. Everything started is stopped, and every
+// tmpfs unmounted, before it returns.
 
 import { Prng } from '../sim/prng.js';
 import { cleanup, client, sleep, type NodeProcess } from '../kit/node-process.js';

@@ -1,8 +1,8 @@
-// The chaos suite's scenarios (issue 12, item 1): steady faults, a join under faults, a
-// leave under faults, and a join then a leave, each at replicas 2 and 3. Every run writes
-// to one ssr and one tsr stream, and every run's nemesis may kill, pause, move and damage.
-// The disk-full scenarios (disk-full.ts; root only) fill one node's disk during ingest and
-// grow it again, steady and with a join and a leave, amid kills and pauses of the others.
+// The chaos suite's scenarios: steady faults, a join under faults, a leave under faults, and a
+// join then a leave, each at replicas 2 and 3. Every run writes to one ssr and one tsr stream,
+// and every run's nemesis may kill, pause, move and damage. The disk-full scenarios
+// (disk-full.ts; root only) fill one node's disk during ingest and grow it again, steady and
+// with a join and a leave, amid kills and pauses of the others.
 
 import type { FaultKind } from './nemesis.js';
 

@@ -1,8 +1,8 @@
-// The chaos suite's clients (issue 12, item 1): concurrent writers that post batches of
-// payloads with unique ids to every node in turn and record, per payload, what they were
-// told (checker.ts). A batch whose outcome is uncertain (no answer, or a 500 listing some
-// of its payloads) is retried with the same Idempotency-Key on another node, as a client
-// that wants exactly-once would; a retry that answers 200 acknowledges the payloads.
+// The chaos suite's clients: concurrent writers that post batches of payloads with unique ids
+// to every node in turn and record, per payload, what they were told (checker.ts). A batch
+// whose outcome is uncertain (no answer, or a 500 listing some of its payloads) is retried with
+// the same Idempotency-Key on another node, as a client that wants exactly-once would; a retry
+// that answers 200 acknowledges the payloads.
 
 import type { Prng } from '../sim/prng.js';
 
@@ -223,7 +223,7 @@ async function post(url: string, batch: readonly ChaosPayload[], idempotencyKey:
       return failures === undefined ? { kind: 'uncertain', why: `500 ${text.slice(0, 200)}` } : { kind: 'partial', failedIndexes: failures, reason: firstMessage(text) };
     }
     // 4xx, 503 and 507 (a node whose disk is full: docs/storage.md) are answered before
-    // anything is written (issue 12, item 5).
+    // anything is written.
     if (response.status < 500 || response.status === 503 || response.status === 507) return { kind: 'refused', status: response.status };
     return { kind: 'uncertain', why: `${response.status}` };
   } catch (error) {

@@ -1,7 +1,7 @@
-// The cluster over real node processes on loopback (issue 3, item 9): grow 1 → 3 while
-// writing, prove every acknowledged payload is on each of its owners, remove a node, kill
-// a joining node mid-transfer, pause one with SIGSTOP during writes, and check the SSE
-// sequence. The steps build on each other and run in order.
+// The cluster over real node processes on loopback: grow 1 → 3 while writing, prove every
+// acknowledged payload is on each of its owners, remove a node, kill a joining node
+// mid-transfer, pause one with SIGSTOP during writes, and check the SSE sequence. The steps
+// build on each other and run in order.
 
 import { EventSource } from 'eventsource';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

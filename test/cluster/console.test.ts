@@ -1,4 +1,4 @@
-// The live console (issue 14, item 4) in headless Chromium: three nodes, the console of
+// The live console in headless Chromium: three nodes, the console of
 // the first, a fourth node added through POST /cluster/nodes; the page must show the
 // transfers to it with their progress and the new node Joined, from what it reads itself
 // (the SSE channel and the console's views), then count the streams, search, and run a live

@@ -1,4 +1,4 @@
-// Contributors and domains across a cluster (issue 5): three nodes, replicas 2. Payloads are
+// Contributors and domains across a cluster: three nodes, replicas 2. Payloads are
 // posted through every node, so each node records part of the published-to index; every
 // node answers the merged lists, and every node's domain-limited search gives the counts
 // the test computes itself.

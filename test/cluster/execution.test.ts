@@ -1,10 +1,9 @@
-// Execution across a cluster (issue 7 items 1 and 8). Four nodes: a session's host leaves
-// the cluster (DELETE /cluster/nodes) and the session moves to a Joined node, its query
-// still running. Then, on the three left: an SSE client on one node reads a live query
-// hosted on another while payloads are posted to the third; the host is killed with
-// SIGKILL, the session moves, and the query goes on. On the two left: a daemon deleted
-// through the node that does not run it has stopped when the DELETE answers, and a client
-// of a session deleted through another node is ended.
+// Execution across a cluster. Four nodes: a session's host leaves the cluster (DELETE
+// /cluster/nodes) and the session moves to a Joined node, its query still running. Then, on the
+// three left: an SSE client on one node reads a live query hosted on another while payloads are
+// posted to the third; the host is killed with SIGKILL, the session moves, and the query goes
+// on. On the two left: a daemon deleted through the node that does not run it has stopped when
+// the DELETE answers, and a client of a session deleted through another node is ended.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startJoinedCluster, until, waitState } from '../kit/cluster.js';

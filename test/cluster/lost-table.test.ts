@@ -1,5 +1,5 @@
 // A node whose cluster table is lost (its storage damaged: the chaos suite's join-leave-r3
-// seed 17) comes back into the cluster (issue 12). While the copy beside the database
+// seed 17) comes back into the cluster. While the copy beside the database
 // survives, the node takes its table from it. With both gone, a --join node waits for an
 // Admit, which the members send when it refuses them as a stranger; the first node, started
 // without --join, must not start a cluster of its own (a split), and waits the same way.

@@ -1,4 +1,4 @@
-// Monitoring across a cluster (issue 13 item 1): the global view lists every node, `node=`
+// Monitoring across a cluster: the global view lists every node, `node=`
 // one of them; counters are each node's own (ingest on the node that took the POST, stored
 // records on each owner, traffic per peer), and a definition change is audited once, by
 // its coordinator. Numbers are checked against what the test did.

@@ -1,8 +1,8 @@
-// What an operator sees while a cluster grows (issue 14, items 3 and 6): a third node joins
-// two that hold data; one source is paused during the join. The target's log tells the
-// membership change, each transfer started, stalled with its reason, resumed or replaced,
-// and done; /_cat/transfers and `tributary status` show the same; every log line names
-// its own node once and other nodes as `peer`.
+// What an operator sees while a cluster grows: a third node joins two that hold data; one
+// source is paused during the join. The target's log tells the membership change, each transfer
+// started, stalled with its reason, resumed or replaced, and done; /_cat/transfers and
+// `tributary status` show the same; every log line names its own node once and other nodes as
+// `peer`.
 
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';

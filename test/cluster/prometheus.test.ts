@@ -1,7 +1,7 @@
-// A real Prometheus server scrapes a 3-node cluster (issue 14, item 2): it must see every
-// node up and a rate of ingested payloads, read back through Prometheus's HTTP API. The
-// test installs nothing: without a `prometheus` binary on PATH it is skipped and says how
-// to get one (.ci/run installs the Debian package).
+// A real Prometheus server scrapes a 3-node cluster: it must see every node up and a rate of
+// ingested payloads, read back through Prometheus's HTTP API. The test installs nothing:
+// without a `prometheus` binary on PATH it is skipped and says how to get one (.ci/run installs
+// the Debian package).
 
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

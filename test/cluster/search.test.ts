@@ -1,5 +1,5 @@
-// Search across a cluster (issue 4, item 4): three nodes, replicas 2. Every node answers
-// every search the same and completely, also while one node is killed during the queries.
+// Search across a cluster: three nodes, replicas 2. Every node answers every search the same
+// and completely, also while one node is killed during the queries.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startJoinedCluster } from '../kit/cluster.js';

@@ -1,8 +1,7 @@
-// Writes stay available while one node of three is paused (issue 12, item 6): a paused
-// owner is hinted after the short write deadline instead of holding every batch for the
-// whole peer deadline, so no second passes without an acknowledged batch; and the node,
-// once resumed, does not answer its queued requests with 500 from a view in which everyone
-// seemed to have gone.
+// Writes stay available while one node of three is paused: a paused owner is hinted after the
+// short write deadline instead of holding every batch for the whole peer deadline, so no second
+// passes without an acknowledged batch; and the node, once resumed, does not answer its queued
+// requests with 500 from a view in which everyone seemed to have gone.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineStream, startJoinedCluster } from '../kit/cluster.js';

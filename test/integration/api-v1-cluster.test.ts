@@ -1,6 +1,6 @@
-// The brain interface on a two-node cluster (issue 6, items 2 and 4): accounts, the hive
-// switch and brains are the same on both nodes, and the licence's brain allowance is one pool
-// for the cluster, also when both nodes are asked to create at the same moment.
+// The brain interface on a two-node cluster: accounts, the hive switch and brains are the same
+// on both nodes, and the licence's brain allowance is one pool for the cluster, also when both
+// nodes are asked to create at the same moment.
 
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';

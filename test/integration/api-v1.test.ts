@@ -1,4 +1,4 @@
-// The brain management interface (/api/v1, issue 6) over real node processes: the accounts
+// The brain management interface (/api/v1) over real node processes: the accounts
 // CLI's contract, both gates in every combination, brains (PATCH whitelist, soft delete,
 // templates), the free tier's refusals, problem documents, and the docs page. Every answer
 // of a documented operation is checked against the OpenAPI document the node serves.

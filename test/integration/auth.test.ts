@@ -1,5 +1,5 @@
-// Platform API authentication and membership authority over a real node (issue 15, items 1
-// and 2): a node with tokens on answers 401/403 in the platform's error format, a test per
+// Platform API authentication and membership authority over a real node:
+// a node with tokens on answers 401/403 in the platform's error format, a test per
 // route family, accounts of /api/v1 with per-tenant grants get exactly what they were
 // given, SSE outputs honour it, and membership changes need the admin secret.
 

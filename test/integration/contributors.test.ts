@@ -71,7 +71,7 @@ describe('contributors - types', () => {
     const stale = await api.put('/contributors/demo/sensor', sensorType, { 'Valo-Config-Version': current });
     expect(stale.status).toBe(409);
     const now = next.headers.get('service-config-version')!;
-    // A client that sent Valo-Config-Version reads the 409 as text (issue 13 item 3d).
+    // A client that sent Valo-Config-Version reads the 409 as text.
     expect(stale.headers.get('content-type')).toContain('text/plain');
     expect(stale.text).toContain(`Valo-Config-Version: ${now} `);
     const staleJson = await api.put('/contributors/demo/sensor', sensorType, { 'Service-Config-Version': current });

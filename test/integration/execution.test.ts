@@ -1,6 +1,5 @@
-// The Execution and Daemons tables and query outputs over HTTP against one real node
-// process (issue 7 items 1 to 7). Every expected row is computed by the test from the
-// payloads it posted.
+// The Execution and Daemons tables and query outputs over HTTP against one real node process.
+// Every expected row is computed by the test from the payloads it posted.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, client, NodeProcess } from '../kit/node-process.js';
@@ -90,7 +89,7 @@ describe('execution - sessions', () => {
     expect(output).toMatchObject({ type: 'OUTPUT_CHANNEL', outputType: 'UNBOUNDED', isHistorical: false });
     expect(output.outputUri).toBe(`/output/demo/${output.id}`);
     expect(output.output).toBe(`${new URL(node.url).host}${output.outputUri}`);
-    // The stream's fields may be missing (issue 13 item 3a): the output says they are optional.
+    // The stream's fields may be missing: the output says they are optional.
     expect(output.schema.topDef.properties).toEqual({ user: { type: 'double', optional: true }, kernel: { type: 'double', optional: true } });
   });
 

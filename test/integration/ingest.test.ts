@@ -15,7 +15,7 @@ const schema = {
     properties: {
       host: { type: 'string' },
       at: { type: 'datetime' },
-      // Required: fields are optional unless they say otherwise (issue 13 item 3a).
+      // Required: fields are optional unless they say otherwise.
       cpu: { type: 'double', optional: false },
       address: { type: 'ip', optional: true },
     },
@@ -134,7 +134,7 @@ describe('ingest - worker threads', () => {
       JSON.stringify(Array.from({ length: 300 }, (_, i) => payload(i))),
       JSON.stringify(payload(1000)),
       JSON.stringify([payload(2000), { host: 'h', at: '2024-13-01T00:00:00Z', cpu: 1 }, { host: 'h' }, 'not an object', [1], { ...payload(2001), address: '10.0.0.1', extra: { kept: [true, null] } }]),
-      // A long beyond 2^53 (issue 13) is kept to the digit.
+      // A long beyond 2^53 is kept to the digit.
       `[${JSON.stringify(payload(3000)).slice(0, -1)}, "tweet": 855448618232418304}]`,
       '[{"host": ',
       `${'['.repeat(200)}${']'.repeat(200)}`,

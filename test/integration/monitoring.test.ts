@@ -1,6 +1,6 @@
-// GET /monitoring/:tenant[/:service] against real nodes (issue 13 item 1): every number
-// checked is computed by the test from what it did (payloads posted and refused, bytes,
-// timestamps, definitions written, SSE clients opened).
+// GET /monitoring/:tenant[/:service] against real nodes: every number checked is computed by
+// the test from what it did (payloads posted and refused, bytes, timestamps, definitions
+// written, SSE clients opened).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson, partitionOf } from '../../src/streams/partitioner.js';

@@ -1,4 +1,4 @@
-// The platform interface's OpenAPI document (issue 14, item 5) against real answers: a node
+// The platform interface's OpenAPI document against real answers: a node
 // is driven through every operation of the document, every request body is checked against
 // the document's request schema and every answer against the status, media type and
 // schema the document declares for it. At the end every operation has been answered with

@@ -1,5 +1,5 @@
-// Rows of the spec that a black-box conformance run found wrong (issue 13 item 2), each
-// checked against one real node over HTTP, with a default configuration.
+// Rows of the spec that a black-box conformance run found wrong, each checked against one real
+// node over HTTP, with a default configuration.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, client, NodeProcess } from '../kit/node-process.js';

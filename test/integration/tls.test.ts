@@ -1,4 +1,4 @@
-// TLS (issue 15, item 3) with certificates the test makes: the front end answers HTTPS only,
+// TLS with certificates the test makes: the front end answers HTTPS only,
 // the peer port takes only clients with a certificate of the cluster CA, and two nodes with
 // certificates of that CA join over mutual TLS.
 

@@ -1,15 +1,15 @@
-// A client-compatibility test (issue 13 item 4): the node driven as the 2016–2018 Valo
-// JavaScript clients drive it. axios parses any JSON body into an object (and throws on
-// non-2xx, with the parsed body on error.response), definitions are created then retried on
-// 409 with the version read by a regular expression over the raw response text, events go
-// one object per POST, sessions are reset with a PUT without a body, query ids are free
-// text used URL-encoded in paths, outputs are read with the `eventsource` package after
-// `_start`, and the sample data has the tutorial's shapes: missing and null fields, tweet
-// ids beyond 2^53, and hopping windows of many windows per row. Then what the 2017 SDK's
-// dashboards and scripts met (docs/valo-compatibility.md): a live `window of 1 minute every
-// 1 second` over events stamped now, a change of repository on a stream that holds data
-// (through retryOnConflict), the collections listed under `instances`, and outputs that
-// end, read with an EventSource that reconnects.
+// A client-compatibility test: the node driven as the 2016–2018 Valo JavaScript clients drive
+// it. axios parses any JSON body into an object (and throws on non-2xx, with the parsed body on
+// error.response), definitions are created then retried on 409 with the version read by a
+// regular expression over the raw response text, events go one object per POST, sessions are
+// reset with a PUT without a body, query ids are free text used URL-encoded in paths, outputs
+// are read with the `eventsource` package after `_start`, and the sample data has the
+// tutorial's shapes: missing and null fields, tweet ids beyond 2^53, and hopping windows of
+// many windows per row. Then what the 2017 SDK's dashboards and scripts met
+// (docs/valo-compatibility.md): a live `window of 1 minute every 1 second` over events stamped
+// now, a change of repository on a stream that holds data (through retryOnConflict), the
+// collections listed under `instances`, and outputs that end, read with an EventSource that
+// reconnects.
 
 import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
 import { EventSource } from 'eventsource';

@@ -1,4 +1,4 @@
-// Test certificates made by the test (issue 15, item 3): a cluster CA and one certificate per
+// Test certificates made by the test: a cluster CA and one certificate per
 // node, signed by it, naming 127.0.0.1 and localhost, good for server and client
 // authentication (the peer port's mutual TLS). Made with the openssl command line (.ci/run
 // installs it when missing), in a folder the kit removes with the nodes' data.

@@ -1,5 +1,5 @@
-// Test kit: real node processes on loopback, on ports they pick themselves (STYLE.md,
-// "From nats.js"). Every process a test starts is stopped by cleanup(), even on failure.
+// Test kit: real node processes on loopback, on ports they pick themselves.
+// Every process a test starts is stopped by cleanup(), even on failure.
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

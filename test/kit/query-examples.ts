@@ -1,6 +1,6 @@
-// The queries QUERY-LANGUAGE.md says must parse and run, shared by the query tests.
+// The queries docs/query-language.md says must parse and run, shared by the query tests.
 
-/** The examples of QUERY-LANGUAGE.md ("Examples that must parse and run"), verbatim. */
+/** The examples of docs/query-language.md ("Examples"), verbatim. */
 export const LANGUAGE_EXAMPLES = {
   cpuLive: 'from /streams/demo/infrastructure/cpu select user, kernel where user > 90',
   cpuHistorical: 'from historical /streams/demo/infrastructure/cpu where user > @limit select host, user',

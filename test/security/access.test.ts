@@ -1,7 +1,7 @@
-// Attack classes "no authentication" and "no TLS" (issue 15, items 2, 3 and 7): with tokens
-// on, every route family is tried anonymously, with a forged token and with a token of
-// another tenant (read only); nothing is accepted that should be refused. With TLS on, the
-// front end and the peer port refuse plaintext.
+// Attack classes "no authentication" and "no TLS": with tokens on, every route family is tried
+// anonymously, with a forged token and with a token of another tenant (read only); nothing is
+// accepted that should be refused. With TLS on, the front end and the peer port refuse
+// plaintext.
 
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';

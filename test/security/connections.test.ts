@@ -1,7 +1,7 @@
-// Attack classes "slow connections exhaust the node" and "fuzzing" (issue 15, items 6 and 7):
-// a flood of connections that send nothing or send slowly stays within the connection cap
-// and is closed by the header and body timeouts; the node answers meanwhile; and thousands
-// of malformed requests over every route family answer 4xx, never 5xx, a hang or a crash.
+// Attack classes "slow connections exhaust the node" and "fuzzing": a flood of connections that
+// send nothing or send slowly stays within the connection cap and is closed by the header and
+// body timeouts; the node answers meanwhile; and thousands of malformed requests over every
+// route family answer 4xx, never 5xx, a hang or a crash.
 
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

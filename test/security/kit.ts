@@ -1,4 +1,4 @@
-// The attack suite's measuring tools (issue 15, item 7): how long the node takes to answer
+// The attack suite's measuring tools: how long the node takes to answer
 // a cheap request while an attack runs (its event loop's stalls, seen from outside), its
 // resident memory and open file descriptors (from /proc), and a line per figure on stdout
 // (`SECURITY <class>: …`) that docs/security.md's table is made from.
@@ -72,7 +72,7 @@ export function figure(attackClass: string, fields: Record<string, unknown>): vo
 /**
  * The slowest answer a probe may see during an attack. The goal is ~100 ms of event-loop
  * blocking; the probe also waits for the HTTP round trip and, on this shared 2-core
- * machine, for other processes, so the assertion allows more. Before issue 15 the same
+ * machine, for other processes, so the assertion allows more. Before these limits the same
  * attacks held a node for 5.9 to 33 seconds.
  */
 export const PROBE_WORST_MS = 750;

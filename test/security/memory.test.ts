@@ -1,6 +1,6 @@
-// Attack class "memory without bound" (issue 15, items 5 and 7): SSE clients that stop
-// reading, many tag isolates, peer messages from strangers, huge definitions and deep JSON.
-// Each attack is measured by the node's resident memory before and after, from /proc.
+// Attack class "memory without bound": SSE clients that stop reading, many tag isolates, peer
+// messages from strangers, huge definitions and deep JSON. Each attack is measured by the
+// node's resident memory before and after, from /proc.
 
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

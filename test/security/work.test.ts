@@ -1,7 +1,7 @@
-// Attack class "one request freezes a node" (issue 15, items 4 and 7): each request that held
-// a node for seconds before is sent again while a probe measures how long the node keeps
-// other requests waiting. Over a limit the answer is a 400 naming it; within the limits the
-// work is cut into slices and the probe is answered meanwhile.
+// Attack class "one request freezes a node": each request that held a node for seconds before
+// is sent again while a probe measures how long the node keeps other requests waiting. Over a
+// limit the answer is a 400 naming it; within the limits the work is cut into slices and the
+// probe is answered meanwhile.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, client, NodeProcess, sleep } from '../kit/node-process.js';

@@ -1,9 +1,10 @@
 // The simulated cluster: N ClusterCores, each with durable fake storage, a fake clock and a
-// fake network, driven by one event queue. It plays the shell's part exactly as node.ts
-// must: effects run in order, `persist` snapshots persistedState() before later effects run,
+// fake network, driven by one event queue. It plays the shell's part exactly as node.ts must:
+// effects run in order, `persist` snapshots persistedState() before later effects run,
 // read-chunk/store-chunk complete later (or never, if the node crashes first), and a crash
-// loses everything that was not persisted. It checks the invariants of issue 3, item 8 as
-// it goes; simulate.ts builds random scenarios on it and script.ts scripted ones.
+// loses everything that was not persisted. It checks the cluster's invariants (docs/cluster.md,
+// "The simulations") as it goes; simulate.ts builds random scenarios on it and script.ts
+// scripted ones.
 
 import { ClusterCore } from '../../src/cluster/core/core.js';
 import { statePath, structuralKey } from '../../src/cluster/core/membership.js';
@@ -452,7 +453,7 @@ export class SimCluster {
 
   /**
    * The shell's part of a leave: once this leaving node holds no hints and every transfer
-   * of its change is complete, it says it handed off (issue 12, item 5).
+   * of its change is complete, it says it handed off.
    */
   reportHandOff(node: SimNode): void {
     const membership = node.core?.membership();
@@ -557,7 +558,10 @@ export class SimCluster {
     );
   }
 
-  /** The final checks of issue 3, item 8, on a quiescent cluster. */
+  /**
+   * The final checks on a quiescent cluster: no change in flight or queued, each slot's owners
+   * distinct and Joined, every acknowledged record on them, no node holding what it does not own.
+   */
   checkFinalState(): void {
     const started = [...this.nodes.values()].filter((node) => node.everStarted);
     const membership = started[0]!.core!.membership();

@@ -1,5 +1,5 @@
 // A seeded PRNG (mulberry32) for the cluster simulation: the only source of randomness in a
-// run, so a seed replays a run exactly. Never Math.random (STYLE.md, "seeded simulation").
+// run, so a seed replays a run exactly. Never Math.random: a seed must replay.
 
 export class Prng {
   private state: number;

@@ -1,8 +1,7 @@
-// Scripted scenarios for the cluster core (STYLE.md: "scenario tests read like a script:
-// `add c`, `tick 10`, `deliver a→c`, `crash b`, `expect c Joining`"). The same SimCluster
-// as the random simulation, with a manual network: messages wait until the script delivers
-// them (or `settle` delivers everything that is not held), storage I/O completes on settle,
-// and time moves only on `tick`.
+// Scripted scenarios for the cluster core (they read like a script: `add c`, `tick 10`,
+// `deliver a→c`, `crash b`, `expect c Joining`). The same SimCluster as the random simulation,
+// with a manual network: messages wait until the script delivers them (or `settle` delivers
+// everything that is not held), storage I/O completes on settle, and time moves only on `tick`.
 
 import type { AdminResult, CoreEffect, NodeState, PeerMessage, Slot } from '../../src/protocol/cluster-types.js';
 import { SimCluster, type AckedRecord, type PendingMessage, type SimConfig } from './cluster.js';

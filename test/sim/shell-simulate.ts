@@ -1,9 +1,9 @@
-// One seeded run of the shell simulation (issue 12, item 4): the real core, shell and data
-// plane of every node (sim-node.ts) under a random scenario: joins and removals while
-// clients write through the real router; crashes (some losing unsynced writes, some
-// restarting on another port, some with damaged data that is refilled from the other
-// owners), pauses, cut links, dropped messages and failing storage I/O (transfers
-// included). Then every fault heals and the run must settle with nothing lost:
+// One seeded run of the shell simulation: the real core, shell and data plane of every node
+// (sim-node.ts) under a random scenario: joins and removals while clients write through the
+// real router; crashes (some losing unsynced writes, some restarting on another port, some with
+// damaged data that is refilled from the other owners), pauses, cut links, dropped messages and
+// failing storage I/O (transfers included). Then every fault heals and the run must settle with
+// nothing lost:
 //   SHELL_SIM_SEED=<seed> npx vitest run test/unit/cluster-shell.sim.test.ts
 
 import { coordinatorOf, ownersOf, writeOwners } from '../../src/cluster/core/placement.js';
@@ -348,11 +348,11 @@ class ShellSimRun {
         }
       }
     }
-    // The table lives in the same database: damage takes it now and then (issue 12,
-    // join-leave-r3 seed 17), and the node takes its copy beside the database; now and then
-    // the copy is gone too, and the node must be admitted again. Once per run, and only
-    // while another member (not one that has left) holds a table: with every member's table
-    // gone there is no cluster to rejoin.
+    // The table lives in the same database: damage takes it now and then (as in join-leave-r3
+    // seed 17), and the node takes its copy beside the database; now and then the copy is gone
+    // too, and the node must be admitted again. Once per run, and only while another member
+    // (not one that has left) holds a table: with every member's table gone there is no cluster
+    // to rejoin.
     const member = (other: SimClusterNode) => {
       const table = newestState(other.disk.coreState, other.disk.tableCopy)?.membership;
       return table !== undefined && memberNamed(table, other.name)?.state !== 'Left';

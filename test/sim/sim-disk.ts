@@ -1,9 +1,9 @@
-// A node's storage in the shell simulation (issue 12, item 4): what survives its crashes,
-// and the storage ports the real shell and data plane use (chunks, the core's state, the
-// replica, hints and their commits, partitions for repair), each taking virtual time and
-// each able to fail. Synced writes (everything acknowledged) survive a crash; unsynced
-// ones (dropped partitions, forgotten transfer progress) may be lost with it, as LevelDB
-// loses writes without sync on a power cut. A write that fails leaves nothing behind.
+// A node's storage in the shell simulation: what survives its crashes, and the storage ports
+// the real shell and data plane use (chunks, the core's state, the replica, hints and their
+// commits, partitions for repair), each taking virtual time and each able to fail. Synced
+// writes (everything acknowledged) survive a crash; unsynced ones (dropped partitions,
+// forgotten transfer progress) may be lost with it, as LevelDB loses writes without sync on a
+// power cut. A write that fails leaves nothing behind.
 
 import type { ChunkStore } from '../../src/cluster/cluster-shell.js';
 import { tableIdentity } from '../../src/cluster/core-state-store.js';

@@ -1,12 +1,12 @@
-// The simulated network of the shell simulation (issue 12, item 4): a PeerEndpoint per node
-// incarnation, as the real gRPC transport offers it, over virtual time. A call is carried
-// after a delay, answered by the handler the receiver registered, and its reply carried
-// back; it is lost when the link is cut, the message dropped, or either end is not running,
-// and then the caller's deadline passes (PeerUnavailableError), as over gRPC. Bodies are
-// copied both ways (nothing is shared between nodes). A message goes where the sender
-// believes the receiver listens: a node that moved is out of reach until the sender learns
-// its new port. A receiver refuses a call from a sender its table does not know (PeerAuthError).
-// Transfer streams keep their order; a lost chunk breaks the stream.
+// The simulated network of the shell simulation: a PeerEndpoint per node incarnation, as the
+// real gRPC transport offers it, over virtual time. A call is carried after a delay, answered
+// by the handler the receiver registered, and its reply carried back; it is lost when the link
+// is cut, the message dropped, or either end is not running, and then the caller's deadline
+// passes (PeerUnavailableError), as over gRPC. Bodies are copied both ways (nothing is shared
+// between nodes). A message goes where the sender believes the receiver listens: a node that
+// moved is out of reach until the sender learns its new port. A receiver refuses a call from a
+// sender its table does not know (PeerAuthError). Transfer streams keep their order; a lost
+// chunk breaks the stream.
 
 import { TributaryError } from '../../src/errors.js';
 import type { CallHandler, CallOptions, PeerEndpoint, TransferHandler, TransferSender } from '../../src/peer/endpoint.js';

@@ -1,7 +1,7 @@
-// One node of the shell simulation (issue 12, item 4): the real cluster core, the real
-// cluster shell and the real data plane (src/cluster/data-plane.ts: replica writer and
-// router, hint keeper and replayer, hand-offs, repair), wired to simulated ports: a virtual
-// network, a simulated disk and virtual timers. Only the ports are the simulation's.
+// One node of the shell simulation: the real cluster core, the real cluster shell and the real
+// data plane (src/cluster/data-plane.ts: replica writer and router, hint keeper and replayer,
+// hand-offs, repair), wired to simulated ports: a virtual network, a simulated disk and virtual
+// timers. Only the ports are the simulation's.
 
 import { pino } from 'pino';
 import { ClusterShell } from '../../src/cluster/cluster-shell.js';

@@ -1,7 +1,7 @@
-// One seeded run of the cluster simulation (issue 3, item 8): a random scenario of joins and
-// removals under dropped, delayed, duplicated and reordered messages, partitions, crashes
-// (some in the middle of a step) and client writes; then every fault heals and the run
-// must settle. Everything random comes from the seed, so a failure replays exactly:
+// One seeded run of the cluster simulation: a random scenario of joins and removals under
+// dropped, delayed, duplicated and reordered messages, partitions, crashes (some in the middle
+// of a step) and client writes; then every fault heals and the run must settle. Everything
+// random comes from the seed, so a failure replays exactly:
 //   SIM_SEED=<seed> npx vitest run test/unit/cluster-core.sim.test.ts
 
 import { coordinatorOf } from '../../src/cluster/core/placement.js';

@@ -1,9 +1,9 @@
-// Virtual time for the simulation of the real shell (issue 12, item 4). The code under
-// test is asynchronous (promises); here nothing happens but through this agenda: timers,
-// message deliveries and storage I/O are events at virtual times, and after each event the
-// world waits until every promise continuation it caused has run (one turn of Node's event
-// loop: setImmediate runs only once the microtask queue is empty, and nothing else in the
-// process uses timers or I/O). So a seed gives one order of events, always the same.
+// Virtual time for the simulation of the real shell. The code under test is asynchronous
+// (promises); here nothing happens but through this agenda: timers, message deliveries and
+// storage I/O are events at virtual times, and after each event the world waits until every
+// promise continuation it caused has run (one turn of Node's event loop: setImmediate runs only
+// once the microtask queue is empty, and nothing else in the process uses timers or I/O). So a
+// seed gives one order of events, always the same.
 //
 // Every node incarnation gets its own Timers: when the node crashes they stop, and a
 // paused node's events wait until it resumes (SIGSTOP).

@@ -1,5 +1,4 @@
-// Platform access (issue 15, items 1 and 2): the route table and the decision it drives,
-// one case per route family.
+// Platform access: the route table and the decision it drives, one case per route family.
 
 import { describe, expect, it } from 'vitest';
 import { accessRule } from '../../src/auth/access-rules.js';

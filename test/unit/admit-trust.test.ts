@@ -1,6 +1,6 @@
-// Whom a node with no table takes an Admit from (issue 15): the token's keys, anyone on
+// Whom a node with no table takes an Admit from: the token's keys, anyone on
 // loopback with bare --join, and no one beyond loopback without a token, which only a node
-// that lost its table (issue 12) reaches, since config refuses bare --join there.
+// that lost its table reaches, since config refuses bare --join there.
 
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// The seeded deterministic simulation of the cluster core (issue 3, item 8): at least 1,000
+// The seeded deterministic simulation of the cluster core: at least 1,000
 // seeds per run. A failure names its seed; replay it alone with a full trace:
 //   SIM_SEED=<seed> npx vitest run test/unit/cluster-core.sim.test.ts
 // SIM_SEEDS=<n> and SIM_FIRST_SEED=<n> run another range (e.g. a longer soak).

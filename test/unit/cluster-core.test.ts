@@ -1,7 +1,7 @@
-// The cluster core, step by step (issue 3, item 8): placement and planning as pure
-// functions, then scripted scenarios that read like the operator's and the network's
-// script (`add b`, `settle`, `crash b`, `tick 300`, `expect b Joined`), each with the
-// effects it must produce. test/unit/cluster-core.sim.test.ts runs the random scenarios.
+// The cluster core, step by step: placement and planning as pure functions, then scripted
+// scenarios that read like the operator's and the network's script (`add b`, `settle`, `crash
+// b`, `tick 300`, `expect b Joined`), each with the effects it must produce.
+// test/unit/cluster-core.sim.test.ts runs the random scenarios.
 
 import { describe, expect, it } from 'vitest';
 import {

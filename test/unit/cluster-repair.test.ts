@@ -1,6 +1,6 @@
-// GET /cluster/repair/:id as a user reads it (issue 12, item 3): the run's counts summed
-// over the members, complete only when every member finished it, and per node how far it
-// got or why it is not known.
+// GET /cluster/repair/:id as a user reads it: the run's counts summed over the members,
+// complete only when every member finished it, and per node how far it got or why it is not
+// known.
 
 import { describe, expect, it } from 'vitest';
 import type { Member, Membership } from '../../src/protocol/cluster-types.js';

@@ -1,4 +1,4 @@
-// The shell simulation (issue 12, item 4): the real cluster shell, write path, hint replay,
+// The shell simulation: the real cluster shell, write path, hint replay,
 // hand-offs and repair of every node, over simulated storage (failing reads and writes,
 // unsynced writes lost at a crash, damaged data), virtual timers and a simulated network.
 // A failure names its seed; replay it alone with its log:

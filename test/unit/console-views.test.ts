@@ -1,6 +1,6 @@
-// The console's own view of the cluster (issue 14, item 4), without processes: the ring
-// (owners now and after the change in flight). Stored payloads per stream are the
-// /_cat/streams rows (test/unit/ops.test.ts).
+// The console's own view of the cluster, without processes: the ring (owners now and after the
+// change in flight). Stored payloads per stream are the /_cat/streams rows
+// (test/unit/ops.test.ts).
 
 import { describe, expect, it } from 'vitest';
 import { ringOwners } from '../../src/cluster/core/placement.js';

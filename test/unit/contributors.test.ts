@@ -64,7 +64,7 @@ describe('contributors - ids and instances', () => {
     expect(checkInstance(type, 'board-00001', instance)).toBe(instance);
     expect(message(() => checkInstance(type, 'board-00002', instance))).toMatch(/field 'id' \('board-00001'\) must equal the id 'board-00002'/);
     expect(message(() => checkInstance(type, 'board-00001', { ...instance, slots: 'four' }))).toMatch(/field 'slots': expected int/);
-    // Fields are optional unless declared otherwise (issue 13 item 3a); the id field must still equal the path's id.
+    // Fields are optional unless declared otherwise; the id field must still equal the path's id.
     expect(message(() => checkInstance(type, 'board-00001', { region: 'north', slots: 1 }))).toMatch(/field 'id' \(missing\) must equal the id 'board-00001'/);
     expect(checkInstance(type, 'board-00001', { id: 'board-00001', slots: null })).toEqual({ id: 'board-00001', slots: null });
     expect(message(() => checkInstance(type, 'board-00001', [instance]))).toMatch(/^instance: expected an object, got array/);

@@ -1,4 +1,4 @@
-// The cluster table outlives damage to the database: a copy beside it (issue 12). A node that
+// The cluster table outlives damage to the database: a copy beside it. A node that
 // came back with an older table than it had written could start a change whose epoch another
 // node already holds with other contents, and the tables would fork.
 

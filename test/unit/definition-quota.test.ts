@@ -1,4 +1,4 @@
-// Byte quotas of definitions (issue 15, item 5): one definition, and a tenant's total.
+// Byte quotas of definitions: one definition, and a tenant's total.
 
 import { describe, expect, it } from 'vitest';
 import { DefinitionQuota, tenantOfKey } from '../../src/definitions/definition-quota.js';

@@ -1,7 +1,9 @@
 // The user documentation, checked as a reader of a clone would find it: README.md and
 // docs/*.md name no issue of a tracker the reader cannot see, link and cite only files the
 // repository has (and headings those files have), and the configuration table is the one
-// the config schema gives (`npm run docs` writes it).
+// the config schema gives (`npm run docs` writes it). The source (src/**/*.ts and
+// console/*.js) is held to the same: its comments and messages name no issue and cite no
+// document kept outside the repository.
 
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
@@ -15,6 +17,31 @@ const DOCUMENTS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((name)
 const CITED_FOLDERS = ['src', 'test', 'bench', 'scripts', 'config', 'console', 'docs', 'proto', '.ci'];
 
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
+
+/** The source files a reader opens: every .ts under src/, and the console's scripts. */
+const SOURCES = [
+  ...readdirSync(join(ROOT, 'src'), { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.ts'))
+    .map((name) => `src/${name.split('\\').join('/')}`),
+  ...readdirSync(join(ROOT, 'console'))
+    .filter((name) => name.endsWith('.js'))
+    .map((name) => `console/${name}`),
+].sort();
+
+/** What a source line must not say: an issue of the tracker, or a document kept outside the repository. */
+const UNFOLLOWABLE: [RegExp, string][] = [
+  [/\bissues?\s+#?\d+/i, 'an issue number'],
+  [/\b(?:DESIGN|STYLE|DEPENDENCIES|QUERY-LANGUAGE)\.md\b/, 'a document that is not in the repository'],
+  [/(?<![\w-])shared\//, 'a document that is not in the repository'],
+];
+
+/** Each line of a source that names an issue or a document outside the repository, as file:line. */
+function unfollowableCitations(path: string, text = read(path)): string[] {
+  return text.split('\n').flatMap((line, index) => {
+    const found = new Set(UNFOLLOWABLE.filter(([pattern]) => pattern.test(line)).map(([, what]) => what));
+    return [...found].map((what) => `${path}:${index + 1}: cites ${what}: ${line.trim()}`);
+  });
+}
 
 /** Text outside fenced code blocks (commands and sample output are not prose). */
 function prose(text: string): string {
@@ -91,6 +118,12 @@ describe('docs - what a reader of a clone can follow', () => {
     expect(DOCUMENTS.flatMap((path) => missingCitations(path))).toEqual([]);
   });
 
+  it('src/**/*.ts and console/*.js cite no issue and no document outside the repository', () => {
+    expect(SOURCES.length).toBeGreaterThan(100);
+    expect(SOURCES).toContain('console/console.js');
+    expect(SOURCES.flatMap((path) => unfollowableCitations(path))).toEqual([]);
+  });
+
   it('the checks find what they look for', () => {
     // A document that breaks each rule once: every break is found, and nothing else.
     const bad = [
@@ -106,6 +139,22 @@ describe('docs - what a reader of a clone can follow', () => {
       'docs/bad.md: cites STYLE.md, which is not in the repository',
     ]);
     expect(anchor('Search (`/ssr/:tenant/_search`, `_facet`)')).toBe('search-ssrtenant_search-_facet');
+    // A source that breaks each rule once: every break is found, by line, and nothing else.
+    const source = [
+      '// Hints (docs/cluster.md, "Hints"): replayed later.',
+      '// A pure core (STYLE.md, "a pure core").',
+      '/** Writes (issue 12, item 5). */',
+      "const flag = '--no-node-snapshot'; // see ../shared/DEPENDENCIES.md",
+      "throw new Error('the grammar of QUERY-LANGUAGE.md');",
+      '// Issues #7 and 8 are not named either; a shared-nothing design is fine.',
+    ].join('\n');
+    expect(unfollowableCitations('src/bad.ts', source)).toEqual([
+      'src/bad.ts:2: cites a document that is not in the repository: // A pure core (STYLE.md, "a pure core").',
+      'src/bad.ts:3: cites an issue number: /** Writes (issue 12, item 5). */',
+      "src/bad.ts:4: cites a document that is not in the repository: const flag = '--no-node-snapshot'; // see ../shared/DEPENDENCIES.md",
+      "src/bad.ts:5: cites a document that is not in the repository: throw new Error('the grammar of QUERY-LANGUAGE.md');",
+      'src/bad.ts:6: cites an issue number: // Issues #7 and 8 are not named either; a shared-nothing design is fine.',
+    ]);
   });
 });
 

@@ -401,7 +401,7 @@ describe('execution - output channels', () => {
     expect(late[1]).toMatchObject({ type: 'increment', items: { length: 3 } });
   });
 
-  it('retains at most retainedBytesMax bytes of rows, of a table, and of the log (issue 15)', () => {
+  it('retains at most retainedBytesMax bytes of rows, of a table, and of the log', () => {
     const big = (index: number) => ({ host: `h${index}`, text: 'x'.repeat(1_000) });
     const rows = new OutputChannel('o', { logMessagesMax: 100, retainedRowsMax: 1_000, retainedBytesMax: 10_000 });
     rows.begin(schema, 'rows');

@@ -179,7 +179,7 @@ describe('expression patterns - fuzzy', () => {
     expect(matcher('hello~.6')('hallu')).toBe(true);
   });
 
-  it('caps the edits of any similarity at 2, as Lucene does (issue 15): a long term~0 costs no more than term~', () => {
+  it('caps the edits of any similarity at 2, as Lucene does: a long term~0 costs no more than term~', () => {
     expect(compileTermPattern('hello~0').maxEdits).toBe(2);
     expect(matcher('hello~0')('h')).toBe(false);
     expect(matcher('hello~0')('hel')).toBe(true);

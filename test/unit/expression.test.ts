@@ -242,7 +242,7 @@ describe('expression - three-valued logic', () => {
     ['false', false],
     ['null', null],
   ];
-  // QUERY-LANGUAGE.md, read literally and left to right: `false && x` is false, `true || x`
+  // docs/query-language.md, read literally and left to right: `false && x` is false, `true || x`
   // is true, otherwise a null operand makes the result null.
   const and = (a: boolean | null, b: boolean | null): boolean | null => (a === false ? false : a === null || b === null ? null : b);
   const or = (a: boolean | null, b: boolean | null): boolean | null => (a === true ? true : a === null || b === null ? null : b);
@@ -595,7 +595,7 @@ describe('expression - terms for the index', () => {
 // ---------------------------------------------------------------------------------------
 // Randomized agreement: random trees are printed with as few parentheses as the spec's
 // precedence allows, parsed back (which must give the same tree), compiled, and evaluated
-// on random rows; a naive interpreter written from QUERY-LANGUAGE.md must agree.
+// on random rows; a naive interpreter written from docs/query-language.md must agree.
 // Replay a failure with its seed: EXPRESSION_SEED=<seed> npx vitest run test/unit/search-expression.test.ts
 // ---------------------------------------------------------------------------------------
 
@@ -943,7 +943,7 @@ function parseReferenceTerms(pattern: string, whole: boolean): PatternTerm[] {
 function termMatches(term: PatternTerm, token: string): boolean {
   if (term.similarity === undefined) return naiveGlob([...term.glob], [...token]);
   const length = [...term.glob].length;
-  // A similarity's edits are capped at 2, Lucene's maximum (issue 15).
+  // A similarity's edits are capped at 2, Lucene's maximum.
   const edits = term.similarity === '' ? (length <= 2 ? 0 : length <= 5 ? 1 : 2) : Math.min(2, Math.floor((1 - Number(term.similarity)) * length + 1e-9));
   return levenshtein([...term.glob], [...token]) <= edits;
 }

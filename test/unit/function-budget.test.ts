@@ -1,4 +1,4 @@
-// The CPU budget of a query's session functions (issue 15, item 4): calls are charged, and
+// The CPU budget of a query's session functions: calls are charged, and
 // once a second's worth is spent the runner waits for the bucket to refill.
 
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Historical queries over tsr blocks (issue 17): the column reader and the block-row reader
+// Historical queries over tsr blocks: the column reader and the block-row reader
 // must give exactly what the whole-payload reader gives, for every query they take.
 
 import { mkdtempSync, rmSync } from 'node:fs';

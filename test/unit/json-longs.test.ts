@@ -3,7 +3,7 @@ import { canonicalJson } from '../../src/streams/partitioner.js';
 import { parseJson, stringifyJson } from '../../src/json.js';
 import { compileExpression } from '../../src/expression/index.js';
 
-// Tweet ids: above 2^53, where JSON.parse would round them (issue 13 item 3b).
+// Tweet ids: above 2^53, where JSON.parse would round them.
 const ID = '855448618232418307';
 const NEXT = '855448618232418308';
 

@@ -1,4 +1,4 @@
-// Whom a node takes calls from, by the node table (issue 12): members, and a Left member only
+// Whom a node takes calls from, by the node table: members, and a Left member only
 // for its table messages and the hints it still holds (a leaver whose hand-off was waived).
 
 import { describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
-// Peer input checks (issue 15 item 1, issue 12 item 5): every table and core message a peer
-// sends is checked at the boundary, so a malformed or contradicting one is refused with a
-// reason instead of tripping an assertion inside the core (which would end the process).
+// Peer input checks: every table and core message a peer sends is checked at the boundary, so a
+// malformed or contradicting one is refused with a reason instead of tripping an assertion
+// inside the core (which would end the process).
 
 import { describe, expect, it } from 'vitest';
 import { ClusterCore } from '../../src/cluster/core/core.js';

@@ -212,7 +212,7 @@ describe('peer transport - the node table as its directory', () => {
   });
 });
 
-describe('peer transport - the gate before the body (issue 15)', () => {
+describe('peer transport - the gate before the body', () => {
   it("refuses a stranger's large call from its header alone, never reading its body", async () => {
     const refusedBefore = a.transport.gate.refused;
     const body = echo('x'.repeat(8 * 1024 * 1024));
@@ -498,7 +498,7 @@ describe('peer server - the node table as directory', () => {
   });
 });
 
-describe('peer transport - counters (monitoring, issue 13)', () => {
+describe('peer transport - counters (monitoring)', () => {
   it('counts messages and bytes each way per peer, alike on both ends, and refusals by reason', async () => {
     const [x, y] = await Promise.all([startPeer('x'), startPeer('y')]);
     try {
@@ -523,7 +523,7 @@ describe('peer transport - counters (monitoring, issue 13)', () => {
       await expect(x.transport.sendRawEnvelope('y', replayed, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
       expect(y.transport.counters.snapshot().find((traffic) => traffic.peer === 'x')!.refused).toEqual({ bad_signature: 1, replay: 1 });
 
-      // Refusals at the gate, before any body is read (issue 15), are counted like the others.
+      // Refusals at the gate, before any body is read, are counted like the others.
       const stranger = await startPeer('z');
       try {
         introduce(stranger, y);

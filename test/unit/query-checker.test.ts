@@ -29,7 +29,7 @@ const TWEETS = '/streams/demo/twitter/tweets';
 const LOG1 = '/streams/demo/infrastructure/log1';
 const CPU_COPY = '/streams/demo/infrastructure/cpu_copy';
 
-// Fields are optional unless they say otherwise (issue 13 item 3a): these streams declare theirs required.
+// Fields are optional unless they say otherwise: these streams declare theirs required.
 const record = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ type: 'record', properties, optional: false, ...extra });
 const t = (type: string, extra: Record<string, unknown> = {}) => ({ type, optional: false, ...extra });
 const contributor = t('contributor', { definition: 'mobile_user' });
@@ -82,7 +82,7 @@ function writer(queryId: string, result: QueryCheck): LogicalStreamWriter {
   return { queryId, schema: result.output.schema, isHistorical: result.output.isHistorical };
 }
 
-describe('query checker - the examples of QUERY-LANGUAGE.md', () => {
+describe('query checker - the examples of docs/query-language.md', () => {
   it('checks the live cpu query: a select, then a where over its output', () => {
     const result = check(EXAMPLES.cpuLive);
     expect(result.errors).toEqual([]);

@@ -57,7 +57,7 @@ function syntaxError(text: string): SyntaxErrorObject {
   throw new Error(`parsed: ${text}`);
 }
 
-describe('query parser - the examples of QUERY-LANGUAGE.md', () => {
+describe('query parser - the examples of docs/query-language.md', () => {
   it('parses the live cpu query, a select followed by a where', () => {
     expect(outline(parseQuery(LANGUAGE_EXAMPLES.cpuLive))).toEqual([
       'from /streams/demo/infrastructure/cpu',
@@ -220,7 +220,7 @@ describe('query parser - lexical freedom', () => {
     expect(outline(parseQuery('from x where a where b select a select a take 1 take 2'))).toHaveLength(7);
   });
 
-  it('parses the expression forms of QUERY-LANGUAGE.md inside clauses', () => {
+  it('parses the expression forms of docs/query-language.md inside clauses', () => {
     const ast = parseQuery("from x where !a == b && (c || d) && e % 2 != .48E1 select ifNull(y, 'd') as z");
     expect(outline(ast)[1]).toBe('where !a == b && (c || d) && e % 2 != 4.8');
   });
@@ -281,7 +281,7 @@ describe('query parser - syntax errors with line and column', () => {
       column: 20,
       message: "expected a time unit (millisecond, second, minute, hour, day or week) but found 'fortnight'",
     });
-    // Windows are computed from panes (issue 13 item 3f): any number of them per row parses.
+    // Windows are computed from panes: any number of them per row parses.
     expect(() => parseQuery('from x window of 1 hour every 1 millisecond select count()')).not.toThrow();
     expect(() => parseQuery('from x group by k, ts window of 24 hour every 10 seconds select k, ts, count()')).not.toThrow();
     expect(windowHopsMax).toBe(3600);

@@ -108,7 +108,7 @@ function applyChanges(table: Map<string, OutputRow>, changes: readonly Change[],
   }
 }
 
-describe('query pipeline - the examples of QUERY-LANGUAGE.md', () => {
+describe('query pipeline - the examples of docs/query-language.md', () => {
   it('runs the live cpu query: select, then where over its output', () => {
     const prng = new Prng(11);
     const rows = Array.from({ length: 500 }, (_, i) => ({
@@ -338,7 +338,7 @@ describe('query pipeline - the examples of QUERY-LANGUAGE.md', () => {
   });
 });
 
-/** Three-valued logic as QUERY-LANGUAGE.md "Expressions" states it, written out by hand. */
+/** Three-valued logic as docs/query-language.md ("Expressions") states it, written out by hand. */
 const AND: Record<string, Record<string, boolean | null>> = {
   true: { true: true, false: false, null: null },
   false: { true: false, false: false, null: false },

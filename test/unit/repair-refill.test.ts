@@ -1,7 +1,7 @@
-// The refill a damaged node runs before it serves reads again (issue 12, item 3): it ends
-// once the definitions are read back and every owned partition is filled, and a node that
-// has left the cluster has nothing to refill (the chaos suite found leavers that kept
-// trying, refused by every peer, and never settled).
+// The refill a damaged node runs before it serves reads again: it ends once the definitions are
+// read back and every owned partition is filled, and a node that has left the cluster has
+// nothing to refill (the chaos suite found leavers that kept trying, refused by every peer, and
+// never settled).
 
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';

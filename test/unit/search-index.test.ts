@@ -1,4 +1,4 @@
-// The partition index and one node's share of a search (issue 4): own postings scored as
+// The partition index and one node's share of a search: own postings scored as
 // MiniSearch scored them, appends read like a bulk build, answers equal a scan of every
 // document with the evaluator, and the fast paths (sorted times, bounded top hits) equal
 // the plain ways.

@@ -1,7 +1,7 @@
-// The repository's structure, checked (issue 16, items 3 and 4): no unused file or export
-// (knip, configured in knip.json: the entry points are the package's bin and scripts,
-// bench/run.ts, scripts/, and the tests); no import cycle between files of src (madge); and
-// imports run one way: storage and peer import nothing from cluster.
+// The repository's structure, checked: no unused file or export (knip, configured in knip.json:
+// the entry points are the package's bin and scripts, bench/run.ts, scripts/, and the tests);
+// no import cycle between files of src (madge); and imports run one way: storage and peer
+// import nothing from cluster.
 
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';

@@ -1,5 +1,5 @@
-// Bodies checked by zod schemas (issue 14, item 5): the 400's message names the JSON path
-// of the first problem in the platform's words, and no body crashes the check.
+// Bodies checked by zod schemas: the 400's message names the JSON path of the first problem in
+// the platform's words, and no body crashes the check.
 
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';

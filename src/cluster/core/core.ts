@@ -1,8 +1,8 @@
-// The cluster core of one node (issue 3, item 8; STYLE.md, "a pure core, I/O handed out"):
-// membership, failure detection, change planning and both ends of data transfers as one
-// deterministic state machine. `step(input)` returns effects; the shell carries them out in
-// order. There is no clock, randomness or I/O in here: time arrives in `tick` inputs, ids
-// derive from epochs and names, and the same code runs in test/sim and in the real node.
+// The cluster core of one node (docs/cluster.md, "A pure core"): membership, failure detection,
+// change planning and both ends of data transfers as one deterministic state machine.
+// `step(input)` returns effects; the shell carries them out in order. There is no clock,
+// randomness or I/O in here: time arrives in `tick` inputs, ids derive from epochs and names,
+// and the same code runs in test/sim and in the real node.
 //
 // Who decides what (membership.ts explains why this keeps the history linear):
 // - add/remove, and planning their transfers: only the admin authority, the lowest-named
@@ -101,7 +101,7 @@ type ProgressReport = Extract<PeerMessage, { type: 'transfer-progress' }>;
 type RequestMessage = Extract<PeerMessage, { type: 'transfer-request' }>;
 type AdminRefusal = Omit<Extract<AdminResult, { ok: false }>, 'ok'>;
 
-/** A transfer source unheard for this many failure timeouts is replaced (issue 3, item 8). */
+/** A transfer source unheard for this many failure timeouts is replaced. */
 const SOURCE_REPLACE_AFTER_FAILURE_TIMEOUTS = 3;
 /** While an owner refills damaged data, a lost leaver's hand-off is waived only after this many. */
 const WAIVE_DESPITE_DAMAGE_AFTER_FAILURE_TIMEOUTS = 20;
@@ -162,8 +162,8 @@ export class ClusterCore {
   /** Peers not heard from since the new address was announced: each heartbeat carries the table to them. */
   private readonly addressNotSeenBy = new Set<string>();
   /**
-   * A peer showed this node its table is current since this start (issue 12, item 5: a
-   * node removed while it was down must learn it is Left before it acknowledges anything).
+   * A peer showed this node its table is current since this start (a node removed while it was
+   * down must learn it is Left before it acknowledges anything).
    */
   private confirmedByPeer = false;
   /** The leaving node's shell said it handed off (change id); repeated until the table shows it. */
@@ -330,7 +330,7 @@ export class ClusterCore {
    * This process did not run for `gap` ms (SIGSTOP, a long GC, a starved machine): peers
    * were silent to it, not necessarily silent. Their clocks move on by the gap, so a node
    * resuming from a pause does not take everyone for dead and answer 500 from that stale
-   * view (issue 12, item 6); heartbeats go out at once.
+   * view; heartbeats go out at once.
    */
   private forgiveSilenceOf(gap: number): void {
     assert(gap > 0, `forgiving a gap of ${gap} ms`);
@@ -659,7 +659,7 @@ export class ClusterCore {
     assert(this.peerEpochs.get(from)! >= epoch, `${from}'s epoch went back`);
   }
 
-  /** A `--join` node accepts the first table that names it with its own key (DESIGN.md, "Trust"). */
+  /** A `--join` node accepts the first table that names it with its own key (docs/cluster.md, "Trust"). */
   private onFirstMembership(from: string, membership: Membership, effects: CoreEffect[]): void {
     const me = memberNamed(membership, this.name);
     if (me === undefined || me.publicKey !== this.bootstrap.self.publicKey || membership.epoch < 1) return;
@@ -797,7 +797,7 @@ export class ClusterCore {
     else if (coordinator !== undefined) this.send(coordinator, report, effects);
   }
 
-  /** Coordinator duty: a transfer whose source is long gone gets another source (issue 3, item 8). */
+  /** Coordinator duty: a transfer whose source is long gone gets another source. */
   private replaceLostSources(effects: CoreEffect[]): void {
     const change = this.current.change;
     if (change === undefined || change.transfers.length === 0 || memberNamed(this.current, change.node)?.state === 'Pending') return;

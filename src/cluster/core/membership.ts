@@ -1,6 +1,6 @@
-// Pure transitions of the replicated node table and the invariants every table obeys
-// (issue 3, item 8). Memberships are values: nothing here mutates its arguments, so a
-// table handed out in an effect or a message never changes under its holder.
+// Pure transitions of the replicated node table and the invariants every table obeys.
+// Memberships are values: nothing here mutates its arguments, so a table handed out in an
+// effect or a message never changes under its holder.
 //
 // Why the history stays linear without a consensus protocol: from a table with no change in
 // flight, only the admin authority (the lowest-named Joined member) makes the next epoch,
@@ -233,9 +233,9 @@ export function withCompletedChange(membership: Membership): Membership {
 }
 
 /**
- * Every need is covered by a complete transfer, and the node in motion made its final sync
- * (issue 12, item 5: a change completes only when the new owners hold everything
- * acknowledged, and a node never reaches Left holding hints or the only copy of anything).
+ * Every need is covered by a complete transfer, and the node in motion made its final sync (a
+ * change completes only when the new owners hold everything acknowledged, and a node never
+ * reaches Left holding hints or the only copy of anything).
  */
 export function isReadyToComplete(membership: Membership): boolean {
   const change = membership.change;

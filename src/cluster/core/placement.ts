@@ -1,14 +1,14 @@
-// Where data lives and how a membership change moves it (DESIGN.md, "Data and where it
-// lives"; issue 3, items 3 and 8). Pure functions of a Membership: no clock, no I/O.
+// Where data lives and how a membership change moves it (docs/cluster.md, "Placement"). Pure
+// functions of a Membership: no clock, no I/O.
 //
 // Two rings matter while a change runs:
 // - the *data ring*: members in state Joined or Leaving. A Leaving node still holds (and
 //   serves) its data until it is Left, so reads and transfer sources use this ring;
 // - the *next ring*: the data ring the change leads to (join: plus the joining node;
 //   leave: minus the leaving node).
-// Writes go to the union of both (issue 3, item 3: "while a transfer runs, to old and new
-// owners alike"), so every write that lands after a transfer read past its key still
-// reaches the new owner directly.
+// Writes go to the union of both (while a transfer runs, to old and new owners alike), so
+// every write that lands after a transfer read past its key still reaches the new owner
+// directly.
 
 import HashRing from 'hashring';
 import { assert } from '../../assert.js';
@@ -76,7 +76,7 @@ function assertSortedNames(names: readonly string[], what: string): void {
 
 // ---------------------------------------------------------------------------------------
 // Rings. Building a HashRing costs ~0.4 ms and a lookup an md5, so both are memoised by the
-// sorted member names; the cache is bounded (STYLE.md: a limit on everything that grows).
+// sorted member names; the cache is bounded (a limit on everything that grows).
 
 const RING_CACHE_ENTRIES_MAX = 256;
 
@@ -145,9 +145,9 @@ function memoised<T>(memo: WeakMap<Membership, T>, membership: Membership, compu
 }
 
 /**
- * The one placement function (issue 16, item 4): the first `count` distinct nodes of the
- * ring of `sortedNames`, walking clockwise from `key` (hashring's `range`). Slot owners,
- * definition coordinators and session hosts all come from here.
+ * The one placement function: the first `count` distinct nodes of the ring of `sortedNames`,
+ * walking clockwise from `key` (hashring's `range`). Slot owners, definition coordinators and
+ * session hosts all come from here.
  */
 export function preferenceList(sortedNames: readonly string[], key: string, count: number): string[] {
   assert(Number.isSafeInteger(count) && count >= 0, `a preference list of ${count} nodes`);
@@ -155,7 +155,7 @@ export function preferenceList(sortedNames: readonly string[], key: string, coun
   assertSortedNames(sortedNames, 'ring');
   const copies = Math.min(count, sortedNames.length);
   const names = cachedRing(sortedNames).ring.range(key, copies);
-  // Invariant: `copies` distinct owners (STYLE.md, "assert invariants where state changes").
+  // Invariant, asserted where the owners are made: `copies` distinct owners.
   assert(names.length === copies && new Set(names).size === copies, `key ${key} got ${names.join(',')}, wanted ${copies} distinct`);
   return names;
 }

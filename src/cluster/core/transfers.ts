@@ -1,5 +1,5 @@
-// The two ends of a data transfer (issue 3, item 4; DESIGN.md, "Transfers"). Both are
-// plain state owned by ClusterCore; they never do I/O, they push effects.
+// The two ends of a data transfer (docs/cluster.md, "Transfers"). Both are plain state owned by
+// ClusterCore; they never do I/O, they push effects.
 //
 // Target: asks its source for chunks from `seqAcked + 1`, stores them strictly in order
 // (one store in flight, so `seqAcked` and `cursor` are always one consistent prefix). A
@@ -174,7 +174,7 @@ export class TargetTransfers {
       transfer.done = true;
       transfer.buffer.clear();
     }
-    // Order (STYLE.md): the new seqAcked is durable (chunk-stored comes after the store
+    // Order: the new seqAcked is durable (chunk-stored comes after the store
     // that wrote it with the records) before the source may forget the chunk.
     context.send(transfer.plan.from, { type: 'transfer-ack', transferId, seq }, effects);
     if (transfer.done || this.progressDue(transfer, context)) this.sendProgress(transfer, context, effects);
@@ -188,7 +188,7 @@ export class TargetTransfers {
    * The shell could not store the chunk (an I/O error that outlasted its retries). Nothing
    * of it is durable: the buffered chunks are dropped and the stall timer asks the source
    * again from the last durable chunk, so a failing disk slows the transfer instead of
-   * stopping it for good (issue 12, item 5).
+   * stopping it for good.
    */
   onStoreFailed(transferId: string, seq: number, context: TransferContext): void {
     const transfer = this.transfers.get(transferId);
@@ -273,7 +273,7 @@ export class TargetTransfers {
   private sendProgress(transfer: IncomingTransfer, context: TransferContext, effects: CoreEffect[]): void {
     const estimate = Math.max(transfer.totalEstimate, transfer.records, 1);
     const measured = transfer.done ? 100 : Math.min(99, Math.floor((100 * transfer.records) / estimate));
-    // percentComplete only rises (issue 3, item 4), also when the estimate grows or after a restart.
+    // percentComplete only rises, also when the estimate grows or after a restart.
     transfer.percentReported = Math.max(transfer.percentReported, transfer.plan.percentComplete, measured);
     if (!transfer.done) transfer.percentReported = Math.min(transfer.percentReported, 99);
     // Percent complete is 0..100 and only 100 once the last chunk is durable.
@@ -366,7 +366,7 @@ export class SourceTransfers {
     const overtaken = transfer.nextRead !== undefined;
     if (!overtaken) transfer.nextRead = read.last ? undefined : { seq: read.seq + 1, cursor: read.chunk.cursor };
     // The next read first: the shell starts it, and LevelDB reads it while this chunk is
-    // signed and sent (issue 17: a join moved 7% faster than sending first).
+    // signed and sent (a join moved 7% faster than sending first).
     this.readNext(transfer, context, effects);
     if (!overtaken) {
       const chunk: ChunkMessage = {

@@ -1,4 +1,4 @@
-// The aggregates of QUERY-LANGUAGE.md ("Expressions"): accumulators updated in place, one
+// The aggregates of docs/query-language.md ("Expressions"): accumulators updated in place, one
 // per aggregate call and group, and the rewriting of a select's items so that arithmetic
 // over aggregates (`toDouble(count()) / 24.0`) is an ordinary expression over the group's
 // aggregate values.
@@ -32,7 +32,7 @@ export interface Accumulator {
   reset(): void;
   /**
    * Adds the values another accumulator of the same aggregate saw, as if they had been
-   * added here (hopping windows combine panes, issue 13 item 3f).
+   * added here (hopping windows combine panes).
    */
   merge(other: Accumulator): void;
 }

@@ -1,5 +1,5 @@
 // A grouping stage: `group by k1..kn [window …]` (or `window …`, or aggregates alone) and
-// the select after it (QUERY-LANGUAGE.md "Grouping and windows"). Rows (or the changes of
+// the select after it (docs/query-language.md, "Grouping and windows"). Rows (or the changes of
 // a table before it) go in; changes of one row per group come out.
 //
 // Decisions the language leaves open:
@@ -103,7 +103,7 @@ export class GroupingOperator implements RowConsumer {
   }
 
   /**
-   * A bounded input's rows as columns (issue 17): the same groups and aggregates as rows
+   * A bounded input's rows as columns: the same groups and aggregates as rows
    * holding just those fields would give, without a row object each. Keys, window and
    * aggregate arguments must be the top-level fields `fields` names, in the plan's order.
    */

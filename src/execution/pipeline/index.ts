@@ -1,4 +1,4 @@
-// The query operator runtime (issue 7): pure operators that run a checked query's steps
+// The query operator runtime: pure operators that run a checked query's steps
 // over rows and give output changes. The execution sessions feed it and serve its output.
 
 export { createPipeline } from './pipeline.js';

@@ -1,4 +1,4 @@
-// `order by` and `take` (QUERY-LANGUAGE.md "Grammar"). Two forms:
+// `order by` and `take` (docs/query-language.md, "Grammar"). Two forms:
 // - LiveOrder keeps an ordered table and emits the changes of its visible top `take`
 //   rows: a row that enters the top is added, one pushed out of it is removed, and an
 //   update within the top stays an update. Over a live stream (each row its own key, no

@@ -1,4 +1,4 @@
-// The query operator runtime (issue 7): a checked query's steps as a chain of pure
+// The query operator runtime: a checked query's steps as a chain of pure
 // operators. Rows go in through push(), wall-clock time through tick(), the end of a
 // bounded input through finish(); output changes come back. No I/O, no clock read: the
 // execution session around it carries rows in and changes out.

@@ -1,4 +1,4 @@
-// The shapes of the query operator runtime (issue 7): what a pipeline takes and gives, the
+// The shapes of the query operator runtime: what a pipeline takes and gives, the
 // error it throws when a query outgrows its bounds, and the internal change records that
 // flow between its operators. Pure: nothing here does I/O or reads a clock.
 
@@ -26,7 +26,7 @@ export interface PipelineLimits {
 }
 
 /**
- * Rows given as columns (a tsr block, issue 17): per field, each row's value, as a row
+ * Rows given as columns (a tsr block): per field, each row's value, as a row
  * object holding that field would give it (null where a row lacks it).
  */
 export interface ColumnBatch {

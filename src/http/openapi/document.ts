@@ -1,4 +1,4 @@
-// The OpenAPI 3.1 document of the platform interface (issue 14, item 5), generated from the
+// The OpenAPI 3.1 document of the platform interface, generated from the
 // operations list and its zod schemas (the ones the services check bodies with), served at
 // /openapi.json and rendered at /docs. Built once per node: bounds come from its config.
 

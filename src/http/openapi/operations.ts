@@ -1,7 +1,7 @@
-// Every operation of the platform interface (spec/platform-interface.md, kept for users in
-// docs/platform-interface.md), with the zod schemas of its body and answers: the OpenAPI
-// document is generated from this list (document.ts). The request schemas are the ones the
-// services check bodies with; a test checks that the routers serve exactly these routes.
+// Every operation of the platform interface (docs/platform-interface.md), with the zod schemas
+// of its body and answers: the OpenAPI document is generated from this list (document.ts). The
+// request schemas are the ones the services check bodies with; a test checks that the routers
+// serve exactly these routes.
 
 import { z } from 'zod';
 import { vendorSchema } from '../../admin/vendors.js';
@@ -344,7 +344,7 @@ function nodePageOperations(): Operation[] {
   ];
 }
 
-/** Health, readiness, metrics and the _cat tables (issue 14): for operators and their tools. */
+/** Health, readiness, metrics and the _cat tables: for operators and their tools. */
 function operatorOperations(): Operation[] {
   const tag = 'Operations';
   const text = (description: string): Record<string, Answer> => ({ '200': { description, mediaType: 'text/plain', schema: z.string() } });

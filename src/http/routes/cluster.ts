@@ -1,4 +1,5 @@
-// Routes of the Cluster table that this issue serves: the node table as it is, and tenants.
+// Routes of the Cluster table (docs/platform-interface.md, "Cluster") served here: the node
+// table as it is, and tenants.
 
 import Router from '@koa/router';
 import type { ClusterEventBus, Subscription } from '../../cluster/events.js';
@@ -45,8 +46,8 @@ export function clusterRoutes({ nodes, tenants, events, membership, repair, loca
     const transfers = membership.transfers().map((action) => ({ ...action, info: { ...action.info, stalled: action.complete ? null : stalledBecause(action.info.id) } }));
     ctx.body = { actions: [...transfers, ...localActions()], ...membership.changeQueue() };
   });
-  // Anti-entropy on demand (issue 12, item 3): every member compares its partitions with
-  // the other owners; the run's progress is read back under its id.
+  // Anti-entropy on demand: every member compares its partitions with the other owners; the
+  // run's progress is read back under its id.
   router.post('/cluster/repair', async (ctx) => {
     ctx.status = 202;
     ctx.body = { repair: await repair.start(ctx.request.body) };

@@ -1,4 +1,4 @@
-// The live console (issue 14, item 4): a small hand-written page (console/ at the package
+// The live console: a small hand-written page (console/ at the package
 // root: index.html, console.js, console.css) served by every node, with no other origin, and
 // the one view it reads besides the platform interface and the operators' tables: the ring.
 // The page follows GET /output/cluster for nodes and tenants, counts stored payloads

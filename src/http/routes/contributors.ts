@@ -1,6 +1,6 @@
 // Routes of the Contributors table (spec, "Contributors"): parse, call one service, shape
 // the answer. The spec shows the bodies of three GETs with the status line 410 Gone; they
-// answer 200 with those bodies (issue 5, item 1).
+// answer 200 with those bodies.
 
 import Router from '@koa/router';
 import type Koa from 'koa';

@@ -1,5 +1,5 @@
 // Routes of the Execution table (spec, "Execution") and the output channels that serve
-// query results as server-sent events (QUERY-LANGUAGE.md "Outputs"): parse, call one
+// query results as server-sent events (docs/query-language.md, "Outputs"): parse, call one
 // service, shape the answer.
 
 import Router from '@koa/router';

@@ -1,4 +1,4 @@
-// The node's own pages (issue 14): GET / says what the node is and where its pages are, and
+// The node's own pages: GET / says what the node is and where its pages are, and
 // the platform interface's OpenAPI document and its Swagger UI page (served by the node from
 // the swagger-ui-dist package, as /api/v1/docs is: no other origin).
 

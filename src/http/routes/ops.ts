@@ -1,4 +1,4 @@
-// Routes for operators (issue 14): liveness, readiness, Prometheus metrics and the _cat
+// Routes for operators: liveness, readiness, Prometheus metrics and the _cat
 // tables. Thin: every answer is computed by the ops service handed in.
 
 import Router from '@koa/router';

@@ -109,9 +109,9 @@ export function streamRoutes({ definitions, runtime, ingest, moveStatus }: Strea
 const IDEMPOTENCY_KEY_LENGTH_MAX = 128;
 
 /**
- * The Idempotency-Key header of a POST of payloads (issue 12, item 6): a client that
- * retries a batch whose outcome it does not know sends the same key, and no payload is
- * stored twice. Printable ASCII, at most 128 characters.
+ * The Idempotency-Key header of a POST of payloads: a client that retries a batch whose outcome
+ * it does not know sends the same key, and no payload is stored twice. Printable ASCII, at most
+ * 128 characters.
  */
 function idempotencyKey(ctx: Koa.Context): string | undefined {
   const key = ctx.get('idempotency-key');
