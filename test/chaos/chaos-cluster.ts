@@ -492,13 +492,19 @@ export class ChaosCluster {
 
   async searchTotal(node: NodeProcess, stream: ChaosStream): Promise<number | undefined> {
     const answer = await request(node, 'POST', `/ssr/${TENANT}/_search`, { uris: [stream.path], query: {}, count: 1, from: 0 });
-    return answer.status === 200 ? answer.json.total : undefined;
+    return answer.status === 200 ? answer.json.total : this.noteRefusal(node, 'search', answer);
   }
 
   async histogramSum(node: NodeProcess, stream: ChaosStream, range: { start: string; end: string }): Promise<number | undefined> {
     const answer = await request(node, 'POST', `/ssr/${TENANT}/_timeRangeHistogram`, { uris: [stream.path], query: {}, range, frequency: 'HOUR' });
-    if (answer.status !== 200) return undefined;
+    if (answer.status !== 200) return this.noteRefusal(node, 'histogram', answer);
     return (answer.json.histogram.buckets as number[]).reduce((sum, count) => sum + count, 0);
+  }
+
+  /** Notes why a read the checker makes was not answered (the verdict says only "nothing"). */
+  private noteRefusal(node: NodeProcess, what: string, answer: HttpResult): undefined {
+    this.note(`${what} through ${node.name} answered ${answer.status}: ${answer.text.slice(0, 300)}`);
+    return undefined;
   }
 
   /** A historical `count()` over the stream, run in a session created through `node`. */
@@ -511,10 +517,10 @@ export class ChaosCluster {
 
   private async countInSession(node: NodeProcess, stream: ChaosStream): Promise<number | undefined> {
     const created = await request(node, 'POST', `/execution/${TENANT}/sessions`);
-    if (created.status !== 200) return undefined;
+    if (created.status !== 200) return this.noteRefusal(node, 'a new session', created);
     const session = created.json.session as string;
     const put = await request(node, 'PUT', session, { queries: [{ id: 'count', body: `from historical ${stream.path} select count() as n` }] });
-    if (put.status !== 200) return undefined;
+    if (put.status !== 200) return this.noteRefusal(node, 'the count query', put);
     const output = put.json[0].query.outputs[0].outputUri as string;
     const sse = await SseClient.connect(`${node.url}${output}`);
     try {

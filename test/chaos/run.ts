@@ -55,6 +55,7 @@ export interface ChaosRunResult {
 }
 
 const RING_SIZE = 64;
+const DEFINE_ATTEMPTS = 5;
 
 export async function runChaos(scenario: Scenario, seed: number, options: ChaosRunOptions): Promise<ChaosRunResult> {
   const started = Date.now();
@@ -169,15 +170,21 @@ async function startCluster(cluster: ChaosCluster, scenario: Scenario): Promise<
 /** The chaos tenant and its ssr and tsr streams at `replicas`, defined through `first`. */
 export async function defineChaosStreams(first: NodeProcess, replicas: number): Promise<void> {
   const api = client(first);
-  const ok = async (what: string, answer: Promise<{ status: number; text: string }>) => {
-    const done = await answer;
-    if (done.status !== 200) throw new Error(`${what}: ${done.status} ${done.text.slice(0, 300)}`);
+  // A definition write that meets a peer it cannot reach (a node just joined, a busy
+  // machine) answers 503: retried a few times, as an operator's script would.
+  const ok = async (what: string, send: () => Promise<{ status: number; text: string }>) => {
+    for (let attempt = 1; ; attempt += 1) {
+      const done = await send();
+      if (done.status === 200) return;
+      if (done.status !== 503 || attempt === DEFINE_ATTEMPTS) throw new Error(`${what}: ${done.status} ${done.text.slice(0, 300)}`);
+      await sleep(1_000);
+    }
   };
-  await ok('tenant', api.put(`/cluster/tenants/${TENANT}`));
+  await ok('tenant', () => api.put(`/cluster/tenants/${TENANT}`));
   for (const stream of CHAOS_STREAMS) {
-    await ok(stream.path, api.put(stream.path, { schema: CHAOS_SCHEMA }));
-    await ok(`${stream.path} repository`, api.put(`${stream.path}/repository`, { name: stream.repo, config: {} }));
-    await ok(`${stream.path} policy`, api.put(`${stream.path}/policy`, { replicas, ring_size: RING_SIZE, hash_payload: { bytes: 128 } }));
+    await ok(stream.path, () => api.put(stream.path, { schema: CHAOS_SCHEMA }));
+    await ok(`${stream.path} repository`, () => api.put(`${stream.path}/repository`, { name: stream.repo, config: {} }));
+    await ok(`${stream.path} policy`, () => api.put(`${stream.path}/policy`, { replicas, ring_size: RING_SIZE, hash_payload: { bytes: 128 } }));
   }
   // Definitions reach every node before writes start.
   await sleep(1_000);
