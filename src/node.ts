@@ -264,8 +264,10 @@ async function startCluster(config: Config, log: Logger, base: Base, storage: St
     admit: admitTrust(config, () => core.membership().epoch === 0, log),
     memberKey: (name) => core.membership().members.find((member) => member.name === name && member.state !== 'Left')?.publicKey,
     callsInFlightMax: config.limits.peerCallsInFlightMax,
-    // A connection whose packets are dropped is noticed within two heartbeat intervals (wire.ts).
+    // A connection whose packets are dropped is closed within a heartbeat interval and the
+    // failure timeout (wire.ts).
     keepaliveMs: config.cluster.heartbeatIntervalMs,
+    keepaliveTimeoutMs: Math.max(config.cluster.failureTimeoutMs, config.cluster.heartbeatIntervalMs),
     ...(base.tls === undefined ? {} : { tls: base.tls }),
   });
   const transport = peer.transport!;

@@ -41,6 +41,8 @@ export interface PeerWiring {
   tls?: TlsMaterial;
   /** Keepalive ping interval of peer connections (config cluster.heartbeatIntervalMs). */
   keepaliveMs?: number;
+  /** How long a ping or a dial may go unanswered (config cluster.failureTimeoutMs). */
+  keepaliveTimeoutMs?: number;
 }
 
 /** Whom a node that has no cluster yet takes an Admit from. */
@@ -66,6 +68,7 @@ export async function startPeerServer(host: string, port: number, nodes: NodeTab
     ...(wiring.callsInFlightMax === undefined ? {} : { callsInFlightMax: wiring.callsInFlightMax }),
     ...(wiring.tls === undefined ? {} : { tls: wiring.tls }),
     ...(wiring.keepaliveMs === undefined ? {} : { keepaliveMs: wiring.keepaliveMs }),
+    ...(wiring.keepaliveTimeoutMs === undefined ? {} : { keepaliveTimeoutMs: wiring.keepaliveTimeoutMs }),
     acceptUnknown: (_kind, sender, admit) => {
       if (!wiring.admit.accepting()) return undefined;
       const verdict = admitSenderKey(sender, admit, wiring.identity.publicKeyBase64, wiring.admit.trustedKeys);

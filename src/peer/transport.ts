@@ -101,11 +101,16 @@ export interface PeerTransportOptions {
   tls?: TlsMaterial;
   /**
    * Keepalive ping interval of every peer connection, both ways (wire.ts keepaliveOptions;
-   * the node passes its heartbeat interval): a connection whose packets are dropped is closed
-   * within two of these. A dial still not connected after two of these is given up and
-   * dialled afresh. Default KEEPALIVE_MS_DEFAULT.
+   * the node passes its heartbeat interval). Default KEEPALIVE_MS_DEFAULT.
    */
   keepaliveMs?: number;
+  /**
+   * How long a ping may go unanswered before its connection is closed, and a dial may go on
+   * before it is given up and dialled afresh (the node passes its failure timeout): a
+   * connection whose packets are dropped is closed within `keepaliveMs` + this. Default
+   * three keepalive intervals.
+   */
+  keepaliveTimeoutMs?: number;
 }
 
 export type { CallHandler, CallOptions, TransferHandler } from './endpoint.js';
@@ -143,6 +148,7 @@ export class PeerTransport implements PeerEndpoint {
   private readonly clients = new Map<string, PeerClient>();
   private readonly channelOptions: grpc.ChannelOptions;
   private readonly keepaliveMs: number;
+  private readonly keepaliveTimeoutMs: number;
   private readonly handlers = new Map<string, RawHandler>();
   private transferHandler: TransferHandler | undefined;
   private readonly replay: ReplayGuard;
@@ -173,8 +179,9 @@ export class PeerTransport implements PeerEndpoint {
     });
     this.gate = gate.counts;
     this.keepaliveMs = options.keepaliveMs ?? KEEPALIVE_MS_DEFAULT;
+    this.keepaliveTimeoutMs = options.keepaliveTimeoutMs ?? 3 * this.keepaliveMs;
     assert(Number.isInteger(this.keepaliveMs) && this.keepaliveMs > 0, `keepalive every ${this.keepaliveMs} ms`);
-    this.channelOptions = { ...CHANNEL_OPTIONS, ...keepaliveOptions(this.keepaliveMs) };
+    this.channelOptions = { ...CHANNEL_OPTIONS, ...keepaliveOptions(this.keepaliveMs, this.keepaliveTimeoutMs) };
     // The server pings too: an inbound transfer stream from a peer cut off holds one of the
     // gate's slots (callsInFlightMax) until its connection is known dead.
     this.server = new grpc.Server({ ...this.channelOptions, interceptors: [gate.interceptor] });
@@ -515,7 +522,7 @@ export class PeerTransport implements PeerEndpoint {
     const address = `${target.address}:${target.port}`;
     let peer = this.clients.get(address);
     if (peer !== undefined && this.dialStuck(peer)) {
-      this.log.debug({ peer: node, address }, 'peer connection still dialling after two keepalive intervals: dialling afresh');
+      this.log.debug({ peer: node, address, dialMs: this.keepaliveTimeoutMs }, 'peer connection still dialling after the keepalive timeout: dialling afresh');
       peer.client.close();
       this.clients.delete(address);
       peer = undefined;
@@ -532,8 +539,9 @@ export class PeerTransport implements PeerEndpoint {
    * grpc-js gives a TCP connect no deadline of its own: a dial sent while packets to the peer
    * are dropped waits for the kernel's SYN retries (1, 3, 7, 15, 31 s…), so a peer back from a
    * partition stayed unreachable for up to half a minute, and every call meanwhile waited out
-   * its deadline queued behind the dial. A channel dialling for two keepalive intervals is
-   * replaced: the new one dials at once (the old dial ends with the kernel's retries).
+   * its deadline queued behind the dial. A channel dialling for longer than the keepalive
+   * timeout is replaced: the new one dials at once (the old dial ends with the kernel's
+   * retries). Not sooner: a loaded peer may take a few intervals to accept.
    */
   private dialStuck(peer: PeerClient): boolean {
     const state = peer.client.getChannel().getConnectivityState(false);
@@ -543,7 +551,7 @@ export class PeerTransport implements PeerEndpoint {
     }
     const now = performance.now();
     peer.connectingSinceMs ??= now;
-    return now - peer.connectingSinceMs > 2 * this.keepaliveMs;
+    return now - peer.connectingSinceMs > this.keepaliveTimeoutMs;
   }
 
   /** Sends the request's bytes with a caller header announcing it (its sender, time, nonce and kind). */

@@ -2,6 +2,7 @@
 // TributaryErrors and back, error replies, byte comparisons.
 
 import * as grpc from '@grpc/grpc-js';
+import { assert } from '../assert.js';
 import { TributaryError } from '../errors.js';
 import { BadPeerMessageError, PeerAuthError, PeerBusyError, PeerUnavailableError } from './errors.js';
 import type { ErrorReply } from './messages.js';
@@ -27,14 +28,17 @@ export const KEEPALIVE_MS_DEFAULT = 1_000;
  * that are silently dropped (a partition, a cable pulled, a firewall) leave a TCP connection
  * looking open: without pings a long-lived transfer stream, and every call queued behind it
  * on the same HTTP/2 connection, waits until TCP's own retransmissions give up (minutes).
- * A ping every `keepaliveMs`, unanswered within another `keepaliveMs`, closes the
- * connection: its calls and streams fail and the next call dials again, so a dead
- * connection is noticed within two intervals (the node passes its heartbeat interval).
+ * A ping every `keepaliveMs`, unanswered within `timeoutMs`, closes the connection: its calls
+ * and streams fail and the next call dials again. The node passes its heartbeat interval and
+ * its failure timeout: a peer that answers no ping for that long is one the failure detector
+ * calls unavailable too, and a timeout of one interval dropped healthy connections (failing
+ * every call on them) whenever a loaded peer's event loop stalled for an interval.
  */
-export function keepaliveOptions(keepaliveMs: number): grpc.ChannelOptions {
+export function keepaliveOptions(keepaliveMs: number, timeoutMs: number): grpc.ChannelOptions {
+  assert(timeoutMs >= keepaliveMs, `a keepalive timeout of ${timeoutMs} ms below its interval of ${keepaliveMs} ms`);
   return {
     'grpc.keepalive_time_ms': keepaliveMs,
-    'grpc.keepalive_timeout_ms': keepaliveMs,
+    'grpc.keepalive_timeout_ms': timeoutMs,
     'grpc.keepalive_permit_without_calls': 1,
   };
 }
