@@ -131,9 +131,10 @@ interface InboundStream {
 
 type RawHandler = (sender: string, body: Uint8Array) => Promise<{ kind: PeerKind; body: Uint8Array }>;
 
-/** One gRPC client per peer address, and since when its channel has been dialling (connectWatch). */
+/** One gRPC client per peer address, when it was made, and since when its channel has been dialling (dialStuck). */
 interface PeerClient {
   client: grpc.Client;
+  openedAtMs: number;
   connectingSinceMs: number | undefined;
 }
 
@@ -288,6 +289,7 @@ export class PeerTransport implements PeerEndpoint {
   private async answer(request: Envelope, peer: string): Promise<Buffer> {
     try {
       const sender = this.authenticate(request, peer);
+      this.heardFrom(sender);
       const handler = isCallKind(request.kind) ? this.handlers.get(request.kind) : undefined;
       if (handler === undefined) {
         throw new BadPeerMessageError(`no handler for kind '${request.kind}' on ${this.name}`);
@@ -403,6 +405,7 @@ export class PeerTransport implements PeerEndpoint {
         throw this.refuse({ peer: envelope.sender, kind: envelope.kind, address: peer }, 'bad_chunk', `chunk on a stream of ${stream.sender}`);
       }
       stream.sender = this.authenticate(envelope, peer);
+      this.heardFrom(stream.sender);
       const handler = this.transferHandler;
       if (handler === undefined) throw new BadPeerMessageError(`${this.name} takes no transfers`);
       const ack = await handler(stream.sender, this.decodeChunk(envelope, peer));
@@ -528,11 +531,34 @@ export class PeerTransport implements PeerEndpoint {
       peer = undefined;
     }
     if (peer === undefined) {
-      peer = { client: new grpc.Client(address, this.channelCredentials(), this.channelOptions), connectingSinceMs: undefined };
+      peer = { client: new grpc.Client(address, this.channelCredentials(), this.channelOptions), openedAtMs: performance.now(), connectingSinceMs: undefined };
       this.clients.set(address, peer);
       this.counters.channelOpened(node);
     }
     return peer.client;
+  }
+
+  /**
+   * `sender` just called this node, so it is up and reachable. A channel to it that failed
+   * while it was down (a restart) stays in TRANSIENT_FAILURE until gRPC's reconnect backoff
+   * (up to max_reconnect_backoff_ms, wire.ts) ends, and every call on it fails at once
+   * meanwhile ("No connection established"), although the failure detector, which hears
+   * the sender's heartbeats, already takes it for available: a write to it is then
+   * hinted, and reads sent to it miss that write until the hint is replayed (docs/cluster.md,
+   * "Hints"). Such a channel is dropped, so the next call dials at once; at most once per
+   * keepalive interval per peer, so a peer that calls in but cannot be dialled (a one-way
+   * partition) costs a dial per interval, as the backoff would.
+   */
+  private heardFrom(sender: string): void {
+    const target = this.options.directory.addressOf(sender);
+    if (target === undefined) return;
+    const address = `${target.address}:${target.port}`;
+    const peer = this.clients.get(address);
+    if (peer === undefined || performance.now() - peer.openedAtMs < this.keepaliveMs) return;
+    if (peer.client.getChannel().getConnectivityState(false) !== grpc.connectivityState.TRANSIENT_FAILURE) return;
+    this.log.debug({ peer: sender, address }, 'peer called in while its connection waits to redial: dialling afresh');
+    peer.client.close();
+    this.clients.delete(address);
   }
 
   /**
