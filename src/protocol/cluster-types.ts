@@ -263,3 +263,15 @@ export interface CoreConfig {
   /** Chunks a source sends ahead of the target's acks. */
   transferWindowChunks: number;
 }
+
+/** One row of GET /cluster/transfers (spec, "Data transfer action"). */
+export interface TransferAction {
+  type: 'repo_data_transfer';
+  repo: string;
+  from: string;
+  to: string;
+  complete: boolean;
+  percentComplete: number;
+  /** Repair runs (src/repair) add their own counts beside these. */
+  info: { id: string; bytes: number; payloads: number; partitions: number } & Record<string, unknown>;
+}
