@@ -43,7 +43,7 @@ export const LAYERS: readonly LayerUnit[] = [
   { name: 'auth', layer: 1, paths: ['auth/'], owns: 'platform permissions and the table of what each route needs' },
   { name: 'storage', layer: 2, paths: ['storage/'], owns: 'the classic-level wrapper, definitions store, ssr, tsr (tsr-block: the block format; tsr-order: payload order across blocks), group commit, hints' },
   { name: 'peer', layer: 2, paths: ['peer/'], owns: 'the gRPC peer transport from proto/peer.proto, signing, the node identity, the inbound gate, the codec (every peer request a typed message; JSON documents bounded and checked)' },
-  { name: 'cluster/core', layer: 2, paths: ['cluster/core/'], owns: 'the pure membership and transfer state machine; placement.ts: the one ring placement function' },
+  { name: 'cluster-core', layer: 2, paths: ['cluster-core/'], owns: 'the pure membership and transfer state machine; placement.ts: the one ring placement function' },
   { name: 'streams', layer: 3, paths: ['streams/'], owns: 'schemas, the payload validator, taxonomy, tags, distribution policy, partitioner, placements (policies, mappings, slots in use), stream definitions, runtime, ingest (ingest-pool, ingest-worker, tsr-batch: tsr batches packed in worker threads)' },
   { name: 'definitions', layer: 3, paths: ['definitions/'], owns: 'replicated definitions (coordinator, push, hints), their peers and byte quotas, tenants' },
   { name: 'query', layer: 4, paths: ['query/'], owns: 'the query language: parser, checker, types, windows' },

@@ -19,7 +19,7 @@
 
 import { BadRequestError, NotFoundError } from '../errors.js';
 import type { HintBuffer } from '../storage/hints.js';
-import type { ClusterCore } from '../cluster/core/core.js';
+import type { ClusterCore } from '../cluster-core/core.js';
 import { DEFAULT_POLICY } from '../streams/policy.js';
 import type { SoftwareVersion } from '../version.js';
 import type { Definitions } from '../storage/definitions.js';

@@ -2,7 +2,7 @@
 // the log lines about membership changes and transfers. It reads the node's state through
 // the functions node.ts hands it, and asks peers for what they store with a StoreStatsRead (store-stats-peer.ts).
 
-import { coordinatorOf } from '../cluster/core/placement.js';
+import { coordinatorOf } from '../cluster-core/placement.js';
 import type { Membership, Slot } from '../protocol/cluster-types.js';
 import type { Logger } from '../log.js';
 import type { DiskState } from '../storage/disk-watch.js';

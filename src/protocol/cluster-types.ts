@@ -1,7 +1,7 @@
 // The cluster core's vocabulary (docs/cluster.md, "A pure core"). It lives below
 // both the cluster and the peer layer, as raftpb does under etcd's raft
 // and its transport: the peer layer carries these messages and tables, the cluster core
-// (src/cluster/core) acts on them, and neither imports the other for it. The core is a
+// (src/cluster-core) acts on them, and neither imports the other for it. The core is a
 // deterministic state machine per node: `core.step(input)` returns effects, and the shell
 // (gRPC, LevelDB, Koa) carries them out in order. Time enters only through `tick` inputs.
 // The same core runs in the seeded simulation (test/sim) and in the real node (node.ts).
