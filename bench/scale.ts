@@ -17,7 +17,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ringOwners } from '../src/cluster/core/placement.js';
+import { ringOwners } from '../src/cluster-core/placement.js';
 import { partitionOf } from '../src/streams/partitioner.js';
 import { addNode, startClusterNode, until } from '../test/kit/cluster.js';
 import { cleanup, client, type NodeProcess } from '../test/kit/node-process.js';

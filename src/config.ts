@@ -10,7 +10,6 @@ import { z } from 'zod';
 import { isPlainObject } from './json.js';
 import { NAME_LENGTH_MAX } from './names.js';
 import { packageRoot } from './package-root.js';
-import { parseJoinToken } from './cluster/join-token.js';
 
 const port = z.number().int().min(1).max(65535);
 const name = z
@@ -252,6 +251,11 @@ export interface ConfigSources {
   env: NodeJS.ProcessEnv;
   /** Flag values by flag name (kebab case), as strings or booleans from the CLI parser. */
   flags: Record<string, string | boolean | undefined>;
+  /**
+   * Throws, naming what is wrong, for a join token that does not parse (main.ts gives
+   * cluster/join-token.ts's parseJoinToken: config sits below cluster and imports nothing from it).
+   */
+  checkJoinToken(token: string): void;
 }
 
 export function loadConfig(sources: ConfigSources): Config {
@@ -277,7 +281,7 @@ export function loadConfig(sources: ConfigSources): Config {
       origins.set(key.path.join('.'), `--${key.flag}`);
     }
   }
-  return validate(merged, (path) => originOf(origins, path, sources.configFile));
+  return validate(merged, (path) => originOf(origins, path, sources.configFile), sources.checkJoinToken);
 }
 
 /** The source of the value at `path` (or of a value below it), else the defaults file. */
@@ -297,7 +301,7 @@ function leafPaths(value: Record<string, unknown>, prefix = ''): string[] {
   });
 }
 
-function validate(merged: Record<string, unknown>, originOfPath: (path: string) => string): Config {
+function validate(merged: Record<string, unknown>, originOfPath: (path: string) => string, checkJoinToken: (token: string) => void): Config {
   const result = configSchema.safeParse(merged);
   if (!result.success) {
     const issue = result.error.issues[0]!;
@@ -311,7 +315,7 @@ function validate(merged: Record<string, unknown>, originOfPath: (path: string) 
     throw new ConfigError(`invalid config key '${key}' from ${originOfPath(path)}: ${issue.message}`);
   }
   const config = result.data;
-  checkExposure(config);
+  checkExposure(config, checkJoinToken);
   const joining = config.join || config.joinToken !== null;
   const authRequired = config.auth === 'on' || (config.auth === 'auto' && !isLoopbackHost(config.host));
   return { ...config, join: joining, authRequired, dataDir: config.dataDir ?? join('data', config.name) };
@@ -322,10 +326,10 @@ function validate(merged: Record<string, unknown>, originOfPath: (path: string) 
  * membership changes need authority, and a join token rather than bare --join, so that it
  * trusts only the cluster it was told about.
  */
-function checkExposure(config: z.infer<typeof configSchema>): void {
+function checkExposure(config: z.infer<typeof configSchema>, checkJoinToken: (token: string) => void): void {
   if (config.joinToken !== null) {
     try {
-      parseJoinToken(config.joinToken);
+      checkJoinToken(config.joinToken);
     } catch (error) {
       throw new ConfigError(`invalid config key 'joinToken': ${(error as Error).message}`);
     }

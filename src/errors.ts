@@ -1,6 +1,14 @@
 // One error type for everything a client can cause. The HTTP layer maps it to a response;
 // anything else that reaches the HTTP layer is a bug and answers 500 without details.
 
+/** An error as a client may see it. */
+export interface ErrorShape {
+  status: number;
+  code: string;
+  message: string;
+  details?: Record<string, unknown> | undefined;
+}
+
 export interface ErrorOptions {
   cause?: unknown;
   /** Extra fields a client may rely on, merged into the error body. */

@@ -117,3 +117,32 @@ export function stringifyJson(value: unknown): string {
     return stringifyLossless(value) as string;
   }
 }
+
+/**
+ * JSON with object keys sorted at every level, so equal payloads give equal text. Frozen:
+ * the partitioner hashes it (docs/storage.md, "One database per node").
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return scalarJson(value);
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i += 1) out += (i === 0 ? '' : ',') + canonicalJson(value[i] ?? null);
+    return out + ']';
+  }
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record).sort();
+  let out = '{';
+  let first = true;
+  for (const key of keys) {
+    const field = record[key];
+    if (field === undefined) continue;
+    out += (first ? '' : ',') + JSON.stringify(key) + ':' + canonicalJson(field);
+    first = false;
+  }
+  return out + '}';
+}
+
+/** A scalar's JSON; a BigInt (a long beyond 2^53) is its digits. */
+function scalarJson(value: unknown): string {
+  return typeof value === 'bigint' ? value.toString() : (JSON.stringify(value) ?? 'null');
+}

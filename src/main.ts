@@ -12,6 +12,7 @@ import { missingNodeFlags, RESTARTED_ENV } from './cli/node-flags.js';
 import { fetchStatus, probe, renderStatus } from './cli/status.js';
 import { ConfigError, configKeys, loadConfig, readDefaults } from './config.js';
 import { advertisedAddress } from './cluster/advertised-address.js';
+import { parseJoinToken } from './cluster/join-token.js';
 import { loadOrCreateIdentity } from './peer/identity.js';
 import { StartupError } from './errors.js';
 import { createLogger } from './log.js';
@@ -59,7 +60,7 @@ start.action(async (options: Record<string, string | boolean | undefined>, comma
   }
   const fromCommandLine = (flag: string) => (command.getOptionValueSource(camel(flag)) === 'cli' ? options[camel(flag)] : undefined);
   const flags = Object.fromEntries(keys.map((key) => [key.flag, fromCommandLine(key.flag)]));
-  const loaded = loadConfig({ configFile: options.config as string | undefined, env: process.env, flags });
+  const loaded = loadConfig({ configFile: options.config as string | undefined, env: process.env, flags, checkJoinToken: parseJoinToken });
   const config = { ...loaded, advertiseAddress: advertisedAddress(loaded.host, loaded.advertiseAddress) };
   const log = createLogger(config.name, config.logLevel, config.logFormat);
   if (loaded.advertiseAddress === null && config.advertiseAddress !== null) {

@@ -6,8 +6,7 @@
 
 import { STATUS_CODES } from 'node:http';
 import type Koa from 'koa';
-import { TributaryError, type ErrorOptions } from '../errors.js';
-import type { ErrorRenderer, ErrorShape } from '../http/errors.js';
+import { TributaryError, type ErrorOptions, type ErrorShape } from '../errors.js';
 
 export const API_PREFIX = '/api/v1';
 export const PROBLEM_TYPE_BASE = 'https://tributary.dev/problems/';
@@ -106,7 +105,8 @@ function problemCode(error: ErrorShape): ProblemCode | undefined {
   return BY_STATUS[error.status];
 }
 
-export const problemRenderer: ErrorRenderer = {
+/** http/errors.ts's renderer for this interface's paths: RFC 7807 problem documents. */
+export const problemRenderer = {
   pathPrefix: API_PREFIX,
   render(ctx: Koa.Context, error: ErrorShape): void {
     const problem = toProblem(error.status === 405 ? methodNotAllowed(ctx, error) : error, ctx.path);

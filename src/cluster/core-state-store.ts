@@ -11,9 +11,9 @@ import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import type { Logger } from '../log.js';
 import { InsufficientStorageError, type Database } from '../storage/database.js';
-import { canonicalJson } from '../streams/partitioner.js';
+import { canonicalJson } from '../json.js';
 import type { Membership, PersistedCoreState } from '../protocol/cluster-types.js';
-import { withMemberAddresses } from './core/membership.js';
+import { withMemberAddresses } from '../cluster-core/membership.js';
 
 const CORE_STATE_KEY = 'cluster-core';
 const MEMBER_MARKER_FILE = 'cluster-member';

@@ -17,8 +17,8 @@ import { localHolder, peerHolder, type LocalPartitions, type PartitionHolder, ty
 import { WriteFollowUps } from './write-follow-ups.js';
 import { RepairService, type Damage, type RepairStream } from '../repair/repair-service.js';
 import type { ChunkStore } from './cluster-shell.js';
-import type { ClusterCore } from './core/core.js';
-import { writeOwners } from './core/placement.js';
+import type { ClusterCore } from '../cluster-core/core.js';
+import { writeOwners } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
 import { fromWireRecord, toWireRecord } from '../definitions/definition-peers.js';
 import { HintKeeper, type Committer, type HintStorage } from './hint-keeper.js';

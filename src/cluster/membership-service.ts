@@ -9,11 +9,11 @@ import type { Logger } from '../log.js';
 import { checkName, nameSchema } from '../names.js';
 import type { PeerTransport } from '../peer/transport.js';
 import type { ClusterShell } from './cluster-shell.js';
-import type { ClusterCore } from './core/core.js';
-import { coordinatorOf, NODE_NAME_FORBIDDEN } from './core/placement.js';
-import { commandNode, queuedCommands } from './core/membership.js';
+import type { ClusterCore } from '../cluster-core/core.js';
+import { coordinatorOf, NODE_NAME_FORBIDDEN } from '../cluster-core/placement.js';
+import { commandNode, queuedCommands } from '../cluster-core/membership.js';
 import { assert } from '../assert.js';
-import type { AdminCommand, AdminResult, Member, Membership, TransferPlan } from '../protocol/cluster-types.js';
+import type { AdminCommand, AdminResult, Member, Membership, TransferAction, TransferPlan } from '../protocol/cluster-types.js';
 import { validate } from '../validation.js';
 import { identityProofFailure } from './identity-proof.js';
 import { makeJoinToken } from './join-token.js';
@@ -23,18 +23,6 @@ export interface NodeEntry {
   publicKey: string;
   address: string;
   port: number;
-}
-
-/** One row of GET /cluster/transfers (spec, "Data transfer action"). */
-export interface TransferAction {
-  type: 'repo_data_transfer';
-  repo: string;
-  from: string;
-  to: string;
-  complete: boolean;
-  percentComplete: number;
-  /** Repair runs (src/repair) add their own counts beside these. */
-  info: { id: string; bytes: number; payloads: number; partitions: number } & Record<string, unknown>;
 }
 
 const ENTRIES_MAX = 16;

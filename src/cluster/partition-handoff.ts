@@ -14,8 +14,8 @@ import type { RepositoryName } from '../storage/repository.js';
 import type { Timer, Timers } from '../timers.js';
 import { assert } from '../assert.js';
 import { forEachLimited } from '../limited-concurrency.js';
-import { memberNamed } from './core/membership.js';
-import { nextOwnersOf, ownersOf, uncoveredNeeds, writeOwners } from './core/placement.js';
+import { memberNamed } from '../cluster-core/membership.js';
+import { nextOwnersOf, ownersOf, uncoveredNeeds, writeOwners } from '../cluster-core/placement.js';
 import type { Membership, Slot } from '../protocol/cluster-types.js';
 
 export interface HandOffStream {

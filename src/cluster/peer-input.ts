@@ -10,8 +10,8 @@
 //
 // Pure: no I/O, no clock. Each function returns a problem (a sentence) or undefined.
 
-import { assertMembership, assertSuccessor, QUEUED_COMMANDS_MAX, structuralKey } from './core/membership.js';
-import { compareSlots, compareText, NODE_NAME_FORBIDDEN } from './core/placement.js';
+import { assertMembership, assertSuccessor, QUEUED_COMMANDS_MAX, structuralKey } from '../cluster-core/membership.js';
+import { compareSlots, compareText, NODE_NAME_FORBIDDEN } from '../cluster-core/placement.js';
 import type { Member, Membership, MembershipChange, NodeState, PeerMessage, QueuedCommand, Slot, TransferPlan } from '../protocol/cluster-types.js';
 import { NODE_STATE_EDGES } from '../protocol/cluster-types.js';
 import { NAME_LENGTH_MAX } from '../names.js';

@@ -18,7 +18,7 @@ import type { RemotePeerError } from '../peer/wire.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { Membership } from '../protocol/cluster-types.js';
-import { writeOwners } from './core/placement.js';
+import { writeOwners } from '../cluster-core/placement.js';
 import { RouteAgainError } from './partition-router.js';
 
 /** This node's repositories, as writes reach them (storage/local-replica.ts; the simulation's own). */

@@ -2,7 +2,7 @@
 // with Retry-After while it may not (http/serving-gate.ts), and the simulation's clients
 // write only through nodes that may.
 
-import type { ClusterCore } from './core/core.js';
+import type { ClusterCore } from '../cluster-core/core.js';
 
 /** Why this node cannot serve data requests now, or undefined when it can. */
 export function notServingBecause(core: ClusterCore, localName: string): string | undefined {

@@ -15,8 +15,8 @@ import { exchangeBetween, type PartitionHolder, type RepairPartitionRef } from '
 import type { RepositoryName } from '../storage/repository.js';
 import type { Timer, Timers } from '../timers.js';
 import { assert } from '../assert.js';
-import { memberNamed } from './core/membership.js';
-import { writeOwners } from './core/placement.js';
+import { memberNamed } from '../cluster-core/membership.js';
+import { writeOwners } from '../cluster-core/placement.js';
 
 /** Where the router reports a record whose write failed with an uncertain outcome. */
 export interface UncertainWrites {

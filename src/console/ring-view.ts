@@ -3,7 +3,7 @@
 // none), every partition's owners now and once the change in flight completes, and how
 // many partitions each node holds. Pure: a function of the membership and the policies.
 
-import { nextOwnersOf, ownersOf } from '../cluster/core/placement.js';
+import { nextOwnersOf, ownersOf } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
 import type { DistributionPolicy } from '../streams/policy.js';
 

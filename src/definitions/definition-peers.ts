@@ -7,7 +7,7 @@ import type { PeerTransport } from '../peer/transport.js';
 import type { DefinitionRecord } from '../storage/definitions.js';
 import type { GroupCommitter } from '../storage/group-commit.js';
 import type { HintBuffer } from '../storage/hints.js';
-import { preferenceList } from '../cluster/core/placement.js';
+import { preferenceList } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
 import type { DefinitionPeers, DefinitionWrite } from './replicated-definitions.js';
 import { stringifyJson } from '../json.js';

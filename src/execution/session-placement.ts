@@ -4,7 +4,7 @@
 // so sessions move off it before it goes; a node that cannot be reached is skipped, so they
 // move off a dead one.
 
-import { ringOwners } from '../cluster/core/placement.js';
+import { ringOwners } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
 import { fnv1a32 } from '../streams/partitioner.js';
 

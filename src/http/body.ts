@@ -7,7 +7,7 @@ import type Koa from 'koa';
 import getRawBody from 'raw-body';
 import { BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../errors.js';
 import { stringifyJson } from '../json.js';
-import { parseBodyText } from './body-text.js';
+import { parseBodyText } from '../body-text.js';
 
 declare module 'koa' {
   interface Request {

@@ -6,17 +6,10 @@
 
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import { TributaryError } from '../errors.js';
+import { TributaryError, type ErrorShape } from '../errors.js';
 import { setVersionHeaders } from './version-header.js';
 
-/** An error as a client may see it. */
-export interface ErrorShape {
-  status: number;
-  code: string;
-  message: string;
-  details?: Record<string, unknown> | undefined;
-}
-
+/** Renders errors under one path prefix its own way (api-v1/problems.ts's problemRenderer). */
 export interface ErrorRenderer {
   pathPrefix: string;
   render(ctx: Koa.Context, error: ErrorShape): void;

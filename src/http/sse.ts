@@ -9,6 +9,7 @@
 import { PassThrough } from 'node:stream';
 import type Koa from 'koa';
 import { stringifyJson } from '../json.js';
+import type { SseClientView } from '../monitoring/monitoring.js';
 
 export interface SseOptions {
   keepAliveMs: number;
@@ -17,15 +18,6 @@ export interface SseOptions {
   clients?: { opened(): void; closed(): void };
   /** Open channels, for the `actors` monitoring service. */
   tracker?: SseTracker;
-}
-
-/** One open SSE client as monitoring shows it. */
-export interface SseClientView {
-  path: string;
-  openedAt: string;
-  messages: number;
-  /** Bytes written but not yet taken by the client: its queue. */
-  bufferedBytes: number;
 }
 
 /** The SSE clients open on this node. */

@@ -1,7 +1,7 @@
 // Monitoring's part of the peer protocol: a MonitoringRead asks a node for its details of
 // one service; the default view asks every other member that is not Left.
 
-import type { ClusterCore } from '../cluster/core/core.js';
+import type { ClusterCore } from '../cluster-core/core.js';
 import { NotFoundError } from '../errors.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import { checkFilter, checkService, localDetails, type MonitoringDeps, type MonitoringFilter, type MonitoringService, type NodeDetails } from './monitoring.js';

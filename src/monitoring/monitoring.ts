@@ -19,17 +19,25 @@
 
 import { BadRequestError, NotFoundError } from '../errors.js';
 import type { HintBuffer } from '../storage/hints.js';
-import type { ClusterCore } from '../cluster/core/core.js';
+import type { ClusterCore } from '../cluster-core/core.js';
 import { DEFAULT_POLICY } from '../streams/policy.js';
 import type { SoftwareVersion } from '../version.js';
 import type { Definitions } from '../storage/definitions.js';
 import type { RepositoryName } from '../storage/repository.js';
 import type { PeerTraffic } from '../peer/peer-counters.js';
-import type { SseClientView } from '../http/sse.js';
 import type { AuditLog } from './audit-log.js';
 import type { RepositoryStats } from './repository-stats.js';
 import type { StreamStats } from './stream-stats.js';
 import type { SystemStats } from './system-stats.js';
+
+/** One open SSE client as monitoring shows it. */
+export interface SseClientView {
+  path: string;
+  openedAt: string;
+  messages: number;
+  /** Bytes written but not yet taken by the client: its queue. */
+  bufferedBytes: number;
+}
 
 export const MONITORING_SERVICES = ['handoff', 'ssr', 'audit', 'streams', 'actors', 'tsr', 'execution', 'transport', 'system', 'cluster'] as const;
 export type MonitoringService = (typeof MONITORING_SERVICES)[number];

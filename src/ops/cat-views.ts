@@ -1,7 +1,7 @@
 // The rows of GET /_cat/nodes, /_cat/transfers and /_cat/streams, and the columns they
 // have (pure: the node's state in, rows out). `tributary status` prints the same rows.
 
-import { ownersOf } from '../cluster/core/placement.js';
+import { ownersOf } from '../cluster-core/placement.js';
 import type { Membership, Slot } from '../protocol/cluster-types.js';
 import type { Cell, CatColumn } from './cat-table.js';
 import type { StoreStats } from './store-stats.js';

@@ -2,11 +2,10 @@
 // the log lines about membership changes and transfers. It reads the node's state through
 // the functions node.ts hands it, and asks peers for what they store with a StoreStatsRead (store-stats-peer.ts).
 
-import { coordinatorOf } from '../cluster/core/placement.js';
+import { coordinatorOf } from '../cluster-core/placement.js';
 import type { Membership, Slot } from '../protocol/cluster-types.js';
 import type { Logger } from '../log.js';
 import type { DiskState } from '../storage/disk-watch.js';
-import type { ReadinessBody } from '../http/routes/ops.js';
 import type { SoftwareVersion } from '../version.js';
 import type { Cell } from './cat-table.js';
 import { formatBytes, formatDuration } from './cat-table.js';
@@ -14,6 +13,20 @@ import { nodeRows, ownership, streamRows, transferRows, type StreamPlacement } f
 import { Readiness, type RefusalReason } from './readiness.js';
 import type { StoreStats } from './store-stats.js';
 import { membershipChangeLine, type TransferEvent, type TransferWatch } from './transfer-watch.js';
+
+/** What /ready answers (docs/operating.md). */
+export interface ReadinessBody {
+  /** The node serves client requests: no reason to refuse them holds. */
+  ready: boolean;
+  node: string;
+  state: string;
+  storage: 'open' | 'closed';
+  stopping: boolean;
+  /** Why the node refuses client requests, in sentences (empty when it is ready). */
+  reasons: string[];
+  /** The names of those reasons, in the same order (`stopping`, `storage`, `cluster`, …). */
+  refusing: string[];
+}
 
 export interface OpsServiceDeps {
   localName: string;

@@ -1,7 +1,7 @@
 // The cluster core's vocabulary (docs/cluster.md, "A pure core"). It lives below
 // both the cluster and the peer layer, as raftpb does under etcd's raft
 // and its transport: the peer layer carries these messages and tables, the cluster core
-// (src/cluster/core) acts on them, and neither imports the other for it. The core is a
+// (src/cluster-core) acts on them, and neither imports the other for it. The core is a
 // deterministic state machine per node: `core.step(input)` returns effects, and the shell
 // (gRPC, LevelDB, Koa) carries them out in order. Time enters only through `tick` inputs.
 // The same core runs in the seeded simulation (test/sim) and in the real node (node.ts).
@@ -262,4 +262,16 @@ export interface CoreConfig {
   transferStallMs: number;
   /** Chunks a source sends ahead of the target's acks. */
   transferWindowChunks: number;
+}
+
+/** One row of GET /cluster/transfers (spec, "Data transfer action"). */
+export interface TransferAction {
+  type: 'repo_data_transfer';
+  repo: string;
+  from: string;
+  to: string;
+  complete: boolean;
+  percentComplete: number;
+  /** Repair runs (src/repair) add their own counts beside these. */
+  info: { id: string; bytes: number; payloads: number; partitions: number } & Record<string, unknown>;
 }

@@ -3,8 +3,7 @@
 // cannot be reached leaves the run incomplete.
 
 import { randomBytes } from 'node:crypto';
-import type { Membership } from '../protocol/cluster-types.js';
-import type { TransferAction } from '../cluster/membership-service.js';
+import type { Membership, TransferAction } from '../protocol/cluster-types.js';
 import { z } from 'zod';
 import { NotFoundError } from '../errors.js';
 import type { RepairCounts, RepairStatusReply } from '../peer/messages.js';

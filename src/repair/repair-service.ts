@@ -15,7 +15,7 @@
 
 import type { Logger } from '../log.js';
 import type { RepairCounts } from '../peer/messages.js';
-import { writeOwners } from '../cluster/core/placement.js';
+import { writeOwners } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
 import { TributaryError } from '../errors.js';
 import type { StorageDamage } from '../storage/integrity.js';

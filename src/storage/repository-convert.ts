@@ -7,11 +7,10 @@
 // same key, and a search index or a reader that met a payload in one repository knows it
 // in the other.
 
-import { canonicalJson } from '../streams/partitioner.js';
 import { type RepositoryName, type StoredRecord } from './repository.js';
 import { blockPayload, decodeBlock, packBlocks } from './tsr-block.js';
 import { MOVED_PAYLOAD_SUFFIX, payloadWriteId } from './tsr-order.js';
-import { isPlainObject, parseJson } from '../json.js';
+import { canonicalJson, isPlainObject, parseJson } from '../json.js';
 import { BadRequestError } from '../errors.js';
 
 /** The records, stored in `from`, as `to` stores them (the same records when both are one). */

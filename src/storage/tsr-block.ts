@@ -38,8 +38,7 @@
 
 import { assert } from '../assert.js';
 import { TributaryError } from '../errors.js';
-import { isPlainObject, parseJson, setField } from '../json.js';
-import { canonicalJson } from '../streams/partitioner.js';
+import { canonicalJson, isPlainObject, parseJson, setField } from '../json.js';
 import { isIsoStringOf, isoString } from '../iso-time.js';
 import { ByteSlab } from '../byte-slab.js';
 

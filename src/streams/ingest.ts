@@ -4,17 +4,17 @@
 // tsr batch nothing here needs the payload objects of is parsed, checked and packed by an
 // ingest worker thread instead (ingest-pool.ts); its writes are made here alike.
 
-import { canonicalJson, partitionOfCanonical } from './partitioner.js';
+import { partitionOfCanonical } from './partitioner.js';
 import { blockRecords, type PackedRecords } from './block-records.js';
-import type { PartitionRouter } from '../cluster/partition-router.js';
-import { isPlainObject } from '../json.js';
+import { canonicalJson, isPlainObject } from '../json.js';
 import { ForbiddenError } from '../errors.js';
-import { parseBodyText } from '../http/body-text.js';
-import type { StoredRecord } from '../storage/repository.js';
+import { parseBodyText } from '../body-text.js';
+import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { WriteIdGenerator } from '../storage/write-ids.js';
 import { checkBatchSize, checkPayload, payloadsOf } from './ingest-checks.js';
 import type { IngestPool } from './ingest-pool.js';
 import { type StreamId, SYSTEM_COLLECTION } from './stream-id.js';
+import type { DistributionPolicy } from './policy.js';
 import type { CompiledStream, StreamRuntime } from './stream-runtime.js';
 import type { PackedBatch } from './tsr-batch.js';
 
@@ -54,6 +54,15 @@ interface Subscription {
   wants: (stream: CompiledStream) => boolean;
 }
 
+/**
+ * Where an ingest's records go: cluster/partition-router.ts's PartitionRouter, which writes
+ * each record to the owners of its partition (the cluster sits above streams).
+ */
+export interface IngestRouter {
+  /** The message of each record that could not be written, by position in `records`. */
+  write(repository: RepositoryName, policy: DistributionPolicy, records: readonly StoredRecord[]): Promise<Map<number, string>>;
+}
+
 export class IngestService {
   private readonly subscriptions = new Set<Subscription>();
   private outcomeListener: IngestOutcomeListener | undefined;
@@ -63,7 +72,7 @@ export class IngestService {
 
   constructor(
     private readonly runtime: StreamRuntime,
-    private readonly router: PartitionRouter,
+    private readonly router: IngestRouter,
     private readonly writeIds: WriteIdGenerator,
     private readonly limits: IngestLimits,
     options: IngestOptions = {},

@@ -4,7 +4,7 @@
 // name per payload, and nothing allocates unless a payload is invalid.
 
 import { isIP } from 'node:net';
-import { decimalDigits } from '../iso-time.js';
+import { isCalendarDate, parseDatetime } from '../iso-time.js';
 import { isPlainObject, jsonTypeName, quoteForMessage } from '../json.js';
 import type { FieldType, ScalarKind, StreamSchema } from './schema.js';
 
@@ -195,10 +195,6 @@ function isLatLon(lat: number, lon: number): boolean {
   return Number.isFinite(lat) && Number.isFinite(lon) && Math.abs(lat) <= 90 && Math.abs(lon) <= 180;
 }
 
-// Datetime: date, then optionally T, hours and minutes, optional seconds with up to 9
-// fraction digits, and an optional zone (none means UTC, as everywhere on this platform).
-const DATETIME_PATTERN =
-  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?([Zz]|[+-]\d{2}:?\d{2})?)?$/;
 const DATE_PATTERN = /^(\d{4})-(\d{2})-(\d{2})$/;
 const TIME_PATTERN = /^(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?$/;
 // Every component may carry a fraction; isDuration allows it on the last one only (ISO 8601).
@@ -211,97 +207,6 @@ const UUID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{
 // top-level domain of at least two letters. Labels cannot contain '.', so no backtracking blow-up.
 const EMAIL_PATTERN = /^[^\s@]{1,64}@(?:[A-Za-z0-9\u00a1-\uffff-]{1,63}\.)+[A-Za-z\u00a1-\uffff]{2,63}$/;
 const URI_SCHEME_PATTERN = /^[A-Za-z][A-Za-z0-9+.-]*:[^\s]+$/;
-
-const millisPerMinute = 60_000;
-const millisPerDay = 86_400_000;
-
-/** The last text the fast path read, and its time (none at first: '' is no datetime). */
-const lastParsed: { text: string | undefined; ms: number } = { text: undefined, ms: 0 };
-
-/**
- * Parses an ISO 8601 datetime string to epoch milliseconds, or undefined if malformed.
- * Shared with the ingest path. Checks the calendar itself because Date.parse rolls
- * 2023-02-30 over to March and reads a zoneless time as local time. Fraction digits
- * beyond milliseconds are truncated.
- */
-export function parseDatetime(value: string): number | undefined {
-  // Ingest reads a payload's event time right after its check read the same text.
-  if (value === lastParsed.text) return lastParsed.ms;
-  if ((value.length === 24 || value.length === 20) && value.charCodeAt(value.length - 1) === 90 /* Z */) {
-    const fast = parseUtcDatetime(value);
-    if (fast !== undefined) {
-      lastParsed.text = value;
-      lastParsed.ms = fast;
-      return fast;
-    }
-  }
-  const match = DATETIME_PATTERN.exec(value);
-  if (match === null) return undefined;
-  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
-  const [hour, minute, second] = [Number(match[4] ?? 0), Number(match[5] ?? 0), Number(match[6] ?? 0)];
-  if (!isCalendarDate(year, month, day) || hour > 23 || minute > 59 || second > 59) return undefined;
-  const offsetMinutes = parseOffsetMinutes(match[8]);
-  if (offsetMinutes === undefined) return undefined;
-  const millis = Number((match[7] ?? '').padEnd(3, '0').slice(0, 3));
-  const minutesOfDay = hour * 60 + minute - offsetMinutes;
-  return daysFromCivil(year, month, day) * millisPerDay + minutesOfDay * millisPerMinute + second * 1000 + millis;
-}
-
-/**
- * The common form, 'YYYY-MM-DDTHH:MM:SS.sssZ' or 'YYYY-MM-DDTHH:MM:SSZ' (what
- * toISOString writes), read digit by digit: the pattern's captures cost most of a point's
- * validation at ingest. undefined for anything else, which the pattern reads.
- */
-function parseUtcDatetime(value: string): number | undefined {
-  if (value.charCodeAt(4) !== 45 || value.charCodeAt(7) !== 45 || value.charCodeAt(10) !== 84 || value.charCodeAt(13) !== 58 || value.charCodeAt(16) !== 58) return undefined;
-  const year = decimalDigits(value, 0, 4);
-  const month = decimalDigits(value, 5, 2);
-  const day = decimalDigits(value, 8, 2);
-  const hour = decimalDigits(value, 11, 2);
-  const minute = decimalDigits(value, 14, 2);
-  const second = decimalDigits(value, 17, 2);
-  let millis = 0;
-  if (value.length === 24) {
-    if (value.charCodeAt(19) !== 46) return undefined;
-    millis = decimalDigits(value, 20, 3);
-  }
-  if (year < 0 || month < 0 || day < 0 || hour < 0 || minute < 0 || second < 0 || millis < 0) return undefined;
-  if (!isCalendarDate(year, month, day) || hour > 23 || minute > 59 || second > 59) return undefined;
-  return daysFromCivil(year, month, day) * millisPerDay + (hour * 60 + minute) * millisPerMinute + second * 1000 + millis;
-}
-
-
-/** Minutes east of UTC for 'Z', '+05:30' or '-0800'; 0 without a zone; undefined if out of range. */
-function parseOffsetMinutes(zone: string | undefined): number | undefined {
-  if (zone === undefined || zone === 'Z' || zone === 'z') return 0;
-  const digits = zone.slice(1).replace(':', '');
-  const hours = Number(digits.slice(0, 2));
-  const minutes = Number(digits.slice(2));
-  if (hours > 23 || minutes > 59) return undefined;
-  return (zone.startsWith('-') ? -1 : 1) * (hours * 60 + minutes);
-}
-
-function isCalendarDate(year: number, month: number, day: number): boolean {
-  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month);
-}
-
-function daysInMonth(year: number, month: number): number {
-  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
-  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
-}
-
-/**
- * Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
- * Date.UTC is not used because it maps years 0..99 to 1900..1999.
- */
-function daysFromCivil(year: number, month: number, day: number): number {
-  const shiftedYear = month <= 2 ? year - 1 : year;
-  const era = Math.floor(shiftedYear / 400);
-  const yearOfEra = shiftedYear - era * 400;
-  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1;
-  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
-  return era * 146_097 + dayOfEra - 719_468;
-}
 
 function isDate(text: string): boolean {
   const match = DATE_PATTERN.exec(text);

@@ -2,7 +2,7 @@
 // of a stream's repository or placement that would hide stored data is refused. Each node
 // answers a HoldsDataRead for its own repositories.
 
-import type { ClusterCore } from '../cluster/core/core.js';
+import type { ClusterCore } from '../cluster-core/core.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 
 type LocalHoldsData = (stream: string) => Promise<boolean>;

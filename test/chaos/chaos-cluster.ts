@@ -5,7 +5,7 @@
 
 import { closeSync, openSync, readdirSync, statSync, truncateSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { ownersOf } from '../../src/cluster/core/placement.js';
+import { ownersOf } from '../../src/cluster-core/placement.js';
 import type { Member, Membership, NodeState } from '../../src/protocol/cluster-types.js';
 import { FAST_CLUSTER_ARGS, localNode } from '../kit/cluster.js';
 import { freePort, http, NodeProcess, sleep, type HttpResult } from '../kit/node-process.js';

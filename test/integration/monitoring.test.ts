@@ -3,7 +3,8 @@
 // written, SSE clients opened).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canonicalJson, partitionOf } from '../../src/streams/partitioner.js';
+import { canonicalJson } from '../../src/json.js';
+import { partitionOf } from '../../src/streams/partitioner.js';
 import { type BlockEntry, packBlocks } from '../../src/storage/tsr-block.js';
 import { cleanup, client, NodeProcess } from '../kit/node-process.js';
 import { SseClient } from '../kit/sse-client.js';

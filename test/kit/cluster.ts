@@ -3,7 +3,7 @@
 
 import { expect } from 'vitest';
 import { partitionOf } from '../../src/streams/partitioner.js';
-import { ringOwners } from '../../src/cluster/core/placement.js';
+import { ringOwners } from '../../src/cluster-core/placement.js';
 import { client, NodeProcess, sleep, type StartOptions } from './node-process.js';
 
 /** Heartbeats every 200 ms, a node is down after 1.5 s, a transfer stalls after 2 s. */

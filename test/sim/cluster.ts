@@ -6,9 +6,9 @@
 // "The simulations") as it goes; simulate.ts builds random scenarios on it and script.ts
 // scripted ones.
 
-import { ClusterCore } from '../../src/cluster/core/core.js';
-import { statePath, structuralKey } from '../../src/cluster/core/membership.js';
-import { ownersOf, slotKey, uncoveredNeeds, writeOwners } from '../../src/cluster/core/placement.js';
+import { ClusterCore } from '../../src/cluster-core/core.js';
+import { statePath, structuralKey } from '../../src/cluster-core/membership.js';
+import { ownersOf, slotKey, uncoveredNeeds, writeOwners } from '../../src/cluster-core/placement.js';
 import type {
   AdminCommand,
   AdminResult,

@@ -14,7 +14,7 @@
 //   npx vitest run test/unit/cluster-scale.sim.test.ts         (a small size, in the suite)
 //   node dist/test/sim/scale-main.js --nodes 256 --ring-size 4096   (one size, as the README table)
 
-import { ringOwners } from '../../src/cluster/core/placement.js';
+import { ringOwners } from '../../src/cluster-core/placement.js';
 import { encodeBody } from '../../src/peer/codec.js';
 import type { CallKind } from '../../src/peer/messages.js';
 import type { AdminCommand, Membership } from '../../src/protocol/cluster-types.js';

@@ -6,8 +6,8 @@
 // nothing lost:
 //   SHELL_SIM_SEED=<seed> npx vitest run test/unit/cluster-shell.sim.test.ts
 
-import { coordinatorOf, ownersOf, writeOwners } from '../../src/cluster/core/placement.js';
-import { memberNamed } from '../../src/cluster/core/membership.js';
+import { coordinatorOf, ownersOf, writeOwners } from '../../src/cluster-core/placement.js';
+import { memberNamed } from '../../src/cluster-core/membership.js';
 import { newestState } from '../../src/cluster/core-state-store.js';
 import { notServingBecause } from '../../src/cluster/serving.js';
 import type { AdminCommand, Membership } from '../../src/protocol/cluster-types.js';

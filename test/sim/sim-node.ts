@@ -6,8 +6,8 @@
 import { pino } from 'pino';
 import { ClusterShell } from '../../src/cluster/cluster-shell.js';
 import { newestState, tableIdentity, tableLost } from '../../src/cluster/core-state-store.js';
-import { ClusterCore } from '../../src/cluster/core/core.js';
-import { memberNamed } from '../../src/cluster/core/membership.js';
+import { ClusterCore } from '../../src/cluster-core/core.js';
+import { memberNamed } from '../../src/cluster-core/membership.js';
 import type { CoreConfig, Member, Slot } from '../../src/protocol/cluster-types.js';
 import { guardedChunks, startDataPlane, type DataPlane } from '../../src/cluster/data-plane.js';
 import { ClusterEventBus } from '../../src/cluster/events.js';

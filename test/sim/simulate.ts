@@ -4,7 +4,7 @@
 // random comes from the seed, so a failure replays exactly:
 //   SIM_SEED=<seed> npx vitest run test/unit/cluster-core.sim.test.ts
 
-import { coordinatorOf } from '../../src/cluster/core/placement.js';
+import { coordinatorOf } from '../../src/cluster-core/placement.js';
 import type { AdminCommand, Membership, Slot } from '../../src/protocol/cluster-types.js';
 import { SimCluster, SimFailure, type SimConfig } from './cluster.js';
 import { Prng } from './prng.js';

@@ -3,7 +3,7 @@
 // store-chunk and drop effects the way the shell does with LevelDB: a chunk is the next
 // `chunkRecords` keys after the cursor, in key order.
 
-import { slotKey } from '../../src/cluster/core/placement.js';
+import { slotKey } from '../../src/cluster-core/placement.js';
 import type { ChunkData, Slot, TransferPlan } from '../../src/protocol/cluster-types.js';
 
 export type DataRepo = 'ssr' | 'tsr';

@@ -13,11 +13,11 @@ import {
   slotKey,
   transferNeeds,
   writeOwners,
-} from '../../src/cluster/core/placement.js';
-import { QUEUED_COMMANDS_MAX, withAddedMember, withJoiningMember, withLeavingMember } from '../../src/cluster/core/membership.js';
+} from '../../src/cluster-core/placement.js';
+import { QUEUED_COMMANDS_MAX, withAddedMember, withJoiningMember, withLeavingMember } from '../../src/cluster-core/membership.js';
 import type { Member, Membership, NodeState, PeerMessage, Slot } from '../../src/protocol/cluster-types.js';
 import { link, ScriptedCluster, type ScriptOptions } from '../sim/script.js';
-import { ClusterCore } from '../../src/cluster/core/core.js';
+import { ClusterCore } from '../../src/cluster-core/core.js';
 
 function member(name: string, state: NodeState = 'Joined'): Member {
   return { name, publicKey: `key-${name}`, address: '127.0.0.1', port: 9000, httpPort: 8000, zone: 'z1', state };

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { configKeys, loadConfig, readDefaults } from '../../src/config.js';
 import { checkName } from '../../src/names.js';
+import { parseJoinToken } from '../../src/cluster/join-token.js';
 
 const folders: string[] = [];
 afterAll(() => {
@@ -19,7 +20,7 @@ function temporaryFile(): string {
 
 describe('config - sources', () => {
   it('defaults give node-1 on 127.0.0.1:8888/8889 with data in data/node-1', () => {
-    const config = loadConfig({ env: {}, flags: {} });
+    const config = loadConfig({ checkJoinToken: parseJoinToken, env: {}, flags: {} });
     expect(config).toMatchObject({ name: 'node-1', host: '127.0.0.1', httpPort: 8888, peerPort: 8889, dataDir: join('data', 'node-1'), join: false });
   });
 
@@ -34,7 +35,7 @@ describe('config - sources', () => {
   it('file, then environment, then flags', () => {
     const file = temporaryFile();
     writeFileSync(file, JSON.stringify({ name: 'file', httpPort: 1, limits: { tagTimeoutMs: 7 } }));
-    const config = loadConfig({
+    const config = loadConfig({ checkJoinToken: parseJoinToken,
       configFile: file,
       env: { TRIBUTARY_HTTP_PORT: '2', TRIBUTARY_JOIN: 'true' },
       flags: { 'http-port': '3' },
@@ -43,31 +44,32 @@ describe('config - sources', () => {
   });
 
   it('refuses bad values naming the key', () => {
-    expect(() => loadConfig({ env: { TRIBUTARY_PEER_PORT: 'x' }, flags: {} })).toThrow(/'peerPort' from TRIBUTARY_PEER_PORT/);
-    expect(() => loadConfig({ env: {}, flags: { 'http-port': '70000' } })).toThrow(/'httpPort'/);
-    expect(() => loadConfig({ env: {}, flags: { name: 'a/b' } })).toThrow(/'name'/);
-    expect(() => loadConfig({ env: {}, flags: { 'storage-write-buffer-bytes': '1000' } })).toThrow(/'storage.writeBufferBytes'/);
-    expect(loadConfig({ env: { TRIBUTARY_STORAGE_WRITE_BUFFER_BYTES: '8388608' }, flags: {} }).storage.writeBufferBytes).toBe(8 * 1024 * 1024);
-    expect(() => loadConfig({ env: {}, flags: { 'storage-disk-free-min-bytes': '-1' } })).toThrow(/'storage.diskFreeMinBytes' from --storage-disk-free-min-bytes/);
-    expect(loadConfig({ env: {}, flags: {} }).storage).toMatchObject({ diskFreeMinBytes: 128 * 1024 * 1024, diskCheckIntervalMs: 1_000 });
-    expect(loadConfig({ env: { TRIBUTARY_STORAGE_DISK_FREE_MIN_BYTES: '0' }, flags: { 'storage-disk-check-interval-ms': '250' } }).storage).toMatchObject({ diskFreeMinBytes: 0, diskCheckIntervalMs: 250 });
+    expect(() => loadConfig({ checkJoinToken: parseJoinToken, env: { TRIBUTARY_PEER_PORT: 'x' }, flags: {} })).toThrow(/'peerPort' from TRIBUTARY_PEER_PORT/);
+    expect(() => loadConfig({ checkJoinToken: parseJoinToken, env: {}, flags: { 'http-port': '70000' } })).toThrow(/'httpPort'/);
+    expect(() => loadConfig({ checkJoinToken: parseJoinToken, env: {}, flags: { name: 'a/b' } })).toThrow(/'name'/);
+    expect(() => loadConfig({ checkJoinToken: parseJoinToken, env: {}, flags: { 'storage-write-buffer-bytes': '1000' } })).toThrow(/'storage.writeBufferBytes'/);
+    expect(loadConfig({ checkJoinToken: parseJoinToken, env: { TRIBUTARY_STORAGE_WRITE_BUFFER_BYTES: '8388608' }, flags: {} }).storage.writeBufferBytes).toBe(8 * 1024 * 1024);
+    expect(() => loadConfig({ checkJoinToken: parseJoinToken, env: {}, flags: { 'storage-disk-free-min-bytes': '-1' } })).toThrow(/'storage.diskFreeMinBytes' from --storage-disk-free-min-bytes/);
+    expect(loadConfig({ checkJoinToken: parseJoinToken, env: {}, flags: {} }).storage).toMatchObject({ diskFreeMinBytes: 128 * 1024 * 1024, diskCheckIntervalMs: 1_000 });
+    expect(loadConfig({ checkJoinToken: parseJoinToken, env: { TRIBUTARY_STORAGE_DISK_FREE_MIN_BYTES: '0' }, flags: { 'storage-disk-check-interval-ms': '250' } }).storage).toMatchObject({ diskFreeMinBytes: 0, diskCheckIntervalMs: 250 });
     const file = temporaryFile();
     writeFileSync(file, JSON.stringify({ colour: 'blue' }));
-    expect(() => loadConfig({ configFile: file, env: {}, flags: {} })).toThrow(/unknown key\(s\) colour/);
+    expect(() => loadConfig({ checkJoinToken: parseJoinToken, configFile: file, env: {}, flags: {} })).toThrow(/unknown key\(s\) colour/);    // The join token is checked by the function the caller gives (cluster's parser, in main.ts).
+    expect(() => loadConfig({ checkJoinToken: parseJoinToken, env: {}, flags: { 'join-token': 'not a token' } })).toThrow(/^invalid config key 'joinToken': /);
   });
 });
 
 describe('config - errors name their source', () => {
   it('a flag, a variable, a config file, or the defaults file', () => {
-    expect(() => loadConfig({ env: {}, flags: { 'http-port': '70000' } })).toThrow(/^invalid config key 'httpPort' from --http-port: /);
-    expect(() => loadConfig({ env: { TRIBUTARY_LOG_FORMAT: 'xml' }, flags: {} })).toThrow(/'logFormat' from TRIBUTARY_LOG_FORMAT/);
+    expect(() => loadConfig({ checkJoinToken: parseJoinToken, env: {}, flags: { 'http-port': '70000' } })).toThrow(/^invalid config key 'httpPort' from --http-port: /);
+    expect(() => loadConfig({ checkJoinToken: parseJoinToken, env: { TRIBUTARY_LOG_FORMAT: 'xml' }, flags: {} })).toThrow(/'logFormat' from TRIBUTARY_LOG_FORMAT/);
     const file = temporaryFile();
     writeFileSync(file, JSON.stringify({ limits: { tagTimeoutMs: -1 } }));
-    expect(() => loadConfig({ configFile: file, env: {}, flags: {} })).toThrow(`invalid config key 'limits.tagTimeoutMs' from ${file}`);
+    expect(() => loadConfig({ checkJoinToken: parseJoinToken, configFile: file, env: {}, flags: {} })).toThrow(`invalid config key 'limits.tagTimeoutMs' from ${file}`);
     writeFileSync(file, JSON.stringify({ cluster: { colour: 'blue' } }));
-    expect(() => loadConfig({ configFile: file, env: {}, flags: {} })).toThrow(`invalid config key 'cluster' from ${file}: unknown key(s) colour`);
+    expect(() => loadConfig({ checkJoinToken: parseJoinToken, configFile: file, env: {}, flags: {} })).toThrow(`invalid config key 'cluster' from ${file}: unknown key(s) colour`);
     // A rule across keys names where one of them came from.
-    expect(() => loadConfig({ env: {}, flags: { 'cluster-failure-timeout-ms': '100', 'cluster-heartbeat-interval-ms': '500' } })).toThrow(/'cluster' from --cluster-/);
+    expect(() => loadConfig({ checkJoinToken: parseJoinToken, env: {}, flags: { 'cluster-failure-timeout-ms': '100', 'cluster-heartbeat-interval-ms': '500' } })).toThrow(/'cluster' from --cluster-/);
   });
 });
 

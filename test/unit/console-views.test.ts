@@ -3,7 +3,7 @@
 // (test/unit/ops.test.ts).
 
 import { describe, expect, it } from 'vitest';
-import { ringOwners } from '../../src/cluster/core/placement.js';
+import { ringOwners } from '../../src/cluster-core/placement.js';
 import type { Member, Membership, NodeState } from '../../src/protocol/cluster-types.js';
 import { ringView } from '../../src/console/ring-view.js';
 

@@ -10,6 +10,7 @@ import { dirname, join, normalize, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/package-root.js';
 import { configurationDocPath, configurationTable, withConfigurationTable } from '../../scripts/docs.js';
+import { architectureDocPath, layerTable, withLayerTable } from '../../scripts/layers.js';
 
 const ROOT = packageRoot();
 const DOCUMENTS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
@@ -162,5 +163,10 @@ describe('docs - tables made from code', () => {
   it('docs/configuration.md has the table the config schema gives (run `npm run docs`)', () => {
     const text = readFileSync(configurationDocPath(), 'utf8');
     expect(withConfigurationTable(text, configurationTable())).toBe(text);
+  });
+
+  it('docs/architecture.md has the layer table of scripts/layers.ts (run `npm run docs`)', () => {
+    const text = readFileSync(architectureDocPath(), 'utf8');
+    expect(withLayerTable(text, layerTable())).toBe(text);
   });
 });

@@ -19,7 +19,7 @@ import {
   type Value,
 } from '../../src/expression/index.js';
 import { BadRequestError } from '../../src/errors.js';
-import { parseDatetime as parseDatetimeForReference } from '../../src/streams/payload-validator.js';
+import { parseDatetime as parseDatetimeForReference } from '../../src/iso-time.js';
 import { Prng } from '../sim/prng.js';
 
 /** Fully parenthesized form of a tree, to check how text was grouped. */

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/streams/partitioner.js';
-import { parseJson, stringifyJson } from '../../src/json.js';
+import { canonicalJson, parseJson, stringifyJson } from '../../src/json.js';
 import { compileExpression } from '../../src/expression/index.js';
 
 // Tweet ids: above 2^53, where JSON.parse would round them.

@@ -4,7 +4,7 @@
 
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { nextOwnersOf, ownersOf, planChange } from '../../src/cluster/core/placement.js';
+import { nextOwnersOf, ownersOf, planChange } from '../../src/cluster-core/placement.js';
 import { PartitionHandOff } from '../../src/cluster/partition-handoff.js';
 import type { Member, Membership, NodeState, Slot } from '../../src/protocol/cluster-types.js';
 import type { Timers } from '../../src/timers.js';

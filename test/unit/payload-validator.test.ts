@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { compileValidator, parseDatetime, type PayloadValidator } from '../../src/streams/payload-validator.js';
+import { parseDatetime } from '../../src/iso-time.js';
+import { compileValidator, type PayloadValidator } from '../../src/streams/payload-validator.js';
 import { Prng } from '../sim/prng.js';
 import { parseSchema } from '../../src/streams/schema.js';
 

@@ -3,8 +3,8 @@
 // inside the core (which would end the process).
 
 import { describe, expect, it } from 'vitest';
-import { ClusterCore } from '../../src/cluster/core/core.js';
-import { withAddedMember, withJoiningMember } from '../../src/cluster/core/membership.js';
+import { ClusterCore } from '../../src/cluster-core/core.js';
+import { withAddedMember, withJoiningMember } from '../../src/cluster-core/membership.js';
 import type { Member, Membership, NodeState, PeerMessage } from '../../src/protocol/cluster-types.js';
 import { JoinTokenError, makeJoinToken, parseJoinToken } from '../../src/cluster/join-token.js';
 import { membershipProblem, peerMessageProblem, tableProblem, TABLE_MEMBERS_MAX } from '../../src/cluster/peer-input.js';

@@ -1,6 +1,6 @@
 import HashRing from 'hashring';
 import { describe, expect, it } from 'vitest';
-import { preferenceList, RING_HASHES_PER_NODE, ringOwners } from '../../src/cluster/core/placement.js';
+import { preferenceList, RING_HASHES_PER_NODE, ringOwners } from '../../src/cluster-core/placement.js';
 
 function ownersTable(names: readonly string[], ringSize: number, replicas: number): (readonly string[])[] {
   return Array.from({ length: ringSize }, (_, partition) => ringOwners(names, { partition, replicas }));

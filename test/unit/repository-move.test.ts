@@ -15,7 +15,8 @@ import type { Repository, RepositoryName, StoredPayload, StoredRecord } from '..
 import { SearchableRepository } from '../../src/storage/ssr.js';
 import { TimeSeriesRepository } from '../../src/storage/tsr.js';
 import { blockRecords } from '../../src/streams/block-records.js';
-import { canonicalJson, partitionOf } from '../../src/streams/partitioner.js';
+import { canonicalJson } from '../../src/json.js';
+import { partitionOf } from '../../src/streams/partitioner.js';
 import { DEFAULT_POLICY } from '../../src/streams/policy.js';
 import {
   afterChunk,

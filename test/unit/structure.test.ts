@@ -1,7 +1,8 @@
 // The repository's structure, checked: no unused file or export (knip, configured in knip.json:
 // the entry points are the package's bin and scripts, bench/run.ts, scripts/, and the tests);
-// no import cycle between files of src (madge); and imports run one way: storage and peer
-// import nothing from cluster.
+// no import cycle between files of src (madge); and imports run one way, down the layer table
+// of scripts/layers.ts (docs/architecture.md, "Layers"): no upward import but the listed
+// exceptions, and no cycle between folders.
 
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -9,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { LAYER_EXCEPTIONS, LAYERS, unitOf } from '../../scripts/layers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const run = promisify(execFile);
@@ -25,8 +27,48 @@ async function sourceGraph(): Promise<MadgeResult> {
   return madge(join(root, 'src'), { baseDir: join(root, 'src'), fileExtensions: ['ts'], tsConfig: join(root, 'tsconfig.json') });
 }
 
-/** Folders below cluster: what they import from cluster would make the layers a cycle. */
-const BELOW_CLUSTER = ['storage/', 'peer/'];
+/** Every import whose target's layer is above its source's, as `from -> to` (exceptions included). */
+function upwardImports(graph: Record<string, string[]>): string[] {
+  return Object.entries(graph).flatMap(([file, imports]) =>
+    imports.filter((target) => unitOf(target)!.layer > unitOf(file)!.layer).map((target) => `${file} -> ${target}`),
+  );
+}
+
+/** The groups of units that import each other through some path (Tarjan), each named by its file-to-file imports. */
+function unitCycles(graph: Record<string, string[]>, skipped: ReadonlySet<string>): string[] {
+  const edges = new Map<string, string[]>(); // unit -> the file imports that leave it
+  for (const [file, imports] of Object.entries(graph)) {
+    for (const target of imports) {
+      const from = unitOf(file)!.name;
+      if (from === unitOf(target)!.name || skipped.has(`${file} -> ${target}`)) continue;
+      edges.set(from, [...(edges.get(from) ?? []), `${file} -> ${target}`]);
+    }
+  }
+  const next = (unit: string) => [...new Set((edges.get(unit) ?? []).map((edge) => unitOf(edge.split(' -> ')[1]!)!.name))];
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const components: string[][] = [];
+  const visit = (unit: string): void => {
+    index.set(unit, index.size);
+    low.set(unit, index.get(unit)!);
+    stack.push(unit);
+    for (const target of next(unit)) {
+      if (!index.has(target)) visit(target);
+      if (stack.includes(target)) low.set(unit, Math.min(low.get(unit)!, low.get(target)!));
+    }
+    if (low.get(unit) !== index.get(unit)) return;
+    const component = stack.splice(stack.indexOf(unit));
+    if (component.length > 1) components.push(component);
+  };
+  for (const unit of [...edges.keys()].sort()) if (!index.has(unit)) visit(unit);
+  // Each group named by its units, then one file import for each pair of units it joins.
+  return components.map((component) => {
+    const inside = component.flatMap((unit) => (edges.get(unit) ?? []).filter((edge) => component.includes(unitOf(edge.split(' -> ')[1]!)!.name)));
+    const byPair = new Map(inside.map((edge) => [`${unitOf(edge.split(' -> ')[0]!)!.name} -> ${unitOf(edge.split(' -> ')[1]!)!.name}`, edge]));
+    return `${component.join(' ⇄ ')}: ${[...byPair.values()].join(', ')}`;
+  });
+}
 
 interface KnipIssue {
   file: string;
@@ -54,16 +96,29 @@ async function knipFindings(): Promise<string[]> {
 }
 
 describe('structure - imports', () => {
-  it.concurrent('has no import cycle between files of src, and storage and peer import nothing from cluster (madge)', async () => {
+  it.concurrent('has no import cycle between files of src, no upward import between layers and no cycle between folders (madge)', async () => {
     const graph = await sourceGraph();
     const files = Object.keys(graph.obj());
     expect(files.length).toBeGreaterThan(100); // the graph really is the source tree
     const cycles = graph.circular().map((cycle) => cycle.join(' > '));
-    const upward = Object.entries(graph.obj()).flatMap(([file, imports]) =>
-      BELOW_CLUSTER.some((folder) => file.startsWith(folder)) ? imports.filter((target) => target.startsWith('cluster/')).map((target) => `${file} -> ${target}`) : [],
-    );
-    expect({ cycles, upward }).toEqual({ cycles: [], upward: [] });
+    const withoutLayer = files.filter((file) => unitOf(file) === undefined);
+    // A row naming a folder or file that is gone would keep the table from showing the tree.
+    const gone = LAYERS.flatMap((unit) => unit.paths).filter((path) => !files.some((file) => (path.endsWith('/') ? file.startsWith(path) : file === path)));
+    expect({ cycles, withoutLayer, gone }).toEqual({ cycles: [], withoutLayer: [], gone: [] });
+    const allowed = new Set(LAYER_EXCEPTIONS.map((entry) => `${entry.from} -> ${entry.to}`));
+    const upward = upwardImports(graph.obj());
+    const unlisted = upward.filter((edge) => !allowed.has(edge));
+    const staleExceptions = [...allowed].filter((edge) => !upward.includes(edge));
+    const folderCycles = unitCycles(graph.obj(), allowed);
+    expect({ unlisted, staleExceptions, folderCycles }).toEqual({ unlisted: [], staleExceptions: [], folderCycles: [] });
   }, 120_000);
+
+  it('the layer check finds an upward import and a cycle between folders', () => {
+    // A made-up graph: storage (layer 2) importing http (layer 6), and http importing storage.
+    const graph = { 'storage/a.ts': ['http/b.ts'], 'http/b.ts': ['storage/a.ts'] };
+    expect(upwardImports(graph)).toEqual(['storage/a.ts -> http/b.ts']);
+    expect(unitCycles(graph, new Set())).toEqual(['http ⇄ storage: http/b.ts -> storage/a.ts, storage/a.ts -> http/b.ts']);
+  });
 });
 
 describe('structure - dead code', () => {

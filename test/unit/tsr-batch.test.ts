@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { TributaryError } from '../../src/errors.js';
-import { parseBodyText } from '../../src/http/body-text.js';
+import { parseBodyText } from '../../src/body-text.js';
 import { stringifyJson } from '../../src/json.js';
 import { blockRecords } from '../../src/streams/block-records.js';
 import { checkPayload } from '../../src/streams/ingest-checks.js';

@@ -7,9 +7,8 @@ import type { StoredPayload, StoredRecord } from '../../src/storage/repository.j
 import { BadBlockError, BLOCK_CHARS_MAX, BLOCK_PAYLOADS_MAX, BLOCK_SPAN_MS, blockHeader, blockPayload, decodeBlock, isoString, packBlocks, type BlockEntry } from '../../src/storage/tsr-block.js';
 import { TimeSeriesRepository } from '../../src/storage/tsr.js';
 import { payloadWriteId } from '../../src/storage/tsr-order.js';
-import { canonicalJson } from '../../src/streams/partitioner.js';
 import { isIsoStringOf } from '../../src/iso-time.js';
-import { parseJson } from '../../src/json.js';
+import { canonicalJson, parseJson } from '../../src/json.js';
 import { Prng } from '../sim/prng.js';
 
 const START_MS = Date.UTC(2024, 0, 1);

@@ -4,7 +4,7 @@
 
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { ownersOf } from '../../src/cluster/core/placement.js';
+import { ownersOf } from '../../src/cluster-core/placement.js';
 import { PartitionRouter, type HintKeeping, type ReplicaWrites } from '../../src/cluster/partition-router.js';
 import { ReplicaWriteError } from '../../src/cluster/replica-writer.js';
 import { WriteFollowUps, type UncertainWrites } from '../../src/cluster/write-follow-ups.js';

@@ -3,7 +3,8 @@
 
 import Router from '@koa/router';
 import type { ClusterEventBus, Subscription } from '../../cluster/events.js';
-import type { MembershipService, TransferAction } from '../../cluster/membership-service.js';
+import type { MembershipService } from '../../cluster/membership-service.js';
+import type { TransferAction } from '../../protocol/cluster-types.js';
 import type { ClusterRepair } from '../../repair/cluster-repair.js';
 import type { NodeTable } from '../../cluster/node-table.js';
 import type { TenantService } from '../../definitions/tenants.js';

@@ -5,19 +5,7 @@ import Router from '@koa/router';
 import type Koa from 'koa';
 import { parseCatRequest, renderCat, type CatColumn, type Cell } from '../../ops/cat-table.js';
 import { NODE_COLUMNS, STREAM_COLUMNS, TRANSFER_COLUMNS } from '../../ops/cat-views.js';
-
-export interface ReadinessBody {
-  /** The node serves client requests: no reason to refuse them holds. */
-  ready: boolean;
-  node: string;
-  state: string;
-  storage: 'open' | 'closed';
-  stopping: boolean;
-  /** Why the node refuses client requests, in sentences (empty when it is ready). */
-  reasons: string[];
-  /** The names of those reasons, in the same order (`stopping`, `storage`, `cluster`, …). */
-  refusing: string[];
-}
+import type { ReadinessBody } from '../../ops/ops-service.js';
 
 export interface OpsRoutesDeps {
   health(): Record<string, unknown>;

@@ -2,8 +2,8 @@
 // middleware runs it on the main thread, and the ingest workers on the bodies of the
 // ingests they take (streams/ingest-pool.ts), so both answer a bad body alike.
 
-import { BadRequestError } from '../errors.js';
-import { parseJsonWithin } from '../json.js';
+import { BadRequestError } from './errors.js';
+import { parseJsonWithin } from './json.js';
 
 /**
  * The body's value; undefined for a body of only whitespace. 400 for JSON that does not

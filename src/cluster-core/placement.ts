@@ -11,8 +11,8 @@
 // directly.
 
 import HashRing from 'hashring';
-import { assert } from '../../assert.js';
-import type { Member, Membership, Slot, TransferPlan, TransferRepo } from '../../protocol/cluster-types.js';
+import { assert } from '../assert.js';
+import type { Member, Membership, Slot, TransferPlan, TransferRepo } from '../protocol/cluster-types.js';
 
 export type Availability = (name: string) => boolean;
 

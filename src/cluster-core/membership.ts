@@ -11,7 +11,7 @@
 // is a function of their id) and progress; those merge as a join-semilattice (union of
 // transfers by id, complete = or, percent/bytes/records = max).
 
-import { assert } from '../../assert.js';
+import { assert } from '../assert.js';
 import {
   compareSlots,
   compareText,
@@ -22,8 +22,8 @@ import {
   nextRingNames,
   uncoveredNeeds,
 } from './placement.js';
-import type { AdminCommand, AnnouncedAddress, Member, Membership, MembershipChange, NodeState, QueuedCommand, Slot, TransferPlan } from '../../protocol/cluster-types.js';
-import { NODE_STATE_EDGES } from '../../protocol/cluster-types.js';
+import type { AdminCommand, AnnouncedAddress, Member, Membership, MembershipChange, NodeState, QueuedCommand, Slot, TransferPlan } from '../protocol/cluster-types.js';
+import { NODE_STATE_EDGES } from '../protocol/cluster-types.js';
 
 /** The states after `from` up to and including `to`, along NODE_STATE_EDGES; throws if `to` is not ahead. */
 export function statePath(from: NodeState, to: NodeState): NodeState[] {

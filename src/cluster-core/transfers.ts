@@ -14,9 +14,9 @@
 // Source: reads one chunk at a time (a read continues from the previous chunk's cursor),
 // and stays at most `transferWindowChunks` chunks ahead of the target's acks.
 
-import { assert } from '../../assert.js';
+import { assert } from '../assert.js';
 import { compareText, transferCovers, uncoveredNeeds } from './placement.js';
-import type { ChunkData, CoreConfig, CoreEffect, DurableIncoming, Membership, PeerMessage, TransferPlan } from '../../protocol/cluster-types.js';
+import type { ChunkData, CoreConfig, CoreEffect, DurableIncoming, Membership, PeerMessage, TransferPlan } from '../protocol/cluster-types.js';
 
 type ChunkMessage = Extract<PeerMessage, { type: 'transfer-chunk' }>;
 type RequestMessage = Extract<PeerMessage, { type: 'transfer-request' }>;

@@ -39,7 +39,7 @@
 //    with the current epoch, and kept until all of them stored it. The simulation shows
 //    acknowledged writes are lost without the epoch check.
 
-import { assert } from '../../assert.js';
+import { assert } from '../assert.js';
 import {
   adminAuthorityOf,
   assertSlot,
@@ -95,7 +95,7 @@ import type {
   Slot,
   TransferPlan,
   UnreachablePeer,
-} from '../../protocol/cluster-types.js';
+} from '../protocol/cluster-types.js';
 
 type ProgressReport = Extract<PeerMessage, { type: 'transfer-progress' }>;
 type RequestMessage = Extract<PeerMessage, { type: 'transfer-request' }>;

@@ -1,0 +1,139 @@
+// The layers of src (docs/architecture.md, "Layers"): every folder, and the loose files at
+// the root of src grouped, has a layer; a file imports (type-only imports included) only from
+// its own layer or a lower one, and no two units import each other through any path.
+// test/unit/structure.test.ts checks the import graph against this table, and `npm run docs`
+// writes it into docs/architecture.md (the docs test fails when the two differ).
+// An import that still runs upward is listed in LAYER_EXCEPTIONS, by file, with its reason:
+// any other upward import fails the test, and so does an exception that no longer occurs.
+
+import { join } from 'node:path';
+import { packageRoot } from '../src/package-root.js';
+
+/** One unit of the table: a folder of src (`storage/`) or a group of loose files (`json.ts`). */
+interface LayerUnit {
+  readonly name: string;
+  readonly layer: number;
+  /** Paths relative to src: a folder ends in `/`; the longest path that matches a file wins. */
+  readonly paths: readonly string[];
+  readonly owns: string;
+}
+
+/** An import that still runs upward, kept until it is removed: the test fails on any other. */
+interface LayerException {
+  readonly from: string;
+  readonly to: string;
+  readonly why: string;
+}
+
+export const LAYERS: readonly LayerUnit[] = [
+  {
+    name: 'base',
+    layer: 0,
+    paths: [
+      'assert.ts', 'body-text.ts', 'byte-slab.ts', 'errors.ts', 'iso-time.ts', 'json.ts', 'limited-concurrency.ts', 'log.ts', 'min-heap.ts',
+      'names.ts', 'package-root.ts', 'time-slice.ts', 'timers.ts', 'validation.ts', 'version.ts',
+    ],
+    owns: 'helpers every part uses: assert() for invariants (an InvariantError is a bug, never a 4xx), one error type with named subclasses, bounded JSON and canonical JSON, request body text, ISO 8601 times, names, logging, timers, zod schema → the 400 naming the JSON path',
+  },
+  { name: 'metrics', layer: 0, paths: ['metrics/'], owns: 'the Prometheus registry and instruments (prom-client); parts get observer functions' },
+  { name: 'config', layer: 1, paths: ['config.ts', 'tls.ts'], owns: 'config sources (defaults, file, variables, flags) and their zod schema; TLS material from the config' },
+  { name: 'protocol', layer: 1, paths: ['protocol/'], owns: "the cluster's vocabulary (tables, members, transfer plans, core messages, transfer actions), below both cluster and peer" },
+  { name: 'scripting', layer: 1, paths: ['scripting/'], owns: 'the isolated-vm sandbox for tenant scripts' },
+  { name: 'expression', layer: 1, paths: ['expression/'], owns: 'the shared expression language, pure (search, domains, query language, execution)' },
+  { name: 'auth', layer: 1, paths: ['auth/'], owns: 'platform permissions and the table of what each route needs' },
+  { name: 'storage', layer: 2, paths: ['storage/'], owns: 'the classic-level wrapper, definitions store, ssr, tsr (tsr-block: the block format; tsr-order: payload order across blocks), group commit, hints' },
+  { name: 'peer', layer: 2, paths: ['peer/'], owns: 'the gRPC peer transport from proto/peer.proto, signing, the node identity, the inbound gate, the codec (every peer request a typed message; JSON documents bounded and checked)' },
+  { name: 'cluster-core', layer: 2, paths: ['cluster-core/'], owns: 'the pure membership and transfer state machine; placement.ts: the one ring placement function' },
+  { name: 'streams', layer: 3, paths: ['streams/'], owns: 'schemas, the payload validator, taxonomy, tags, distribution policy, partitioner, placements (policies, mappings, slots in use), stream definitions, runtime, ingest (ingest-pool, ingest-worker, tsr-batch: tsr batches packed in worker threads)' },
+  { name: 'definitions', layer: 3, paths: ['definitions/'], owns: 'replicated definitions (coordinator, push, hints), their peers and byte quotas, tenants' },
+  { name: 'query', layer: 4, paths: ['query/'], owns: 'the query language: parser, checker, types, windows' },
+  { name: 'search', layer: 4, paths: ['search/'], owns: 'the per-partition ssr index, facets, histograms, the search service' },
+  { name: 'repair', layer: 4, paths: ['repair/'], owns: 'anti-entropy: key digests, partition sync, repair runs, damage refill' },
+  { name: 'cluster', layer: 4, paths: ['cluster/'], owns: 'the cluster shell around the core: membership service and feed, node table, events, peer server, transfer chunks, partition router, replica writer (both halves of the epoch fence), hints, hand-offs, the data plane' },
+  { name: 'contributors', layer: 4, paths: ['contributors/'], owns: 'contributor types and instances' },
+  { name: 'execution', layer: 5, paths: ['execution/'], owns: 'query sessions, hosting, runners, the operator pipeline, outputs (SSE), daemons; historical reads: whole payloads, tsr blocks by column, last values per key' },
+  { name: 'monitoring', layer: 5, paths: ['monitoring/'], owns: 'the ten monitoring services, the audit log, ingest and storage counters' },
+  { name: 'ops', layer: 5, paths: ['ops/'], owns: "operators' views: _cat tables and rows, store counts, transfer watch, health and readiness" },
+  { name: 'console', layer: 5, paths: ['console/'], owns: "the console's view of the ring, and each node's figures over time (history ring, peer read)" },
+  { name: 'domains', layer: 5, paths: ['domains/'], owns: 'domains: named groups of contributors given by filters' },
+  { name: 'admin', layer: 5, paths: ['admin/'], owns: "approved vendors of a tenant" },
+  { name: 'http', layer: 6, paths: ['http/'], owns: "the Koa app, error mapping, JSON bodies, SSE, version headers, authentication, one router per family; openapi/: the platform interface's OpenAPI document, from the zod schemas" },
+  { name: 'api-v1', layer: 6, paths: ['api-v1/'], owns: 'the brain management interface: accounts, gates, brains, licence, its OpenAPI and docs page, its CLI' },
+  { name: 'cli', layer: 6, paths: ['cli/'], owns: 'the `status` and `health` commands, the node process flags' },
+  { name: 'node', layer: 7, paths: ['node.ts', 'main.ts'], owns: 'node.ts: the composition root, the only wiring, one function per subsystem; main.ts: the command line (commander)' },
+];
+
+/** Why peer/ still imports from above: it owns every subsystem's peer messages (their types, codec and documents). */
+const PEER_MESSAGES = "peer/ still declares every subsystem's peer messages; they move to their subsystems, which register them with the transport";
+
+export const LAYER_EXCEPTIONS: readonly LayerException[] = [
+  { from: 'peer/codec.ts', to: 'execution/historical-blocks.ts', why: PEER_MESSAGES },
+  { from: 'peer/codec.ts', to: 'execution/historical-reader.ts', why: PEER_MESSAGES },
+  { from: 'peer/codec.ts', to: 'execution/latest-values.ts', why: PEER_MESSAGES },
+  { from: 'peer/codec.ts', to: 'execution/output-channel.ts', why: PEER_MESSAGES },
+  { from: 'peer/codec.ts', to: 'execution/output-registry.ts', why: PEER_MESSAGES },
+  { from: 'peer/codec.ts', to: 'execution/session-host.ts', why: PEER_MESSAGES },
+  { from: 'peer/codec.ts', to: 'ops/store-stats.ts', why: PEER_MESSAGES },
+  { from: 'peer/documents.ts', to: 'console/history.ts', why: PEER_MESSAGES },
+  { from: 'peer/documents.ts', to: 'execution/output-channel.ts', why: PEER_MESSAGES },
+  { from: 'peer/documents.ts', to: 'execution/session-host.ts', why: PEER_MESSAGES },
+  { from: 'peer/documents.ts', to: 'search/facets.ts', why: PEER_MESSAGES },
+  { from: 'peer/documents.ts', to: 'search/local-search.ts', why: PEER_MESSAGES },
+  { from: 'peer/messages.ts', to: 'console/history.ts', why: PEER_MESSAGES },
+  { from: 'peer/messages.ts', to: 'execution/historical-blocks.ts', why: PEER_MESSAGES },
+  { from: 'peer/messages.ts', to: 'execution/historical-reader.ts', why: PEER_MESSAGES },
+  { from: 'peer/messages.ts', to: 'execution/latest-values.ts', why: PEER_MESSAGES },
+  { from: 'peer/messages.ts', to: 'execution/output-channel.ts', why: PEER_MESSAGES },
+  { from: 'peer/messages.ts', to: 'execution/output-registry.ts', why: PEER_MESSAGES },
+  { from: 'peer/messages.ts', to: 'execution/session-host.ts', why: PEER_MESSAGES },
+  { from: 'peer/messages.ts', to: 'monitoring/monitoring.ts', why: PEER_MESSAGES },
+  { from: 'peer/messages.ts', to: 'ops/store-stats.ts', why: PEER_MESSAGES },
+  { from: 'peer/messages.ts', to: 'search/local-search.ts', why: PEER_MESSAGES },
+];
+
+/** The unit a file of src (path relative to src) belongs to: the longest path of the table that matches. */
+export function unitOf(file: string): LayerUnit | undefined {
+  let best: { unit: LayerUnit; length: number } | undefined;
+  for (const unit of LAYERS) {
+    for (const path of unit.paths) {
+      const matches = path.endsWith('/') ? file.startsWith(path) : file === path;
+      if (matches && (best === undefined || path.length > best.length)) best = { unit, length: path.length };
+    }
+  }
+  return best?.unit;
+}
+
+const BEGIN = '<!-- layer-table: generated by `npm run docs` from scripts/layers.ts; do not edit -->';
+const END = '<!-- /layer-table -->';
+
+/** The table as markdown: one row per layer, then the exceptions still allowed. */
+export function layerTable(): string {
+  const layers = [...new Set(LAYERS.map((unit) => unit.layer))].sort((a, b) => b - a);
+  const rows = layers.flatMap((layer) =>
+    LAYERS.filter((unit) => unit.layer === layer).map((unit) => `| ${layer} | ${unit.paths.map((path) => `\`src/${path}\``).join(' ')} | ${unit.owns} |`),
+  );
+  // One line per importing file and reason, naming what it imports.
+  const groups = new Map<string, string[]>();
+  for (const entry of LAYER_EXCEPTIONS) {
+    const key = `${entry.from}\n${entry.why}`;
+    groups.set(key, [...(groups.get(key) ?? []), `\`src/${entry.to}\``]);
+  }
+  const exceptions = [...groups].map(([key, targets]) => {
+    const [from, why] = key.split('\n');
+    return `- \`src/${from}\` → ${targets.join(', ')}: ${why}`;
+  });
+  const allowed = exceptions.length === 0 ? ['No upward import is allowed.'] : ['Upward imports still allowed (each to be removed):', '', ...exceptions];
+  return ['| layer | folders and files | owns |', '|---|---|---|', ...rows, '', ...allowed].join('\n');
+}
+
+/** docs/architecture.md with its layer table replaced by `table`. */
+export function withLayerTable(text: string, table: string): string {
+  const begin = text.indexOf(BEGIN);
+  const end = text.indexOf(END);
+  if (begin < 0 || end < begin) throw new Error(`docs/architecture.md has no ${BEGIN} … ${END} section`);
+  return `${text.slice(0, begin + BEGIN.length)}\n${table}\n${text.slice(end)}`;
+}
+
+export function architectureDocPath(): string {
+  return join(packageRoot(), 'docs', 'architecture.md');
+}
