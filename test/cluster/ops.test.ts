@@ -15,7 +15,9 @@ import { cleanup, client, type NodeProcess } from '../kit/node-process.js';
 const run = promisify(execFile);
 const MAIN = join(packageRoot(), 'dist', 'src', 'main.js');
 const STREAM = '/streams/demo/ops/cpu';
-const PAYLOADS = 8_000;
+// Enough that a transfer of 1 KiB chunks, one in flight, lasts several heartbeats on an idle
+// machine: a faster one goes from started to done with no progress line between.
+const PAYLOADS = 32_000;
 const schema = { version: '1', topDef: { type: 'record', properties: { host: { type: 'string' }, at: { type: 'datetime' }, cpu: { type: 'double' } } } };
 /** Sources send 1 KiB chunks one at a time: the join's transfers last long enough to pause one. */
 const SLOW_SOURCE = ['--cluster-transfer-chunk-bytes', '1024', '--cluster-transfer-window-chunks', '1'];
