@@ -182,10 +182,9 @@ async function measureChange(
 }
 
 /** One node loaded, grown one join at a time to `size` nodes, then one removed. */
-async function growAndShrink(options: BenchOptions, size: number, ringSize: number): Promise<ChangeCost[]> {
+async function growAndShrink(options: BenchOptions, size: number, ringSize: number, onCost: (cost: ChangeCost) => void): Promise<void> {
   const batches = prepareBatches(options);
   const counts = payloadsPerPartition(batches.flatMap((batch) => batch.payloadJsons), ringSize);
-  const costs: ChangeCost[] = [];
   try {
     const first = await startClusterNode('node-01', { args: NODE_ARGS });
     const members = [first];
@@ -198,12 +197,11 @@ async function growAndShrink(options: BenchOptions, size: number, ringSize: numb
     await runBatches(batches.length, 2, (index) => postBatch(first.url + path, batches[index]!.body));
     for (let index = 2; index <= size; index += 1) {
       const node = await startClusterNode(`node-${String(index).padStart(2, '0')}`, { join: true, args: NODE_ARGS });
-      costs.push(await measureChange(ringSize, first, members, counts, { kind: 'join', node }));
+      onCost(await measureChange(ringSize, first, members, counts, { kind: 'join', node }));
       members.push(node);
     }
     const leaving = members[Math.floor(members.length / 2)]!;
-    costs.push(await measureChange(ringSize, first, members, counts, { kind: 'leave', node: leaving }));
-    return costs;
+    onCost(await measureChange(ringSize, first, members, counts, { kind: 'leave', node: leaving }));
   } finally {
     await cleanup();
   }
@@ -231,12 +229,21 @@ export async function runScaleBench(options: BenchOptions): Promise<void> {
   const balance = RING_SIZES.flatMap((ringSize) => SIZES.map((nodes) => balanceOf(nodes, ringSize)));
   console.log(balanceTable(balance));
   const changes: ChangeCost[] = [];
-  for (const ringSize of RING_SIZES) changes.push(...(await growAndShrink(options, size, ringSize)));
+  // Written after every change: a run cut short (it takes the better part of an hour on two
+  // cores) still leaves what it measured, marked partial.
+  const save = (complete: boolean) => writeReport(options, loadBefore, balance, changes, complete);
+  for (const ringSize of RING_SIZES) await growAndShrink(options, size, ringSize, (cost) => (changes.push(cost), save(false)));
+  save(true);
   const reported = changes.filter((row) => SIZES.includes(row.nodes) || row.change.startsWith('leave'));
   console.log(changeTable(reported));
-  const worst = Math.max(...changes.map((row) => row.bytesRatio));
-  const worstOwn = Math.max(...changes.map((row) => row.changeBytesRatio));
+  log(`written ${RESULTS}`);
+}
+
+function writeReport(options: BenchOptions, loadBefore: number, balance: readonly Balance[], changes: readonly ChangeCost[], complete: boolean): void {
+  const worst = Math.max(0, ...changes.map((row) => row.bytesRatio));
+  const worstOwn = Math.max(0, ...changes.map((row) => row.changeBytesRatio));
   const report = {
+    complete,
     params: { payloads: options.payloads, batch: options.batch, replicas: REPLICAS, sizes: SIZES, ringSizes: RING_SIZES, nodeArgs: NODE_ARGS },
     machine: machine(loadBefore),
     balance,
@@ -245,5 +252,4 @@ export async function runScaleBench(options: BenchOptions): Promise<void> {
   };
   mkdirSync(dirname(RESULTS), { recursive: true });
   writeFileSync(RESULTS, `${JSON.stringify(report, null, 2)}\n`);
-  log(`written ${RESULTS}`);
 }
