@@ -25,9 +25,9 @@
 
 import { assert } from '../../assert.js';
 import type { Value } from '../../expression/index.js';
-import type { Accumulator } from './aggregates.js';
+import { aggregateStates, type AggregateStates } from './aggregate-states.js';
 import { WindowEnds } from './group-store.js';
-import { createAccumulators, type GroupingPlan } from './grouping-plan.js';
+import type { GroupingPlan } from './grouping-plan.js';
 import type { Budget, Delta, OutputRow, RowConsumer } from './types.js';
 import { eventTimeMs, mapKey, orderValues, rowsEqual } from './values.js';
 import { LiveClock } from './live-clock.js';
@@ -43,7 +43,8 @@ const FREE_PANES_MAX = 4096;
 interface Pane {
   /** Set again when a pane that slid out is used for a new one (live). */
   index: number;
-  readonly accumulators: Accumulator[];
+  /** Its aggregates (aggregate-states.ts); a pane reused keeps its state. */
+  readonly state: number;
   /** In the window's queue (older or newer stack) or waiting beyond the window's end. */
   where: 'front' | 'back' | 'pending';
   /** In the newer stack and merged into its running aggregate already (PaneQueue). */
@@ -64,14 +65,14 @@ class PaneQueue {
   private head = 0;
   private frontStale = false;
   private back: Pane[] = [];
-  private backAggregate: Accumulator[];
+  private readonly backAggregate: number;
   /** The panes at the start of `back` that are in `backAggregate`. */
   private backMerged = 0;
   /** Entries of panes evicted from the front, their suffix aggregates reused by the next flip. */
   private readonly spare: FrontEntry[] = [];
 
-  constructor(private readonly fresh: () => Accumulator[]) {
-    this.backAggregate = fresh();
+  constructor(private readonly states: AggregateStates) {
+    this.backAggregate = states.take();
   }
 
   get empty(): boolean {
@@ -85,7 +86,7 @@ class PaneQueue {
       // Older than the newest front pane: a row far out of order. Rare; rebuilt on read.
       let at = this.front.length;
       while (at > this.head && this.front[at - 1]!.pane.index > pane.index) at--;
-      this.front.splice(at, 0, { pane, suffix: [] });
+      this.front.splice(at, 0, { pane, suffix: NO_STATE });
       pane.where = 'front';
       this.frontStale = true;
       return;
@@ -96,14 +97,14 @@ class PaneQueue {
     // Before the end of the merged panes (a row out of order): merged now, as they are.
     if (pane.merged) {
       this.backMerged++;
-      if (!empty) mergeAll(this.backAggregate, pane.accumulators);
+      if (!empty) this.states.merge(this.backAggregate, pane.state);
     }
   }
 
   /** A value was added to `pane`, which is in this queue. */
   added(pane: Pane, slot: number, first: Value, second: Value): void {
     if (pane.where === 'front') this.frontStale = true;
-    else if (pane.merged) this.backAggregate[slot]!.add(first, second);
+    else if (pane.merged) this.states.add(this.backAggregate, slot, first, second);
   }
 
   /** The pane of `index` in this queue, if any (both stacks are in index order). */
@@ -133,20 +134,31 @@ class PaneQueue {
       this.head++;
       taken.push(entry.pane);
       if (this.spare.length < SPARE_ENTRIES_MAX) this.spare.push(entry);
+      else if (entry.suffix !== NO_STATE) this.states.give(entry.suffix);
     }
   }
 
+  /** Gives back the states the queue itself holds (not its panes'): it is no longer used. */
+  release(): void {
+    this.states.give(this.backAggregate);
+    for (let at = this.head; at < this.front.length; at++) if (this.front[at]!.suffix !== NO_STATE) this.states.give(this.front[at]!.suffix);
+    for (const entry of this.spare) if (entry.suffix !== NO_STATE) this.states.give(entry.suffix);
+    this.front = [];
+    this.head = 0;
+    this.spare.length = 0;
+  }
+
   /** The window's aggregates, every pane's values combined, into `result` (reset first). */
-  aggregate(result: Accumulator[]): Accumulator[] {
+  aggregate(result: number): number {
     if (this.frontStale) this.rebuildFront();
     for (; this.backMerged < this.back.length; this.backMerged++) {
       const pane = this.back[this.backMerged]!;
-      mergeAll(this.backAggregate, pane.accumulators);
+      this.states.merge(this.backAggregate, pane.state);
       pane.merged = true;
     }
-    for (const accumulator of result) accumulator.reset();
-    if (this.head < this.front.length) mergeAll(result, this.front[this.head]!.suffix);
-    mergeAll(result, this.backAggregate);
+    this.states.reset(result);
+    if (this.head < this.front.length) this.states.merge(result, this.front[this.head]!.suffix);
+    this.states.merge(result, this.backAggregate);
     return result;
   }
 
@@ -155,11 +167,11 @@ class PaneQueue {
     const panes = this.back;
     this.back = [];
     this.backMerged = 0;
-    for (const accumulator of this.backAggregate) accumulator.reset();
+    this.states.reset(this.backAggregate);
     const front = new Array<FrontEntry>(panes.length);
     for (let at = 0; at < panes.length; at++) {
       const entry = this.spare.pop();
-      if (entry === undefined) front[at] = { pane: panes[at]!, suffix: [] };
+      if (entry === undefined) front[at] = { pane: panes[at]!, suffix: NO_STATE };
       else {
         entry.pane = panes[at]!;
         front[at] = entry;
@@ -172,16 +184,15 @@ class PaneQueue {
   }
 
   private rebuildFront(): void {
-    let next: Accumulator[] | undefined;
+    let next = NO_STATE;
     for (let at = this.front.length - 1; at >= this.head; at--) {
       const entry = this.front[at]!;
-      // A reused entry's aggregates are reset, not made again.
-      const suffix = entry.suffix.length === 0 ? this.fresh() : entry.suffix;
-      if (suffix === entry.suffix) for (const accumulator of suffix) accumulator.reset();
-      mergeAll(suffix, entry.pane.accumulators);
-      if (next !== undefined) mergeAll(suffix, next);
-      entry.suffix = suffix;
-      next = suffix;
+      // A reused entry's state is reset, not taken again.
+      if (entry.suffix === NO_STATE) entry.suffix = this.states.take();
+      else this.states.reset(entry.suffix);
+      this.states.merge(entry.suffix, entry.pane.state);
+      if (next !== NO_STATE) this.states.merge(entry.suffix, next);
+      next = entry.suffix;
     }
     if (this.head > 1024 && this.head * 2 > this.front.length) {
       this.front = this.front.slice(this.head);
@@ -194,15 +205,14 @@ class PaneQueue {
 /** A pane at the front of a window's queue, with the aggregate of it and every front pane after it. */
 interface FrontEntry {
   pane: Pane;
-  suffix: Accumulator[];
+  /** A state (aggregate-states.ts), or NO_STATE before the entry's first flip. */
+  suffix: number;
 }
+
+const NO_STATE = -1;
 
 /** Front entries a queue keeps for reuse: a window's worth at most. */
 const SPARE_ENTRIES_MAX = 8_640;
-
-function mergeAll(into: Accumulator[], from: readonly Accumulator[]): void {
-  for (let slot = 0; slot < into.length; slot++) into[slot]!.merge(from[slot]!);
-}
 
 /** One key's panes and what its table row shows. */
 interface Series {
@@ -241,7 +251,8 @@ export class PanedWindowGrouping implements RowConsumer {
   private readonly due = new WindowEnds<Series>();
   private readonly keyScratch: Value[];
   /** A window's aggregates as they are computed for its row. */
-  private readonly aggregateScratch: Accumulator[];
+  private readonly aggregateScratch: number;
+  private readonly states: AggregateStates;
   private readonly goneScratch: Pane[] = [];
   private readonly freePanes: Pane[] = [];
   /** The last window start written as the window key, and how. */
@@ -266,7 +277,8 @@ export class PanedWindowGrouping implements RowConsumer {
     this.clock = new LiveClock(emitIntervalMs === undefined ? undefined : Math.max(window.hopMs, EMIT_INTERVAL_MIN_MS));
     this.paneMs = gcd(window.sizeMs, window.hopMs);
     this.keyScratch = new Array<Value>(plan.plainKeys.length).fill(null);
-    this.aggregateScratch = createAccumulators(plan);
+    this.states = aggregateStates(plan);
+    this.aggregateScratch = this.states.take();
   }
 
   /** Whether a window is best computed from panes: hopping, with more than one window per row. */
@@ -331,7 +343,7 @@ export class PanedWindowGrouping implements RowConsumer {
       const slot = plan.slots[s]!;
       const first = slot.first(row);
       const second = slot.second(row);
-      pane.accumulators[s]!.add(first, second);
+      this.states.add(pane.state, s, first, second);
       if (pane.where !== 'pending') series.queue.added(pane, s, first, second);
     }
     if (index > series.newestPane) series.newestPane = index;
@@ -356,12 +368,12 @@ export class PanedWindowGrouping implements RowConsumer {
   private createPane(series: Series, index: number): Pane {
     this.budget.addGroup();
     let pane = this.freePanes.pop();
-    if (pane === undefined) pane = { index, accumulators: createAccumulators(this.plan), where: 'pending', merged: false };
+    if (pane === undefined) pane = { index, state: this.states.take(), where: 'pending', merged: false };
     else {
       pane.index = index;
       pane.where = 'pending';
       pane.merged = false;
-      for (const accumulator of pane.accumulators) accumulator.reset();
+      this.states.reset(pane.state);
     }
     if (this.historical) {
       series.panes.set(index, pane);
@@ -394,7 +406,7 @@ export class PanedWindowGrouping implements RowConsumer {
         paneCount: 0,
         pending: [],
         windowStartMs: this.historical ? -Infinity : this.firstOpenWindowMs(eventMs),
-        queue: new PaneQueue(() => createAccumulators(this.plan)),
+        queue: new PaneQueue(this.states),
         emitted: undefined,
         changed: false,
         forgotten: false,
@@ -490,6 +502,7 @@ export class PanedWindowGrouping implements RowConsumer {
         if (series.lastPane === pane) series.lastPane = undefined;
         this.budget.releaseGroup();
         if (this.freePanes.length < FREE_PANES_MAX) this.freePanes.push(pane);
+        else this.states.give(pane.state);
       }
       gone.length = 0;
       assert(series.paneCount >= series.pending.length, `a key holds ${series.paneCount} panes, fewer than its ${series.pending.length} pending`);
@@ -508,7 +521,7 @@ export class PanedWindowGrouping implements RowConsumer {
     const held = this.historical ? [...series.panes.values()] : series.queue.panes().concat(series.pending);
     const panes = held.sort((a, b) => a.index - b.index);
     if (panes.length === 0) return;
-    const queue = new PaneQueue(() => createAccumulators(this.plan));
+    const queue = new PaneQueue(this.states);
     let next = 0;
     let startMs = (Math.floor((panes[0]!.index * this.paneMs - this.sizeMs) / this.hopMs) + 1) * this.hopMs;
     const gone: Pane[] = [];
@@ -519,7 +532,7 @@ export class PanedWindowGrouping implements RowConsumer {
       const endIndex = Math.ceil((startMs + this.sizeMs) / this.paneMs);
       for (; next < panes.length && panes[next]!.index < endIndex; next++) {
         // The series' panes stay as they are: the queue holds copies whose `where` it may change.
-        queue.insert({ index: panes[next]!.index, accumulators: panes[next]!.accumulators, where: 'pending', merged: false });
+        queue.insert({ index: panes[next]!.index, state: panes[next]!.state, where: 'pending', merged: false });
       }
       if (!queue.empty) {
         if (counted) this.budget.addGroup();
@@ -527,9 +540,10 @@ export class PanedWindowGrouping implements RowConsumer {
       }
       startMs += this.hopMs;
     }
+    queue.release();
   }
 
-  private outputRow(series: Series, windowStartMs: number, accumulators: Accumulator[]): OutputRow {
+  private outputRow(series: Series, windowStartMs: number, state: number): OutputRow {
     const plan = this.plan;
     const view = series.view;
     if (windowStartMs !== this.startShownMs) {
@@ -538,7 +552,7 @@ export class PanedWindowGrouping implements RowConsumer {
       this.startShown = new Date(windowStartMs).toISOString();
     }
     view.keys[plan.keyNames[plan.keyNames.length - 1]!] = this.startShown;
-    for (let slot = 0; slot < accumulators.length; slot++) view.aggregates[slot] = accumulators[slot]!.result();
+    this.states.read(state, view.aggregates);
     const row: OutputRow = {};
     for (let i = 0; i < plan.items.length; i++) row[plan.itemNames[i]!] = plan.items[i]!(view);
     return row;
@@ -548,6 +562,9 @@ export class PanedWindowGrouping implements RowConsumer {
     series.forgotten = true;
     const held = this.historical ? series.panes.size : series.paneCount;
     for (let i = 0; i < held; i++) this.budget.releaseGroup();
+    for (const pane of series.panes.values()) this.states.give(pane.state);
+    for (const pane of series.pending) this.states.give(pane.state);
+    series.queue.release();
     series.panes.clear();
     series.paneCount = 0;
     series.lastPane = undefined;
