@@ -390,13 +390,14 @@ export class PanedWindowGrouping implements RowConsumer {
   /** The key's series; a new one starts at the first open window that holds the event. */
   private seriesFor(keys: readonly Value[], eventMs: number): Series {
     let level = this.root;
-    for (let i = 0; i < keys.length; i++) {
+    for (let i = 0; i < keys.length - 1; i++) {
       const key = mapKey(keys[i]);
       let next = level.get(key) as Map<unknown, unknown> | undefined;
       if (next === undefined) level.set(key, (next = new Map()));
       level = next;
     }
-    let series = level.get(SERIES) as Series | undefined;
+    const last = seriesEntry(keys);
+    let series = level.get(last) as Series | undefined;
     if (series === undefined) {
       const view = { keys: {} as Record<string, Value>, aggregates: new Array<Value>(this.plan.slots.length).fill(null) };
       for (let i = 0; i < keys.length; i++) view.keys[this.plan.keyNames[i]!] = keys[i]!;
@@ -415,7 +416,7 @@ export class PanedWindowGrouping implements RowConsumer {
         lastPane: undefined,
         view,
       };
-      level.set(SERIES, series);
+      level.set(last, series);
       this.series.push(series);
       if (!this.historical) this.schedule(series);
     }
@@ -493,18 +494,18 @@ export class PanedWindowGrouping implements RowConsumer {
   private slide(series: Series, startMs: number): void {
     if (startMs <= series.windowStartMs) return;
     series.windowStartMs = startMs;
-    // Left empty after each use (setting an array's length costs a runtime call).
+    // Left empty after each use.
     const gone = this.goneScratch;
     series.queue.evictBefore(Math.ceil(startMs / this.paneMs), gone);
     if (gone.length > 0) {
-      for (const pane of gone) {
+      // Popped empty: setting its length to 0 would free its store for the next push to make again.
+      for (let pane = gone.pop(); pane !== undefined; pane = gone.pop()) {
         series.paneCount--;
         if (series.lastPane === pane) series.lastPane = undefined;
         this.budget.releaseGroup();
         if (this.freePanes.length < FREE_PANES_MAX) this.freePanes.push(pane);
         else this.states.give(pane.state);
       }
-      gone.length = 0;
       assert(series.paneCount >= series.pending.length, `a key holds ${series.paneCount} panes, fewer than its ${series.pending.length} pending`);
     }
     const endIndex = Math.ceil((startMs + this.sizeMs) / this.paneMs);
@@ -574,11 +575,11 @@ export class PanedWindowGrouping implements RowConsumer {
     if (at >= 0) this.series.splice(at, 1);
     let level = this.root;
     const path: Array<Map<unknown, unknown>> = [];
-    for (const value of series.keyValues) {
+    for (let i = 0; i < series.keyValues.length - 1; i++) {
       path.push(level);
-      level = level.get(mapKey(value)) as Map<unknown, unknown>;
+      level = level.get(mapKey(series.keyValues[i])) as Map<unknown, unknown>;
     }
-    level.delete(SERIES);
+    level.delete(seriesEntry(series.keyValues));
     for (let i = path.length - 1; i >= 0 && level.size === 0; i--) {
       path[i]!.delete(mapKey(series.keyValues[i]));
       level = path[i]!;
@@ -597,8 +598,13 @@ export class PanedWindowGrouping implements RowConsumer {
   }
 }
 
-/** The Map entry holding a key's series, below its key levels (no key value is this object). */
+/** The Map entry of a grouping without keys besides the window (no key value is this object). */
 const SERIES = Symbol('series');
+
+/** A series is the entry of its last key value in the level of the keys before it (a row's lookup: one Map per key). */
+function seriesEntry(keys: readonly Value[]): unknown {
+  return keys.length === 0 ? SERIES : mapKey(keys[keys.length - 1]);
+}
 
 /** Panes mostly come in time order: search from the back, and append without splice's garbage. Returns where it went. */
 function insertSorted(panes: Pane[], pane: Pane): number {
