@@ -47,8 +47,6 @@ interface Pane {
   readonly state: number;
   /** In the window's queue (older or newer stack) or waiting beyond the window's end. */
   where: 'front' | 'back' | 'pending';
-  /** In the newer stack and merged into its running aggregate already (PaneQueue). */
-  merged: boolean;
 }
 
 /**
@@ -65,9 +63,16 @@ class PaneQueue {
   private head = 0;
   private frontStale = false;
   private back: Pane[] = [];
+  /**
+   * The states of `back`'s panes, side by side: a window read merges the panes since the
+   * last read from here, without reading each pane object (spread over the heap).
+   */
+  private backStates: number[] = [];
   private readonly backAggregate: number;
   /** The panes at the start of `back` that are in `backAggregate`. */
   private backMerged = 0;
+  /** The index of the last of those panes, -Infinity for none: a back pane is merged when its index is at most this. */
+  private mergedThrough = -Infinity;
   /** Entries of panes evicted from the front, their suffix aggregates reused by the next flip. */
   private readonly spare: FrontEntry[] = [];
 
@@ -92,10 +97,11 @@ class PaneQueue {
       return;
     }
     const at = insertSorted(this.back, pane);
+    if (at === this.backStates.length) this.backStates.push(pane.state);
+    else this.backStates.splice(at, 0, pane.state);
     pane.where = 'back';
-    pane.merged = at < this.backMerged;
     // Before the end of the merged panes (a row out of order): merged now, as they are.
-    if (pane.merged) {
+    if (at < this.backMerged) {
       this.backMerged++;
       if (!empty) this.states.merge(this.backAggregate, pane.state);
     }
@@ -104,7 +110,7 @@ class PaneQueue {
   /** A value was added to `pane`, which is in this queue. */
   added(pane: Pane, slot: number, first: Value, second: Value): void {
     if (pane.where === 'front') this.frontStale = true;
-    else if (pane.merged) this.states.add(this.backAggregate, slot, first, second);
+    else if (pane.index <= this.mergedThrough) this.states.add(this.backAggregate, slot, first, second);
   }
 
   /** The pane of `index` in this queue, if any (both stacks are in index order). */
@@ -151,10 +157,9 @@ class PaneQueue {
   /** The window's aggregates, every pane's values combined, into `result` (reset first). */
   aggregate(result: number): number {
     if (this.frontStale) this.rebuildFront();
-    for (; this.backMerged < this.back.length; this.backMerged++) {
-      const pane = this.back[this.backMerged]!;
-      this.states.merge(this.backAggregate, pane.state);
-      pane.merged = true;
+    if (this.backMerged < this.backStates.length) {
+      for (; this.backMerged < this.backStates.length; this.backMerged++) this.states.merge(this.backAggregate, this.backStates[this.backMerged]!);
+      this.mergedThrough = this.back[this.backMerged - 1]!.index;
     }
     this.states.reset(result);
     if (this.head < this.front.length) this.states.merge(result, this.front[this.head]!.suffix);
@@ -166,7 +171,9 @@ class PaneQueue {
   private flip(): void {
     const panes = this.back;
     this.back = [];
+    this.backStates = [];
     this.backMerged = 0;
+    this.mergedThrough = -Infinity;
     this.states.reset(this.backAggregate);
     const front = new Array<FrontEntry>(panes.length);
     for (let at = 0; at < panes.length; at++) {
@@ -368,11 +375,10 @@ export class PanedWindowGrouping implements RowConsumer {
   private createPane(series: Series, index: number): Pane {
     this.budget.addGroup();
     let pane = this.freePanes.pop();
-    if (pane === undefined) pane = { index, state: this.states.take(), where: 'pending', merged: false };
+    if (pane === undefined) pane = { index, state: this.states.take(), where: 'pending' };
     else {
       pane.index = index;
       pane.where = 'pending';
-      pane.merged = false;
       this.states.reset(pane.state);
     }
     if (this.historical) {
@@ -534,7 +540,7 @@ export class PanedWindowGrouping implements RowConsumer {
       const endIndex = Math.ceil((startMs + this.sizeMs) / this.paneMs);
       for (; next < panes.length && panes[next]!.index < endIndex; next++) {
         // The series' panes stay as they are: the queue holds copies whose `where` it may change.
-        queue.insert({ index: panes[next]!.index, state: panes[next]!.state, where: 'pending', merged: false });
+        queue.insert({ index: panes[next]!.index, state: panes[next]!.state, where: 'pending' });
       }
       if (!queue.empty) {
         if (counted) this.budget.addGroup();
