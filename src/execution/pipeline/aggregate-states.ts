@@ -5,8 +5,8 @@
 // and reading a window merged thousands of them scattered over the heap.
 //
 // - NumberStates: when every aggregate is count, sum or avg (their state is a count and a
-//   total), the states are two numbers per aggregate side by side in one Float64Array that
-//   grows by doubling. They add, merge and give results exactly as the accumulators of
+//   total), the states are two numbers per aggregate side by side in Float64Arrays of
+//   CHUNK_STATES states each (more are added as needed; none is copied). They add, merge and give results exactly as the accumulators of
 //   aggregates.ts do (the same operations on the same doubles, in the same order).
 // - AccumulatorStates: any other select keeps an Accumulator[] per state.
 // States given back are taken again first, so either holds as many states as were held at
@@ -50,10 +50,14 @@ function numberKind(name: string, argCount: number): number | undefined {
   return name === 'sum' ? SUM : name === 'avg' ? AVERAGE : undefined;
 }
 
-/** Per aggregate: its count at 2 * slot, its total at 2 * slot + 1. */
+/** States per chunk of NumberStates (a power of two): a new chunk is 128 KiB for two aggregates. */
+const CHUNK_BITS = 12;
+const CHUNK_STATES = 1 << CHUNK_BITS;
+
+/** Per aggregate: its count at 2 * slot, its total at 2 * slot + 1, of the state's place in its chunk. */
 class NumberStates implements AggregateStates {
   private readonly width: number;
-  private values = new Float64Array(1024);
+  private readonly chunks: Float64Array[] = [];
   private used = 0;
   private readonly free: number[] = [];
 
@@ -67,11 +71,7 @@ class NumberStates implements AggregateStates {
       this.reset(given);
       return given;
     }
-    if ((this.used + 1) * this.width > this.values.length) {
-      const grown = new Float64Array(this.values.length * 2);
-      grown.set(this.values);
-      this.values = grown;
-    }
+    if (this.used === this.chunks.length * CHUNK_STATES) this.chunks.push(new Float64Array(CHUNK_STATES * this.width));
     // Never used: zero already.
     return this.used++;
   }
@@ -82,36 +82,40 @@ class NumberStates implements AggregateStates {
   }
 
   reset(state: number): void {
-    this.values.fill(0, state * this.width, (state + 1) * this.width);
+    const at = (state & (CHUNK_STATES - 1)) * this.width;
+    this.chunks[state >>> CHUNK_BITS]!.fill(0, at, at + this.width);
   }
 
   add(state: number, slot: number, first: Value): void {
-    const at = state * this.width + 2 * slot;
+    const values = this.chunks[state >>> CHUNK_BITS]!;
+    const at = (state & (CHUNK_STATES - 1)) * this.width + 2 * slot;
     const kind = this.kinds[slot]!;
-    if (kind === COUNT_ROWS) this.values[at]! += 1;
+    if (kind === COUNT_ROWS) values[at]! += 1;
     else if (kind === COUNT_VALUES) {
-      if (first !== null) this.values[at]! += 1;
+      if (first !== null) values[at]! += 1;
     } else {
       // As SumOrAverage: a long beyond 2^53 (BigInt) is summed as a double; other values are skipped.
       const number = typeof first === 'bigint' ? Number(first) : first;
       if (typeof number !== 'number') return;
-      this.values[at + 1]! += number;
-      this.values[at]! += 1;
+      values[at + 1]! += number;
+      values[at]! += 1;
     }
   }
 
   merge(into: number, from: number): void {
-    const values = this.values;
-    const to = into * this.width;
-    const at = from * this.width;
-    for (let i = 0; i < this.width; i++) values[to + i]! += values[at + i]!;
+    const target = this.chunks[into >>> CHUNK_BITS]!;
+    const source = this.chunks[from >>> CHUNK_BITS]!;
+    const to = (into & (CHUNK_STATES - 1)) * this.width;
+    const at = (from & (CHUNK_STATES - 1)) * this.width;
+    for (let i = 0; i < this.width; i++) target[to + i]! += source[at + i]!;
   }
 
   read(state: number, out: Value[]): void {
-    const at = state * this.width;
+    const values = this.chunks[state >>> CHUNK_BITS]!;
+    const at = (state & (CHUNK_STATES - 1)) * this.width;
     for (let slot = 0; slot < this.kinds.length; slot++) {
-      const count = this.values[at + 2 * slot]!;
-      const total = this.values[at + 2 * slot + 1]!;
+      const count = values[at + 2 * slot]!;
+      const total = values[at + 2 * slot + 1]!;
       const kind = this.kinds[slot]!;
       if (kind === COUNT_ROWS || kind === COUNT_VALUES) out[slot] = count;
       else if (count === 0) out[slot] = null;
