@@ -1,10 +1,10 @@
 // Hopping windows with many windows per row: `window of 24 hour every 10 seconds` puts each row
 // into 8,640 windows. As stream processors do ("no pane, no gain"), time is cut into panes of
 // gcd(size, hop); a row goes into its one pane, per key, and a window's aggregates are its
-// panes' aggregates combined (Accumulator.merge). The panes of the window being computed sit in
-// a two-stack queue (the older stack keeps suffix aggregates, the newer one running aggregate),
-// so sliding by a hop costs O(1) amortized per pane and per row, whatever the number of windows
-// a row falls into.
+// panes' aggregates combined (as Accumulator.merge does; aggregate-states.ts keeps them). The
+// panes of the window being computed sit in a two-stack queue (the older stack keeps suffix
+// aggregates, the newer one running aggregate), so sliding by a hop costs O(1) amortized per
+// pane and per row, whatever the number of windows a row falls into.
 //
 // Decisions (docs/query-language.md, "Live windows", repeats them):
 // - Live, the table holds per key its trailing window: the oldest window the watermark has
