@@ -34,122 +34,116 @@ import { LiveClock } from './live-clock.js';
 
 /** Hops shorter than this are emitted at this pace at most. */
 const EMIT_INTERVAL_MIN_MS = 100;
-/**
- * Panes that slid out kept for new ones (live): with a payload or two per pane, a pane's
- * objects were most of what a row cost to make and to collect.
- */
-const FREE_PANES_MAX = 4096;
 
-interface Pane {
-  /** Set again when a pane that slid out is used for a new one (live). */
-  index: number;
-  /** Its aggregates (aggregate-states.ts); a pane reused keeps its state. */
+/** A pane: its index (its start over the pane length) and its state (aggregate-states.ts). */
+interface PaneRef {
+  readonly index: number;
   readonly state: number;
-  /** In the window's queue (older or newer stack) or waiting beyond the window's end. */
-  where: 'front' | 'back' | 'pending';
 }
 
 /**
- * The panes of one window, oldest first, as two stacks. `front` holds the older panes with,
- * for each, the aggregate of it and every pane after it in `front`; `back` the newer ones
- * with one running aggregate of its first `backMerged` panes, brought up to date when the
- * window is read: the panes since then are merged once, whole (rows mostly go to the
- * newest pane, and a window is read once per emission). A value added to a merged back
+ * The panes of one window, oldest first, as two stacks, each pane an index and a state side
+ * by side in arrays (no object per pane: with about a payload per pane live, its objects
+ * were most of what a row cost to make, to keep and to collect). `front` holds the older
+ * panes with, for each, the aggregate of it and every pane after it in `front`; `back` the
+ * newer ones with one running aggregate of its first `backMerged` panes, brought up to date
+ * when the window is read: the panes since then are merged once, whole (rows mostly go to
+ * the newest pane, and a window is read once per emission). A value added to a merged back
  * pane is added to the running aggregate too; one added to a front pane (a row out of
- * order) marks the suffixes stale.
+ * order) marks the suffixes stale. Every front pane is older than every back pane.
  */
 class PaneQueue {
-  private front: FrontEntry[] = [];
+  private frontIndexes: number[] = [];
+  private frontStates: number[] = [];
+  /** Per front pane, the aggregate of it and every front pane after it; NO_STATE before the first rebuild. */
+  private frontSuffixes: number[] = [];
   private head = 0;
   private frontStale = false;
-  private back: Pane[] = [];
-  /**
-   * The states of `back`'s panes, side by side: a window read merges the panes since the
-   * last read from here, without reading each pane object (spread over the heap).
-   */
+  private backIndexes: number[] = [];
   private backStates: number[] = [];
   private readonly backAggregate: number;
   /** The panes at the start of `back` that are in `backAggregate`. */
   private backMerged = 0;
   /** The index of the last of those panes, -Infinity for none: a back pane is merged when its index is at most this. */
   private mergedThrough = -Infinity;
-  /** Entries of panes evicted from the front, their suffix aggregates reused by the next flip. */
-  private readonly spare: FrontEntry[] = [];
+  /** Suffix states of panes evicted from the front, reused by the next flip. */
+  private readonly spare: number[] = [];
 
   constructor(private readonly states: AggregateStates) {
     this.backAggregate = states.take();
   }
 
   get empty(): boolean {
-    return this.head >= this.front.length && this.back.length === 0;
+    return this.head >= this.frontIndexes.length && this.backIndexes.length === 0;
   }
 
   /** Adds a pane that lies inside the window (its values are merged in, unless it is `empty`). */
-  insert(pane: Pane, empty = false): void {
-    const lastFront = this.front.length > this.head ? this.front[this.front.length - 1]!.pane.index : -Infinity;
-    if (pane.index < lastFront) {
+  insert(index: number, state: number, empty = false): void {
+    if (index < this.lastFrontIndex()) {
       // Older than the newest front pane: a row far out of order. Rare; rebuilt on read.
-      let at = this.front.length;
-      while (at > this.head && this.front[at - 1]!.pane.index > pane.index) at--;
-      this.front.splice(at, 0, { pane, suffix: NO_STATE });
-      pane.where = 'front';
+      let at = this.frontIndexes.length;
+      while (at > this.head && this.frontIndexes[at - 1]! > index) at--;
+      this.frontIndexes.splice(at, 0, index);
+      this.frontStates.splice(at, 0, state);
+      this.frontSuffixes.splice(at, 0, NO_STATE);
       this.frontStale = true;
       return;
     }
-    const at = insertSorted(this.back, pane);
-    if (at === this.backStates.length) this.backStates.push(pane.state);
-    else this.backStates.splice(at, 0, pane.state);
-    pane.where = 'back';
+    const at = insertSorted(this.backIndexes, index);
+    if (at === this.backStates.length) this.backStates.push(state);
+    else this.backStates.splice(at, 0, state);
     // Before the end of the merged panes (a row out of order): merged now, as they are.
     if (at < this.backMerged) {
       this.backMerged++;
-      if (!empty) this.states.merge(this.backAggregate, pane.state);
+      if (!empty) this.states.merge(this.backAggregate, state);
     }
   }
 
-  /** A value was added to `pane`, which is in this queue. */
-  added(pane: Pane, slot: number, first: Value, second: Value): void {
-    if (pane.where === 'front') this.frontStale = true;
-    else if (pane.index <= this.mergedThrough) this.states.add(this.backAggregate, slot, first, second);
+  /** A value was added to the pane of `index`, which is in this queue. */
+  added(index: number, slot: number, first: Value, second: Value): void {
+    if (index <= this.lastFrontIndex()) this.frontStale = true;
+    else if (index <= this.mergedThrough) this.states.add(this.backAggregate, slot, first, second);
   }
 
-  /** The pane of `index` in this queue, if any (both stacks are in index order). */
-  find(index: number): Pane | undefined {
-    const inBack = findSorted(this.back, index, 0, (pane) => pane);
-    if (inBack !== undefined) return inBack;
-    return findSorted(this.front, index, this.head, (entry) => entry.pane)?.pane;
+  /** The state of the pane of `index` in this queue, or NO_STATE (both stacks are in index order). */
+  find(index: number): number {
+    const inBack = findSorted(this.backIndexes, index, 0);
+    if (inBack >= 0) return this.backStates[inBack]!;
+    const inFront = findSorted(this.frontIndexes, index, this.head);
+    return inFront >= 0 ? this.frontStates[inFront]! : NO_STATE;
   }
 
   /** Every pane in the queue, oldest first. */
-  panes(): Pane[] {
-    const out: Pane[] = [];
-    for (let at = this.head; at < this.front.length; at++) out.push(this.front[at]!.pane);
-    return out.concat(this.back);
+  panes(out: PaneRef[]): void {
+    for (let at = this.head; at < this.frontIndexes.length; at++) out.push({ index: this.frontIndexes[at]!, state: this.frontStates[at]! });
+    for (let at = 0; at < this.backIndexes.length; at++) out.push({ index: this.backIndexes[at]!, state: this.backStates[at]! });
   }
 
-  /** Takes out the panes before `index`, oldest first; returns them. */
-  evictBefore(index: number, taken: Pane[]): void {
+  /** Takes out the panes before `index`, oldest first, their states into `taken`. */
+  evictBefore(index: number, taken: number[]): void {
     for (;;) {
-      if (this.head >= this.front.length) {
-        if (this.back.length === 0 || this.back[0]!.index >= index) return;
+      if (this.head >= this.frontIndexes.length) {
+        if (this.backIndexes.length === 0 || this.backIndexes[0]! >= index) return;
         this.flip();
       }
-      const entry = this.front[this.head]!;
-      if (entry.pane.index >= index) return;
-      this.front[this.head] = undefined as never;
+      if (this.frontIndexes[this.head]! >= index) return;
+      taken.push(this.frontStates[this.head]!);
+      const suffix = this.frontSuffixes[this.head]!;
       this.head++;
-      taken.push(entry.pane);
-      if (this.spare.length < SPARE_ENTRIES_MAX) this.spare.push(entry);
-      else if (entry.suffix !== NO_STATE) this.states.give(entry.suffix);
+      if (suffix === NO_STATE) continue;
+      if (this.spare.length < SPARE_SUFFIXES_MAX) this.spare.push(suffix);
+      else this.states.give(suffix);
     }
   }
 
   /** Gives back the states the queue itself holds (not its panes'): it is no longer used. */
   release(): void {
     this.states.give(this.backAggregate);
-    for (let at = this.head; at < this.front.length; at++) if (this.front[at]!.suffix !== NO_STATE) this.states.give(this.front[at]!.suffix);
-    for (const entry of this.spare) if (entry.suffix !== NO_STATE) this.states.give(entry.suffix);
-    this.front = [];
+    for (let at = this.head; at < this.frontSuffixes.length; at++) if (this.frontSuffixes[at] !== NO_STATE) this.states.give(this.frontSuffixes[at]!);
+    for (const suffix of this.spare) this.states.give(suffix);
+    this.frontIndexes = [];
+    this.frontStates = [];
+    this.frontSuffixes = [];
     this.head = 0;
     this.spare.length = 0;
   }
@@ -159,77 +153,72 @@ class PaneQueue {
     if (this.frontStale) this.rebuildFront();
     if (this.backMerged < this.backStates.length) {
       for (; this.backMerged < this.backStates.length; this.backMerged++) this.states.merge(this.backAggregate, this.backStates[this.backMerged]!);
-      this.mergedThrough = this.back[this.backMerged - 1]!.index;
+      this.mergedThrough = this.backIndexes[this.backMerged - 1]!;
     }
     this.states.reset(result);
-    if (this.head < this.front.length) this.states.merge(result, this.front[this.head]!.suffix);
+    if (this.head < this.frontSuffixes.length) this.states.merge(result, this.frontSuffixes[this.head]!);
     this.states.merge(result, this.backAggregate);
     return result;
   }
 
+  private lastFrontIndex(): number {
+    return this.head < this.frontIndexes.length ? this.frontIndexes[this.frontIndexes.length - 1]! : -Infinity;
+  }
+
   /** Moves the newer stack under the older one, computing the suffix aggregates once. */
   private flip(): void {
-    const panes = this.back;
-    this.back = [];
+    this.frontIndexes = this.backIndexes;
+    this.frontStates = this.backStates;
+    const suffixes = new Array<number>(this.frontIndexes.length);
+    for (let at = 0; at < suffixes.length; at++) suffixes[at] = this.spare.pop() ?? NO_STATE;
+    this.frontSuffixes = suffixes;
+    this.head = 0;
+    this.backIndexes = [];
     this.backStates = [];
     this.backMerged = 0;
     this.mergedThrough = -Infinity;
     this.states.reset(this.backAggregate);
-    const front = new Array<FrontEntry>(panes.length);
-    for (let at = 0; at < panes.length; at++) {
-      const entry = this.spare.pop();
-      if (entry === undefined) front[at] = { pane: panes[at]!, suffix: NO_STATE };
-      else {
-        entry.pane = panes[at]!;
-        front[at] = entry;
-      }
-    }
-    this.front = front;
-    this.head = 0;
     this.rebuildFront();
-    for (const pane of panes) pane.where = 'front';
   }
 
   private rebuildFront(): void {
     let next = NO_STATE;
-    for (let at = this.front.length - 1; at >= this.head; at--) {
-      const entry = this.front[at]!;
-      // A reused entry's state is reset, not taken again.
-      if (entry.suffix === NO_STATE) entry.suffix = this.states.take();
-      else this.states.reset(entry.suffix);
-      this.states.merge(entry.suffix, entry.pane.state);
-      if (next !== NO_STATE) this.states.merge(entry.suffix, next);
-      next = entry.suffix;
+    for (let at = this.frontSuffixes.length - 1; at >= this.head; at--) {
+      // A reused suffix is reset, not taken again.
+      let suffix = this.frontSuffixes[at]!;
+      if (suffix === NO_STATE) this.frontSuffixes[at] = suffix = this.states.take();
+      else this.states.reset(suffix);
+      this.states.merge(suffix, this.frontStates[at]!);
+      if (next !== NO_STATE) this.states.merge(suffix, next);
+      next = suffix;
     }
-    if (this.head > 1024 && this.head * 2 > this.front.length) {
-      this.front = this.front.slice(this.head);
+    if (this.head > 1024 && this.head * 2 > this.frontIndexes.length) {
+      this.frontIndexes = this.frontIndexes.slice(this.head);
+      this.frontStates = this.frontStates.slice(this.head);
+      this.frontSuffixes = this.frontSuffixes.slice(this.head);
       this.head = 0;
     }
     this.frontStale = false;
   }
 }
 
-/** A pane at the front of a window's queue, with the aggregate of it and every front pane after it. */
-interface FrontEntry {
-  pane: Pane;
-  /** A state (aggregate-states.ts), or NO_STATE before the entry's first flip. */
-  suffix: number;
-}
-
+/** No state: a front pane's suffix before its first rebuild, or a pane not found. */
 const NO_STATE = -1;
 
-/** Front entries a queue keeps for reuse: a window's worth at most. */
-const SPARE_ENTRIES_MAX = 8_640;
+/** Suffix states a queue keeps for reuse: a window's worth at most. */
+const SPARE_SUFFIXES_MAX = 8_640;
 
 /** One key's panes and what its table row shows. */
 interface Series {
   readonly keyValues: Value[];
-  /** Bounded input: every pane, by index. Live, the panes are in `queue` and `pending` only. */
-  readonly panes: Map<number, Pane>;
+  /** Bounded input: every pane's state, by index. Live, the panes are in `queue` and `pending` only. */
+  readonly panes: Map<number, number>;
   /** Panes held (live): in `queue` or `pending`. */
   paneCount: number;
   /** The panes beyond the end of the key's next window (live), by index, which slide() moves into the queue. */
-  readonly pending: Pane[];
+  readonly pendingIndexes: number[];
+  /** Their states, side by side. */
+  readonly pendingStates: number[];
   /** Start (ms) of the key's next window to close; its panes are in `queue`. Live only. */
   windowStartMs: number;
   readonly queue: PaneQueue;
@@ -243,8 +232,9 @@ interface Series {
   dueAtMs: number | undefined;
   /** Highest pane index seen. */
   newestPane: number;
-  /** The pane the last row went into: rows mostly come in time order. */
-  lastPane: Pane | undefined;
+  /** The pane the last row went into, NaN for none, and its state: rows mostly come in time order. */
+  lastIndex: number;
+  lastState: number;
   /** What the select's items read, refilled for each row emitted: keys, then aggregates. */
   readonly view: { readonly keys: Record<string, Value>; readonly aggregates: Value[] };
 }
@@ -260,8 +250,7 @@ export class PanedWindowGrouping implements RowConsumer {
   /** A window's aggregates as they are computed for its row. */
   private readonly aggregateScratch: number;
   private readonly states: AggregateStates;
-  private readonly goneScratch: Pane[] = [];
-  private readonly freePanes: Pane[] = [];
+  private readonly goneScratch: number[] = [];
   /** The last window start written as the window key, and how. */
   private startShownMs = NaN;
   private startShown = '';
@@ -343,15 +332,18 @@ export class PanedWindowGrouping implements RowConsumer {
       this.lateRows++;
       if (index * this.paneMs < series.windowStartMs) return;
     }
-    let pane = series.lastPane !== undefined && series.lastPane.index === index ? series.lastPane : this.findPane(series, index);
-    if (pane === undefined) pane = this.createPane(series, index);
-    series.lastPane = pane;
+    let state = series.lastIndex === index ? series.lastState : this.findPane(series, index);
+    if (state === NO_STATE) state = this.createPane(series, index);
+    series.lastIndex = index;
+    series.lastState = state;
+    // Live, the panes before the end of the key's next window are in its queue, the others pending.
+    const queued = !this.historical && index * this.paneMs < series.windowStartMs + this.sizeMs;
     for (let s = 0; s < plan.slots.length; s++) {
       const slot = plan.slots[s]!;
       const first = slot.first(row);
       const second = slot.second(row);
-      this.states.add(pane.state, s, first, second);
-      if (pane.where !== 'pending') series.queue.added(pane, s, first, second);
+      this.states.add(state, s, first, second);
+      if (queued) series.queue.added(index, s, first, second);
     }
     if (index > series.newestPane) series.newestPane = index;
     if (this.historical) return;
@@ -365,32 +357,32 @@ export class PanedWindowGrouping implements RowConsumer {
     this.changed.push(series);
   }
 
-  /** The key's pane of `index`: a row newer than every pane needs a new one, as most rows do live. */
-  private findPane(series: Series, index: number): Pane | undefined {
-    if (this.historical) return series.panes.get(index);
-    if (index > series.newestPane) return undefined;
-    return findSorted(series.pending, index, 0, (pane) => pane) ?? series.queue.find(index);
+  /** The state of the key's pane of `index`, or NO_STATE: a row newer than every pane needs a new one, as most rows do live. */
+  private findPane(series: Series, index: number): number {
+    if (this.historical) return series.panes.get(index) ?? NO_STATE;
+    if (index > series.newestPane) return NO_STATE;
+    const pending = findSorted(series.pendingIndexes, index, 0);
+    return pending >= 0 ? series.pendingStates[pending]! : series.queue.find(index);
   }
 
-  private createPane(series: Series, index: number): Pane {
+  /** A new pane's state (states that slid out are taken again first). */
+  private createPane(series: Series, index: number): number {
     this.budget.addGroup();
-    let pane = this.freePanes.pop();
-    if (pane === undefined) pane = { index, state: this.states.take(), where: 'pending' };
-    else {
-      pane.index = index;
-      pane.where = 'pending';
-      this.states.reset(pane.state);
-    }
+    const state = this.states.take();
     if (this.historical) {
-      series.panes.set(index, pane);
-      return pane;
+      series.panes.set(index, state);
+      return state;
     }
     series.paneCount++;
-    if (index * this.paneMs < series.windowStartMs + this.sizeMs) series.queue.insert(pane, true);
-    else insertSorted(series.pending, pane);
+    if (index * this.paneMs < series.windowStartMs + this.sizeMs) series.queue.insert(index, state, true);
+    else {
+      const at = insertSorted(series.pendingIndexes, index);
+      if (at === series.pendingStates.length) series.pendingStates.push(state);
+      else series.pendingStates.splice(at, 0, state);
+    }
     // A key whose panes had all slid out waits for its window to close again.
     if (series.dueAtMs === undefined) this.schedule(series);
-    return pane;
+    return state;
   }
 
   /** The key's series; a new one starts at the first open window that holds the event. */
@@ -411,7 +403,8 @@ export class PanedWindowGrouping implements RowConsumer {
         keyValues: keys.slice(),
         panes: new Map(),
         paneCount: 0,
-        pending: [],
+        pendingIndexes: [],
+        pendingStates: [],
         windowStartMs: this.historical ? -Infinity : this.firstOpenWindowMs(eventMs),
         queue: new PaneQueue(this.states),
         emitted: undefined,
@@ -419,7 +412,8 @@ export class PanedWindowGrouping implements RowConsumer {
         forgotten: false,
         dueAtMs: undefined,
         newestPane: -Infinity,
-        lastPane: undefined,
+        lastIndex: NaN,
+        lastState: NO_STATE,
         view,
       };
       level.set(last, series);
@@ -505,43 +499,54 @@ export class PanedWindowGrouping implements RowConsumer {
     series.queue.evictBefore(Math.ceil(startMs / this.paneMs), gone);
     if (gone.length > 0) {
       // Popped empty: setting its length to 0 would free its store for the next push to make again.
-      for (let pane = gone.pop(); pane !== undefined; pane = gone.pop()) {
+      for (let state = gone.pop(); state !== undefined; state = gone.pop()) {
         series.paneCount--;
-        if (series.lastPane === pane) series.lastPane = undefined;
+        // Its state is taken again by the next new pane.
+        if (series.lastState === state) series.lastIndex = NaN;
         this.budget.releaseGroup();
-        if (this.freePanes.length < FREE_PANES_MAX) this.freePanes.push(pane);
-        else this.states.give(pane.state);
+        this.states.give(state);
       }
-      assert(series.paneCount >= series.pending.length, `a key holds ${series.paneCount} panes, fewer than its ${series.pending.length} pending`);
+      assert(series.paneCount >= series.pendingIndexes.length, `a key holds ${series.paneCount} panes, fewer than its ${series.pendingIndexes.length} pending`);
     }
     const endIndex = Math.ceil((startMs + this.sizeMs) / this.paneMs);
-    const pending = series.pending;
+    const indexes = series.pendingIndexes;
+    const states = series.pendingStates;
     let taken = 0;
-    while (taken < pending.length && pending[taken]!.index < endIndex) series.queue.insert(pending[taken++]!);
+    for (; taken < indexes.length && indexes[taken]! < endIndex; taken++) series.queue.insert(indexes[taken]!, states[taken]!);
     if (taken === 0) return;
     // Mostly the one pane a hop brings: popped, as setting an array's length costs a runtime call.
-    if (taken === pending.length) for (let i = 0; i < taken; i++) pending.pop();
-    else pending.splice(0, taken);
+    if (taken === indexes.length) {
+      for (let i = 0; i < taken; i++) {
+        indexes.pop();
+        states.pop();
+      }
+    } else {
+      indexes.splice(0, taken);
+      states.splice(0, taken);
+    }
   }
 
   /** Every window of a bounded input that holds data, oldest first, from a queue of its own. */
   private sweep(series: Series, out: Delta[], counted: boolean): void {
-    const held = this.historical ? [...series.panes.values()] : series.queue.panes().concat(series.pending);
-    const panes = held.sort((a, b) => a.index - b.index);
+    const panes: PaneRef[] = [];
+    if (this.historical) for (const [index, state] of series.panes) panes.push({ index, state });
+    else {
+      series.queue.panes(panes);
+      for (let at = 0; at < series.pendingIndexes.length; at++) panes.push({ index: series.pendingIndexes[at]!, state: series.pendingStates[at]! });
+    }
+    panes.sort((a, b) => a.index - b.index);
     if (panes.length === 0) return;
     const queue = new PaneQueue(this.states);
     let next = 0;
     let startMs = (Math.floor((panes[0]!.index * this.paneMs - this.sizeMs) / this.hopMs) + 1) * this.hopMs;
-    const gone: Pane[] = [];
+    // The series' panes stay its own: their states are not given back here.
+    const gone: number[] = [];
     while (next < panes.length || !queue.empty) {
       if (queue.empty) startMs = Math.max(startMs, (Math.floor((panes[next]!.index * this.paneMs - this.sizeMs) / this.hopMs) + 1) * this.hopMs);
       gone.length = 0;
       queue.evictBefore(Math.ceil(startMs / this.paneMs), gone);
       const endIndex = Math.ceil((startMs + this.sizeMs) / this.paneMs);
-      for (; next < panes.length && panes[next]!.index < endIndex; next++) {
-        // The series' panes stay as they are: the queue holds copies whose `where` it may change.
-        queue.insert({ index: panes[next]!.index, state: panes[next]!.state, where: 'pending' });
-      }
+      for (; next < panes.length && panes[next]!.index < endIndex; next++) queue.insert(panes[next]!.index, panes[next]!.state);
       if (!queue.empty) {
         if (counted) this.budget.addGroup();
         out.push({ action: 'add', key: {}, data: this.outputRow(series, startMs, queue.aggregate(this.aggregateScratch)) });
@@ -570,13 +575,14 @@ export class PanedWindowGrouping implements RowConsumer {
     series.forgotten = true;
     const held = this.historical ? series.panes.size : series.paneCount;
     for (let i = 0; i < held; i++) this.budget.releaseGroup();
-    for (const pane of series.panes.values()) this.states.give(pane.state);
-    for (const pane of series.pending) this.states.give(pane.state);
+    for (const state of series.panes.values()) this.states.give(state);
+    for (const state of series.pendingStates) this.states.give(state);
     series.queue.release();
     series.panes.clear();
     series.paneCount = 0;
-    series.lastPane = undefined;
-    series.pending.length = 0;
+    series.lastIndex = NaN;
+    series.pendingIndexes.length = 0;
+    series.pendingStates.length = 0;
     const at = this.series.indexOf(series);
     if (at >= 0) this.series.splice(at, 1);
     let level = this.root;
@@ -613,26 +619,26 @@ function seriesEntry(keys: readonly Value[]): unknown {
 }
 
 /** Panes mostly come in time order: search from the back, and append without splice's garbage. Returns where it went. */
-function insertSorted(panes: Pane[], pane: Pane): number {
-  let at = panes.length;
-  while (at > 0 && panes[at - 1]!.index > pane.index) at--;
-  if (at === panes.length) panes.push(pane);
-  else panes.splice(at, 0, pane);
+function insertSorted(indexes: number[], index: number): number {
+  let at = indexes.length;
+  while (at > 0 && indexes[at - 1]! > index) at--;
+  if (at === indexes.length) indexes.push(index);
+  else indexes.splice(at, 0, index);
   return at;
 }
 
-/** Binary search of an index-ordered array from `from`: the item whose pane has `index`. */
-function findSorted<T>(items: readonly T[], index: number, from: number, paneOf: (item: T) => Pane): T | undefined {
+/** Binary search of an ordered array of pane indexes from `from`: where `index` is, or -1. */
+function findSorted(indexes: readonly number[], index: number, from: number): number {
   let low = from;
-  let high = items.length - 1;
+  let high = indexes.length - 1;
   while (low <= high) {
     const middle = (low + high) >>> 1;
-    const found = paneOf(items[middle]!).index;
-    if (found === index) return items[middle];
+    const found = indexes[middle]!;
+    if (found === index) return middle;
     if (found < index) low = middle + 1;
     else high = middle - 1;
   }
-  return undefined;
+  return -1;
 }
 
 function gcd(a: number, b: number): number {
