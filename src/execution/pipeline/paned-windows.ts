@@ -1,10 +1,10 @@
 // Hopping windows with many windows per row: `window of 24 hour every 10 seconds` puts each row
 // into 8,640 windows. As stream processors do ("no pane, no gain"), time is cut into panes of
 // gcd(size, hop); a row goes into its one pane, per key, and a window's aggregates are its
-// panes' aggregates combined (Accumulator.merge). The panes of the window being computed sit in
-// a two-stack queue (the older stack keeps suffix aggregates, the newer one running aggregate),
-// so sliding by a hop costs O(1) amortized per pane and per row, whatever the number of windows
-// a row falls into.
+// panes' aggregates combined (as Accumulator.merge does; aggregate-states.ts keeps them). The
+// panes of the window being computed sit in a two-stack queue (the older stack keeps suffix
+// aggregates, the newer one running aggregate), so sliding by a hop costs O(1) amortized per
+// pane and per row, whatever the number of windows a row falls into.
 //
 // Decisions (docs/query-language.md, "Live windows", repeats them):
 // - Live, the table holds per key its trailing window: the oldest window the watermark has
@@ -25,194 +25,200 @@
 
 import { assert } from '../../assert.js';
 import type { Value } from '../../expression/index.js';
-import type { Accumulator } from './aggregates.js';
+import { aggregateStates, type AggregateStates } from './aggregate-states.js';
 import { WindowEnds } from './group-store.js';
-import { createAccumulators, type GroupingPlan } from './grouping-plan.js';
+import type { GroupingPlan } from './grouping-plan.js';
 import type { Budget, Delta, OutputRow, RowConsumer } from './types.js';
 import { eventTimeMs, mapKey, orderValues, rowsEqual } from './values.js';
 import { LiveClock } from './live-clock.js';
 
 /** Hops shorter than this are emitted at this pace at most. */
 const EMIT_INTERVAL_MIN_MS = 100;
-/**
- * Panes that slid out kept for new ones (live): with a payload or two per pane, a pane's
- * objects were most of what a row cost to make and to collect.
- */
-const FREE_PANES_MAX = 4096;
 
-interface Pane {
-  /** Set again when a pane that slid out is used for a new one (live). */
-  index: number;
-  readonly accumulators: Accumulator[];
-  /** In the window's queue (older or newer stack) or waiting beyond the window's end. */
-  where: 'front' | 'back' | 'pending';
-  /** In the newer stack and merged into its running aggregate already (PaneQueue). */
-  merged: boolean;
+/** A pane: its index (its start over the pane length) and its state (aggregate-states.ts). */
+interface PaneRef {
+  readonly index: number;
+  readonly state: number;
 }
 
 /**
- * The panes of one window, oldest first, as two stacks. `front` holds the older panes with,
- * for each, the aggregate of it and every pane after it in `front`; `back` the newer ones
- * with one running aggregate of its first `backMerged` panes, brought up to date when the
- * window is read: the panes since then are merged once, whole (rows mostly go to the
- * newest pane, and a window is read once per emission). A value added to a merged back
+ * The panes of one window, oldest first, as two stacks, each pane an index and a state side
+ * by side in arrays (no object per pane: with about a payload per pane live, its objects
+ * were most of what a row cost to make, to keep and to collect). `front` holds the older
+ * panes with, for each, the aggregate of it and every pane after it in `front`; `back` the
+ * newer ones with one running aggregate of its first `backMerged` panes, brought up to date
+ * when the window is read: the panes since then are merged once, whole (rows mostly go to
+ * the newest pane, and a window is read once per emission). A value added to a merged back
  * pane is added to the running aggregate too; one added to a front pane (a row out of
- * order) marks the suffixes stale.
+ * order) marks the suffixes stale. Every front pane is older than every back pane.
  */
 class PaneQueue {
-  private front: FrontEntry[] = [];
+  private frontIndexes: number[] = [];
+  private frontStates: number[] = [];
+  /** Per front pane, the aggregate of it and every front pane after it; NO_STATE before the first rebuild. */
+  private frontSuffixes: number[] = [];
   private head = 0;
   private frontStale = false;
-  private back: Pane[] = [];
-  private backAggregate: Accumulator[];
+  private backIndexes: number[] = [];
+  private backStates: number[] = [];
+  private readonly backAggregate: number;
   /** The panes at the start of `back` that are in `backAggregate`. */
   private backMerged = 0;
-  /** Entries of panes evicted from the front, their suffix aggregates reused by the next flip. */
-  private readonly spare: FrontEntry[] = [];
+  /** The index of the last of those panes, -Infinity for none: a back pane is merged when its index is at most this. */
+  private mergedThrough = -Infinity;
+  /** Suffix states of panes evicted from the front, reused by the next flip. */
+  private readonly spare: number[] = [];
 
-  constructor(private readonly fresh: () => Accumulator[]) {
-    this.backAggregate = fresh();
+  constructor(private readonly states: AggregateStates) {
+    this.backAggregate = states.take();
   }
 
   get empty(): boolean {
-    return this.head >= this.front.length && this.back.length === 0;
+    return this.head >= this.frontIndexes.length && this.backIndexes.length === 0;
   }
 
   /** Adds a pane that lies inside the window (its values are merged in, unless it is `empty`). */
-  insert(pane: Pane, empty = false): void {
-    const lastFront = this.front.length > this.head ? this.front[this.front.length - 1]!.pane.index : -Infinity;
-    if (pane.index < lastFront) {
+  insert(index: number, state: number, empty = false): void {
+    if (index < this.lastFrontIndex()) {
       // Older than the newest front pane: a row far out of order. Rare; rebuilt on read.
-      let at = this.front.length;
-      while (at > this.head && this.front[at - 1]!.pane.index > pane.index) at--;
-      this.front.splice(at, 0, { pane, suffix: [] });
-      pane.where = 'front';
+      let at = this.frontIndexes.length;
+      while (at > this.head && this.frontIndexes[at - 1]! > index) at--;
+      this.frontIndexes.splice(at, 0, index);
+      this.frontStates.splice(at, 0, state);
+      this.frontSuffixes.splice(at, 0, NO_STATE);
       this.frontStale = true;
       return;
     }
-    const at = insertSorted(this.back, pane);
-    pane.where = 'back';
-    pane.merged = at < this.backMerged;
+    const at = insertSorted(this.backIndexes, index);
+    if (at === this.backStates.length) this.backStates.push(state);
+    else this.backStates.splice(at, 0, state);
     // Before the end of the merged panes (a row out of order): merged now, as they are.
-    if (pane.merged) {
+    if (at < this.backMerged) {
       this.backMerged++;
-      if (!empty) mergeAll(this.backAggregate, pane.accumulators);
+      if (!empty) this.states.merge(this.backAggregate, state);
     }
   }
 
-  /** A value was added to `pane`, which is in this queue. */
-  added(pane: Pane, slot: number, first: Value, second: Value): void {
-    if (pane.where === 'front') this.frontStale = true;
-    else if (pane.merged) this.backAggregate[slot]!.add(first, second);
+  /** A value was added to the pane of `index`, which is in this queue. */
+  added(index: number, slot: number, first: Value, second: Value): void {
+    if (index <= this.lastFrontIndex()) this.frontStale = true;
+    else if (index <= this.mergedThrough) this.states.add(this.backAggregate, slot, first, second);
   }
 
-  /** The pane of `index` in this queue, if any (both stacks are in index order). */
-  find(index: number): Pane | undefined {
-    const inBack = findSorted(this.back, index, 0, (pane) => pane);
-    if (inBack !== undefined) return inBack;
-    return findSorted(this.front, index, this.head, (entry) => entry.pane)?.pane;
+  /** The state of the pane of `index` in this queue, or NO_STATE (both stacks are in index order). */
+  find(index: number): number {
+    const inBack = findSorted(this.backIndexes, index, 0);
+    if (inBack >= 0) return this.backStates[inBack]!;
+    const inFront = findSorted(this.frontIndexes, index, this.head);
+    return inFront >= 0 ? this.frontStates[inFront]! : NO_STATE;
   }
 
   /** Every pane in the queue, oldest first. */
-  panes(): Pane[] {
-    const out: Pane[] = [];
-    for (let at = this.head; at < this.front.length; at++) out.push(this.front[at]!.pane);
-    return out.concat(this.back);
+  panes(out: PaneRef[]): void {
+    for (let at = this.head; at < this.frontIndexes.length; at++) out.push({ index: this.frontIndexes[at]!, state: this.frontStates[at]! });
+    for (let at = 0; at < this.backIndexes.length; at++) out.push({ index: this.backIndexes[at]!, state: this.backStates[at]! });
   }
 
-  /** Takes out the panes before `index`, oldest first; returns them. */
-  evictBefore(index: number, taken: Pane[]): void {
+  /** Takes out the panes before `index`, oldest first, their states into `taken`. */
+  evictBefore(index: number, taken: number[]): void {
     for (;;) {
-      if (this.head >= this.front.length) {
-        if (this.back.length === 0 || this.back[0]!.index >= index) return;
+      if (this.head >= this.frontIndexes.length) {
+        if (this.backIndexes.length === 0 || this.backIndexes[0]! >= index) return;
         this.flip();
       }
-      const entry = this.front[this.head]!;
-      if (entry.pane.index >= index) return;
-      this.front[this.head] = undefined as never;
+      if (this.frontIndexes[this.head]! >= index) return;
+      taken.push(this.frontStates[this.head]!);
+      const suffix = this.frontSuffixes[this.head]!;
       this.head++;
-      taken.push(entry.pane);
-      if (this.spare.length < SPARE_ENTRIES_MAX) this.spare.push(entry);
+      if (suffix === NO_STATE) continue;
+      if (this.spare.length < SPARE_SUFFIXES_MAX) this.spare.push(suffix);
+      else this.states.give(suffix);
     }
+  }
+
+  /** Gives back the states the queue itself holds (not its panes'): it is no longer used. */
+  release(): void {
+    this.states.give(this.backAggregate);
+    for (let at = this.head; at < this.frontSuffixes.length; at++) if (this.frontSuffixes[at] !== NO_STATE) this.states.give(this.frontSuffixes[at]!);
+    for (const suffix of this.spare) this.states.give(suffix);
+    this.frontIndexes = [];
+    this.frontStates = [];
+    this.frontSuffixes = [];
+    this.head = 0;
+    this.spare.length = 0;
   }
 
   /** The window's aggregates, every pane's values combined, into `result` (reset first). */
-  aggregate(result: Accumulator[]): Accumulator[] {
+  aggregate(result: number): number {
     if (this.frontStale) this.rebuildFront();
-    for (; this.backMerged < this.back.length; this.backMerged++) {
-      const pane = this.back[this.backMerged]!;
-      mergeAll(this.backAggregate, pane.accumulators);
-      pane.merged = true;
+    if (this.backMerged < this.backStates.length) {
+      for (; this.backMerged < this.backStates.length; this.backMerged++) this.states.merge(this.backAggregate, this.backStates[this.backMerged]!);
+      this.mergedThrough = this.backIndexes[this.backMerged - 1]!;
     }
-    for (const accumulator of result) accumulator.reset();
-    if (this.head < this.front.length) mergeAll(result, this.front[this.head]!.suffix);
-    mergeAll(result, this.backAggregate);
+    this.states.reset(result);
+    if (this.head < this.frontSuffixes.length) this.states.merge(result, this.frontSuffixes[this.head]!);
+    this.states.merge(result, this.backAggregate);
     return result;
+  }
+
+  private lastFrontIndex(): number {
+    return this.head < this.frontIndexes.length ? this.frontIndexes[this.frontIndexes.length - 1]! : -Infinity;
   }
 
   /** Moves the newer stack under the older one, computing the suffix aggregates once. */
   private flip(): void {
-    const panes = this.back;
-    this.back = [];
-    this.backMerged = 0;
-    for (const accumulator of this.backAggregate) accumulator.reset();
-    const front = new Array<FrontEntry>(panes.length);
-    for (let at = 0; at < panes.length; at++) {
-      const entry = this.spare.pop();
-      if (entry === undefined) front[at] = { pane: panes[at]!, suffix: [] };
-      else {
-        entry.pane = panes[at]!;
-        front[at] = entry;
-      }
-    }
-    this.front = front;
+    this.frontIndexes = this.backIndexes;
+    this.frontStates = this.backStates;
+    const suffixes = new Array<number>(this.frontIndexes.length);
+    for (let at = 0; at < suffixes.length; at++) suffixes[at] = this.spare.pop() ?? NO_STATE;
+    this.frontSuffixes = suffixes;
     this.head = 0;
+    this.backIndexes = [];
+    this.backStates = [];
+    this.backMerged = 0;
+    this.mergedThrough = -Infinity;
+    this.states.reset(this.backAggregate);
     this.rebuildFront();
-    for (const pane of panes) pane.where = 'front';
   }
 
   private rebuildFront(): void {
-    let next: Accumulator[] | undefined;
-    for (let at = this.front.length - 1; at >= this.head; at--) {
-      const entry = this.front[at]!;
-      // A reused entry's aggregates are reset, not made again.
-      const suffix = entry.suffix.length === 0 ? this.fresh() : entry.suffix;
-      if (suffix === entry.suffix) for (const accumulator of suffix) accumulator.reset();
-      mergeAll(suffix, entry.pane.accumulators);
-      if (next !== undefined) mergeAll(suffix, next);
-      entry.suffix = suffix;
+    let next = NO_STATE;
+    for (let at = this.frontSuffixes.length - 1; at >= this.head; at--) {
+      // A reused suffix is reset, not taken again.
+      let suffix = this.frontSuffixes[at]!;
+      if (suffix === NO_STATE) this.frontSuffixes[at] = suffix = this.states.take();
+      else this.states.reset(suffix);
+      this.states.merge(suffix, this.frontStates[at]!);
+      if (next !== NO_STATE) this.states.merge(suffix, next);
       next = suffix;
     }
-    if (this.head > 1024 && this.head * 2 > this.front.length) {
-      this.front = this.front.slice(this.head);
+    if (this.head > 1024 && this.head * 2 > this.frontIndexes.length) {
+      this.frontIndexes = this.frontIndexes.slice(this.head);
+      this.frontStates = this.frontStates.slice(this.head);
+      this.frontSuffixes = this.frontSuffixes.slice(this.head);
       this.head = 0;
     }
     this.frontStale = false;
   }
 }
 
-/** A pane at the front of a window's queue, with the aggregate of it and every front pane after it. */
-interface FrontEntry {
-  pane: Pane;
-  suffix: Accumulator[];
-}
+/** No state: a front pane's suffix before its first rebuild, or a pane not found. */
+const NO_STATE = -1;
 
-/** Front entries a queue keeps for reuse: a window's worth at most. */
-const SPARE_ENTRIES_MAX = 8_640;
-
-function mergeAll(into: Accumulator[], from: readonly Accumulator[]): void {
-  for (let slot = 0; slot < into.length; slot++) into[slot]!.merge(from[slot]!);
-}
+/** Suffix states a queue keeps for reuse: a window's worth at most. */
+const SPARE_SUFFIXES_MAX = 8_640;
 
 /** One key's panes and what its table row shows. */
 interface Series {
   readonly keyValues: Value[];
-  /** Bounded input: every pane, by index. Live, the panes are in `queue` and `pending` only. */
-  readonly panes: Map<number, Pane>;
+  /** Bounded input: every pane's state, by index. Live, the panes are in `queue` and `pending` only. */
+  readonly panes: Map<number, number>;
   /** Panes held (live): in `queue` or `pending`. */
   paneCount: number;
   /** The panes beyond the end of the key's next window (live), by index, which slide() moves into the queue. */
-  readonly pending: Pane[];
+  readonly pendingIndexes: number[];
+  /** Their states, side by side. */
+  readonly pendingStates: number[];
   /** Start (ms) of the key's next window to close; its panes are in `queue`. Live only. */
   windowStartMs: number;
   readonly queue: PaneQueue;
@@ -226,8 +232,9 @@ interface Series {
   dueAtMs: number | undefined;
   /** Highest pane index seen. */
   newestPane: number;
-  /** The pane the last row went into: rows mostly come in time order. */
-  lastPane: Pane | undefined;
+  /** The pane the last row went into, NaN for none, and its state: rows mostly come in time order. */
+  lastIndex: number;
+  lastState: number;
   /** What the select's items read, refilled for each row emitted: keys, then aggregates. */
   readonly view: { readonly keys: Record<string, Value>; readonly aggregates: Value[] };
 }
@@ -241,9 +248,9 @@ export class PanedWindowGrouping implements RowConsumer {
   private readonly due = new WindowEnds<Series>();
   private readonly keyScratch: Value[];
   /** A window's aggregates as they are computed for its row. */
-  private readonly aggregateScratch: Accumulator[];
-  private readonly goneScratch: Pane[] = [];
-  private readonly freePanes: Pane[] = [];
+  private readonly aggregateScratch: number;
+  private readonly states: AggregateStates;
+  private readonly goneScratch: number[] = [];
   /** The last window start written as the window key, and how. */
   private startShownMs = NaN;
   private startShown = '';
@@ -266,7 +273,8 @@ export class PanedWindowGrouping implements RowConsumer {
     this.clock = new LiveClock(emitIntervalMs === undefined ? undefined : Math.max(window.hopMs, EMIT_INTERVAL_MIN_MS));
     this.paneMs = gcd(window.sizeMs, window.hopMs);
     this.keyScratch = new Array<Value>(plan.plainKeys.length).fill(null);
-    this.aggregateScratch = createAccumulators(plan);
+    this.states = aggregateStates(plan);
+    this.aggregateScratch = this.states.take();
   }
 
   /** Whether a window is best computed from panes: hopping, with more than one window per row. */
@@ -324,15 +332,18 @@ export class PanedWindowGrouping implements RowConsumer {
       this.lateRows++;
       if (index * this.paneMs < series.windowStartMs) return;
     }
-    let pane = series.lastPane !== undefined && series.lastPane.index === index ? series.lastPane : this.findPane(series, index);
-    if (pane === undefined) pane = this.createPane(series, index);
-    series.lastPane = pane;
+    let state = series.lastIndex === index ? series.lastState : this.findPane(series, index);
+    if (state === NO_STATE) state = this.createPane(series, index);
+    series.lastIndex = index;
+    series.lastState = state;
+    // Live, the panes before the end of the key's next window are in its queue, the others pending.
+    const queued = !this.historical && index * this.paneMs < series.windowStartMs + this.sizeMs;
     for (let s = 0; s < plan.slots.length; s++) {
       const slot = plan.slots[s]!;
       const first = slot.first(row);
       const second = slot.second(row);
-      pane.accumulators[s]!.add(first, second);
-      if (pane.where !== 'pending') series.queue.added(pane, s, first, second);
+      this.states.add(state, s, first, second);
+      if (queued) series.queue.added(index, s, first, second);
     }
     if (index > series.newestPane) series.newestPane = index;
     if (this.historical) return;
@@ -346,45 +357,45 @@ export class PanedWindowGrouping implements RowConsumer {
     this.changed.push(series);
   }
 
-  /** The key's pane of `index`: a row newer than every pane needs a new one, as most rows do live. */
-  private findPane(series: Series, index: number): Pane | undefined {
-    if (this.historical) return series.panes.get(index);
-    if (index > series.newestPane) return undefined;
-    return findSorted(series.pending, index, 0, (pane) => pane) ?? series.queue.find(index);
+  /** The state of the key's pane of `index`, or NO_STATE: a row newer than every pane needs a new one, as most rows do live. */
+  private findPane(series: Series, index: number): number {
+    if (this.historical) return series.panes.get(index) ?? NO_STATE;
+    if (index > series.newestPane) return NO_STATE;
+    const pending = findSorted(series.pendingIndexes, index, 0);
+    return pending >= 0 ? series.pendingStates[pending]! : series.queue.find(index);
   }
 
-  private createPane(series: Series, index: number): Pane {
+  /** A new pane's state (states that slid out are taken again first). */
+  private createPane(series: Series, index: number): number {
     this.budget.addGroup();
-    let pane = this.freePanes.pop();
-    if (pane === undefined) pane = { index, accumulators: createAccumulators(this.plan), where: 'pending', merged: false };
-    else {
-      pane.index = index;
-      pane.where = 'pending';
-      pane.merged = false;
-      for (const accumulator of pane.accumulators) accumulator.reset();
-    }
+    const state = this.states.take();
     if (this.historical) {
-      series.panes.set(index, pane);
-      return pane;
+      series.panes.set(index, state);
+      return state;
     }
     series.paneCount++;
-    if (index * this.paneMs < series.windowStartMs + this.sizeMs) series.queue.insert(pane, true);
-    else insertSorted(series.pending, pane);
+    if (index * this.paneMs < series.windowStartMs + this.sizeMs) series.queue.insert(index, state, true);
+    else {
+      const at = insertSorted(series.pendingIndexes, index);
+      if (at === series.pendingStates.length) series.pendingStates.push(state);
+      else series.pendingStates.splice(at, 0, state);
+    }
     // A key whose panes had all slid out waits for its window to close again.
     if (series.dueAtMs === undefined) this.schedule(series);
-    return pane;
+    return state;
   }
 
   /** The key's series; a new one starts at the first open window that holds the event. */
   private seriesFor(keys: readonly Value[], eventMs: number): Series {
     let level = this.root;
-    for (let i = 0; i < keys.length; i++) {
+    for (let i = 0; i < keys.length - 1; i++) {
       const key = mapKey(keys[i]);
       let next = level.get(key) as Map<unknown, unknown> | undefined;
       if (next === undefined) level.set(key, (next = new Map()));
       level = next;
     }
-    let series = level.get(SERIES) as Series | undefined;
+    const last = seriesEntry(keys);
+    let series = level.get(last) as Series | undefined;
     if (series === undefined) {
       const view = { keys: {} as Record<string, Value>, aggregates: new Array<Value>(this.plan.slots.length).fill(null) };
       for (let i = 0; i < keys.length; i++) view.keys[this.plan.keyNames[i]!] = keys[i]!;
@@ -392,18 +403,20 @@ export class PanedWindowGrouping implements RowConsumer {
         keyValues: keys.slice(),
         panes: new Map(),
         paneCount: 0,
-        pending: [],
+        pendingIndexes: [],
+        pendingStates: [],
         windowStartMs: this.historical ? -Infinity : this.firstOpenWindowMs(eventMs),
-        queue: new PaneQueue(() => createAccumulators(this.plan)),
+        queue: new PaneQueue(this.states),
         emitted: undefined,
         changed: false,
         forgotten: false,
         dueAtMs: undefined,
         newestPane: -Infinity,
-        lastPane: undefined,
+        lastIndex: NaN,
+        lastState: NO_STATE,
         view,
       };
-      level.set(SERIES, series);
+      level.set(last, series);
       this.series.push(series);
       if (!this.historical) this.schedule(series);
     }
@@ -481,55 +494,69 @@ export class PanedWindowGrouping implements RowConsumer {
   private slide(series: Series, startMs: number): void {
     if (startMs <= series.windowStartMs) return;
     series.windowStartMs = startMs;
-    // Left empty after each use (setting an array's length costs a runtime call).
+    // Left empty after each use.
     const gone = this.goneScratch;
     series.queue.evictBefore(Math.ceil(startMs / this.paneMs), gone);
     if (gone.length > 0) {
-      for (const pane of gone) {
+      // Popped empty: setting its length to 0 would free its store for the next push to make again.
+      for (let state = gone.pop(); state !== undefined; state = gone.pop()) {
         series.paneCount--;
-        if (series.lastPane === pane) series.lastPane = undefined;
+        // Its state is taken again by the next new pane.
+        if (series.lastState === state) series.lastIndex = NaN;
         this.budget.releaseGroup();
-        if (this.freePanes.length < FREE_PANES_MAX) this.freePanes.push(pane);
+        this.states.give(state);
       }
-      gone.length = 0;
-      assert(series.paneCount >= series.pending.length, `a key holds ${series.paneCount} panes, fewer than its ${series.pending.length} pending`);
+      assert(series.paneCount >= series.pendingIndexes.length, `a key holds ${series.paneCount} panes, fewer than its ${series.pendingIndexes.length} pending`);
     }
     const endIndex = Math.ceil((startMs + this.sizeMs) / this.paneMs);
-    const pending = series.pending;
+    const indexes = series.pendingIndexes;
+    const states = series.pendingStates;
     let taken = 0;
-    while (taken < pending.length && pending[taken]!.index < endIndex) series.queue.insert(pending[taken++]!);
+    for (; taken < indexes.length && indexes[taken]! < endIndex; taken++) series.queue.insert(indexes[taken]!, states[taken]!);
     if (taken === 0) return;
-    if (taken === pending.length) pending.length = 0;
-    else pending.splice(0, taken);
+    // Mostly the one pane a hop brings: popped, as setting an array's length costs a runtime call.
+    if (taken === indexes.length) {
+      for (let i = 0; i < taken; i++) {
+        indexes.pop();
+        states.pop();
+      }
+    } else {
+      indexes.splice(0, taken);
+      states.splice(0, taken);
+    }
   }
 
   /** Every window of a bounded input that holds data, oldest first, from a queue of its own. */
   private sweep(series: Series, out: Delta[], counted: boolean): void {
-    const held = this.historical ? [...series.panes.values()] : series.queue.panes().concat(series.pending);
-    const panes = held.sort((a, b) => a.index - b.index);
+    const panes: PaneRef[] = [];
+    if (this.historical) for (const [index, state] of series.panes) panes.push({ index, state });
+    else {
+      series.queue.panes(panes);
+      for (let at = 0; at < series.pendingIndexes.length; at++) panes.push({ index: series.pendingIndexes[at]!, state: series.pendingStates[at]! });
+    }
+    panes.sort((a, b) => a.index - b.index);
     if (panes.length === 0) return;
-    const queue = new PaneQueue(() => createAccumulators(this.plan));
+    const queue = new PaneQueue(this.states);
     let next = 0;
     let startMs = (Math.floor((panes[0]!.index * this.paneMs - this.sizeMs) / this.hopMs) + 1) * this.hopMs;
-    const gone: Pane[] = [];
+    // The series' panes stay its own: their states are not given back here.
+    const gone: number[] = [];
     while (next < panes.length || !queue.empty) {
       if (queue.empty) startMs = Math.max(startMs, (Math.floor((panes[next]!.index * this.paneMs - this.sizeMs) / this.hopMs) + 1) * this.hopMs);
       gone.length = 0;
       queue.evictBefore(Math.ceil(startMs / this.paneMs), gone);
       const endIndex = Math.ceil((startMs + this.sizeMs) / this.paneMs);
-      for (; next < panes.length && panes[next]!.index < endIndex; next++) {
-        // The series' panes stay as they are: the queue holds copies whose `where` it may change.
-        queue.insert({ index: panes[next]!.index, accumulators: panes[next]!.accumulators, where: 'pending', merged: false });
-      }
+      for (; next < panes.length && panes[next]!.index < endIndex; next++) queue.insert(panes[next]!.index, panes[next]!.state);
       if (!queue.empty) {
         if (counted) this.budget.addGroup();
         out.push({ action: 'add', key: {}, data: this.outputRow(series, startMs, queue.aggregate(this.aggregateScratch)) });
       }
       startMs += this.hopMs;
     }
+    queue.release();
   }
 
-  private outputRow(series: Series, windowStartMs: number, accumulators: Accumulator[]): OutputRow {
+  private outputRow(series: Series, windowStartMs: number, state: number): OutputRow {
     const plan = this.plan;
     const view = series.view;
     if (windowStartMs !== this.startShownMs) {
@@ -538,7 +565,7 @@ export class PanedWindowGrouping implements RowConsumer {
       this.startShown = new Date(windowStartMs).toISOString();
     }
     view.keys[plan.keyNames[plan.keyNames.length - 1]!] = this.startShown;
-    for (let slot = 0; slot < accumulators.length; slot++) view.aggregates[slot] = accumulators[slot]!.result();
+    this.states.read(state, view.aggregates);
     const row: OutputRow = {};
     for (let i = 0; i < plan.items.length; i++) row[plan.itemNames[i]!] = plan.items[i]!(view);
     return row;
@@ -548,19 +575,23 @@ export class PanedWindowGrouping implements RowConsumer {
     series.forgotten = true;
     const held = this.historical ? series.panes.size : series.paneCount;
     for (let i = 0; i < held; i++) this.budget.releaseGroup();
+    for (const state of series.panes.values()) this.states.give(state);
+    for (const state of series.pendingStates) this.states.give(state);
+    series.queue.release();
     series.panes.clear();
     series.paneCount = 0;
-    series.lastPane = undefined;
-    series.pending.length = 0;
+    series.lastIndex = NaN;
+    series.pendingIndexes.length = 0;
+    series.pendingStates.length = 0;
     const at = this.series.indexOf(series);
     if (at >= 0) this.series.splice(at, 1);
     let level = this.root;
     const path: Array<Map<unknown, unknown>> = [];
-    for (const value of series.keyValues) {
+    for (let i = 0; i < series.keyValues.length - 1; i++) {
       path.push(level);
-      level = level.get(mapKey(value)) as Map<unknown, unknown>;
+      level = level.get(mapKey(series.keyValues[i])) as Map<unknown, unknown>;
     }
-    level.delete(SERIES);
+    level.delete(seriesEntry(series.keyValues));
     for (let i = path.length - 1; i >= 0 && level.size === 0; i--) {
       path[i]!.delete(mapKey(series.keyValues[i]));
       level = path[i]!;
@@ -579,30 +610,35 @@ export class PanedWindowGrouping implements RowConsumer {
   }
 }
 
-/** The Map entry holding a key's series, below its key levels (no key value is this object). */
+/** The Map entry of a grouping without keys besides the window (no key value is this object). */
 const SERIES = Symbol('series');
 
+/** A series is the entry of its last key value in the level of the keys before it (a row's lookup: one Map per key). */
+function seriesEntry(keys: readonly Value[]): unknown {
+  return keys.length === 0 ? SERIES : mapKey(keys[keys.length - 1]);
+}
+
 /** Panes mostly come in time order: search from the back, and append without splice's garbage. Returns where it went. */
-function insertSorted(panes: Pane[], pane: Pane): number {
-  let at = panes.length;
-  while (at > 0 && panes[at - 1]!.index > pane.index) at--;
-  if (at === panes.length) panes.push(pane);
-  else panes.splice(at, 0, pane);
+function insertSorted(indexes: number[], index: number): number {
+  let at = indexes.length;
+  while (at > 0 && indexes[at - 1]! > index) at--;
+  if (at === indexes.length) indexes.push(index);
+  else indexes.splice(at, 0, index);
   return at;
 }
 
-/** Binary search of an index-ordered array from `from`: the item whose pane has `index`. */
-function findSorted<T>(items: readonly T[], index: number, from: number, paneOf: (item: T) => Pane): T | undefined {
+/** Binary search of an ordered array of pane indexes from `from`: where `index` is, or -1. */
+function findSorted(indexes: readonly number[], index: number, from: number): number {
   let low = from;
-  let high = items.length - 1;
+  let high = indexes.length - 1;
   while (low <= high) {
     const middle = (low + high) >>> 1;
-    const found = paneOf(items[middle]!).index;
-    if (found === index) return items[middle];
+    const found = indexes[middle]!;
+    if (found === index) return middle;
     if (found < index) low = middle + 1;
     else high = middle - 1;
   }
-  return undefined;
+  return -1;
 }
 
 function gcd(a: number, b: number): number {
