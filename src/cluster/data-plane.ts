@@ -125,6 +125,11 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
     peers: peerSides,
     persistDamage: (damage) => ports.persistDamage(damage),
     announceDamage: (damaged) => ports.shell.damaged(damaged),
+    followUpAll: (streams) => {
+      for (const stream of streams) {
+        for (let partition = 0; partition < stream.ringSize; partition += 1) followUps.note(stream.repo, stream.key, partition, stream.replicas);
+      }
+    },
     refillDefinitions: () => refillDefinitions(endpoint, ports.definitions, hintDelegates(core, localName), limits.peerDeadlineMs),
     intervalMs: limits.repairIntervalMs,
     pacingMs: limits.repairPacingMs,

@@ -55,6 +55,12 @@ export interface RepairServiceDeps {
   persistDamage(damage: Damage | undefined): Promise<void>;
   /** The cluster core is told when the damage begins and ends (CoreInput 'damage'). */
   announceDamage(damaged: boolean): void;
+  /**
+   * The damage may have taken hints this node kept for other owners (they live in the same
+   * database), for partitions it need not own: every partition of `streams` is noted for a
+   * follow-up (write-follow-ups.ts), whose owners exchange what each lacks once all answer.
+   */
+  followUpAll(streams: readonly RepairStream[]): void;
   /** Background sweeps: one every this many ms; 0 turns them off. */
   intervalMs: number;
   /** Pause between two partitions of a background sweep (on-demand runs do not pause). */
@@ -186,6 +192,7 @@ export class RepairService {
     this.damage = damage;
     this.deps.announceDamage(true);
     this.deps.log.warn({ reason: damage.reason }, 'local data is damaged: reads go to other owners until it is refilled from them');
+    let followedUp = false;
     const attempt = (): void => {
       if (this.stopped) return;
       this.enqueue(async () => {
@@ -211,6 +218,12 @@ export class RepairService {
           this.deps.timers.setTimeout(attempt, REFILL_RETRY_MS);
           return;
         }
+        // A hint lost here leaves its record on fewer owners, and no hint remains to say so
+        // (the chaos suite found records missing on one owner after settling): the owners of
+        // every partition compare what they hold, before the damage mark goes, so nothing
+        // counts this node (or the cluster) settled until then.
+        if (!followedUp) this.deps.followUpAll(this.deps.streams());
+        followedUp = true;
         // A run is listed only once it sweeps: waits above would fill the kept runs with
         // runs that never end.
         const targets = this.ownedTargets();

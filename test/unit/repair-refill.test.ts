@@ -1,13 +1,20 @@
 // The refill a damaged node runs before it serves reads again: it ends once the definitions are
 // read back and every owned partition is filled, and a node that has left the cluster has
 // nothing to refill (the chaos suite found leavers that kept trying, refused by every peer, and
-// never settled).
+// never settled). Hints this node kept for other owners live in the same database: a refill
+// cannot bring them back, so the owners of every partition compare what they hold (the chaos
+// suite found acknowledged records missing on one owner after settling, their hint lost with
+// a damaged node that did not own them).
 
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
+import { writeOwners } from '../../src/cluster-core/placement.js';
+import { WriteFollowUps } from '../../src/cluster/write-follow-ups.js';
 import type { Member, Membership, NodeState } from '../../src/protocol/cluster-types.js';
-import { RepairService, type Damage } from '../../src/repair/repair-service.js';
-import type { LocalPartitions, PeerPartitions } from '../../src/repair/partition-sync.js';
+import { digestKeys, segmentOf } from '../../src/repair/key-digest.js';
+import { RepairService, type Damage, type RepairStream } from '../../src/repair/repair-service.js';
+import type { LocalPartitions, PartitionHolder, PeerPartitions, RepairPartitionRef } from '../../src/repair/partition-sync.js';
+import type { StoredRecord } from '../../src/storage/repository.js';
 import type { Timers } from '../../src/timers.js';
 
 const DAMAGE: Damage = { reason: 'the newest data file was cut short', sinceMs: 1 };
@@ -42,6 +49,7 @@ function service(selfState: NodeState, refillDefinitions: () => Promise<void>, e
       persisted.push(damage);
     },
     announceDamage: (damaged) => void announced.push(damaged),
+    followUpAll: () => undefined,
     intervalMs: 0,
     pacingMs: 0,
     log: pino({ level: 'silent' }),
@@ -89,5 +97,87 @@ describe('repair - refill of damaged data', () => {
     expect(persisted).toEqual([undefined]);
     expect(refill).not.toHaveBeenCalled();
     expect(retries).toEqual([]);
+  });
+});
+
+/** Each node's records, by name: what the refill and the follow-ups read and fill. */
+class MemoryNodes {
+  private readonly held = new Map<string, StoredRecord[]>();
+
+  of(node: string): StoredRecord[] {
+    let records = this.held.get(node);
+    if (records === undefined) this.held.set(node, (records = []));
+    return records;
+  }
+
+  inPart(node: string, part: RepairPartitionRef): StoredRecord[] {
+    return this.of(node).filter((each) => each.stream === part.stream && each.partition === part.partition);
+  }
+
+  store(node: string, records: readonly StoredRecord[]): void {
+    const mine = this.of(node);
+    for (const record of records) if (!mine.some((known) => known.writeId === record.writeId)) mine.push(record);
+  }
+
+  holder(node: string): PartitionHolder {
+    return {
+      name: node,
+      digest: async (part) => digestKeys(this.inPart(node, part).map((each) => each.writeId)),
+      keys: async (part, segments) => this.inPart(node, part).map((each) => each.writeId).filter((key) => segments.includes(segmentOf(key))),
+      records: async (part, keys) => this.inPart(node, part).filter((each) => keys.includes(each.writeId)),
+      store: async (_part, _replicas, records) => this.store(node, records),
+    };
+  }
+
+  local(node: string): LocalPartitions {
+    const holder = this.holder(node);
+    return { digest: holder.digest, keys: async (part) => this.inPart(node, part).map((each) => each.writeId), records: holder.records, store: async (_repo, records) => this.store(node, records) };
+  }
+
+  peers(): PeerPartitions {
+    return {
+      digest: async (peer, part) => Array.from(await this.holder(peer).digest(part)),
+      keys: (peer, part, segments) => this.holder(peer).keys(part, segments),
+      fetch: (peer, part, keys) => this.holder(peer).records(part, keys),
+      push: (peer, part, replicas, records) => this.holder(peer).store(part, replicas, records),
+    };
+  }
+}
+
+describe('repair - hints a damaged node may have lost', () => {
+  it('makes the owners of every partition agree, also of partitions the damaged node does not own', async () => {
+    const membership: Membership = { epoch: 5, members: ['n1', 'n2', 'n3', 'n4'].map((name) => member(name, 'Joined')), change: undefined };
+    const stream: RepairStream = { key: 't/c/metrics', repo: 'tsr', replicas: 2, ringSize: 8 };
+    // A partition n4 does not own: n4 coordinated the write, stored it on one owner and kept
+    // the hint for the other, and the damage took the hint.
+    const partition = [...Array(stream.ringSize).keys()].find((each) => !writeOwners(membership, { partition: each, replicas: 2 }).includes('n4'))!;
+    const [stored, lacking] = writeOwners(membership, { partition, replicas: 2 }) as [string, string];
+    const record: StoredRecord = { stream: stream.key, partition, timestamp: 1, writeId: 'w3-25d', value: '{"id":"w3-25d"}' };
+    const nodes = new MemoryNodes();
+    nodes.store(stored, [record]);
+    let tick: () => void = () => undefined;
+    const timers: Timers = { now: () => 0, setTimeout: () => ({ cancel: () => undefined }), setInterval: (run) => ((tick = run), { cancel: () => undefined }) };
+    const log = pino({ level: 'silent' });
+    const followUps = new WriteFollowUps({ localName: 'n4', membership: () => membership, available: () => true, holder: (node) => nodes.holder(node), timers, intervalMs: 1_000, log });
+    const repair = new RepairService({
+      localName: 'n4', membership: () => membership, available: () => true, streams: () => [stream],
+      local: nodes.local('n4'), peers: nodes.peers(),
+      refillDefinitions: () => Promise.resolve(),
+      persistDamage: async () => undefined,
+      announceDamage: () => undefined,
+      followUpAll: (streams) => {
+        for (const each of streams) for (let at = 0; at < each.ringSize; at += 1) followUps.note(each.repo, each.key, at, each.replicas);
+      },
+      intervalMs: 0, pacingMs: 0, log, timers, wallClock: () => 1_000,
+    });
+    followUps.start();
+    repair.start(DAMAGE);
+    await vi.waitFor(() => expect(repair.damaged()).toBeUndefined());
+    // Settled means no follow-up waits (monitoring handoff: pendingSyncs); the refill alone left one.
+    expect(followUps.pending()).toBe(stream.ringSize);
+    tick();
+    await vi.waitFor(() => expect(followUps.pending()).toBe(0));
+    expect(nodes.of(lacking).map((each) => each.writeId)).toEqual(['w3-25d']);
+    expect(nodes.of('n4')).toEqual([]);
   });
 });
