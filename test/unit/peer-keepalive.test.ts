@@ -6,14 +6,12 @@
 
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { pino } from 'pino';
-import nacl from 'tweetnacl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { NodeIdentity } from '../../src/peer/identity.js';
 import { PeerUnavailableError } from '../../src/peer/errors.js';
 import type { TransferAck, TransferChunk } from '../../src/peer/messages.js';
-import { PeerTransport, type PeerDirectory } from '../../src/peer/transport.js';
+import { PeerTransport } from '../../src/peer/transport.js';
+import { loopbackDirectory, newIdentity, PEER_HOST } from '../kit/peer-pair.js';
 
-const HOST = '127.0.0.1';
 const KEEPALIVE_MS = 250;
 /** A node passes its failure timeout, several heartbeat intervals. */
 const TIMEOUT_MS = 500;
@@ -34,7 +32,7 @@ class BlackholeProxy {
   }
 
   async start(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, HOST, resolve));
+    await new Promise<void>((resolve) => this.server.listen(0, PEER_HOST, resolve));
     this.port = (this.server.address() as { port: number }).port;
   }
 
@@ -62,7 +60,7 @@ class BlackholeProxy {
       return;
     }
     const generation = this.generation;
-    const upstream = createConnection(this.targetPort, HOST);
+    const upstream = createConnection(this.targetPort, PEER_HOST);
     this.sockets.add(upstream);
     upstream.on('error', () => undefined);
     const live = () => this.generation === generation && !this.dropping;
@@ -71,18 +69,6 @@ class BlackholeProxy {
     client.on('close', () => live() && upstream.destroy());
     upstream.on('close', () => live() && client.destroy());
   }
-}
-
-function identity(): NodeIdentity {
-  const pair = nacl.sign.keyPair();
-  return { ...pair, publicKeyBase64: Buffer.from(pair.publicKey).toString('base64') };
-}
-
-function directory(entries: Record<string, { key: string; port: () => number }>): PeerDirectory {
-  return {
-    publicKeyOf: (name) => entries[name]?.key,
-    addressOf: (name) => (entries[name] === undefined ? undefined : { address: HOST, port: entries[name]!.port() }),
-  };
 }
 
 const chunkOf = (seq: number): TransferChunk => ({
@@ -96,21 +82,21 @@ const chunkOf = (seq: number): TransferChunk => ({
 });
 
 describe('peer keepalive - a stream whose packets are silently dropped', () => {
-  const keys = { a: identity(), b: identity() };
+  const keys = { a: newIdentity(), b: newIdentity() };
   let proxy: BlackholeProxy;
   let a: PeerTransport;
   let b: PeerTransport;
 
   beforeAll(async () => {
     const log = pino({ level: 'silent' });
-    const common = { replayWindowMs: 30_000, log, host: HOST, port: 0, keepaliveMs: KEEPALIVE_MS, keepaliveTimeoutMs: TIMEOUT_MS };
-    b = new PeerTransport({ ...common, name: 'b', identity: keys.b, directory: directory({ a: { key: keys.a.publicKeyBase64, port: () => 1 } }) });
+    const common = { replayWindowMs: 30_000, log, host: PEER_HOST, port: 0, keepaliveMs: KEEPALIVE_MS, keepaliveTimeoutMs: TIMEOUT_MS };
+    b = new PeerTransport({ ...common, name: 'b', identity: keys.b, directory: loopbackDirectory({ a: { key: keys.a.publicKeyBase64, port: () => 1 } }) });
     b.handleTransfer(async (_sender, chunk) => ({ type: 'transfer-ack', transferId: chunk.transferId, seq: chunk.seq }));
     await b.start();
     proxy = new BlackholeProxy(b.port);
     await proxy.start();
     // a reaches b only through the proxy.
-    a = new PeerTransport({ ...common, name: 'a', identity: keys.a, directory: directory({ b: { key: keys.b.publicKeyBase64, port: () => proxy.port } }) });
+    a = new PeerTransport({ ...common, name: 'a', identity: keys.a, directory: loopbackDirectory({ b: { key: keys.b.publicKeyBase64, port: () => proxy.port } }) });
     await a.start();
   });
 

@@ -5,40 +5,26 @@
 // of the backoff: a write that fails then is hinted, and a read sent to the peer misses it.
 
 import { pino } from 'pino';
-import nacl from 'tweetnacl';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { NodeIdentity } from '../../src/peer/identity.js';
-import { PeerTransport, type PeerDirectory } from '../../src/peer/transport.js';
+import { PeerTransport } from '../../src/peer/transport.js';
+import { loopbackDirectory, newIdentity, PEER_HOST } from '../kit/peer-pair.js';
 
-const HOST = '127.0.0.1';
 const KEEPALIVE_MS = 200;
 const CALL = { deadlineMs: 2_000 };
-
-function identity(): NodeIdentity {
-  const pair = nacl.sign.keyPair();
-  return { ...pair, publicKeyBase64: Buffer.from(pair.publicKey).toString('base64') };
-}
-
-function directory(entries: Record<string, { key: string; port: () => number }>): PeerDirectory {
-  return {
-    publicKeyOf: (name) => entries[name]?.key,
-    addressOf: (name) => (entries[name] === undefined ? undefined : { address: HOST, port: entries[name]!.port() }),
-  };
-}
 
 const read = (tenant: string) => ({ service: 'system', tenant, uri: undefined });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('peer transport - a peer back from a restart', () => {
-  const keys = { a: identity(), b: identity() };
+  const keys = { a: newIdentity(), b: newIdentity() };
   const log = pino({ level: 'silent' });
-  const common = { replayWindowMs: 30_000, log, host: HOST, keepaliveMs: KEEPALIVE_MS };
+  const common = { replayWindowMs: 30_000, log, host: PEER_HOST, keepaliveMs: KEEPALIVE_MS };
   const started: PeerTransport[] = [];
   let bPort = 0;
   let a: PeerTransport;
 
   async function startB(port: number): Promise<PeerTransport> {
-    const b = new PeerTransport({ ...common, port, name: 'b', identity: keys.b, directory: directory({ a: { key: keys.a.publicKeyBase64, port: () => a.port } }) });
+    const b = new PeerTransport({ ...common, port, name: 'b', identity: keys.b, directory: loopbackDirectory({ a: { key: keys.a.publicKeyBase64, port: () => a.port } }) });
     b.handle('MonitoringRead', async (sender, request) => ({ node: sender, details: { echo: request.tenant } }));
     started.push(b);
     bPort = await b.start();
@@ -50,7 +36,7 @@ describe('peer transport - a peer back from a restart', () => {
   });
 
   it('is called at once after it calls in, not after the reconnect backoff', async () => {
-    a = new PeerTransport({ ...common, port: 0, name: 'a', identity: keys.a, directory: directory({ b: { key: keys.b.publicKeyBase64, port: () => bPort } }) });
+    a = new PeerTransport({ ...common, port: 0, name: 'a', identity: keys.a, directory: loopbackDirectory({ b: { key: keys.b.publicKeyBase64, port: () => bPort } }) });
     a.handle('MonitoringRead', async (sender, request) => ({ node: sender, details: { echo: request.tenant } }));
     started.push(a);
     await a.start();
