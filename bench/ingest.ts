@@ -122,7 +122,7 @@ export interface PreparedBatch {
   payloadBytes: number;
 }
 
-export function prepareBatches(options: BenchOptions): PreparedBatch[] {
+export function prepareBatches(options: Pick<BenchOptions, 'payloads' | 'batch'>): PreparedBatch[] {
   const random = seededRandom(SEED);
   const batches: PreparedBatch[] = [];
   for (let first = 0; first < options.payloads; first += options.batch) {

@@ -11,4 +11,6 @@ export interface BenchOptions {
   extraConcurrency: number;
   /** Measured runs of each query (search). */
   runs: number;
+  /** The most nodes a cluster is grown to (scale). */
+  nodes: number;
 }

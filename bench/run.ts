@@ -24,7 +24,7 @@ const BENCHES: Record<string, BenchRun> = {
   scale: runScaleBench,
 };
 
-const DEFAULTS: BenchOptions = { payloads: 200_000, batch: 500, concurrency: 1, extraConcurrency: 4, runs: 100 };
+const DEFAULTS: BenchOptions = { payloads: 200_000, batch: 500, concurrency: 1, extraConcurrency: 4, runs: 100, nodes: 32 };
 /** Where a benchmark's defaults differ (search: --concurrency is the load's). */
 const BENCH_DEFAULTS: Record<string, Partial<BenchOptions>> = {
   search: { payloads: 1_000_000, batch: 1000, concurrency: 2 },
@@ -36,7 +36,7 @@ const BENCH_DEFAULTS: Record<string, Partial<BenchOptions>> = {
   scale: { payloads: 20_000 },
 };
 
-const USAGE = `usage: node dist/bench/run.js <name> [--payloads N] [--batch N] [--concurrency N] [--extra-concurrency N] [--runs N]
+const USAGE = `usage: node dist/bench/run.js <name> [--payloads N] [--batch N] [--concurrency N] [--extra-concurrency N] [--runs N] [--nodes N]
 benchmarks: ${Object.keys(BENCHES).join(', ')}`;
 
 function positiveInteger(name: string, text: string | undefined, fallback: number, allowZero = false): number {
@@ -59,6 +59,7 @@ function parseOptions(argv: string[]): { name: string | undefined; options: Benc
       concurrency: { type: 'string' },
       'extra-concurrency': { type: 'string' },
       runs: { type: 'string' },
+      nodes: { type: 'string' },
     },
   });
   const name = positionals[0];
@@ -71,6 +72,7 @@ function parseOptions(argv: string[]): { name: string | undefined; options: Benc
       concurrency: positiveInteger('concurrency', values.concurrency, defaults.concurrency),
       extraConcurrency: positiveInteger('extra-concurrency', values['extra-concurrency'], defaults.extraConcurrency, true),
       runs: positiveInteger('runs', values.runs, defaults.runs),
+      nodes: positiveInteger('nodes', values.nodes, defaults.nodes),
     },
   };
 }

@@ -289,7 +289,7 @@ const CEILING_READ_BATCH_RECORDS = 1_000;
 async function runStorageCeiling(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { payloads: { type: 'string' }, batch: { type: 'string' }, 'chunk-bytes': { type: 'string' } } });
   const chunkBytes = Number(values['chunk-bytes']);
-  const batches = prepareBatches({ payloads: Number(values.payloads), batch: Number(values.batch), concurrency: 1, extraConcurrency: 0, runs: 0 });
+  const batches = prepareBatches({ payloads: Number(values.payloads), batch: Number(values.batch) });
   // The records the node stores (its tsr blocks, as ingest packs each batch), in key order
   // as buffers, cut into chunk-sized batches, all before timing.
   const records = storedBlocks(batches)
@@ -424,7 +424,7 @@ async function runPipelineSource(argv: string[]): Promise<void> {
   });
   const chunkBytes = Number(values['chunk-bytes']);
   const windowChunks = Number(values.window);
-  const batches = prepareBatches({ payloads: Number(values.payloads), batch: Number(values.batch), concurrency: 1, extraConcurrency: 0, runs: 0 });
+  const batches = prepareBatches({ payloads: Number(values.payloads), batch: Number(values.batch) });
   const dir = mkdtempSync(join(os.tmpdir(), 'tributary-bench-pipeline-source-'));
   const level = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer', writeBufferSize: DEFAULT_WRITE_BUFFER_BYTES });
   const rawClient = new grpc.Client(`127.0.0.1:${values.port}`, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
