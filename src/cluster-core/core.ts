@@ -422,9 +422,10 @@ export class ClusterCore {
     if (this.reportedAvailable.get(from) === false) {
       this.reportedAvailable.set(from, true);
       effects.push({ type: 'availability', node: from, available: true });
-      // Back from a partition or a pause: transfers from it are asked for again now, not
-      // at their next stall (docs/cluster.md, "Transfers").
-      if (this.bootstrapped && this.started && this.selfState() !== 'Left') this.target.onSourceBack(from, this.context(), effects);
+      // Back from a partition or a pause: transfers from it that hear nothing more within a
+      // heartbeat interval are asked for again then, not at their next stall
+      // (docs/cluster.md, "Transfers").
+      if (this.bootstrapped && this.started && this.selfState() !== 'Left') this.target.onSourceBack(from, this.context());
     }
     assert(this.available(from), `${from} just heard but unavailable`);
   }

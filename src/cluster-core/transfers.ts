@@ -44,6 +44,11 @@ interface IncomingTransfer {
   storing: ChunkMessage | undefined;
   /** Last time a chunk arrived that moved the transfer on, or a request went out. */
   lastActivityAt: number;
+  /**
+   * When its source was heard from again after being taken for unavailable, until a
+   * heartbeat interval later shows whether chunks still arrive (onSourceBack).
+   */
+  sourceBackAt: number | undefined;
   totalEstimate: number;
   percentReported: number;
   /** `records` as of the last progress report: more since means a report is due. */
@@ -126,6 +131,7 @@ export class TargetTransfers {
         buffer: new Map(),
         storing: undefined,
         lastActivityAt: context.now,
+        sourceBackAt: undefined,
         totalEstimate: 0,
         percentReported: plan.percentComplete,
         recordsReported: resumed?.records ?? 0,
@@ -214,22 +220,40 @@ export class TargetTransfers {
         continue;
       }
       if (this.progressDue(transfer, context)) this.sendProgress(transfer, context, effects);
-      if (transfer.storing === undefined && context.now - transfer.lastActivityAt >= context.config.transferStallMs) {
+      if (transfer.storing === undefined && (this.stalled(transfer, context) || this.silentSinceSourceBack(transfer, context))) {
         this.request(transfer, context, effects);
       }
     }
   }
 
+  private stalled(transfer: IncomingTransfer, context: TransferContext): boolean {
+    return context.now - transfer.lastActivityAt >= context.config.transferStallMs;
+  }
+
+  /**
+   * Its source came back a heartbeat interval ago and no chunk has arrived since: the
+   * connection the chunks were in broke while the source was away (a partition, a pause
+   * past the ping timeout), and they are lost. Ends the wait either way.
+   */
+  private silentSinceSourceBack(transfer: IncomingTransfer, context: TransferContext): boolean {
+    const backAt = transfer.sourceBackAt;
+    if (backAt === undefined || context.now - backAt < context.config.heartbeatIntervalMs) return false;
+    transfer.sourceBackAt = undefined;
+    return transfer.lastActivityAt < backAt;
+  }
+
   /**
    * The source was unavailable and is heard again (a partition healed, a pause ended): each
-   * transfer from it that waits for chunks is asked for again at once. What was sent into
-   * the broken connection is lost, and the stall timer would wait transferStallMs more.
+   * transfer from it that waits for chunks is asked for again if none arrives within a
+   * heartbeat interval (onTick), not after the stall timer's transferStallMs. Not at once:
+   * a source taken for unavailable by mistake (a busy machine, a call that timed out) still
+   * has its chunks on the way, and a request would have it send them all again.
    */
-  onSourceBack(source: string, context: TransferContext, effects: CoreEffect[]): void {
+  onSourceBack(source: string, context: TransferContext): void {
     assert(source !== this.self, `${this.self} is its own source`);
     for (const transfer of this.transfers.values()) {
-      if (transfer.plan.from !== source || transfer.done || transfer.storing !== undefined) continue;
-      this.request(transfer, context, effects);
+      if (transfer.plan.from !== source || transfer.done) continue;
+      transfer.sourceBackAt = context.now;
     }
   }
 
@@ -244,6 +268,7 @@ export class TargetTransfers {
     assert(transfer.storing === undefined, `requesting ${transfer.plan.id} while a store is in flight`);
     transfer.buffer.clear();
     transfer.lastActivityAt = context.now;
+    transfer.sourceBackAt = undefined;
     const message: RequestMessage = { type: 'transfer-request', transfer: transfer.plan, seq: transfer.seqAcked + 1, cursor: transfer.cursor };
     context.send(transfer.plan.from, message, effects);
   }
