@@ -145,7 +145,8 @@ function sortedByTime(entries: readonly BlockEntry[]): SortedEntry[] {
 }
 
 function encodeBounded(sorted: readonly SortedEntry[], first: number, end: number, out: PackedBlock[]): void {
-  const text = encodeBlock(sorted, first, end);
+  const text = blockEncoding.fault === undefined ? encodeBlock(sorted, first, end) : blockEncoding.fault(encodeBlock(sorted, first, end));
+  checkEncoded(text, sorted, first, end);
   if (text.length <= BLOCK_CHARS_MAX || end - first === 1) {
     const members = new Array<number>(end - first);
     for (let i = first; i < end; i += 1) members[i - first] = sorted[i]!.member;
@@ -155,6 +156,38 @@ function encodeBounded(sorted: readonly SortedEntry[], first: number, end: numbe
   const middle = first + Math.floor((end - first) / 2);
   encodeBounded(sorted, first, middle, out);
   encodeBounded(sorted, middle, end, out);
+}
+
+/**
+ * How encoded blocks are checked. The header is always read back (it is what the record's
+ * key is made of, and costs a few characters); with `decodeAll`, the whole block is decoded
+ * and every payload, timestamp and place compared with what it was made of, before it is
+ * stored: on under vitest and with TRIBUTARY_CHECK_BLOCKS=1, off in production, where it
+ * would cost as much as encoding again.
+ */
+export const blockEncoding: {
+  decodeAll: boolean;
+  /** A test's change to what the encoder wrote, to show the check catches an encoder's fault. */
+  fault: ((text: string) => string) | undefined;
+} = {
+  decodeAll: process.env.TRIBUTARY_CHECK_BLOCKS === '1' || process.env.VITEST !== undefined,
+  fault: undefined,
+};
+
+/** The block encoded from sorted[first..end) reads back as them (blockEncoding says how far this looks). */
+function checkEncoded(text: string, sorted: readonly SortedEntry[], first: number, end: number): void {
+  const header = blockHeader(text);
+  const count = end - first;
+  assert(header.count === count && header.minTs === sorted[first]!.timestamp && header.maxTs === sorted[end - 1]!.timestamp, `a tsr block of ${count} payloads from ${sorted[first]!.timestamp} to ${sorted[end - 1]!.timestamp} encoded with header ${header.count} ${header.minTs} ${header.maxTs}`);
+  if (!blockEncoding.decodeAll) return;
+  const block = decodeBlock(text);
+  for (let i = 0; i < count; i += 1) {
+    const entry = sorted[first + i]!;
+    assert(block.timestamps[i] === entry.timestamp && block.positions[i] === entry.position, `a tsr block's payload ${i} reads back at ${block.timestamps[i]} place ${block.positions[i]}, was ${entry.timestamp} place ${entry.position}`);
+    const read = canonicalJson(blockPayload(block, i));
+    const written = canonicalJson(entry.payload);
+    assert(read === written, `a tsr block's payload ${i} reads back as ${read.slice(0, 200)}, was ${written.slice(0, 200)}`);
+  }
 }
 
 /**
