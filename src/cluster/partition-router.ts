@@ -123,6 +123,8 @@ export class PartitionRouter {
       if (owners === undefined) {
         assert(Number.isInteger(partition) && partition >= 0 && partition < policy.ring_size, `partition ${partition} outside ring_size ${policy.ring_size}`);
         ownersByPartition.set(partition, (owners = this.writeOwners(policy, partition)));
+        // Distinct owners: one node's copy must not count as two.
+        assert(new Set(owners).size === owners.length, `partition ${partition}: owners ${owners.join(', ')} name a node twice`);
       }
       ownersByPosition.set(position, owners);
       for (const owner of owners) {
@@ -156,7 +158,6 @@ export class PartitionRouter {
         }
       }),
     );
-    for (const [position, nodes] of outcome.storedOn) assert(new Set(nodes).size === nodes.length, `record ${position} counted twice on one owner`);
     return outcome;
   }
 

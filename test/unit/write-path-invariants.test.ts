@@ -34,7 +34,7 @@ describe('write path invariants - partition router', () => {
 
   it('fails when the owners of a partition name one node twice: its copy would count as two', async () => {
     const router = new PartitionRouter(() => ['a', 'a'], storing, noHints);
-    await expect(router.write('ssr', POLICY, [record(1)])).rejects.toThrow(/record 0 counted twice on one owner/);
+    await expect(router.write('ssr', POLICY, [record(1)])).rejects.toThrow(/partition 1: owners a, a name a node twice/);
   });
 });
 
