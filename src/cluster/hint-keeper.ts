@@ -71,7 +71,7 @@ export class HintKeeper implements HintKeeping {
     }
     const needDelegate: HintWant[] = [];
     for (const want of wanted) {
-      assert(want.storedOn.length > 0 && want.missing.length > 0, `record ${want.position}: a hint is wanted for a record stored on ${want.storedOn.length} owners and missed by ${want.missing.length}`);
+      assert(want.storedOn.length > 0 && want.missing.length > 0, () => `record ${want.position}: a hint is wanted for a record stored on ${want.storedOn.length} owners and missed by ${want.missing.length}`);
       // A copy on a node that is leaving goes away with it: it counts for nothing.
       const holders = new Set(want.storedOn.filter((node) => !this.deps.goingAway(node)));
       if (here) holders.add(this.deps.localName);
@@ -146,9 +146,9 @@ export class HintKeeper implements HintKeeping {
  * durable on at least `copies` distinct nodes, stored or hinted.
  */
 function assertAcknowledged(want: HintWant, here: string | undefined, delegate: string | undefined): void {
-  assert(here !== undefined || delegate !== undefined, `record ${want.position} acknowledged with no hint kept for ${want.missing.join(', ')}`);
+  assert(here !== undefined || delegate !== undefined, () => `record ${want.position} acknowledged with no hint kept for ${want.missing.join(', ')}`);
   const holders = new Set([...want.storedOn, ...(here === undefined ? [] : [here]), ...(delegate === undefined ? [] : [delegate])]);
-  assert(holders.size >= want.copies, `record ${want.position} acknowledged on ${holders.size} of ${want.copies} copies wanted`);
+  assert(holders.size >= want.copies, () => `record ${want.position} acknowledged on ${holders.size} of ${want.copies} copies wanted`);
 }
 
 /** One entry per (target, repository), records in order: one hint each. */

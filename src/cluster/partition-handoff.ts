@@ -60,7 +60,7 @@ const REPOSITORIES: readonly RepositoryName[] = ['ssr', 'tsr'];
 const CATCH_UPS_IN_FLIGHT = 4;
 
 function partitionKey(repo: RepositoryName, stream: string, partition: number): string {
-  assert(Number.isInteger(partition) && partition >= 0, `partition ${partition} of ${stream}`);
+  assert(Number.isInteger(partition) && partition >= 0, () => `partition ${partition} of ${stream}`);
   return `${repo}\n${stream}\n${partition}`;
 }
 

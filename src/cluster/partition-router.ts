@@ -101,7 +101,7 @@ export class PartitionRouter {
       const copies = copiesWanted(policy.replicas, owners.length);
       if (missing.length > 0) wanted.push({ position, record: records[position]!, missing, storedOn: stored, copies });
       // Stored on every owner: durable on the copies wanted (the rule above), nothing to hint.
-      else assert(stored.length >= copies, `record ${position}: acknowledged on ${stored.length} of ${copies} copies wanted`);
+      else assert(stored.length >= copies, () => `record ${position}: acknowledged on ${stored.length} of ${copies} copies wanted`);
     }
     // The hint keeper decides, and asserts, the acknowledgement of a record some owners missed.
     if (wanted.length > 0) {
@@ -168,7 +168,7 @@ export class PartitionRouter {
   private noteUncertain(repository: RepositoryName, policy: DistributionPolicy, records: readonly StoredRecord[], positions: readonly number[], failures: ReadonlyMap<number, string>, outcome: OwnerWrites): void {
     for (const position of positions) {
       if (!failures.has(position) || (!outcome.maybeStored.has(position) && (outcome.storedOn.get(position)?.length ?? 0) === 0)) continue;
-      assert(!outcome.reroute.has(position), `record ${position} both failed and routed again`);
+      assert(!outcome.reroute.has(position), () => `record ${position} both failed and routed again`);
       const record = records[position]!;
       this.uncertain?.note(repository, record.stream, record.partition, policy.replicas);
     }

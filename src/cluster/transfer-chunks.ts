@@ -109,7 +109,7 @@ export class TransferChunks {
           state.bytes += size;
         }
         // A chunk is within its bound, unless its only record alone is larger.
-        assert(state.bytes <= this.chunkBytesMax || taken.length === 1, `a transfer chunk of ${taken.length} records holds ${state.bytes} bytes, above ${this.chunkBytesMax}`);
+        assert(state.bytes <= this.chunkBytesMax || taken.length === 1, () => `a transfer chunk of ${taken.length} records holds ${state.bytes} bytes, above ${this.chunkBytesMax}`);
         const averageBytes = state.bytes / taken.length;
         batchRecords = Math.min(READ_BATCH_RECORDS_MAX, Math.max(1, Math.ceil((this.chunkBytesMax - state.bytes) / averageBytes) + 1));
       }
@@ -378,7 +378,7 @@ function prefixedPuts(prefix: Buffer, pairs: readonly BytePair[]): EncodedPut[] 
     prefix.copy(keys, offset);
     key.copy(keys, offset + prefix.length);
     offset += prefix.length + key.length;
-    assert(offset <= keys.length, `prefixed keys written past their ${keys.length} bytes`);
+    assert(offset <= keys.length, () => `prefixed keys written past their ${keys.length} bytes`);
     return { type: 'put', key: keys.subarray(start, offset), value };
   });
 }

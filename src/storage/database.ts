@@ -243,7 +243,7 @@ export class Database {
       throw this.writeFailed(error);
     } finally {
       this.writesInFlight -= 1;
-      assert(this.writesInFlight >= 0, `${this.writesInFlight} writes in flight`);
+      assert(this.writesInFlight >= 0, () => `${this.writesInFlight} writes in flight`);
     }
     if (this.writesFailed !== failedBefore) {
       throw new InsufficientStorageError(`${this.nodeName} could not write to ${this.location}: a write that failed alongside this one leaves it unknown whether this one lasts (${this.failedWrite?.reason ?? 'failed write'})`);
@@ -329,7 +329,7 @@ export class Database {
    */
   private recordDurable(sequence: number, startedMs: number): void {
     this.onSyncedBatch?.((performance.now() - startedMs) / 1000);
-    assert(sequence <= this.sequence, `batch ${sequence} durable before it was issued (last issued ${this.sequence})`);
+    assert(sequence <= this.sequence, () => `batch ${sequence} durable before it was issued (last issued ${this.sequence})`);
     if (sequence <= this.ledgerHighest) return;
     this.ledgerHighest = sequence;
     const text = Buffer.from(String(sequence).padStart(SEQUENCE_DIGITS, '0'));
@@ -395,7 +395,7 @@ export function prefixEnd(prefix: string): string {
 
 function sequenceKey(sequence: number): string {
   // Fixed width, so the keys sort as the numbers do (highestSequence reads the last).
-  assert(Number.isSafeInteger(sequence) && sequence > 0 && String(sequence).length <= SEQUENCE_DIGITS, `batch sequence ${sequence}`);
+  assert(Number.isSafeInteger(sequence) && sequence > 0 && String(sequence).length <= SEQUENCE_DIGITS, () => `batch sequence ${sequence}`);
   return SEQUENCE_PREFIX + String(sequence).padStart(SEQUENCE_DIGITS, '0');
 }
 

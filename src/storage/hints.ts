@@ -86,7 +86,7 @@ export class HintBuffer {
       if (settled) return;
       settled = true;
       this.bytesPending -= hint.bytes;
-      assert(this.bytesPending >= 0, `hint bytes pending ${this.bytesPending}`);
+      assert(this.bytesPending >= 0, () => `hint bytes pending ${this.bytesPending}`);
       if (committed) this.count(hint, +1);
     };
     return [{ type: 'put', sublevel: this.sublevel, key, value, settled: settle }];
@@ -132,7 +132,7 @@ export class HintBuffer {
     stats.bytes += sign * hint.bytes;
     this.bytesTotal += sign * hint.bytes;
     // Counts follow what is stored: never below zero, whatever order commits settle in.
-    assert(stats.hints >= 0 && stats.records >= 0 && stats.bytes >= 0 && this.bytesTotal >= 0, `hint counts of ${hint.target} below zero: ${stats.hints} hints, ${stats.records} records, ${stats.bytes} bytes`);
+    assert(stats.hints >= 0 && stats.records >= 0 && stats.bytes >= 0 && this.bytesTotal >= 0, () => `hint counts of ${hint.target} below zero: ${stats.hints} hints, ${stats.records} records, ${stats.bytes} bytes`);
     if (stats.hints === 0) this.stats.delete(hint.target);
     else this.stats.set(hint.target, stats);
   }
@@ -140,7 +140,7 @@ export class HintBuffer {
 
 function parseHint(key: string, value: string): Hint {
   // Keys are written by add() alone: a target, a slash, a sequence.
-  assert(key.lastIndexOf('/') > 0, `a hint key without a target: ${key}`);
+  assert(key.lastIndexOf('/') > 0, () => `a hint key without a target: ${key}`);
   const parsed = parseJson(value) as HintPayload;
   return { key, target: key.slice(0, key.lastIndexOf('/')), ...parsed, bytes: value.length };
 }

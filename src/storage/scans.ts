@@ -67,7 +67,7 @@ export async function partitionKeySuffixes(sublevel: Sublevel, stream: string, p
   try {
     for (let keys = await iterator.nextv(1000); keys.length > 0; keys = await iterator.nextv(1000)) {
       for (const key of keys) {
-        assert(key.startsWith(prefix), `key ${key} read outside ${prefix}`);
+        assert(key.startsWith(prefix), () => `key ${key} read outside ${prefix}`);
         suffixes.push(key.slice(prefix.length));
       }
     }

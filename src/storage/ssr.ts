@@ -43,7 +43,7 @@ export class SearchableRepository implements Repository {
         if (options.toTimestamp !== undefined && timestamp > options.toTimestamp) continue;
         if (remaining <= 0) return;
         remaining -= 1;
-        assert(key.startsWith(prefix), `ssr scan of ${prefix} read ${key}`);
+        assert(key.startsWith(prefix), () => `ssr scan of ${prefix} read ${key}`);
         yield toPayload(stream, partition, prefix, key, value);
       }
     }
@@ -123,13 +123,13 @@ function timestampOf(value: string): number {
 
 /** A stored document as a record; see writeOperations for the value's layout. */
 function toRecord(stream: string, partition: number, prefix: string, key: string, value: string): StoredRecord {
-  assert(key.length > prefix.length && key.startsWith(prefix), `ssr key ${key} outside ${prefix}`);
+  assert(key.length > prefix.length && key.startsWith(prefix), () => `ssr key ${key} outside ${prefix}`);
   return { stream, partition, timestamp: timestampOf(value), writeId: key.slice(prefix.length), value: payloadTextOf(value) };
 }
 
 /** A stored document as a payload; ingest stores JSON objects only, so anything else is damage. */
 function toPayload(stream: string, partition: number, prefix: string, key: string, value: string): StoredPayload {
-  assert(key.length > prefix.length && key.startsWith(prefix), `ssr key ${key} outside ${prefix}`);
+  assert(key.length > prefix.length && key.startsWith(prefix), () => `ssr key ${key} outside ${prefix}`);
   const writeId = key.slice(prefix.length);
   const payload = parseJson(payloadTextOf(value));
   if (!isPlainObject(payload)) throw new TributaryError(500, 'DAMAGED_DATA', `stored payload ${writeId} is not a JSON object`);

@@ -182,15 +182,15 @@ export const blockEncoding: {
 function checkEncoded(text: string, sorted: readonly SortedEntry[], first: number, end: number): void {
   const header = blockHeader(text);
   const count = end - first;
-  assert(header.count === count && header.minTs === sorted[first]!.timestamp && header.maxTs === sorted[end - 1]!.timestamp, `a tsr block of ${count} payloads from ${sorted[first]!.timestamp} to ${sorted[end - 1]!.timestamp} encoded with header ${header.count} ${header.minTs} ${header.maxTs}`);
+  assert(header.count === count && header.minTs === sorted[first]!.timestamp && header.maxTs === sorted[end - 1]!.timestamp, () => `a tsr block of ${count} payloads from ${sorted[first]!.timestamp} to ${sorted[end - 1]!.timestamp} encoded with header ${header.count} ${header.minTs} ${header.maxTs}`);
   if (!blockEncoding.decodeAll) return;
   const block = decodeBlock(text);
   for (let i = 0; i < count; i += 1) {
     const entry = sorted[first + i]!;
-    assert(block.timestamps[i] === entry.timestamp && block.positions[i] === entry.position, `a tsr block's payload ${i} reads back at ${block.timestamps[i]} place ${block.positions[i]}, was ${entry.timestamp} place ${entry.position}`);
+    assert(block.timestamps[i] === entry.timestamp && block.positions[i] === entry.position, () => `a tsr block's payload ${i} reads back at ${block.timestamps[i]} place ${block.positions[i]}, was ${entry.timestamp} place ${entry.position}`);
     const read = canonicalJson(blockPayload(block, i));
     const written = canonicalJson(entry.payload);
-    assert(read === written, `a tsr block's payload ${i} reads back as ${read.slice(0, 200)}, was ${written.slice(0, 200)}`);
+    assert(read === written, () => `a tsr block's payload ${i} reads back as ${read.slice(0, 200)}, was ${written.slice(0, 200)}`);
   }
 }
 
@@ -224,7 +224,7 @@ function fieldsSeen(sorted: readonly SortedEntry[], first: number, end: number):
       seen.values[i - first] = value;
     }
   }
-  for (const [name, seen] of fields) assert(seen.count <= end - first, `field '${name}' seen ${seen.count} times in ${end - first} payloads`);
+  for (const [name, seen] of fields) assert(seen.count <= end - first, () => `field '${name}' seen ${seen.count} times in ${end - first} payloads`);
   return fields;
 }
 
@@ -270,7 +270,7 @@ function valueKind(value: unknown): 'n' | 's' | 'b' | 'x' {
 function encodeBlock(sorted: readonly SortedEntry[], first: number, end: number): string {
   const count = end - first;
   // packBlocks' grouping: 1 to BLOCK_PAYLOADS_MAX payloads within BLOCK_SPAN_MS, in time order.
-  assert(count >= 1 && count <= BLOCK_PAYLOADS_MAX && sorted[end - 1]!.timestamp - sorted[first]!.timestamp < BLOCK_SPAN_MS, `a block of ${count} payloads over ${sorted[end - 1]!.timestamp - sorted[first]!.timestamp} ms`);
+  assert(count >= 1 && count <= BLOCK_PAYLOADS_MAX && sorted[end - 1]!.timestamp - sorted[first]!.timestamp < BLOCK_SPAN_MS, () => `a block of ${count} payloads over ${sorted[end - 1]!.timestamp - sorted[first]!.timestamp} ms`);
   const fields = fieldsSeen(sorted, first, end);
   const names = [...fields].filter(([, seen]) => seen.count > 0).map(([name]) => name).sort();
   const columnNames = names.filter((name) => fields.get(name)!.kind !== 'x' && fields.get(name)!.count === count && isWellFormed(name));
@@ -354,7 +354,7 @@ function positionDeltas(sorted: readonly SortedEntry[], first: number, end: numb
   for (let i = first; i < end; i += 1) {
     const position = sorted[i]!.position;
     // A place in a write (the POST's batch index): what a writeId's 7 hex digits hold.
-    assert(Number.isInteger(position) && position >= 0 && position <= POSITION_MAX, `payload place ${position}`);
+    assert(Number.isInteger(position) && position >= 0 && position <= POSITION_MAX, () => `payload place ${position}`);
     if (position !== i - first) counting = false;
     deltas[i - first] = i === first ? position : position - previous;
     previous = position;

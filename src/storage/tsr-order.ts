@@ -23,7 +23,7 @@ export const MOVED_PAYLOAD_SUFFIX = '.=';
  */
 export function payloadWriteId(blockWriteId: string, position: number): string {
   // A place in a write fits its digits (tsr-block.ts's POSITION_MAX).
-  assert(Number.isInteger(position) && position >= 0 && position < 16 ** POSITION_DIGITS, `payload place ${position} in ${blockWriteId}`);
+  assert(Number.isInteger(position) && position >= 0 && position < 16 ** POSITION_DIGITS, () => `payload place ${position} in ${blockWriteId}`);
   if (blockWriteId.endsWith(MOVED_PAYLOAD_SUFFIX)) return blockWriteId.slice(0, -MOVED_PAYLOAD_SUFFIX.length);
   const dot = blockWriteId.lastIndexOf('.');
   return `${dot < 0 ? blockWriteId : blockWriteId.slice(0, dot)}:${position.toString(16).padStart(POSITION_DIGITS, '0')}`;
@@ -72,7 +72,7 @@ export class BlockMerge {
   /** Moves past the next payload. */
   advance(): void {
     const top = this.cursors.peek();
-    assert(top.index < top.block.count, `a merge cursor past its block's ${top.block.count} payloads`);
+    assert(top.index < top.block.count, () => `a merge cursor past its block's ${top.block.count} payloads`);
     top.index += 1;
     top.writeId = undefined;
     if (top.index === top.block.count) this.cursors.pop();

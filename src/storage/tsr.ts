@@ -101,7 +101,7 @@ export class TimeSeriesRepository implements Repository {
         const writeId = payloadWriteId(blockId, block.positions[index]!);
         if (after !== undefined && timestamp === after.timestamp && writeId <= after.writeId) continue;
         // The merge yields in (event time, writeId) order: what a cursor (`after`) relies on.
-        assert(timestamp > lastTimestamp || (timestamp === lastTimestamp && writeId >= lastWriteId), `tsr scan of ${stream}/${partition} went back from ${lastTimestamp} ${lastWriteId} to ${timestamp} ${writeId}`);
+        assert(timestamp > lastTimestamp || (timestamp === lastTimestamp && writeId >= lastWriteId), () => `tsr scan of ${stream}/${partition} went back from ${lastTimestamp} ${lastWriteId} to ${timestamp} ${writeId}`);
         lastTimestamp = timestamp;
         lastWriteId = writeId;
         yield { stream, partition, timestamp, writeId, payload: blockPayload(block, index) };
@@ -207,7 +207,7 @@ export class TimeSeriesRepository implements Repository {
 
 /** A block record from its key suffix ("<min>/<max>/<count>/<id>") and its text. */
 function recordOf(stream: string, partition: number, suffix: string, value: string): StoredRecord {
-  assert(suffix.length > ID_OFFSET, `a tsr key suffix '${suffix}' without a block id`);
+  assert(suffix.length > ID_OFFSET, () => `a tsr key suffix '${suffix}' without a block id`);
   return { stream, partition, timestamp: decodeTimestamp(suffix.slice(0, TIMESTAMP_DIGITS)), writeId: suffix.slice(ID_OFFSET), value };
 }
 

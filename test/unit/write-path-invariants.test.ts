@@ -4,7 +4,7 @@
 
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { InvariantError } from '../../src/assert.js';
+import { assert, InvariantError } from '../../src/assert.js';
 import { HintKeeper } from '../../src/cluster/hint-keeper.js';
 import { PartitionRouter, type ReplicaWrites } from '../../src/cluster/partition-router.js';
 import { ReplicaWriter } from '../../src/cluster/replica-writer.js';
@@ -77,5 +77,15 @@ describe('write path invariants - replica writer and group commit', () => {
     const database = { batch: async () => undefined } as unknown as Database;
     expect(() => new GroupCommitter(database, 0)).toThrow(InvariantError);
     expect(() => new GroupCommitter(database, 1.5)).toThrow(/batchOperationsMax 1.5/);
+  });
+});
+
+describe('write path invariants - messages', () => {
+  it('an assertion in a loop makes its message only when it fails', () => {
+    let made = 0;
+    const message = () => `made ${++made}`;
+    for (let i = 0; i < 1_000; i += 1) assert(i >= 0, message);
+    expect(made).toBe(0);
+    expect(() => assert(false, message)).toThrow('invariant broken: made 1');
   });
 });
