@@ -12,7 +12,11 @@ export class InvariantError extends Error {
   }
 }
 
-/** Throws an InvariantError when `condition` is false. Keep `condition` cheap: it runs in production. */
-export function assert(condition: unknown, message: string): asserts condition {
-  if (!condition) throw new InvariantError(message);
+/**
+ * Throws an InvariantError when `condition` is false. Keep `condition` cheap: it runs in
+ * production. In a loop over records or payloads, give the message as a function, so that it
+ * is made only when the assertion fails.
+ */
+export function assert(condition: unknown, message: string | (() => string)): asserts condition {
+  if (!condition) throw new InvariantError(typeof message === 'string' ? message : message());
 }

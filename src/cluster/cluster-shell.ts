@@ -7,6 +7,7 @@
 // Before the first input, the shell reads the progress stored with chunks and hands it
 // to the core (`resume`), so a restarted target resumes from its last durable chunk.
 
+import { assert } from '../assert.js';
 import type { Logger } from '../log.js';
 import { PeerAuthError } from '../peer/errors.js';
 import type { PeerEndpoint, TransferSender } from '../peer/endpoint.js';
@@ -87,6 +88,7 @@ export class ClusterShell {
   }
 
   start(): void {
+    assert(this.timer === undefined, 'the cluster shell started twice');
     const tick = () => this.submit({ type: 'tick', now: Math.floor(this.deps.timers.now()) });
     tick();
     // Ticks drive heartbeats, failure detection and stalled-transfer retries.
@@ -118,6 +120,7 @@ export class ClusterShell {
   admin(command: AdminCommand): Promise<AdminResult> {
     if (this.stopped) return Promise.resolve({ ok: false, status: 409, message: 'this node is stopping' });
     const requestId = `admin-${++this.requestCounter}`;
+    assert(!this.adminWaiters.has(requestId), `admin request ${requestId} issued twice`);
     return new Promise((resolve) => {
       this.adminWaiters.set(requestId, resolve);
       this.submit({ type: 'admin', requestId, command });
@@ -157,6 +160,8 @@ export class ClusterShell {
   }
 
   private async drain(): Promise<void> {
+    // One drain at a time: the core steps one input at a time, its effects in order.
+    assert(!this.draining, 'the core queue drained twice at once');
     this.draining = true;
     try {
       await this.resumed;
@@ -239,6 +244,7 @@ export class ClusterShell {
    */
   private async withRetries<T>(what: 'read' | 'store', transferId: string, operation: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt += 1) {
+      assert(attempt <= CHUNK_IO_ATTEMPTS_MAX, `transfer chunk ${what} tried ${attempt} times`);
       try {
         return await operation();
       } catch (error) {
@@ -298,6 +304,8 @@ export class ClusterShell {
   }
 
   private sendChunk(to: string, chunk: TransferChunk): void {
+    // A transfer moves data between two nodes: its source never sends a chunk to itself.
+    assert(to !== this.deps.transport.name, `transfer ${chunk.transferId} sends a chunk to its own source`);
     let stream = this.streams.get(to);
     if (stream === undefined) {
       stream = this.deps.transport.openTransferStream(

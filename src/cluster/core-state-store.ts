@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { open, readFile, rename } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
+import { assert } from '../assert.js';
 import type { Logger } from '../log.js';
 import { InsufficientStorageError, type Database } from '../storage/database.js';
 import { canonicalJson } from '../json.js';
@@ -39,6 +40,8 @@ export async function loadCoreState(database: Database, log: Logger): Promise<Pe
   // What the file holds is what this open database copied last: copyTable writes only news.
   if (copy !== undefined) copied.set(database, tableIdentity(copy));
   if (newest !== undefined) await copyTable(database, newest.membership);
+  // A node never comes back older than either place says it acted.
+  assert(newest === undefined || newest.membership.epoch >= Math.max(stored?.membership.epoch ?? 0, copy?.epoch ?? 0), `table of epoch ${newest?.membership.epoch} loaded, older than what this folder holds`);
   return newest;
 }
 
@@ -55,6 +58,7 @@ export function newestState(stored: PersistedCoreState | undefined, copy: Member
   if (stored === undefined || stored.membership.epoch < copy.epoch) return { membership: copy, incoming: [] };
   if (stored.membership.epoch > copy.epoch) return stored;
   const membership = withMemberAddresses(stored.membership, copy);
+  assert(membership.epoch === stored.membership.epoch && membership.members.length === stored.membership.members.length, `addresses taken from the copy changed the table of epoch ${stored.membership.epoch}`);
   return membership === stored.membership ? stored : { ...stored, membership };
 }
 
@@ -72,6 +76,7 @@ const SAVE_RETRY_MS = 250;
  */
 export async function saveCoreState(database: Database, state: PersistedCoreState, waitMsMax = SAVE_WAIT_MS_MAX): Promise<void> {
   const deadline = Date.now() + waitMsMax;
+  assert(waitMsMax >= 0 && state.membership.epoch >= 0, `a save of epoch ${state.membership.epoch} waiting ${waitMsMax} ms`);
   for (;;) {
     try {
       await database.batch([{ type: 'put', sublevel: database.local, key: CORE_STATE_KEY, value: JSON.stringify(state) }], { sync: true, belowFloor: true });

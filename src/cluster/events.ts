@@ -2,6 +2,7 @@
 // an async iterable in the order published (as a nats.js subscription is). A subscriber that
 // falls more than `queueEventsMax` behind is dropped rather than buffering without end.
 
+import { assert } from '../assert.js';
 import type { ClusterDocument, NodeState } from './node-table.js';
 
 export type ClusterEvent =
@@ -17,7 +18,9 @@ export interface Subscription extends AsyncIterable<ClusterEvent> {
 export class ClusterEventBus {
   private readonly subscribers = new Set<Subscriber>();
 
-  constructor(private readonly queueEventsMax = 1_000) {}
+  constructor(private readonly queueEventsMax = 1_000) {
+    assert(Number.isInteger(queueEventsMax) && queueEventsMax >= 1, `queueEventsMax ${queueEventsMax}`);
+  }
 
   get subscriberCount(): number {
     return this.subscribers.size;
@@ -31,6 +34,7 @@ export class ClusterEventBus {
 
   subscribe(): Subscription {
     const subscriber = new Subscriber(() => this.subscribers.delete(subscriber));
+    assert(!this.subscribers.has(subscriber), 'a subscriber added twice');
     this.subscribers.add(subscriber);
     return subscriber;
   }
@@ -46,6 +50,8 @@ class Subscriber implements Subscription {
   /** False when the subscriber is too far behind and has been closed. */
   push(event: ClusterEvent, queueEventsMax: number): boolean {
     if (this.closed) return false;
+    // A reader waits only when nothing is queued for it: events reach it in the order published.
+    assert(this.waiting === undefined || this.queue.length === 0, `a waiting subscriber with ${this.queue.length} events queued`);
     if (this.waiting !== undefined) {
       const resolve = this.waiting;
       this.waiting = undefined;
@@ -57,6 +63,7 @@ class Subscriber implements Subscription {
       return false;
     }
     this.queue.push(event);
+    assert(this.queue.length <= queueEventsMax, `${this.queue.length} events queued for a subscriber, above ${queueEventsMax}`);
     return true;
   }
 
@@ -64,6 +71,7 @@ class Subscriber implements Subscription {
     if (this.closed) return;
     this.closed = true;
     this.onClose();
+    assert(this.waiting === undefined || this.queue.length === 0, 'a closed subscriber waiting with events queued');
     this.waiting?.({ value: undefined, done: true });
     this.waiting = undefined;
   }

@@ -7,6 +7,7 @@
 // and a leaving node holds nothing when it goes. A node that cannot write (its disk is full
 // or a write failed: docs/storage.md) keeps its hints on other members the same way.
 
+import { assert } from '../assert.js';
 import type { Logger } from '../log.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { Hint, HintPayload } from '../storage/hints.js';
@@ -70,16 +71,18 @@ export class HintKeeper implements HintKeeping {
     }
     const needDelegate: HintWant[] = [];
     for (const want of wanted) {
+      assert(want.storedOn.length > 0 && want.missing.length > 0, () => `record ${want.position}: a hint is wanted for a record stored on ${want.storedOn.length} owners and missed by ${want.missing.length}`);
       // A copy on a node that is leaving goes away with it: it counts for nothing.
       const holders = new Set(want.storedOn.filter((node) => !this.deps.goingAway(node)));
       if (here) holders.add(this.deps.localName);
       // Every missing owner needs its hint somewhere that stays, and enough nodes must hold the record.
       if (!here || holders.size < want.copies) needDelegate.push({ ...want, copies: holders.size < want.copies ? want.copies : 0 });
     }
-    const uncovered = await this.keepElsewhere(repository, needDelegate);
-    for (const want of uncovered) {
+    const { open, keptOn } = await this.keepElsewhere(repository, needDelegate);
+    for (const want of open) {
       failures.set(want.position, `stored on ${want.storedOn.join(', ')} only: no other node could keep a hint for ${want.missing.join(', ')}${notHere}`);
     }
+    for (const want of wanted) if (!failures.has(want.position)) assertAcknowledged(want, here ? this.deps.localName : undefined, keptOn.get(want.position));
     return failures;
   }
 
@@ -99,13 +102,16 @@ export class HintKeeper implements HintKeeping {
   /**
    * Hints on another member (HintStore). A record that needs another holder (`copies` > 0)
    * goes to a delegate that does not store it yet; one that only needs its hints kept (this
-   * node is leaving) may go to any. Returns the wants no delegate could take.
+   * node is leaving) may go to any. Returns the wants no delegate could take, and the
+   * delegate that took each other one, by position.
    */
-  async keepElsewhere(repository: RepositoryName, wants: readonly HintWant[]): Promise<HintWant[]> {
+  async keepElsewhere(repository: RepositoryName, wants: readonly HintWant[]): Promise<{ open: HintWant[]; keptOn: Map<number, string> }> {
     let open = [...wants];
+    const keptOn = new Map<number, string>();
     const candidates = this.deps.delegates().slice(0, DELEGATES_TRIED_MAX);
     for (const delegate of candidates) {
       if (open.length === 0) break;
+      assert(delegate !== this.deps.localName, `${delegate} offered as a delegate of its own hints`);
       const taken = open.filter((want) => (want.copies === 0 || !want.storedOn.includes(delegate)) && !want.missing.every((target) => target === delegate));
       if (taken.length === 0) continue;
       // A delegate that is itself a missing owner keeps a hint for itself too: its replayer
@@ -114,11 +120,13 @@ export class HintKeeper implements HintKeeping {
       try {
         await this.sendTo(delegate, entries);
         open = open.filter((want) => !taken.includes(want));
+        for (const want of taken) keptOn.set(want.position, delegate);
       } catch (error) {
         this.deps.log.debug({ err: error, peer: delegate }, 'a hint could not be kept on another node');
       }
     }
-    return open;
+    assert(open.length + keptOn.size === wants.length, `${wants.length} hint wants, ${open.length} open and ${keptOn.size} kept`);
+    return { open, keptOn };
   }
 
   /** Sends hints to `delegate`, which keeps them durably before it answers. */
@@ -130,6 +138,17 @@ export class HintKeeper implements HintKeeping {
   delegates(): string[] {
     return this.deps.delegates();
   }
+}
+
+/**
+ * The acknowledgement rule (docs/cluster.md, "When a write counts") for a record some owners
+ * missed: every missing owner's hint is durable, here or on `delegate`, and the record is
+ * durable on at least `copies` distinct nodes, stored or hinted.
+ */
+function assertAcknowledged(want: HintWant, here: string | undefined, delegate: string | undefined): void {
+  assert(here !== undefined || delegate !== undefined, () => `record ${want.position} acknowledged with no hint kept for ${want.missing.join(', ')}`);
+  const holders = new Set([...want.storedOn, ...(here === undefined ? [] : [here]), ...(delegate === undefined ? [] : [delegate])]);
+  assert(holders.size >= want.copies, () => `record ${want.position} acknowledged on ${holders.size} of ${want.copies} copies wanted`);
 }
 
 /** One entry per (target, repository), records in order: one hint each. */

@@ -8,6 +8,7 @@
 // A leaving node keeps no hints: it delivers what it can and hands the rest to another
 // member (HintStore) before it may reach Left.
 
+import { assert } from '../assert.js';
 import type { Logger } from '../log.js';
 import type { RemotePeerError } from '../peer/wire.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
@@ -47,6 +48,7 @@ export class HintReplayer {
   constructor(private readonly deps: HintReplayerDeps) {}
 
   start(): void {
+    assert(this.timer === undefined, 'the hint replayer started twice');
     this.timer = this.deps.timers.setInterval(() => void this.round(), this.deps.intervalMs);
   }
 
@@ -58,6 +60,8 @@ export class HintReplayer {
   round(): Promise<number> {
     if (this.running !== undefined) return this.running;
     this.running = this.pass().finally(() => (this.running = undefined));
+    // One round at a time: two would deliver and remove the same hints twice.
+    assert(this.running !== undefined, 'a hint round started and not recorded');
     return this.running;
   }
 
@@ -77,6 +81,7 @@ export class HintReplayer {
         this.deps.log.debug({ err: error, target }, 'hint replay stopped for this round; will retry');
       }
     }
+    assert(ended >= 0, `${ended} hints ended`);
     return ended;
   }
 
@@ -89,6 +94,7 @@ export class HintReplayer {
     for (;;) {
       const hints = await this.deps.hints.oldest(target, HINTS_PER_ROUND);
       if (hints.length === 0) return ended;
+      assert(hints.length <= HINTS_PER_ROUND && hints.every((hint) => hint.target === target), `${hints.length} hints read for ${target}`);
       const again: HintEntry[] = [];
       for (const hint of hints) {
         if (hint.repository === 'KV') {
@@ -119,6 +125,8 @@ export class HintReplayer {
       const owners = writeOwners(membership, { partition: record.partition, replicas: this.deps.replicasOf(record.stream) });
       (owners.includes(target) ? owned : moved).push(record);
     }
+    // Every record is either still the target's or moved: none is dropped (a hint ends only once an owner has it).
+    assert(owned.length + moved.length === records.length, `${records.length} hinted records sorted into ${owned.length} and ${moved.length}`);
     const entries: HintEntry[] = [];
     if (owned.length > 0 && how === 'deliver') await this.deliver(target, repository, owned);
     else if (owned.length > 0) entries.push({ target, repository, records: owned });
@@ -134,6 +142,7 @@ export class HintReplayer {
   private async deliver(target: string, repository: RepositoryName, records: StoredRecord[]): Promise<void> {
     const byStream = new Map<string, StoredRecord[]>();
     for (const record of records) byStream.set(record.stream, [...(byStream.get(record.stream) ?? []), record]);
+    assert(this.deps.localName !== target, 'hints delivered to this node over the peer port');
     for (const [stream, streamRecords] of byStream) {
       const request = { repo: repository, records: streamRecords, epoch: this.deps.membership().epoch, replicas: this.deps.replicasOf(stream) };
       try {
@@ -157,6 +166,7 @@ export class HintReplayer {
       if (entry.target === local && entry.repository !== 'KV') await this.deps.replica.store(entry.repository, entry.records);
     }
     const others = entries.filter((each) => each.target !== local);
+    assert(entries.every((entry) => entry.records.length > 0), 'a hint rehomed with no records');
     if (others.length === 0) return;
     if (!isLeaving(this.deps.membership(), local)) return this.deps.keeper.keepHere(others);
     for (const delegate of this.deps.keeper.delegates()) {
@@ -171,6 +181,7 @@ export class HintReplayer {
 }
 
 function isLeaving(membership: Membership, name: string): boolean {
+  assert(name.length > 0, 'whether a node with no name is leaving');
   const state = memberNamed(membership, name)?.state;
   return state === 'Leaving' || state === 'Left';
 }

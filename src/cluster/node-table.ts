@@ -1,6 +1,7 @@
 // The node table (spec, "Cluster node"): the documents of the members of the membership
 // this node acts on, with each peer's availability as this node's failure detector sees it.
 
+import { assert } from '../assert.js';
 import { NotFoundError } from '../errors.js';
 import type { Tenant } from '../definitions/tenants.js';
 
@@ -29,7 +30,9 @@ export interface ClusterDocument {
 export class NodeTable {
   private readonly nodes = new Map<string, NodeDocument>();
 
-  constructor(readonly localName: string) {}
+  constructor(readonly localName: string) {
+    assert(localName.length > 0, 'a node table of a node with no name');
+  }
 
   upsert(node: NodeDocument): void {
     this.nodes.set(node.name, node);
@@ -39,6 +42,8 @@ export class NodeTable {
   replaceAll(nodes: readonly NodeDocument[]): void {
     this.nodes.clear();
     for (const node of nodes) this.nodes.set(node.name, node);
+    // A membership names each member once.
+    assert(this.nodes.size === nodes.length, `${nodes.length} node documents for ${this.nodes.size} names`);
   }
 
   local(): NodeDocument {

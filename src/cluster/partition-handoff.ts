@@ -60,6 +60,7 @@ const REPOSITORIES: readonly RepositoryName[] = ['ssr', 'tsr'];
 const CATCH_UPS_IN_FLIGHT = 4;
 
 function partitionKey(repo: RepositoryName, stream: string, partition: number): string {
+  assert(Number.isInteger(partition) && partition >= 0, () => `partition ${partition} of ${stream}`);
   return `${repo}\n${stream}\n${partition}`;
 }
 
@@ -77,6 +78,7 @@ export class PartitionHandOff {
   constructor(private readonly deps: PartitionHandOffDeps) {}
 
   start(): void {
+    assert(this.timer === undefined, 'hand-offs started twice');
     this.timer = this.deps.timers.setInterval(() => void this.work(), this.deps.retryMs);
   }
 
@@ -86,6 +88,7 @@ export class PartitionHandOff {
 
   /** The core's `drop` effect: these slots go once handed off. */
   schedule(repo: RepositoryName, slots: readonly Slot[]): void {
+    assert(slots.every((slot) => Number.isInteger(slot.partition) && slot.partition >= 0 && slot.replicas >= 1), `${repo} slots to drop outside every ring`);
     const notBeforeMs = this.deps.timers.now() + this.deps.graceMs;
     for (const slot of slots) this.pending.set(`${repo}/${slot.partition}/${slot.replicas}`, { repo, slot, notBeforeMs });
     this.deps.timers.setTimeout(() => void this.work(), this.deps.graceMs);
@@ -144,6 +147,8 @@ export class PartitionHandOff {
     // moment the delete starts; a store that comes later waits for it (settle()).
     if (writeOwners(this.deps.membership(), slot).includes(this.deps.localName)) return;
     const key = partitionKey(repo, stream, slot.partition);
+    // Rounds never overlap (`working`): one delete of a partition at a time.
+    assert(!this.deleting.has(key), `partition ${slot.partition} of ${stream} deleted twice at once`);
     const deleting = this.deps.dropPartition(repo, stream, slot.partition).finally(() => this.deleting.delete(key));
     this.deleting.set(key, deleting);
     await deleting;

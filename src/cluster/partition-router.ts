@@ -9,6 +9,7 @@
 // it failed, and nothing will bring it back later behind the client's back (a client that
 // retries it must not find it twice).
 
+import { assert } from '../assert.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { DistributionPolicy } from '../streams/policy.js';
 import type { UncertainWrites } from './write-follow-ups.js';
@@ -85,6 +86,33 @@ export class PartitionRouter {
     positions: readonly number[],
     failures: Map<number, string>,
   ): Promise<number[]> {
+    const { ownersByPosition, byOwner } = this.ownersOf(policy, records, positions);
+    const outcome = await this.writeToOwners(repository, policy, records, byOwner);
+    const wanted: HintWant[] = [];
+    for (const position of positions) {
+      if (outcome.reroute.has(position)) continue;
+      const stored = outcome.storedOn.get(position) ?? [];
+      if (stored.length === 0) {
+        failures.set(position, `no owner of its partition stored it: ${outcome.notStored.get(position) ?? 'no owner is reachable'}`);
+        continue;
+      }
+      const owners = ownersByPosition.get(position)!;
+      const missing = owners.filter((owner) => !stored.includes(owner));
+      const copies = copiesWanted(policy.replicas, owners.length);
+      if (missing.length > 0) wanted.push({ position, record: records[position]!, missing, storedOn: stored, copies });
+      // Stored on every owner: durable on the copies wanted (the rule above), nothing to hint.
+      else assert(stored.length >= copies, () => `record ${position}: acknowledged on ${stored.length} of ${copies} copies wanted`);
+    }
+    // The hint keeper decides, and asserts, the acknowledgement of a record some owners missed.
+    if (wanted.length > 0) {
+      for (const [position, why] of await this.hints.keep(repository, wanted)) failures.set(position, why);
+    }
+    this.noteUncertain(repository, policy, records, positions, failures, outcome);
+    return [...outcome.reroute];
+  }
+
+  /** The write owners of each position's partition, and the positions each owner is sent. */
+  private ownersOf(policy: DistributionPolicy, records: readonly StoredRecord[], positions: readonly number[]) {
     const ownersByPosition = new Map<number, readonly string[]>();
     // Owners asked once per partition of the batch, not once per record.
     const ownersByPartition = new Map<number, readonly string[]>();
@@ -92,7 +120,12 @@ export class PartitionRouter {
     for (const position of positions) {
       const partition = records[position]!.partition;
       let owners = ownersByPartition.get(partition);
-      if (owners === undefined) ownersByPartition.set(partition, (owners = this.writeOwners(policy, partition)));
+      if (owners === undefined) {
+        assert(Number.isInteger(partition) && partition >= 0 && partition < policy.ring_size, `partition ${partition} outside ring_size ${policy.ring_size}`);
+        ownersByPartition.set(partition, (owners = this.writeOwners(policy, partition)));
+        // Distinct owners: one node's copy must not count as two.
+        assert(new Set(owners).size === owners.length, `partition ${partition}: owners ${owners.join(', ')} name a node twice`);
+      }
       ownersByPosition.set(position, owners);
       for (const owner of owners) {
         let owned = byOwner.get(owner);
@@ -100,55 +133,57 @@ export class PartitionRouter {
         owned.push(position);
       }
     }
-    const storedOn = new Map<number, string[]>();
-    const notStored = new Map<number, string>();
-    const reroute = new Set<number>();
-    /** Records an owner may have stored although its write failed (sent, then no answer in time). */
-    const maybeStored = new Set<number>();
+    return { ownersByPosition, byOwner };
+  }
+
+  /** Sends each owner its records at once; what each position was stored on, why not, and what routes again. */
+  private async writeToOwners(repository: RepositoryName, policy: DistributionPolicy, records: readonly StoredRecord[], byOwner: ReadonlyMap<string, readonly number[]>): Promise<OwnerWrites> {
+    const outcome: OwnerWrites = { storedOn: new Map(), notStored: new Map(), reroute: new Set(), maybeStored: new Set() };
     await Promise.all(
       [...byOwner].map(async ([owner, owned]) => {
         try {
           await this.writer.write(owner, repository, policy.replicas, owned.map((position) => records[position]!));
           for (const position of owned) {
-            const nodes = storedOn.get(position);
-            if (nodes === undefined) storedOn.set(position, [owner]);
+            const nodes = outcome.storedOn.get(position);
+            if (nodes === undefined) outcome.storedOn.set(position, [owner]);
             else nodes.push(owner);
           }
         } catch (error) {
-          if (error instanceof RouteAgainError) for (const position of owned) reroute.add(position);
+          if (error instanceof RouteAgainError) for (const position of owned) outcome.reroute.add(position);
           else {
-            for (const position of owned) if (!notStored.has(position)) notStored.set(position, (error as Error).message);
+            for (const position of owned) if (!outcome.notStored.has(position)) outcome.notStored.set(position, (error as Error).message);
             // A write never sent (the owner known down: ReplicaWriteError's `sent`) stored nothing.
-            if ((error as { sent?: boolean }).sent !== false) for (const position of owned) maybeStored.add(position);
+            if ((error as { sent?: boolean }).sent !== false) for (const position of owned) outcome.maybeStored.add(position);
           }
         }
       }),
     );
-    const wanted: HintWant[] = [];
+    return outcome;
+  }
+
+  /**
+   * A failed record that an owner stored (no hint could be kept) or may have stored: its
+   * owners are made to agree once they all answer, not at the next repair sweep.
+   */
+  private noteUncertain(repository: RepositoryName, policy: DistributionPolicy, records: readonly StoredRecord[], positions: readonly number[], failures: ReadonlyMap<number, string>, outcome: OwnerWrites): void {
     for (const position of positions) {
-      if (reroute.has(position)) continue;
-      const stored = storedOn.get(position) ?? [];
-      if (stored.length === 0) {
-        failures.set(position, `no owner of its partition stored it: ${notStored.get(position) ?? 'no owner is reachable'}`);
-        continue;
-      }
-      const owners = ownersByPosition.get(position)!;
-      const missing = owners.filter((owner) => !stored.includes(owner));
-      const copies = copiesWanted(policy.replicas, owners.length);
-      if (missing.length > 0) wanted.push({ position, record: records[position]!, missing, storedOn: stored, copies });
-    }
-    if (wanted.length > 0) {
-      for (const [position, why] of await this.hints.keep(repository, wanted)) failures.set(position, why);
-    }
-    // A failed record that an owner stored (no hint could be kept) or may have stored: its
-    // owners are made to agree once they all answer, not at the next repair sweep.
-    for (const position of positions) {
-      if (!failures.has(position) || (!maybeStored.has(position) && (storedOn.get(position)?.length ?? 0) === 0)) continue;
+      if (!failures.has(position) || (!outcome.maybeStored.has(position) && (outcome.storedOn.get(position)?.length ?? 0) === 0)) continue;
+      assert(!outcome.reroute.has(position), () => `record ${position} both failed and routed again`);
       const record = records[position]!;
       this.uncertain?.note(repository, record.stream, record.partition, policy.replicas);
     }
-    return [...reroute];
   }
+}
+
+/** What one round of writes to the owners did, by position. */
+interface OwnerWrites {
+  storedOn: Map<number, string[]>;
+  /** The first owner's error, for a record not stored there. */
+  notStored: Map<number, string>;
+  /** Refused by an owner with a newer table: routed again. */
+  reroute: Set<number>;
+  /** Records an owner may have stored although its write failed (sent, then no answer in time). */
+  maybeStored: Set<number>;
 }
 
 /**

@@ -11,6 +11,7 @@
 // Both halves of the epoch fence live here: the writer sends its epoch (`write`), the owner
 // refuses an older one or a partition it does not own (`storeReplicaWrite`).
 
+import { assert } from '../assert.js';
 import { BadRequestError, TributaryError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { WriteRecords } from '../peer/messages.js';
@@ -72,6 +73,8 @@ export class ReplicaWriter {
   /** Resolves once the records are durable on `node`; throws RouteAgainError or ReplicaWriteError. */
   async write(node: string, repository: RepositoryName, replicas: number, records: readonly StoredRecord[]): Promise<void> {
     const deps = this.deps;
+    // The router sends each owner its share of a stream's policy: never nothing, never zero copies.
+    assert(records.length > 0 && Number.isInteger(replicas) && replicas >= 1, `a replica write of ${records.length} records with ${replicas} replicas`);
     if (node === deps.localName) {
       // The table may have moved on while the write was routed (this process paused, a
       // change completed): a node that gave the partition up, or has left, stores nothing
@@ -118,5 +121,7 @@ export async function storeReplicaWrite(membership: Membership, replica: Replica
     }
     owned.add(record.partition);
   }
+  // The epoch fence held: nothing lands here from an older table, nor for a partition this node does not own.
+  assert(write.epoch >= membership.epoch && write.records.every((record) => owned.has(record.partition)), `a replica write at epoch ${write.epoch} passed the fence at ${membership.epoch}`);
   await replica.store(write.repo, write.records);
 }

@@ -17,6 +17,7 @@
 // encoding it again, and abstract-level's per-record sublevel work, cost the target more
 // CPU than LevelDB's write itself (docs/benchmarks.md, "Transfer and replicated ingest").
 
+import { assert } from '../assert.js';
 import type { ChunkData, DurableIncoming, Slot, TransferPlan } from '../protocol/cluster-types.js';
 import type { Database, EncodedPut, Sublevel } from '../storage/database.js';
 import { prefixEnd } from '../storage/database.js';
@@ -66,7 +67,9 @@ export class TransferChunks {
     private readonly chunkBytesMax: number,
     /** Records a transfer's total counts exactly before it estimates the rest (total()). */
     private readonly countedRecordsMax = COUNTED_RECORDS_MAX,
-  ) {}
+  ) {
+    assert(chunkBytesMax > 0 && countedRecordsMax > 0, `transfer chunks of ${chunkBytesMax} bytes, ${countedRecordsMax} records counted`);
+  }
 
   async read(transfer: TransferPlan, after: string | undefined): Promise<ChunkRead> {
     // An empty cursor is where a transfer starts, the same as none.
@@ -105,6 +108,8 @@ export class TransferChunks {
           taken.push([key, value]);
           state.bytes += size;
         }
+        // A chunk is within its bound, unless its only record alone is larger.
+        assert(state.bytes <= this.chunkBytesMax || taken.length === 1, () => `a transfer chunk of ${taken.length} records holds ${state.bytes} bytes, above ${this.chunkBytesMax}`);
         const averageBytes = state.bytes / taken.length;
         batchRecords = Math.min(READ_BATCH_RECORDS_MAX, Math.max(1, Math.ceil((this.chunkBytesMax - state.bytes) / averageBytes) + 1));
       }
@@ -134,6 +139,7 @@ export class TransferChunks {
     }
     const pairs = decodePairs(chunk.bytes);
     const touched = partitionPrefixes(pairs);
+    assert(touched.size <= pairs.length, `${pairs.length} records touch ${touched.size} partitions`);
     const puts = prefixedPuts(this.database.prefixOf(this.sublevelOf(transfer.repo)), pairs);
     puts.push(progressPut);
     await this.database.batchEncoded(puts, { sync: true });
@@ -159,6 +165,7 @@ export class TransferChunks {
     for await (const key of this.database.local.keys({ gte: PROGRESS_PREFIX, lt: prefixEnd(PROGRESS_PREFIX) })) {
       if (keep === undefined || !key.startsWith(keep)) stale.push(key);
     }
+    assert(stale.every((key) => key.startsWith(PROGRESS_PREFIX)), 'a key outside the transfer progress entries forgotten');
     // Not synced: an entry that survives a crash is forgotten by the core and deleted again.
     await this.database.batch(stale.map((key) => ({ type: 'del', sublevel: this.database.local, key })), { sync: false });
   }
@@ -166,6 +173,7 @@ export class TransferChunks {
   /** Deletes this node's records of the slots (it no longer owns them). */
   async drop(repo: 'ssr' | 'tsr', slots: readonly Slot[]): Promise<void> {
     const sublevel = this.sublevelOf(repo);
+    assert(slots.every((slot) => Number.isInteger(slot.partition) && slot.partition >= 0 && slot.replicas >= 1), `${repo} slots to drop outside every ring`);
     for (const prefix of this.ranges(slots)) {
       await sublevel.clear({ gte: prefix, lt: prefixEnd(prefix) });
       this.tellChanged(repo, prefix);
@@ -175,6 +183,8 @@ export class TransferChunks {
   /** Deletes this node's records of one partition of one stream. */
   async dropPartition(repo: 'ssr' | 'tsr', stream: string, partition: number): Promise<void> {
     const prefix = `${stream}/${encodePartition(partition)}/`;
+    // A stream key is "tenant/collection/name": the prefix names one partition, never a whole stream.
+    assert(prefix.split('/').length === 5, `partition prefix ${prefix}`);
     await this.sublevelOf(repo).clear({ gte: prefix, lt: prefixEnd(prefix) });
     this.tellChanged(repo, prefix);
   }
@@ -182,6 +192,7 @@ export class TransferChunks {
   /** `prefix` is "tenant/collection/name/<partition hex>/". */
   private tellChanged(repo: 'ssr' | 'tsr', prefix: string): void {
     const parts = prefix.split('/');
+    assert(parts.length === 5 && parts[4] === '', `partition prefix ${prefix}`);
     this.sources.partitionChanged(repo, parts.slice(0, 3).join('/'), parseInt(parts[3]!, 16));
   }
 
@@ -194,6 +205,7 @@ export class TransferChunks {
       partitions.add(slot.partition);
     }
     const prefixes: string[] = [];
+    assert([...partitionsByReplicas.keys()].every((replicas) => replicas >= 1), 'slots of no replicas');
     for (const stream of this.sources.streams()) {
       for (const partition of partitionsByReplicas.get(stream.replicas) ?? []) {
         prefixes.push(`${stream.key}/${encodePartition(partition)}/`);
@@ -212,6 +224,7 @@ export class TransferChunks {
     let total = this.totals.get(transfer.id);
     if (total !== undefined) return total;
     total = await this.countOrEstimate(sublevel, ranges);
+    assert(Number.isSafeInteger(total) && total >= 0, `transfer ${transfer.id}: ${total} records in total`);
     this.totals.set(transfer.id, total);
     return total;
   }
@@ -247,6 +260,7 @@ export class TransferChunks {
     const after = lastKey + '\u0000';
     const countedBytes = (await this.approximateBytes(sublevel, ranges.slice(0, index))) + (await this.database.approximateBytes(sublevel, prefix, after));
     if (countedBytes === 0) return undefined;
+    assert(counted > 0 && countedBytes > 0, `an estimate from ${counted} records in ${countedBytes} bytes`);
     const restBytes = (await this.database.approximateBytes(sublevel, after, prefixEnd(prefix))) + (await this.approximateBytes(sublevel, ranges.slice(index + 1)));
     return counted + Math.round((counted * restBytes) / countedBytes);
   }
@@ -269,6 +283,8 @@ export class TransferChunks {
       bytes += stringifyJson(record).length;
       if (bytes >= this.chunkBytesMax) break;
     }
+    // Every chunk moves at least one definition while any is left, so a KV transfer ends.
+    assert(taken.length > 0 || records.length === 0, 'a definitions chunk that moves nothing');
     const last = taken.length === records.length;
     const chunk: ChunkData = {
       bytes: Buffer.from(stringifyJson(taken), 'utf8'),
@@ -281,6 +297,8 @@ export class TransferChunks {
   private chunk(pairs: readonly BytePair[], last: boolean, totalEstimate: number, tsr: boolean): ChunkRead {
     let payloads = 0;
     for (const [key] of pairs) payloads += payloadsOf(tsr, key);
+    // A chunk that is not the last moves something: the transfer makes progress.
+    assert(last || pairs.length > 0, 'a transfer chunk that moves nothing and is not the last');
     return {
       chunk: { bytes: encodePairs(pairs), records: payloads, cursor: pairs.at(-1)?.[0].toString('utf8') ?? '' },
       last,
@@ -323,6 +341,7 @@ export function encodePairs(pairs: ReadonlyArray<readonly [Uint8Array, Uint8Arra
     put(key);
     put(value);
   }
+  assert(offset === size, `a transfer chunk of ${size} bytes written to ${offset}`);
   return buffer;
 }
 
@@ -344,6 +363,7 @@ export function decodePairs(bytes: Uint8Array): BytePair[] {
     return text;
   };
   while (offset < buffer.length) pairs.push([take(), take()]);
+  assert(offset === buffer.length, `transfer chunk read to ${offset} of ${buffer.length} bytes`);
   return pairs;
 }
 
@@ -358,6 +378,7 @@ function prefixedPuts(prefix: Buffer, pairs: readonly BytePair[]): EncodedPut[] 
     prefix.copy(keys, offset);
     key.copy(keys, offset + prefix.length);
     offset += prefix.length + key.length;
+    assert(offset <= keys.length, () => `prefixed keys written past their ${keys.length} bytes`);
     return { type: 'put', key: keys.subarray(start, offset), value };
   });
 }

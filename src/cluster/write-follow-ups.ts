@@ -52,6 +52,7 @@ export class WriteFollowUps implements UncertainWrites {
   constructor(private readonly deps: WriteFollowUpsDeps) {}
 
   start(): void {
+    assert(this.timer === undefined, 'write follow-ups started twice');
     this.timer = this.deps.timers.setInterval(() => void this.work(), this.deps.intervalMs);
   }
 
@@ -86,6 +87,8 @@ export class WriteFollowUps implements UncertainWrites {
       this.waiting.clear();
       return;
     }
+    // One pass at a time (`working`): two would exchange the same partitions at once.
+    assert(!this.working, 'a follow-up pass started while one runs');
     this.working = true;
     try {
       for (const [key, followUp] of [...this.waiting]) {
@@ -112,6 +115,7 @@ export class WriteFollowUps implements UncertainWrites {
     const hub = owners.includes(this.deps.localName) ? this.deps.localName : owners[0];
     if (hub === undefined) return 0;
     const others = owners.filter((owner) => owner !== hub);
+    assert(others.length === owners.length - 1, `owners ${owners.join(', ')} name ${hub} twice`);
     let moved = 0;
     for (const other of [...others, ...others.slice(0, -1)]) {
       moved += await exchangeBetween(this.deps.holder(hub), this.deps.holder(other), followUp.part, followUp.replicas);

@@ -18,7 +18,7 @@ import { LogicalBus, type LiveFeed, type Payload } from './live-feed.js';
 import type { OutputRegistry } from './output-registry.js';
 import { compileOptionsOf, domainFilter, tenantWorld, type TenantWorld } from './query-context.js';
 import { FunctionBudget } from './function-budget.js';
-import { QueryRunner, type RunnerEnvironment, type RunnerInput, type RunState, type RuntimeError } from './query-runner.js';
+import { QueryRunner, type RunnerEnvironment, type RunnerInput, type RunnerSpec, type RunState, type RuntimeError } from './query-runner.js';
 import { analysedSession, type SessionAnalysis } from './session-analysis.js';
 import { sessionUri, upstreamOf, type StoredQuery, type StoredSession } from './session-model.js';
 import { timeBoundsOf } from './time-bounds.js';
@@ -210,38 +210,8 @@ export class SessionHost {
       clock: Date.now,
       ...(functionBudget === undefined ? {} : { functionBudget }),
     });
-    let input: RunnerInput;
-    let filter: ((payload: Payload) => boolean) | undefined;
-    if (source.kind === 'physical') {
-      const id = parseStreamUri(source.uri);
-      const key = streamKey(id);
-      if (document.domain !== null && schema !== undefined) filter = domainFilter(this.deps.domainScope(document.tenant, document.domain), id, schema);
-      if (check.output.isHistorical) {
-        const placement = this.deps.placementOf(key);
-        if (placement.repo === undefined) throw new Error(`the stream ${source.uri} is not persisted: it has no history to read`);
-        const timestampPath = sourceRow === undefined ? undefined : primaryTimestampPath(sourceRow);
-        const variable = (name: string) => compile.variable?.(name);
-        const bounds = timeBoundsOf(check.steps, timestampPath, variable);
-        // A tsr stream's blocks are read column by column when the query allows (block-row-plan.ts).
-        // Block and latest-value reads know the tsr only: a stream moving between repositories is read a page at a time.
-        const rows =
-          placement.repo === 'tsr' && filter === undefined && !placement.moving
-            ? planBlockRows(check.steps, {
-                timestampPath,
-                variable,
-                isSessionFunction: (name) => hosted.functions.has(name),
-                isPlainField: (name) => compile.resolveField?.([name]) === undefined,
-              })
-            : undefined;
-        input = { kind: 'historical', source: { stream: key, repo: placement.repo, ringSize: placement.ringSize, replicas: placement.replicas, ...bounds, ...(rows === undefined ? {} : { rows }) } };
-      } else input = { kind: 'live', stream: key };
-    } else {
-      const writers = check.inputs[0]?.kind === 'logical' ? check.inputs[0].queryIds : [];
-      input = { kind: 'logical', name: source.name, writers, bounded: check.output.isHistorical };
-    }
-    const target = check.output.target;
-    const decoration = document.decoration;
-    const decorate = decoration?.queryId === query.id && decoration.field !== undefined && decoration.value !== undefined ? { field: decoration.field, value: decoration.value, ...(decoration.definition === undefined ? {} : { definition: decoration.definition }) } : undefined;
+    const { input, filter } = this.runnerInput(hosted, check, source, { schema, sourceRow, compile });
+    const decorate = decorationOf(document, query);
     return new QueryRunner(
       {
         queryId: query.id,
@@ -256,7 +226,7 @@ export class SessionHost {
         feed: this.deps.feed,
         createPipeline: this.deps.createPipeline,
         bus: hosted.bus,
-        ...(target.kind === 'channel' ? { channel: this.deps.outputs.channel(query.outputId) } : {}),
+        ...(check.output.target.kind === 'channel' ? { channel: this.deps.outputs.channel(query.outputId) } : {}),
         writeStream: this.deps.writeStream,
         readHistorical: this.deps.readHistorical,
         readHistoricalColumns: this.deps.readHistoricalColumns,
@@ -268,6 +238,42 @@ export class SessionHost {
         onState,
       },
     );
+  }
+
+  /** Where a runner reads: a physical stream live or historical (by block rows when it can), or a logical stream; and the session's domain filter. */
+  private runnerInput(
+    hosted: HostedSession,
+    check: RunnerSpec['check'],
+    source: NonNullable<QueryAnalysis['ast']>['source'],
+    { schema, sourceRow, compile }: { schema: ReturnType<TenantWorld['schemaOf']>; sourceRow: ReturnType<typeof streamRowType> | undefined; compile: RunnerSpec['compile'] },
+  ): { input: RunnerInput; filter: RunnerSpec['filter'] } {
+    const document = hosted.document;
+    if (source.kind !== 'physical') {
+      const writers = check.inputs[0]?.kind === 'logical' ? check.inputs[0].queryIds : [];
+      return { input: { kind: 'logical', name: source.name, writers, bounded: check.output.isHistorical }, filter: undefined };
+    }
+    const id = parseStreamUri(source.uri);
+    const key = streamKey(id);
+    const filter = document.domain !== null && schema !== undefined ? domainFilter(this.deps.domainScope(document.tenant, document.domain), id, schema) : undefined;
+    if (!check.output.isHistorical) return { input: { kind: 'live', stream: key }, filter };
+    const placement = this.deps.placementOf(key);
+    if (placement.repo === undefined) throw new Error(`the stream ${source.uri} is not persisted: it has no history to read`);
+    const timestampPath = sourceRow === undefined ? undefined : primaryTimestampPath(sourceRow);
+    const variable = (name: string) => compile.variable?.(name);
+    const bounds = timeBoundsOf(check.steps, timestampPath, variable);
+    // A tsr stream's blocks are read column by column when the query allows (block-row-plan.ts).
+    // Block and latest-value reads know the tsr only: a stream moving between repositories is read a page at a time.
+    const rows =
+      placement.repo === 'tsr' && filter === undefined && !placement.moving
+        ? planBlockRows(check.steps, {
+            timestampPath,
+            variable,
+            isSessionFunction: (name) => hosted.functions.has(name),
+            isPlainField: (name) => compile.resolveField?.([name]) === undefined,
+          })
+        : undefined;
+    const historical = { stream: key, repo: placement.repo, ringSize: placement.ringSize, replicas: placement.replicas, ...bounds, ...(rows === undefined ? {} : { rows }) };
+    return { input: { kind: 'historical', source: historical }, filter };
   }
 
   /** A budget for a query whose text names one of the session's functions. */
@@ -318,4 +324,11 @@ export function functionSource(id: string, body: string): string {
   if (new RegExp(`^function\\s+${id.replace(/\$/g, '\\$')}\\s*\\(`).test(trimmed)) return trimmed;
   if (/^(async\s+)?function\b/.test(trimmed) || /^(\([^)]*\)|[A-Za-z_$][\w$]*)\s*=>/.test(trimmed)) return `var ${id} = (${trimmed});`;
   return `function ${id}() {\n${trimmed}\n}`;
+}
+
+/** The decoration a session gives one of its queries' output, when it names this query and says what to set. */
+function decorationOf(document: StoredSession, query: StoredQuery): RunnerSpec['decorate'] {
+  const decoration = document.decoration;
+  if (decoration?.queryId !== query.id || decoration.field === undefined || decoration.value === undefined) return undefined;
+  return { field: decoration.field, value: decoration.value, ...(decoration.definition === undefined ? {} : { definition: decoration.definition }) };
 }

@@ -149,6 +149,7 @@ export class Database {
     this.tsr = openSublevel(level, 'tsr');
     this.local = openSublevel(level, 'local');
     this.hints = openSublevel(level, 'hints');
+    assert(Number.isSafeInteger(storedSequence) && storedSequence >= 0 && Number.isSafeInteger(ledgerSequence) && ledgerSequence >= 0, `batch sequences ${storedSequence} stored, ${ledgerSequence} in the ledger`);
     this.sequence = Math.max(storedSequence, ledgerSequence);
     this.ledgerHighest = this.sequence;
     // Not 'a': with O_APPEND, Linux writes at the end whatever the position given.
@@ -242,6 +243,7 @@ export class Database {
       throw this.writeFailed(error);
     } finally {
       this.writesInFlight -= 1;
+      assert(this.writesInFlight >= 0, () => `${this.writesInFlight} writes in flight`);
     }
     if (this.writesFailed !== failedBefore) {
       throw new InsufficientStorageError(`${this.nodeName} could not write to ${this.location}: a write that failed alongside this one leaves it unknown whether this one lasts (${this.failedWrite?.reason ?? 'failed write'})`);
@@ -270,11 +272,14 @@ export class Database {
 
   /** DiskWatch: the disk is below its floor (a reason), or no longer (undefined). */
   setLowDisk(reason: string | undefined): void {
+    assert(reason === undefined || reason.length > 0, 'the disk is low for no reason');
     if (reason === undefined) this.lowDisk = undefined;
     else this.lowDisk = { reason, sinceMs: this.lowDisk?.sinceMs ?? Date.now() };
   }
 
   private writeFailed(error: unknown): InsufficientStorageError {
+    // Called from a write's catch, while that write still counts as in flight (reopen waits for it).
+    assert(this.writesInFlight > 0, 'a write failed with none in flight');
     this.writesFailed += 1;
     const cause = (error as { cause?: { message?: string } }).cause?.message ?? (error as Error).message;
     const reason = `a write to ${this.location} failed (${cause})`;
@@ -312,6 +317,8 @@ export class Database {
   }
 
   private nextSequence(): number {
+    // Sequences only grow: the ledger and the sequence keys both compare them.
+    assert(this.sequence >= this.ledgerHighest, `batch sequence ${this.sequence} behind the ledger's ${this.ledgerHighest}`);
     this.sequence += 1;
     return this.sequence;
   }
@@ -322,6 +329,7 @@ export class Database {
    */
   private recordDurable(sequence: number, startedMs: number): void {
     this.onSyncedBatch?.((performance.now() - startedMs) / 1000);
+    assert(sequence <= this.sequence, () => `batch ${sequence} durable before it was issued (last issued ${this.sequence})`);
     if (sequence <= this.ledgerHighest) return;
     this.ledgerHighest = sequence;
     const text = Buffer.from(String(sequence).padStart(SEQUENCE_DIGITS, '0'));
@@ -371,7 +379,9 @@ export class Database {
 /** The highest batch sequence the database holds (0: none). */
 async function highestSequence(local: Sublevel): Promise<number> {
   const stored = await local.keys({ gte: SEQUENCE_PREFIX, lt: prefixEnd(SEQUENCE_PREFIX), reverse: true, limit: 1 }).all();
-  return stored[0] === undefined ? 0 : parseInt(stored[0].slice(SEQUENCE_PREFIX.length), 10);
+  const highest = stored[0] === undefined ? 0 : parseInt(stored[0].slice(SEQUENCE_PREFIX.length), 10);
+  assert(Number.isSafeInteger(highest) && highest >= 0, `sequence key ${stored[0]} holds no sequence`);
+  return highest;
 }
 
 function settle(operations: readonly BatchOperation[], committed: boolean): void {
@@ -384,6 +394,8 @@ export function prefixEnd(prefix: string): string {
 }
 
 function sequenceKey(sequence: number): string {
+  // Fixed width, so the keys sort as the numbers do (highestSequence reads the last).
+  assert(Number.isSafeInteger(sequence) && sequence > 0 && String(sequence).length <= SEQUENCE_DIGITS, () => `batch sequence ${sequence}`);
   return SEQUENCE_PREFIX + String(sequence).padStart(SEQUENCE_DIGITS, '0');
 }
 

@@ -3,6 +3,7 @@
 // caller's promise resolves only after the batch holding its operations is durable.
 
 import { performance } from 'node:perf_hooks';
+import { assert } from '../assert.js';
 import type { BatchOperation, Database } from './database.js';
 
 interface Waiter {
@@ -21,7 +22,9 @@ export class GroupCommitter {
     private readonly batchOperationsMax = 50_000,
     /** Told how long each commit took, from queued to durable (metrics). */
     private readonly onCommitted?: (seconds: number) => void,
-  ) {}
+  ) {
+    assert(Number.isInteger(batchOperationsMax) && batchOperationsMax > 0, `batchOperationsMax ${batchOperationsMax}`);
+  }
 
   commit(operations: BatchOperation[]): Promise<void> {
     if (operations.length === 0) return Promise.resolve();
@@ -35,6 +38,8 @@ export class GroupCommitter {
   }
 
   private async flush(): Promise<void> {
+    // One flush at a time: a second would sync batches out of the order they were queued in.
+    assert(!this.flushing, 'a group commit flush started while another runs');
     this.flushing = true;
     while (this.queue.length > 0) {
       const group = this.takeGroup();
@@ -58,6 +63,8 @@ export class GroupCommitter {
       count += this.queue[taken]!.operations.length;
       taken += 1;
     }
+    // At least one waiter per group (the loop ends), and a group within the bound unless one caller's operations alone exceed it.
+    assert(taken >= 1 && (count <= this.batchOperationsMax || taken === 1), `a group of ${taken} commits holds ${count} operations, above ${this.batchOperationsMax}`);
     return this.queue.splice(0, taken);
   }
 }

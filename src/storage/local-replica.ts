@@ -3,6 +3,7 @@
 // (docs/storage.md), `targets` may name both, or the other one: the records are converted
 // (repository-convert.ts) and stored in each, in the same batch.
 
+import { assert } from '../assert.js';
 import type { GroupCommitter } from './group-commit.js';
 import { convertRecords } from './repository-convert.js';
 import type { Repository, RepositoryName, StoredRecord } from './repository.js';
@@ -21,6 +22,8 @@ export class LocalReplica {
 
   async store(repository: RepositoryName, records: readonly StoredRecord[]): Promise<void> {
     const placed = this.place(repository, records);
+    // Every record lands in each repository its stream is stored in now, none is lost on the way.
+    assert(placed.every(([, stored]) => stored.length > 0) || records.length === 0, `records of a ${repository} write placed nowhere`);
     await this.committer.commit(placed.flatMap(([target, stored]) => this.repositories[target].writeOperations(stored)));
     for (const [target, stored] of placed) this.onStored(target, stored);
   }
@@ -34,6 +37,8 @@ export class LocalReplica {
 
   private placeStream(repository: RepositoryName, stream: string, records: readonly StoredRecord[]): Array<[RepositoryName, readonly StoredRecord[]]> {
     const targets = this.targets(stream, repository);
+    // A stream is stored in one repository, or in two while it moves (docs/storage.md).
+    assert(targets.length >= 1 && targets.length <= 2 && new Set(targets).size === targets.length, `stream ${stream} stored in ${targets.join(', ') || 'no repository'}`);
     if (targets.length === 1 && targets[0] === repository) return [[repository, records]];
     return targets.map((target) => [target, target === repository ? records : convertRecords(records, repository, target)]);
   }

@@ -7,6 +7,7 @@
 // same key, and a search index or a reader that met a payload in one repository knows it
 // in the other.
 
+import { assert } from '../assert.js';
 import { type RepositoryName, type StoredRecord } from './repository.js';
 import { blockPayload, decodeBlock, packBlocks } from './tsr-block.js';
 import { MOVED_PAYLOAD_SUFFIX, payloadWriteId } from './tsr-order.js';
@@ -16,7 +17,10 @@ import { BadRequestError } from '../errors.js';
 /** The records, stored in `from`, as `to` stores them (the same records when both are one). */
 export function convertRecords(records: readonly StoredRecord[], from: RepositoryName, to: RepositoryName): StoredRecord[] {
   if (from === to) return [...records];
-  return from === 'tsr' ? records.flatMap(blockToDocuments) : records.map(documentToBlock);
+  const converted = from === 'tsr' ? records.flatMap(blockToDocuments) : records.map(documentToBlock);
+  // A payload keeps its identity: at least as many documents as blocks, one block per document.
+  assert(from === 'tsr' ? converted.length >= records.length : converted.length === records.length, `${records.length} ${from} records converted to ${converted.length}`);
+  return converted;
 }
 
 /** Each payload of a tsr block as an ssr document. */
@@ -39,6 +43,9 @@ function blockToDocuments(record: StoredRecord): StoredRecord[] {
 function documentToBlock(record: StoredRecord): StoredRecord {
   const payload = parseJson(record.value);
   if (!isPlainObject(payload)) throw new BadRequestError(`ssr record ${record.writeId} is not a JSON object`);
-  const [block] = packBlocks([{ timestamp: record.timestamp, payload, position: 0 }]);
+  const blocks = packBlocks([{ timestamp: record.timestamp, payload, position: 0 }]);
+  // One payload makes one block (a block is split only when it holds two or more).
+  assert(blocks.length === 1, `one payload packed into ${blocks.length} blocks`);
+  const block = blocks[0];
   return { stream: record.stream, partition: record.partition, timestamp: block!.minTs, writeId: `${record.writeId}${MOVED_PAYLOAD_SUFFIX}`, value: block!.text };
 }

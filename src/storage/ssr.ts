@@ -3,6 +3,7 @@
 // full-text index over these documents is built by src/search (partition-index.ts); this module is
 // what it indexes from.
 
+import { assert } from '../assert.js';
 import type { BatchOperation, Database, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';
 import type { Repository, ScanOptions, StoredPayload, StoredRecord } from './repository.js';
@@ -42,6 +43,7 @@ export class SearchableRepository implements Repository {
         if (options.toTimestamp !== undefined && timestamp > options.toTimestamp) continue;
         if (remaining <= 0) return;
         remaining -= 1;
+        assert(key.startsWith(prefix), () => `ssr scan of ${prefix} read ${key}`);
         yield toPayload(stream, partition, prefix, key, value);
       }
     }
@@ -54,6 +56,7 @@ export class SearchableRepository implements Repository {
    */
   async *scanPartitionBatches(stream: string, partition: number, batchRecords: number): AsyncIterable<StoredPayload[]> {
     const prefix = `${stream}/${encodePartition(partition)}/`;
+    assert(Number.isInteger(batchRecords) && batchRecords > 0, `batches of ${batchRecords} records`);
     // classic-level's own option, which the sublevel passes on but does not declare.
     const options = { gte: prefix, lt: prefixEnd(prefix), highWaterMarkBytes: SCAN_BATCH_BYTES_MAX };
     const iterator = this.sublevel.iterator(options);
@@ -74,6 +77,7 @@ export class SearchableRepository implements Repository {
   }
 
   countByPartition(stream: string): Promise<Map<number, number>> {
+    assert(stream.length > 0, 'a count of no stream');
     return countKeysByPartition(this.sublevel, stream);
   }
 
@@ -88,6 +92,7 @@ export class SearchableRepository implements Repository {
   async recordsAt(stream: string, partition: number, keys: readonly string[]): Promise<StoredRecord[]> {
     const values = await valuesAt(this.sublevel, stream, partition, keys);
     const prefix = `${stream}/${encodePartition(partition)}/`;
+    assert(values.length === keys.length, `${values.length} values read for ${keys.length} keys`);
     const records: StoredRecord[] = [];
     values.forEach((value, index) => {
       if (value !== undefined) records.push(toRecord(stream, partition, prefix, prefix + keys[index]!, value));
@@ -111,16 +116,20 @@ export class SearchableRepository implements Repository {
 
 /** The stored timestamp of a value `{"t":<ms>,"p":<payload>}`. */
 function timestampOf(value: string): number {
+  // writeOperations' layout: `{"t":` is five characters.
+  assert(value.startsWith('{"t":'), 'an ssr value without its timestamp');
   return Number(value.slice(5, value.indexOf(',')));
 }
 
 /** A stored document as a record; see writeOperations for the value's layout. */
 function toRecord(stream: string, partition: number, prefix: string, key: string, value: string): StoredRecord {
+  assert(key.length > prefix.length && key.startsWith(prefix), () => `ssr key ${key} outside ${prefix}`);
   return { stream, partition, timestamp: timestampOf(value), writeId: key.slice(prefix.length), value: payloadTextOf(value) };
 }
 
 /** A stored document as a payload; ingest stores JSON objects only, so anything else is damage. */
 function toPayload(stream: string, partition: number, prefix: string, key: string, value: string): StoredPayload {
+  assert(key.length > prefix.length && key.startsWith(prefix), () => `ssr key ${key} outside ${prefix}`);
   const writeId = key.slice(prefix.length);
   const payload = parseJson(payloadTextOf(value));
   if (!isPlainObject(payload)) throw new TributaryError(500, 'DAMAGED_DATA', `stored payload ${writeId} is not a JSON object`);

@@ -127,6 +127,10 @@ export function packBlocks(entries: readonly BlockEntry[]): PackedBlock[] {
     encodeBounded(sorted, first, end, blocks);
     first = end;
   }
+  // Every payload packed is in exactly one block.
+  let members = 0;
+  for (const block of blocks) members += block.members.length;
+  assert(members === entries.length, `${entries.length} payloads packed into blocks holding ${members}`);
   return blocks;
 }
 
@@ -145,7 +149,8 @@ function sortedByTime(entries: readonly BlockEntry[]): SortedEntry[] {
 }
 
 function encodeBounded(sorted: readonly SortedEntry[], first: number, end: number, out: PackedBlock[]): void {
-  const text = encodeBlock(sorted, first, end);
+  const text = blockEncoding.fault === undefined ? encodeBlock(sorted, first, end) : blockEncoding.fault(encodeBlock(sorted, first, end));
+  checkEncoded(text, sorted, first, end);
   if (text.length <= BLOCK_CHARS_MAX || end - first === 1) {
     const members = new Array<number>(end - first);
     for (let i = first; i < end; i += 1) members[i - first] = sorted[i]!.member;
@@ -155,6 +160,38 @@ function encodeBounded(sorted: readonly SortedEntry[], first: number, end: numbe
   const middle = first + Math.floor((end - first) / 2);
   encodeBounded(sorted, first, middle, out);
   encodeBounded(sorted, middle, end, out);
+}
+
+/**
+ * How encoded blocks are checked. The header is always read back (it is what the record's
+ * key is made of, and costs a few characters); with `decodeAll`, the whole block is decoded
+ * and every payload, timestamp and place compared with what it was made of, before it is
+ * stored: on under vitest and with TRIBUTARY_CHECK_BLOCKS=1, off in production, where it
+ * would cost as much as encoding again.
+ */
+export const blockEncoding: {
+  decodeAll: boolean;
+  /** A test's change to what the encoder wrote, to show the check catches an encoder's fault. */
+  fault: ((text: string) => string) | undefined;
+} = {
+  decodeAll: process.env.TRIBUTARY_CHECK_BLOCKS === '1' || process.env.VITEST !== undefined,
+  fault: undefined,
+};
+
+/** The block encoded from sorted[first..end) reads back as them (blockEncoding says how far this looks). */
+function checkEncoded(text: string, sorted: readonly SortedEntry[], first: number, end: number): void {
+  const header = blockHeader(text);
+  const count = end - first;
+  assert(header.count === count && header.minTs === sorted[first]!.timestamp && header.maxTs === sorted[end - 1]!.timestamp, () => `a tsr block of ${count} payloads from ${sorted[first]!.timestamp} to ${sorted[end - 1]!.timestamp} encoded with header ${header.count} ${header.minTs} ${header.maxTs}`);
+  if (!blockEncoding.decodeAll) return;
+  const block = decodeBlock(text);
+  for (let i = 0; i < count; i += 1) {
+    const entry = sorted[first + i]!;
+    assert(block.timestamps[i] === entry.timestamp && block.positions[i] === entry.position, () => `a tsr block's payload ${i} reads back at ${block.timestamps[i]} place ${block.positions[i]}, was ${entry.timestamp} place ${entry.position}`);
+    const read = canonicalJson(blockPayload(block, i));
+    const written = canonicalJson(entry.payload);
+    assert(read === written, () => `a tsr block's payload ${i} reads back as ${read.slice(0, 200)}, was ${written.slice(0, 200)}`);
+  }
 }
 
 /**
@@ -187,6 +224,7 @@ function fieldsSeen(sorted: readonly SortedEntry[], first: number, end: number):
       seen.values[i - first] = value;
     }
   }
+  for (const [name, seen] of fields) assert(seen.count <= end - first, () => `field '${name}' seen ${seen.count} times in ${end - first} payloads`);
   return fields;
 }
 
@@ -231,6 +269,8 @@ function valueKind(value: unknown): 'n' | 's' | 'b' | 'x' {
 /** The block of sorted[first..end), which are in time order. */
 function encodeBlock(sorted: readonly SortedEntry[], first: number, end: number): string {
   const count = end - first;
+  // packBlocks' grouping: 1 to BLOCK_PAYLOADS_MAX payloads within BLOCK_SPAN_MS, in time order.
+  assert(count >= 1 && count <= BLOCK_PAYLOADS_MAX && sorted[end - 1]!.timestamp - sorted[first]!.timestamp < BLOCK_SPAN_MS, () => `a block of ${count} payloads over ${sorted[end - 1]!.timestamp - sorted[first]!.timestamp} ms`);
   const fields = fieldsSeen(sorted, first, end);
   const names = [...fields].filter(([, seen]) => seen.count > 0).map(([name]) => name).sort();
   const columnNames = names.filter((name) => fields.get(name)!.kind !== 'x' && fields.get(name)!.count === count && isWellFormed(name));
@@ -301,6 +341,7 @@ function planColumn(sorted: readonly SortedEntry[], first: number, field: string
     table.push(...strings);
     return { name, kind: KIND_STRINGS, first: firstString };
   }
+  assert(distinct.size <= BLOCK_PAYLOADS_MAX, `a dictionary of ${distinct.size} strings: its indices do not fit a uint16`);
   table.push(...distinct.keys());
   return { name, kind: KIND_DICTIONARY, first: firstString, distinct: distinct.size, indices };
 }
@@ -312,6 +353,8 @@ function positionDeltas(sorted: readonly SortedEntry[], first: number, end: numb
   let previous = 0;
   for (let i = first; i < end; i += 1) {
     const position = sorted[i]!.position;
+    // A place in a write (the POST's batch index): what a writeId's 7 hex digits hold.
+    assert(Number.isInteger(position) && position >= 0 && position <= POSITION_MAX, () => `payload place ${position}`);
     if (position !== i - first) counting = false;
     deltas[i - first] = i === first ? position : position - previous;
     previous = position;
@@ -356,6 +399,8 @@ function bodyBytes(count: number, positions: boolean, columns: readonly PlannedC
 
 /** Writes a column: kind and name, then its values 8-byte aligned (readColumnPlace reads it). */
 function writeColumn(body: BodyWriter, column: PlannedColumn): void {
+  // Each column starts 8-byte aligned, so its values can be read in place (DecodedBlock).
+  assert(body.isAlignedTo(8), 'a tsr block column written at an unaligned place');
   body.u32(column.kind);
   body.u32(column.name);
   switch (column.kind) {
@@ -387,6 +432,7 @@ class BodyWriter {
   private at = 0;
 
   constructor(size: number) {
+    assert(size > 0 && size % 8 === 0, `a block body of ${size} bytes`);
     this.buffer = new ArrayBuffer(size);
     this.view = new DataView(this.buffer);
     this.array = new Uint8Array(this.buffer);
@@ -409,6 +455,10 @@ class BodyWriter {
 
   align(to: number): void {
     this.at = align(this.at, to);
+  }
+
+  isAlignedTo(to: number): boolean {
+    return this.at % to === 0;
   }
 
   int32s(count: number): Int32Array {

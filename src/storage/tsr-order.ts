@@ -3,6 +3,7 @@
 // arrived, whatever their partitions and blocks. Blocks of different writes may overlap in
 // time; BlockMerge reads several at once in that order. Pure.
 
+import { assert } from '../assert.js';
 import type { Block } from './tsr-block.js';
 import { MinHeap } from '../min-heap.js';
 
@@ -21,6 +22,8 @@ export const MOVED_PAYLOAD_SUFFIX = '.=';
  * moved from ssr, the payload's own writeId, kept so that it is one payload in both.
  */
 export function payloadWriteId(blockWriteId: string, position: number): string {
+  // A place in a write fits its digits (tsr-block.ts's POSITION_MAX).
+  assert(Number.isInteger(position) && position >= 0 && position < 16 ** POSITION_DIGITS, () => `payload place ${position} in ${blockWriteId}`);
   if (blockWriteId.endsWith(MOVED_PAYLOAD_SUFFIX)) return blockWriteId.slice(0, -MOVED_PAYLOAD_SUFFIX.length);
   const dot = blockWriteId.lastIndexOf('.');
   return `${dot < 0 ? blockWriteId : blockWriteId.slice(0, dot)}:${position.toString(16).padStart(POSITION_DIGITS, '0')}`;
@@ -49,23 +52,27 @@ export class BlockMerge {
   }
 
   add(blockId: string, block: Block): void {
+    assert(block.count > 0, `block ${blockId} joins the merge with no payload`);
     this.cursors.push({ block, blockId, index: 0, writeId: undefined });
   }
 
   /** The time of the next payload; only when size > 0. */
   peekTimestamp(): number {
+    assert(this.cursors.size > 0, 'the time of the next payload of an empty merge');
     const top = this.cursors.peek();
     return top.block.timestamps[top.index]!;
   }
 
   /** The cursor at the next payload, until advance(); only when size > 0. */
   top(): BlockCursor {
+    assert(this.cursors.size > 0, 'the next payload of an empty merge');
     return this.cursors.peek();
   }
 
   /** Moves past the next payload. */
   advance(): void {
     const top = this.cursors.peek();
+    assert(top.index < top.block.count, () => `a merge cursor past its block's ${top.block.count} payloads`);
     top.index += 1;
     top.writeId = undefined;
     if (top.index === top.block.count) this.cursors.pop();

@@ -8,6 +8,7 @@
 // concurrent writes overlap in time: blocks are read in key order and merged, a block
 // joining the merge before any payload later than its first is yielded.
 
+import { assert } from '../assert.js';
 import type { BatchOperation, Database, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';
 import type { Repository, ScanOptions, StoredPayload, StoredRecord } from './repository.js';
@@ -40,6 +41,7 @@ export class TimeSeriesRepository implements Repository {
   async *scan(stream: string, options: ScanOptions = {}): AsyncIterable<StoredPayload> {
     let remaining = options.limit ?? Infinity;
     if (remaining <= 0) return;
+    assert(options.partition === undefined || (Number.isInteger(options.partition) && options.partition >= 0), `scan of partition ${options.partition}`);
     for (const [partition, prefix] of await partitionRanges(this.sublevel, stream, options.partition)) {
       for await (const payload of this.scanPartition(stream, partition, prefix, options)) {
         yield payload;
@@ -60,7 +62,11 @@ export class TimeSeriesRepository implements Repository {
     let chars = 0;
     let after = options.after;
     for await (const [key, value] of this.blockEntries(prefix, options.fromMs ?? -Infinity, options.toMs ?? Infinity, options.after)) {
-      if (blocks.length > 0 && chars + value.length > options.charsMax) return { blocks, after: after!, done: false };
+      if (blocks.length > 0 && chars + value.length > options.charsMax) {
+        // A page that is not the last holds at least one block, and its cursor is the last block's key.
+        assert(after !== undefined, 'a block page cut with no cursor');
+        return { blocks, after, done: false };
+      }
       blocks.push({ writeId: key.slice(prefix.length + ID_OFFSET), value });
       chars += value.length;
       after = key.slice(prefix.length);
@@ -73,6 +79,8 @@ export class TimeSeriesRepository implements Repository {
     const fromMs = Math.max(options.fromTimestamp ?? -Infinity, after?.timestamp ?? -Infinity);
     const toMs = options.toTimestamp ?? Infinity;
     const merge = new BlockMerge();
+    let lastTimestamp = -Infinity;
+    let lastWriteId = '';
     const entries = this.blockEntries(prefix, fromMs, toMs)[Symbol.asyncIterator]();
     try {
       let next = await entries.next();
@@ -92,6 +100,10 @@ export class TimeSeriesRepository implements Repository {
         if (timestamp < fromMs) continue;
         const writeId = payloadWriteId(blockId, block.positions[index]!);
         if (after !== undefined && timestamp === after.timestamp && writeId <= after.writeId) continue;
+        // The merge yields in (event time, writeId) order: what a cursor (`after`) relies on.
+        assert(timestamp > lastTimestamp || (timestamp === lastTimestamp && writeId >= lastWriteId), () => `tsr scan of ${stream}/${partition} went back from ${lastTimestamp} ${lastWriteId} to ${timestamp} ${writeId}`);
+        lastTimestamp = timestamp;
+        lastWriteId = writeId;
         yield { stream, partition, timestamp, writeId, payload: blockPayload(block, index) };
       }
     } finally {
@@ -107,6 +119,8 @@ export class TimeSeriesRepository implements Repository {
       ...(after !== undefined && prefix + after >= from ? { gt: prefix + after } : { gte: from }),
       lt: toMs === Infinity ? prefixEnd(prefix) : prefix + encodeTimestamp(toMs + 1),
     };
+    // The range starts at the prefix or after it: a scan never reads another partition's blocks.
+    assert(((range as { gt?: string }).gt ?? (range as { gte?: string }).gte ?? '').startsWith(prefix), `a block range outside ${prefix}`);
     const iterator = this.sublevel.iterator(range);
     try {
       for (let entries = await iterator.nextv(READ_BATCH_BLOCKS); entries.length > 0; entries = await iterator.nextv(READ_BATCH_BLOCKS)) {
@@ -134,6 +148,7 @@ export class TimeSeriesRepository implements Repository {
       } finally {
         await iterator.close();
       }
+      assert(count >= 0, `${count} payloads counted in partition ${partition} of ${stream}`);
       counts.set(partition, count);
     }
     return counts;
@@ -148,6 +163,7 @@ export class TimeSeriesRepository implements Repository {
     const iterator = this.sublevel.iterator({ gte: prefix, lt: prefixEnd(prefix), reverse: newestFirst });
     // Newest first, a reader mostly stops after a few blocks: it asks for few, then more.
     let batch = newestFirst ? 4 : READ_BATCH_BLOCKS;
+    assert(Number.isInteger(partition) && partition >= 0, `blocks of partition ${partition}`);
     try {
       for (let entries = await iterator.nextv(batch); entries.length > 0; entries = await iterator.nextv((batch = Math.min(READ_BATCH_BLOCKS, batch * 2)))) {
         for (const [key, value] of entries) yield { writeId: key.slice(prefix.length + ID_OFFSET), value, minTs: minTsOf(key, prefix), maxTs: maxTsOf(key, prefix) };
@@ -167,6 +183,7 @@ export class TimeSeriesRepository implements Repository {
 
   async recordsAt(stream: string, partition: number, keys: readonly string[]): Promise<StoredRecord[]> {
     const values = await valuesAt(this.sublevel, stream, partition, keys);
+    assert(values.length === keys.length, `${values.length} values read for ${keys.length} keys`);
     const records: StoredRecord[] = [];
     values.forEach((value, index) => {
       if (value === undefined) return;
@@ -190,6 +207,7 @@ export class TimeSeriesRepository implements Repository {
 
 /** A block record from its key suffix ("<min>/<max>/<count>/<id>") and its text. */
 function recordOf(stream: string, partition: number, suffix: string, value: string): StoredRecord {
+  assert(suffix.length > ID_OFFSET, () => `a tsr key suffix '${suffix}' without a block id`);
   return { stream, partition, timestamp: decodeTimestamp(suffix.slice(0, TIMESTAMP_DIGITS)), writeId: suffix.slice(ID_OFFSET), value };
 }
 
@@ -234,6 +252,8 @@ export function blockKey(record: StoredRecord): string {
   if (record.timestamp !== header.minTs) throw new BadRequestError(`tsr record ${record.writeId}: its timestamp ${record.timestamp} is not its block's first, ${header.minTs}`);
   if (record.writeId.length === 0 || record.writeId.includes('/')) throw new BadRequestError(`tsr record: writeId '${record.writeId}' is empty or holds a '/'`);
   const count = header.count.toString(16).padStart(COUNT_DIGITS, '0');
+  // The key says how many payloads the block holds without reading it (counts, _cat): BLOCK_PAYLOADS_MAX fits its digits.
+  assert(count.length === COUNT_DIGITS, `a block of ${header.count} payloads: its count does not fit a key`);
   return `${record.stream}/${encodePartition(record.partition)}/${encodeTimestamp(header.minTs)}/${encodeTimestamp(header.maxTs)}/${count}/${record.writeId}`;
 }
 

@@ -2,6 +2,7 @@
 // node's main thread (ingest.ts) or in an ingest worker (tsr-batch.ts), alike.
 
 import { z } from 'zod';
+import { assert } from '../assert.js';
 import { BadRequestError } from '../errors.js';
 import { isPlainObject } from '../json.js';
 import { validate } from '../validation.js';
@@ -30,6 +31,7 @@ export function payloadsOf(body: unknown): readonly unknown[] {
 }
 
 export function checkBatchSize(payloads: number, batchPayloadsMax: number): void {
+  assert(batchPayloadsMax >= 1, `batchPayloadsMax ${batchPayloadsMax}`);
   if (payloads > batchPayloadsMax) throw new BadRequestError(`a batch holds at most ${batchPayloadsMax} payloads, got ${payloads}`);
 }
 

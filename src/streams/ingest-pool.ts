@@ -10,6 +10,7 @@
 // batch that finds the queue full is packed on the main thread, as without the pool.
 
 import { Worker } from 'node:worker_threads';
+import { assert } from '../assert.js';
 import type { Logger } from '../log.js';
 import { TributaryError } from '../errors.js';
 import type { SchemaSource } from './payload-checks.js';
@@ -67,6 +68,7 @@ export class IngestPool {
     this.queuedBatchesMax = options.queuedBatchesMax ?? QUEUED_BATCHES_MAX;
     this.queuedCharsMax = options.queuedCharsMax ?? QUEUED_CHARS_MAX;
     this.workerUrl = options.workerUrl ?? WORKER_URL;
+    assert(this.threadsMax >= 1 && this.queuedBatchesMax >= 1 && this.queuedCharsMax >= 1, `an ingest pool of ${this.threadsMax} threads, ${this.queuedBatchesMax} batches and ${this.queuedCharsMax} characters queued`);
   }
 
   /** The batch packed by a worker; undefined when the queue is full or the pool closed (pack it on the main thread). */
@@ -76,6 +78,8 @@ export class IngestPool {
       this.queue.push({ task: { id: this.nextId++, batch, schema }, resolve, reject });
       this.queuedChars += batch.text.length;
       this.dispatch();
+      // The queue's bounds hold after each batch queued (dispatch only takes from it).
+      assert(this.queue.length <= this.queuedBatchesMax && this.queuedChars <= this.queuedCharsMax, `${this.queue.length} batches of ${this.queuedChars} characters queued`);
     });
   }
 
@@ -83,6 +87,7 @@ export class IngestPool {
     this.closed = true;
     for (const pending of this.queue.splice(0)) pending.reject(new Error('the node is stopping'));
     this.queuedChars = 0;
+    assert(this.queue.length === 0, `${this.queue.length} batches left queued by close`);
     await Promise.all(this.threads.splice(0).map(async (thread) => {
       thread.packing?.reject(new Error('the node is stopping'));
       await thread.worker.terminate();
@@ -95,6 +100,7 @@ export class IngestPool {
       if (thread === undefined) return;
       const pending = this.queue.shift()!;
       this.queuedChars -= pending.task.batch.text.length;
+      assert(this.queuedChars >= 0 && thread.packing === undefined, `${this.queuedChars} characters queued, a batch given to a busy worker`);
       thread.packing = pending;
       thread.worker.postMessage(pending.task);
     }
@@ -103,6 +109,7 @@ export class IngestPool {
   /** A new worker, while there are fewer than threadsMax. */
   private spawn(): Thread | undefined {
     if (this.threads.length >= this.threadsMax) return undefined;
+    assert(!this.closed, 'a worker started by a closed pool');
     const worker = new Worker(this.workerUrl);
     // An idle pool does not keep the process alive; a batch in flight has its request.
     worker.unref();
@@ -135,6 +142,8 @@ export class IngestPool {
 
 /** A client's error as the worker threw it (its status, code and message); anything else a 500 without details. */
 function errorOf(error: Extract<PackReply, { error: unknown }>['error']): Error {
+  // describe() in the worker gives every error a status: a TributaryError's own, else 500.
+  assert(Number.isInteger(error.status) && error.status >= 400, `a worker's error with status ${error.status}`);
   if (error.status < 500) return new TributaryError(error.status, error.code, error.message, { details: error.details });
   return new Error(error.message);
 }

@@ -2,6 +2,7 @@
 // checks it compiles from each stream's schema once per version of its definitions.
 
 import { parentPort } from 'node:worker_threads';
+import { assert } from '../assert.js';
 import { TributaryError } from '../errors.js';
 import { compilePayloadChecks, type SchemaSource } from './payload-checks.js';
 import type { PackReply, PackTask } from './ingest-pool.js';
@@ -19,13 +20,17 @@ function checksOf(stream: string, schema: SchemaSource): PayloadChecks {
     checksByStream.set(key, checks);
     if (checksByStream.size > STREAMS_KEPT_MAX) checksByStream.delete(checksByStream.keys().next().value!);
   }
+  assert(checksByStream.size <= STREAMS_KEPT_MAX, `${checksByStream.size} streams' checks kept`);
   return checks;
 }
 
 parentPort!.on('message', (task: PackTask) => {
   let reply: PackReply;
   try {
-    reply = { id: task.id, packed: packTsrBatch(task.batch, checksOf(task.batch.stream, task.schema)) };
+    const packed = packTsrBatch(task.batch, checksOf(task.batch.stream, task.schema));
+    // Each record holds the payloads of `members` (block-records.ts): one list per record.
+    assert(packed.members.length === packed.records.length, `${packed.records.length} records packed with ${packed.members.length} member lists`);
+    reply = { id: task.id, packed };
   } catch (error) {
     reply = { id: task.id, error: describe(error) };
   }

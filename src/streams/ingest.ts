@@ -4,6 +4,7 @@
 // tsr batch nothing here needs the payload objects of is parsed, checked and packed by an
 // ingest worker thread instead (ingest-pool.ts); its writes are made here alike.
 
+import { assert } from '../assert.js';
 import { partitionOfCanonical } from './partitioner.js';
 import { blockRecords, type PackedRecords } from './block-records.js';
 import { canonicalJson, isPlainObject } from '../json.js';
@@ -80,6 +81,7 @@ export class IngestService {
     this.nowMs = options.nowMs ?? Date.now;
     this.pool = options.pool;
     this.storageRefusal = options.storageRefusal ?? (() => undefined);
+    assert(limits.batchPayloadsMax >= 1 && limits.jsonDepthMax >= 1, `ingest limits ${limits.batchPayloadsMax} payloads, depth ${limits.jsonDepthMax}`);
   }
 
   /**
@@ -88,12 +90,14 @@ export class IngestService {
    */
   onPayloads(listener: PayloadListener, wants: (stream: CompiledStream) => boolean = () => true): () => void {
     const subscription = { listener, wants };
+    assert(!this.subscriptions.has(subscription), 'a payload listener subscribed twice');
     this.subscriptions.add(subscription);
     return () => this.subscriptions.delete(subscription);
   }
 
   /** One listener told the outcome of every batch (metrics). */
   onOutcome(listener: IngestOutcomeListener): void {
+    assert(this.outcomeListener === undefined, 'a second ingest outcome listener');
     this.outcomeListener = listener;
   }
 
@@ -114,6 +118,8 @@ export class IngestService {
       else accepted.push({ index, payload: outcome });
     }
     const { written, bytes } = stream.repository === undefined ? { written: accepted, bytes: 0 } : await this.store(stream, accepted, failures, idempotencyKey);
+    // Every payload of the batch is answered once: written (the 200's part) or failed, by its index.
+    assert(written.length + failures.size === batch.length && written.every((entry) => !failures.has(entry.index)), `a batch of ${batch.length} answered ${written.length} written and ${failures.size} failed`);
     this.outcomeListener?.(stream.key, { accepted: written.length, refused: failures.size, bytes, packedApart: false });
     if (written.length > 0) await this.deliver(stream, written.map((entry) => entry.payload));
     return failures;
@@ -135,6 +141,7 @@ export class IngestService {
     const failures: IngestFailures = new Map(packed.failures);
     const { failed, bytes } = await this.write(stream, packed, packed.accepted, failures);
     const written = failed.size === 0 ? packed.accepted : packed.accepted.filter((_, place) => !failed.has(place));
+    assert(written.every((index) => !failures.has(index)), 'a payload both written and failed');
     this.outcomeListener?.(stream.key, { accepted: written.length, refused: failures.size, bytes, packedApart: true });
     // A listener that started wanting the stream's payloads while the batch was packed
     // (a live query started) gets them, parsed here: rare, and nothing is missed.
@@ -153,6 +160,7 @@ export class IngestService {
   }
 
   private packsApart(stream: CompiledStream): boolean {
+    assert(this.pool !== undefined, 'a batch packed apart without an ingest pool');
     return stream.repository === 'tsr' && stream.tags === undefined && !this.wanted(stream);
   }
 
@@ -162,12 +170,14 @@ export class IngestService {
   }
 
   private async deliver(stream: CompiledStream, payloads: readonly Record<string, unknown>[]): Promise<void> {
+    assert(payloads.length > 0, `nothing of ${stream.key} to deliver`);
     await Promise.all([...this.subscriptions].map(({ listener }) => listener(stream, payloads)));
   }
 
   /** The batch packed by the pool; undefined when the pool takes no more now. */
   private packApart(stream: CompiledStream, text: string, idempotencyKey: string | undefined): Promise<PackedBatch> | undefined {
     const receivedAt = this.receivedAt(stream, idempotencyKey);
+    assert(stream.repository === 'tsr', `a ${stream.repository} batch packed apart`);
     const batch = {
       text,
       jsonDepthMax: this.limits.jsonDepthMax,
@@ -182,6 +192,7 @@ export class IngestService {
 
   /** The event time of payloads without one: now, or when this node first saw the batch's idempotency key. */
   private receivedAt(stream: CompiledStream, idempotencyKey: string | undefined): number {
+    assert(idempotencyKey === undefined || idempotencyKey.length > 0, `an empty idempotency key for ${stream.key}`);
     return idempotencyKey === undefined ? this.nowMs() : this.writeIds.receiptOf(stream.key, idempotencyKey);
   }
 
@@ -195,6 +206,7 @@ export class IngestService {
     const receivedAt = this.receivedAt(stream, idempotencyKey);
     const packed = stream.repository === 'tsr' ? this.blockRecords(stream, accepted, receivedAt, idempotencyKey) : this.payloadRecords(stream, accepted, receivedAt, idempotencyKey);
     const { failed, bytes } = await this.write(stream, packed, accepted.map((entry) => entry.index), failures);
+    assert(failed.size <= accepted.length, `${failed.size} of ${accepted.length} payloads failed`);
     return { written: failed.size === 0 ? accepted : accepted.filter((_, place) => !failed.has(place)), bytes };
   }
 
@@ -204,6 +216,10 @@ export class IngestService {
    * and their places in `accepted` returned. `bytes`: what the written records hold.
    */
   private async write(stream: CompiledStream, { records, members }: PackedRecords, accepted: readonly number[], failures: IngestFailures): Promise<{ failed: Set<number>; bytes: number }> {
+    // Every accepted payload is in exactly one record (block-records.ts; one each for ssr).
+    let held = 0;
+    for (const places of members) held += places.length;
+    assert(members.length === records.length && held === accepted.length, `${accepted.length} payloads in ${records.length} records holding ${held}`);
     const writeFailures = await this.router.write(stream.repository!, stream.policy, records);
     const failed = new Set<number>();
     for (const [position, message] of writeFailures) {
@@ -219,6 +235,7 @@ export class IngestService {
 
   /** ssr: a record per payload, its value the payload's canonical JSON. */
   private payloadRecords(stream: CompiledStream, accepted: ReadonlyArray<{ index: number; payload: Record<string, unknown> }>, receivedAt: number, idempotencyKey: string | undefined): PackedRecords {
+    assert(stream.repository === 'ssr', `payload records for a ${stream.repository} stream`);
     const records = accepted.map(({ index, payload }): StoredRecord => {
       // One canonical text serves both the partition hash and storage: measured cheaper
       // (3.0 µs for a 1 KiB payload) than a hashed prefix plus JSON.stringify (3.5 µs).
@@ -237,6 +254,7 @@ export class IngestService {
 
   /** tsr: a record per block of the payloads of one partition (block-records.ts). */
   private blockRecords(stream: CompiledStream, accepted: ReadonlyArray<{ index: number; payload: Record<string, unknown> }>, receivedAt: number, idempotencyKey: string | undefined): PackedRecords {
+    assert(stream.repository === 'tsr', `block records for a ${stream.repository} stream`);
     const payloads = accepted.map(({ index, payload }) => ({ payload, position: index, timestamp: stream.timestampOf(payload) ?? receivedAt }));
     return blockRecords(stream.key, stream.policy, payloads, this.writeIds.blockBase(stream.key, idempotencyKey));
   }

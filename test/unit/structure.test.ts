@@ -2,13 +2,16 @@
 // the entry points are the package's bin and scripts, bench/run.ts, scripts/, and the tests);
 // no import cycle between files of src (madge); and imports run one way, down the layer table
 // of scripts/layers.ts (docs/architecture.md, "Layers"): no upward import but the listed
-// exceptions, and no cycle between folders.
+// exceptions, and no cycle between folders. And no function of src is longer than a screen
+// (FUNCTION_LINES_MAX lines), so each can be read at once.
 
 import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { LAYER_EXCEPTIONS, LAYERS, unitOf } from '../../scripts/layers.js';
 
@@ -118,6 +121,56 @@ describe('structure - imports', () => {
     const graph = { 'storage/a.ts': ['http/b.ts'], 'http/b.ts': ['storage/a.ts'] };
     expect(upwardImports(graph)).toEqual(['storage/a.ts -> http/b.ts']);
     expect(unitCycles(graph, new Set())).toEqual(['http ⇄ storage: http/b.ts -> storage/a.ts, storage/a.ts -> http/b.ts']);
+  });
+});
+
+/** Longest function, method or arrow function of src, in lines from its first to its last. */
+const FUNCTION_LINES_MAX = 70;
+
+/** Functions still longer, by `file function`: the composition root and the data plane, being split into one function per subsystem. */
+const LONG_FUNCTIONS_ALLOWED = new Set(['src/node.ts startData', 'src/node.ts executionParts', 'src/cluster/data-plane.ts startDataPlane']);
+
+/** Every function-like node with a body in `text` longer than `linesMax`, as `file:line function (n lines)`. */
+function longFunctions(file: string, text: string, linesMax: number): Array<{ key: string; where: string }> {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const found: Array<{ key: string; where: string }> = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isFunctionLike(node) && 'body' in node && node.body !== undefined) {
+      const first = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
+      const lines = source.getLineAndCharacterOfPosition(node.end).line + 2 - first;
+      if (lines > linesMax) {
+        const name = functionName(node, source);
+        found.push({ key: `${file} ${name}`, where: `${file}:${first} ${name} (${lines} lines)` });
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+/** A function's name, or for an arrow or function expression the name it is given (a variable, a property), else `<anonymous>`. */
+function functionName(node: ts.SignatureDeclaration, source: ts.SourceFile): string {
+  if (node.name !== undefined) return node.name.getText(source);
+  const parent = node.parent;
+  if ((ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent) || ts.isPropertyDeclaration(parent)) && parent.name !== undefined) return parent.name.getText(source);
+  return '<anonymous>';
+}
+
+describe('structure - function length', () => {
+  it(`has no function, method or arrow in src longer than ${FUNCTION_LINES_MAX} lines (but the listed ones)`, () => {
+    const files = (readdirSync(join(root, 'src'), { recursive: true }) as string[]).filter((file) => file.endsWith('.ts')).map((file) => `src/${file}`);
+    expect(files.length).toBeGreaterThan(100);
+    const long = files.flatMap((file) => longFunctions(file, readFileSync(join(root, file), 'utf8'), FUNCTION_LINES_MAX));
+    const unlisted = long.filter((entry) => !LONG_FUNCTIONS_ALLOWED.has(entry.key)).map((entry) => entry.where);
+    const staleExceptions = [...LONG_FUNCTIONS_ALLOWED].filter((key) => !long.some((entry) => entry.key === key));
+    expect({ unlisted, staleExceptions }).toEqual({ unlisted: [], staleExceptions: [] });
+  });
+
+  it('the length check names the file, line and function of a long one, arrows included', () => {
+    const body = (lines: number) => Array.from({ length: lines - 2 }, (_, i) => `  const v${i} = ${i};`).join('\n');
+    const text = `export function short() {\n${body(5)}\n}\nconst long = () => {\n${body(8)}\n};\nclass K {\n  method() {\n${body(9)}\n  }\n}\n`;
+    expect(longFunctions('src/x.ts', text, 7).map((entry) => entry.where)).toEqual(['src/x.ts:6 long (8 lines)', 'src/x.ts:15 method (9 lines)']);
   });
 });
 

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Database } from '../../src/storage/database.js';
 import type { StoredPayload, StoredRecord } from '../../src/storage/repository.js';
-import { BadBlockError, BLOCK_CHARS_MAX, BLOCK_PAYLOADS_MAX, BLOCK_SPAN_MS, blockHeader, blockPayload, decodeBlock, isoString, packBlocks, type BlockEntry } from '../../src/storage/tsr-block.js';
+import { BadBlockError, BLOCK_CHARS_MAX, BLOCK_PAYLOADS_MAX, BLOCK_SPAN_MS, blockEncoding, blockHeader, blockPayload, decodeBlock, isoString, packBlocks, type BlockEntry } from '../../src/storage/tsr-block.js';
+import { InvariantError } from '../../src/assert.js';
 import { TimeSeriesRepository } from '../../src/storage/tsr.js';
 import { payloadWriteId } from '../../src/storage/tsr-order.js';
 import { isIsoStringOf } from '../../src/iso-time.js';
@@ -248,5 +249,34 @@ describe('tsr repository - blocks', () => {
       await database.batch([{ ...operation!, type: 'put', value: `${block!.text.split('\n')[0]}\nAAAA` }], { sync: true });
       await expect(all(tsr.scan('s/c/m'))).rejects.toThrow(/damaged/);
     });
+  });
+});
+
+describe('tsr block - encoding checked', () => {
+  const entries = (cpu: number): BlockEntry[] => [
+    { timestamp: START_MS, payload: { host: 'a', cpu }, position: 0 },
+    { timestamp: START_MS + 1_000, payload: { host: 'b', cpu: 2 }, position: 1 },
+  ];
+  afterEach(() => {
+    blockEncoding.fault = undefined;
+    blockEncoding.decodeAll = true;
+  });
+
+  it('decodes every block it encodes under vitest, so an encoder that writes a wrong value fails before anything is stored', () => {
+    expect(blockEncoding.decodeAll).toBe(true);
+    // The encoder's fault: a block of the same moments and places, with another value in it.
+    const wrong = packBlocks(entries(99))[0]!.text;
+    blockEncoding.fault = () => wrong;
+    expect(() => packBlocks(entries(1))).toThrow(InvariantError);
+    expect(() => packBlocks(entries(1))).toThrow(/payload 0 reads back as \{"cpu":99,"host":"a"\}, was \{"cpu":1,"host":"a"\}/);
+    // Without the whole decode (production), only the header is read back: the same fault passes.
+    blockEncoding.decodeAll = false;
+    expect(packBlocks(entries(1))[0]!.text).toBe(wrong);
+  });
+
+  it('always reads the header back: a block whose header names other moments fails even without the whole decode', () => {
+    blockEncoding.decodeAll = false;
+    blockEncoding.fault = (text) => text.replace(` ${START_MS} `, ` ${START_MS - 1} `);
+    expect(() => packBlocks(entries(1))).toThrow(/encoded with header 2 /);
   });
 });

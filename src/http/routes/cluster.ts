@@ -25,19 +25,32 @@ export interface ClusterRoutesDeps {
   sse: SseOptions & { clientsMax: number };
 }
 
-export function clusterRoutes({ nodes, tenants, events, membership, repair, localActions, stalledBecause, sse }: ClusterRoutesDeps): Router {
+export function clusterRoutes(deps: ClusterRoutesDeps): Router {
   const router = new Router();
-  const clusterDocument = () => ({ nodes: nodes.list(), tenants: tenants.list() });
+  changeRoutes(router, deps);
+  eventRoute(router, deps);
+  tableRoutes(router, deps);
+  tenantRoutes(router, deps.tenants);
+  return router;
+}
 
+/** The document of GET /cluster: the node table and the tenants. */
+function clusterDocument({ nodes, tenants }: ClusterRoutesDeps) {
+  return { nodes: nodes.list(), tenants: tenants.list() };
+}
+
+/** Changes of membership, the join token, transfers in flight and repair runs. */
+function changeRoutes(router: Router, deps: ClusterRoutesDeps): void {
+  const { membership, repair, localActions, stalledBecause } = deps;
   // Both answer as GET /cluster (spec), plus `changes`: whether each command started or
   // waits in the queue behind the change in flight (docs/cluster.md, "Several changes").
   router.post('/cluster/nodes', async (ctx) => {
     const changes = await membership.addNodes(ctx.request.body);
-    ctx.body = { ...clusterDocument(), changes };
+    ctx.body = { ...clusterDocument(deps), changes };
   });
   router.delete('/cluster/nodes/:name', async (ctx) => {
     const change = await membership.removeNode(ctx.params.name!);
-    ctx.body = { ...clusterDocument(), changes: [change] };
+    ctx.body = { ...clusterDocument(deps), changes: [change] };
   });
   router.get('/cluster/join-token', (ctx) => {
     ctx.set('Cache-Control', 'no-store');
@@ -56,7 +69,11 @@ export function clusterRoutes({ nodes, tenants, events, membership, repair, loca
   router.get('/cluster/repair/:id', async (ctx) => {
     ctx.body = { repair: await repair.status(ctx.params.id!) };
   });
+}
 
+/** The cluster's events as server-sent events, with at most `sse.clientsMax` clients at once. */
+function eventRoute(router: Router, deps: ClusterRoutesDeps): void {
+  const { events, sse } = deps;
   // Every client gets CLUSTER_STATE on connect, and so does every other client (spec, "Events").
   router.get('/output/cluster', (ctx) => {
     if (events.subscriberCount >= sse.clientsMax) {
@@ -64,12 +81,16 @@ export function clusterRoutes({ nodes, tenants, events, membership, repair, loca
     }
     const subscription = events.subscribe();
     const channel = openSse(ctx, sse);
-    events.publish({ type: 'CLUSTER_STATE', state: clusterDocument() });
+    events.publish({ type: 'CLUSTER_STATE', state: clusterDocument(deps) });
     void forward(subscription, channel);
   });
+}
 
+/** The node table as it is. */
+function tableRoutes(router: Router, deps: ClusterRoutesDeps): void {
+  const { nodes } = deps;
   router.get('/cluster', (ctx) => {
-    ctx.body = clusterDocument();
+    ctx.body = clusterDocument(deps);
   });
   router.get('/cluster/nodes', (ctx) => {
     ctx.body = { nodes: nodes.list() };
@@ -80,7 +101,9 @@ export function clusterRoutes({ nodes, tenants, events, membership, repair, loca
   router.get('/cluster/nodes/:name', (ctx) => {
     ctx.body = { node: nodes.get(ctx.params.name!) };
   });
+}
 
+function tenantRoutes(router: Router, tenants: TenantService): void {
   router.get('/cluster/tenants', (ctx) => {
     ctx.body = { tenants: tenants.list() };
   });
@@ -94,8 +117,6 @@ export function clusterRoutes({ nodes, tenants, events, membership, repair, loca
     setVersionHeaders(ctx, definition.version);
     ctx.body = {};
   });
-
-  return router;
 }
 
 async function forward(subscription: Subscription, channel: SseChannel): Promise<void> {

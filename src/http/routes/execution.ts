@@ -18,9 +18,16 @@ export interface ExecutionRoutesDeps {
   readonly sse: SseOptions & { clientsMax: number };
 }
 
-export function executionRoutes({ execution, outputs, outputExists, sse }: ExecutionRoutesDeps): Router {
+export function executionRoutes(deps: ExecutionRoutesDeps): Router {
   const router = new Router();
+  sessionRoutes(router, deps.execution);
+  queryRoutes(router, deps.execution);
+  outputRoute(router, deps);
+  return router;
+}
 
+/** A session, its domain and its variables. */
+function sessionRoutes(router: Router, execution: ExecutionService): void {
   router.post('/execution/:tenant/sessions', async (ctx) => {
     ctx.body = await execution.create(ctx.params.tenant!);
   });
@@ -54,7 +61,10 @@ export function executionRoutes({ execution, outputs, outputExists, sse }: Execu
   router.delete(`${SESSION}/variables/:variableId`, async (ctx) => {
     ctx.body = await execution.deleteVariable(ctx.params.tenant!, ctx.params.id!, ctx.params.variableId!);
   });
+}
 
+/** A session's queries, and starting and stopping one. */
+function queryRoutes(router: Router, execution: ExecutionService): void {
   router.put(`${SESSION}/queries`, async (ctx) => {
     ctx.body = await execution.putQuery(ctx.params.tenant!, ctx.params.id!, ctx.request.body);
   });
@@ -73,7 +83,10 @@ export function executionRoutes({ execution, outputs, outputExists, sse }: Execu
   router.put(`${SESSION}/queries/:queryId/_stop`, async (ctx) => {
     ctx.body = await execution.stop(ctx.params.tenant!, ctx.params.id!, ctx.params.queryId!);
   });
+}
 
+/** An output channel followed as server-sent events, with at most `sse.clientsMax` clients at once. */
+function outputRoute(router: Router, { outputs, outputExists, sse }: ExecutionRoutesDeps): void {
   // An output's response ends with its query (docs/query-language.md, "Outputs"): after
   // `eos`, or when the query stops or its session goes. An EventSource reconnects after an
   // end, sending the id of the last event it had as Last-Event-ID: when that is the end of
@@ -105,6 +118,4 @@ export function executionRoutes({ execution, outputs, outputExists, sse }: Execu
       clients -= 1;
     });
   });
-
-  return router;
 }

@@ -29,10 +29,18 @@ export function isIngestRequest(ctx: Koa.Context): boolean {
   return ctx.method === 'POST' && INGEST_PATH.test(ctx.path);
 }
 
-export function streamRoutes({ definitions, runtime, ingest, moveStatus }: StreamRoutesDeps): Router {
+export function streamRoutes(deps: StreamRoutesDeps): Router {
   const router = new Router();
-  const idOf = (ctx: Koa.Context) => streamId(ctx.params.tenant, ctx.params.collection, ctx.params.name);
+  definitionRoutes(router, deps.definitions);
+  ingestRoutes(router, deps);
+  repositoryRoutes(router, deps);
+  return router;
+}
 
+const idOf = (ctx: Koa.Context) => streamId(ctx.params.tenant, ctx.params.collection, ctx.params.name);
+
+/** The lists of collections and streams, and a stream's definition, taxonomy, tags and policy. */
+function definitionRoutes(router: Router, definitions: StreamDefinitions): void {
   router.get('/streams/:tenant', (ctx) => {
     ctx.body = { instances: definitions.collections(ctx.params.tenant!) };
   });
@@ -47,16 +55,6 @@ export function streamRoutes({ definitions, runtime, ingest, moveStatus }: Strea
   router.put(STREAM, async (ctx) => {
     respond(ctx, await definitions.putStream(idOf(ctx), ctx.request.body, expectedVersion(ctx)));
   });
-  router.post(STREAM, async (ctx) => {
-    const failures = await ingestBody(ctx);
-    if (failures.size === 0) {
-      ctx.status = 200;
-      ctx.body = '';
-      return;
-    }
-    ctx.status = 500;
-    ctx.body = Object.fromEntries([...failures].map(([index, msg]) => [String(index), { msg }]));
-  });
 
   router.get(`${STREAM}/taxonomy`, (ctx) => respondPart(ctx, 'taxonomy', definitions.getTaxonomy(idOf(ctx))));
   router.put(`${STREAM}/taxonomy`, async (ctx) => {
@@ -68,6 +66,25 @@ export function streamRoutes({ definitions, runtime, ingest, moveStatus }: Strea
   router.put(`${STREAM}/tags`, async (ctx) => {
     respondPart(ctx, 'tags', await definitions.putTags(idOf(ctx), ctx.request.body, expectedVersion(ctx)));
   });
+
+  router.get(`${STREAM}/policy`, (ctx) => respond(ctx, definitions.getPolicy(idOf(ctx))));
+  router.put(`${STREAM}/policy`, async (ctx) => {
+    respond(ctx, await definitions.putPolicy(idOf(ctx), ctx.request.body, expectedVersion(ctx)));
+  });
+}
+
+/** Payloads posted to a stream (ingest), and a payload run through the stream's tags. */
+function ingestRoutes(router: Router, { runtime, ingest }: StreamRoutesDeps): void {
+  router.post(STREAM, async (ctx) => {
+    const failures = await ingestBody(ctx);
+    if (failures.size === 0) {
+      ctx.status = 200;
+      ctx.body = '';
+      return;
+    }
+    ctx.status = 500;
+    ctx.body = Object.fromEntries([...failures].map(([index, msg]) => [String(index), { msg }]));
+  });
   router.post(`${STREAM}/tags`, async (ctx) => {
     // The body itself, not the checked copy: a field named __proto__ stays a field.
     const payload = ctx.request.body as Record<string, unknown>;
@@ -77,6 +94,16 @@ export function streamRoutes({ definitions, runtime, ingest, moveStatus }: Strea
     ctx.body = payload;
   });
 
+  /** The body as text when the body middleware kept it (isIngestRequest), else as parsed. */
+  function ingestBody(ctx: Koa.Context) {
+    const text = ctx.request.bodyText;
+    if (text !== undefined) return ingest.ingestText(idOf(ctx), text, idempotencyKey(ctx));
+    return ingest.ingest(idOf(ctx), payloadsOf(ctx.request.body), idempotencyKey(ctx));
+  }
+}
+
+/** A stream's repository, and the move of its payloads the last change started. */
+function repositoryRoutes(router: Router, { definitions, moveStatus }: StreamRoutesDeps): void {
   router.get(`${STREAM}/repository`, (ctx) => respond(ctx, definitions.getRepository(idOf(ctx))));
   // The move the last change of repository started: each member's progress (docs/storage.md).
   router.get(`${STREAM}/repository/move`, (ctx) => {
@@ -90,20 +117,6 @@ export function streamRoutes({ definitions, runtime, ingest, moveStatus }: Strea
   router.put(`${STREAM}/repository`, async (ctx) => {
     respond(ctx, await definitions.putRepository(idOf(ctx), ctx.request.body, expectedVersion(ctx)));
   });
-
-  router.get(`${STREAM}/policy`, (ctx) => respond(ctx, definitions.getPolicy(idOf(ctx))));
-  router.put(`${STREAM}/policy`, async (ctx) => {
-    respond(ctx, await definitions.putPolicy(idOf(ctx), ctx.request.body, expectedVersion(ctx)));
-  });
-
-  return router;
-
-  /** The body as text when the body middleware kept it (isIngestRequest), else as parsed. */
-  function ingestBody(ctx: Koa.Context) {
-    const text = ctx.request.bodyText;
-    if (text !== undefined) return ingest.ingestText(idOf(ctx), text, idempotencyKey(ctx));
-    return ingest.ingest(idOf(ctx), payloadsOf(ctx.request.body), idempotencyKey(ctx));
-  }
 }
 
 const IDEMPOTENCY_KEY_LENGTH_MAX = 128;
