@@ -17,12 +17,13 @@ import { brainApiRoutes } from './api-v1/routes.js';
 import { loadBrainTemplates } from './api-v1/templates.js';
 import { announceAccess } from './auth/announce-access.js';
 import { ClusterShell } from './cluster/cluster-shell.js';
+import { ADMIN_COMMAND, ADMIT, CORE_MESSAGE } from './cluster/core-messages.js';
 import { ClusterCore } from './cluster-core/core.js';
 import { coordinatorOf, ownersOf as currentOwners } from './cluster-core/placement.js';
 import type { CoreConfig, Member, Membership, PersistedCoreState } from './protocol/cluster-types.js';
 import { joinIfTableLost, loadCoreState, saveCoreState, wasMember } from './cluster/core-state-store.js';
 import { guardedChunks, startDataPlane, type DataPlane } from './cluster/data-plane.js';
-import { ClusterDefinitionPeers, fromWireRecord } from './definitions/definition-peers.js';
+import { ClusterDefinitionPeers, serveDefinitions } from './definitions/definition-peers.js';
 import { ClusterEventBus } from './cluster/events.js';
 import { loadOrCreateIdentity, type NodeIdentity } from './peer/identity.js';
 import { admitTrust } from './cluster/admit-trust.js';
@@ -43,7 +44,7 @@ import { ExecutionService } from './execution/execution-service.js';
 import { readHistorical, scanPage, type ScanPage, type ScanRequest } from './execution/historical-reader.js';
 import { LiveFeed, LiveForwarder } from './execution/live-feed.js';
 import { OutputRegistry } from './execution/output-registry.js';
-import { remoteBlocks, remoteExecutionStatuses, remoteLatest, remoteOutputPoll, remoteScan, serveBlocks, serveLatest, serveExecutionStatuses, serveLivePayloads, serveOutputPolls, serveScans } from './execution/execution-peer.js';
+import { remoteBlocks, remoteExecutionStatuses, remoteLatest, remoteLivePayloads, remoteOutputPoll, remoteScan, serveBlocks, serveLatest, serveExecutionStatuses, serveLivePayloads, serveOutputPolls, serveScans } from './execution/execution-peer.js';
 import { BLOCK_PAGE_CHARS_MAX, type BlockPageRequest, readBlockColumns, readBlockRows } from './execution/historical-blocks.js';
 import { readLatestRows } from './execution/historical-latest.js';
 import { LatestValues, type LatestRequest } from './execution/latest-values.js';
@@ -73,8 +74,6 @@ import { searchRoutes } from './http/routes/search.js';
 import { isIngestRequest, streamRoutes } from './http/routes/streams.js';
 import { servingGate } from './http/serving-gate.js';
 import { SseTracker } from './http/sse.js';
-import { stringifyJson } from './json.js';
-import { parsePeerJson } from './peer/documents.js';
 import type { Logger } from './log.js';
 import { Metrics } from './metrics/metrics.js';
 import { AuditLog } from './monitoring/audit-log.js';
@@ -482,7 +481,7 @@ function outputParts(config: Config, log: Logger, base: Base, cluster: Cluster, 
   });
   const forwarder = new LiveForwarder({
     hostsReading: (stream) => directory.remoteHostsReading(stream),
-    send: async (node, stream, payloads) => void (await transport.call(node, 'LivePayloads', { stream, payloadsJson: stringifyJson(payloads) }, { deadlineMs: deadline })),
+    send: remoteLivePayloads(transport, deadline),
     queuePayloadsMax: config.execution.liveForwardQueuePayloadsMax,
     log,
   });
@@ -818,24 +817,16 @@ function liveConsole(core: ClusterCore, placements: StreamPlacements, history: (
 /** The peer calls of membership and definitions this node answers. */
 function servePeers(transport: PeerTransport, parts: { shell: ClusterShell; definitions: ReplicatedDefinitions; nodes: NodeTable }): void {
   const { shell, definitions, nodes } = parts;
-  transport.handle('CoreMessage', async (sender, message) => {
+  transport.handle(CORE_MESSAGE, async (sender, message) => {
     shell.submit({ type: 'receive', from: sender, message });
     return {};
   });
-  transport.handle('Admit', async (sender, admit) => {
+  transport.handle(ADMIT, async (sender, admit) => {
     shell.submit({ type: 'receive', from: sender, message: { type: 'membership', membership: admit.membership } });
     return nodeStatus(nodes.local());
   });
-  transport.handle('AdminCommand', (_sender, command) => shell.admin(command));
-  transport.handle('DefinitionWrite', async (_sender, write) => {
-    const value = write.delete ? undefined : parsePeerJson('valueJson', write.valueJson);
-    const record = await definitions.coordinate({ key: write.key, value, expectedVersion: write.expectedVersion, delete: write.delete });
-    return { version: record === undefined ? undefined : String(record.version) };
-  });
-  transport.handle('DefinitionPush', async (_sender, push) => {
-    await definitions.apply(push.records.map(fromWireRecord));
-    return {};
-  });
+  transport.handle(ADMIN_COMMAND, (_sender, command) => shell.admin(command));
+  serveDefinitions(transport, definitions);
   transport.handleTransfer((sender, chunk) => shell.receiveChunk(sender, chunk));
 }
 

@@ -6,7 +6,6 @@
 
 import type { Logger } from '../log.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
-import type { DefinitionRecord as WireDefinitionRecord, WriteRecords } from '../peer/messages.js';
 import type { DefinitionRecord } from '../storage/definitions.js';
 import type { RepositoryName } from '../storage/repository.js';
 import type { Timers } from '../timers.js';
@@ -21,6 +20,9 @@ import type { ClusterCore } from '../cluster-core/core.js';
 import { writeOwners } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
 import { fromWireRecord, toWireRecord } from '../definitions/definition-peers.js';
+import { DEFINITION_READ, type WireDefinitionRecord } from '../definitions/definition-messages.js';
+import { REPAIR_DIGEST, REPAIR_FETCH, REPAIR_KEYS, REPAIR_STATUS, REPAIR_SWEEP } from '../repair/repair-messages.js';
+import { HINT_STORE, WRITE_RECORDS } from './write-messages.js';
 import { HintKeeper, type Committer, type HintStorage } from './hint-keeper.js';
 import { HintReplayer } from './hint-replayer.js';
 import { PartitionHandOff } from './partition-handoff.js';
@@ -162,8 +164,8 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
   const clusterRepair = new ClusterRepair({
     localName, repair, membership,
     streamExists: (key) => ports.streams().some((stream) => stream.key === key),
-    startRemote: async (node, runId, stream) => void (await endpoint.call(node, 'RepairSweep', { runId, stream }, { deadlineMs: limits.peerDeadlineMs })),
-    statusRemote: (node, runId) => endpoint.call(node, 'RepairStatus', { runId }, { deadlineMs: limits.peerDeadlineMs }),
+    startRemote: async (node, runId, stream) => void (await endpoint.call(node, REPAIR_SWEEP, { runId, stream }, { deadlineMs: limits.peerDeadlineMs })),
+    statusRemote: (node, runId) => endpoint.call(node, REPAIR_STATUS, { runId }, { deadlineMs: limits.peerDeadlineMs }),
   });
   serveDataPlane(endpoint, { core, localName, replica, keeper, partitions: ports.partitions, repair, definitions: ports.definitions });
   return {
@@ -218,30 +220,30 @@ function serveDataPlane(
   },
 ): void {
   const { keeper, partitions, repair } = parts;
-  endpoint.handle('WriteRecords', async (_sender, write) => {
+  endpoint.handle(WRITE_RECORDS, async (_sender, write) => {
     await storeReplicaWrite(parts.core.membership(), parts.replica, parts.localName, write);
     return {};
   });
-  endpoint.handle('HintStore', async (_sender, store) => {
+  endpoint.handle(HINT_STORE, async (_sender, store) => {
     await keeper.keepHere(store.hints.map((entry) => (entry.repository === 'KV' ? { ...entry, records: entry.records.map(fromWireRecord) } : entry)));
     return {};
   });
-  endpoint.handle('DefinitionRead', async (_sender, read) => {
+  endpoint.handle(DEFINITION_READ, async (_sender, read) => {
     const limit = Math.min(Math.max(1, read.limit), DEFINITIONS_PER_READ_MAX);
     const records = parts.definitions.records().filter((record) => record.key > read.after).sort((a, b) => (a.key < b.key ? -1 : 1)).slice(0, limit);
     return { records: records.map(toWireRecord) };
   });
-  endpoint.handle('RepairDigest', async (_sender, part) => ({ segments: Array.from(await partitions.digest(part)) }));
-  endpoint.handle('RepairKeys', async (_sender, request) => ({ keys: keysInSegments(await partitions.keys(request), request.segments) }));
-  endpoint.handle('RepairFetch', async (_sender, request) => {
+  endpoint.handle(REPAIR_DIGEST, async (_sender, part) => ({ segments: Array.from(await partitions.digest(part)) }));
+  endpoint.handle(REPAIR_KEYS, async (_sender, request) => ({ keys: keysInSegments(await partitions.keys(request), request.segments) }));
+  endpoint.handle(REPAIR_FETCH, async (_sender, request) => {
     if (request.keys.length > REPAIR_KEYS_PER_FETCH_MAX) throw new BadRequestError(`RepairFetch: at most ${REPAIR_KEYS_PER_FETCH_MAX} keys, got ${request.keys.length}`);
     return { records: await partitions.records(request, request.keys) };
   });
-  endpoint.handle('RepairSweep', async (_sender, sweep) => {
+  endpoint.handle(REPAIR_SWEEP, async (_sender, sweep) => {
     repair.startRun(sweep.runId, sweep.stream);
     return {};
   });
-  endpoint.handle('RepairStatus', async (_sender, request) => toReply(repair.status(request.runId)));
+  endpoint.handle(REPAIR_STATUS, async (_sender, request) => toReply(repair.status(request.runId)));
 }
 
 /** Every definition read back from the first peer that answers, a page at a time (highest versions win). */
@@ -257,7 +259,7 @@ async function refillDefinitions(
   for (const peer of peers) {
     try {
       for (let after = ''; ; ) {
-        const page: { records: WireDefinitionRecord[] } = await endpoint.call(peer, 'DefinitionRead', { after, limit: DEFINITIONS_PER_READ_MAX }, { deadlineMs });
+        const page: { records: WireDefinitionRecord[] } = await endpoint.call(peer, DEFINITION_READ, { after, limit: DEFINITIONS_PER_READ_MAX }, { deadlineMs });
         await definitions.apply(page.records.map(fromWireRecord));
         if (page.records.length < DEFINITIONS_PER_READ_MAX) return;
         after = page.records.at(-1)!.key;
@@ -273,10 +275,10 @@ async function refillDefinitions(
 function peerPartitions(endpoint: PeerEndpoint, epoch: () => number, deadlineMs: number): PeerPartitions {
   const options = { deadlineMs };
   return {
-    digest: async (peer, part) => (await endpoint.call(peer, 'RepairDigest', part, options)).segments,
-    keys: async (peer, part, segments) => (await endpoint.call(peer, 'RepairKeys', { ...part, segments: [...segments] }, options)).keys,
-    fetch: async (peer, part, keys) => (await endpoint.call(peer, 'RepairFetch', { ...part, keys: [...keys] }, options)).records,
-    push: async (peer, part, replicas, records) => void (await endpoint.call(peer, 'WriteRecords', { repo: part.repo, records: [...records], epoch: epoch(), replicas }, options)),
+    digest: async (peer, part) => (await endpoint.call(peer, REPAIR_DIGEST, part, options)).segments,
+    keys: async (peer, part, segments) => (await endpoint.call(peer, REPAIR_KEYS, { ...part, segments: [...segments] }, options)).keys,
+    fetch: async (peer, part, keys) => (await endpoint.call(peer, REPAIR_FETCH, { ...part, keys: [...keys] }, options)).records,
+    push: async (peer, part, replicas, records) => void (await endpoint.call(peer, WRITE_RECORDS, { repo: part.repo, records: [...records], epoch: epoch(), replicas }, options)),
   };
 }
 

@@ -1,15 +1,17 @@
-// The cluster side of definition replication: which node coordinates a key, and the peer
-// calls that forward a write, push records and keep hints (replicated-definitions.ts).
+// The cluster side of definition replication: which node coordinates a key, the peer
+// calls that forward a write, push records and keep hints (replicated-definitions.ts), and
+// the answers to them (definition-messages.ts).
 
 import { StateConflictError } from '../errors.js';
-import type { DefinitionRecord as WireDefinitionRecord } from '../peer/messages.js';
+import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { PeerTransport } from '../peer/transport.js';
 import type { DefinitionRecord } from '../storage/definitions.js';
 import type { GroupCommitter } from '../storage/group-commit.js';
 import type { HintBuffer } from '../storage/hints.js';
 import { preferenceList } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
-import type { DefinitionPeers, DefinitionWrite } from './replicated-definitions.js';
+import type { DefinitionPeers, DefinitionWrite, ReplicatedDefinitions } from './replicated-definitions.js';
+import { DEFINITION_PUSH, DEFINITION_WRITE, type WireDefinitionRecord } from './definition-messages.js';
 import { stringifyJson } from '../json.js';
 import { parsePeerJson } from '../peer/documents.js';
 
@@ -57,7 +59,7 @@ export class ClusterDefinitionPeers implements DefinitionPeers {
   async forwardWrite(node: string, write: DefinitionWrite): Promise<DefinitionRecord | undefined> {
     const reply = await this.deps.transport.call(
       node,
-      'DefinitionWrite',
+      DEFINITION_WRITE,
       { key: write.key, valueJson: write.delete ? '' : stringifyJson(write.value), expectedVersion: write.expectedVersion, delete: write.delete },
       { deadlineMs: this.deps.peerDeadlineMs },
     );
@@ -66,7 +68,7 @@ export class ClusterDefinitionPeers implements DefinitionPeers {
   }
 
   async push(node: string, records: DefinitionRecord[]): Promise<void> {
-    await this.deps.transport.call(node, 'DefinitionPush', { records: records.map(toWireRecord) }, { deadlineMs: this.deps.peerDeadlineMs });
+    await this.deps.transport.call(node, DEFINITION_PUSH, { records: records.map(toWireRecord) }, { deadlineMs: this.deps.peerDeadlineMs });
   }
 
   async hint(node: string, records: DefinitionRecord[]): Promise<void> {
@@ -82,3 +84,15 @@ export class ClusterDefinitionPeers implements DefinitionPeers {
   }
 }
 
+/** Answers the writes other nodes forward to this coordinator, and the records they push. */
+export function serveDefinitions(endpoint: PeerEndpoint, definitions: Pick<ReplicatedDefinitions, 'coordinate' | 'apply'>): void {
+  endpoint.handle(DEFINITION_WRITE, async (_sender, write) => {
+    const value = write.delete ? undefined : parsePeerJson('valueJson', write.valueJson);
+    const record = await definitions.coordinate({ key: write.key, value, expectedVersion: write.expectedVersion, delete: write.delete });
+    return { version: record === undefined ? undefined : String(record.version) };
+  });
+  endpoint.handle(DEFINITION_PUSH, async (_sender, push) => {
+    await definitions.apply(push.records.map(fromWireRecord));
+    return {};
+  });
+}

@@ -18,6 +18,7 @@ import type { Prng } from './prng.js';
 import { SimDisk, SimDiskState, type DiskFaults } from './sim-disk.js';
 import type { SimNetwork } from './sim-network.js';
 import type { Incarnation, VirtualWorld } from './virtual-world.js';
+import { ADMIN_COMMAND, ADMIT, CORE_MESSAGE } from '../../src/cluster/core-messages.js';
 
 export interface SimNodeConfig {
   core: Omit<CoreConfig, 'name'>;
@@ -97,7 +98,7 @@ export class SimClusterNode implements Incarnation {
         name: this.name,
         port: this.port,
         portOf: (to) => memberOf(to)?.port,
-        admits: (sender, kind) => (kind === 'Admit' && core.membership().epoch === 0) || (memberOf(sender) !== undefined && acceptsKindFrom(memberOf(sender)!.state, kind)),
+        admits: (sender, kind) => (kind === ADMIT.name && core.membership().epoch === 0) || (memberOf(sender) !== undefined && acceptsKindFrom(memberOf(sender)!.state, kind)),
       },
       owner,
     );
@@ -138,16 +139,16 @@ export class SimClusterNode implements Incarnation {
         repairPacingMs: 0,
       },
     });
-    endpoint.handle('CoreMessage', async (sender, message) => {
+    endpoint.handle(CORE_MESSAGE, async (sender, message) => {
       shell.submit({ type: 'receive', from: sender, message });
       return {};
     });
-    endpoint.handle('Admit', async (sender, admit) => {
+    endpoint.handle(ADMIT, async (sender, admit) => {
       shell.submit({ type: 'receive', from: sender, message: { type: 'membership', membership: admit.membership } });
       const self = core.membership().members.find((member) => member.name === this.name)!;
       return { name: this.name, publicKey: self.publicKey, state: self.state, zone: self.zone, httpPort: self.httpPort, address: self.address, port: self.port };
     });
-    endpoint.handle('AdminCommand', (_sender, command) => shell.admin(command));
+    endpoint.handle(ADMIN_COMMAND, (_sender, command) => shell.admin(command));
     endpoint.handleTransfer((sender, chunk) => shell.receiveChunk(sender, chunk));
     shell.submit({ type: 'slots', slots: slotsOf(this.config.streams) });
     shell.start();
