@@ -11,9 +11,12 @@ import type { HintBuffer } from '../storage/hints.js';
 import { preferenceList } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
 import type { DefinitionPeers, DefinitionWrite, ReplicatedDefinitions } from './replicated-definitions.js';
-import { DEFINITION_PUSH, DEFINITION_WRITE, type WireDefinitionRecord } from './definition-messages.js';
+import { DEFINITION_PUSH, DEFINITION_READ, DEFINITION_WRITE, type WireDefinitionRecord } from './definition-messages.js';
 import { stringifyJson } from '../json.js';
 import { parsePeerJson } from '../peer/documents.js';
+
+/** Definitions one DefinitionRead answers at most. */
+const DEFINITIONS_PER_READ_MAX = 500;
 
 export interface ClusterDefinitionPeersDeps {
   localName: string;
@@ -95,4 +98,38 @@ export function serveDefinitions(endpoint: PeerEndpoint, definitions: Pick<Repli
     await definitions.apply(push.records.map(fromWireRecord));
     return {};
   });
+}
+
+/** Answers a refilling node's reads of every definition this node holds, a page at a time in key order. */
+export function serveDefinitionReads(endpoint: PeerEndpoint, definitions: { records(): DefinitionRecord[] }): void {
+  endpoint.handle(DEFINITION_READ, async (_sender, read) => {
+    const limit = Math.min(Math.max(1, read.limit), DEFINITIONS_PER_READ_MAX);
+    const records = definitions.records().filter((record) => record.key > read.after).sort((a, b) => (a.key < b.key ? -1 : 1)).slice(0, limit);
+    return { records: records.map(toWireRecord) };
+  });
+}
+
+/** Every definition read back from the first peer that answers, a page at a time (highest versions win). */
+export async function readAllDefinitions(
+  endpoint: PeerEndpoint,
+  definitions: { apply(records: DefinitionRecord[]): Promise<void> },
+  peers: readonly string[],
+  deadlineMs: number,
+): Promise<void> {
+  // A cluster of one has nobody to read from: what it lost of its definitions is lost.
+  if (peers.length === 0) return;
+  let lastError: unknown = new Error('no other member answered');
+  for (const peer of peers) {
+    try {
+      for (let after = ''; ; ) {
+        const page: { records: WireDefinitionRecord[] } = await endpoint.call(peer, DEFINITION_READ, { after, limit: DEFINITIONS_PER_READ_MAX }, { deadlineMs });
+        await definitions.apply(page.records.map(fromWireRecord));
+        if (page.records.length < DEFINITIONS_PER_READ_MAX) return;
+        after = page.records.at(-1)!.key;
+      }
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  throw lastError;
 }

@@ -21,6 +21,7 @@ import type { PollReply } from './output-channel.js';
 import type { OutputPollRequest, OutputRegistry } from './output-registry.js';
 import type { RunStatus, SessionHost } from './session-host.js';
 import { sessionKey } from './session-model.js';
+import type { LocalReads } from './local-reads.js';
 
 /** Answers other nodes' polls of the outputs hosted here. */
 export function serveOutputPolls(endpoint: PeerEndpoint, outputs: OutputRegistry): void {
@@ -41,7 +42,7 @@ export function remoteScan(endpoint: PeerEndpoint, deadlineMs: number): (node: s
 }
 
 /** Answers other nodes' pages of the tsr blocks of the partitions this node owns. */
-export function serveBlocks(endpoint: PeerEndpoint, blocksLocal: (request: BlockPageRequest) => Promise<BlockPage>): void {
+function serveBlocks(endpoint: PeerEndpoint, blocksLocal: (request: BlockPageRequest) => Promise<BlockPage>): void {
   endpoint.handle(BLOCK_READ, (_sender, request) => blocksLocal(request));
 }
 
@@ -50,7 +51,7 @@ export function remoteBlocks(endpoint: PeerEndpoint, deadlineMs: number): (node:
 }
 
 /** Answers other nodes' last values per key of the tsr partitions this node owns. */
-export function serveLatest(endpoint: PeerEndpoint, latestLocal: (request: LatestRequest) => Promise<LatestEntry[]>): void {
+function serveLatest(endpoint: PeerEndpoint, latestLocal: (request: LatestRequest) => Promise<LatestEntry[]>): void {
   endpoint.handle(LATEST_READ, async (_sender, request) => ({ entries: await latestLocal(request) }));
 }
 
@@ -81,7 +82,7 @@ export function remoteExecutionStatuses(endpoint: PeerEndpoint, deadlineMs: numb
 const livePayloadsSchema = z.array(payloadSchema);
 
 /** Takes payloads another node accepted into the live queries hosted here. */
-export function serveLivePayloads(endpoint: PeerEndpoint, feed: Pick<LiveFeed, 'deliver'>): void {
+function serveLivePayloads(endpoint: PeerEndpoint, feed: Pick<LiveFeed, 'deliver'>): void {
   endpoint.handle(LIVE_PAYLOADS, async (_sender, live) => {
     feed.deliver(live.stream, readDocument('payloadsJson', live.payloadsJson, livePayloadsSchema));
     return {};
@@ -91,4 +92,22 @@ export function serveLivePayloads(endpoint: PeerEndpoint, feed: Pick<LiveFeed, '
 /** Hands payloads this node accepted to `node`, which hosts live queries reading the stream. */
 export function remoteLivePayloads(endpoint: PeerEndpoint, deadlineMs: number): (node: string, stream: string, payloads: readonly unknown[]) => Promise<void> {
   return async (node, stream, payloads) => void (await endpoint.call(node, LIVE_PAYLOADS, { stream, payloadsJson: stringifyJson(payloads) }, { deadlineMs }));
+}
+
+/** Every peer call execution answers on this node: output polls, reads of its partitions, run statuses, live payloads. */
+export function serveExecutionPeers(
+  endpoint: PeerEndpoint,
+  parts: {
+    outputs: OutputRegistry;
+    feed: Pick<LiveFeed, 'deliver'>;
+    sessionHost: Pick<SessionHost, 'statuses' | 'reconcile'>;
+    reads: Pick<LocalReads, 'scanLocal' | 'blocksLocal' | 'latestLocal'>;
+  },
+): void {
+  serveOutputPolls(endpoint, parts.outputs);
+  serveScans(endpoint, parts.reads.scanLocal);
+  serveBlocks(endpoint, parts.reads.blocksLocal);
+  serveLatest(endpoint, parts.reads.latestLocal);
+  serveExecutionStatuses(endpoint, parts.sessionHost);
+  serveLivePayloads(endpoint, parts.feed);
 }
