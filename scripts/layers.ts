@@ -42,7 +42,7 @@ export const LAYERS: readonly LayerUnit[] = [
   { name: 'expression', layer: 1, paths: ['expression/'], owns: 'the shared expression language, pure (search, domains, query language, execution)' },
   { name: 'auth', layer: 1, paths: ['auth/'], owns: 'platform permissions and the table of what each route needs' },
   { name: 'storage', layer: 2, paths: ['storage/'], owns: 'the classic-level wrapper, definitions store, ssr, tsr (tsr-block: the block format; tsr-order: payload order across blocks), group commit, hints' },
-  { name: 'peer', layer: 2, paths: ['peer/'], owns: 'the gRPC peer transport from proto/peer.proto, signing, the node identity, the inbound gate, the codec (every peer request a typed message; JSON documents bounded and checked)' },
+  { name: 'peer', layer: 2, paths: ['peer/'], owns: 'the gRPC peer transport from proto/peer.proto: envelopes, signing, the node identity, the inbound gate, limits, transfer streams, and the registry of message kinds (each subsystem declares its own kinds, codecs and handlers; fields.ts and documents.ts check their bodies)' },
   { name: 'cluster-core', layer: 2, paths: ['cluster-core/'], owns: 'the pure membership and transfer state machine; placement.ts: the one ring placement function' },
   { name: 'streams', layer: 3, paths: ['streams/'], owns: 'schemas, the payload validator, taxonomy, tags, distribution policy, partitioner, placements (policies, mappings, slots in use), stream definitions, runtime, ingest (ingest-pool, ingest-worker, tsr-batch: tsr batches packed in worker threads)' },
   { name: 'definitions', layer: 3, paths: ['definitions/'], owns: 'replicated definitions (coordinator, push, hints), their peers and byte quotas, tenants' },
@@ -63,33 +63,7 @@ export const LAYERS: readonly LayerUnit[] = [
   { name: 'node', layer: 7, paths: ['node.ts', 'main.ts'], owns: 'node.ts: the composition root, the only wiring, one function per subsystem; main.ts: the command line (commander)' },
 ];
 
-/** Why peer/ still imports from above: it owns every subsystem's peer messages (their types, codec and documents). */
-const PEER_MESSAGES = "peer/ still declares every subsystem's peer messages; they move to their subsystems, which register them with the transport";
-
-export const LAYER_EXCEPTIONS: readonly LayerException[] = [
-  { from: 'peer/codec.ts', to: 'execution/historical-blocks.ts', why: PEER_MESSAGES },
-  { from: 'peer/codec.ts', to: 'execution/historical-reader.ts', why: PEER_MESSAGES },
-  { from: 'peer/codec.ts', to: 'execution/latest-values.ts', why: PEER_MESSAGES },
-  { from: 'peer/codec.ts', to: 'execution/output-channel.ts', why: PEER_MESSAGES },
-  { from: 'peer/codec.ts', to: 'execution/output-registry.ts', why: PEER_MESSAGES },
-  { from: 'peer/codec.ts', to: 'execution/session-host.ts', why: PEER_MESSAGES },
-  { from: 'peer/codec.ts', to: 'ops/store-stats.ts', why: PEER_MESSAGES },
-  { from: 'peer/documents.ts', to: 'console/history.ts', why: PEER_MESSAGES },
-  { from: 'peer/documents.ts', to: 'execution/output-channel.ts', why: PEER_MESSAGES },
-  { from: 'peer/documents.ts', to: 'execution/session-host.ts', why: PEER_MESSAGES },
-  { from: 'peer/documents.ts', to: 'search/facets.ts', why: PEER_MESSAGES },
-  { from: 'peer/documents.ts', to: 'search/local-search.ts', why: PEER_MESSAGES },
-  { from: 'peer/messages.ts', to: 'console/history.ts', why: PEER_MESSAGES },
-  { from: 'peer/messages.ts', to: 'execution/historical-blocks.ts', why: PEER_MESSAGES },
-  { from: 'peer/messages.ts', to: 'execution/historical-reader.ts', why: PEER_MESSAGES },
-  { from: 'peer/messages.ts', to: 'execution/latest-values.ts', why: PEER_MESSAGES },
-  { from: 'peer/messages.ts', to: 'execution/output-channel.ts', why: PEER_MESSAGES },
-  { from: 'peer/messages.ts', to: 'execution/output-registry.ts', why: PEER_MESSAGES },
-  { from: 'peer/messages.ts', to: 'execution/session-host.ts', why: PEER_MESSAGES },
-  { from: 'peer/messages.ts', to: 'monitoring/monitoring.ts', why: PEER_MESSAGES },
-  { from: 'peer/messages.ts', to: 'ops/store-stats.ts', why: PEER_MESSAGES },
-  { from: 'peer/messages.ts', to: 'search/local-search.ts', why: PEER_MESSAGES },
-];
+export const LAYER_EXCEPTIONS: readonly LayerException[] = [];
 
 /** The unit a file of src (path relative to src) belongs to: the longest path of the table that matches. */
 export function unitOf(file: string): LayerUnit | undefined {

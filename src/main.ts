@@ -25,6 +25,11 @@ const EXIT_CONFIG = 2;
 const EXIT_STARTUP = 1;
 /** A command line that names no command (commander's own usage errors exit 1 too). */
 const EXIT_USAGE = 1;
+/**
+ * The node broke an invariant of its cluster core, or could not persist its table: it stops
+ * at once rather than run on with a wrong state (EX_SOFTWARE of sysexits.h).
+ */
+const EXIT_FATAL = 70;
 /** A node started again under its flags checks this often that the process that started it lives. */
 const PARENT_CHECK_MS = 1_000;
 /** What a null default means, for --help. */
@@ -68,7 +73,7 @@ start.action(async (options: Record<string, string | boolean | undefined>, comma
   }
   // Loaded here: the other commands (status, keygen, health) start fast without the node's modules.
   const { startNode } = await import('./node.js');
-  const node = await startNode(config, log);
+  const node = await startNode(config, log, { onFatal: () => process.exit(EXIT_FATAL) });
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

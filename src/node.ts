@@ -1,10 +1,13 @@
 // The composition root: the only place that builds the parts of a node and wires them together
 // (docs/architecture.md, "Layout"). Everything else receives what it needs. Each subsystem is
 // assembled by its own function below, in the order `startNode` calls them; a part a later one
-// needs is handed on in the record its function returns.
+// needs is handed on in the record its function returns. What a subsystem decides (which reads
+// a refilling node refuses, where a session's questions go, which peer calls it answers) is
+// the subsystem's own; the cluster node (core shell, data plane, their peer calls) is built by
+// startClusterNode (cluster/cluster-node.ts), which the shell simulation calls too. A node that
+// must stop at once tells main.ts (hooks.onFatal), which exits.
 
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import type Router from '@koa/router';
 import { VendorService } from './admin/vendors.js';
 import { AdminGate, ApiSwitch } from './api-v1/access.js';
@@ -16,13 +19,13 @@ import { problemRenderer } from './api-v1/problems.js';
 import { brainApiRoutes } from './api-v1/routes.js';
 import { loadBrainTemplates } from './api-v1/templates.js';
 import { announceAccess } from './auth/announce-access.js';
-import { ClusterShell } from './cluster/cluster-shell.js';
+import { startClusterNode } from './cluster/cluster-node.js';
 import { ClusterCore } from './cluster-core/core.js';
 import { coordinatorOf, ownersOf as currentOwners } from './cluster-core/placement.js';
-import type { CoreConfig, Member, Membership, PersistedCoreState } from './protocol/cluster-types.js';
+import type { CoreConfig, Member, PersistedCoreState } from './protocol/cluster-types.js';
 import { joinIfTableLost, loadCoreState, saveCoreState, wasMember } from './cluster/core-state-store.js';
-import { guardedChunks, startDataPlane, type DataPlane } from './cluster/data-plane.js';
-import { ClusterDefinitionPeers, fromWireRecord } from './definitions/definition-peers.js';
+import type { DataPlane } from './cluster/data-plane.js';
+import { ClusterDefinitionPeers, serveDefinitions } from './definitions/definition-peers.js';
 import { ClusterEventBus } from './cluster/events.js';
 import { loadOrCreateIdentity, type NodeIdentity } from './peer/identity.js';
 import { admitTrust } from './cluster/admit-trust.js';
@@ -37,20 +40,21 @@ import { ringView } from './console/ring-view.js';
 import { ContributorService } from './contributors/contributor-service.js';
 import { PublishedIndex } from './contributors/published-index.js';
 import { DomainService } from './domains/domain-service.js';
-import { BadRequestError, TributaryError } from './errors.js';
+import { BadRequestError } from './errors.js';
 import { DaemonService } from './execution/daemon-service.js';
 import { ExecutionService } from './execution/execution-service.js';
-import { readHistorical, scanPage, type ScanPage, type ScanRequest } from './execution/historical-reader.js';
+import { readHistorical } from './execution/historical-reader.js';
 import { LiveFeed, LiveForwarder } from './execution/live-feed.js';
 import { OutputRegistry } from './execution/output-registry.js';
-import { remoteBlocks, remoteExecutionStatuses, remoteLatest, remoteOutputPoll, remoteScan, serveBlocks, serveLatest, serveExecutionStatuses, serveLivePayloads, serveOutputPolls, serveScans } from './execution/execution-peer.js';
-import { BLOCK_PAGE_CHARS_MAX, type BlockPageRequest, readBlockColumns, readBlockRows } from './execution/historical-blocks.js';
+import { remoteBlocks, remoteExecutionStatuses, remoteLatest, remoteLivePayloads, remoteOutputPoll, remoteScan, serveExecutionPeers } from './execution/execution-peer.js';
+import { localReads } from './execution/local-reads.js';
+import { hostingFollower, sessionStatuses, settleOnHost } from './execution/session-routing.js';
+import { readBlockColumns, readBlockRows } from './execution/historical-blocks.js';
 import { readLatestRows } from './execution/historical-latest.js';
-import { LatestValues, type LatestRequest } from './execution/latest-values.js';
+import { LatestValues } from './execution/latest-values.js';
 import { createPipeline } from './execution/pipeline/index.js';
 import { SessionDirectory } from './execution/session-directory.js';
-import { SessionHost, type RunStatus } from './execution/session-host.js';
-import { sessionKey } from './execution/session-model.js';
+import { SessionHost } from './execution/session-host.js';
 import { sessionHostOf } from './execution/session-placement.js';
 import { createApp } from './http/app.js';
 import { authenticationMiddleware } from './http/authentication.js';
@@ -73,8 +77,6 @@ import { searchRoutes } from './http/routes/search.js';
 import { isIngestRequest, streamRoutes } from './http/routes/streams.js';
 import { servingGate } from './http/serving-gate.js';
 import { SseTracker } from './http/sse.js';
-import { stringifyJson } from './json.js';
-import { parsePeerJson } from './peer/documents.js';
 import type { Logger } from './log.js';
 import { Metrics } from './metrics/metrics.js';
 import { AuditLog } from './monitoring/audit-log.js';
@@ -93,18 +95,16 @@ import { repairActions } from './repair/cluster-repair.js';
 import { loadDamage, saveDamage } from './repair/damage-store.js';
 import { StoredPartitions } from './repair/stored-partitions.js';
 import { isolatePool } from './scripting/sandbox.js';
-import { searchLocally, type LocalSearchRequest } from './search/local-search.js';
-import { remoteSearch, serveSearchReads } from './search/search-peer.js';
+import { remoteSearch, serveSearchReads, servingLocalSearch } from './search/search-peer.js';
 import { SearchService } from './search/search-service.js';
 import { SsrIndex } from './search/ssr-index.js';
-import type { Database } from './storage/database.js';
 import { DefinitionStore } from './storage/definitions.js';
 import { GroupCommitter } from './storage/group-commit.js';
 import { HintBuffer } from './storage/hints.js';
 import { diskRefusal, DiskWatch } from './storage/disk-watch.js';
 import { markCleanStop, openChecked, type StorageDamage } from './storage/integrity.js';
 import { LocalReplica } from './storage/local-replica.js';
-import { isRepositoryName, type Repository, type RepositoryName, type StoredRecord } from './storage/repository.js';
+import { type Repository, type RepositoryName, type StoredRecord } from './storage/repository.js';
 import { SearchableRepository } from './storage/ssr.js';
 import { TransferChunks } from './cluster/transfer-chunks.js';
 import { TimeSeriesRepository } from './storage/tsr.js';
@@ -115,7 +115,7 @@ import { IngestPool } from './streams/ingest-pool.js';
 import { parseStreamUri } from './streams/stream-id.js';
 import { StreamDefinitions } from './streams/stream-definitions.js';
 import { StreamPlacements } from './streams/stream-placements.js';
-import { moveActions, moveReportKey, RepositoryMoves } from './streams/move-status.js';
+import { moveActions, moveReportKey, movingMembers, RepositoryMoves } from './streams/move-status.js';
 import { loadMoveStates, RepositoryMover } from './streams/repository-mover.js';
 import type { RepositoryMapping } from './streams/repository-mapping.js';
 import { StreamRuntime } from './streams/stream-runtime.js';
@@ -144,17 +144,22 @@ const REPAIR_PACING_MS = 100;
 const LIVE_EMIT_INTERVAL_MS = 1_000;
 const LIVE_TICK_INTERVAL_MS = 250;
 
-export async function startNode(given: Config, log: Logger): Promise<RunningNode> {
+/** What the process running the node is told (main.ts). */
+export interface NodeHooks {
+  /** The node must stop at once: its cluster core broke an invariant, or a persist failed. */
+  onFatal(error: unknown): void;
+}
+
+export async function startNode(given: Config, log: Logger, hooks: NodeHooks): Promise<RunningNode> {
   const base = baseParts(given);
   const storage = await openStorage(given, log, base.metrics);
   const persisted = await loadCoreState(storage.database, log);
   const config = joinIfTableLost(given, { wasMember: wasMember(storage.database), hasTable: persisted !== undefined }, log);
   const cluster = await startCluster(config, log, base, storage, persisted);
   const defined = definitionParts(config, cluster, storage);
-  const data = startData(config, log, base, storage, cluster, defined);
-  const monitoring = monitoringParts(config, base, storage, cluster, defined, data);
-  const execution = executionParts(config, log, base, cluster, defined, data, monitoring);
-  serveReads(cluster.transport, { storage, data, monitoring, execution });
+  const data = startData(config, log, base, storage, cluster, defined, hooks);
+  const execution = executionParts(config, log, base, cluster, defined, data);
+  const monitoring = monitoringParts(config, base, storage, cluster, defined, data, execution);
   await startParts(config, cluster, defined, data, storage, execution);
   const brain = await brainParts(config, log, cluster, defined);
   const ops = opsParts(config, log, base, storage, cluster, defined, data);
@@ -171,8 +176,7 @@ export async function startNode(given: Config, log: Logger): Promise<RunningNode
     async close() {
       ops.stop();
       history.stop();
-      data.shell.stop();
-      data.plane.stop();
+      data.node.stop();
       data.mover.close();
       monitoring.system.stop();
       execution.outputs.close();
@@ -231,12 +235,16 @@ async function openStorage(config: Config, log: Logger, metrics: Metrics) {
   });
   await disk.check();
   disk.start();
+  // Damage found at open is stored before anything else runs; otherwise a refill that a
+  // restart interrupted goes on (repair-service.ts).
+  if (damageFound !== undefined) await saveDamage(database, damageFound);
+  const damage = damageFound ?? (await loadDamage(database));
   const repositories: Record<RepositoryName, Repository> & { tsr: TimeSeriesRepository } = { ssr: new SearchableRepository(database), tsr: new TimeSeriesRepository(database) };
   return {
     database,
     disk,
     losses,
-    damageFound,
+    damage,
     store: await DefinitionStore.open(database),
     hints: await HintBuffer.open(database, config.limits.hintBufferBytesMax),
     committer: new GroupCommitter(database, undefined, (seconds) => metrics.groupCommit(seconds)),
@@ -284,10 +292,10 @@ function definitionParts(config: Config, cluster: Cluster, storage: Storage) {
   const sandboxLimits = { timeoutMs: config.limits.tagTimeoutMs, memoryMb: config.limits.tagMemoryMb };
   isolatePool.configure({ isolatesMax: config.limits.isolatesMax, memoryBytesMax: config.limits.isolatesMemoryMb * 1024 * 1024 });
   const holdsData = (stream: string) => clusterHoldsData(stream, { localHoldsData: storage.localHoldsData, core, transport, deadlineMs: deadline });
-  // A member that is down moves when it is back; it does not hold the others' moves, nor the membership, meanwhile.
-  const joined = () => core.membership().members.filter((member) => member.state === 'Joined' && (member.name === config.name || available(member.name))).map((member) => member.name);
-  const moves = new RepositoryMoves(definitions, joined, () => core.membership().change !== undefined);
+  const moves = new RepositoryMoves(definitions, () => movingMembers(core.membership(), config.name, available), () => core.membership().change !== undefined);
   const streamDefinitions = new StreamDefinitions(definitions, tenants, holdsData, sandboxLimits, moves);
+  serveDefinitions(transport, definitions);
+  serveHoldsData(transport, storage.localHoldsData);
   return { definitions, tenants, streamDefinitions, sandboxLimits, placements: new StreamPlacements(definitions), moves };
 }
 
@@ -339,89 +347,66 @@ function storedParts(config: Config, log: Logger, storage: Storage, defined: Def
 }
 
 /**
- * The data path: indexes over the repositories, the shell that runs the core, transfers,
- * the data plane (replica writes, hints, hand-offs, repair) and ingest.
+ * The data path: indexes over the repositories, the cluster node (the shell that runs the
+ * core, transfers, and the data plane: replica writes, hints, hand-offs, repair), ingest and
+ * the reads other nodes ask of this one.
  */
-function startData(config: Config, log: Logger, base: Base, storage: Storage, cluster: Cluster, defined: Defined) {
-  const { database, repositories } = storage;
+function startData(config: Config, log: Logger, base: Base, storage: Storage, cluster: Cluster, defined: Defined, hooks: NodeHooks) {
   const { core, transport, deadline } = cluster;
+  const stored = storedParts(config, log, storage, defined);
+  const node = clusterNodeParts(config, log, storage, cluster, defined, stored, hooks);
+  const membershipService = new MembershipService({ core, shell: node.shell, transport, peerDeadlineMs: deadline, log, blockedBy: () => defined.moves.membershipBlockedBy() });
+  cluster.membershipFeed.subscribe((membership) => membershipService.observe(membership));
+  const runtime = new StreamRuntime(defined.definitions, defined.streamDefinitions, defined.sandboxLimits);
+  const ingestPool = config.limits.ingestThreads === 0 ? undefined : new IngestPool({ threads: config.limits.ingestThreads, log });
+  const ingest = new IngestService(runtime, node.plane.router, new WriteIdGenerator(config.name), { batchPayloadsMax: config.limits.ingestBatchPayloadsMax, jsonDepthMax: config.limits.jsonDepthMax }, {
+    pool: ingestPool,
+    storageRefusal: () => storage.database.writeRefusal(),
+  });
+  storage.losses.onLoss = (damage) => void node.plane.repair.found(damage).catch((error: unknown) => log.error({ err: error }, 'the damage mark could not be saved'));
+  const reads = readParts(config, base, storage, defined, stored, node.plane, transport);
+  const { ssrIndex, repositoryStats, mover } = stored;
+  return { ssrIndex, repositoryStats, node, plane: node.plane, membershipService, runtime, ingest, ingestPool, mover, ...reads };
+}
+
+/** The cluster node (cluster/cluster-node.ts) over this node's storage, peer port and timers. */
+function clusterNodeParts(config: Config, log: Logger, storage: Storage, cluster: Cluster, defined: Defined, stored: ReturnType<typeof storedParts>, hooks: NodeHooks) {
+  const { database } = storage;
   const { definitions, placements } = defined;
-  const { ssrIndex, repositoryStats, latestValues, replica, partitions, chunks, mover } = storedParts(config, log, storage, defined);
-  const shell = new ClusterShell({
-    core, transport, events: cluster.events, log,
-    chunks: guardedChunks(chunks, () => plane),
+  return startClusterNode({
+    localName: config.name, core: cluster.core, endpoint: cluster.transport, events: cluster.events, log, timers: realTimers, wallClock: Date.now,
+    chunks: stored.chunks,
     saveCoreState: (state) => saveCoreState(database, state),
     onMembership: (membership) => cluster.membershipFeed.publish(membership),
-    onDrop: (repo, slots) => plane.handOff.schedule(repo, slots),
-    timers: realTimers,
-    onFatal: () => process.exit(70),
-    heartbeatIntervalMs: config.cluster.heartbeatIntervalMs,
-    peerDeadlineMs: deadline,
-    ackWaitMs: Math.max(500, Math.floor(config.cluster.transferStallMs / 2)),
-  });
-  const membershipService = new MembershipService({ core, shell, transport, peerDeadlineMs: deadline, log, blockedBy: () => defined.moves.membershipBlockedBy() });
-  cluster.membershipFeed.subscribe((membership) => membershipService.observe(membership));
-  const plane: DataPlane = startDataPlane({
-    localName: config.name, core, endpoint: transport, log, timers: realTimers, wallClock: Date.now,
-    shell: {
-      adopt: (from, membership) => shell.adopt(from, membership),
-      suspect: (node) => shell.submit({ type: 'unreachable', node }),
-      finalSynced: (changeId) => shell.submit({ type: 'final-sync-done', changeId }),
-      damaged: (damaged) => shell.submit({ type: 'damage', damaged }),
-    },
-    replica, partitions, hints: storage.hints, committer: storage.committer,
-    dropPartition: (repo, stream, partition) => chunks.dropPartition(repo, stream, partition),
+    onFatal: (error) => hooks.onFatal(error),
+    status: () => nodeStatus(cluster.nodes.local()),
+    replica: stored.replica, partitions: stored.partitions, hints: storage.hints, committer: storage.committer,
     definitions: { records: () => storage.store.records(), apply: (records) => definitions.apply(records) },
     persistDamage: (damage) => saveDamage(database, damage),
     streams: () => placements.persisted(),
     replicasOf: (streamKey) => placements.replicasOf(streamKey),
     limits: {
+      heartbeatIntervalMs: config.cluster.heartbeatIntervalMs,
+      ackWaitMs: Math.max(500, Math.floor(config.cluster.transferStallMs / 2)),
       writeDeadlineMs: config.cluster.writeDeadlineMs,
-      peerDeadlineMs: deadline,
+      peerDeadlineMs: cluster.deadline,
       hintReplayIntervalMs: HINT_REPLAY_INTERVAL_MS,
       repairIntervalMs: config.cluster.repairIntervalMs,
       repairPacingMs: REPAIR_PACING_MS,
     },
   });
-  servePeers(transport, { shell, definitions, nodes: cluster.nodes });
-  const runtime = new StreamRuntime(definitions, defined.streamDefinitions, defined.sandboxLimits);
-  const ingestPool = config.limits.ingestThreads === 0 ? undefined : new IngestPool({ threads: config.limits.ingestThreads, log });
-  const ingest = new IngestService(runtime, plane.router, new WriteIdGenerator(config.name), { batchPayloadsMax: config.limits.ingestBatchPayloadsMax, jsonDepthMax: config.limits.jsonDepthMax }, {
-    pool: ingestPool,
-    storageRefusal: () => database.writeRefusal(),
-  });
-  storage.losses.onLoss = (damage) => void plane.repair.found(damage).catch((error: unknown) => log.error({ err: error }, 'the damage mark could not be saved'));
-  // A node refilling damaged data answers no search from it: another owner does.
-  const searchLocal = async (request: LocalSearchRequest) => {
-    plane.repair.checkServing('this search');
-    const started = performance.now();
-    const result = await searchLocally(ssrIndex, request);
-    base.metrics.searchLocal((performance.now() - started) / 1000);
-    return result;
-  };
-  const scanLocal = async (request: ScanRequest): Promise<ScanPage> => {
-    plane.repair.checkServing(`partition ${request.partition} of ${request.stream}`);
-    // While the stream moves to another repository, the page comes from the one complete here (repository-move.ts).
-    const served = mover.readRepository(request.stream, request.repo, request.after === undefined);
-    if (!isRepositoryName(served)) throw new TributaryError(409, 'REPOSITORY_MOVING', served);
-    const page = await scanPage((stream, options) => repositories[served].scan(stream, options), request, config.execution.historicalPageRecords);
-    return { ...page, repo: served };
-  };
-  const latestKept = (request: LatestRequest) => (plane.repair.serving() && !mover.copyingInto(request.stream, 'tsr') ? latestValues.kept(request) : undefined);
-  // Blocks and latest values are read from the tsr, which a node still copying a stream into it does not hold whole.
-  const checkTsrWhole = (stream: string) => {
-    if (mover.copyingInto(stream, 'tsr')) throw new TributaryError(409, 'REPOSITORY_MOVING', `this node is still copying ${stream} into the tsr`);
-  };
-  const latestLocal = (request: LatestRequest) => {
-    plane.repair.checkServing(`partition ${request.partition} of ${request.stream}`);
-    checkTsrWhole(request.stream);
-    return latestValues.latest(request);
-  };
-  const blocksLocal = async (request: BlockPageRequest) => {
-    plane.repair.checkServing(`partition ${request.partition} of ${request.stream}`);
-    checkTsrWhole(request.stream);
-    return repositories.tsr.blockPage(request.stream, request.partition, { ...request, charsMax: Math.min(request.charsMax, BLOCK_PAGE_CHARS_MAX) });
-  };
+}
+
+/**
+ * The reads this node answers from its own partitions (search, pages, blocks, last values:
+ * none while it refills damaged data), and the counts of what it stores, for itself and for
+ * the peers that ask.
+ */
+function readParts(config: Config, base: Base, storage: Storage, defined: Defined, stored: ReturnType<typeof storedParts>, plane: DataPlane, transport: PeerTransport) {
+  const { repositories } = storage;
+  const { placements } = defined;
+  const searchLocal = servingLocalSearch(stored.ssrIndex, plane.repair, (seconds) => base.metrics.searchLocal(seconds));
+  const reads = localReads({ repositories, serving: plane.repair, mover: stored.mover, latestValues: stored.latestValues, pageRecordsMax: config.execution.historicalPageRecords });
   const storeStats = new StoreStatsCache({
     databaseDir: join(config.dataDir, 'db'),
     streams: () => placements.persisted(),
@@ -431,11 +416,13 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
       return { freeBytes, totalBytes, writable, reason };
     },
   }, STORE_STATS_TTL_MS);
-  return { ssrIndex, repositoryStats, shell, membershipService, plane, runtime, ingest, ingestPool, searchLocal, scanLocal, blocksLocal, latestKept, latestLocal, storeStats, mover };
+  serveSearchReads(transport, searchLocal);
+  serveStoreStats(transport, storeStats);
+  return { searchLocal, ...reads, storeStats };
 }
 
 /** Monitoring: every service of the spec, from counters the parts keep. */
-function monitoringParts(config: Config, base: Base, storage: Storage, cluster: Cluster, defined: Defined, data: Data) {
+function monitoringParts(config: Config, base: Base, storage: Storage, cluster: Cluster, defined: Defined, data: Data, execution: Execution) {
   const sseTracker = new SseTracker();
   const system = new SystemStats(base.startedAtMs);
   system.start();
@@ -447,19 +434,19 @@ function monitoringParts(config: Config, base: Base, storage: Storage, cluster: 
   const audit = new AuditLog(config.monitoring.auditEntriesMax, config.name);
   defined.definitions.onChange((key, definition, change) => change !== undefined && audit.definitionChanged(key, change, definition === undefined));
   cluster.membershipFeed.subscribe((membership) => audit.membershipChanged(membership, coordinatorOf(membership, cluster.available)));
-  // The execution parts come later and fill these in (sessions, live forwarding).
-  const late: { execution?: { sessionHost: SessionHost; forwarder: LiveForwarder } } = {};
+  const { sessionHost, forwarder } = execution;
   const deps: MonitoringDeps = {
     localName: config.name, hints: storage.hints, core: cluster.core, version: base.version, definitions: defined.definitions, system, streamStats, audit,
     repositoryStats: data.repositoryStats,
     ssrIndex: (stream) => data.ssrIndex.status(stream),
     transport: () => cluster.transport.counters.snapshot(),
     actorsEnabled: config.monitoring.actorsEnabled,
-    actors: { runners: () => late.execution!.sessionHost.runners(), liveForwarding: () => late.execution!.forwarder.queueDepths(), sseClients: () => sseTracker.clients() },
-    execution: () => ({ sessions: late.execution!.sessionHost.summary(), liveForwardDroppedPayloads: late.execution!.forwarder.dropped }),
+    actors: { runners: () => sessionHost.runners(), liveForwarding: () => forwarder.queueDepths(), sseClients: () => sseTracker.clients() },
+    execution: () => ({ sessions: sessionHost.summary(), liveForwardDroppedPayloads: forwarder.dropped }),
     handOff: () => ({ pendingDrops: data.plane.handOff.pendingDrops(), pendingSyncs: data.plane.followUps.pending(), damaged: data.plane.repair.damaged() }),
   };
-  return { sseTracker, system, deps, late };
+  serveMonitoring(cluster.transport, deps);
+  return { sseTracker, system, deps };
 }
 
 /** Live feeds, forwarding to the hosts of live queries, and outputs served from every node. */
@@ -482,7 +469,7 @@ function outputParts(config: Config, log: Logger, base: Base, cluster: Cluster, 
   });
   const forwarder = new LiveForwarder({
     hostsReading: (stream) => directory.remoteHostsReading(stream),
-    send: async (node, stream, payloads) => void (await transport.call(node, 'LivePayloads', { stream, payloadsJson: stringifyJson(payloads) }, { deadlineMs: deadline })),
+    send: remoteLivePayloads(transport, deadline),
     queuePayloadsMax: config.execution.liveForwardQueuePayloadsMax,
     log,
   });
@@ -493,7 +480,6 @@ function outputParts(config: Config, log: Logger, base: Base, cluster: Cluster, 
     },
     (stream) => feed.reads(stream.key) || directory.remoteHostsReading(stream.key).length > 0,
   );
-  serveLivePayloads(transport, feed);
   // Every node ends its clients of outputs whose query or session went (output-registry.ts, retain).
   defined.definitions.onChange((key) => key.startsWith('session/') && outputs.retain((outputId) => directory.hasOutput(outputId)));
   return { feed, directory, outputs, forwarder };
@@ -503,20 +489,54 @@ function outputParts(config: Config, log: Logger, base: Base, cluster: Cluster, 
  * Execution: sessions run on their host node; payloads reach live queries from
  * the node that accepted them; outputs are served from every node.
  */
-function executionParts(config: Config, log: Logger, base: Base, cluster: Cluster, defined: Defined, data: Data, monitoring: Monitoring) {
+function executionParts(config: Config, log: Logger, base: Base, cluster: Cluster, defined: Defined, data: Data) {
   const { transport, deadline, available } = cluster;
-  const { definitions, tenants, placements } = defined;
-  // Contributors and domains: definitions like any other; the published-to index
-  // learns from every batch this node accepts, and domains limit searches by contributor.
+  const { definitions, tenants } = defined;
+  const { contributors, domains } = contributorParts(log, defined, data);
+  const hostOf = (sessionId: string) => sessionHostOf(cluster.core.membership(), available, sessionId);
+  const { feed, directory, outputs, forwarder } = outputParts(config, log, base, cluster, defined, data, hostOf);
+  const sessionHost = sessionHostParts(config, log, cluster, defined, data, { hostOf, feed, outputs, domains });
+  definitions.onChange((key) => key.startsWith('session/') && void sessionHost.reconcile(key));
+  cluster.membershipFeed.subscribe(hostingFollower(sessionHost, available));
+  const routing = { localName: config.name, hostOf, sessionHost, remoteStatuses: remoteExecutionStatuses(transport, deadline), log };
+  const execution = new ExecutionService({
+    definitions,
+    tenants,
+    statuses: sessionStatuses(routing),
+    settle: settleOnHost(routing),
+    advertisedHttp: `${config.advertiseAddress ?? config.host}:${config.httpPort}`,
+    limits: { sessionQueriesMax: config.execution.sessionQueriesMax },
+    sandboxLimits: { timeoutMs: config.execution.functionTimeoutMs, memoryMb: config.limits.tagMemoryMb },
+  });
+  serveExecutionPeers(transport, { outputs, feed, sessionHost, reads: data });
+  return { sessionHost, forwarder, outputs, directory, execution, contributors, domains };
+}
+
+/**
+ * Contributors and domains: definitions like any other; the published-to index learns from
+ * every batch this node accepts, and domains limit searches by contributor.
+ */
+function contributorParts(log: Logger, defined: Defined, data: Data) {
+  const { definitions, tenants } = defined;
   const published = new PublishedIndex(definitions, log);
   data.ingest.onPayloads(
     (stream, payloads) => published.record(stream, payloads),
     (stream) => published.watches(stream),
   );
   const contributors = new ContributorService(definitions, tenants, published);
-  const domains = new DomainService(definitions, tenants, contributors, published);
-  const hostOf = (sessionId: string) => sessionHostOf(cluster.core.membership(), available, sessionId);
-  const { feed, directory, outputs, forwarder } = outputParts(config, log, base, cluster, defined, data, hostOf);
+  return { contributors, domains: new DomainService(definitions, tenants, contributors, published) };
+}
+
+/** The sessions this node hosts: live queries over the feed, historical reads from every owner. */
+function sessionHostParts(
+  config: Config,
+  log: Logger,
+  cluster: Cluster,
+  defined: Defined,
+  data: Data,
+  parts: { hostOf: (sessionId: string) => string | undefined; feed: LiveFeed; outputs: OutputRegistry; domains: DomainService },
+): SessionHost {
+  const { transport, deadline, available } = cluster;
   const historicalDeps = {
     localName: config.name,
     ownersOf: (partition: number, replicas: number) => currentOwners(cluster.core.membership(), { partition, replicas }),
@@ -529,15 +549,15 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
     latestLocal: data.latestLocal,
     latestRemote: remoteLatest(transport, deadline),
   };
-  const sessionHost = new SessionHost({
+  return new SessionHost({
     localName: config.name,
-    definitions,
-    hostOf,
-    feed,
+    definitions: defined.definitions,
+    hostOf: parts.hostOf,
+    feed: parts.feed,
     createPipeline,
-    outputs,
-    domainScope: (tenant, uri) => domains.scope(tenant, uri),
-    placementOf: (stream) => ({ ...placements.placementOf(stream), moving: defined.moves.running(stream) }),
+    outputs: parts.outputs,
+    domainScope: (tenant, uri) => parts.domains.scope(tenant, uri),
+    placementOf: (stream) => ({ ...defined.placements.placementOf(stream), moving: defined.moves.running(stream) }),
     writeStream: async (uri, rows) => {
       const failures = await data.ingest.ingest(parseStreamUri(uri), rows);
       if (failures.size > 0) throw new BadRequestError(`${uri} refused ${failures.size} row(s): ${[...failures.values()][0]}`);
@@ -557,84 +577,14 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
     emitIntervalMs: LIVE_EMIT_INTERVAL_MS,
     log,
   });
-  definitions.onChange((key) => key.startsWith('session/') && void sessionHost.reconcile(key));
-  cluster.membershipFeed.subscribe(hostingFollower(sessionHost, available));
-  const localStatuses = (tenant: string, id: string): Map<string, RunStatus> => new Map(sessionHost.statuses(sessionKey(tenant, id)) ?? []);
-  const hostStatuses = remoteExecutionStatuses(transport, deadline);
-  const settleOnHost = hostSettler(config.name, sessionHost, hostStatuses, log);
-  const execution = new ExecutionService({
-    definitions,
-    tenants,
-    statuses: async (tenant, id) => {
-      const host = hostOf(id);
-      if (host === undefined) return new Map();
-      if (host === config.name) return localStatuses(tenant, id);
-      try {
-        return await hostStatuses(host, tenant, id);
-      } catch {
-        return new Map();
-      }
-    },
-    settle: (tenant, id) => settleOnHost(hostOf(id), tenant, id),
-    advertisedHttp: `${config.advertiseAddress ?? config.host}:${config.httpPort}`,
-    limits: { sessionQueriesMax: config.execution.sessionQueriesMax },
-    sandboxLimits: { timeoutMs: config.execution.functionTimeoutMs, memoryMb: config.limits.tagMemoryMb },
-  });
-  const parts = { sessionHost, forwarder, outputs, directory, execution, contributors, domains };
-  monitoring.late.execution = parts;
-  return parts;
 }
 
-/**
- * A change answers once the session's host runs it as stored, wherever the host is: a
- * stopped or deleted query writes nothing after the answer. A host that cannot be asked is
- * down or cut off; the change is stored and it follows when it is back.
- */
-function hostSettler(localName: string, sessionHost: SessionHost, hostStatuses: ReturnType<typeof remoteExecutionStatuses>, log: Logger) {
-  return async (host: string | undefined, tenant: string, id: string): Promise<void> => {
-    if (host === undefined) return;
-    if (host === localName) return sessionHost.reconcile(sessionKey(tenant, id));
-    try {
-      await hostStatuses(host, tenant, id, true);
-    } catch (error) {
-      log.warn({ host, session: id, err: (error as Error).message }, 'the session host did not confirm a change');
-    }
-  };
-}
-
-/** Sessions move when the set of Joined, available nodes changes (and only then). */
-function hostingFollower(sessionHost: SessionHost, available: (name: string) => boolean): (membership: Membership) => void {
-  let hostingSignature = '';
-  return (membership) => {
-    const signature = membership.members.filter((member) => member.state === 'Joined' && available(member.name)).map((member) => member.name).sort().join(',');
-    if (signature === hostingSignature) return;
-    hostingSignature = signature;
-    void sessionHost.reconcile();
-  };
-}
-
-/** The reads peers ask of this node, each answered by the part that owns its data. */
-function serveReads(transport: PeerTransport, parts: { storage: Storage; data: Data; monitoring: Monitoring; execution: Execution }): void {
-  const { storage, data, monitoring, execution } = parts;
-  serveSearchReads(transport, data.searchLocal);
-  serveOutputPolls(transport, execution.outputs);
-  serveScans(transport, data.scanLocal);
-  serveBlocks(transport, data.blocksLocal);
-  serveLatest(transport, data.latestLocal);
-  serveExecutionStatuses(transport, execution.sessionHost);
-  serveStoreStats(transport, data.storeStats);
-  serveMonitoring(transport, monitoring.deps);
-  serveHoldsData(transport, storage.localHoldsData);
-}
-
-/** Starts what runs on its own: the shell, the data plane (with any damage found at open), sessions, default tenants. */
+/** Starts what runs on its own: the cluster node (with any damage found at open), moves, sessions, default tenants. */
 async function startParts(config: Config, cluster: Cluster, defined: Defined, data: Data, storage: Storage, execution: Execution): Promise<void> {
-  const reportSlots = () => data.shell.submit({ type: 'slots', slots: defined.placements.slotsInUse() });
+  const reportSlots = () => data.node.reportSlots(defined.placements.slotsInUse());
   defined.definitions.onChange((key) => (key.startsWith('repository/') || key.startsWith('policy/')) && reportSlots());
   reportSlots();
-  data.shell.start();
-  if (storage.damageFound !== undefined) await saveDamage(storage.database, storage.damageFound);
-  data.plane.start(storage.damageFound ?? (await loadDamage(storage.database)));
+  data.node.start(storage.damage);
   data.mover.start();
   void execution.sessionHost.reconcile();
   if (cluster.persisted === undefined && !config.join) {
@@ -813,30 +763,6 @@ function liveConsole(core: ClusterCore, placements: StreamPlacements, history: (
     ring: () => ringView(core.membership(), placements.policiesInUse()),
     history,
   });
-}
-
-/** The peer calls of membership and definitions this node answers. */
-function servePeers(transport: PeerTransport, parts: { shell: ClusterShell; definitions: ReplicatedDefinitions; nodes: NodeTable }): void {
-  const { shell, definitions, nodes } = parts;
-  transport.handle('CoreMessage', async (sender, message) => {
-    shell.submit({ type: 'receive', from: sender, message });
-    return {};
-  });
-  transport.handle('Admit', async (sender, admit) => {
-    shell.submit({ type: 'receive', from: sender, message: { type: 'membership', membership: admit.membership } });
-    return nodeStatus(nodes.local());
-  });
-  transport.handle('AdminCommand', (_sender, command) => shell.admin(command));
-  transport.handle('DefinitionWrite', async (_sender, write) => {
-    const value = write.delete ? undefined : parsePeerJson('valueJson', write.valueJson);
-    const record = await definitions.coordinate({ key: write.key, value, expectedVersion: write.expectedVersion, delete: write.delete });
-    return { version: record === undefined ? undefined : String(record.version) };
-  });
-  transport.handle('DefinitionPush', async (_sender, push) => {
-    await definitions.apply(push.records.map(fromWireRecord));
-    return {};
-  });
-  transport.handleTransfer((sender, chunk) => shell.receiveChunk(sender, chunk));
 }
 
 function coreConfig(config: Config): CoreConfig {

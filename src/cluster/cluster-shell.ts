@@ -11,7 +11,8 @@ import { assert } from '../assert.js';
 import type { Logger } from '../log.js';
 import { PeerAuthError } from '../peer/errors.js';
 import type { PeerEndpoint, TransferSender } from '../peer/endpoint.js';
-import type { TransferAck, TransferChunk } from '../peer/messages.js';
+import type { TransferAck, TransferChunk } from '../peer/codec.js';
+import { ADMIT, CORE_MESSAGE } from './core-messages.js';
 import type { Timer, Timers } from '../timers.js';
 import type { ClusterCore } from '../cluster-core/core.js';
 import { memberNamed } from '../cluster-core/membership.js';
@@ -271,7 +272,7 @@ export class ClusterShell {
     const viaAdmit = message.type === 'membership' && this.isPending(to);
     const pending = viaAdmit
       ? this.admit(to, message.membership)
-      : this.deps.transport.call(to, 'CoreMessage', message, { deadlineMs: this.deps.peerDeadlineMs });
+      : this.deps.transport.call(to, CORE_MESSAGE, message, { deadlineMs: this.deps.peerDeadlineMs });
     pending.catch((error: unknown) => {
       this.deps.log.debug({ err: error, to, type: message.type }, 'peer send failed');
       if (!viaAdmit && error instanceof PeerAuthError) this.readmit(to);
@@ -280,7 +281,7 @@ export class ClusterShell {
   }
 
   private admit(to: string, membership: Membership): Promise<unknown> {
-    return this.deps.transport.call(to, 'Admit', { membership, targetPublicKey: this.publicKeyOf(to) }, { deadlineMs: this.deps.peerDeadlineMs });
+    return this.deps.transport.call(to, ADMIT, { membership, targetPublicKey: this.publicKeyOf(to) }, { deadlineMs: this.deps.peerDeadlineMs });
   }
 
   /**

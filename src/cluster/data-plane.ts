@@ -1,18 +1,16 @@
 // The data plane of a cluster node: how a write reaches every owner of its
 // partition, where hints are kept and how they are replayed, how partitions are handed off
 // before they are dropped, and anti-entropy repair; with the peer calls these answer. It is
-// built from ports (a peer endpoint, storage, timers), so the node (src/node.ts) and the
-// simulation (test/sim) run the same code.
+// built from ports (a peer endpoint, storage, timers) by startClusterNode (cluster-node.ts),
+// which the node (src/node.ts) and the shell simulation (test/sim) both call.
 
 import type { Logger } from '../log.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
-import type { DefinitionRecord as WireDefinitionRecord, WriteRecords } from '../peer/messages.js';
 import type { DefinitionRecord } from '../storage/definitions.js';
 import type { RepositoryName } from '../storage/repository.js';
 import type { Timers } from '../timers.js';
-import { BadRequestError } from '../errors.js';
-import { ClusterRepair, toReply } from '../repair/cluster-repair.js';
-import { keysInSegments } from '../repair/key-digest.js';
+import { ClusterRepair } from '../repair/cluster-repair.js';
+import { remotePartitions, remoteRuns, serveRepair } from '../repair/repair-peer.js';
 import { localHolder, peerHolder, type LocalPartitions, type PartitionHolder, type PeerPartitions } from '../repair/partition-sync.js';
 import { WriteFollowUps } from './write-follow-ups.js';
 import { RepairService, type Damage, type RepairStream } from '../repair/repair-service.js';
@@ -20,7 +18,8 @@ import type { ChunkStore } from './cluster-shell.js';
 import type { ClusterCore } from '../cluster-core/core.js';
 import { writeOwners } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
-import { fromWireRecord, toWireRecord } from '../definitions/definition-peers.js';
+import { fromWireRecord, readAllDefinitions, serveDefinitionReads } from '../definitions/definition-peers.js';
+import { HINT_STORE, WRITE_RECORDS } from './write-messages.js';
 import { HintKeeper, type Committer, type HintStorage } from './hint-keeper.js';
 import { HintReplayer } from './hint-replayer.js';
 import { PartitionHandOff } from './partition-handoff.js';
@@ -78,19 +77,72 @@ export interface DataPlane {
   stop(): void;
 }
 
-const REPAIR_KEYS_PER_FETCH_MAX = 10_000;
-const DEFINITIONS_PER_READ_MAX = 500;
 
 export function startDataPlane(ports: DataPlanePorts): DataPlane {
+  const { localName, core, endpoint, limits } = ports;
+  const writes = writeParts(ports);
+  const { followUps, peerSides } = writes;
+  const repair = new RepairService({
+    localName, available: (name) => core.available(name), log: ports.log, membership: () => core.membership(), timers: ports.timers,
+    local: ports.partitions,
+    streams: () => ports.streams(),
+    peers: peerSides,
+    persistDamage: (damage) => ports.persistDamage(damage),
+    announceDamage: (damaged) => ports.shell.damaged(damaged),
+    followUpAll: (streams) => {
+      for (const stream of streams) {
+        for (let partition = 0; partition < stream.ringSize; partition += 1) followUps.note(stream.repo, stream.key, partition, stream.replicas);
+      }
+    },
+    refillDefinitions: () => readAllDefinitions(endpoint, ports.definitions, hintDelegates(core, localName), limits.peerDeadlineMs),
+    intervalMs: limits.repairIntervalMs,
+    pacingMs: limits.repairPacingMs,
+    wallClock: () => ports.wallClock(),
+  });
+  const handOff = handOffParts(ports, writes, repair);
+  writes.handOffRef.current = handOff;
+  const replayer = new HintReplayer({
+    localName, hints: ports.hints, committer: ports.committer, transport: endpoint, keeper: writes.keeper, replica: writes.replica,
+    available: (name) => core.available(name), log: ports.log, timers: ports.timers, membership: () => core.membership(),
+    adopt: (from, table) => ports.shell.adopt(from, table),
+    replicasOf: (stream) => ports.replicasOf(stream),
+    peerDeadlineMs: limits.peerDeadlineMs,
+    intervalMs: limits.hintReplayIntervalMs,
+  });
+  const clusterRepair = new ClusterRepair({
+    localName, repair, membership: () => core.membership(),
+    streamExists: (key) => ports.streams().some((stream) => stream.key === key),
+    ...remoteRuns(endpoint, limits.peerDeadlineMs),
+  });
+  serveDataPlane(endpoint, { core, localName, replica: writes.replica, keeper: writes.keeper, partitions: ports.partitions, repair, definitions: ports.definitions });
+  const parts = [replayer, followUps, handOff] as const;
+  return {
+    router: writes.router, keeper: writes.keeper, replayer, handOff, repair, clusterRepair, followUps,
+    start(damage) {
+      for (const part of parts) part.start();
+      repair.start(damage);
+    },
+    stop() {
+      for (const part of parts) part.stop();
+      repair.stop();
+    },
+  };
+}
+
+/**
+ * The write path: local stores (each waits for a delete of its partition under way), the
+ * replica writer, the hint keeper, write follow-ups and the router over them.
+ */
+function writeParts(ports: DataPlanePorts) {
   const { localName, core, endpoint, limits, log, timers } = ports;
   // Every store waits for a delete of its partitions that is under way (partition-handoff.ts),
   // and every delete for the stores of its partition under way: a write routed while this
   // node still owned the partition must not land after the delete that followed.
-  let handOffRef: PartitionHandOff | undefined;
+  const handOffRef: { current: PartitionHandOff | undefined } = { current: undefined };
   const storing = new StoresInFlight();
   const replica: ReplicaStore = {
     store: async (repository, records) => {
-      await handOffRef?.settle(repository, records);
+      await handOffRef.current?.settle(repository, records);
       return storing.track(repository, records, ports.replica.store(repository, records));
     },
   };
@@ -118,31 +170,20 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
     intervalMs: limits.hintReplayIntervalMs,
   });
   const router = new PartitionRouter(ownersOf, writer, keeper, followUps);
-  const repair = new RepairService({
-    localName, available, log, membership, timers,
-    local: ports.partitions,
-    streams: () => ports.streams(),
-    peers: peerSides,
-    persistDamage: (damage) => ports.persistDamage(damage),
-    announceDamage: (damaged) => ports.shell.damaged(damaged),
-    followUpAll: (streams) => {
-      for (const stream of streams) {
-        for (let partition = 0; partition < stream.ringSize; partition += 1) followUps.note(stream.repo, stream.key, partition, stream.replicas);
-      }
-    },
-    refillDefinitions: () => refillDefinitions(endpoint, ports.definitions, hintDelegates(core, localName), limits.peerDeadlineMs),
-    intervalMs: limits.repairIntervalMs,
-    pacingMs: limits.repairPacingMs,
-    wallClock: () => ports.wallClock(),
-  });
-  const handOff = new PartitionHandOff({
-    localName, log, timers, membership,
+  return { handOffRef, storing, replica, keeper, followUps, router, peerSides };
+}
+
+/** Partitions this node no longer owns are handed off (or caught up), then dropped. */
+function handOffParts(ports: DataPlanePorts, writes: ReturnType<typeof writeParts>, repair: RepairService): PartitionHandOff {
+  const { localName, core, limits } = ports;
+  return new PartitionHandOff({
+    localName, log: ports.log, timers: ports.timers, membership: () => core.membership(),
     dropPartition: async (repo, stream, partition) => {
-      await storing.settled(repo, stream, partition);
+      await writes.storing.settled(repo, stream, partition);
       return ports.dropPartition(repo, stream, partition);
     },
     hintTargets: () => ports.hints.targets(),
-    followUpsPending: () => followUps.pending(),
+    followUpsPending: () => writes.followUps.pending(),
     streams: () => ports.streams(),
     handOff: (part, replicas, owners) => repair.handOff(part, replicas, owners),
     catchUp: (part, replicas, owners) => repair.catchUp(part, replicas, owners),
@@ -151,36 +192,6 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
     graceMs: 2 * limits.writeDeadlineMs,
     retryMs: limits.hintReplayIntervalMs,
   });
-  handOffRef = handOff;
-  const replayer = new HintReplayer({
-    localName, hints: ports.hints, committer: ports.committer, transport: endpoint, keeper, replica, available, log, timers, membership,
-    adopt: (from, table) => ports.shell.adopt(from, table),
-    replicasOf: (stream) => ports.replicasOf(stream),
-    peerDeadlineMs: limits.peerDeadlineMs,
-    intervalMs: limits.hintReplayIntervalMs,
-  });
-  const clusterRepair = new ClusterRepair({
-    localName, repair, membership,
-    streamExists: (key) => ports.streams().some((stream) => stream.key === key),
-    startRemote: async (node, runId, stream) => void (await endpoint.call(node, 'RepairSweep', { runId, stream }, { deadlineMs: limits.peerDeadlineMs })),
-    statusRemote: (node, runId) => endpoint.call(node, 'RepairStatus', { runId }, { deadlineMs: limits.peerDeadlineMs }),
-  });
-  serveDataPlane(endpoint, { core, localName, replica, keeper, partitions: ports.partitions, repair, definitions: ports.definitions });
-  return {
-    router, keeper, replayer, handOff, repair, clusterRepair, followUps,
-    start(damage) {
-      replayer.start();
-      followUps.start();
-      handOff.start();
-      repair.start(damage);
-    },
-    stop() {
-      replayer.stop();
-      followUps.stop();
-      handOff.stop();
-      repair.stop();
-    },
-  };
 }
 
 /**
@@ -217,66 +228,25 @@ function serveDataPlane(
     definitions: { records(): DefinitionRecord[] };
   },
 ): void {
-  const { keeper, partitions, repair } = parts;
-  endpoint.handle('WriteRecords', async (_sender, write) => {
+  const { keeper } = parts;
+  endpoint.handle(WRITE_RECORDS, async (_sender, write) => {
     await storeReplicaWrite(parts.core.membership(), parts.replica, parts.localName, write);
     return {};
   });
-  endpoint.handle('HintStore', async (_sender, store) => {
+  endpoint.handle(HINT_STORE, async (_sender, store) => {
     await keeper.keepHere(store.hints.map((entry) => (entry.repository === 'KV' ? { ...entry, records: entry.records.map(fromWireRecord) } : entry)));
     return {};
   });
-  endpoint.handle('DefinitionRead', async (_sender, read) => {
-    const limit = Math.min(Math.max(1, read.limit), DEFINITIONS_PER_READ_MAX);
-    const records = parts.definitions.records().filter((record) => record.key > read.after).sort((a, b) => (a.key < b.key ? -1 : 1)).slice(0, limit);
-    return { records: records.map(toWireRecord) };
-  });
-  endpoint.handle('RepairDigest', async (_sender, part) => ({ segments: Array.from(await partitions.digest(part)) }));
-  endpoint.handle('RepairKeys', async (_sender, request) => ({ keys: keysInSegments(await partitions.keys(request), request.segments) }));
-  endpoint.handle('RepairFetch', async (_sender, request) => {
-    if (request.keys.length > REPAIR_KEYS_PER_FETCH_MAX) throw new BadRequestError(`RepairFetch: at most ${REPAIR_KEYS_PER_FETCH_MAX} keys, got ${request.keys.length}`);
-    return { records: await partitions.records(request, request.keys) };
-  });
-  endpoint.handle('RepairSweep', async (_sender, sweep) => {
-    repair.startRun(sweep.runId, sweep.stream);
-    return {};
-  });
-  endpoint.handle('RepairStatus', async (_sender, request) => toReply(repair.status(request.runId)));
-}
-
-/** Every definition read back from the first peer that answers, a page at a time (highest versions win). */
-async function refillDefinitions(
-  endpoint: PeerEndpoint,
-  definitions: { apply(records: DefinitionRecord[]): Promise<void> },
-  peers: readonly string[],
-  deadlineMs: number,
-): Promise<void> {
-  // A cluster of one has nobody to read from: what it lost of its definitions is lost.
-  if (peers.length === 0) return;
-  let lastError: unknown = new Error('no other member answered');
-  for (const peer of peers) {
-    try {
-      for (let after = ''; ; ) {
-        const page: { records: WireDefinitionRecord[] } = await endpoint.call(peer, 'DefinitionRead', { after, limit: DEFINITIONS_PER_READ_MAX }, { deadlineMs });
-        await definitions.apply(page.records.map(fromWireRecord));
-        if (page.records.length < DEFINITIONS_PER_READ_MAX) return;
-        after = page.records.at(-1)!.key;
-      }
-    } catch (error) {
-      lastError = error;
-    }
-  }
-  throw lastError;
+  serveDefinitionReads(endpoint, parts.definitions);
+  serveRepair(endpoint, { partitions: parts.partitions, repair: parts.repair });
 }
 
 /** The other owners' side of a repair exchange, over the peer port. */
 function peerPartitions(endpoint: PeerEndpoint, epoch: () => number, deadlineMs: number): PeerPartitions {
-  const options = { deadlineMs };
   return {
-    digest: async (peer, part) => (await endpoint.call(peer, 'RepairDigest', part, options)).segments,
-    keys: async (peer, part, segments) => (await endpoint.call(peer, 'RepairKeys', { ...part, segments: [...segments] }, options)).keys,
-    fetch: async (peer, part, keys) => (await endpoint.call(peer, 'RepairFetch', { ...part, keys: [...keys] }, options)).records,
-    push: async (peer, part, replicas, records) => void (await endpoint.call(peer, 'WriteRecords', { repo: part.repo, records: [...records], epoch: epoch(), replicas }, options)),
+    ...remotePartitions(endpoint, deadlineMs),
+    // What an exchange gives another owner is a replica write, fenced by this node's epoch.
+    push: async (peer, part, replicas, records) => void (await endpoint.call(peer, WRITE_RECORDS, { repo: part.repo, records: [...records], epoch: epoch(), replicas }, { deadlineMs })),
   };
 }
 

@@ -14,6 +14,7 @@ import type { Hint, HintPayload } from '../storage/hints.js';
 import type { RepositoryName } from '../storage/repository.js';
 import { toWireRecord } from '../definitions/definition-peers.js';
 import type { HintKeeping, HintWant } from './partition-router.js';
+import { HINT_STORE } from './write-messages.js';
 
 /**
  * Durable hints, per target node (storage/hints.ts; the simulation's own). add and remove
@@ -132,7 +133,7 @@ export class HintKeeper implements HintKeeping {
   /** Sends hints to `delegate`, which keeps them durably before it answers. */
   async sendTo(delegate: string, entries: readonly HintEntry[]): Promise<void> {
     const hints = mergeByTarget(entries).map((entry) => (entry.repository === 'KV' ? { ...entry, records: entry.records.map(toWireRecord) } : entry));
-    await this.deps.transport.call(delegate, 'HintStore', { hints }, { deadlineMs: this.deps.writeDeadlineMs });
+    await this.deps.transport.call(delegate, HINT_STORE, { hints }, { deadlineMs: this.deps.writeDeadlineMs });
   }
 
   delegates(): string[] {

@@ -20,6 +20,8 @@ import type { Membership } from '../protocol/cluster-types.js';
 import { toWireRecord } from '../definitions/definition-peers.js';
 import type { Committer, HintEntry, HintKeeper, HintStorage } from './hint-keeper.js';
 import { NOT_OWNER, STALE_EPOCH, type ReplicaStore } from './replica-writer.js';
+import { DEFINITION_PUSH } from '../definitions/definition-messages.js';
+import { WRITE_RECORDS } from './write-messages.js';
 
 export interface HintReplayerDeps {
   localName: string;
@@ -99,7 +101,7 @@ export class HintReplayer {
       for (const hint of hints) {
         if (hint.repository === 'KV') {
           // Definitions reach every member; a node that left (or this one) needs none.
-          if (how === 'deliver') await this.deps.transport.call(target, 'DefinitionPush', { records: hint.records.map(toWireRecord) }, { deadlineMs: this.deps.peerDeadlineMs });
+          if (how === 'deliver') await this.deps.transport.call(target, DEFINITION_PUSH, { records: hint.records.map(toWireRecord) }, { deadlineMs: this.deps.peerDeadlineMs });
           else if (how === 'hand-off') again.push({ target, repository: 'KV', records: hint.records });
           continue;
         }
@@ -146,7 +148,7 @@ export class HintReplayer {
     for (const [stream, streamRecords] of byStream) {
       const request = { repo: repository, records: streamRecords, epoch: this.deps.membership().epoch, replicas: this.deps.replicasOf(stream) };
       try {
-        await this.deps.transport.call(target, 'WriteRecords', request, { deadlineMs: this.deps.peerDeadlineMs });
+        await this.deps.transport.call(target, WRITE_RECORDS, request, { deadlineMs: this.deps.peerDeadlineMs });
       } catch (error) {
         const code = (error as RemotePeerError).code;
         // The table moved on: take it; the next round sorts these records by it.

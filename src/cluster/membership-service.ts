@@ -9,6 +9,7 @@ import type { Logger } from '../log.js';
 import { checkName, nameSchema } from '../names.js';
 import type { PeerTransport } from '../peer/transport.js';
 import type { ClusterShell } from './cluster-shell.js';
+import { ADMIN_COMMAND, PING } from './core-messages.js';
 import type { ClusterCore } from '../cluster-core/core.js';
 import { coordinatorOf, NODE_NAME_FORBIDDEN } from '../cluster-core/placement.js';
 import { commandNode, queuedCommands } from '../cluster-core/membership.js';
@@ -152,7 +153,7 @@ export class MembershipService {
     const where = `${entry.address}:${entry.port}`;
     let reply;
     try {
-      reply = await this.deps.transport.callUnknown({ address: entry.address, port: entry.port }, entry.publicKey, 'Ping', {}, {
+      reply = await this.deps.transport.callUnknown({ address: entry.address, port: entry.port }, entry.publicKey, PING, {}, {
         deadlineMs: this.deps.peerDeadlineMs,
       });
     } catch (error) {
@@ -179,7 +180,7 @@ export class MembershipService {
     const result: AdminResult =
       coordinator === this.deps.transport.name
         ? await this.deps.shell.admin(command)
-        : await this.deps.transport.call(coordinator, 'AdminCommand', command, { deadlineMs: this.deps.peerDeadlineMs });
+        : await this.deps.transport.call(coordinator, ADMIN_COMMAND, command, { deadlineMs: this.deps.peerDeadlineMs });
     if (result.ok) return result.membership;
     if (result.status === 404) throw new NotFoundError(result.message);
     if (result.status === 409) throw new StateConflictError(result.message);

@@ -11,9 +11,10 @@ import type { NodeDocument, NodeTable } from './node-table.js';
 import type { Logger } from '../log.js';
 import type { PeerObserver } from '../metrics/metrics.js';
 import { membershipProblem } from './peer-input.js';
-import type { Admit, NodeStatusReply } from '../peer/messages.js';
+import { ADMIT, PING, type Admit, type NodeStatusReply } from './core-messages.js';
+import { leftNodesMayCall } from '../peer/kinds.js';
 import type { TlsMaterial } from '../tls.js';
-import { PeerTransport, type PeerDirectory } from '../peer/transport.js';
+import { PeerTransport, acceptStrangers, type PeerDirectory } from '../peer/transport.js';
 
 export interface PeerServer {
   port: number;
@@ -69,7 +70,7 @@ export async function startPeerServer(host: string, port: number, nodes: NodeTab
     ...(wiring.tls === undefined ? {} : { tls: wiring.tls }),
     ...(wiring.keepaliveMs === undefined ? {} : { keepaliveMs: wiring.keepaliveMs }),
     ...(wiring.keepaliveTimeoutMs === undefined ? {} : { keepaliveTimeoutMs: wiring.keepaliveTimeoutMs }),
-    acceptUnknown: (_kind, sender, admit) => {
+    acceptUnknown: acceptStrangers(ADMIT, (sender, admit) => {
       if (!wiring.admit.accepting()) return undefined;
       const verdict = admitSenderKey(sender, admit, wiring.identity.publicKeyBase64, wiring.admit.trustedKeys);
       if ('refusal' in verdict) {
@@ -77,9 +78,9 @@ export async function startPeerServer(host: string, port: number, nodes: NodeTab
         return undefined;
       }
       return verdict.key;
-    },
+    }),
   });
-  transport.handle('Ping', async () => nodeStatus(nodes.local()));
+  transport.handle(PING, async () => nodeStatus(nodes.local()));
   const boundPort = await transport.start();
   return { port: boundPort, transport, close: (graceMs) => transport.close(graceMs) };
 }
@@ -101,23 +102,21 @@ function routeGrpcLogs(log: Logger): void {
 }
 
 /**
- * What a Left node may still send: core messages, which the core answers with the table
- * that tells it it has left (a node removed while it was down learns it this way),
- * and the hints it could not deliver before it left (a leaver whose hand-off was
- * waived while it was unreachable still holds some). A hint is stored only by a node that
- * owns its partition, as any write.
+ * Whether a sender in `state` may make a call of `kind` (the simulation's network asks too).
+ * A Left node may still send the kinds of gate class `members-and-left` (kinds.ts): core
+ * messages, which the core answers with the table that tells it it has left (a node removed
+ * while it was down learns it this way), and the hints it could not deliver before it left
+ * (a leaver whose hand-off was waived while it was unreachable still holds some). A hint is
+ * stored only by a node that owns its partition, as any write.
  */
-const LEFT_NODE_KINDS: ReadonlySet<string> = new Set(['CoreMessage', 'WriteRecords', 'DefinitionPush']);
-
-/** Whether a sender in `state` may make a call of `kind` (the simulation's network asks too). */
 export function acceptsKindFrom(state: NodeState | undefined, kind: string): boolean {
-  return state !== 'Left' || LEFT_NODE_KINDS.has(kind);
+  return state !== 'Left' || leftNodesMayCall(kind);
 }
 
 /**
  * The node table as a peer directory. A Left node is not a peer any more: it serves nothing
  * (docs/cluster.md, "A node removed while it was down"), so of what it sends only
- * LEFT_NODE_KINDS are accepted (acceptsKindFrom); and it can still be reached.
+ * the kinds acceptsKindFrom allows are accepted; and it can still be reached.
  */
 export function nodeTableDirectory(nodes: NodeTable, memberKey?: (name: string) => string | undefined): PeerDirectory {
   const find = (name: string) => nodes.list().find((node) => node.name === name);

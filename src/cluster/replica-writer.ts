@@ -14,7 +14,7 @@
 import { assert } from '../assert.js';
 import { BadRequestError, TributaryError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { WriteRecords } from '../peer/messages.js';
+import { WRITE_RECORDS, type WriteRecords } from './write-messages.js';
 import type { RemotePeerError } from '../peer/wire.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
@@ -87,7 +87,7 @@ export class ReplicaWriter {
     // A node known to be down is not waited for.
     if (!deps.available(node)) throw new ReplicaWriteError(node, `${node} is unavailable`, { sent: false });
     try {
-      await deps.transport.call(node, 'WriteRecords', { repo: repository, records: [...records], epoch: deps.epoch(), replicas }, { deadlineMs: deps.writeDeadlineMs });
+      await deps.transport.call(node, WRITE_RECORDS, { repo: repository, records: [...records], epoch: deps.epoch(), replicas }, { deadlineMs: deps.writeDeadlineMs });
     } catch (error) {
       const code = (error as RemotePeerError).code;
       if (code === STALE_EPOCH || code === NOT_OWNER) {

@@ -4,11 +4,39 @@
 import type { ClusterCore } from '../cluster-core/core.js';
 import { NotFoundError } from '../errors.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
+import { readDocument, writeDocument } from '../peer/documents.js';
+import { optionalStr, str } from '../peer/fields.js';
+import { definePeerKind } from '../peer/kinds.js';
+import { jsonObject } from '../validation.js';
 import { checkFilter, checkService, localDetails, type MonitoringDeps, type MonitoringFilter, type MonitoringService, type NodeDetails } from './monitoring.js';
+
+/** MonitoringRead: the service and filter are checked by the monitoring module that answers. */
+export interface MonitoringRead {
+  service: string;
+  tenant: string;
+  uri: string | undefined;
+}
+
+const detailsSchema = jsonObject('monitoring details');
+
+export const MONITORING_READ = definePeerKind<MonitoringRead, NodeDetails>({
+  name: 'MonitoringRead',
+  request: {
+    toProto: (value) => ({ ...value }),
+    fromProto: (object) => ({ service: str(object, 'service'), tenant: str(object, 'tenant'), uri: optionalStr(object, 'uri') }),
+  },
+  reply: {
+    type: 'MonitoringReply',
+    codec: {
+      toProto: (value) => ({ node: value.node, detailsJson: writeDocument(value.details) }),
+      fromProto: (object) => ({ node: str(object, 'node'), details: readDocument('detailsJson', str(object, 'detailsJson'), detailsSchema) }),
+    },
+  },
+});
 
 /** Answers other nodes' MonitoringReads, checking service and filter as a route does. */
 export function serveMonitoring(endpoint: PeerEndpoint, deps: MonitoringDeps): void {
-  endpoint.handle('MonitoringRead', (_sender, read) => {
+  endpoint.handle(MONITORING_READ, (_sender, read) => {
     const service = checkService(read.service);
     return localDetails(service, deps, checkFilter(service, read.tenant, read.uri));
   });
@@ -29,7 +57,7 @@ export async function remoteDetails(
   return Promise.all(
     asked.map(async (name) => {
       try {
-        return await endpoint.call(name, 'MonitoringRead', { service, tenant: filter.tenant, uri: filter.uri }, { deadlineMs });
+        return await endpoint.call(name, MONITORING_READ, { service, tenant: filter.tenant, uri: filter.uri }, { deadlineMs });
       } catch (error) {
         return { node: name, details: { error: `unreachable: ${(error as Error).message}` } };
       }

@@ -3,7 +3,8 @@
 // envelopes; the simulation (test/sim) has its own over a virtual network, so the same cluster
 // code runs in both.
 
-import type { CallKind, ReplyOf, RequestOf, TransferAck, TransferChunk } from './messages.js';
+import type { TransferAck, TransferChunk } from './codec.js';
+import type { PeerMessageKind } from './kinds.js';
 import type { TransferStreamHandlers } from './transfer-stream.js';
 
 export interface CallOptions {
@@ -11,7 +12,7 @@ export interface CallOptions {
   deadlineMs: number;
 }
 
-export type CallHandler<K extends CallKind> = (sender: string, body: RequestOf<K>) => Promise<ReplyOf<K>>;
+export type CallHandler<Req, Res> = (sender: string, body: Req) => Promise<Res>;
 export type TransferHandler = (sender: string, chunk: TransferChunk) => Promise<TransferAck>;
 
 /** The sending end of a transfer stream: chunks out, acks back through its handlers. */
@@ -24,8 +25,9 @@ export interface TransferSender {
 export interface PeerEndpoint {
   /** This node's name. */
   readonly name: string;
-  call<K extends CallKind>(to: string, kind: K, body: RequestOf<K>, options: CallOptions): Promise<ReplyOf<K>>;
-  handle<K extends CallKind>(kind: K, handler: CallHandler<K>): void;
+  call<Req, Res>(to: string, kind: PeerMessageKind<Req, Res>, body: Req, options: CallOptions): Promise<Res>;
+  /** Answers calls of `kind`; the kind's codec has checked the body (kinds.ts). */
+  handle<Req, Res>(kind: PeerMessageKind<Req, Res>, handler: CallHandler<Req, Res>): void;
   handleTransfer(handler: TransferHandler): void;
   openTransferStream(to: string, handlers: TransferStreamHandlers, options: CallOptions): TransferSender;
 }

@@ -4,9 +4,10 @@
 // header (sender, time, nonce, kind), and the gate refuses, before the body is buffered:
 // - a call with no header, or one outside the replay window;
 // - a known sender whose header signature does not hold;
-// - a stranger (a sender not in the node table), except for the two kinds a stranger may
-//   send (Ping, and Admit to a node with no cluster yet), at most STRANGER_CALLS_MAX of
-//   them at once (their bodies are small, and bounded by the message size);
+// - a stranger (a sender not in the node table), except for the kinds a stranger may send
+//   (gate classes `anyone` and `admitted-stranger` in kinds.ts: Ping, and Admit to a node with
+//   no cluster yet), at most STRANGER_CALLS_MAX of them at once (their bodies are small, and
+//   bounded by the message size);
 // - any call beyond `callsInFlightMax` in flight (RESOURCE_EXHAUSTED: the caller retries).
 // The envelope inside is still checked in full (signature over the body, nonce, recipient);
 // its nonce must be the header's, so a header cannot be lifted onto another message.
@@ -15,12 +16,12 @@ import { randomBytes, type KeyObject } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../log.js';
 import type { PeerRefusalReason } from '../metrics/metrics.js';
+import { strangersMayCall } from './kinds.js';
 import { digestOf, NONCE_BYTES, signBytes, verifyBytes, verifyingKeyOf } from './signing.js';
 
 export const CALLER_METADATA_KEY = 'tributary-caller-bin';
 /** Strangers' calls (Ping, Admit) served at once. */
 export const STRANGER_CALLS_MAX = 4;
-const STRANGER_KINDS = new Set(['Ping', 'Admit']);
 const EMPTY = new Uint8Array(0);
 const HEADER_BYTES_MAX = 1_024;
 
@@ -143,7 +144,7 @@ function judge(claim: CallerClaim | undefined, options: InboundGateOptions, coun
     }
     return { admitted: 'known' };
   }
-  if (!STRANGER_KINDS.has(claim.kind)) return { refusal: `unknown sender '${claim.sender}'`, reason: 'unknown_sender', code: grpc.status.UNAUTHENTICATED, context };
+  if (!strangersMayCall(claim.kind)) return { refusal: `unknown sender '${claim.sender}'`, reason: 'unknown_sender', code: grpc.status.UNAUTHENTICATED, context };
   if (counts.strangersInFlight >= STRANGER_CALLS_MAX) {
     return { refusal: `busy: ${counts.strangersInFlight} calls from unknown senders in flight`, reason: 'busy', code: grpc.status.RESOURCE_EXHAUSTED, context };
   }

@@ -4,9 +4,8 @@
 
 import type * as grpc from '@grpc/grpc-js';
 import { TributaryError } from '../errors.js';
-import { decodeEnvelope } from './codec.js';
+import { decodeEnvelope, type TransferAck, type TransferChunk } from './codec.js';
 import { BadPeerMessageError } from './errors.js';
-import type { TransferAck, TransferChunk } from './messages.js';
 import { RemotePeerError, asBuffer, fromGrpcError } from './wire.js';
 
 export interface TransferStreamHandlers {

@@ -15,6 +15,10 @@ import type { Logger } from '../log.js';
 import type { PeerObserver, PeerRefusalReason } from '../metrics/metrics.js';
 import { StartupError, TributaryError } from '../errors.js';
 import {
+  ERROR_REPLY,
+  EMPTY,
+  TRANSFER_ACK,
+  TRANSFER_CHUNK,
   decodeBody,
   decodeEnvelope,
   encodeBody,
@@ -22,21 +26,12 @@ import {
   encodeEnvelopeWithBody,
   transferChunkProto,
   type Envelope,
+  type ErrorReply,
+  type TransferChunk,
 } from './codec.js';
 import { BadPeerMessageError, PeerAuthError, PeerBusyError, UnknownPeerError } from './errors.js';
 import { PeerCounters } from './peer-counters.js';
-import {
-  REPLY_KIND,
-  isCallKind,
-  type Admit,
-  type CallKind,
-  type PeerBodies,
-  type PeerKind,
-  type ReplyOf,
-  type RequestOf,
-  type TransferAck,
-  type TransferChunk,
-} from './messages.js';
+import { answersAnyone, peerKindNamed, type PeerBodyType, type PeerMessageKind } from './kinds.js';
 import type { CallHandler, CallOptions, PeerEndpoint, TransferHandler } from './endpoint.js';
 import { peerMethodPath, peerServiceDefinition } from './proto.js';
 import { ReplayGuard } from './replay.js';
@@ -73,11 +68,31 @@ export interface PeerDirectory {
 }
 
 /**
- * Asked only for an Admit whose sender is not in the directory: returns the key that must
- * have signed it, or undefined to refuse. The shell answers only while Pending
- * (admitSenderKey does the rest of the check).
+ * The one kind a sender not in the directory may send signed by a key the message itself
+ * names (gate class `admitted-stranger`, kinds.ts): asked only for such a message, it
+ * returns the key that must have signed it, or undefined to refuse. Made by acceptStrangers.
  */
-export type AcceptUnknown = (kind: 'Admit', sender: string, body: Admit) => string | undefined;
+export interface AcceptUnknown {
+  readonly kind: string;
+  keyOf(sender: string, body: Uint8Array): string | undefined;
+}
+
+/** Takes messages of `kind` from strangers whose key `keyOf` gives from the (decoded, checked) body. */
+export function acceptStrangers<Req, Res>(kind: PeerMessageKind<Req, Res>, keyOf: (sender: string, body: Req) => string | undefined): AcceptUnknown {
+  assert(kind.gate === 'admitted-stranger', `${kind.name} is not a kind strangers may send with their own key`);
+  return {
+    kind: kind.name,
+    keyOf: (sender, body) => {
+      let decoded: Req;
+      try {
+        decoded = decodeBody(kind.request, body);
+      } catch {
+        return undefined;
+      }
+      return keyOf(sender, decoded);
+    },
+  };
+}
 
 export interface PeerTransportOptions {
   name: string;
@@ -129,7 +144,7 @@ interface InboundStream {
   sender: string | undefined;
 }
 
-type RawHandler = (sender: string, body: Uint8Array) => Promise<{ kind: PeerKind; body: Uint8Array }>;
+type RawHandler = (sender: string, body: Uint8Array) => Promise<{ kind: string; body: Uint8Array }>;
 
 /** One gRPC client per peer address, when it was made, and since when its channel has been dialling (dialStuck). */
 interface PeerClient {
@@ -140,7 +155,7 @@ interface PeerClient {
 
 const NONCE_ENTRIES_MAX = 100_000;
 const CALLS_IN_FLIGHT_MAX = 256;
-const EMPTY = new Uint8Array(0);
+const NO_BYTES = new Uint8Array(0);
 
 export class PeerTransport implements PeerEndpoint {
   private readonly server: grpc.Server;
@@ -242,11 +257,11 @@ export class PeerTransport implements PeerEndpoint {
 
   // ---- Receiving ---------------------------------------------------------------------
 
-  handle<K extends CallKind>(kind: K, handler: CallHandler<K>): void {
-    this.handlers.set(kind, async (sender, body) => {
-      const reply = await handler(sender, decodeBody(kind, body));
-      const replyKind: (typeof REPLY_KIND)[K] = REPLY_KIND[kind];
-      return { kind: replyKind, body: encodeBody(replyKind, reply) };
+  handle<Req, Res>(kind: PeerMessageKind<Req, Res>, handler: CallHandler<Req, Res>): void {
+    assert(peerKindNamed(kind.name) === kind, `peer message kind ${kind.name} is not the one registered under its name`);
+    this.handlers.set(kind.name, async (sender, body) => {
+      const reply = await handler(sender, decodeBody(kind.request, body));
+      return { kind: kind.reply.type, body: encodeBody(kind.reply, reply) };
     });
   }
 
@@ -290,7 +305,7 @@ export class PeerTransport implements PeerEndpoint {
     try {
       const sender = this.authenticate(request, peer);
       this.heardFrom(sender);
-      const handler = isCallKind(request.kind) ? this.handlers.get(request.kind) : undefined;
+      const handler = this.handlers.get(request.kind);
       if (handler === undefined) {
         throw new BadPeerMessageError(`no handler for kind '${request.kind}' on ${this.name}`);
       }
@@ -298,7 +313,7 @@ export class PeerTransport implements PeerEndpoint {
       return this.replyBytes(request, reply.kind, reply.body);
     } catch (error) {
       this.logHandlerError(error, request, peer);
-      return this.replyBytes(request, 'ErrorReply', encodeBody('ErrorReply', toErrorReply(error)));
+      return this.replyBytes(request, ERROR_REPLY.type, encodeBody(ERROR_REPLY, toErrorReply(error)));
     }
   }
 
@@ -327,9 +342,10 @@ export class PeerTransport implements PeerEndpoint {
       throw this.refuse(context, 'stale', `timestamp ${envelope.sentAtMs} outside ±${this.options.replayWindowMs} ms of ${now}`);
     }
     const key = this.senderKey(envelope);
-    // Ping answers only what GET /cluster/localNode shows anyone, and its purpose is the
-    // signed reply: an operator adding a node proves the node holds the key they were given.
-    if (key === undefined && envelope.kind === 'Ping') return envelope.sender;
+    // A kind of gate class `anyone` (Ping) answers only what a node shows anyone, and its
+    // purpose is the signed reply: an operator adding a node proves the node holds the key
+    // they were given.
+    if (key === undefined && answersAnyone(envelope.kind)) return envelope.sender;
     if (key === undefined) throw this.refuse(context, 'unknown_sender', `unknown sender '${envelope.sender}'`);
     if (!verifyEnvelope(envelope, key, this.options.identity.publicKey)) {
       throw this.refuse(context, 'bad_signature', `bad signature (not by ${envelope.sender}'s key, altered, or not meant for ${this.name})`);
@@ -351,14 +367,9 @@ export class PeerTransport implements PeerEndpoint {
     const known = directory.publicKeyOf(envelope.sender);
     if (known !== undefined && (directory.acceptsRequestsFrom?.(envelope.sender, envelope.kind) ?? true)) return verifyingKeyOf(known);
     if (known !== undefined) return undefined;
-    if (envelope.kind !== 'Admit' || this.options.acceptUnknown === undefined) return undefined;
-    let admit: Admit;
-    try {
-      admit = decodeBody('Admit', envelope.body);
-    } catch {
-      return undefined;
-    }
-    const key = this.options.acceptUnknown('Admit', envelope.sender, admit);
+    const acceptUnknown = this.options.acceptUnknown;
+    if (acceptUnknown === undefined || envelope.kind !== acceptUnknown.kind) return undefined;
+    const key = acceptUnknown.keyOf(envelope.sender, envelope.body);
     return key === undefined ? undefined : verifyingKeyOf(key);
   }
 
@@ -376,7 +387,7 @@ export class PeerTransport implements PeerEndpoint {
     else this.log.error({ ...context, err: error }, 'peer request failed');
   }
 
-  private replyBytes(request: Envelope, kind: PeerKind, body: Uint8Array): Buffer {
+  private replyBytes(request: Envelope, kind: string, body: Uint8Array): Buffer {
     return asBuffer(encodeEnvelope(this.seal(kind, body, undefined, request.nonce)));
   }
 
@@ -400,7 +411,7 @@ export class PeerTransport implements PeerEndpoint {
     this.options.observer?.message('in', envelope.kind, data.length);
     this.counters.received(envelope.sender, data.length);
     try {
-      if (envelope.kind !== 'TransferChunk') throw new BadPeerMessageError(`a transfer stream carries TransferChunk, not '${envelope.kind}'`);
+      if (envelope.kind !== TRANSFER_CHUNK.type) throw new BadPeerMessageError(`a transfer stream carries TransferChunk, not '${envelope.kind}'`);
       if (stream.sender !== undefined && envelope.sender !== stream.sender) {
         throw this.refuse({ peer: envelope.sender, kind: envelope.kind, address: peer }, 'bad_chunk', `chunk on a stream of ${stream.sender}`);
       }
@@ -409,18 +420,18 @@ export class PeerTransport implements PeerEndpoint {
       const handler = this.transferHandler;
       if (handler === undefined) throw new BadPeerMessageError(`${this.name} takes no transfers`);
       const ack = await handler(stream.sender, this.decodeChunk(envelope, peer));
-      const bytes = this.replyBytes(envelope, 'TransferAck', encodeBody('TransferAck', ack));
+      const bytes = this.replyBytes(envelope, TRANSFER_ACK.type, encodeBody(TRANSFER_ACK, ack));
       this.counters.sent(envelope.sender, bytes.length);
       return { bytes, last: false };
     } catch (error) {
       this.logHandlerError(error, envelope, peer);
-      return { bytes: this.replyBytes(envelope, 'ErrorReply', encodeBody('ErrorReply', toErrorReply(error))), last: true };
+      return { bytes: this.replyBytes(envelope, ERROR_REPLY.type, encodeBody(ERROR_REPLY, toErrorReply(error))), last: true };
     }
   }
 
   private decodeChunk(envelope: Envelope, peer: string): TransferChunk {
     try {
-      return decodeBody('TransferChunk', envelope.body);
+      return decodeBody(TRANSFER_CHUNK, envelope.body);
     } catch (error) {
       // A checksum mismatch under a valid signature: the sender read or encoded bad data.
       this.log.warn({ peer: envelope.sender, kind: envelope.kind, address: peer, reason: (error as Error).message }, 'peer chunk refused');
@@ -432,38 +443,32 @@ export class PeerTransport implements PeerEndpoint {
 
   // ---- Sending ------------------------------------------------------------------------
 
-  async call<K extends CallKind>(to: string, kind: K, body: RequestOf<K>, options: CallOptions): Promise<ReplyOf<K>> {
+  async call<Req, Res>(to: string, kind: PeerMessageKind<Req, Res>, body: Req, options: CallOptions): Promise<Res> {
     const { key, target } = this.peer(to);
-    const request = this.seal(kind, encodeBody(kind, body), key.raw, EMPTY);
+    const request = this.seal(kind.name, encodeBody(kind.request, body), key.raw, NO_BYTES);
     const reply = await this.exchange(to, target, request, encodeEnvelope(request), options);
-    return this.openAnswer(reply, request.nonce, { node: to, sender: to, key: key.object }, REPLY_KIND[kind]);
+    return this.openAnswer(reply, request.nonce, { node: to, sender: to, key: key.object }, kind.reply);
   }
 
   /**
    * A call to a node that is not in the directory yet (the join handshake): the request is
    * meant for `expectedPublicKey`, and the reply must be signed by it.
    */
-  async callUnknown<K extends CallKind>(
-    target: PeerAddress,
-    expectedPublicKey: string,
-    kind: K,
-    body: RequestOf<K>,
-    options: CallOptions,
-  ): Promise<ReplyOf<K>> {
+  async callUnknown<Req, Res>(target: PeerAddress, expectedPublicKey: string, kind: PeerMessageKind<Req, Res>, body: Req, options: CallOptions): Promise<Res> {
     const node = `${target.address}:${target.port}`;
-    const request = this.seal(kind, encodeBody(kind, body), Buffer.from(expectedPublicKey, 'base64'), EMPTY);
+    const request = this.seal(kind.name, encodeBody(kind.request, body), Buffer.from(expectedPublicKey, 'base64'), NO_BYTES);
     const reply = await this.exchange(node, target, request, encodeEnvelope(request), options);
     const expectation = { node, sender: undefined, key: verifyingKeyOf(expectedPublicKey) };
-    return this.openAnswer(reply, request.nonce, expectation, REPLY_KIND[kind]);
+    return this.openAnswer(reply, request.nonce, expectation, kind.reply);
   }
 
   /** Sends envelope bytes as they are (tests: replays, forgeries); the reply is checked as call's. */
   async sendRawEnvelope(to: string, envelope: Uint8Array, options: CallOptions): Promise<unknown> {
     const { key, target } = this.peer(to);
     const request = decodeEnvelope(envelope);
-    const replyKind: PeerKind = isCallKind(request.kind) ? REPLY_KIND[request.kind] : 'Empty';
+    const replyType: PeerBodyType<unknown> = peerKindNamed(request.kind)?.reply ?? EMPTY;
     const reply = await this.exchange(to, target, request, envelope, options);
-    return this.openAnswer(reply, request.nonce, { node: to, sender: to, key: key.object }, replyKind);
+    return this.openAnswer(reply, request.nonce, { node: to, sender: to, key: key.object }, replyType);
   }
 
   /** A stream of transfer chunks to `to`; its acks (checked like replies) come to `handlers`. */
@@ -473,7 +478,7 @@ export class PeerTransport implements PeerEndpoint {
       peerMethodPath('Transfer'),
       asBuffer,
       asBuffer,
-      callerMetadata(this.signingKey, this.name, 'TransferChunk', this.clock()),
+      callerMetadata(this.signingKey, this.name, TRANSFER_CHUNK.type, this.clock()),
       { deadline: Date.now() + options.deadlineMs },
     );
     return new TransferStream(call, handlers, {
@@ -485,13 +490,13 @@ export class PeerTransport implements PeerEndpoint {
       },
       openAnswer: (data, nonce) => {
         this.counters.received(to, data.length);
-        return this.openAnswer(data, nonce, { node: to, sender: to, key: key.object }, 'TransferAck');
+        return this.openAnswer(data, nonce, { node: to, sender: to, key: key.object }, TRANSFER_ACK);
       },
     });
   }
 
   /** A signed envelope from this node; `recipient` on requests, `replyTo` on replies. */
-  private seal(kind: PeerKind, body: Uint8Array, recipient: Uint8Array | undefined, replyTo: Uint8Array): Envelope {
+  private seal(kind: string, body: Uint8Array, recipient: Uint8Array | undefined, replyTo: Uint8Array): Envelope {
     return sealEnvelope({
       signingKey: this.signingKey,
       sender: this.name,
@@ -506,10 +511,10 @@ export class PeerTransport implements PeerEndpoint {
   /** Signs the chunk's metadata and digest, and writes its bytes once (codec.ts). */
   private sealChunk(chunk: TransferChunk, recipient: Uint8Array): { nonce: Uint8Array; bytes: Uint8Array } {
     const body = transferChunkProto(chunk);
-    const meta = { sender: this.name, sentAtMs: this.clock(), nonce: randomBytes(NONCE_BYTES), kind: 'TransferChunk', replyTo: EMPTY };
+    const meta = { sender: this.name, sentAtMs: this.clock(), nonce: randomBytes(NONCE_BYTES), kind: TRANSFER_CHUNK.type, replyTo: NO_BYTES };
     const signature = signBytes(this.signingKey, digestOf(meta, chunkContentDigest(body), recipient));
-    const bytes = encodeEnvelopeWithBody({ ...meta, signature }, 'TransferChunk', body);
-    this.options.observer?.message('out', 'TransferChunk', bytes.length);
+    const bytes = encodeEnvelopeWithBody({ ...meta, signature }, TRANSFER_CHUNK.type, body);
+    this.options.observer?.message('out', TRANSFER_CHUNK.type, bytes.length);
     return { nonce: meta.nonce, bytes };
   }
 
@@ -610,7 +615,7 @@ export class PeerTransport implements PeerEndpoint {
    * Checks a reply (or ack) and decodes it: it must answer `nonce`, come from the expected
    * sender and be signed by its key. An ErrorReply is rethrown as the remote error.
    */
-  private openAnswer<R extends PeerKind>(data: Buffer, nonce: Uint8Array, expect: AnswerExpectation, kind: R): PeerBodies[R] {
+  private openAnswer<T>(data: Buffer, nonce: Uint8Array, expect: AnswerExpectation, body: PeerBodyType<T>): T {
     const reply = decodeEnvelope(data);
     const problem = this.answerProblem(reply, nonce, expect);
     if (problem !== undefined) {
@@ -618,9 +623,9 @@ export class PeerTransport implements PeerEndpoint {
       this.options.observer?.refused('bad_reply');
       throw new PeerAuthError(`reply from ${expect.node} refused: ${problem}`);
     }
-    if (reply.kind === 'ErrorReply') throw remoteError(expect.node, decodeBody('ErrorReply', reply.body));
-    if (reply.kind !== kind) throw new BadPeerMessageError(`${expect.node} answered ${reply.kind}, not ${kind}`);
-    return decodeBody(kind, reply.body);
+    if (reply.kind === ERROR_REPLY.type) throw remoteError(expect.node, decodeBody(ERROR_REPLY, reply.body));
+    if (reply.kind !== body.type) throw new BadPeerMessageError(`${expect.node} answered ${reply.kind}, not ${body.type}`);
+    return decodeBody(body, reply.body);
   }
 
   private answerProblem(reply: Envelope, nonce: Uint8Array, expect: AnswerExpectation): string | undefined {
@@ -631,6 +636,6 @@ export class PeerTransport implements PeerEndpoint {
   }
 }
 
-function remoteError(node: string, reply: PeerBodies['ErrorReply']): TributaryError {
+function remoteError(node: string, reply: ErrorReply): TributaryError {
   return new RemotePeerError(node, reply);
 }

@@ -5,7 +5,7 @@ import * as grpc from '@grpc/grpc-js';
 import { assert } from '../assert.js';
 import { TributaryError } from '../errors.js';
 import { BadPeerMessageError, PeerAuthError, PeerBusyError, PeerUnavailableError } from './errors.js';
-import type { ErrorReply } from './messages.js';
+import type { ErrorReply } from './codec.js';
 
 /** Max bytes of one gRPC message, both ways (a transfer chunk plus its envelope fits). */
 export const MESSAGE_BYTES_MAX = 16 * 1024 * 1024;

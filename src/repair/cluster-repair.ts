@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { Membership, TransferAction } from '../protocol/cluster-types.js';
 import { z } from 'zod';
 import { NotFoundError } from '../errors.js';
-import type { RepairCounts, RepairStatusReply } from '../peer/messages.js';
+import type { RepairCounts, RepairStatusReply } from './repair-messages.js';
 import { validate } from '../validation.js';
 import type { RepairRunStatus, RepairService } from './repair-service.js';
 

@@ -14,7 +14,7 @@
 // owners before it drops it, and a leaving node hands everything to the next owners.
 
 import type { Logger } from '../log.js';
-import type { RepairCounts } from '../peer/messages.js';
+import type { RepairCounts } from './repair-messages.js';
 import { writeOwners } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
 import { TributaryError } from '../errors.js';

@@ -4,6 +4,7 @@
 // when every member has reported it done; until then it runs.
 
 import { StateConflictError } from '../errors.js';
+import type { Membership } from '../protocol/cluster-types.js';
 import type { RepositoryName } from '../storage/repository.js';
 import type { RepositoryMapping } from './repository-mapping.js';
 import type { MoveOrder } from './repository-move.js';
@@ -130,4 +131,13 @@ export function moveActions(statuses: readonly MoveStatus[]) {
       },
     })),
   );
+}
+
+/**
+ * The members that take part in moves: the Joined ones this node hears from, and itself. A
+ * member that is down moves when it is back; it does not hold the others' moves, nor the
+ * membership, meanwhile.
+ */
+export function movingMembers(membership: Membership, localName: string, available: (name: string) => boolean): string[] {
+  return membership.members.filter((member) => member.state === 'Joined' && (member.name === localName || available(member.name))).map((member) => member.name);
 }

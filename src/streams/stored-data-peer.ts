@@ -4,11 +4,22 @@
 
 import type { ClusterCore } from '../cluster-core/core.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
+import { bool, str } from '../peer/fields.js';
+import { definePeerKind } from '../peer/kinds.js';
 
 type LocalHoldsData = (stream: string) => Promise<boolean>;
 
+export const HOLDS_DATA_READ = definePeerKind<{ stream: string }, { holds: boolean }>({
+  name: 'HoldsDataRead',
+  request: { toProto: (value) => ({ stream: value.stream }), fromProto: (object) => ({ stream: str(object, 'stream') }) },
+  reply: {
+    type: 'HoldsDataReply',
+    codec: { toProto: (value) => ({ holds: value.holds }), fromProto: (object) => ({ holds: bool(object, 'holds') }) },
+  },
+});
+
 export function serveHoldsData(endpoint: PeerEndpoint, localHoldsData: LocalHoldsData): void {
-  endpoint.handle('HoldsDataRead', async (_sender, read) => ({ holds: await localHoldsData(read.stream) }));
+  endpoint.handle(HOLDS_DATA_READ, async (_sender, read) => ({ holds: await localHoldsData(read.stream) }));
 }
 
 /**
@@ -24,7 +35,7 @@ export async function clusterHoldsData(
   const answers = await Promise.all(
     others.map(async (member) => {
       try {
-        return (await parts.transport.call(member.name, 'HoldsDataRead', { stream }, { deadlineMs: parts.deadlineMs })).holds;
+        return (await parts.transport.call(member.name, HOLDS_DATA_READ, { stream }, { deadlineMs: parts.deadlineMs })).holds;
       } catch {
         return true;
       }

@@ -13,6 +13,7 @@ import { PeerTransport } from '../../src/peer/transport.js';
 import { FAST_CLUSTER_ARGS, localNode, startClusterNode, waitState } from '../kit/cluster.js';
 import { cleanup, client, freePort, type NodeProcess } from '../kit/node-process.js';
 import { alive, figure } from './kit.js';
+import { ADMIT } from '../../src/cluster/core-messages.js';
 
 const SECRET = 'membership-suite-secret-0123456789';
 const admin = { authorization: `Bearer ${SECRET}` };
@@ -54,7 +55,7 @@ function strangersTable(target: NodeProcess, targetKey: string): Membership {
 
 async function admit(target: NodeProcess, membership: Membership): Promise<string> {
   const key = (await localNode(target)).publicKey;
-  return stranger.callUnknown({ address: '127.0.0.1', port: target.peerPort }, key, 'Admit', { membership, targetPublicKey: key }, { deadlineMs: 5_000 }).then(
+  return stranger.callUnknown({ address: '127.0.0.1', port: target.peerPort }, key, ADMIT, { membership, targetPublicKey: key }, { deadlineMs: 5_000 }).then(
     () => 'accepted',
     (error: { code?: string }) => error.code ?? 'error',
   );

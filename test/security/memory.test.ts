@@ -9,6 +9,7 @@ import { pino } from 'pino';
 import { PeerTransport } from '../../src/peer/transport.js';
 import { cleanup, client, NodeProcess, sleep } from '../kit/node-process.js';
 import { alive, figure, ok, rssMiB } from './kit.js';
+import { MONITORING_READ } from '../../src/monitoring/monitoring-peer.js';
 
 const FEED = '/streams/demo/sec/feed';
 let node: NodeProcess;
@@ -106,7 +107,7 @@ describe('security - bounded memory', () => {
     const before = rssMiB(node);
     const body = { service: 'system', tenant: 'z'.repeat(12 * 1024 * 1024), uri: undefined };
     const outcomes = await Promise.all(
-      Array.from({ length: 40 }, () => stranger.callUnknown({ address: '127.0.0.1', port: node.peerPort }, nodeKey, 'MonitoringRead', body, { deadlineMs: 30_000 }).then(() => 'accepted', (error: { code?: string }) => error.code ?? 'error')),
+      Array.from({ length: 40 }, () => stranger.callUnknown({ address: '127.0.0.1', port: node.peerPort }, nodeKey, MONITORING_READ, body, { deadlineMs: 30_000 }).then(() => 'accepted', (error: { code?: string }) => error.code ?? 'error')),
     );
     await stranger.close(1_000);
     const growth = Math.round(rssMiB(node) - before);

@@ -16,7 +16,8 @@
 
 import { ringOwners } from '../../src/cluster-core/placement.js';
 import { encodeBody } from '../../src/peer/codec.js';
-import type { CallKind } from '../../src/peer/messages.js';
+import { ADMIT, CORE_MESSAGE } from '../../src/cluster/core-messages.js';
+import type { PeerMessageKind } from '../../src/peer/kinds.js';
 import type { AdminCommand, Membership } from '../../src/protocol/cluster-types.js';
 import type { RepairStream } from '../../src/repair/repair-service.js';
 import type { RepositoryName, StoredRecord } from '../../src/storage/repository.js';
@@ -119,7 +120,7 @@ class ScaleRun {
     this.network = new SimNetwork(this.world, this.prng.fork(), { dropRate: 0, delayMs: [1, 3] });
     this.network.observe = (from, to, kind, body) => {
       this.count(kind, body);
-      if (process.env.SCALE_TABLES !== undefined && kind === 'CoreMessage' && (body as { type: string }).type === 'membership') {
+      if (process.env.SCALE_TABLES !== undefined && kind !== 'TransferChunk' && kind.name === CORE_MESSAGE.name && (body as { type: string }).type === 'membership') {
         const key = `${from}>${to}`;
         this.tableSends.set(key, (this.tableSends.get(key) ?? 0) + 1);
       }
@@ -303,23 +304,23 @@ class ScaleRun {
   }
 
   /** One message sent, and its encoded body's bytes (the envelope adds about 150 bytes, not counted). */
-  private count(kind: CallKind | 'TransferChunk', body: unknown): void {
+  private count(kind: PeerMessageKind<unknown, unknown> | 'TransferChunk', body: unknown): void {
     this.messages += 1;
     const [what, bytes] = this.sizeOf(kind, body);
     this.messageBytes += bytes;
     this.bytesByKind.set(what, (this.bytesByKind.get(what) ?? 0) + bytes);
   }
 
-  private sizeOf(kind: CallKind | 'TransferChunk', body: unknown): [string, number] {
+  private sizeOf(kind: PeerMessageKind<unknown, unknown> | 'TransferChunk', body: unknown): [string, number] {
     if (kind === 'TransferChunk') return ['chunks', (body as { chunk: { bytes: Uint8Array } }).chunk.bytes.length];
-    const type = kind === 'CoreMessage' ? (body as { type: string }).type : undefined;
-    if (type === 'membership' || kind === 'Admit') {
+    const type = kind.name === CORE_MESSAGE.name ? (body as { type: string }).type : undefined;
+    if (type === 'membership' || kind.name === ADMIT.name) {
       const table = (body as { membership: Membership }).membership;
       let bytes = this.tableBytes.get(table);
-      if (bytes === undefined) this.tableBytes.set(table, (bytes = encodeBody(kind as 'CoreMessage', body as never).length));
+      if (bytes === undefined) this.tableBytes.set(table, (bytes = encodeBody(kind.request, body).length));
       return ['tables', bytes];
     }
-    return [type ?? kind, encodeBody(kind, body as never).length];
+    return [type ?? kind.name, encodeBody(kind.request, body).length];
   }
 
   /** Every record on each owner of its partition under the final table, and on no other node. */

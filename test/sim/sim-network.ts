@@ -11,7 +11,8 @@
 import { TributaryError } from '../../src/errors.js';
 import type { CallHandler, CallOptions, PeerEndpoint, TransferHandler, TransferSender } from '../../src/peer/endpoint.js';
 import { PeerAuthError, PeerUnavailableError } from '../../src/peer/errors.js';
-import type { CallKind, ReplyOf, RequestOf, TransferChunk } from '../../src/peer/messages.js';
+import type { TransferChunk } from '../../src/peer/codec.js';
+import type { PeerMessageKind } from '../../src/peer/kinds.js';
 import type { TransferStreamHandlers } from '../../src/peer/transfer-stream.js';
 import { RemotePeerError, toErrorReply } from '../../src/peer/wire.js';
 import type { Prng } from './prng.js';
@@ -34,11 +35,11 @@ export interface NetworkHost {
    * in its table (a Left one only for the kinds acceptsKindFrom allows), or an Admit while it has no table. A
    * refused call fails with PeerAuthError, as UNAUTHENTICATED does over gRPC.
    */
-  admits(sender: string, kind: CallKind): boolean;
+  admits(sender: string, kind: string): boolean;
 }
 
 /** Told of every call and transfer chunk sent (the scale simulation counts them and their bytes). */
-export type NetworkObserver = (from: string, to: string, kind: CallKind | 'TransferChunk', body: unknown) => void;
+export type NetworkObserver = (from: string, to: string, kind: PeerMessageKind<unknown, unknown> | 'TransferChunk', body: unknown) => void;
 
 export class SimNetwork {
   readonly cuts = new Set<string>();
@@ -78,7 +79,7 @@ export class SimNetwork {
   }
 
   /** Whether `to` takes a call of `kind` from `from`. */
-  admits(to: string, from: string, kind: CallKind): boolean {
+  admits(to: string, from: string, kind: string): boolean {
     return this.hosts.get(to)?.admits(from, kind) ?? false;
   }
 
@@ -99,17 +100,17 @@ export class SimEndpoint implements PeerEndpoint {
     readonly owner: Incarnation,
   ) {}
 
-  handle<K extends CallKind>(kind: K, handler: CallHandler<K>): void {
-    this.handlers.set(kind, handler as (sender: string, body: unknown) => Promise<unknown>);
+  handle<Req, Res>(kind: PeerMessageKind<Req, Res>, handler: CallHandler<Req, Res>): void {
+    this.handlers.set(kind.name, handler as (sender: string, body: unknown) => Promise<unknown>);
   }
 
   handleTransfer(handler: TransferHandler): void {
     this.transferHandler = handler;
   }
 
-  call<K extends CallKind>(to: string, kind: K, body: RequestOf<K>, options: CallOptions): Promise<ReplyOf<K>> {
+  call<Req, Res>(to: string, kind: PeerMessageKind<Req, Res>, body: Req, options: CallOptions): Promise<Res> {
     const world = this.network.world;
-    return new Promise<ReplyOf<K>>((resolve, reject) => {
+    return new Promise<Res>((resolve, reject) => {
       let settled = false;
       const finish = (outcome: () => void): void => {
         if (settled) return;
@@ -117,22 +118,22 @@ export class SimEndpoint implements PeerEndpoint {
         outcome();
       };
       world.timersOf(this.owner).setTimeout(() => finish(() => reject(new PeerUnavailableError(to, `${to} unreachable: deadline of ${options.deadlineMs} ms passed`))), options.deadlineMs);
-      this.network.observe?.(this.name, to, kind, body);
+      this.network.observe?.(this.name, to, kind as PeerMessageKind<unknown, unknown>, body);
       const there = this.network.route(this.name, to);
       if (there === undefined) return;
       const request = structuredClone(body);
       world.schedule(world.now + there, () => {
         const receiver = this.network.endpointOf(to);
         if (receiver === undefined) return;
-        const refused = !this.network.admits(to, this.name, kind);
-        const answering = refused ? Promise.resolve(undefined) : receiver.answer(this.name, kind, request);
+        const refused = !this.network.admits(to, this.name, kind.name);
+        const answering = refused ? Promise.resolve(undefined) : receiver.answer(this.name, kind.name, request);
         void answering.then((answer) => {
           if (!receiver.owner.alive) return;
           const back = this.network.route(to, this.name);
           if (back === undefined) return;
           const outcome = (): void => {
             if (answer === undefined) reject(new PeerAuthError(`${to} refused the call: unknown sender '${this.name}'`));
-            else if (answer.ok) resolve(structuredClone(answer.reply) as ReplyOf<K>);
+            else if (answer.ok) resolve(structuredClone(answer.reply) as Res);
             else reject(new RemotePeerError(to, answer.error));
           };
           world.schedule(world.now + back, () => finish(outcome), this.owner);

@@ -1,15 +1,17 @@
-// One node of the shell simulation: the real cluster core, the real cluster shell and the real
-// data plane (src/cluster/data-plane.ts: replica writer and router, hint keeper and replayer,
-// hand-offs, repair), wired to simulated ports: a virtual network, a simulated disk and virtual
+// One node of the shell simulation: the real cluster core, shell and data plane
+// (src/cluster/data-plane.ts: replica writer and router, hint keeper and replayer, hand-offs,
+// repair), built by the function that builds them in a node (src/cluster/cluster-node.ts,
+// startClusterNode) from simulated ports: a virtual network, a simulated disk and virtual
 // timers. Only the ports are the simulation's.
 
 import { pino } from 'pino';
-import { ClusterShell } from '../../src/cluster/cluster-shell.js';
+import type { ClusterShell } from '../../src/cluster/cluster-shell.js';
+import { startClusterNode, type ClusterNode } from '../../src/cluster/cluster-node.js';
 import { newestState, tableIdentity, tableLost } from '../../src/cluster/core-state-store.js';
 import { ClusterCore } from '../../src/cluster-core/core.js';
 import { memberNamed } from '../../src/cluster-core/membership.js';
 import type { CoreConfig, Member, Slot } from '../../src/protocol/cluster-types.js';
-import { guardedChunks, startDataPlane, type DataPlane } from '../../src/cluster/data-plane.js';
+import type { DataPlane } from '../../src/cluster/data-plane.js';
 import { ClusterEventBus } from '../../src/cluster/events.js';
 import { acceptsKindFrom } from '../../src/cluster/peer-server.js';
 import type { RepairStream } from '../../src/repair/repair-service.js';
@@ -18,6 +20,7 @@ import type { Prng } from './prng.js';
 import { SimDisk, SimDiskState, type DiskFaults } from './sim-disk.js';
 import type { SimNetwork } from './sim-network.js';
 import type { Incarnation, VirtualWorld } from './virtual-world.js';
+import { ADMIT } from '../../src/cluster/core-messages.js';
 
 export interface SimNodeConfig {
   core: Omit<CoreConfig, 'name'>;
@@ -34,6 +37,7 @@ export interface SimProcess {
   core: ClusterCore;
   shell: ClusterShell;
   plane: DataPlane;
+  node: ClusterNode;
   disk: SimDisk;
 }
 
@@ -97,40 +101,31 @@ export class SimClusterNode implements Incarnation {
         name: this.name,
         port: this.port,
         portOf: (to) => memberOf(to)?.port,
-        admits: (sender, kind) => (kind === 'Admit' && core.membership().epoch === 0) || (memberOf(sender) !== undefined && acceptsKindFrom(memberOf(sender)!.state, kind)),
+        admits: (sender, kind) => (kind === ADMIT.name && core.membership().epoch === 0) || (memberOf(sender) !== undefined && acceptsKindFrom(memberOf(sender)!.state, kind)),
       },
       owner,
     );
-    let plane: DataPlane | undefined;
-    const shell = new ClusterShell({
-      core, transport: endpoint, events: new ClusterEventBus(), log, timers,
-      chunks: guardedChunks(disk.chunks, () => plane),
+    const node = startClusterNode({
+      localName: this.name, core, endpoint, events: new ClusterEventBus(), log, timers, wallClock: () => this.world.now,
+      chunks: disk.chunks,
       saveCoreState: (state) => disk.saveCoreState(state),
       onMembership: () => {},
-      onDrop: (repo, slots) => plane?.handOff.schedule(repo, slots),
       onFatal: (error) => this.onFatal(this.name, error),
-      heartbeatIntervalMs: this.config.core.heartbeatIntervalMs,
-      peerDeadlineMs: this.config.peerDeadlineMs,
-      ackWaitMs: Math.max(50, Math.floor(this.config.core.transferStallMs / 2)),
-    });
-    plane = startDataPlane({
-      localName: this.name, core, endpoint, log, timers, wallClock: () => this.world.now,
-      shell: {
-        adopt: (from, membership) => shell.adopt(from, membership),
-        suspect: (node) => shell.submit({ type: 'unreachable', node }),
-        finalSynced: (changeId) => shell.submit({ type: 'final-sync-done', changeId }),
-        damaged: (damaged) => shell.submit({ type: 'damage', damaged }),
+      status: () => {
+        const self = core.membership().members.find((member) => member.name === this.name)!;
+        return { name: this.name, publicKey: self.publicKey, state: self.state, zone: self.zone, httpPort: self.httpPort, address: self.address, port: self.port };
       },
       replica: disk.replica,
       partitions: disk.partitions,
       hints: disk.hints,
       committer: disk.committer,
-      dropPartition: (repo, stream, partition) => disk.chunks.dropPartition(repo, stream, partition),
       definitions: { records: () => [], apply: async () => {} },
       persistDamage: async (damage) => void (this.disk.damage = damage),
       streams: () => this.config.streams,
       replicasOf: (stream) => this.config.streams.find((each) => each.key === stream)?.replicas ?? 1,
       limits: {
+        heartbeatIntervalMs: this.config.core.heartbeatIntervalMs,
+        ackWaitMs: Math.max(50, Math.floor(this.config.core.transferStallMs / 2)),
         writeDeadlineMs: this.config.writeDeadlineMs,
         peerDeadlineMs: this.config.peerDeadlineMs,
         hintReplayIntervalMs: this.config.hintReplayIntervalMs,
@@ -138,28 +133,16 @@ export class SimClusterNode implements Incarnation {
         repairPacingMs: 0,
       },
     });
-    endpoint.handle('CoreMessage', async (sender, message) => {
-      shell.submit({ type: 'receive', from: sender, message });
-      return {};
-    });
-    endpoint.handle('Admit', async (sender, admit) => {
-      shell.submit({ type: 'receive', from: sender, message: { type: 'membership', membership: admit.membership } });
-      const self = core.membership().members.find((member) => member.name === this.name)!;
-      return { name: this.name, publicKey: self.publicKey, state: self.state, zone: self.zone, httpPort: self.httpPort, address: self.address, port: self.port };
-    });
-    endpoint.handle('AdminCommand', (_sender, command) => shell.admin(command));
-    endpoint.handleTransfer((sender, chunk) => shell.receiveChunk(sender, chunk));
-    shell.submit({ type: 'slots', slots: slotsOf(this.config.streams) });
-    shell.start();
-    plane.start(this.disk.damage);
-    this.process = { core, shell, plane, disk };
+    node.reportSlots(slotsOf(this.config.streams));
+    node.start(this.disk.damage);
+    const { shell, plane } = node;
+    this.process = { core, shell, plane, node, disk };
   }
 
   crash(loseUnsynced: boolean): void {
     if (!this.alive) return;
     this.alive = false;
-    this.process?.shell.stop();
-    this.process?.plane.stop();
+    this.process?.node.stop();
     this.process = undefined;
     this.disk.crash(loseUnsynced);
   }

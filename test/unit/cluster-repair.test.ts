@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { Member, Membership } from '../../src/protocol/cluster-types.js';
-import type { RepairStatusReply } from '../../src/peer/messages.js';
+import type { RepairStatusReply } from '../../src/repair/repair-messages.js';
 import { ClusterRepair, repairActions } from '../../src/repair/cluster-repair.js';
 import type { RepairRunStatus, RepairService } from '../../src/repair/repair-service.js';
 

@@ -108,8 +108,8 @@ describe('console history - gathered across the cluster', () => {
   function endpoint(answers: Record<string, NodeHistory>, deadlines: number[]): PeerEndpoint {
     return {
       name: 'a',
-      call: (async (to: string, kind: string, _body: unknown, options: { deadlineMs: number }) => {
-        expect(kind).toBe('ConsoleHistoryRead');
+      call: (async (to: string, kind: { name: string }, _body: unknown, options: { deadlineMs: number }) => {
+        expect(kind.name).toBe('ConsoleHistoryRead');
         deadlines.push(options.deadlineMs);
         const answer = answers[to];
         if (answer === undefined) throw new Error(`deadline of ${options.deadlineMs} ms passed`);

@@ -4,6 +4,10 @@
 import { describe, expect, it } from 'vitest';
 import { NodeTable, type NodeDocument } from '../../src/cluster/node-table.js';
 import { nodeTableDirectory } from '../../src/cluster/peer-server.js';
+import { ADMIN_COMMAND, CORE_MESSAGE } from '../../src/cluster/core-messages.js';
+import { WRITE_RECORDS } from '../../src/cluster/write-messages.js';
+import { DEFINITION_PUSH, DEFINITION_WRITE } from '../../src/definitions/definition-messages.js';
+import { REPAIR_SWEEP } from '../../src/repair/repair-messages.js';
 
 function document(name: string, state: NodeDocument['state']): NodeDocument {
   const version = { number: '0.1.0', revision: 'test' };
@@ -16,16 +20,16 @@ describe('peer directory - whom a node takes calls from', () => {
   const directory = nodeTableDirectory(nodes);
 
   it('takes every call from a member', () => {
-    expect(directory.acceptsRequestsFrom!('n2', 'RepairSweep')).toBe(true);
-    expect(directory.acceptsRequestsFrom!('n2', 'WriteRecords')).toBe(true);
+    expect(directory.acceptsRequestsFrom!('n2', REPAIR_SWEEP.name)).toBe(true);
+    expect(directory.acceptsRequestsFrom!('n2', WRITE_RECORDS.name)).toBe(true);
   });
 
   it('takes from a Left node its table messages and its hints only', () => {
-    expect(directory.acceptsRequestsFrom!('left-n3', 'CoreMessage')).toBe(true);
-    expect(directory.acceptsRequestsFrom!('left-n3', 'WriteRecords')).toBe(true);
-    expect(directory.acceptsRequestsFrom!('left-n3', 'DefinitionPush')).toBe(true);
-    expect(directory.acceptsRequestsFrom!('left-n3', 'RepairSweep')).toBe(false);
-    expect(directory.acceptsRequestsFrom!('left-n3', 'AdminCommand')).toBe(false);
-    expect(directory.acceptsRequestsFrom!('left-n3', 'DefinitionWrite')).toBe(false);
+    expect(directory.acceptsRequestsFrom!('left-n3', CORE_MESSAGE.name)).toBe(true);
+    expect(directory.acceptsRequestsFrom!('left-n3', WRITE_RECORDS.name)).toBe(true);
+    expect(directory.acceptsRequestsFrom!('left-n3', DEFINITION_PUSH.name)).toBe(true);
+    expect(directory.acceptsRequestsFrom!('left-n3', REPAIR_SWEEP.name)).toBe(false);
+    expect(directory.acceptsRequestsFrom!('left-n3', ADMIN_COMMAND.name)).toBe(false);
+    expect(directory.acceptsRequestsFrom!('left-n3', DEFINITION_WRITE.name)).toBe(false);
   });
 });

@@ -8,7 +8,7 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PeerUnavailableError } from '../../src/peer/errors.js';
-import type { TransferAck, TransferChunk } from '../../src/peer/messages.js';
+import type { TransferAck, TransferChunk } from '../../src/peer/codec.js';
 import { PeerTransport } from '../../src/peer/transport.js';
 import { loopbackDirectory, newIdentity, PEER_HOST } from '../kit/peer-pair.js';
 

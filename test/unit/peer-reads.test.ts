@@ -11,6 +11,7 @@ import { PeerTransport } from '../../src/peer/transport.js';
 import type { LocalSearchRequest, LocalSearchResult } from '../../src/search/local-search.js';
 import { remoteSearch, serveSearchReads } from '../../src/search/search-peer.js';
 import { clusterHoldsData, serveHoldsData } from '../../src/streams/stored-data-peer.js';
+import { MONITORING_READ } from '../../src/monitoring/monitoring-peer.js';
 
 const HOST = '127.0.0.1';
 const DEADLINE_MS = 5_000;
@@ -87,7 +88,7 @@ describe('peer reads - each kind answered by the part that owns it', () => {
     const core = { membership: () => ({ epoch: 1, members: [{ name: 'asker', state: 'Joined' }, { name: 'owner', state: 'Joined' }], change: undefined }) } as never;
     const [details] = await remoteDetails(asker, core, 'system', { tenant: 'system' }, 'owner', DEADLINE_MS);
     expect(details).toMatchObject({ node: 'owner', details: { build: { number: '1' }, metrics: { cpu: 1 } } });
-    await expect(asker.call('owner', 'MonitoringRead', { service: 'nope', tenant: 'demo', uri: undefined }, { deadlineMs: DEADLINE_MS })).rejects.toMatchObject({ status: 404 });
+    await expect(asker.call('owner', MONITORING_READ, { service: 'nope', tenant: 'demo', uri: undefined }, { deadlineMs: DEADLINE_MS })).rejects.toMatchObject({ status: 404 });
     const holds = (stream: string) => clusterHoldsData(stream, { localHoldsData: async () => false, core, transport: asker, deadlineMs: DEADLINE_MS });
     expect(await holds('demo/c/full')).toBe(true);
     expect(await holds('demo/c/empty')).toBe(false);

@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PeerTransport } from '../../src/peer/transport.js';
 import { loopbackDirectory, newIdentity, PEER_HOST } from '../kit/peer-pair.js';
+import { MONITORING_READ } from '../../src/monitoring/monitoring-peer.js';
 
 const KEEPALIVE_MS = 200;
 const CALL = { deadlineMs: 2_000 };
@@ -25,7 +26,7 @@ describe('peer transport - a peer back from a restart', () => {
 
   async function startB(port: number): Promise<PeerTransport> {
     const b = new PeerTransport({ ...common, port, name: 'b', identity: keys.b, directory: loopbackDirectory({ a: { key: keys.a.publicKeyBase64, port: () => a.port } }) });
-    b.handle('MonitoringRead', async (sender, request) => ({ node: sender, details: { echo: request.tenant } }));
+    b.handle(MONITORING_READ, async (sender, request) => ({ node: sender, details: { echo: request.tenant } }));
     started.push(b);
     bPort = await b.start();
     return b;
@@ -37,26 +38,26 @@ describe('peer transport - a peer back from a restart', () => {
 
   it('is called at once after it calls in, not after the reconnect backoff', async () => {
     a = new PeerTransport({ ...common, port: 0, name: 'a', identity: keys.a, directory: loopbackDirectory({ b: { key: keys.b.publicKeyBase64, port: () => bPort } }) });
-    a.handle('MonitoringRead', async (sender, request) => ({ node: sender, details: { echo: request.tenant } }));
+    a.handle(MONITORING_READ, async (sender, request) => ({ node: sender, details: { echo: request.tenant } }));
     started.push(a);
     await a.start();
     const first = await startB(0);
-    expect((await a.call('b', 'MonitoringRead', read('up'), CALL)).details).toEqual({ echo: 'up' });
+    expect((await a.call('b', MONITORING_READ, read('up'), CALL)).details).toEqual({ echo: 'up' });
 
     // b goes down; a keeps calling (heartbeats, writes), and its channel backs off to the most.
     await first.close(0);
     const failedWhileDown: string[] = [];
     for (let round = 0; round < 30; round += 1) {
-      await a.call('b', 'MonitoringRead', read('down'), CALL).catch((error: Error) => failedWhileDown.push(error.message));
+      await a.call('b', MONITORING_READ, read('down'), CALL).catch((error: Error) => failedWhileDown.push(error.message));
       await sleep(100);
     }
     expect(failedWhileDown.length).toBe(30);
 
     // b is back on its port and calls a, as its first heartbeat does; a's next call gets through.
     const restarted = await startB(bPort);
-    expect((await restarted.call('a', 'MonitoringRead', read('back'), CALL)).details).toEqual({ echo: 'back' });
+    expect((await restarted.call('a', MONITORING_READ, read('back'), CALL)).details).toEqual({ echo: 'back' });
     const calledAt = performance.now();
-    const answer = await a.call('b', 'MonitoringRead', read('again'), CALL);
+    const answer = await a.call('b', MONITORING_READ, read('again'), CALL);
     expect(answer.details).toEqual({ echo: 'again' });
     expect(performance.now() - calledAt).toBeLessThan(1_000);
   }, 20_000);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import nacl from 'tweetnacl';
 import { describe, expect, it } from 'vitest';
 import type { NodeIdentity } from '../../src/peer/identity.js';
-import { decodeBody, decodeProto, encodeBody, encodeProto } from '../../src/peer/codec.js';
+import { TRANSFER_CHUNK, decodeBody, decodeProto, encodeBody, encodeProto } from '../../src/peer/codec.js';
 import { ChunkChecksumError } from '../../src/peer/errors.js';
 import { peerType } from '../../src/peer/proto.js';
 import { ReplayGuard } from '../../src/peer/replay.js';
@@ -91,7 +91,7 @@ describe('peer signing - envelopes', () => {
 describe('peer signing - transfer chunks', () => {
   const sender = identity();
   const recipient = identity();
-  const chunkBody = encodeBody('TransferChunk', {
+  const chunkBody = encodeBody(TRANSFER_CHUNK, {
     type: 'transfer-chunk',
     transferId: 'c1/ssr/a>b',
     seq: 4,
@@ -130,7 +130,7 @@ describe('peer signing - transfer chunks', () => {
     for (const body of changed) expect(verifyEnvelope({ ...envelope, body }, key, recipient.publicKey)).toBe(false);
     const otherBytes = withChunk({ bytes: randomBytes(4096) });
     expect(verifyEnvelope({ ...envelope, body: otherBytes }, key, recipient.publicKey)).toBe(true);
-    expect(() => decodeBody('TransferChunk', otherBytes)).toThrow(ChunkChecksumError);
+    expect(() => decodeBody(TRANSFER_CHUNK, otherBytes)).toThrow(ChunkChecksumError);
   });
 });
 

@@ -6,15 +6,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Membership } from '../../src/protocol/cluster-types.js';
 import type { NodeIdentity } from '../../src/peer/identity.js';
 import { VersionConflictError } from '../../src/errors.js';
-import { decodeProto, encodeBody, encodeEnvelope, encodeProto } from '../../src/peer/codec.js';
 import { PeerUnavailableError } from '../../src/peer/errors.js';
-import type { PeerKind, TransferAck, TransferChunk } from '../../src/peer/messages.js';
+import { TRANSFER_CHUNK, decodeProto, encodeBody, encodeEnvelope, encodeProto, type TransferAck, type TransferChunk } from '../../src/peer/codec.js';
+import { WRITE_RECORDS } from '../../src/cluster/write-messages.js';
 import { NodeTable, type NodeDocument } from '../../src/cluster/node-table.js';
 import { admitSenderKey, nodeTableDirectory, startPeerServer } from '../../src/cluster/peer-server.js';
 import { sealEnvelope, signingKeyOf } from '../../src/peer/signing.js';
-import { PeerTransport, type PeerDirectory } from '../../src/peer/transport.js';
+import { PeerTransport, acceptStrangers, type PeerDirectory } from '../../src/peer/transport.js';
 import { callerMetadata } from '../../src/peer/inbound-gate.js';
 import { peerMethodPath } from '../../src/peer/proto.js';
+import { ADMIT, PING } from '../../src/cluster/core-messages.js';
+import { MONITORING_READ } from '../../src/monitoring/monitoring-peer.js';
 
 const WINDOW_MS = 5_000;
 const CALL = { deadlineMs: 5_000 };
@@ -59,16 +61,16 @@ async function startPeer(name: string, options: { identity?: NodeIdentity; pendi
     port: 0,
     acceptUnknown:
       pending &&
-      ((_kind, sender, admit) => {
+      acceptStrangers(ADMIT, (sender, admit) => {
         if (!pending()) return undefined;
         const verdict = admitSenderKey(sender, admit, keys.publicKeyBase64, options.trustedKeys);
         if ('refusal' in verdict) log.warn({ sender, reason: verdict.refusal }, 'Admit refused');
         return 'key' in verdict ? verdict.key : undefined;
       }),
   });
-  transport.handle('Ping', async () => ({ name, publicKey: keys.publicKeyBase64, state: 'Joined', zone: 'local', httpPort: 8888, address: HOST, port: 1 }));
+  transport.handle(PING, async () => ({ name, publicKey: keys.publicKeyBase64, state: 'Joined', zone: 'local', httpPort: 8888, address: HOST, port: 1 }));
   // MonitoringRead stands for any call here: its tenant is echoed back with the verified sender.
-  transport.handle('MonitoringRead', async (sender, request) => {
+  transport.handle(MONITORING_READ, async (sender, request) => {
     if (request.tenant === 'hang') return new Promise(() => undefined);
     if (request.tenant === 'conflict') throw new VersionConflictError('k', '1', '3');
     return { node: sender, details: { echo: request.tenant } };
@@ -82,7 +84,7 @@ function introduce(to: Peer, ...others: Peer[]): void {
 }
 
 /** A valid envelope from `from` to `to`, built outside the transport so a test can alter it. */
-function envelopeFrom(from: Peer, to: Peer, kind: PeerKind, body: Uint8Array, overrides: { sentAtMs?: number; signer?: NodeIdentity } = {}) {
+function envelopeFrom(from: Peer, to: Peer, kind: string, body: Uint8Array, overrides: { sentAtMs?: number; signer?: NodeIdentity } = {}) {
   return sealEnvelope({
     signingKey: signingKeyOf(overrides.signer ?? from.identity),
     sender: from.transport.name,
@@ -96,7 +98,7 @@ function envelopeFrom(from: Peer, to: Peer, kind: PeerKind, body: Uint8Array, ov
 
 /** A call whose tenant the test peers echo (see startPeer). */
 const echo = (text: string) => ({ service: 'echo', tenant: text, uri: undefined });
-const echoBody = (text: string) => encodeBody('MonitoringRead', echo(text));
+const echoBody = (text: string) => encodeBody(MONITORING_READ.request, echo(text));
 
 function refusals(peer: Peer): string[] {
   return peer.logs.filter((line) => line.level === 40 && /refused/.test(String(line.msg))).map((line) => String(line.reason));
@@ -127,19 +129,19 @@ afterAll(async () => {
 
 describe('peer transport - calls', () => {
   it('answers a call both ways, naming the verified sender', async () => {
-    await expect(a.transport.call('b', 'Ping', {}, CALL)).resolves.toEqual({ name: 'b', publicKey: b.identity.publicKeyBase64, state: 'Joined', zone: 'local', httpPort: 8888, address: HOST, port: 1 });
-    const reply = await b.transport.call('a', 'MonitoringRead', echo('q1'), CALL);
+    await expect(a.transport.call('b', PING, {}, CALL)).resolves.toEqual({ name: 'b', publicKey: b.identity.publicKeyBase64, state: 'Joined', zone: 'local', httpPort: 8888, address: HOST, port: 1 });
+    const reply = await b.transport.call('a', MONITORING_READ, echo('q1'), CALL);
     expect(reply).toEqual({ node: 'b', details: { echo: 'q1' } });
   });
 
   it('rethrows the remote error with its status, code, message and details', async () => {
-    const error = await a.transport.call('b', 'MonitoringRead', echo('conflict'), CALL).catch((caught: unknown) => caught);
+    const error = await a.transport.call('b', MONITORING_READ, echo('conflict'), CALL).catch((caught: unknown) => caught);
     const expected = new VersionConflictError('k', '1', '3');
     expect(error).toMatchObject({ status: 409, code: 'VERSION_CONFLICT', message: expected.message, details: { currentVersion: '3' } });
   });
 
   it('refuses a kind nobody handles with 400', async () => {
-    await expect(a.transport.call('b', 'WriteRecords', { repo: 'ssr', records: [], epoch: 3, replicas: 1 }, CALL)).rejects.toMatchObject({
+    await expect(a.transport.call('b', WRITE_RECORDS, { repo: 'ssr', records: [], epoch: 3, replicas: 1 }, CALL)).rejects.toMatchObject({
       status: 400,
       code: 'BAD_PEER_MESSAGE',
     });
@@ -163,25 +165,25 @@ describe('peer transport - refusals', () => {
 
   it('refuses a timestamp outside the window, past or future', async () => {
     for (const skewMs of [-WINDOW_MS - 1_000, WINDOW_MS + 1_000]) {
-      const envelope = envelopeFrom(a, b, 'Ping', encodeBody('Ping', {}), { sentAtMs: Date.now() + skewMs });
+      const envelope = envelopeFrom(a, b, 'Ping', encodeBody(PING.request, {}), { sentAtMs: Date.now() + skewMs });
       await expect(a.transport.sendRawEnvelope('b', encodeEnvelope(envelope), CALL)).rejects.toMatchObject({ status: 401, code: 'PEER_AUTH' });
       expect(refusals(b).at(-1)).toMatch(/outside/);
     }
   });
 
   it("refuses a message signed by a key that is not the sender's", async () => {
-    const envelope = envelopeFrom(a, b, 'Ping', encodeBody('Ping', {}), { signer: stranger.identity });
+    const envelope = envelopeFrom(a, b, 'Ping', encodeBody(PING.request, {}), { signer: stranger.identity });
     await expect(a.transport.sendRawEnvelope('b', encodeEnvelope(envelope), CALL)).rejects.toMatchObject({ status: 401, code: 'PEER_AUTH' });
     expect(refusals(b).at(-1)).toMatch(/bad signature/);
   });
 
   it('refuses a message meant for another node', async () => {
-    const envelope = envelopeFrom(a, stranger, 'Ping', encodeBody('Ping', {}));
+    const envelope = envelopeFrom(a, stranger, 'Ping', encodeBody(PING.request, {}));
     await expect(a.transport.sendRawEnvelope('b', encodeEnvelope(envelope), CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
   });
 
   it('refuses a sender not in the node table', async () => {
-    await expect(stranger.transport.call('a', 'MonitoringRead', echo(''), CALL)).rejects.toMatchObject({ status: 401, code: 'PEER_AUTH' });
+    await expect(stranger.transport.call('a', MONITORING_READ, echo(''), CALL)).rejects.toMatchObject({ status: 401, code: 'PEER_AUTH' });
     expect(refusals(a).at(-1)).toMatch(/unknown sender 'c'/);
   });
 
@@ -192,7 +194,7 @@ describe('peer transport - refusals', () => {
     const misled = await startPeer('a', { identity: a.identity });
     misled.known.set('b', { publicKey: b.identity.publicKeyBase64, port: impostor.transport.port });
     try {
-      const error = await misled.transport.call('b', 'Ping', {}, CALL).catch((caught: unknown) => caught);
+      const error = await misled.transport.call('b', PING, {}, CALL).catch((caught: unknown) => caught);
       expect(error).toMatchObject({ status: 401, code: 'PEER_AUTH', message: expect.stringMatching(/reply from b refused: bad signature/) });
       expect(misled.logs.some((line) => line.msg === 'peer reply refused')).toBe(true);
     } finally {
@@ -216,7 +218,7 @@ describe('peer transport - the gate before the body', () => {
   it("refuses a stranger's large call from its header alone, never reading its body", async () => {
     const refusedBefore = a.transport.gate.refused;
     const body = echo('x'.repeat(8 * 1024 * 1024));
-    const error = await stranger.transport.call('a', 'MonitoringRead', body, CALL).catch((caught: unknown) => caught);
+    const error = await stranger.transport.call('a', MONITORING_READ, body, CALL).catch((caught: unknown) => caught);
     expect(error).toMatchObject({ status: 401, code: 'PEER_AUTH' });
     expect(a.transport.gate.refused).toBe(refusedBefore + 1);
     expect(refusals(a).at(-1)).toMatch(/unknown sender 'c'/);
@@ -242,21 +244,21 @@ describe('peer transport - the gate before the body', () => {
     const limited = new PeerTransport({ name: 'lim', identity: keys, directory: directoryOf(new Map([['a', { publicKey: a.identity.publicKeyBase64, port: a.transport.port }]])), replayWindowMs: WINDOW_MS, log: pino({ level: 'silent' }), host: HOST, port: 0, callsInFlightMax: 2 });
     let release = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
-    limited.handle('MonitoringRead', async () => {
+    limited.handle(MONITORING_READ, async () => {
       await held;
       return { node: 'lim', details: {} };
     });
     await limited.start();
     a.known.set('lim', { publicKey: keys.publicKeyBase64, port: limited.port });
     try {
-      const first = a.transport.call('lim', 'MonitoringRead', echo('1'), CALL);
-      const second = a.transport.call('lim', 'MonitoringRead', echo('2'), CALL);
+      const first = a.transport.call('lim', MONITORING_READ, echo('1'), CALL);
+      const second = a.transport.call('lim', MONITORING_READ, echo('2'), CALL);
       await until(() => limited.gate.inFlight === 2);
-      await expect(a.transport.call('lim', 'MonitoringRead', echo('3'), CALL)).rejects.toMatchObject({ status: 503, code: 'PEER_BUSY' });
+      await expect(a.transport.call('lim', MONITORING_READ, echo('3'), CALL)).rejects.toMatchObject({ status: 503, code: 'PEER_BUSY' });
       release();
       await Promise.all([first, second]);
       await until(() => limited.gate.inFlight === 0);
-      await expect(a.transport.call('lim', 'MonitoringRead', echo('4'), CALL)).resolves.toEqual({ node: 'lim', details: {} });
+      await expect(a.transport.call('lim', MONITORING_READ, echo('4'), CALL)).resolves.toEqual({ node: 'lim', details: {} });
     } finally {
       a.known.delete('lim');
       await limited.close(1_000);
@@ -276,7 +278,7 @@ describe('peer transport - Admit from a node not yet known', () => {
 
   beforeAll(async () => {
     joiner = await startPeer('p', { pending: () => pending });
-    joiner.transport.handle('Admit', async (_sender, admit) => {
+    joiner.transport.handle(ADMIT, async (_sender, admit) => {
       admitted.push(admit.membership);
       return { name: 'p', publicKey: joiner.identity.publicKeyBase64, state: 'Pending', zone: 'local', httpPort: 8888, address: HOST, port: 1 };
     });
@@ -295,7 +297,7 @@ describe('peer transport - Admit from a node not yet known', () => {
 
   it('accepts an Admit for its own key from the sender the membership names, while Pending', async () => {
     const admit = { membership: membershipWith(a.identity.publicKeyBase64), targetPublicKey: joiner.identity.publicKeyBase64 };
-    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Admit', admit, CALL)).resolves.toEqual({
+    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, ADMIT, admit, CALL)).resolves.toEqual({
       name: 'p',
       publicKey: joiner.identity.publicKeyBase64,
       state: 'Pending',
@@ -308,11 +310,11 @@ describe('peer transport - Admit from a node not yet known', () => {
   });
 
   it('refuses any other kind from an unknown sender, an Admit for another key, and one signed by another key', async () => {
-    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'MonitoringRead', echo(''), CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, MONITORING_READ, echo(''), CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
     const elsewhere = { membership: membershipWith(a.identity.publicKeyBase64), targetPublicKey: b.identity.publicKeyBase64 };
-    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Admit', elsewhere, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, ADMIT, elsewhere, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
     const claimsOtherKey = { membership: membershipWith(b.identity.publicKeyBase64), targetPublicKey: joiner.identity.publicKeyBase64 };
-    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Admit', claimsOtherKey, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, ADMIT, claimsOtherKey, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
     expect(admitted).toHaveLength(1);
   });
 
@@ -320,7 +322,7 @@ describe('peer transport - Admit from a node not yet known', () => {
     const good = membershipWith(a.identity.publicKeyBase64);
     const unsorted = { ...good, members: [...good.members].reverse() };
     const admit = { membership: unsorted, targetPublicKey: joiner.identity.publicKeyBase64 };
-    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Admit', admit, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, ADMIT, admit, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
     expect(joiner.logs.some((line) => line.msg === 'Admit refused' && /not sorted/.test(String(line.reason)))).toBe(true);
     expect(admitted).toHaveLength(1);
   });
@@ -328,7 +330,7 @@ describe('peer transport - Admit from a node not yet known', () => {
   it('with a join token, refuses an Admit signed by a key the token does not name and accepts one it names', async () => {
     const tokened = await startPeer('q', { pending: () => true, trustedKeys: new Set([b.identity.publicKeyBase64]) });
     const taken: Membership[] = [];
-    tokened.transport.handle('Admit', async (_sender, admit) => {
+    tokened.transport.handle(ADMIT, async (_sender, admit) => {
       taken.push(admit.membership);
       return { name: 'q', publicKey: tokened.identity.publicKeyBase64, state: 'Pending', zone: 'local', httpPort: 8888, address: HOST, port: 1 };
     });
@@ -343,10 +345,10 @@ describe('peer transport - Admit from a node not yet known', () => {
       });
       const where = { address: HOST, port: tokened.transport.port };
       const fromA = { membership: tableFrom(a), targetPublicKey: tokened.identity.publicKeyBase64 };
-      await expect(a.transport.callUnknown(where, tokened.identity.publicKeyBase64, 'Admit', fromA, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+      await expect(a.transport.callUnknown(where, tokened.identity.publicKeyBase64, ADMIT, fromA, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
       expect(tokened.logs.some((line) => line.msg === 'Admit refused' && /join token/.test(String(line.reason)))).toBe(true);
       const fromB = { membership: tableFrom(b), targetPublicKey: tokened.identity.publicKeyBase64 };
-      await expect(b.transport.callUnknown(where, tokened.identity.publicKeyBase64, 'Admit', fromB, CALL)).resolves.toMatchObject({ name: 'q' });
+      await expect(b.transport.callUnknown(where, tokened.identity.publicKeyBase64, ADMIT, fromB, CALL)).resolves.toMatchObject({ name: 'q' });
       expect(taken).toHaveLength(1);
     } finally {
       await tokened.transport.close(1_000);
@@ -354,20 +356,20 @@ describe('peer transport - Admit from a node not yet known', () => {
   });
 
   it('answers a Ping from anyone, and the caller proves who answered by the reply signature', async () => {
-    const reply = await a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Ping', {}, CALL);
+    const reply = await a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, PING, {}, CALL);
     expect(reply.name).toBe('p');
-    await expect(a.transport.callUnknown(target(), b.identity.publicKeyBase64, 'Ping', {}, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+    await expect(a.transport.callUnknown(target(), b.identity.publicKeyBase64, PING, {}, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
   });
 
   it('refuses an Admit from an unknown sender once no longer Pending', async () => {
     pending = false;
     const admit = { membership: membershipWith(a.identity.publicKeyBase64), targetPublicKey: joiner.identity.publicKeyBase64 };
-    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, 'Admit', admit, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+    await expect(a.transport.callUnknown(target(), joiner.identity.publicKeyBase64, ADMIT, admit, CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
     expect(refusals(joiner).at(-1)).toMatch(/unknown sender 'a'/);
   });
 
   it('rejects a reply not signed by the expected key', async () => {
-    await expect(a.transport.callUnknown(target(), b.identity.publicKeyBase64, 'Ping', {}, CALL)).rejects.toMatchObject({
+    await expect(a.transport.callUnknown(target(), b.identity.publicKeyBase64, PING, {}, CALL)).rejects.toMatchObject({
       code: 'PEER_AUTH',
       message: expect.stringMatching(/reply .* refused/),
     });
@@ -418,7 +420,7 @@ describe('peer transport - transfer streams', () => {
     const { acks, closed, stream } = open();
     stream.send(chunkOf('tampered', 0));
     stream.send(chunkOf('tampered', 1));
-    const proto = decodeProto('TransferChunk', encodeBody('TransferChunk', chunkOf('tampered', 2)));
+    const proto = decodeProto('TransferChunk', encodeBody(TRANSFER_CHUNK, chunkOf('tampered', 2)));
     const bytes = Buffer.from((proto.chunk as { bytes: Buffer }).bytes);
     bytes[0] = bytes[0]! ^ 0xff;
     const body = encodeProto('TransferChunk', { ...proto, chunk: { ...(proto.chunk as object), bytes } });
@@ -432,7 +434,7 @@ describe('peer transport - transfer streams', () => {
 
   it('refuses a chunk whose signature does not hold', async () => {
     const { acks, closed, stream } = open();
-    const envelope = envelopeFrom(a, b, 'TransferChunk', encodeBody('TransferChunk', chunkOf('forged', 0)), { signer: stranger.identity });
+    const envelope = envelopeFrom(a, b, 'TransferChunk', encodeBody(TRANSFER_CHUNK, chunkOf('forged', 0)), { signer: stranger.identity });
     stream.sendRawEnvelope(encodeEnvelope(envelope));
     await expect(closed).resolves.toMatchObject({ status: 401, code: 'PEER_AUTH' });
     expect(acks).toEqual([]);
@@ -443,7 +445,7 @@ describe('peer transport - unreachable peers', () => {
   it('fails fast with PeerUnavailableError when nobody listens', async () => {
     a.known.set('down', { publicKey: stranger.identity.publicKeyBase64, port: await closedPort() });
     const started = performance.now();
-    const error = await a.transport.call('down', 'Ping', {}, { deadlineMs: 2_000 }).catch((caught: unknown) => caught);
+    const error = await a.transport.call('down', PING, {}, { deadlineMs: 2_000 }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(PeerUnavailableError);
     expect(error).toMatchObject({ status: 503, code: 'PEER_UNAVAILABLE' });
     expect(performance.now() - started).toBeLessThan(1_000);
@@ -451,7 +453,7 @@ describe('peer transport - unreachable peers', () => {
 
   it('fails with PeerUnavailableError at the deadline when the peer does not answer', async () => {
     const started = performance.now();
-    const error = await a.transport.call('b', 'MonitoringRead', echo('hang'), { deadlineMs: 200 }).catch((caught: unknown) => caught);
+    const error = await a.transport.call('b', MONITORING_READ, echo('hang'), { deadlineMs: 200 }).catch((caught: unknown) => caught);
     const elapsedMs = performance.now() - started;
     expect(error).toBeInstanceOf(PeerUnavailableError);
     expect(elapsedMs).toBeGreaterThanOrEqual(190);
@@ -459,7 +461,7 @@ describe('peer transport - unreachable peers', () => {
   });
 
   it('refuses a destination not in the node table', async () => {
-    await expect(a.transport.call('nobody', 'Ping', {}, CALL)).rejects.toMatchObject({ status: 404, code: 'PEER_UNKNOWN' });
+    await expect(a.transport.call('nobody', PING, {}, CALL)).rejects.toMatchObject({ status: 404, code: 'PEER_UNKNOWN' });
   });
 });
 
@@ -489,9 +491,9 @@ describe('peer server - the node table as directory', () => {
     nodes.upsert(row('a', a.identity.publicKeyBase64, a.transport.port, 'Joined'));
     a.known.set('s', { publicKey: keys.publicKeyBase64, port: server.port });
     try {
-      await expect(a.transport.call('s', 'Ping', {}, CALL)).resolves.toEqual({ name: 's', publicKey: keys.publicKeyBase64, state: 'Joined', zone: 'z', httpPort: 1, address: HOST, port: server.port });
+      await expect(a.transport.call('s', PING, {}, CALL)).resolves.toEqual({ name: 's', publicKey: keys.publicKeyBase64, state: 'Joined', zone: 'z', httpPort: 1, address: HOST, port: server.port });
       nodes.upsert(row('a', a.identity.publicKeyBase64, a.transport.port, 'Left'));
-      await expect(a.transport.call('s', 'MonitoringRead', echo(''), CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+      await expect(a.transport.call('s', MONITORING_READ, echo(''), CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
     } finally {
       await server.close(1_000);
     }
@@ -504,7 +506,7 @@ describe('peer transport - counters (monitoring)', () => {
     try {
       introduce(x, y);
       introduce(y, x);
-      for (let i = 0; i < 5; i++) await x.transport.call('y', 'MonitoringRead', echo(`${i} ${'p'.repeat(i * 100)}`), CALL);
+      for (let i = 0; i < 5; i++) await x.transport.call('y', MONITORING_READ, echo(`${i} ${'p'.repeat(i * 100)}`), CALL);
       const xy = x.transport.counters.snapshot().find((traffic) => traffic.peer === 'y')!;
       const yx = y.transport.counters.snapshot().find((traffic) => traffic.peer === 'x')!;
       expect(xy.sent.messages).toBe(5);
@@ -527,14 +529,14 @@ describe('peer transport - counters (monitoring)', () => {
       const stranger = await startPeer('z');
       try {
         introduce(stranger, y);
-        await expect(stranger.transport.call('y', 'MonitoringRead', echo('1'), CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
+        await expect(stranger.transport.call('y', MONITORING_READ, echo('1'), CALL)).rejects.toMatchObject({ code: 'PEER_AUTH' });
         expect(y.transport.counters.snapshot().find((traffic) => traffic.peer === 'z')!.refused).toEqual({ unknown_sender: 1 });
       } finally {
         await stranger.transport.close(100);
       }
 
       await y.transport.close(100);
-      await expect(x.transport.call('y', 'Ping', {}, { deadlineMs: 500 })).rejects.toBeDefined();
+      await expect(x.transport.call('y', PING, {}, { deadlineMs: 500 })).rejects.toBeDefined();
       expect(x.transport.counters.snapshot().find((traffic) => traffic.peer === 'y')!.errors).toBe(1);
     } finally {
       await Promise.all([x.transport.close(100), y.transport.close(100)]);

@@ -1,0 +1,66 @@
+// The data plane's write messages (proto/peer.proto, "Writes"): a replica write to an owner of
+// a partition (WriteRecords, replica-writer.ts; also a repair push and a replayed hint, so a
+// Left node may still send one: the hints it could not deliver before it left), and hints
+// handed to another member to keep (HintStore, hint-keeper.ts).
+
+import { definitionRecordCodec, type WireDefinitionRecord } from '../definitions/definition-messages.js';
+import { EMPTY } from '../peer/codec.js';
+import { int, list, str, enumOf, type ProtoObject } from '../peer/fields.js';
+import { definePeerKind } from '../peer/kinds.js';
+import type { RepositoryName, StoredRecord } from '../storage/repository.js';
+import { DATA_REPOS, dataRepoFrom, storedRecordCodec } from '../streams/wire-records.js';
+import { TRANSFER_REPOS } from './core-messages.js';
+
+export interface WriteRecords {
+  repo: RepositoryName;
+  records: StoredRecord[];
+  /** The writer's membership epoch (an owner with a newer table refuses the write). */
+  epoch: number;
+  /** The stream's replicas: the slot the receiver checks it owns (NOT_OWNER otherwise). */
+  replicas: number;
+}
+
+/** Hints for one target: stream records, or definitions (hint-keeper.ts). */
+export type WireHintEntry =
+  | { target: string; repository: RepositoryName; records: StoredRecord[] }
+  | { target: string; repository: 'KV'; records: WireDefinitionRecord[] };
+
+export interface HintStore {
+  hints: WireHintEntry[];
+}
+
+export const WRITE_RECORDS = definePeerKind<WriteRecords, Record<string, never>>({
+  name: 'WriteRecords',
+  request: {
+    toProto: (value) => ({ repo: DATA_REPOS[value.repo], records: value.records.map(storedRecordCodec.toProto), epoch: value.epoch, replicas: value.replicas }),
+    fromProto: (object) => ({
+      repo: dataRepoFrom(object, 'repo'),
+      records: list(object, 'records', storedRecordCodec.fromProto),
+      epoch: int(object, 'epoch'),
+      replicas: int(object, 'replicas'),
+    }),
+  },
+  reply: { type: 'WriteReply', codec: EMPTY.codec },
+  gate: 'members-and-left',
+});
+
+function hintEntryToProto(entry: WireHintEntry): ProtoObject {
+  if (entry.repository === 'KV') return { target: entry.target, repo: TRANSFER_REPOS.KV, records: [], definitions: entry.records.map(definitionRecordCodec.toProto) };
+  return { target: entry.target, repo: DATA_REPOS[entry.repository], records: entry.records.map(storedRecordCodec.toProto), definitions: [] };
+}
+
+function hintEntryFromProto(object: ProtoObject): WireHintEntry {
+  const target = str(object, 'target');
+  const repository = enumOf(object, 'repo', TRANSFER_REPOS);
+  if (repository === 'KV') return { target, repository, records: list(object, 'definitions', definitionRecordCodec.fromProto) };
+  return { target, repository, records: list(object, 'records', storedRecordCodec.fromProto) };
+}
+
+export const HINT_STORE = definePeerKind<HintStore, Record<string, never>>({
+  name: 'HintStore',
+  request: {
+    toProto: (value) => ({ hints: value.hints.map(hintEntryToProto) }),
+    fromProto: (object) => ({ hints: list(object, 'hints', hintEntryFromProto) }),
+  },
+  reply: EMPTY,
+});
