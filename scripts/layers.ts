@@ -49,7 +49,7 @@ export const LAYERS: readonly LayerUnit[] = [
   { name: 'query', layer: 4, paths: ['query/'], owns: 'the query language: parser, checker, types, windows' },
   { name: 'search', layer: 4, paths: ['search/'], owns: 'the per-partition ssr index, facets, histograms, the search service' },
   { name: 'repair', layer: 4, paths: ['repair/'], owns: 'anti-entropy: key digests, partition sync, repair runs, damage refill' },
-  { name: 'cluster', layer: 4, paths: ['cluster/'], owns: 'the cluster shell around the core: membership service and feed, node table, events, peer server, transfer chunks, partition router, replica writer (both halves of the epoch fence), hints, hand-offs, the data plane' },
+  { name: 'cluster', layer: 4, paths: ['cluster/'], owns: 'the cluster shell around the core: membership service and feed, node table, events, peer server, transfer chunks, partition router, replica writer (both halves of the epoch fence), hints, hand-offs, the data plane, its peer messages (core-messages.ts, write-messages.ts), and cluster-node.ts: startClusterNode, the one composition of shell, data plane and their peer handlers that node.ts and the shell simulation both run' },
   { name: 'contributors', layer: 4, paths: ['contributors/'], owns: 'contributor types and instances' },
   { name: 'execution', layer: 5, paths: ['execution/'], owns: 'query sessions, hosting, runners, the operator pipeline, outputs (SSE), daemons; historical reads: whole payloads, tsr blocks by column, last values per key' },
   { name: 'monitoring', layer: 5, paths: ['monitoring/'], owns: 'the ten monitoring services, the audit log, ingest and storage counters' },
