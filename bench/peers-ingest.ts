@@ -39,6 +39,7 @@ import {
   round,
   SEED,
 } from './ingest.js';
+import { installDebianPackage } from './debian-package.js';
 import { findNatsServer, type NatsBinary, type NatsCluster, natsSyncAlwaysSupported, startNatsCluster } from './nats.js';
 import {
   type BenchPolicy,
@@ -405,7 +406,7 @@ export async function runPeersIngestBench(options: BenchOptions): Promise<void> 
   const clients = options.concurrency;
   const window = options.batch;
   log(`peers-ingest: ${options.payloads} payloads (${payloadBytesAvg.toFixed(0)} bytes on average), ${clients} clients, ${window} unacknowledged each`);
-  const binary = findNatsServer();
+  const binary = findNatsServer() ?? (installDebianPackage('nats-server') ? findNatsServer() : undefined);
   const syncAlways = binary !== undefined && natsSyncAlwaysSupported(binary);
   if (binary === undefined) log('nats-server not found (apt-get install nats-server, or NATS_SERVER_BIN): measuring Tributary only.');
   else log(`JetStream: ${binary.version} at ${binary.path}; sync on every write ${syncAlways ? 'supported' : 'not supported by this version'}`);

@@ -27,6 +27,7 @@ import { cleanup, client, NodeProcess } from '../test/kit/node-process.js';
 import { SseClient } from '../test/kit/sse-client.js';
 import { Prng } from '../test/sim/prng.js';
 import { expectOk, log, nodeFlags, percentile, phase, round, runBatches, type Timing } from './ingest.js';
+import { installDebianPackage } from './debian-package.js';
 import { findInfluxd, INFLUX_SETTINGS, influxQuery, type InfluxServer, startInfluxd } from './influxdb.js';
 import { machine } from './machine.js';
 import { runIngestFloor } from './ingest-floor.js';
@@ -485,7 +486,7 @@ function markdown(report: any): string {
 
 export async function runPeersTimeseriesBench(options: BenchOptions): Promise<void> {
   const loadAverageBefore = os.loadavg()[0]!;
-  const binary = findInfluxd();
+  const binary = findInfluxd() ?? (installDebianPackage('influxdb') ? findInfluxd() : undefined);
   if (binary === undefined) log('influxd not found (apt-get install influxdb, or INFLUXD_BIN): measuring Tributary only.');
   else log(`InfluxDB: ${binary.version} at ${binary.path}`);
   const points = makePoints(options.payloads);
