@@ -40,6 +40,7 @@ import {
   SEED,
 } from './ingest.js';
 import { installDebianPackage } from './debian-package.js';
+import { metricTotal } from './node-metrics.js';
 import { findNatsServer, type NatsBinary, type NatsCluster, natsSyncAlwaysSupported, startNatsCluster } from './nats.js';
 import {
   type BenchPolicy,
@@ -217,13 +218,8 @@ async function runFloor(batches: readonly PreparedBatch[], clients: number): Pro
 }
 
 /** Hinted records the nodes hold (tributary_hint_records, summed over targets and nodes). */
-async function hintedRecords(nodes: readonly NodeProcess[]): Promise<number> {
-  let total = 0;
-  for (const node of nodes) {
-    const text = (await client(node).get('/metrics')).text;
-    for (const match of text.matchAll(/^tributary_hint_records\{[^}]*\} (\d+)$/gm)) total += Number(match[1]);
-  }
-  return total;
+function hintedRecords(nodes: readonly NodeProcess[]): Promise<number> {
+  return metricTotal(nodes, 'tributary_hint_records');
 }
 
 function expectCopies(what: string, storedCopies: Record<string, number>, expected: number): void {

@@ -28,6 +28,7 @@ import { addNode, startClusterNode, until } from '../test/kit/cluster.js';
 import { cleanup, client, type NodeProcess } from '../test/kit/node-process.js';
 import { COLLECTION, expectOk, log, postBatch, prepareBatches, round, runBatches, SCHEMA, TENANT } from './ingest.js';
 import { machine } from './machine.js';
+import { metricTotal } from './node-metrics.js';
 import type { BenchOptions } from './options.js';
 
 const RESULTS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bench', 'results', 'scale.json');
@@ -131,16 +132,8 @@ function minimumMove(before: readonly string[], after: readonly string[], load: 
 }
 
 /** Bytes of transfer chunks every node has sent so far (`tributary_transfer_chunk_bytes_total`). */
-async function transferBytesSent(nodes: readonly NodeProcess[]): Promise<number> {
-  let bytes = 0;
-  for (const node of nodes) {
-    const answer = await client(node).get('/metrics');
-    if (answer.status !== 200) throw new Error(`metrics of ${node.name}: ${answer.status}`);
-    const line = /^tributary_transfer_chunk_bytes_total\{direction="out"\} (\d+(?:\.\d+)?(?:e\+\d+)?)$/m.exec(answer.text);
-    if (line === null) throw new Error(`metrics of ${node.name}: no tributary_transfer_chunk_bytes_total{direction="out"}`);
-    bytes += Number(line[1]);
-  }
-  return bytes;
+function transferBytesSent(nodes: readonly NodeProcess[]): Promise<number> {
+  return metricTotal(nodes, 'tributary_transfer_chunk_bytes_total', 'direction="out"');
 }
 
 /** Bytes every node has sent its peers so far (the transport monitoring service). */
