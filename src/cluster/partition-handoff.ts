@@ -56,8 +56,12 @@ interface PendingDrop {
 }
 
 const REPOSITORIES: readonly RepositoryName[] = ['ssr', 'tsr'];
-/** Partitions a joining node's final sync catches up at once. */
-const CATCH_UPS_IN_FLIGHT = 4;
+/**
+ * Steps of a final sync made at once, joining or leaving. Each is a digest and key exchange
+ * with one owner: one after another, a join's held a 1M-payload join 4-5 s after its last
+ * chunk, and a leave's ~290 steps held the leave 5 s after its last transfer under faults.
+ */
+const FINAL_SYNC_STEPS_IN_FLIGHT = 4;
 
 function partitionKey(repo: RepositoryName, stream: string, partition: number): string {
   assert(Number.isInteger(partition) && partition >= 0, () => `partition ${partition} of ${stream}`);
@@ -198,8 +202,9 @@ export class PartitionHandOff {
         }
       }
     }
-    const sent = await this.finalSync(change.id, steps, 1, (step) => this.deps.handOff(step.part, step.replicas, [step.owner]));
-    this.deps.log.info({ change: change.id, records: sent }, 'leaving: hints and data handed off to the next owners');
+    const startedMs = this.deps.timers.now();
+    const sent = await this.finalSync(change.id, steps, FINAL_SYNC_STEPS_IN_FLIGHT, (step) => this.deps.handOff(step.part, step.replicas, [step.owner]));
+    this.deps.log.info({ change: change.id, records: sent, steps: steps.length, lastRoundMs: this.deps.timers.now() - startedMs }, 'leaving: hints and data handed off to the next owners');
     this.leaveDone = change.id;
     this.deps.finalSynced(change.id);
   }
@@ -227,10 +232,9 @@ export class PartitionHandOff {
         for (const owner of owners) steps.push({ part: { repo: stream.repo, stream: stream.key, partition: slot.partition }, replicas: slot.replicas, owner });
       }
     }
-    // A few partitions at once: each is a key listing on both nodes and a round trip, and
-    // one after another they held a 1M-payload join 4-5 s after its last chunk.
-    const received = await this.finalSync(change.id, steps, CATCH_UPS_IN_FLIGHT, (step) => this.deps.catchUp(step.part, step.replicas, [step.owner]));
-    this.deps.log.info({ change: change.id, records: received }, 'joining: caught up with the current owners after the transfers');
+    const startedMs = this.deps.timers.now();
+    const received = await this.finalSync(change.id, steps, FINAL_SYNC_STEPS_IN_FLIGHT, (step) => this.deps.catchUp(step.part, step.replicas, [step.owner]));
+    this.deps.log.info({ change: change.id, records: received, steps: steps.length, lastRoundMs: this.deps.timers.now() - startedMs }, 'joining: caught up with the current owners after the transfers');
     this.joinDone = change.id;
     this.deps.finalSynced(change.id);
   }

@@ -13,8 +13,14 @@ const DIGESTS_MAX = 4_096;
 
 export class StoredPartitions implements LocalPartitions {
   private readonly digests = new Map<string, Uint32Array>();
-  /** Rises on every change: a digest scanned while something changed is not kept. */
-  private changes = 0;
+  /**
+   * Key scans under way, by partition, and whether their partition changed meanwhile: a
+   * digest scanned while its partition changed is used once, not kept. Per partition, so
+   * that writes elsewhere (hints, repairs, follow-ups after faults) do not make every
+   * exchange scan again; shared, so that the exchanges of one partition with each of its
+   * owners scan it once.
+   */
+  private readonly scans = new Map<string, { digest: Promise<Uint32Array>; changed: boolean }>();
 
   constructor(
     private readonly repositories: Record<RepositoryName, Repository>,
@@ -29,11 +35,18 @@ export class StoredPartitions implements LocalPartitions {
       this.digests.set(key, known);
       return known;
     }
-    const changesBefore = this.changes;
-    const digest = digestKeys(await this.keys(part));
-    // A write during the scan may or may not be in it: such a digest is used once, not kept.
-    if (this.changes === changesBefore) this.remember(key, digest);
-    return digest;
+    const running = this.scans.get(key);
+    if (running !== undefined) return running.digest;
+    const scan = { digest: this.keys(part).then(digestKeys), changed: false };
+    this.scans.set(key, scan);
+    try {
+      const digest = await scan.digest;
+      // A write during the scan may or may not be in it: such a digest is used once, not kept.
+      if (!scan.changed) this.remember(key, digest);
+      return digest;
+    } finally {
+      this.scans.delete(key);
+    }
   }
 
   keys(part: RepairPartitionRef): Promise<string[]> {
@@ -50,20 +63,24 @@ export class StoredPartitions implements LocalPartitions {
 
   /** The partition's data changed: its digest is rebuilt when next asked for. */
   stale(repo: RepositoryName, stream: string, partition: number): void {
-    this.changes += 1;
-    this.digests.delete(digestKey(repo, stream, partition));
+    this.forget(digestKey(repo, stream, partition));
   }
 
   /** Records were stored (by any path): their partitions' digests are stale. */
   staleRecords(repo: RepositoryName, records: readonly StoredRecord[]): void {
-    this.changes += 1;
     let last = '';
     for (const record of records) {
       const key = digestKey(repo, record.stream, record.partition);
       if (key === last) continue;
       last = key;
-      this.digests.delete(key);
+      this.forget(key);
     }
+  }
+
+  private forget(key: string): void {
+    this.digests.delete(key);
+    const scan = this.scans.get(key);
+    if (scan !== undefined) scan.changed = true;
   }
 
   private remember(key: string, digest: Uint32Array): void {

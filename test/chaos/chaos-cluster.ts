@@ -123,7 +123,11 @@ export class ChaosCluster {
     const onDisk = this.disk?.plan.victim === name ? this.disk : undefined;
     const dataDir = onDisk === undefined ? {} : { dataDir: await onDisk.prepare() };
     const args = [...FAST_CLUSTER_ARGS, ...this.extraArgs, ...(onDisk?.args() ?? []), ...(await this.networkArgs(name, join))];
-    const process = await NodeProcess.start({ name, join, ...dataDir, args, ...(await this.networkPlace(name)) });
+    // CHAOS_NODE_LOGS (`npm run chaos -- --node-logs DIR`): each node's own log at info, kept in DIR/<name>.log.
+    const logs = globalThis.process.env.CHAOS_NODE_LOGS;
+    const logging = logs === undefined ? {} : { logFile: `${logs}/${name}.log` };
+    if (logs !== undefined) args.push('--log-level', 'info');
+    const process = await NodeProcess.start({ name, join, ...dataDir, args, ...logging, ...(await this.networkPlace(name)) });
     this.nodes.set(name, { process, state: 'up', busy: false, removed: false });
     this.note(`started ${name}${join ? ' (--join)' : ''} on http ${process.httpPort}, peer ${process.peerPort}`);
     return process;

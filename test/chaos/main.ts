@@ -1,4 +1,4 @@
-// `npm run chaos -- [--scenario S|all] [--seeds N] [--seed n] [--duration-ms ms] [--out FILE]`
+// `npm run chaos -- [--scenario S|all] [--seeds N] [--seed n] [--duration-ms ms] [--out FILE] [--node-logs DIR]`
 // runs each scenario for N seeds starting at n, prints a line per run
 // and the table of docs/cluster.md, and writes every result to FILE (default
 // bench/results/chaos.json when more than one run is asked for). `--seed n --seeds 1
@@ -27,6 +27,7 @@ async function main(): Promise<void> {
       writers: { type: 'string', default: '4' },
       out: { type: 'string' },
       verbose: { type: 'boolean', default: false },
+      'node-logs': { type: 'string' },
     },
   });
   const scenarios = values.scenario === 'all' ? await runnableScenarios() : values.scenario!.split(',').map(scenarioNamed);
@@ -36,12 +37,18 @@ async function main(): Promise<void> {
   const firstSeed = integer('seed', values.seed!);
   const options = { durationMs: integer('duration-ms', values['duration-ms']!), settleTimeoutMs: integer('settle-timeout-ms', values['settle-timeout-ms']!), writers: integer('writers', values.writers!) };
   if (values.verbose) process.env.CHAOS_VERBOSE = '1';
+
   const out = values.out ?? (seeds * scenarios.length > 1 ? join(packageRoot(), 'bench', 'results', 'chaos.json') : undefined);
   const results: ChaosRunResult[] = [];
   const startedAt = new Date().toISOString();
   // Seed by seed across the scenarios: a long run cut short still covers each scenario alike.
   for (let seed = firstSeed; seed < firstSeed + seeds; seed += 1) {
     for (const scenario of scenarios) {
+      if (values['node-logs'] !== undefined) {
+        // Each run's node logs in their own folder: DIR/<scenario>-seed<n>/<node>.log.
+        process.env.CHAOS_NODE_LOGS = join(values['node-logs'], `${scenario.name}-seed${seed}`);
+        mkdirSync(process.env.CHAOS_NODE_LOGS, { recursive: true });
+      }
       const result = await runChaos(scenario, seed, options);
       results.push(result);
       console.log(summaryLine(result));

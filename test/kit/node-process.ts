@@ -2,7 +2,7 @@
 // Every process a test starts is stopped by cleanup(), even on failure.
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -36,6 +36,8 @@ export interface StartOptions {
   host?: string;
   /** A command the node runs under, e.g. `ip netns exec NS` (it must exec the node: same pid). */
   launcher?: readonly string[];
+  /** Append everything the process prints to this file too, across restarts (a run's node logs). */
+  logFile?: string;
 }
 
 const running = new Set<NodeProcess>();
@@ -111,8 +113,13 @@ export class NodeProcess {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child = child;
-    child.stdout!.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
-    child.stderr!.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+    const logFile = this.options.logFile;
+    const keep = (chunk: Buffer): void => {
+      this.output += chunk.toString();
+      if (logFile !== undefined) appendFileSync(logFile, chunk);
+    };
+    child.stdout!.on('data', keep);
+    child.stderr!.on('data', keep);
     await this.waitReady(child);
   }
 

@@ -1,4 +1,4 @@
-// A joining node's final sync (docs/cluster.md, "Changes complete only when nothing is
+// A joining or leaving node's final sync (docs/cluster.md, "Changes complete only when nothing is
 // missing") goes partition by partition and owner by owner: an owner that blips fails only
 // its own steps, and the next round goes on from there instead of starting over.
 
@@ -19,7 +19,55 @@ function joining(): Membership {
   return { ...draft, members: [member('a'), member('b'), member('c', 'Joining')], change: { ...draft.change!, transfers } };
 }
 
+/** c leaves a, b and c; every transfer is complete, only the final hand-off is left. */
+function leaving(): Membership {
+  const draft: Membership = { epoch: 7, members: [member('a'), member('b'), member('c', 'Leaving')], change: { id: 'e7-leave-c', kind: 'leave', node: 'c', slots: SLOTS, transfers: [] } };
+  const transfers = planChange({ membership: draft, available: () => true, kvSource: 'a' }).map((plan) => ({ ...plan, complete: true, percentComplete: 100 }));
+  return { ...draft, members: [member('a'), member('b'), member('c', 'Leaving')], change: { ...draft.change!, transfers } };
+}
+
 describe('partition hand-off - a final sync that goes on where it was', () => {
+  it('hands a leaving node\'s partitions off several at once, each once, then reports the sync done', async () => {
+    const membership = leaving();
+    const handed: string[] = [];
+    let inFlight = 0;
+    let mostInFlight = 0;
+    const finalSynced: string[] = [];
+    let tick: () => void = () => undefined;
+    const timers: Timers = { now: () => 0, setTimeout: () => ({ cancel: () => undefined }), setInterval: (run) => ((tick = run), { cancel: () => undefined }) };
+    const handOff = new PartitionHandOff({
+      localName: 'c', membership: () => membership, timers, log: pino({ level: 'silent' }),
+      streams: () => [{ key: 't/c/s', repo: 'ssr', replicas: 2 }],
+      dropPartition: async () => undefined,
+      hintTargets: () => [],
+      handOff: async (part, _replicas, owners) => {
+        inFlight += 1;
+        mostInFlight = Math.max(mostInFlight, inFlight);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        inFlight -= 1;
+        handed.push(`${part.repo}/${part.partition}>${owners.join(',')}`);
+        return 0;
+      },
+      catchUp: async () => 0,
+      holds: async (repo) => repo === 'ssr',
+      finalSynced: (changeId) => finalSynced.push(changeId),
+      graceMs: 0,
+      retryMs: 1_000,
+    });
+    handOff.start();
+    tick();
+    const deadline = Date.now() + 2_000;
+    while (finalSynced.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    const owned = SLOTS.filter((slot) => ownersOf(membership, slot).includes('c'));
+    const expected = owned.flatMap((slot) => nextOwnersOf(membership, slot).filter((owner) => owner !== 'c').map((owner) => `ssr/${slot.partition}>${owner}`));
+    expect(expected.length).toBeGreaterThan(4);
+    expect(handed.sort()).toEqual(expected.sort());
+    expect(finalSynced).toEqual(['e7-leave-c']);
+    // One after another, ~290 such steps held a leave 5 s after its last transfer under faults.
+    expect(mostInFlight).toBeGreaterThan(1);
+    handOff.stop();
+  });
+
   it('retries only the steps of the owner that was out of reach, then reports the sync done once', async () => {
     const membership = joining();
     const gained = SLOTS.filter((slot) => nextOwnersOf(membership, slot).includes('c') && !ownersOf(membership, slot).includes('c'));
