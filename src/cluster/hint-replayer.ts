@@ -15,7 +15,7 @@ import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { Timer, Timers } from '../timers.js';
 import { memberNamed } from '../cluster-core/membership.js';
-import { writeOwners } from '../cluster-core/placement.js';
+import { nextOwnersOf, ownersOf, writeOwners } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
 import { toWireRecord } from '../definitions/definition-peers.js';
 import type { Committer, HintEntry, HintKeeper, HintStorage } from './hint-keeper.js';
@@ -130,11 +130,32 @@ export class HintReplayer {
     // Every record is either still the target's or moved: none is dropped (a hint ends only once an owner has it).
     assert(owned.length + moved.length === records.length, `${records.length} hinted records sorted into ${owned.length} and ${moved.length}`);
     const entries: HintEntry[] = [];
-    if (owned.length > 0 && how === 'deliver') await this.deliver(target, repository, owned);
-    else if (owned.length > 0) entries.push({ target, repository, records: owned });
+    if (owned.length > 0 && how === 'deliver') {
+      await this.deliver(target, repository, owned);
+      entries.push(...this.forGainers(membership, target, repository, owned));
+    } else if (owned.length > 0) entries.push({ target, repository, records: owned });
     for (const record of moved) {
       for (const owner of writeOwners(membership, { partition: record.partition, replicas: this.deps.replicasOf(record.stream) })) {
         if (owner !== target) entries.push({ target: owner, repository, records: [record] });
+      }
+    }
+    return entries;
+  }
+
+  /**
+   * Hints for the owners a change in flight gives each record's partition: the transfers and
+   * final sync that bring them the partition may have run before the record reached its
+   * target (the shell simulation's seed 92: a hint delivered to a leaving node after its
+   * final hand-off of that partition, so the partition's next owner never got the record).
+   */
+  private forGainers(membership: Membership, target: string, repository: RepositoryName, records: readonly StoredRecord[]): HintEntry[] {
+    if (membership.change === undefined) return [];
+    const entries: HintEntry[] = [];
+    for (const record of records) {
+      const slot = { partition: record.partition, replicas: this.deps.replicasOf(record.stream) };
+      const owners = ownersOf(membership, slot);
+      for (const gainer of nextOwnersOf(membership, slot)) {
+        if (gainer !== target && !owners.includes(gainer)) entries.push({ target: gainer, repository, records: [record] });
       }
     }
     return entries;

@@ -1,0 +1,93 @@
+// A hint delivered while a change is in flight also goes to the owners the change gives its
+// partition: the transfers and final sync that bring them the partition may already have run
+// (the shell simulation found a hint delivered to a leaving node after its final hand-off, so
+// the partition's next owner never got the record).
+
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { nextOwnersOf, ownersOf, planChange } from '../../src/cluster-core/placement.js';
+import type { HintEntry, HintKeeper, HintStorage } from '../../src/cluster/hint-keeper.js';
+import { HintReplayer } from '../../src/cluster/hint-replayer.js';
+import type { Member, Membership, NodeState, Slot } from '../../src/protocol/cluster-types.js';
+import type { Hint } from '../../src/storage/hints.js';
+import type { StoredRecord } from '../../src/storage/repository.js';
+import type { Timers } from '../../src/timers.js';
+
+const member = (name: string, state: NodeState = 'Joined'): Member => ({ name, publicKey: `key-${name}`, address: '127.0.0.1', port: 9000, httpPort: 8000, zone: 'z1', state });
+const SLOTS: Slot[] = Array.from({ length: 16 }, (_, partition) => ({ partition, replicas: 2 }));
+const STREAM = 't/c/s';
+
+/** c leaves a, b, c and d (replicas 2); `change: false` is the table once it is done. */
+function leaving(change: boolean): Membership {
+  const draft: Membership = { epoch: 7, members: [member('a'), member('b'), member('c', 'Leaving'), member('d')], change: { id: 'e7-leave-c', kind: 'leave', node: 'c', slots: SLOTS, transfers: [] } };
+  const transfers = planChange({ membership: draft, available: () => true, kvSource: 'a' });
+  const during: Membership = { ...draft, change: { ...draft.change!, transfers } };
+  if (change) return during;
+  return { epoch: 8, members: [member('a'), member('b'), member('d')], change: undefined };
+}
+
+/** A partition c owns whose next owners include a node that does not own it now. */
+function gainedSlot(membership: Membership): { slot: Slot; gainers: string[] } {
+  for (const slot of SLOTS) {
+    const owners = ownersOf(membership, slot);
+    const gainers = nextOwnersOf(membership, slot).filter((name) => !owners.includes(name));
+    if (owners.includes('c') && gainers.some((name) => name !== 'a')) return { slot, gainers };
+  }
+  throw new Error('no slot of c is gained by another node');
+}
+
+function replayer(membership: Membership, hinted: Hint[]) {
+  const delivered: Array<{ to: string; writeIds: string[] }> = [];
+  const kept: HintEntry[] = [];
+  const hints: HintStorage = {
+    add: () => [],
+    remove: (gone) => gone.map((hint) => hint.key),
+    targets: () => [...new Set(hinted.map((hint) => hint.target))],
+    oldest: async (target) => hinted.splice(0).filter((hint) => hint.target === target),
+  };
+  const timers: Timers = { now: () => 0, setTimeout: () => ({ cancel: () => undefined }), setInterval: () => ({ cancel: () => undefined }) };
+  const replay = new HintReplayer({
+    localName: 'a', hints, committer: { commit: async () => undefined }, timers, log: pino({ level: 'silent' }),
+    transport: {
+      call: (async (to: string, _kind: unknown, body: { records: StoredRecord[] }) => {
+        delivered.push({ to, writeIds: body.records.map((record) => record.writeId) });
+        return {};
+      }) as never,
+    },
+    keeper: { keepHere: async (entries: HintEntry[]) => void kept.push(...entries), delegates: () => [], sendTo: async () => undefined } as unknown as HintKeeper,
+    replica: { store: async () => undefined },
+    membership: () => membership,
+    available: () => true,
+    replicasOf: () => 2,
+    adopt: async () => undefined,
+    peerDeadlineMs: 1_000,
+    intervalMs: 1_000,
+  });
+  return { replay, delivered, kept };
+}
+
+const record = (partition: number, writeId: string): StoredRecord => ({ stream: STREAM, partition, timestamp: 1, writeId, value: '{}' });
+
+describe('hint replayer - hints delivered during a change', () => {
+  it('delivers a hint to its target and hints the owners the change gives the partition', async () => {
+    const membership = leaving(true);
+    const { slot, gainers } = gainedSlot(membership);
+    const hint: Hint = { key: 'h1', target: 'c', bytes: 10, repository: 'ssr', records: [record(slot.partition, 'w1')] };
+    const { replay, delivered, kept } = replayer(membership, [hint]);
+    expect(await replay.round()).toBe(1);
+    expect(delivered).toEqual([{ to: 'c', writeIds: ['w1'] }]);
+    expect(kept.length).toBeGreaterThan(0);
+    expect(kept.map((entry) => entry.target).sort()).toEqual(gainers.filter((name) => name !== 'a').sort());
+    expect(kept.every((entry) => (entry.records as StoredRecord[]).map((each) => each.writeId).join() === 'w1')).toBe(true);
+  });
+
+  it('hints no one else once no change is in flight', async () => {
+    const membership = leaving(false);
+    const slot = SLOTS.find((each) => ownersOf(membership, each).includes('b'))!;
+    const hint: Hint = { key: 'h1', target: 'b', bytes: 10, repository: 'ssr', records: [record(slot.partition, 'w2')] };
+    const { replay, delivered, kept } = replayer(membership, [hint]);
+    expect(await replay.round()).toBe(1);
+    expect(delivered).toEqual([{ to: 'b', writeIds: ['w2'] }]);
+    expect(kept).toEqual([]);
+  });
+});
