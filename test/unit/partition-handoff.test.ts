@@ -26,6 +26,43 @@ function leaving(): Membership {
   return { ...draft, members: [member('a'), member('b'), member('c', 'Leaving')], change: { ...draft.change!, transfers } };
 }
 
+describe('partition hand-off - a partition dropped while a change is in flight', () => {
+  it('is pushed to the owners the change gives it as well as to its owners now', async () => {
+    // c joins a and b; e (not a member) once owned the partitions and drops them now.
+    const membership = joining();
+    const slot = SLOTS.find((each) => nextOwnersOf(membership, each).includes('c') && !ownersOf(membership, each).includes('c'))!;
+    const pushedTo: string[][] = [];
+    let tick: () => void = () => undefined;
+    const timers: Timers = { now: () => 0, setTimeout: () => ({ cancel: () => undefined }), setInterval: (run) => ((tick = run), { cancel: () => undefined }) };
+    const dropped: number[] = [];
+    const handOff = new PartitionHandOff({
+      localName: 'e', membership: () => membership, timers, log: pino({ level: 'silent' }),
+      streams: () => [{ key: 't/c/s', repo: 'ssr', replicas: 2 }],
+      dropPartition: async (_repo, _stream, partition) => void dropped.push(partition),
+      hintTargets: () => [],
+      handOff: async (_part, _replicas, owners) => {
+        pushedTo.push([...owners]);
+        return 0;
+      },
+      catchUp: async () => 0,
+      holds: async () => true,
+      finalSynced: () => undefined,
+      graceMs: 0,
+      retryMs: 1_000,
+    });
+    handOff.start();
+    handOff.schedule('ssr', [slot]);
+    tick();
+    const deadline = Date.now() + 2_000;
+    while (dropped.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(dropped).toEqual([slot.partition]);
+    expect(pushedTo).toHaveLength(1);
+    expect([...pushedTo[0]!].sort()).toEqual([...new Set([...ownersOf(membership, slot), ...nextOwnersOf(membership, slot)])].sort());
+    expect(pushedTo[0]).toContain('c');
+    handOff.stop();
+  });
+});
+
 describe('partition hand-off - a final sync that goes on where it was', () => {
   it('hands a leaving node\'s partitions off several at once, each once, then reports the sync done', async () => {
     const membership = leaving();
