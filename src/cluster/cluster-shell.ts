@@ -33,7 +33,7 @@ export interface ChunkStore {
 
 export interface ClusterShellDeps {
   core: ClusterCore;
-  transport: Pick<PeerEndpoint, 'name' | 'call' | 'openTransferStream'>;
+  transport: Pick<PeerEndpoint, 'name' | 'call' | 'notify' | 'openTransferStream'>;
   chunks: ChunkStore;
   events: ClusterEventBus;
   log: Logger;
@@ -270,14 +270,22 @@ export class ClusterShell {
     if (message.type === 'transfer-chunk') return this.sendChunk(to, message);
     // A Pending node knows no one yet: it accepts the cluster only through Admit.
     const viaAdmit = message.type === 'membership' && this.isPending(to);
-    const pending = viaAdmit
-      ? this.admit(to, message.membership)
-      : this.deps.transport.call(to, CORE_MESSAGE, message, { deadlineMs: this.deps.peerDeadlineMs });
-    pending.catch((error: unknown) => {
+    const failed = (error: unknown): void => {
       this.deps.log.debug({ err: error, to, type: message.type }, 'peer send failed');
       if (!viaAdmit && error instanceof PeerAuthError) this.readmit(to);
       this.submit({ type: 'unreachable', node: to });
-    });
+    };
+    // Heartbeats go one way on the peer's notice stream (peer/notice-streams.ts): a quarter
+    // of a call's CPU, and a busy peer's slow answer is not taken for a failure. A stream
+    // that breaks or is refused fails as a call would.
+    if (message.type === 'heartbeat') {
+      this.deps.transport.notify(to, CORE_MESSAGE, message, failed);
+      return;
+    }
+    const pending = viaAdmit
+      ? this.admit(to, message.membership)
+      : this.deps.transport.call(to, CORE_MESSAGE, message, { deadlineMs: this.deps.peerDeadlineMs });
+    pending.catch(failed);
   }
 
   private admit(to: string, membership: Membership): Promise<unknown> {

@@ -288,7 +288,8 @@ const nodeStatusReply: BodyCodec<NodeStatusReply> = {
 // ---- The kinds
 
 /** What a Left node still sends: the core answers it with the table that tells it it has left. */
-export const CORE_MESSAGE = definePeerKind({ name: 'CoreMessage', request: coreMessage, reply: EMPTY, gate: 'members-and-left' });
+// One way too: heartbeats go on each peer's notice stream (cluster-shell.ts send).
+export const CORE_MESSAGE = definePeerKind({ name: 'CoreMessage', request: coreMessage, reply: EMPTY, gate: 'members-and-left', oneWay: true });
 
 /** Sent to a node that is not in the table yet: the Admit itself names the key that signed it. */
 export const ADMIT = definePeerKind<Admit, NodeStatusReply>({

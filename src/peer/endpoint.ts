@@ -26,6 +26,12 @@ export interface PeerEndpoint {
   /** This node's name. */
   readonly name: string;
   call<Req, Res>(to: string, kind: PeerMessageKind<Req, Res>, body: Req, options: CallOptions): Promise<Res>;
+  /**
+   * Sends a message of a one-way kind (kinds.ts `oneWay`) with no reply, on a long-lived
+   * stream to `to`: false when it was dropped (the stream is backed up). A stream that
+   * breaks or is refused reports its error to `onError` once; the next notice opens another.
+   */
+  notify<Req>(to: string, kind: PeerMessageKind<Req, unknown>, body: Req, onError: (error: Error) => void): boolean;
   /** Answers calls of `kind`; the kind's codec has checked the body (kinds.ts). */
   handle<Req, Res>(kind: PeerMessageKind<Req, Res>, handler: CallHandler<Req, Res>): void;
   handleTransfer(handler: TransferHandler): void;

@@ -68,6 +68,11 @@ export interface InboundGateOptions {
   publicKeyOf(sender: string): string | undefined;
   replayWindowMs: number;
   callsInFlightMax: number;
+  /**
+   * Methods whose streams live as long as their connection (Notify): not counted against
+   * `callsInFlightMax` (the transport bounds them: one per sender), and never a stranger's.
+   */
+  longLivedPaths?: ReadonlySet<string>;
   clock: () => number;
   log: Logger;
   /**
@@ -86,7 +91,8 @@ export interface GateCounts {
 
 export function inboundGate(options: InboundGateOptions): { interceptor: grpc.ServerInterceptor; counts: GateCounts } {
   const counts: GateCounts = { inFlight: 0, strangersInFlight: 0, refused: 0 };
-  const interceptor: grpc.ServerInterceptor = (_method, call) => {
+  const interceptor: grpc.ServerInterceptor = (method, call) => {
+    const longLived = options.longLivedPaths?.has(method.path) === true;
     let admitted: 'known' | 'stranger' | undefined;
     const release = () => {
       if (admitted === undefined) return;
@@ -98,13 +104,17 @@ export function inboundGate(options: InboundGateOptions): { interceptor: grpc.Se
       start: (next) =>
         next({
           onReceiveMetadata: (metadata, nextMetadata) => {
-            const verdict = judge(callerClaim(metadata), options, counts);
+            const verdict = judge(callerClaim(metadata), options, counts, longLived);
             if ('refusal' in verdict) {
               counts.refused += 1;
               const { sender, ...context } = verdict.context;
               options.log.warn({ peer: sender, ...context, address: call.getPeer(), reason: verdict.refusal }, 'peer message refused');
               options.onRefused?.(sender, verdict.reason);
               call.sendStatus({ code: verdict.code, details: verdict.refusal });
+              return;
+            }
+            if (longLived) {
+              nextMetadata(metadata);
               return;
             }
             admitted = verdict.admitted;
@@ -127,14 +137,14 @@ type Verdict =
   | { admitted: 'known' | 'stranger' }
   | { refusal: string; reason: PeerRefusalReason; code: grpc.status; context: { sender?: string; kind?: string; sentAtMs?: number } };
 
-function judge(claim: CallerClaim | undefined, options: InboundGateOptions, counts: GateCounts): Verdict {
+function judge(claim: CallerClaim | undefined, options: InboundGateOptions, counts: GateCounts, longLived: boolean): Verdict {
   if (claim === undefined) return { refusal: 'no caller header', reason: 'malformed', code: grpc.status.UNAUTHENTICATED, context: {} };
   const context = { sender: claim.sender, kind: claim.kind, sentAtMs: claim.sentAtMs };
   const now = options.clock();
   if (Math.abs(now - claim.sentAtMs) > options.replayWindowMs) {
     return { refusal: `timestamp ${claim.sentAtMs} outside ±${options.replayWindowMs} ms of ${now}`, reason: 'stale', code: grpc.status.UNAUTHENTICATED, context };
   }
-  if (counts.inFlight >= options.callsInFlightMax) {
+  if (!longLived && counts.inFlight >= options.callsInFlightMax) {
     return { refusal: `busy: ${counts.inFlight} peer calls in flight`, reason: 'busy', code: grpc.status.RESOURCE_EXHAUSTED, context };
   }
   const key = options.publicKeyOf(claim.sender);
@@ -144,7 +154,7 @@ function judge(claim: CallerClaim | undefined, options: InboundGateOptions, coun
     }
     return { admitted: 'known' };
   }
-  if (!strangersMayCall(claim.kind)) return { refusal: `unknown sender '${claim.sender}'`, reason: 'unknown_sender', code: grpc.status.UNAUTHENTICATED, context };
+  if (longLived || !strangersMayCall(claim.kind)) return { refusal: `unknown sender '${claim.sender}'`, reason: 'unknown_sender', code: grpc.status.UNAUTHENTICATED, context };
   if (counts.strangersInFlight >= STRANGER_CALLS_MAX) {
     return { refusal: `busy: ${counts.strangersInFlight} calls from unknown senders in flight`, reason: 'busy', code: grpc.status.RESOURCE_EXHAUSTED, context };
   }

@@ -37,6 +37,8 @@ export interface PeerMessageKind<Req, Res> {
   readonly request: PeerBodyType<Req>;
   readonly reply: PeerBodyType<Res>;
   readonly gate: PeerGate;
+  /** May also be sent one way, on the sender's notice stream (transport.ts `notify`): no reply. */
+  readonly oneWay: boolean;
 }
 
 export interface PeerKindDeclaration<Req, Res> {
@@ -46,6 +48,12 @@ export interface PeerKindDeclaration<Req, Res> {
   reply: PeerBodyType<Res>;
   /** Default `members`. */
   gate?: PeerGate;
+  /**
+   * Default false. True: the kind may also travel one way on a long-lived stream per peer,
+   * each message still signed and checked, its reply dropped (heartbeats: a unary call cost
+   * four times the CPU, and that cost is what limited a 2-core machine to ~23 nodes).
+   */
+  oneWay?: boolean;
 }
 
 // Kinds are declared at module level, so the registry is complete once the modules that send
@@ -54,9 +62,10 @@ const KINDS = new Map<string, PeerMessageKind<unknown, unknown>>();
 
 /** Declares and registers a kind; a name declared twice is a bug. */
 export function definePeerKind<Req, Res>(declaration: PeerKindDeclaration<Req, Res>): PeerMessageKind<Req, Res> {
-  const { name, request, reply, gate = 'members' } = declaration;
+  const { name, request, reply, gate = 'members', oneWay = false } = declaration;
   assert(!KINDS.has(name), `peer message kind '${name}' declared twice`);
-  const kind: PeerMessageKind<Req, Res> = { name, request: { type: name, codec: request }, reply, gate };
+  assert(!oneWay || gate === 'members' || gate === 'members-and-left', `one-way kind '${name}' open to strangers`);
+  const kind: PeerMessageKind<Req, Res> = { name, request: { type: name, codec: request }, reply, gate, oneWay };
   KINDS.set(name, kind as PeerMessageKind<unknown, unknown>);
   return kind;
 }
@@ -75,6 +84,11 @@ export function peerKinds(): ReadonlyArray<PeerMessageKind<unknown, unknown>> {
 export function strangersMayCall(kind: string): boolean {
   const gate = KINDS.get(kind)?.gate;
   return gate === 'anyone' || gate === 'admitted-stranger';
+}
+
+/** Whether `kind` may arrive one way, on a notice stream. */
+export function sentOneWay(kind: string): boolean {
+  return KINDS.get(kind)?.oneWay === true;
 }
 
 /** Whether a Left node may still call `kind`. */

@@ -53,7 +53,7 @@ export function peerServiceDefinition(): grpc.ServiceDefinition {
   return service;
 }
 
-export function peerMethodPath(method: 'Call' | 'Transfer'): string {
+export function peerMethodPath(method: 'Call' | 'Transfer' | 'Notify'): string {
   const definition = peerServiceDefinition()[method];
   if (definition === undefined) throw new Error(`${SERVICE}.${method} missing from ${peerProtoPath()}`);
   return definition.path;

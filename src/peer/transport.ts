@@ -31,7 +31,8 @@ import {
 } from './codec.js';
 import { BadPeerMessageError, PeerAuthError, PeerBusyError, UnknownPeerError } from './errors.js';
 import { PeerCounters } from './peer-counters.js';
-import { answersAnyone, peerKindNamed, type PeerBodyType, type PeerMessageKind } from './kinds.js';
+import { answersAnyone, peerKindNamed, sentOneWay, type PeerBodyType, type PeerMessageKind } from './kinds.js';
+import { InboundNotices, OutboundNotices } from './notice-streams.js';
 import type { CallHandler, CallOptions, PeerEndpoint, TransferHandler } from './endpoint.js';
 import { peerMethodPath, peerServiceDefinition } from './proto.js';
 import { ReplayGuard } from './replay.js';
@@ -174,13 +175,20 @@ export class PeerTransport implements PeerEndpoint {
   private boundPort: number | undefined;
   /** Traffic per peer, for the `transport` monitoring service. */
   readonly counters = new PeerCounters();
+  /** One-way notices (heartbeats): a stream to each peer, one from each (notice-streams.ts). */
+  private readonly noticesOut = new OutboundNotices();
+  private readonly noticesIn: InboundNotices;
 
   constructor(private readonly options: PeerTransportOptions) {
     this.replay = new ReplayGuard(options.replayWindowMs, options.nonceEntriesMax ?? NONCE_ENTRIES_MAX);
     this.signingKey = signingKeyOf(options.identity);
     this.clock = options.clock ?? Date.now;
     this.log = options.log;
+    this.noticesIn = new InboundNotices(options.log);
     const gate = inboundGate({
+      // A notice stream lives as long as its connection, one per sender: it holds none of
+      // the slots of calls in flight, and strangers get none.
+      longLivedPaths: new Set([peerMethodPath('Notify')]),
       // Any member's key, Left ones included: what a Left node may still send (a core
       // message, to be told it has left) is decided per kind once the envelope is read.
       publicKeyOf: (sender) => options.directory.publicKeyOf(sender),
@@ -204,6 +212,7 @@ export class PeerTransport implements PeerEndpoint {
     this.server.addService(peerServiceDefinition(), {
       Call: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => this.serveCall(call, callback),
       Transfer: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => this.serveTransfer(call),
+      Notify: (call: grpc.ServerReadableStream<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => this.serveNotify(call, callback),
     });
   }
 
@@ -241,6 +250,7 @@ export class PeerTransport implements PeerEndpoint {
   }
 
   async close(graceMs: number): Promise<void> {
+    this.noticesOut.endAll();
     for (const peer of this.clients.values()) peer.client.close();
     this.clients.clear();
     await new Promise<void>((resolve) => {
@@ -391,6 +401,56 @@ export class PeerTransport implements PeerEndpoint {
     return asBuffer(encodeEnvelope(this.seal(kind, body, undefined, request.nonce)));
   }
 
+  // ---- Notice streams, receiving side -------------------------------------------------
+
+  private serveNotify(call: grpc.ServerReadableStream<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>): void {
+    // The gate admitted the stream on its caller header (a known sender): every notice must come from it.
+    const sender = callerClaim(call.metadata)?.sender;
+    if (sender === undefined) {
+      callback({ code: grpc.status.UNAUTHENTICATED, details: 'no caller header' });
+      return;
+    }
+    const peer = call.getPeer();
+    this.noticesIn.serve(
+      call,
+      sender,
+      (status) => (status === null ? callback(null, Buffer.alloc(0)) : callback(status)),
+      (data) => this.receiveNotice(data, peer, sender),
+      () => {
+        this.counters.refused(sender, 'busy');
+        this.options.observer?.refused('busy');
+      },
+    );
+  }
+
+  /** Checks and handles one notice; a refusal ends its stream with the status returned. */
+  private async receiveNotice(data: Buffer, peer: string, streamSender: string): Promise<{ code: grpc.status; details: string } | undefined> {
+    const envelope = this.decodeIncoming(data, peer);
+    if (envelope === undefined) {
+      this.counters.refused(peer, 'malformed');
+      return { code: grpc.status.INVALID_ARGUMENT, details: 'malformed envelope' };
+    }
+    this.options.observer?.message('in', envelope.kind, data.length);
+    this.counters.received(envelope.sender, data.length);
+    try {
+      const context = { peer: envelope.sender, kind: envelope.kind, address: peer };
+      if (envelope.sender !== streamSender) throw this.refuse(context, 'bad_signature', `a notice from ${envelope.sender} on a stream of ${streamSender}`);
+      if (!sentOneWay(envelope.kind)) throw new BadPeerMessageError(`'${envelope.kind}' is not sent one way`);
+      const sender = this.authenticate(envelope, peer);
+      this.heardFrom(sender);
+      const handler = this.handlers.get(envelope.kind);
+      if (handler === undefined) throw new BadPeerMessageError(`no handler for kind '${envelope.kind}' on ${this.name}`);
+      await handler(sender, envelope.body);
+      return undefined;
+    } catch (error) {
+      this.logHandlerError(error, envelope, peer);
+      if (error instanceof PeerAuthError) return { code: grpc.status.UNAUTHENTICATED, details: error.message };
+      if (error instanceof TributaryError && error.status < 500 && !(error instanceof PeerBusyError)) return { code: grpc.status.INVALID_ARGUMENT, details: error.message };
+      // Busy, or the handler failed: this notice is lost, as a dropped heartbeat is.
+      return undefined;
+    }
+  }
+
   // ---- Transfer streams, receiving side -----------------------------------------------
 
   /** A refused chunk ends the stream with an ErrorReply; the source resumes from its last ack. */
@@ -448,6 +508,31 @@ export class PeerTransport implements PeerEndpoint {
     const request = this.seal(kind.name, encodeBody(kind.request, body), key.raw, NO_BYTES);
     const reply = await this.exchange(to, target, request, encodeEnvelope(request), options);
     return this.openAnswer(reply, request.nonce, { node: to, sender: to, key: key.object }, kind.reply);
+  }
+
+  notify<Req>(to: string, kind: PeerMessageKind<Req, unknown>, body: Req, onError: (error: Error) => void): boolean {
+    assert(kind.oneWay, () => `${kind.name} is not a one-way kind`);
+    let peer: ReturnType<PeerTransport['peer']>;
+    try {
+      peer = this.peer(to);
+    } catch (error) {
+      onError(error as Error);
+      return false;
+    }
+    const { key, target } = peer;
+    const bytes = asBuffer(encodeEnvelope(this.seal(kind.name, encodeBody(kind.request, body), key.raw, NO_BYTES)));
+    const open = (onEnd: (error: grpc.ServiceError | null) => void) =>
+      this.client(target, to).makeClientStreamRequest<Buffer, Buffer>(peerMethodPath('Notify'), asBuffer, asBuffer, callerMetadata(this.signingKey, this.name, kind.name, this.clock()), {}, (error) => onEnd(error ?? null));
+    const broken = (error: grpc.ServiceError) => {
+      this.counters.error(to);
+      onError(fromGrpcError(to, error));
+    };
+    const sent = this.noticesOut.send(to, `${target.address}:${target.port}`, bytes, open, broken);
+    if (sent) {
+      this.options.observer?.message('out', kind.name, bytes.length);
+      this.counters.sent(to, bytes.length);
+    }
+    return sent;
   }
 
   /**

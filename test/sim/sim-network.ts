@@ -93,6 +93,11 @@ export class SimNetwork {
 export class SimEndpoint implements PeerEndpoint {
   private readonly handlers = new Map<string, (sender: string, body: unknown) => Promise<unknown>>();
   private transferHandler: TransferHandler | undefined;
+  /**
+   * A notice here is a call whose reply is dropped, failing after this long when unanswered:
+   * the simulation has no streams, and a lost notice shows as the failed call it replaces.
+   */
+  noticeDeadlineMs = 1_000;
 
   constructor(
     private readonly network: SimNetwork,
@@ -106,6 +111,11 @@ export class SimEndpoint implements PeerEndpoint {
 
   handleTransfer(handler: TransferHandler): void {
     this.transferHandler = handler;
+  }
+
+  notify<Req>(to: string, kind: PeerMessageKind<Req, unknown>, body: Req, onError: (error: Error) => void): boolean {
+    this.call(to, kind, body, { deadlineMs: this.noticeDeadlineMs }).catch(onError);
+    return true;
   }
 
   call<Req, Res>(to: string, kind: PeerMessageKind<Req, Res>, body: Req, options: CallOptions): Promise<Res> {

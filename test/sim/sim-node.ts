@@ -105,6 +105,7 @@ export class SimClusterNode implements Incarnation {
       },
       owner,
     );
+    endpoint.noticeDeadlineMs = this.config.peerDeadlineMs;
     const node = startClusterNode({
       localName: this.name, core, endpoint, events: new ClusterEventBus(), log, timers, wallClock: () => this.world.now,
       chunks: disk.chunks,

@@ -108,6 +108,7 @@ describe('console history - gathered across the cluster', () => {
   function endpoint(answers: Record<string, NodeHistory>, deadlines: number[]): PeerEndpoint {
     return {
       name: 'a',
+      notify: () => false,
       call: (async (to: string, kind: { name: string }, _body: unknown, options: { deadlineMs: number }) => {
         expect(kind.name).toBe('ConsoleHistoryRead');
         deadlines.push(options.deadlineMs);
