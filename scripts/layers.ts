@@ -51,16 +51,18 @@ export const LAYERS: readonly LayerUnit[] = [
   { name: 'repair', layer: 4, paths: ['repair/'], owns: 'anti-entropy: key digests, partition sync, repair runs, damage refill' },
   { name: 'cluster', layer: 4, paths: ['cluster/'], owns: 'the cluster shell around the core: membership service and feed, node table, events, peer server, transfer chunks, partition router, replica writer (both halves of the epoch fence), hints, hand-offs, the data plane, its peer messages (core-messages.ts, write-messages.ts), and cluster-node.ts: startClusterNode, the one composition of shell, data plane and their peer handlers that node.ts and the shell simulation both run' },
   { name: 'contributors', layer: 4, paths: ['contributors/'], owns: 'contributor types and instances' },
-  { name: 'execution', layer: 5, paths: ['execution/'], owns: 'query sessions, hosting, runners, the operator pipeline, outputs (SSE), daemons; historical reads: whole payloads, tsr blocks by column, last values per key' },
+  { name: 'pipeline', layer: 5, paths: ['pipeline/'], owns: "the query operator runtime, pure: a checked query's steps as a chain of operators (where, select, groupings, paned windows, ordering, aggregates) from rows to output changes; no I/O, no clock read" },
+  { name: 'historical', layer: 6, paths: ['historical/'], owns: "historical reads of stored streams: whole payloads merged in time order, tsr blocks by column (block-row-plan.ts), last values per key, the time bounds of a query, and this node's answers for the partitions it owns (local-reads.ts)" },
+  { name: 'sessions', layer: 7, paths: ['sessions/'], owns: 'execution sessions and daemons: session documents and transitions, the services behind the Execution and daemon routes, hosting (placement, routing, session-host), query context and runners, function budgets, the live feed, outputs (output channels, their registry, retained tables), and their peer messages' },
   { name: 'monitoring', layer: 5, paths: ['monitoring/'], owns: 'the ten monitoring services, the audit log, ingest and storage counters' },
   { name: 'ops', layer: 5, paths: ['ops/'], owns: "operators' views: _cat tables and rows, store counts, transfer watch, health and readiness" },
   { name: 'console', layer: 5, paths: ['console/'], owns: "the console's view of the ring, and each node's figures over time (history ring, peer read)" },
   { name: 'domains', layer: 5, paths: ['domains/'], owns: 'domains: named groups of contributors given by filters' },
   { name: 'admin', layer: 5, paths: ['admin/'], owns: "approved vendors of a tenant" },
-  { name: 'http', layer: 6, paths: ['http/'], owns: "the Koa app, error mapping, JSON bodies, SSE, version headers, authentication, one router per family; openapi/: the platform interface's OpenAPI document, from the zod schemas" },
-  { name: 'api-v1', layer: 6, paths: ['api-v1/'], owns: 'the brain management interface: accounts, gates, brains, licence, its OpenAPI and docs page, its CLI' },
-  { name: 'cli', layer: 6, paths: ['cli/'], owns: 'the `status` and `health` commands, the node process flags' },
-  { name: 'node', layer: 7, paths: ['node.ts', 'main.ts'], owns: 'node.ts: the composition root, the only wiring, one function per subsystem; main.ts: the command line (commander)' },
+  { name: 'http', layer: 8, paths: ['http/'], owns: "the Koa app, error mapping, JSON bodies, SSE, version headers, authentication, one router per family; openapi/: the platform interface's OpenAPI document, from the zod schemas" },
+  { name: 'api-v1', layer: 8, paths: ['api-v1/'], owns: 'the brain management interface: accounts, gates, brains, licence, its OpenAPI and docs page, its CLI' },
+  { name: 'cli', layer: 8, paths: ['cli/'], owns: 'the `status` and `health` commands, the node process flags' },
+  { name: 'node', layer: 9, paths: ['node.ts', 'main.ts'], owns: 'node.ts: the composition root, the only wiring, one function per subsystem; main.ts: the command line (commander)' },
 ];
 
 export const LAYER_EXCEPTIONS: readonly LayerException[] = [];

@@ -14,9 +14,9 @@ import { bool, field, int, list, optionalInt, optionalMessage, optionalStr, refu
 import { definePeerKind } from '../peer/kinds.js';
 import type { BlockPage } from '../storage/tsr.js';
 import { DATA_REPOS, dataRepoFrom } from '../streams/wire-records.js';
-import type { BlockPageRequest } from './historical-blocks.js';
-import type { ScanPage, ScanRequest } from './historical-reader.js';
-import type { LatestEntry, LatestRequest } from './latest-values.js';
+import type { BlockPageRequest } from '../historical/historical-blocks.js';
+import type { ScanPage, ScanRequest } from '../historical/historical-reader.js';
+import type { LatestEntry, LatestRequest } from '../historical/latest-values.js';
 import type { LogEntry, PollReply } from './output-channel.js';
 import type { OutputPollRequest } from './output-registry.js';
 import type { RunStatus } from './session-host.js';

@@ -5,7 +5,7 @@
 //
 // The chain is the row stages (where, select, take over rows, run fused) up to the first
 // stage that makes a table (a grouping, or an ordering), then operators over table
-// changes (src/execution/pipeline/changes.ts, grouping.ts, ordering.ts).
+// changes (src/pipeline/changes.ts, grouping.ts, ordering.ts).
 //
 // Decisions the language leaves open (more in each module's header):
 // - mode is 'table' when the query groups, or when a live query orders a stream with a
@@ -20,8 +20,8 @@
 // - Output rows of a query with no select are the input rows cut to the output schema's
 //   fields (missing ones null), so a consumer never sees fields the schema lacks.
 
-import { assert } from '../../assert.js';
-import { defaultFieldAccessor } from '../../expression/index.js';
+import { assert } from '../assert.js';
+import { defaultFieldAccessor } from '../expression/index.js';
 import { compileCondition, compileProjection, DROPPED, projectionOf, RowStages, SelectChanges, WhereChanges, type RowStage } from './changes.js';
 import { GroupingOperator } from './grouping.js';
 import { planGrouping } from './grouping-plan.js';

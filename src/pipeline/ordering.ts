@@ -12,8 +12,8 @@
 // says (null first ascending, last descending); ties keep arrival order. A take with no
 // order by keeps arrival order alone.
 
-import type { PlanStep } from '../../query/index.js';
-import { compile, datetimeMs, type CompileOptions, type Evaluator, type Value } from '../../expression/index.js';
+import type { PlanStep } from '../query/index.js';
+import { compile, datetimeMs, type CompileOptions, type Evaluator, type Value } from '../expression/index.js';
 import { rowOptions } from './scopes.js';
 import type { Budget, Delta, OutputRow, RowConsumer } from './types.js';
 import { orderValues } from './values.js';

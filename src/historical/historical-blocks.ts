@@ -11,7 +11,7 @@ import type { BlockPage, StoredBlock } from '../storage/tsr.js';
 import { BadBlockError, type Block, blockHeader, columnValue, decodeBlock } from '../storage/tsr-block.js';
 import { BlockMerge } from '../storage/tsr-order.js';
 import type { BlockRowPlan } from './block-row-plan.js';
-import type { ColumnBatch, ColumnView } from './pipeline/types.js';
+import type { ColumnBatch, ColumnView } from '../pipeline/types.js';
 import { fromAnOwner, type HistoricalSource, type OwnerChoice } from './historical-reader.js';
 import { MinHeap } from '../min-heap.js';
 import { setField } from '../json.js';

@@ -2,7 +2,7 @@
 // key, so a row's lookup builds no string), and, for windows, listed by the end of their
 // window so that closing the windows a watermark has passed touches only those.
 
-import type { Value } from '../../expression/index.js';
+import type { Value } from '../expression/index.js';
 import type { Accumulator } from './aggregates.js';
 import type { GroupView } from './scopes.js';
 import type { OutputRow } from './types.js';

@@ -18,8 +18,8 @@
 //   a field is null where its divisor (a variance) is zero.
 // - Identical aggregate calls in one select (`avg(x)` and `avg(x) * 2`) share one slot.
 
-import { AGGREGATE_SIGNATURES, formatExpression } from '../../query/index.js';
-import { compareValues, type CallExpr, type Expr, type NumericKind, type Value } from '../../expression/index.js';
+import { AGGREGATE_SIGNATURES, formatExpression } from '../query/index.js';
+import { compareValues, type CallExpr, type Expr, type NumericKind, type Value } from '../expression/index.js';
 import { aggregateReaderName } from './scopes.js';
 
 export type AggregateName = 'count' | 'sum' | 'avg' | 'min' | 'max' | 'first' | 'last' | 'stddev' | 'bivar';

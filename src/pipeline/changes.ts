@@ -7,8 +7,8 @@
 //   whose selected row is unchanged is not sent. Updates carry the row they replace
 //   (Delta.old), so these operators keep no state.
 
-import { compile, type CompileOptions, type Evaluator, type Expr, type Value } from '../../expression/index.js';
-import type { PlanStep } from '../../query/index.js';
+import { compile, type CompileOptions, type Evaluator, type Expr, type Value } from '../expression/index.js';
+import type { PlanStep } from '../query/index.js';
 import { rowOptions } from './scopes.js';
 import type { Delta, OutputRow, TableOperator } from './types.js';
 import { rowsEqual } from './values.js';

@@ -13,15 +13,15 @@ import { stringifyJson } from '../json.js';
 import { BLOCK_READ, EXECUTION_STATUS_READ, LATEST_READ, LIVE_PAYLOADS, OUTPUT_POLL, SCAN_READ, payloadSchema } from './execution-messages.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { LiveFeed } from './live-feed.js';
-import type { ScanPage, ScanRequest } from './historical-reader.js';
-import type { BlockPageRequest } from './historical-blocks.js';
+import type { ScanPage, ScanRequest } from '../historical/historical-reader.js';
+import type { BlockPageRequest } from '../historical/historical-blocks.js';
 import type { BlockPage } from '../storage/tsr.js';
-import type { LatestEntry, LatestRequest } from './latest-values.js';
+import type { LatestEntry, LatestRequest } from '../historical/latest-values.js';
 import type { PollReply } from './output-channel.js';
 import type { OutputPollRequest, OutputRegistry } from './output-registry.js';
 import type { RunStatus, SessionHost } from './session-host.js';
 import { sessionKey } from './session-model.js';
-import type { LocalReads } from './local-reads.js';
+import type { LocalReads } from '../historical/local-reads.js';
 
 /** Answers other nodes' polls of the outputs hosted here. */
 export function serveOutputPolls(endpoint: PeerEndpoint, outputs: OutputRegistry): void {

@@ -9,10 +9,10 @@ import type { QueryCheck } from '../query/index.js';
 import type { CompileOptions } from '../expression/index.js';
 import type { Logger } from '../log.js';
 import { outputSchemaToJson } from '../query/index.js';
-import type { HistoricalSource } from './historical-reader.js';
+import type { HistoricalSource } from '../historical/historical-reader.js';
 import type { LiveFeed, LogicalBus, Payload } from './live-feed.js';
 import type { OutputChannel } from './output-channel.js';
-import type { Change, ColumnBatch, Pipeline, PipelineOptions } from './pipeline/types.js';
+import type { Change, ColumnBatch, Pipeline, PipelineOptions } from '../pipeline/types.js';
 import type { FunctionBudget } from './function-budget.js';
 import { TimeSlice } from '../time-slice.js';
 

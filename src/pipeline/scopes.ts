@@ -7,7 +7,7 @@
 //   by its name (the checker's rule, src/query/checker.ts keyScope), and each aggregate
 //   call has been replaced by a reader of the group's aggregate values.
 
-import { numericKindOfType, resolveFieldType, type RecordValueType } from '../../query/index.js';
+import { numericKindOfType, resolveFieldType, type RecordValueType } from '../query/index.js';
 import {
   compile,
   defaultFieldAccessor,
@@ -18,7 +18,7 @@ import {
   type FunctionDefinition,
   type NumericKind,
   type Value,
-} from '../../expression/index.js';
+} from '../expression/index.js';
 
 /** What a grouped select's items read: the group's keys by name and its aggregate values by slot. */
 export interface GroupView {

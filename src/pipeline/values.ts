@@ -2,9 +2,9 @@
 // nothing is not sent), a total order for `order by` and group keys, Map keys for group
 // lookup, and event times for windows.
 
-import { compareValues, datetimeMs, type Value } from '../../expression/index.js';
+import { compareValues, datetimeMs, type Value } from '../expression/index.js';
 import type { OutputRow } from './types.js';
-import { stringifyJson } from '../../json.js';
+import { stringifyJson } from '../json.js';
 
 /** Deep equality of JSON values; rows built by the runtime hold nothing else. */
 export function valuesEqual(a: Value, b: Value): boolean {

@@ -12,8 +12,8 @@ import { primaryTimestampPath, streamRowType, type QueryAnalysis, type QueryErro
 import type { DomainScope } from '../search/search-service.js';
 import { parseStreamUri, streamKey } from '../streams/stream-id.js';
 import type { RepositoryName } from '../storage/repository.js';
-import type { HistoricalSource } from './historical-reader.js';
-import type { ColumnBatch } from './pipeline/types.js';
+import type { HistoricalSource } from '../historical/historical-reader.js';
+import type { ColumnBatch } from '../pipeline/types.js';
 import { LogicalBus, type LiveFeed, type Payload } from './live-feed.js';
 import type { OutputRegistry } from './output-registry.js';
 import { compileOptionsOf, domainFilter, tenantWorld, type TenantWorld } from './query-context.js';
@@ -21,8 +21,8 @@ import { FunctionBudget } from './function-budget.js';
 import { QueryRunner, type RunnerEnvironment, type RunnerInput, type RunnerSpec, type RunState, type RuntimeError } from './query-runner.js';
 import { analysedSession, type SessionAnalysis } from './session-analysis.js';
 import { sessionUri, upstreamOf, type StoredQuery, type StoredSession } from './session-model.js';
-import { timeBoundsOf } from './time-bounds.js';
-import { planBlockRows } from './block-row-plan.js';
+import { timeBoundsOf } from '../historical/time-bounds.js';
+import { planBlockRows } from '../historical/block-row-plan.js';
 
 /** What the host knows of one query's run: reported in the queries response. */
 export interface RunStatus {

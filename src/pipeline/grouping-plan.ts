@@ -1,9 +1,9 @@
 // A grouping select compiled for the runtime: key evaluators over input rows, the window
 // on the last key, one slot per aggregate call with its argument evaluators, and the
-// select's items compiled over a GroupView (src/execution/pipeline/scopes.ts).
+// select's items compiled over a GroupView (src/pipeline/scopes.ts).
 
-import type { PlanStep } from '../../query/index.js';
-import { compile, type CompileOptions, type Evaluator } from '../../expression/index.js';
+import type { PlanStep } from '../query/index.js';
+import { compile, type CompileOptions, type Evaluator } from '../expression/index.js';
 import { aggregateKind, createAccumulator, extractAggregates, type Accumulator, type AggregateName } from './aggregates.js';
 import { compileNode, keyScopeOptions, rowOptions, type ScopeKey } from './scopes.js';
 

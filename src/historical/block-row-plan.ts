@@ -16,9 +16,9 @@
 
 import { visit, type Expr, type Value } from '../expression/index.js';
 import type { PlanStep } from '../query/index.js';
-import { extractAggregates } from './pipeline/aggregates.js';
+import { extractAggregates } from '../pipeline/aggregates.js';
 import { boundsOnly, intersectBounds, type TimeBounds } from './time-bounds.js';
-import type { ColumnFields } from './pipeline/types.js';
+import type { ColumnFields } from '../pipeline/types.js';
 
 export interface BlockRowPlan {
   /**
