@@ -35,12 +35,12 @@ import { NodeTable, type NodeDocument } from './cluster/node-table.js';
 import { ReplicatedDefinitions } from './definitions/replicated-definitions.js';
 import { notServingBecause } from './cluster/serving.js';
 import { TenantService } from './definitions/tenants.js';
-import type { Config } from './config.js';
+import type { Config } from './config/config.js';
 import { ringView } from './console/ring-view.js';
 import { ContributorService } from './contributors/contributor-service.js';
 import { PublishedIndex } from './contributors/published-index.js';
 import { DomainService } from './domains/domain-service.js';
-import { BadRequestError } from './errors.js';
+import { BadRequestError } from './lib/errors.js';
 import { DaemonService } from './sessions/daemon-service.js';
 import { ExecutionService } from './sessions/execution-service.js';
 import { readHistorical } from './historical/historical-reader.js';
@@ -77,7 +77,7 @@ import { searchRoutes } from './http/routes/search.js';
 import { isIngestRequest, streamRoutes } from './http/routes/streams.js';
 import { servingGate } from './http/serving-gate.js';
 import { SseTracker } from './http/sse.js';
-import type { Logger } from './log.js';
+import type { Logger } from './lib/log.js';
 import { Metrics } from './metrics/metrics.js';
 import { AuditLog } from './monitoring/audit-log.js';
 import { localDetails, type MonitoringDeps } from './monitoring/monitoring.js';
@@ -119,9 +119,9 @@ import { moveActions, moveReportKey, movingMembers, RepositoryMoves } from './st
 import { loadMoveStates, RepositoryMover } from './streams/repository-mover.js';
 import type { RepositoryMapping } from './streams/repository-mapping.js';
 import { StreamRuntime } from './streams/stream-runtime.js';
-import { realTimers } from './timers.js';
-import { loadTls, type TlsMaterial } from './tls.js';
-import { softwareVersion, type SoftwareVersion } from './version.js';
+import { realTimers } from './lib/timers.js';
+import { loadTls, type TlsMaterial } from './config/tls.js';
+import { softwareVersion, type SoftwareVersion } from './lib/version.js';
 
 export interface RunningNode {
   httpUrl: string;

@@ -2,9 +2,9 @@
 // and `key`; extra fields are kept as sent.
 
 import { z } from 'zod';
-import { BadRequestError, NotFoundError } from '../errors.js';
-import { validate } from '../validation.js';
-import { checkName } from '../names.js';
+import { BadRequestError, NotFoundError } from '../lib/errors.js';
+import { validate } from '../lib/validation.js';
+import { checkName } from '../lib/names.js';
 import type { TenantService } from '../definitions/tenants.js';
 import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';
 

@@ -3,7 +3,7 @@
 // compare-and-set loop for read-modify-write of one key.
 
 import { randomBytes, randomUUID } from 'node:crypto';
-import { TributaryError } from '../errors.js';
+import { TributaryError } from '../lib/errors.js';
 import type { Definition, Definitions } from '../storage/definitions.js';
 import { ProblemError } from './problems.js';
 

@@ -4,11 +4,11 @@
 // built from ports (a peer endpoint, storage, timers) by startClusterNode (cluster-node.ts),
 // which the node (src/node.ts) and the shell simulation (test/sim) both call.
 
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { DefinitionRecord } from '../storage/definitions.js';
 import type { RepositoryName } from '../storage/repository.js';
-import type { Timers } from '../timers.js';
+import type { Timers } from '../lib/timers.js';
 import { ClusterRepair } from '../repair/cluster-repair.js';
 import { remotePartitions, remoteRuns, serveRepair } from '../repair/repair-peer.js';
 import { localHolder, peerHolder, type LocalPartitions, type PartitionHolder, type PeerPartitions } from '../repair/partition-sync.js';

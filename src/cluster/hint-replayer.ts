@@ -8,12 +8,12 @@
 // A leaving node keeps no hints: it delivers what it can and hands the rest to another
 // member (HintStore) before it may reach Left.
 
-import { assert } from '../assert.js';
-import type { Logger } from '../log.js';
+import { assert } from '../lib/assert.js';
+import type { Logger } from '../lib/log.js';
 import type { RemotePeerError } from '../peer/wire.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
-import type { Timer, Timers } from '../timers.js';
+import type { Timer, Timers } from '../lib/timers.js';
 import { memberNamed } from '../cluster-core/membership.js';
 import { writeOwners } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';

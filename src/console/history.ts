@@ -7,7 +7,7 @@
 // rank). Pure: readings come in, samples go out; the timer and the instruments are the
 // caller's.
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 
 export const HISTORY_INTERVAL_MS = 5_000;
 export const HISTORY_WINDOW_MS = 15 * 60_000;

@@ -4,8 +4,8 @@
 // counting never scan the store, and every node knows what any node wrote.
 
 import type { TenantService } from '../definitions/tenants.js';
-import { BadRequestError, NotFoundError, StateConflictError } from '../errors.js';
-import { checkName } from '../names.js';
+import { BadRequestError, NotFoundError, StateConflictError } from '../lib/errors.js';
+import { checkName } from '../lib/names.js';
 import type { Definition, Definitions } from '../storage/definitions.js';
 import {
   checkContributorId,
@@ -17,7 +17,7 @@ import {
 import { INSTANCE_PREFIX, instanceKey, parseKey, TYPE_PREFIX, typeKey } from './keys.js';
 import type { PublishedIndex } from './published-index.js';
 import { streamUri } from '../streams/stream-id.js';
-import { stringifyJson } from '../json.js';
+import { stringifyJson } from '../lib/json.js';
 
 export type InstanceDocument = Record<string, unknown>;
 

@@ -2,7 +2,7 @@
 // calls that forward a write, push records and keep hints (replicated-definitions.ts), and
 // the answers to them (definition-messages.ts).
 
-import { StateConflictError } from '../errors.js';
+import { StateConflictError } from '../lib/errors.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { PeerTransport } from '../peer/transport.js';
 import type { DefinitionRecord } from '../storage/definitions.js';
@@ -12,7 +12,7 @@ import { preferenceList } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
 import type { DefinitionPeers, DefinitionWrite, ReplicatedDefinitions } from './replicated-definitions.js';
 import { DEFINITION_PUSH, DEFINITION_READ, DEFINITION_WRITE, type WireDefinitionRecord } from './definition-messages.js';
-import { stringifyJson } from '../json.js';
+import { stringifyJson } from '../lib/json.js';
 import { parsePeerJson } from '../peer/documents.js';
 
 /** Definitions one DefinitionRead answers at most. */

@@ -5,9 +5,9 @@
 // `tenantDefinitionBytesMax`. Deletes and shrinking writes always pass. The sizes are kept
 // per key from the store's changes, so a check costs one serialisation of the new value.
 
-import { PayloadTooLargeError, TributaryError } from '../errors.js';
+import { PayloadTooLargeError, TributaryError } from '../lib/errors.js';
 import type { Definitions } from '../storage/definitions.js';
-import { stringifyJson } from '../json.js';
+import { stringifyJson } from '../lib/json.js';
 
 export interface DefinitionQuotaLimits {
   definitionBytesMax: number;

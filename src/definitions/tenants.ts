@@ -2,8 +2,8 @@
 // node, written here or replicated from its coordinator, that node publishes TENANT_ADDED,
 // so every node's event stream reports it; the tenant is active from then on.
 
-import { NotFoundError } from '../errors.js';
-import { checkName } from '../names.js';
+import { NotFoundError } from '../lib/errors.js';
+import { checkName } from '../lib/names.js';
 import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';
 
 export interface Tenant {

@@ -4,8 +4,8 @@
 // computed on demand and kept until a type, an instance or a domain of the tenant changes.
 
 import type { TenantService } from '../definitions/tenants.js';
-import { BadRequestError, NotFoundError } from '../errors.js';
-import { checkName } from '../names.js';
+import { BadRequestError, NotFoundError } from '../lib/errors.js';
+import { checkName } from '../lib/names.js';
 import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';
 import { contributorFieldTargets } from '../contributors/contributor-schema.js';
 import type { ContributorService } from '../contributors/contributor-service.js';

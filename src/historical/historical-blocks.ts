@@ -6,15 +6,15 @@
 // text parsed again for a window.
 
 import { datetimeMs, type Value } from '../expression/index.js';
-import { TributaryError } from '../errors.js';
+import { TributaryError } from '../lib/errors.js';
 import type { BlockPage, StoredBlock } from '../storage/tsr.js';
 import { BadBlockError, type Block, blockHeader, columnValue, decodeBlock } from '../storage/tsr-block.js';
 import { BlockMerge } from '../storage/tsr-order.js';
 import type { BlockRowPlan } from './block-row-plan.js';
 import type { ColumnBatch, ColumnView } from '../pipeline/types.js';
 import { fromAnOwner, type HistoricalSource, type OwnerChoice } from './historical-reader.js';
-import { MinHeap } from '../min-heap.js';
-import { setField } from '../json.js';
+import { MinHeap } from '../lib/min-heap.js';
+import { setField } from '../lib/json.js';
 
 export interface BlockPageRequest {
   readonly stream: string;

@@ -9,7 +9,7 @@
 import type { BlockRowPlan } from './block-row-plan.js';
 import { fromAnOwner, type HistoricalSource, type OwnerChoice } from './historical-reader.js';
 import { type LatestEntry, type LatestRequest, mergeLatest } from './latest-values.js';
-import { setField } from '../json.js';
+import { setField } from '../lib/json.js';
 
 export interface HistoricalLatestDeps extends OwnerChoice {
   /** This node's kept answer of a partition, when it keeps one and serves reads (no read, no wait). */

@@ -6,7 +6,7 @@
 
 import type { RepositoryName, StoredPayload } from '../storage/repository.js';
 import type { BlockRowPlan } from './block-row-plan.js';
-import { MinHeap } from '../min-heap.js';
+import { MinHeap } from '../lib/min-heap.js';
 
 export interface ScanRequest {
   readonly repo: RepositoryName;

@@ -15,7 +15,7 @@
 // node keeps, per key and field, the newest of the partitions' answers.
 
 import type { Value } from '../expression/index.js';
-import { stringifyJson } from '../json.js';
+import { stringifyJson } from '../lib/json.js';
 import type { SpannedBlock } from '../storage/tsr.js';
 import { type Block, blockHeader, columnValue, decodeBlock } from '../storage/tsr-block.js';
 import { payloadWriteId } from '../storage/tsr-order.js';

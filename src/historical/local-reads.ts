@@ -7,7 +7,7 @@
 //   blocks and last values (read from the tsr) are refused while the tsr is still being filled
 //   (streams/repository-move.ts).
 
-import { TributaryError } from '../errors.js';
+import { TributaryError } from '../lib/errors.js';
 import type { Repository, RepositoryName } from '../storage/repository.js';
 import { isRepositoryName } from '../storage/repository.js';
 import type { BlockPage, TimeSeriesRepository } from '../storage/tsr.js';

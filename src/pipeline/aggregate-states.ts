@@ -12,7 +12,7 @@
 // States given back are taken again first, so either holds as many states as were held at
 // once at most (the panes a grouping holds are bounded by groupsMax).
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import type { Value } from '../expression/index.js';
 import type { Accumulator } from './aggregates.js';
 import { createAccumulators, type GroupingPlan } from './grouping-plan.js';

@@ -27,16 +27,16 @@
 //   their remaining rows, so every aggregate (min, first, …) is right after retractions. A
 //   keyed group left with no rows is removed.
 
-import { BadRequestError } from '../errors.js';
+import { BadRequestError } from '../lib/errors.js';
 import { windowHopsMax } from '../query/index.js';
 import type { CompileOptions, Value } from '../expression/index.js';
 import { createAccumulators, planGrouping, type GroupingPlan, type SelectStep } from './grouping-plan.js';
 import { NUMBER_SUMMARY_WIDTH, summarizeNumber, summarizes, summaryAccumulator } from './aggregates.js';
 import { compareGroups, GroupIndex, WindowEnds, type Group } from './group-store.js';
 import type { Budget, ColumnBatch, ColumnFields, ColumnView, Delta, OutputRow, RowConsumer } from './types.js';
-import { assert } from '../assert.js';
-import { ByteSlab } from '../byte-slab.js';
-import { isoString } from '../iso-time.js';
+import { assert } from '../lib/assert.js';
+import { ByteSlab } from '../lib/byte-slab.js';
+import { isoString } from '../lib/iso-time.js';
 import { eventTimeMs, mapKey, rowsEqual } from './values.js';
 import { LiveClock } from './live-clock.js';
 

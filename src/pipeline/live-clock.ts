@@ -11,7 +11,7 @@
 //   node's clock when no event comes, whatever the offset between event time and the
 //   clock (a replay of 2017's payloads moves at the clock's pace from 2017).
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 
 /** Quiet wall-clock time before the watermark moves with the clock: a payload a little late over the network still counts. */
 export const IDLE_GRACE_MS = 1_000;

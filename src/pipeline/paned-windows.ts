@@ -23,7 +23,7 @@
 // - Grouping over a table (a grouping after a grouping) keeps one group per window
 //   (grouping.ts), bounded by windowHopsMax.
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import type { Value } from '../expression/index.js';
 import { aggregateStates, type AggregateStates } from './aggregate-states.js';
 import { WindowEnds } from './group-store.js';

@@ -20,7 +20,7 @@
 // - Output rows of a query with no select are the input rows cut to the output schema's
 //   fields (missing ones null), so a consumer never sees fields the schema lacks.
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import { defaultFieldAccessor } from '../expression/index.js';
 import { compileCondition, compileProjection, DROPPED, projectionOf, RowStages, SelectChanges, WhereChanges, type RowStage } from './changes.js';
 import { GroupingOperator } from './grouping.js';

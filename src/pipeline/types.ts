@@ -2,8 +2,8 @@
 // error it throws when a query outgrows its bounds, and the internal change records that
 // flow between its operators. Pure: nothing here does I/O or reads a clock.
 
-import { assert } from '../assert.js';
-import { TributaryError } from '../errors.js';
+import { assert } from '../lib/assert.js';
+import { TributaryError } from '../lib/errors.js';
 import type { QueryCheck } from '../query/index.js';
 import type { CompileOptions, Value } from '../expression/index.js';
 

@@ -4,7 +4,7 @@
 
 import { compareValues, datetimeMs, type Value } from '../expression/index.js';
 import type { OutputRow } from './types.js';
-import { stringifyJson } from '../json.js';
+import { stringifyJson } from '../lib/json.js';
 
 /** Deep equality of JSON values; rows built by the runtime hold nothing else. */
 export function valuesEqual(a: Value, b: Value): boolean {

@@ -26,7 +26,7 @@ import {
   type Expr,
   type Token,
 } from '../expression/index.js';
-import { BadRequestError } from '../errors.js';
+import { BadRequestError } from '../lib/errors.js';
 import { parseStreamUri } from '../streams/stream-id.js';
 import type {
   Duration,

@@ -6,10 +6,10 @@
 // stream, and a contributor decorates every row with the contributor's id.
 
 import { randomUUID } from 'node:crypto';
-import { BadRequestError, NotFoundError } from '../errors.js';
+import { BadRequestError, NotFoundError } from '../lib/errors.js';
 import { z } from 'zod';
-import { validate } from '../validation.js';
-import { checkName } from '../names.js';
+import { validate } from '../lib/validation.js';
+import { checkName } from '../lib/names.js';
 import type { TenantService } from '../definitions/tenants.js';
 import { parseQuery, type QueryError } from '../query/index.js';
 import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';

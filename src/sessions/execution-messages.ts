@@ -5,8 +5,8 @@
 // entries, a query's errors) are checked here against the shapes their receivers read.
 
 import { z } from 'zod';
-import { isPlainObject } from '../json.js';
-import { jsonObject } from '../validation.js';
+import { isPlainObject } from '../lib/json.js';
+import { jsonObject } from '../lib/validation.js';
 import type { Value } from '../expression/index.js';
 import { EMPTY } from '../peer/codec.js';
 import { readDocument, writeDocument } from '../peer/documents.js';

@@ -9,7 +9,7 @@
 
 import { z } from 'zod';
 import { readDocument } from '../peer/documents.js';
-import { stringifyJson } from '../json.js';
+import { stringifyJson } from '../lib/json.js';
 import { BLOCK_READ, EXECUTION_STATUS_READ, LATEST_READ, LIVE_PAYLOADS, OUTPUT_POLL, SCAN_READ, payloadSchema } from './execution-messages.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { LiveFeed } from './live-feed.js';

@@ -4,7 +4,7 @@
 // come from the node hosting the session.
 
 import { randomUUID } from 'node:crypto';
-import { BadRequestError, NotFoundError, VersionConflictError } from '../errors.js';
+import { BadRequestError, NotFoundError, VersionConflictError } from '../lib/errors.js';
 import type { TenantService } from '../definitions/tenants.js';
 import type { QueryAnalysis, QueryError } from '../query/index.js';
 import { decoratedSchema } from './query-runner.js';

@@ -5,7 +5,7 @@
 // arrive in the order it accepted them, and a bounded queue per node, so a slow or dead
 // host costs dropped (and counted) payloads, never the ingest path's memory or latency.
 
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 
 export type Payload = Record<string, unknown>;
 export type LiveListener = (payloads: readonly Payload[]) => void;

@@ -14,7 +14,7 @@
 // stopped query is a log entry of its own, so the nodes that copy the channel end too.
 
 import { randomUUID } from 'node:crypto';
-import { stringifyJson } from '../json.js';
+import { stringifyJson } from '../lib/json.js';
 import { type ChangeItem, RetainedTable } from './retained-table.js';
 
 export type OutputMessage =

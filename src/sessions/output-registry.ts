@@ -5,7 +5,7 @@
 // know where the query runs. When the host changes, the poller's cursor belongs to another
 // channel and the new host answers with its whole state: clients see a new `sos`.
 
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 import { OutputChannel, type ChannelCursor, type ChannelLimits, type EndListener, type OutputListener, type PollReply } from './output-channel.js';
 
 export interface OutputPollRequest {

@@ -5,7 +5,7 @@
 // fields, and the domain's filter of input payloads.
 
 import type { DomainScope } from '../search/search-service.js';
-import { pathReader } from '../json.js';
+import { pathReader } from '../lib/json.js';
 import { propertyOf } from '../query/types.js';
 import {
   variableValue,

@@ -7,14 +7,14 @@
 
 import type { QueryCheck } from '../query/index.js';
 import type { CompileOptions } from '../expression/index.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 import { outputSchemaToJson } from '../query/index.js';
 import type { HistoricalSource } from '../historical/historical-reader.js';
 import type { LiveFeed, LogicalBus, Payload } from './live-feed.js';
 import type { OutputChannel } from './output-channel.js';
 import type { Change, ColumnBatch, Pipeline, PipelineOptions } from '../pipeline/types.js';
 import type { FunctionBudget } from './function-budget.js';
-import { TimeSlice } from '../time-slice.js';
+import { TimeSlice } from '../lib/time-slice.js';
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

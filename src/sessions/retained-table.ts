@@ -11,7 +11,7 @@
 // bounded as the table is (rows, and bytes of their JSON text): past either, adds are
 // keyed as they come.
 
-import { stringifyJson } from '../json.js';
+import { stringifyJson } from '../lib/json.js';
 
 /** An item of an increment (output-channel.ts): a row added, updated or removed. */
 export interface ChangeItem {

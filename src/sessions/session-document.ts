@@ -4,8 +4,8 @@
 // field that is wrong.
 
 import { z } from 'zod';
-import { jsonTypeName, stringifyJson } from '../json.js';
-import { uniqueField, validate } from '../validation.js';
+import { jsonTypeName, stringifyJson } from '../lib/json.js';
+import { uniqueField, validate } from '../lib/validation.js';
 
 export interface VariableDocument {
   readonly id: string;

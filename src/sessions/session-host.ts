@@ -7,7 +7,7 @@
 
 import { compileFunction, type SandboxedFunction, type SandboxLimits } from '../scripting/sandbox.js';
 import type { Definitions } from '../storage/definitions.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 import { primaryTimestampPath, streamRowType, type QueryAnalysis, type QueryError } from '../query/index.js';
 import type { DomainScope } from '../search/search-service.js';
 import { parseStreamUri, streamKey } from '../streams/stream-id.js';

@@ -3,7 +3,7 @@
 // the host runs the session as stored; and sessions move when the hosts that may run them
 // change.
 
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 import type { Membership } from '../protocol/cluster-types.js';
 import type { RunStatus, SessionHost } from './session-host.js';
 import { sessionKey } from './session-model.js';

@@ -6,9 +6,9 @@
 // keeps rising: the cluster converges on the highest version, and a delete must win over
 // the write it follows.
 
-import { VersionConflictError } from '../errors.js';
+import { VersionConflictError } from '../lib/errors.js';
 import type { Database } from './database.js';
-import { parseJson, stringifyJson } from '../json.js';
+import { parseJson, stringifyJson } from '../lib/json.js';
 
 export interface Definition<T = unknown> {
   key: string;

@@ -3,9 +3,9 @@
 
 import { DEFAULT_POLICY, type DistributionPolicy } from './policy.js';
 import type { TenantService } from '../definitions/tenants.js';
-import { ForbiddenError, NotFoundError, StateConflictError } from '../errors.js';
-import { checkName } from '../names.js';
-import { validate } from '../validation.js';
+import { ForbiddenError, NotFoundError, StateConflictError } from '../lib/errors.js';
+import { checkName } from '../lib/names.js';
+import { validate } from '../lib/validation.js';
 import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';
 import type { SandboxLimits } from '../scripting/sandbox.js';
 import { parsePolicy } from './policy.js';

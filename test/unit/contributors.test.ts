@@ -14,7 +14,7 @@ import {
 } from '../../src/contributors/contributor-schema.js';
 import { ContributorService } from '../../src/contributors/contributor-service.js';
 import { PublishedIndex } from '../../src/contributors/published-index.js';
-import { BadRequestError, NotFoundError, StateConflictError, VersionConflictError } from '../../src/errors.js';
+import { BadRequestError, NotFoundError, StateConflictError, VersionConflictError } from '../../src/lib/errors.js';
 import type { DefinitionStore } from '../../src/storage/definitions.js';
 import { parseSchema } from '../../src/streams/schema.js';
 import { TemporaryDefinitions } from '../kit/temporary-definitions.js';

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { VersionConflictError } from '../../src/errors.js';
+import { VersionConflictError } from '../../src/lib/errors.js';
 import type { DefinitionStore } from '../../src/storage/definitions.js';
 import { TemporaryDefinitions } from '../kit/temporary-definitions.js';
 

@@ -10,7 +10,7 @@ import { ContributorService } from '../../src/contributors/contributor-service.j
 import { PublishedIndex } from '../../src/contributors/published-index.js';
 import { compileFilters, matchContributors, parseDomain, parseDomainUri } from '../../src/domains/domain-definition.js';
 import { DomainService } from '../../src/domains/domain-service.js';
-import { BadRequestError, NotFoundError, VersionConflictError } from '../../src/errors.js';
+import { BadRequestError, NotFoundError, VersionConflictError } from '../../src/lib/errors.js';
 import type { DefinitionStore } from '../../src/storage/definitions.js';
 import { parseSchema } from '../../src/streams/schema.js';
 import { TemporaryDefinitions } from '../kit/temporary-definitions.js';

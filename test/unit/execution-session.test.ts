@@ -20,8 +20,8 @@ import {
 import { timeBoundsOf } from '../../src/historical/time-bounds.js';
 import { OutputChannel, type OutputMessage, type PollReply } from '../../src/sessions/output-channel.js';
 import { OutputRegistry, type OutputPollRequest } from '../../src/sessions/output-registry.js';
-import { createLogger } from '../../src/log.js';
-import { stringifyJson } from '../../src/json.js';
+import { createLogger } from '../../src/lib/log.js';
+import { stringifyJson } from '../../src/lib/json.js';
 import { checkQuery } from '../../src/query/index.js';
 
 const LIMITS = { sessionQueriesMax: 10 };

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { type ChangeItem, RetainedTable, type RetainedTableLimits } from '../../src/sessions/retained-table.js';
-import { stringifyJson } from '../../src/json.js';
+import { stringifyJson } from '../../src/lib/json.js';
 import { Prng } from '../sim/prng.js';
 
 /** Every change keyed as it comes (the channel's table before adds could wait): the reference. */

@@ -3,7 +3,7 @@
 // service, shape the answer.
 
 import Router from '@koa/router';
-import { NotFoundError, TributaryError } from '../../errors.js';
+import { NotFoundError, TributaryError } from '../../lib/errors.js';
 import type { ExecutionService } from '../../sessions/execution-service.js';
 import type { OutputRegistry } from '../../sessions/output-registry.js';
 import { openSse, type SseOptions } from '../sse.js';

@@ -2,7 +2,7 @@
 
 import Router from '@koa/router';
 import type { TenantService } from '../../definitions/tenants.js';
-import { BadRequestError } from '../../errors.js';
+import { BadRequestError } from '../../lib/errors.js';
 import { checkFilter, checkService, MONITORING_SERVICES, type MonitoringFilter, type MonitoringService, type NodeDetails } from '../../monitoring/monitoring.js';
 
 export interface MonitoringRoutesDeps {

@@ -7,8 +7,8 @@ import type { PartView, StreamDefinitions } from '../../streams/stream-definitio
 import { streamId, streamKey } from '../../streams/stream-id.js';
 import type { StreamRuntime } from '../../streams/stream-runtime.js';
 import type { Definition } from '../../storage/definitions.js';
-import { validate } from '../../validation.js';
-import { BadRequestError, NotFoundError } from '../../errors.js';
+import { validate } from '../../lib/validation.js';
+import { BadRequestError, NotFoundError } from '../../lib/errors.js';
 import type { MoveStatus } from '../../streams/move-status.js';
 import { expectedVersion, setVersionHeaders } from '../version-header.js';
 import type Koa from 'koa';

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 
 let root: string | undefined;
 
-/** The folder of package.json: two levels up from src/ under tests, three from dist/src/. */
+/** The folder of package.json, found by walking up (so it holds at any depth): two levels up from src/lib/ under tests, three from dist/src/lib/. */
 export function packageRoot(): string {
   if (root !== undefined) return root;
   const here = dirname(fileURLToPath(import.meta.url));

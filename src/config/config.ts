@@ -7,9 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { isPlainObject } from './json.js';
-import { NAME_LENGTH_MAX } from './names.js';
-import { packageRoot } from './package-root.js';
+import { isPlainObject } from '../lib/json.js';
+import { NAME_LENGTH_MAX } from '../lib/names.js';
+import { packageRoot } from '../lib/package-root.js';
 
 const port = z.number().int().min(1).max(65535);
 const name = z
