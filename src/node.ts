@@ -25,18 +25,18 @@ import { coordinatorOf, ownersOf as currentOwners } from './cluster-core/placeme
 import type { CoreConfig, Member, PersistedCoreState } from './protocol/cluster-types.js';
 import { joinIfTableLost, loadCoreState, saveCoreState, wasMember } from './cluster/core-state-store.js';
 import type { DataPlane } from './cluster/data-plane.js';
-import { ClusterDefinitionPeers, serveDefinitions } from './definitions/definition-peers.js';
+import { ClusterDefinitionPeers, serveDefinitions } from './replicated-definitions/definition-peers.js';
 import { ClusterEventBus } from './cluster/events.js';
 import { loadOrCreateIdentity, type NodeIdentity } from './peer/identity.js';
 import { admitTrust } from './cluster/admit-trust.js';
 import { MembershipFeed } from './cluster/membership-feed.js';
 import { MembershipService } from './cluster/membership-service.js';
 import { NodeTable, type NodeDocument } from './cluster/node-table.js';
-import { ReplicatedDefinitions } from './definitions/replicated-definitions.js';
+import { ReplicatedDefinitions } from './replicated-definitions/replicated-definitions.js';
 import { notServingBecause } from './cluster/serving.js';
-import { TenantService } from './definitions/tenants.js';
+import { TenantService } from './replicated-definitions/tenants.js';
 import type { Config } from './config/config.js';
-import { ringView } from './console/ring-view.js';
+import { ringView } from './ops/ring-view.js';
 import { ContributorService } from './contributors/contributor-service.js';
 import { PublishedIndex } from './contributors/published-index.js';
 import { DomainService } from './domains/domain-service.js';
@@ -63,8 +63,8 @@ import { PLATFORM_DOCS_PATH, PLATFORM_OPENAPI_PATH, platformOpenApiDocument } fr
 import { adminRoutes } from './http/routes/admin.js';
 import { clusterRoutes } from './http/routes/cluster.js';
 import { ConsoleAssets, consoleRoutes } from './http/routes/console.js';
-import { HISTORY_INTERVAL_MS, HistoryRing, type ClusterHistory, type NodeHistory } from './console/history.js';
-import { clusterHistory, serveHistory } from './console/history-peer.js';
+import { HISTORY_INTERVAL_MS, HistoryRing, type ClusterHistory, type NodeHistory } from './node-history/history.js';
+import { clusterHistory, serveHistory } from './node-history/history-peer.js';
 import { contributorRoutes } from './http/routes/contributors.js';
 import { daemonRoutes } from './http/routes/daemons.js';
 import { domainRoutes } from './http/routes/domains.js';
@@ -98,7 +98,7 @@ import { isolatePool } from './scripting/sandbox.js';
 import { remoteSearch, serveSearchReads, servingLocalSearch } from './search/search-peer.js';
 import { SearchService } from './search/search-service.js';
 import { SsrIndex } from './search/ssr-index.js';
-import { DefinitionStore } from './storage/definitions.js';
+import { DefinitionStore } from './storage/definition-store.js';
 import { GroupCommitter } from './storage/group-commit.js';
 import { HintBuffer } from './storage/hints.js';
 import { diskRefusal, DiskWatch } from './storage/disk-watch.js';
@@ -652,7 +652,7 @@ function opsParts(config: Config, log: Logger, base: Base, storage: Storage, clu
 }
 
 /**
- * The console's charts (src/console/history.ts): this node reads its own figures every
+ * The console's charts (src/node-history/history.ts): this node reads its own figures every
  * HISTORY_INTERVAL_MS into a bounded ring, and answers other nodes' ConsoleHistoryReads
  * with it and its readiness now.
  */

@@ -5,7 +5,7 @@
 
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { quoteForMessage } from '../lib/json.js';
-import type { Definitions } from '../storage/definitions.js';
+import type { Definitions } from '../storage/definition-store.js';
 import { GRANTS_MAX, isAccessLevel, type AccessLevel } from '../auth/permissions.js';
 import { checkName } from '../lib/names.js';
 import { ProblemError } from './problems.js';

@@ -6,7 +6,7 @@
 // back, and its record and neuron types stay stored.
 
 import { isPlainObject, quoteForMessage } from '../lib/json.js';
-import type { Definitions } from '../storage/definitions.js';
+import type { Definitions } from '../storage/definition-store.js';
 import type { StoredAccount } from './accounts.js';
 import { checkPaidFeatures, type LicencePool } from './licence.js';
 import { ProblemError } from './problems.js';

@@ -4,7 +4,7 @@
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import { TributaryError } from '../lib/errors.js';
-import type { Definition, Definitions } from '../storage/definitions.js';
+import type { Definition, Definitions } from '../storage/definition-store.js';
 import { ProblemError } from './problems.js';
 
 /** Keys in the definitions store, so every node of a cluster answers the same. */

@@ -6,7 +6,7 @@
 
 import type { Logger } from '../lib/log.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
-import type { DefinitionRecord } from '../storage/definitions.js';
+import type { DefinitionRecord } from '../storage/definition-store.js';
 import type { RepositoryName } from '../storage/repository.js';
 import type { Timers } from '../lib/timers.js';
 import { ClusterRepair } from '../repair/cluster-repair.js';
@@ -18,7 +18,7 @@ import type { ChunkStore } from './cluster-shell.js';
 import type { ClusterCore } from '../cluster-core/core.js';
 import { writeOwners } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
-import { fromWireRecord, readAllDefinitions, serveDefinitionReads } from '../definitions/definition-peers.js';
+import { fromWireRecord, readAllDefinitions, serveDefinitionReads } from '../replicated-definitions/definition-peers.js';
 import { HINT_STORE, WRITE_RECORDS } from './write-messages.js';
 import { HintKeeper, type Committer, type HintStorage } from './hint-keeper.js';
 import { HintReplayer } from './hint-replayer.js';

@@ -12,7 +12,7 @@ import type { Logger } from '../lib/log.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { Hint, HintPayload } from '../storage/hints.js';
 import type { RepositoryName } from '../storage/repository.js';
-import { toWireRecord } from '../definitions/definition-peers.js';
+import { toWireRecord } from '../replicated-definitions/definition-peers.js';
 import type { HintKeeping, HintWant } from './partition-router.js';
 import { HINT_STORE } from './write-messages.js';
 

@@ -17,10 +17,10 @@ import type { Timer, Timers } from '../lib/timers.js';
 import { memberNamed } from '../cluster-core/membership.js';
 import { writeOwners } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
-import { toWireRecord } from '../definitions/definition-peers.js';
+import { toWireRecord } from '../replicated-definitions/definition-peers.js';
 import type { Committer, HintEntry, HintKeeper, HintStorage } from './hint-keeper.js';
 import { NOT_OWNER, STALE_EPOCH, type ReplicaStore } from './replica-writer.js';
-import { DEFINITION_PUSH } from '../definitions/definition-messages.js';
+import { DEFINITION_PUSH } from '../replicated-definitions/definition-messages.js';
 import { WRITE_RECORDS } from './write-messages.js';
 
 export interface HintReplayerDeps {

@@ -3,7 +3,7 @@
 
 import { assert } from '../lib/assert.js';
 import { NotFoundError } from '../lib/errors.js';
-import type { Tenant } from '../definitions/tenants.js';
+import type { Tenant } from '../replicated-definitions/tenants.js';
 
 export type NodeState = 'Pending' | 'Joining' | 'Joined' | 'Leaving' | 'Left';
 

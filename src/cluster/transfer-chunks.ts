@@ -21,7 +21,7 @@ import { assert } from '../lib/assert.js';
 import type { ChunkData, DurableIncoming, Slot, TransferPlan } from '../protocol/cluster-types.js';
 import type { Database, EncodedPut, Sublevel } from '../storage/database.js';
 import { prefixEnd } from '../storage/database.js';
-import type { DefinitionRecord } from '../storage/definitions.js';
+import type { DefinitionRecord } from '../storage/definition-store.js';
 import { encodePartition } from '../storage/repository.js';
 import { payloadsInBlockKey } from '../storage/tsr.js';
 import { parseJson, stringifyJson } from '../lib/json.js';

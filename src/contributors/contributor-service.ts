@@ -3,10 +3,10 @@
 // Which types and instances exist is kept in memory from the store's changes: listing and
 // counting never scan the store, and every node knows what any node wrote.
 
-import type { TenantService } from '../definitions/tenants.js';
+import type { TenantService } from '../replicated-definitions/tenants.js';
 import { BadRequestError, NotFoundError, StateConflictError } from '../lib/errors.js';
 import { checkName } from '../lib/names.js';
-import type { Definition, Definitions } from '../storage/definitions.js';
+import type { Definition, Definitions } from '../storage/definition-store.js';
 import {
   checkContributorId,
   checkInstance,

@@ -6,7 +6,7 @@
 // pair up there and writes only new ones.
 
 import type { Logger } from '../lib/log.js';
-import type { Definitions } from '../storage/definitions.js';
+import type { Definitions } from '../storage/definition-store.js';
 import { parseSchema } from '../streams/schema.js';
 import { partKey, type StreamDocument } from '../streams/stream-definitions.js';
 import { streamUri, type StreamId } from '../streams/stream-id.js';

@@ -22,7 +22,7 @@ import type { HintBuffer } from '../storage/hints.js';
 import type { ClusterCore } from '../cluster-core/core.js';
 import { DEFAULT_POLICY } from '../streams/policy.js';
 import type { SoftwareVersion } from '../lib/version.js';
-import type { Definitions } from '../storage/definitions.js';
+import type { Definitions } from '../storage/definition-store.js';
 import type { RepositoryName } from '../storage/repository.js';
 import type { PeerTraffic } from '../peer/peer-counters.js';
 import type { AuditLog } from './audit-log.js';

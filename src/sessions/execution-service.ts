@@ -5,11 +5,11 @@
 
 import { randomUUID } from 'node:crypto';
 import { BadRequestError, NotFoundError, VersionConflictError } from '../lib/errors.js';
-import type { TenantService } from '../definitions/tenants.js';
+import type { TenantService } from '../replicated-definitions/tenants.js';
 import type { QueryAnalysis, QueryError } from '../query/index.js';
 import { decoratedSchema } from './query-runner.js';
 import { compileFunction, ScriptError, type SandboxLimits } from '../scripting/sandbox.js';
-import type { Definitions } from '../storage/definitions.js';
+import type { Definitions } from '../storage/definition-store.js';
 import type { RunStatus } from './session-host.js';
 import { analysedSession, analyseSession, type SessionAnalysis } from './session-analysis.js';
 import {

@@ -16,7 +16,7 @@ import {
 import type { CompileOptions, FieldAccessor, FunctionDefinition, Value } from '../expression/index.js';
 import type { SandboxedFunction } from '../scripting/sandbox.js';
 import type { FunctionBudget } from './function-budget.js';
-import type { Definitions } from '../storage/definitions.js';
+import type { Definitions } from '../storage/definition-store.js';
 import { parseSchema, type StreamSchema } from '../streams/schema.js';
 import type { RepositoryMapping } from '../streams/repository-mapping.js';
 import type { StreamId } from '../streams/stream-id.js';

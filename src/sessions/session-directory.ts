@@ -4,7 +4,7 @@
 // documents, which every node holds, and rebuilt when one changes.
 
 import { parseQuery } from '../query/index.js';
-import type { Definitions } from '../storage/definitions.js';
+import type { Definitions } from '../storage/definition-store.js';
 import { parseStreamUri, streamKey } from '../streams/stream-id.js';
 import type { StoredSession } from './session-model.js';
 

@@ -6,7 +6,7 @@
 // starts again from scratch). Reconciles run one at a time, in order.
 
 import { compileFunction, type SandboxedFunction, type SandboxLimits } from '../scripting/sandbox.js';
-import type { Definitions } from '../storage/definitions.js';
+import type { Definitions } from '../storage/definition-store.js';
 import type { Logger } from '../lib/log.js';
 import { primaryTimestampPath, streamRowType, type QueryAnalysis, type QueryError } from '../query/index.js';
 import type { DomainScope } from '../search/search-service.js';

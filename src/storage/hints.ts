@@ -10,7 +10,7 @@
 import { assert } from '../lib/assert.js';
 import type { BatchOperation, Database, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';
-import type { DefinitionRecord } from './definitions.js';
+import type { DefinitionRecord } from './definition-store.js';
 import type { RepositoryName, StoredRecord } from './repository.js';
 import { parseJson, stringifyJson } from '../lib/json.js';
 

@@ -20,7 +20,7 @@ import { KEYS, type Environment } from '../../src/api-v1/store.js';
 import { BrainTemplates, loadBrainTemplates } from '../../src/api-v1/templates.js';
 import { ConfigError } from '../../src/config/config.js';
 import { TributaryError, VersionConflictError } from '../../src/lib/errors.js';
-import type { Definition, DefinitionListener, Definitions } from '../../src/storage/definitions.js';
+import type { Definition, DefinitionListener, Definitions } from '../../src/storage/definition-store.js';
 
 /** Definitions in memory, with the store's version check; every write yields first. */
 class MemoryDefinitions implements Definitions {

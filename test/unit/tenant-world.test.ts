@@ -6,7 +6,7 @@ import { tenantWorld } from '../../src/sessions/query-context.js';
 import { analysedSession } from '../../src/sessions/session-analysis.js';
 import { parseSessionBody } from '../../src/sessions/session-document.js';
 import { resetSession, startQuery } from '../../src/sessions/session-model.js';
-import type { DefinitionStore } from '../../src/storage/definitions.js';
+import type { DefinitionStore } from '../../src/storage/definition-store.js';
 import { TemporaryDefinitions } from '../kit/temporary-definitions.js';
 
 const SCHEMA = { version: '1', topDef: { type: 'record', properties: { host: { type: 'string' }, cpu: { type: 'double' } } } };

@@ -6,7 +6,7 @@ import { payloadSchema, payloadsOf } from '../../streams/ingest-checks.js';
 import type { PartView, StreamDefinitions } from '../../streams/stream-definitions.js';
 import { streamId, streamKey } from '../../streams/stream-id.js';
 import type { StreamRuntime } from '../../streams/stream-runtime.js';
-import type { Definition } from '../../storage/definitions.js';
+import type { Definition } from '../../storage/definition-store.js';
 import { validate } from '../../lib/validation.js';
 import { BadRequestError, NotFoundError } from '../../lib/errors.js';
 import type { MoveStatus } from '../../streams/move-status.js';

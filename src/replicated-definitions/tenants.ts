@@ -4,7 +4,7 @@
 
 import { NotFoundError } from '../lib/errors.js';
 import { checkName } from '../lib/names.js';
-import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';
+import { definitionKey, type Definition, type Definitions } from '../storage/definition-store.js';
 
 export interface Tenant {
   name: string;

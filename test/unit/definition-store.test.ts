@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { VersionConflictError } from '../../src/lib/errors.js';
-import type { DefinitionStore } from '../../src/storage/definitions.js';
+import type { DefinitionStore } from '../../src/storage/definition-store.js';
 import { TemporaryDefinitions } from '../kit/temporary-definitions.js';
 
 let definitions: TemporaryDefinitions;

@@ -10,7 +10,7 @@ import type {
   DefinitionRecord,
   Definitions,
   DefinitionStore,
-} from '../storage/definitions.js';
+} from '../storage/definition-store.js';
 import { DefinitionQuota, type DefinitionQuotaLimits } from './definition-quota.js';
 
 export interface DefinitionWrite {

@@ -5,7 +5,7 @@
 import { StateConflictError } from '../lib/errors.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { PeerTransport } from '../peer/transport.js';
-import type { DefinitionRecord } from '../storage/definitions.js';
+import type { DefinitionRecord } from '../storage/definition-store.js';
 import type { GroupCommitter } from '../storage/group-commit.js';
 import type { HintBuffer } from '../storage/hints.js';
 import { preferenceList } from '../cluster-core/placement.js';

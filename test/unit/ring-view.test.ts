@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { ringOwners } from '../../src/cluster-core/placement.js';
 import type { Member, Membership, NodeState } from '../../src/protocol/cluster-types.js';
-import { ringView } from '../../src/console/ring-view.js';
+import { ringView } from '../../src/ops/ring-view.js';
 
 function member(name: string, state: NodeState): Member {
   return { name, publicKey: `key-${name}`, address: '127.0.0.1', port: 1, httpPort: 2, zone: 'local', state };

@@ -1,10 +1,10 @@
-// The console's history of a node's figures (src/console/history.ts), without processes:
+// The console's history of a node's figures (src/node-history/history.ts), without processes:
 // rates from counter deltas, p50/p99 from histogram bucket deltas, a bounded ring; and the
-// answer gathered from every member (src/console/history-peer.ts) with a fake peer endpoint.
+// answer gathered from every member (src/node-history/history-peer.ts) with a fake peer endpoint.
 
 import { describe, expect, it } from 'vitest';
-import { HISTORY_SAMPLES_MAX, HistoryRing, quantileOfBuckets, sampleBetween, type HistoryReading, type NodeHistory } from '../../src/console/history.js';
-import { clusterHistory, HISTORY_DEADLINE_MS_MAX, HISTORY_NODES_MAX } from '../../src/console/history-peer.js';
+import { HISTORY_SAMPLES_MAX, HistoryRing, quantileOfBuckets, sampleBetween, type HistoryReading, type NodeHistory } from '../../src/node-history/history.js';
+import { clusterHistory, HISTORY_DEADLINE_MS_MAX, HISTORY_NODES_MAX } from '../../src/node-history/history-peer.js';
 import type { PeerEndpoint } from '../../src/peer/endpoint.js';
 import type { Membership, NodeState } from '../../src/protocol/cluster-types.js';
 

@@ -6,7 +6,7 @@
 // per key from the store's changes, so a check costs one serialisation of the new value.
 
 import { PayloadTooLargeError, TributaryError } from '../lib/errors.js';
-import type { Definitions } from '../storage/definitions.js';
+import type { Definitions } from '../storage/definition-store.js';
 import { stringifyJson } from '../lib/json.js';
 
 export interface DefinitionQuotaLimits {
