@@ -8,7 +8,7 @@ import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ClassicLevel } from 'classic-level';
-import { canonicalJson } from '../src/json.js';
+import { canonicalJson } from '../src/lib/json.js';
 import { partitionOfCanonical } from '../src/streams/partitioner.js';
 import { DEFAULT_POLICY } from '../src/streams/policy.js';
 import { DEFAULT_WRITE_BUFFER_BYTES } from '../src/storage/database.js';

@@ -1,5 +1,5 @@
 // Query benchmark. Five figures, all in one run on one machine:
-// 1. Operator throughput: the pipeline a live query runs (src/execution/pipeline, fed in
+// 1. Operator throughput: the pipeline a live query runs (src/pipeline, fed in
 //    batches exactly as the node's runner feeds it) for (a) `where` + `select` and (b)
 //    `group by` with a 1-minute window, against a plain JavaScript loop computing the same
 //    result over the same payload objects. Goal: ≥ 25% of the loop.
@@ -28,7 +28,7 @@ import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { analyseQuery } from '../src/query/index.js';
-import { createPipeline } from '../src/execution/pipeline/index.js';
+import { createPipeline } from '../src/pipeline/index.js';
 import { cleanup, client, NodeProcess } from '../test/kit/node-process.js';
 import { SseClient } from '../test/kit/sse-client.js';
 import { Prng } from '../test/sim/prng.js';

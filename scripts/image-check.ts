@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import { packageRoot } from '../src/package-root.js';
+import { packageRoot } from '../src/lib/package-root.js';
 
 const run = promisify(execFile);
 const UP_TIMEOUT_MS = 30_000;

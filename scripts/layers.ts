@@ -7,9 +7,9 @@
 // any other upward import fails the test, and so does an exception that no longer occurs.
 
 import { join } from 'node:path';
-import { packageRoot } from '../src/package-root.js';
+import { packageRoot } from '../src/lib/package-root.js';
 
-/** One unit of the table: a folder of src (`storage/`) or a group of loose files (`json.ts`). */
+/** One unit of the table: a folder of src (`storage/`) or a group of loose files (`node.ts`, `main.ts`). */
 interface LayerUnit {
   readonly name: string;
   readonly layer: number;
@@ -27,40 +27,39 @@ interface LayerException {
 
 export const LAYERS: readonly LayerUnit[] = [
   {
-    name: 'base',
+    name: 'lib',
     layer: 0,
-    paths: [
-      'assert.ts', 'body-text.ts', 'byte-slab.ts', 'errors.ts', 'iso-time.ts', 'json.ts', 'limited-concurrency.ts', 'log.ts', 'min-heap.ts',
-      'names.ts', 'package-root.ts', 'time-slice.ts', 'timers.ts', 'validation.ts', 'version.ts',
-    ],
+    paths: ['lib/'],
     owns: 'helpers every part uses: assert() for invariants (an InvariantError is a bug, never a 4xx), one error type with named subclasses, bounded JSON and canonical JSON, request body text, ISO 8601 times, names, logging, timers, zod schema → the 400 naming the JSON path',
   },
   { name: 'metrics', layer: 0, paths: ['metrics/'], owns: 'the Prometheus registry and instruments (prom-client); parts get observer functions' },
-  { name: 'config', layer: 1, paths: ['config.ts', 'tls.ts'], owns: 'config sources (defaults, file, variables, flags) and their zod schema; TLS material from the config' },
+  { name: 'config', layer: 1, paths: ['config/'], owns: 'config sources (defaults, file, variables, flags) and their zod schema; TLS material from the config' },
   { name: 'protocol', layer: 1, paths: ['protocol/'], owns: "the cluster's vocabulary (tables, members, transfer plans, core messages, transfer actions), below both cluster and peer" },
   { name: 'scripting', layer: 1, paths: ['scripting/'], owns: 'the isolated-vm sandbox for tenant scripts' },
   { name: 'expression', layer: 1, paths: ['expression/'], owns: 'the shared expression language, pure (search, domains, query language, execution)' },
   { name: 'auth', layer: 1, paths: ['auth/'], owns: 'platform permissions and the table of what each route needs' },
-  { name: 'storage', layer: 2, paths: ['storage/'], owns: 'the classic-level wrapper, definitions store, ssr, tsr (tsr-block: the block format; tsr-order: payload order across blocks), group commit, hints' },
+  { name: 'storage', layer: 2, paths: ['storage/'], owns: 'the classic-level wrapper, the definition store (definition-store.ts), ssr, tsr (tsr-block: the block format; tsr-order: payload order across blocks), group commit, hints' },
   { name: 'peer', layer: 2, paths: ['peer/'], owns: 'the gRPC peer transport from proto/peer.proto: envelopes, signing, the node identity, the inbound gate, limits, transfer streams, and the registry of message kinds (each subsystem declares its own kinds, codecs and handlers; fields.ts and documents.ts check their bodies)' },
   { name: 'cluster-core', layer: 2, paths: ['cluster-core/'], owns: 'the pure membership and transfer state machine; placement.ts: the one ring placement function' },
   { name: 'streams', layer: 3, paths: ['streams/'], owns: 'schemas, the payload validator, taxonomy, tags, distribution policy, partitioner, placements (policies, mappings, slots in use), stream definitions, runtime, ingest (ingest-pool, ingest-worker, tsr-batch: tsr batches packed in worker threads)' },
-  { name: 'definitions', layer: 3, paths: ['definitions/'], owns: 'replicated definitions (coordinator, push, hints), their peers and byte quotas, tenants' },
+  { name: 'replicated-definitions', layer: 3, paths: ['replicated-definitions/'], owns: 'how definitions reach every node: the coordinator, push and hints, their peer messages and reads, byte quotas per tenant; tenants (a definition each)' },
   { name: 'query', layer: 4, paths: ['query/'], owns: 'the query language: parser, checker, types, windows' },
   { name: 'search', layer: 4, paths: ['search/'], owns: 'the per-partition ssr index, facets, histograms, the search service' },
   { name: 'repair', layer: 4, paths: ['repair/'], owns: 'anti-entropy: key digests, partition sync, repair runs, damage refill' },
   { name: 'cluster', layer: 4, paths: ['cluster/'], owns: 'the cluster shell around the core: membership service and feed, node table, events, peer server, transfer chunks, partition router, replica writer (both halves of the epoch fence), hints, hand-offs, the data plane, its peer messages (core-messages.ts, write-messages.ts), and cluster-node.ts: startClusterNode, the one composition of shell, data plane and their peer handlers that node.ts and the shell simulation both run' },
   { name: 'contributors', layer: 4, paths: ['contributors/'], owns: 'contributor types and instances' },
-  { name: 'execution', layer: 5, paths: ['execution/'], owns: 'query sessions, hosting, runners, the operator pipeline, outputs (SSE), daemons; historical reads: whole payloads, tsr blocks by column, last values per key' },
+  { name: 'pipeline', layer: 5, paths: ['pipeline/'], owns: "the query operator runtime, pure: a checked query's steps as a chain of operators (where, select, groupings, paned windows, ordering, aggregates) from rows to output changes; no I/O, no clock read" },
+  { name: 'historical', layer: 6, paths: ['historical/'], owns: "historical reads of stored streams: whole payloads merged in time order, tsr blocks by column (block-row-plan.ts), last values per key, the time bounds of a query, and this node's answers for the partitions it owns (local-reads.ts)" },
+  { name: 'sessions', layer: 7, paths: ['sessions/'], owns: 'execution sessions and daemons: session documents and transitions, the services behind the Execution and daemon routes, hosting (placement, routing, session-host), query context and runners, function budgets, the live feed, outputs (output channels, their registry, retained tables), and their peer messages' },
   { name: 'monitoring', layer: 5, paths: ['monitoring/'], owns: 'the ten monitoring services, the audit log, ingest and storage counters' },
-  { name: 'ops', layer: 5, paths: ['ops/'], owns: "operators' views: _cat tables and rows, store counts, transfer watch, health and readiness" },
-  { name: 'console', layer: 5, paths: ['console/'], owns: "the console's view of the ring, and each node's figures over time (history ring, peer read)" },
+  { name: 'ops', layer: 5, paths: ['ops/'], owns: "operators' views: _cat tables and rows, store counts, transfer watch, health and readiness, the ring view the console draws (ring-view.ts)" },
+  { name: 'node-history', layer: 5, paths: ['node-history/'], owns: "each node's figures over time for the console's charts: samples from the Prometheus instruments in a bounded ring, and the read of every member's ring over the peer port" },
   { name: 'domains', layer: 5, paths: ['domains/'], owns: 'domains: named groups of contributors given by filters' },
   { name: 'admin', layer: 5, paths: ['admin/'], owns: "approved vendors of a tenant" },
-  { name: 'http', layer: 6, paths: ['http/'], owns: "the Koa app, error mapping, JSON bodies, SSE, version headers, authentication, one router per family; openapi/: the platform interface's OpenAPI document, from the zod schemas" },
-  { name: 'api-v1', layer: 6, paths: ['api-v1/'], owns: 'the brain management interface: accounts, gates, brains, licence, its OpenAPI and docs page, its CLI' },
-  { name: 'cli', layer: 6, paths: ['cli/'], owns: 'the `status` and `health` commands, the node process flags' },
-  { name: 'node', layer: 7, paths: ['node.ts', 'main.ts'], owns: 'node.ts: the composition root, the only wiring, one function per subsystem; main.ts: the command line (commander)' },
+  { name: 'http', layer: 8, paths: ['http/'], owns: "the Koa app, error mapping, JSON bodies, SSE, version headers, authentication, one router per family; openapi/: the platform interface's OpenAPI document, from the zod schemas" },
+  { name: 'api-v1', layer: 8, paths: ['api-v1/'], owns: 'the brain management interface: accounts, gates, brains, licence, its OpenAPI and docs page, its CLI' },
+  { name: 'cli', layer: 8, paths: ['cli/'], owns: 'the `status` and `health` commands, the node process flags' },
+  { name: 'node', layer: 9, paths: ['node.ts', 'main.ts'], owns: 'node.ts: the composition root, the only wiring, one function per subsystem; main.ts: the command line (commander)' },
 ];
 
 export const LAYER_EXCEPTIONS: readonly LayerException[] = [];

@@ -10,13 +10,13 @@ import { constants } from 'node:os';
 import { Command, Option } from 'commander';
 import { missingNodeFlags, RESTARTED_ENV } from './cli/node-flags.js';
 import { fetchStatus, probe, renderStatus } from './cli/status.js';
-import { ConfigError, configKeys, loadConfig, readDefaults } from './config.js';
+import { ConfigError, configKeys, loadConfig, readDefaults } from './config/config.js';
 import { advertisedAddress } from './cluster/advertised-address.js';
 import { parseJoinToken } from './cluster/join-token.js';
 import { loadOrCreateIdentity } from './peer/identity.js';
-import { StartupError } from './errors.js';
-import { createLogger } from './log.js';
-import { softwareVersion } from './version.js';
+import { StartupError } from './lib/errors.js';
+import { createLogger } from './lib/log.js';
+import { softwareVersion } from './lib/version.js';
 
 /** SIGTERM must stop the node within 5 s; past this the process exits anyway. */
 const STOP_DEADLINE_MS = 4_500;

@@ -25,37 +25,37 @@ import { coordinatorOf, ownersOf as currentOwners } from './cluster-core/placeme
 import type { CoreConfig, Member, PersistedCoreState } from './protocol/cluster-types.js';
 import { joinIfTableLost, loadCoreState, saveCoreState, wasMember } from './cluster/core-state-store.js';
 import type { DataPlane } from './cluster/data-plane.js';
-import { ClusterDefinitionPeers, serveDefinitions } from './definitions/definition-peers.js';
+import { ClusterDefinitionPeers, serveDefinitions } from './replicated-definitions/definition-peers.js';
 import { ClusterEventBus } from './cluster/events.js';
 import { loadOrCreateIdentity, type NodeIdentity } from './peer/identity.js';
 import { admitTrust } from './cluster/admit-trust.js';
 import { MembershipFeed } from './cluster/membership-feed.js';
 import { MembershipService } from './cluster/membership-service.js';
 import { NodeTable, type NodeDocument } from './cluster/node-table.js';
-import { ReplicatedDefinitions } from './definitions/replicated-definitions.js';
+import { ReplicatedDefinitions } from './replicated-definitions/replicated-definitions.js';
 import { notServingBecause } from './cluster/serving.js';
-import { TenantService } from './definitions/tenants.js';
-import type { Config } from './config.js';
-import { ringView } from './console/ring-view.js';
+import { TenantService } from './replicated-definitions/tenants.js';
+import type { Config } from './config/config.js';
+import { ringView } from './ops/ring-view.js';
 import { ContributorService } from './contributors/contributor-service.js';
 import { PublishedIndex } from './contributors/published-index.js';
 import { DomainService } from './domains/domain-service.js';
-import { BadRequestError } from './errors.js';
-import { DaemonService } from './execution/daemon-service.js';
-import { ExecutionService } from './execution/execution-service.js';
-import { readHistorical } from './execution/historical-reader.js';
-import { LiveFeed, LiveForwarder } from './execution/live-feed.js';
-import { OutputRegistry } from './execution/output-registry.js';
-import { remoteBlocks, remoteExecutionStatuses, remoteLatest, remoteLivePayloads, remoteOutputPoll, remoteScan, serveExecutionPeers } from './execution/execution-peer.js';
-import { localReads } from './execution/local-reads.js';
-import { hostingFollower, sessionStatuses, settleOnHost } from './execution/session-routing.js';
-import { readBlockColumns, readBlockRows } from './execution/historical-blocks.js';
-import { readLatestRows } from './execution/historical-latest.js';
-import { LatestValues } from './execution/latest-values.js';
-import { createPipeline } from './execution/pipeline/index.js';
-import { SessionDirectory } from './execution/session-directory.js';
-import { SessionHost } from './execution/session-host.js';
-import { sessionHostOf } from './execution/session-placement.js';
+import { BadRequestError } from './lib/errors.js';
+import { DaemonService } from './sessions/daemon-service.js';
+import { ExecutionService } from './sessions/execution-service.js';
+import { readHistorical } from './historical/historical-reader.js';
+import { LiveFeed, LiveForwarder } from './sessions/live-feed.js';
+import { OutputRegistry } from './sessions/output-registry.js';
+import { remoteBlocks, remoteExecutionStatuses, remoteLatest, remoteLivePayloads, remoteOutputPoll, remoteScan, serveExecutionPeers } from './sessions/execution-peer.js';
+import { localReads } from './historical/local-reads.js';
+import { hostingFollower, sessionStatuses, settleOnHost } from './sessions/session-routing.js';
+import { readBlockColumns, readBlockRows } from './historical/historical-blocks.js';
+import { readLatestRows } from './historical/historical-latest.js';
+import { LatestValues } from './historical/latest-values.js';
+import { createPipeline } from './pipeline/index.js';
+import { SessionDirectory } from './sessions/session-directory.js';
+import { SessionHost } from './sessions/session-host.js';
+import { sessionHostOf } from './sessions/session-placement.js';
 import { createApp } from './http/app.js';
 import { authenticationMiddleware } from './http/authentication.js';
 import { closeHttp, listen } from './http/http-server.js';
@@ -63,8 +63,8 @@ import { PLATFORM_DOCS_PATH, PLATFORM_OPENAPI_PATH, platformOpenApiDocument } fr
 import { adminRoutes } from './http/routes/admin.js';
 import { clusterRoutes } from './http/routes/cluster.js';
 import { ConsoleAssets, consoleRoutes } from './http/routes/console.js';
-import { HISTORY_INTERVAL_MS, HistoryRing, type ClusterHistory, type NodeHistory } from './console/history.js';
-import { clusterHistory, serveHistory } from './console/history-peer.js';
+import { HISTORY_INTERVAL_MS, HistoryRing, type ClusterHistory, type NodeHistory } from './node-history/history.js';
+import { clusterHistory, serveHistory } from './node-history/history-peer.js';
 import { contributorRoutes } from './http/routes/contributors.js';
 import { daemonRoutes } from './http/routes/daemons.js';
 import { domainRoutes } from './http/routes/domains.js';
@@ -77,7 +77,7 @@ import { searchRoutes } from './http/routes/search.js';
 import { isIngestRequest, streamRoutes } from './http/routes/streams.js';
 import { servingGate } from './http/serving-gate.js';
 import { SseTracker } from './http/sse.js';
-import type { Logger } from './log.js';
+import type { Logger } from './lib/log.js';
 import { Metrics } from './metrics/metrics.js';
 import { AuditLog } from './monitoring/audit-log.js';
 import { localDetails, type MonitoringDeps } from './monitoring/monitoring.js';
@@ -98,7 +98,7 @@ import { isolatePool } from './scripting/sandbox.js';
 import { remoteSearch, serveSearchReads, servingLocalSearch } from './search/search-peer.js';
 import { SearchService } from './search/search-service.js';
 import { SsrIndex } from './search/ssr-index.js';
-import { DefinitionStore } from './storage/definitions.js';
+import { DefinitionStore } from './storage/definition-store.js';
 import { GroupCommitter } from './storage/group-commit.js';
 import { HintBuffer } from './storage/hints.js';
 import { diskRefusal, DiskWatch } from './storage/disk-watch.js';
@@ -119,9 +119,9 @@ import { moveActions, moveReportKey, movingMembers, RepositoryMoves } from './st
 import { loadMoveStates, RepositoryMover } from './streams/repository-mover.js';
 import type { RepositoryMapping } from './streams/repository-mapping.js';
 import { StreamRuntime } from './streams/stream-runtime.js';
-import { realTimers } from './timers.js';
-import { loadTls, type TlsMaterial } from './tls.js';
-import { softwareVersion, type SoftwareVersion } from './version.js';
+import { realTimers } from './lib/timers.js';
+import { loadTls, type TlsMaterial } from './config/tls.js';
+import { softwareVersion, type SoftwareVersion } from './lib/version.js';
 
 export interface RunningNode {
   httpUrl: string;
@@ -652,7 +652,7 @@ function opsParts(config: Config, log: Logger, base: Base, storage: Storage, clu
 }
 
 /**
- * The console's charts (src/console/history.ts): this node reads its own figures every
+ * The console's charts (src/node-history/history.ts): this node reads its own figures every
  * HISTORY_INTERVAL_MS into a bounded ring, and answers other nodes' ConsoleHistoryReads
  * with it and its readiness now.
  */

@@ -2,11 +2,11 @@
 // and `key`; extra fields are kept as sent.
 
 import { z } from 'zod';
-import { BadRequestError, NotFoundError } from '../errors.js';
-import { validate } from '../validation.js';
-import { checkName } from '../names.js';
-import type { TenantService } from '../definitions/tenants.js';
-import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';
+import { BadRequestError, NotFoundError } from '../lib/errors.js';
+import { validate } from '../lib/validation.js';
+import { checkName } from '../lib/names.js';
+import type { TenantService } from '../replicated-definitions/tenants.js';
+import { definitionKey, type Definition, type Definitions } from '../storage/definition-store.js';
 
 /** The body of PUT /admin/:tenant/vendors/:id, as stored and returned. */
 export const vendorSchema = z

@@ -7,7 +7,7 @@
 // node of the cluster, decides.
 
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Definitions } from '../storage/definitions.js';
+import type { Definitions } from '../storage/definition-store.js';
 import type { AccountService, StoredAccount } from './accounts.js';
 import { ProblemError, WWW_AUTHENTICATE_DETAIL } from './problems.js';
 import { KEYS, systemEnvironment, type Environment } from './store.js';

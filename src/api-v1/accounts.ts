@@ -4,10 +4,10 @@
 // the one check they call.
 
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { quoteForMessage } from '../json.js';
-import type { Definitions } from '../storage/definitions.js';
+import { quoteForMessage } from '../lib/json.js';
+import type { Definitions } from '../storage/definition-store.js';
 import { GRANTS_MAX, isAccessLevel, type AccessLevel } from '../auth/permissions.js';
-import { checkName } from '../names.js';
+import { checkName } from '../lib/names.js';
 import { ProblemError } from './problems.js';
 import { compareAndSet, KEYS, systemEnvironment, type Environment } from './store.js';
 

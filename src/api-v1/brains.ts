@@ -5,8 +5,8 @@
 // soft: the brain gets `deletedAt`, disappears from reads and lists, gives its licence slot
 // back, and its record and neuron types stay stored.
 
-import { isPlainObject, quoteForMessage } from '../json.js';
-import type { Definitions } from '../storage/definitions.js';
+import { isPlainObject, quoteForMessage } from '../lib/json.js';
+import type { Definitions } from '../storage/definition-store.js';
 import type { StoredAccount } from './accounts.js';
 import { checkPaidFeatures, type LicencePool } from './licence.js';
 import { ProblemError } from './problems.js';

@@ -8,7 +8,7 @@
 // pool is written: one whose brain was deleted but not given back (a crash between the two
 // writes), and one reserved long ago whose brain was never written (a crash mid-create).
 
-import type { Definitions } from '../storage/definitions.js';
+import type { Definitions } from '../storage/definition-store.js';
 import { ProblemError } from './problems.js';
 import { compareAndSet, KEYS, systemEnvironment, type Environment } from './store.js';
 

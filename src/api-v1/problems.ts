@@ -6,7 +6,7 @@
 
 import { STATUS_CODES } from 'node:http';
 import type Koa from 'koa';
-import { TributaryError, type ErrorOptions, type ErrorShape } from '../errors.js';
+import { TributaryError, type ErrorOptions, type ErrorShape } from '../lib/errors.js';
 
 export const API_PREFIX = '/api/v1';
 export const PROBLEM_TYPE_BASE = 'https://tributary.dev/problems/';

@@ -4,7 +4,7 @@
 
 import Router from '@koa/router';
 import type Koa from 'koa';
-import { isPlainObject, quoteForMessage } from '../json.js';
+import { isPlainObject, quoteForMessage } from '../lib/json.js';
 import type { AccountService, StoredAccount } from './accounts.js';
 import { authorise, type AdminGate, type ApiSwitch } from './access.js';
 import type { BrainService } from './brains.js';

@@ -3,8 +3,8 @@
 // compare-and-set loop for read-modify-write of one key.
 
 import { randomBytes, randomUUID } from 'node:crypto';
-import { TributaryError } from '../errors.js';
-import type { Definition, Definitions } from '../storage/definitions.js';
+import { TributaryError } from '../lib/errors.js';
+import type { Definition, Definitions } from '../storage/definition-store.js';
 import { ProblemError } from './problems.js';
 
 /** Keys in the definitions store, so every node of a cluster answers the same. */

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
-import { ConfigError, defaultConfigPath } from '../config.js';
+import { ConfigError, defaultConfigPath } from '../config/config.js';
 
 const neuronTypeSchema = z
   .object({

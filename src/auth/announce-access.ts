@@ -1,7 +1,7 @@
 // Says at start who may do what, so an open node is never open by surprise.
 
-import { isLoopbackHost, type Config } from '../config.js';
-import type { Logger } from '../log.js';
+import { isLoopbackHost, type Config } from '../config/config.js';
+import type { Logger } from '../lib/log.js';
 
 export function announceAccess(config: Pick<Config, 'adminSecret' | 'authRequired' | 'auth' | 'host'>, log: Logger): void {
   const membership = config.adminSecret === null ? 'open to anyone who reaches this node (no admin secret)' : 'need the admin secret';

@@ -3,7 +3,7 @@
 // transfers still running with their percentage, rate and ETA. It reads the node's
 // /_cat/nodes and /_cat/transfers as JSON and prints them with the same table format.
 
-import { StartupError } from '../errors.js';
+import { StartupError } from '../lib/errors.js';
 import { formatTable, type CatColumn, type Cell } from '../ops/cat-table.js';
 import { NODE_COLUMNS, TRANSFER_COLUMNS } from '../ops/cat-views.js';
 

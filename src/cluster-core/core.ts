@@ -39,7 +39,7 @@
 //    with the current epoch, and kept until all of them stored it. The simulation shows
 //    acknowledged writes are lost without the epoch check.
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import {
   adminAuthorityOf,
   assertSlot,

@@ -11,7 +11,7 @@
 // is a function of their id) and progress; those merge as a join-semilattice (union of
 // transfers by id, complete = or, percent/bytes/records = max).
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import {
   compareSlots,
   compareText,

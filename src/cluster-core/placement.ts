@@ -11,7 +11,7 @@
 // directly.
 
 import HashRing from 'hashring';
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import type { Member, Membership, Slot, TransferPlan, TransferRepo } from '../protocol/cluster-types.js';
 
 export type Availability = (name: string) => boolean;

@@ -14,7 +14,7 @@
 // Source: reads one chunk at a time (a read continues from the previous chunk's cursor),
 // and stays at most `transferWindowChunks` chunks ahead of the target's acks.
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import { compareText, transferCovers, uncoveredNeeds } from './placement.js';
 import type { ChunkData, CoreConfig, CoreEffect, DurableIncoming, Membership, PeerMessage, TransferPlan } from '../protocol/cluster-types.js';
 

@@ -1,7 +1,7 @@
 // Whom a node with no cluster yet takes an Admit from.
 
-import { isLoopbackHost } from '../config.js';
-import type { Logger } from '../log.js';
+import { isLoopbackHost } from '../config/config.js';
+import type { Logger } from '../lib/log.js';
 import { parseJoinToken } from './join-token.js';
 import type { AdmitTrust } from './peer-server.js';
 

@@ -7,13 +7,13 @@
 // Before the first input, the shell reads the progress stored with chunks and hands it
 // to the core (`resume`), so a restarted target resumes from its last durable chunk.
 
-import { assert } from '../assert.js';
-import type { Logger } from '../log.js';
+import { assert } from '../lib/assert.js';
+import type { Logger } from '../lib/log.js';
 import { PeerAuthError } from '../peer/errors.js';
 import type { PeerEndpoint, TransferSender } from '../peer/endpoint.js';
 import type { TransferAck, TransferChunk } from '../peer/codec.js';
 import { ADMIT, CORE_MESSAGE } from './core-messages.js';
-import type { Timer, Timers } from '../timers.js';
+import type { Timer, Timers } from '../lib/timers.js';
 import type { ClusterCore } from '../cluster-core/core.js';
 import { memberNamed } from '../cluster-core/membership.js';
 import type { AdminCommand, AdminResult, ChunkData, CoreEffect, CoreInput, DurableIncoming, Membership, PeerMessage, PersistedCoreState, Slot, TransferPlan } from '../protocol/cluster-types.js';

@@ -9,10 +9,10 @@ import { existsSync } from 'node:fs';
 import { open, readFile, rename } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
-import { assert } from '../assert.js';
-import type { Logger } from '../log.js';
+import { assert } from '../lib/assert.js';
+import type { Logger } from '../lib/log.js';
 import { InsufficientStorageError, type Database } from '../storage/database.js';
-import { canonicalJson } from '../json.js';
+import { canonicalJson } from '../lib/json.js';
 import type { Membership, PersistedCoreState } from '../protocol/cluster-types.js';
 import { withMemberAddresses } from '../cluster-core/membership.js';
 

@@ -4,11 +4,11 @@
 // built from ports (a peer endpoint, storage, timers) by startClusterNode (cluster-node.ts),
 // which the node (src/node.ts) and the shell simulation (test/sim) both call.
 
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
-import type { DefinitionRecord } from '../storage/definitions.js';
+import type { DefinitionRecord } from '../storage/definition-store.js';
 import type { RepositoryName } from '../storage/repository.js';
-import type { Timers } from '../timers.js';
+import type { Timers } from '../lib/timers.js';
 import { ClusterRepair } from '../repair/cluster-repair.js';
 import { remotePartitions, remoteRuns, serveRepair } from '../repair/repair-peer.js';
 import { localHolder, peerHolder, type LocalPartitions, type PartitionHolder, type PeerPartitions } from '../repair/partition-sync.js';
@@ -18,7 +18,7 @@ import type { ChunkStore } from './cluster-shell.js';
 import type { ClusterCore } from '../cluster-core/core.js';
 import { writeOwners } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
-import { fromWireRecord, readAllDefinitions, serveDefinitionReads } from '../definitions/definition-peers.js';
+import { fromWireRecord, readAllDefinitions, serveDefinitionReads } from '../replicated-definitions/definition-peers.js';
 import { HINT_STORE, WRITE_RECORDS } from './write-messages.js';
 import { HintKeeper, type Committer, type HintStorage } from './hint-keeper.js';
 import { HintReplayer } from './hint-replayer.js';

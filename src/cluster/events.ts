@@ -2,7 +2,7 @@
 // an async iterable in the order published (as a nats.js subscription is). A subscriber that
 // falls more than `queueEventsMax` behind is dropped rather than buffering without end.
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import type { ClusterDocument, NodeState } from './node-table.js';
 
 export type ClusterEvent =

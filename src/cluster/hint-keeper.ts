@@ -7,12 +7,12 @@
 // and a leaving node holds nothing when it goes. A node that cannot write (its disk is full
 // or a write failed: docs/storage.md) keeps its hints on other members the same way.
 
-import { assert } from '../assert.js';
-import type { Logger } from '../log.js';
+import { assert } from '../lib/assert.js';
+import type { Logger } from '../lib/log.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { Hint, HintPayload } from '../storage/hints.js';
 import type { RepositoryName } from '../storage/repository.js';
-import { toWireRecord } from '../definitions/definition-peers.js';
+import { toWireRecord } from '../replicated-definitions/definition-peers.js';
 import type { HintKeeping, HintWant } from './partition-router.js';
 import { HINT_STORE } from './write-messages.js';
 

@@ -8,19 +8,19 @@
 // A leaving node keeps no hints: it delivers what it can and hands the rest to another
 // member (HintStore) before it may reach Left.
 
-import { assert } from '../assert.js';
-import type { Logger } from '../log.js';
+import { assert } from '../lib/assert.js';
+import type { Logger } from '../lib/log.js';
 import type { RemotePeerError } from '../peer/wire.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
-import type { Timer, Timers } from '../timers.js';
+import type { Timer, Timers } from '../lib/timers.js';
 import { memberNamed } from '../cluster-core/membership.js';
 import { nextOwnersOf, ownersOf, writeOwners } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
-import { toWireRecord } from '../definitions/definition-peers.js';
+import { toWireRecord } from '../replicated-definitions/definition-peers.js';
 import type { Committer, HintEntry, HintKeeper, HintStorage } from './hint-keeper.js';
 import { NOT_OWNER, STALE_EPOCH, type ReplicaStore } from './replica-writer.js';
-import { DEFINITION_PUSH } from '../definitions/definition-messages.js';
+import { DEFINITION_PUSH } from '../replicated-definitions/definition-messages.js';
 import { WRITE_RECORDS } from './write-messages.js';
 
 export interface HintReplayerDeps {

@@ -4,18 +4,18 @@
 // names that address. Who may ask is the HTTP layer's business (auth/access-rules.ts).
 
 import { z } from 'zod';
-import { BadRequestError, NotFoundError, StateConflictError } from '../errors.js';
-import type { Logger } from '../log.js';
-import { checkName, nameSchema } from '../names.js';
+import { BadRequestError, NotFoundError, StateConflictError } from '../lib/errors.js';
+import type { Logger } from '../lib/log.js';
+import { checkName, nameSchema } from '../lib/names.js';
 import type { PeerTransport } from '../peer/transport.js';
 import type { ClusterShell } from './cluster-shell.js';
 import { ADMIN_COMMAND, PING } from './core-messages.js';
 import type { ClusterCore } from '../cluster-core/core.js';
 import { coordinatorOf, NODE_NAME_FORBIDDEN } from '../cluster-core/placement.js';
 import { commandNode, queuedCommands } from '../cluster-core/membership.js';
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import type { AdminCommand, AdminResult, Member, Membership, TransferAction, TransferPlan } from '../protocol/cluster-types.js';
-import { validate } from '../validation.js';
+import { validate } from '../lib/validation.js';
 import { identityProofFailure } from './identity-proof.js';
 import { makeJoinToken } from './join-token.js';
 

@@ -1,9 +1,9 @@
 // The node table (spec, "Cluster node"): the documents of the members of the membership
 // this node acts on, with each peer's availability as this node's failure detector sees it.
 
-import { assert } from '../assert.js';
-import { NotFoundError } from '../errors.js';
-import type { Tenant } from '../definitions/tenants.js';
+import { assert } from '../lib/assert.js';
+import { NotFoundError } from '../lib/errors.js';
+import type { Tenant } from '../replicated-definitions/tenants.js';
 
 export type NodeState = 'Pending' | 'Joining' | 'Joined' | 'Leaving' | 'Left';
 

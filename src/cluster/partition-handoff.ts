@@ -9,11 +9,11 @@
 //   lets the change complete (a node never reaches Left holding the only copy of anything).
 // A Left node only deletes: it handed everything off before it left.
 
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 import type { RepositoryName } from '../storage/repository.js';
-import type { Timer, Timers } from '../timers.js';
-import { assert } from '../assert.js';
-import { forEachLimited } from '../limited-concurrency.js';
+import type { Timer, Timers } from '../lib/timers.js';
+import { assert } from '../lib/assert.js';
+import { forEachLimited } from '../lib/limited-concurrency.js';
 import { memberNamed } from '../cluster-core/membership.js';
 import { nextOwnersOf, ownersOf, uncoveredNeeds, writeOwners } from '../cluster-core/placement.js';
 import type { Membership, Slot } from '../protocol/cluster-types.js';

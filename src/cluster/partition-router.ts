@@ -9,7 +9,7 @@
 // it failed, and nothing will bring it back later behind the client's back (a client that
 // retries it must not find it twice).
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { DistributionPolicy } from '../streams/policy.js';
 import type { UncertainWrites } from './write-follow-ups.js';

@@ -14,7 +14,7 @@ import { assertMembership, assertSuccessor, QUEUED_COMMANDS_MAX, structuralKey }
 import { compareSlots, compareText, NODE_NAME_FORBIDDEN } from '../cluster-core/placement.js';
 import type { Member, Membership, MembershipChange, NodeState, PeerMessage, QueuedCommand, Slot, TransferPlan } from '../protocol/cluster-types.js';
 import { NODE_STATE_EDGES } from '../protocol/cluster-types.js';
-import { NAME_LENGTH_MAX } from '../names.js';
+import { NAME_LENGTH_MAX } from '../lib/names.js';
 
 /** Members of one table: far above any real cluster, low enough to bound the work of a check. */
 export const TABLE_MEMBERS_MAX = 1_024;

@@ -8,12 +8,12 @@ import * as grpc from '@grpc/grpc-js';
 import type { NodeIdentity } from '../peer/identity.js';
 import type { NodeState } from '../protocol/cluster-types.js';
 import type { NodeDocument, NodeTable } from './node-table.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 import type { PeerObserver } from '../metrics/metrics.js';
 import { membershipProblem } from './peer-input.js';
 import { ADMIT, PING, type Admit, type NodeStatusReply } from './core-messages.js';
 import { leftNodesMayCall } from '../peer/kinds.js';
-import type { TlsMaterial } from '../tls.js';
+import type { TlsMaterial } from '../config/tls.js';
 import { PeerTransport, acceptStrangers, type PeerDirectory } from '../peer/transport.js';
 
 export interface PeerServer {

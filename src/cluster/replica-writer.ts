@@ -11,9 +11,9 @@
 // Both halves of the epoch fence live here: the writer sends its epoch (`write`), the owner
 // refuses an older one or a partition it does not own (`storeReplicaWrite`).
 
-import { assert } from '../assert.js';
-import { BadRequestError, TributaryError } from '../errors.js';
-import type { Logger } from '../log.js';
+import { assert } from '../lib/assert.js';
+import { BadRequestError, TributaryError } from '../lib/errors.js';
+import type { Logger } from '../lib/log.js';
 import { WRITE_RECORDS, type WriteRecords } from './write-messages.js';
 import type { RemotePeerError } from '../peer/wire.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';

@@ -17,14 +17,14 @@
 // encoding it again, and abstract-level's per-record sublevel work, cost the target more
 // CPU than LevelDB's write itself (docs/benchmarks.md, "Transfer and replicated ingest").
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import type { ChunkData, DurableIncoming, Slot, TransferPlan } from '../protocol/cluster-types.js';
 import type { Database, EncodedPut, Sublevel } from '../storage/database.js';
 import { prefixEnd } from '../storage/database.js';
-import type { DefinitionRecord } from '../storage/definitions.js';
+import type { DefinitionRecord } from '../storage/definition-store.js';
 import { encodePartition } from '../storage/repository.js';
 import { payloadsInBlockKey } from '../storage/tsr.js';
-import { parseJson, stringifyJson } from '../json.js';
+import { parseJson, stringifyJson } from '../lib/json.js';
 
 /** A persisted stream: its storage key and its replicas (from its policy). */
 export interface StoredStream {

@@ -9,12 +9,12 @@
 // makes the owners exchange what each lacks (partition-sync.ts: nothing moves that no owner
 // stored, so a failed write is never created, only completed where one owner has it).
 
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 import type { Membership } from '../protocol/cluster-types.js';
 import { exchangeBetween, type PartitionHolder, type RepairPartitionRef } from '../repair/partition-sync.js';
 import type { RepositoryName } from '../storage/repository.js';
-import type { Timer, Timers } from '../timers.js';
-import { assert } from '../assert.js';
+import type { Timer, Timers } from '../lib/timers.js';
+import { assert } from '../lib/assert.js';
 import { memberNamed } from '../cluster-core/membership.js';
 import { writeOwners } from '../cluster-core/placement.js';
 

@@ -3,7 +3,7 @@
 // Left node may still send one: the hints it could not deliver before it left), and hints
 // handed to another member to keep (HintStore, hint-keeper.ts).
 
-import { definitionRecordCodec, type WireDefinitionRecord } from '../definitions/definition-messages.js';
+import { definitionRecordCodec, type WireDefinitionRecord } from '../replicated-definitions/definition-messages.js';
 import { EMPTY } from '../peer/codec.js';
 import { int, list, str, enumOf, type ProtoObject } from '../peer/fields.js';
 import { definePeerKind } from '../peer/kinds.js';

@@ -1,12 +1,12 @@
 // Contributor types and instances (spec, "Contributor type", "Contributor instance"): the rules
 // a type's schema and an instance document must follow. Pure code: no I/O.
 
-import { BadRequestError } from '../errors.js';
+import { BadRequestError } from '../lib/errors.js';
 import { z } from 'zod';
-import { jsonTypeName, pathReader } from '../json.js';
-import { validate } from '../validation.js';
+import { jsonTypeName, pathReader } from '../lib/json.js';
+import { validate } from '../lib/validation.js';
 import { streamSchemaSchema, typeDefinitionSchema } from '../streams/schema-document.js';
-import { checkName } from '../names.js';
+import { checkName } from '../lib/names.js';
 import { compileValidator, type PayloadValidator } from '../streams/payload-validator.js';
 import { contributorFields, fieldAt, parseSchema, type FieldType, type StreamSchema } from '../streams/schema.js';
 

@@ -3,10 +3,10 @@
 // Which types and instances exist is kept in memory from the store's changes: listing and
 // counting never scan the store, and every node knows what any node wrote.
 
-import type { TenantService } from '../definitions/tenants.js';
-import { BadRequestError, NotFoundError, StateConflictError } from '../errors.js';
-import { checkName } from '../names.js';
-import type { Definition, Definitions } from '../storage/definitions.js';
+import type { TenantService } from '../replicated-definitions/tenants.js';
+import { BadRequestError, NotFoundError, StateConflictError } from '../lib/errors.js';
+import { checkName } from '../lib/names.js';
+import type { Definition, Definitions } from '../storage/definition-store.js';
 import {
   checkContributorId,
   checkInstance,
@@ -17,7 +17,7 @@ import {
 import { INSTANCE_PREFIX, instanceKey, parseKey, TYPE_PREFIX, typeKey } from './keys.js';
 import type { PublishedIndex } from './published-index.js';
 import { streamUri } from '../streams/stream-id.js';
-import { stringifyJson } from '../json.js';
+import { stringifyJson } from '../lib/json.js';
 
 export type InstanceDocument = Record<string, unknown>;
 

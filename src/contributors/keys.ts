@@ -2,7 +2,7 @@
 // store (replicated to every node). Names never contain '/' (names.ts) and ids never do
 // (contributor-schema.ts), so every part of a key is found again by splitting on '/'.
 
-import { definitionKey } from '../storage/definitions.js';
+import { definitionKey } from '../storage/definition-store.js';
 
 export const TYPE_PREFIX = 'contributor-type/';
 export const INSTANCE_PREFIX = 'contributor/';

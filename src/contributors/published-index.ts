@@ -5,13 +5,13 @@
 // already recorded are kept in memory from the store's changes, so ingest looks each payload's
 // pair up there and writes only new ones.
 
-import type { Logger } from '../log.js';
-import type { Definitions } from '../storage/definitions.js';
+import type { Logger } from '../lib/log.js';
+import type { Definitions } from '../storage/definition-store.js';
 import { parseSchema } from '../streams/schema.js';
 import { partKey, type StreamDocument } from '../streams/stream-definitions.js';
 import { streamUri, type StreamId } from '../streams/stream-id.js';
-import { pathReader } from '../json.js';
-import { forEachLimited } from '../limited-concurrency.js';
+import { pathReader } from '../lib/json.js';
+import { forEachLimited } from '../lib/limited-concurrency.js';
 import { contributorFieldTargets, isContributorId } from './contributor-schema.js';
 import { parseKey, PUBLISHED_PREFIX, PUBLISHED_UNTYPED_PREFIX, publishedKey } from './keys.js';
 

@@ -3,11 +3,11 @@
 // of that type must match. Pure code: parsing, compiling and evaluating; the service feeds it
 // the instances.
 
-import { BadRequestError } from '../errors.js';
+import { BadRequestError } from '../lib/errors.js';
 import { z } from 'zod';
-import { jsonTypeName, stringifyJson } from '../json.js';
-import { jsonObject, validate } from '../validation.js';
-import { checkName } from '../names.js';
+import { jsonTypeName, stringifyJson } from '../lib/json.js';
+import { jsonObject, validate } from '../lib/validation.js';
+import { checkName } from '../lib/names.js';
 import { contributorTypeUri, parseContributorTypeUri } from '../contributors/contributor-schema.js';
 import { compileExpression, ExpressionError, matches, type Evaluator } from '../expression/index.js';
 

@@ -3,10 +3,10 @@
 // search. Queries are compiled once per version of the domain; the matching contributors are
 // computed on demand and kept until a type, an instance or a domain of the tenant changes.
 
-import type { TenantService } from '../definitions/tenants.js';
-import { BadRequestError, NotFoundError } from '../errors.js';
-import { checkName } from '../names.js';
-import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';
+import type { TenantService } from '../replicated-definitions/tenants.js';
+import { BadRequestError, NotFoundError } from '../lib/errors.js';
+import { checkName } from '../lib/names.js';
+import { definitionKey, type Definition, type Definitions } from '../storage/definition-store.js';
 import { contributorFieldTargets } from '../contributors/contributor-schema.js';
 import type { ContributorService } from '../contributors/contributor-service.js';
 import type { PublishedIndex } from '../contributors/published-index.js';

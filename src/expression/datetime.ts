@@ -1,7 +1,7 @@
 // Datetimes in expressions are ISO 8601 strings (as the schema's `datetime` type stores
 // them), read with the ingest path's own parser so both agree on what is a datetime.
 
-import { parseDatetime } from '../iso-time.js';
+import { parseDatetime } from '../lib/iso-time.js';
 
 /**
  * Epoch milliseconds of an ISO 8601 datetime string, else undefined. Most strings fail

@@ -1,4 +1,4 @@
-import { BadRequestError } from '../errors.js';
+import { BadRequestError } from '../lib/errors.js';
 import type { Position } from './ast.js';
 
 /**

@@ -18,7 +18,7 @@
 //   fields per `numericKindOf`, integer functions); otherwise it divides exactly.
 //   Division or remainder by zero gives null. `+` also joins two strings.
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import type { BinaryOperator, CallExpr, ComparisonOperator, Expr, NumericKind, Value } from './ast.js';
 import {
   combineKinds,

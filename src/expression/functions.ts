@@ -14,7 +14,7 @@ import { combineKinds, type CompiledNode, type FunctionDefinition } from './comp
 import { toUtcDate } from './datetime.js';
 import { ExpressionSyntaxError } from './errors.js';
 import { searchFunctions } from './search-functions.js';
-import { stringifyJson } from '../json.js';
+import { stringifyJson } from '../lib/json.js';
 
 type Present = Exclude<Value, null>;
 

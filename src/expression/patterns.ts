@@ -22,7 +22,7 @@
 //   fields): `like(f, 'a\\*')` matches "a*". In tokenized search patterns every
 //   character other than letters, digits, `*`, `?` and `~` separates terms.
 
-import { BadRequestError } from '../errors.js';
+import { BadRequestError } from '../lib/errors.js';
 import { compileGlob, ONE, STAR } from './glob.js';
 
 export type Analyzer = 'standard' | 'keyword';

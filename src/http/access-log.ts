@@ -6,7 +6,7 @@
 
 import { performance } from 'node:perf_hooks';
 import type Koa from 'koa';
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 import { routeFamily } from '../metrics/metrics.js';
 
 export type AccessLogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';

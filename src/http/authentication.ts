@@ -11,7 +11,7 @@
 import type Koa from 'koa';
 import { accessRule, type AccessRule } from '../auth/access-rules.js';
 import { allows, SYSTEM_TENANT, type Grants } from '../auth/permissions.js';
-import { BadRequestError, ForbiddenError, TributaryError } from '../errors.js';
+import { BadRequestError, ForbiddenError, TributaryError } from '../lib/errors.js';
 
 export interface Principal {
   /** The account's name, or `admin` for the admin secret. */

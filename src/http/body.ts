@@ -5,9 +5,9 @@
 
 import type Koa from 'koa';
 import getRawBody from 'raw-body';
-import { BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../errors.js';
-import { stringifyJson } from '../json.js';
-import { parseBodyText } from '../body-text.js';
+import { BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../lib/errors.js';
+import { stringifyJson } from '../lib/json.js';
+import { parseBodyText } from '../lib/body-text.js';
 
 declare module 'koa' {
   interface Request {

@@ -6,7 +6,7 @@
 
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import { TributaryError, type ErrorShape } from '../errors.js';
+import { TributaryError, type ErrorShape } from '../lib/errors.js';
 import { setVersionHeaders } from './version-header.js';
 
 /** Renders errors under one path prefix its own way (api-v1/problems.ts's problemRenderer). */

@@ -4,8 +4,8 @@ import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
-import { StartupError } from '../errors.js';
-import type { TlsMaterial } from '../tls.js';
+import { StartupError } from '../lib/errors.js';
+import type { TlsMaterial } from '../config/tls.js';
 
 export interface HttpLimits {
   connectionsMax: number;

@@ -7,7 +7,7 @@
 // are one list (ops/readiness.ts) that GET /ready answers with too.
 
 import type Koa from 'koa';
-import { TributaryError } from '../errors.js';
+import { TributaryError } from '../lib/errors.js';
 
 /** Paths answered whatever the node's state. */
 const ALWAYS_OPEN = [/^\/$/, /^\/cluster(\/|$)/, /^\/output\/cluster$/, /^\/monitoring(\/|$)/, /^\/api\/v1(\/|$)/, /^\/_internal(\/|$)/, /^\/(health|ready|metrics|docs|console)(\/|$)/, /^\/_cat(\/|$)/];

@@ -8,7 +8,7 @@
 
 import { PassThrough } from 'node:stream';
 import type Koa from 'koa';
-import { stringifyJson } from '../json.js';
+import { stringifyJson } from '../lib/json.js';
 import type { SseClientView } from '../monitoring/monitoring.js';
 
 export interface SseOptions {

@@ -3,7 +3,7 @@
 // both.
 
 import type Koa from 'koa';
-import { BadRequestError } from '../errors.js';
+import { BadRequestError } from '../lib/errors.js';
 
 export function expectedVersion(ctx: Koa.Context): string | undefined {
   const value = ctx.get('Service-Config-Version') || ctx.get('Valo-Config-Version');

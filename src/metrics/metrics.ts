@@ -210,7 +210,7 @@ export class Metrics {
   }
 
   /**
-   * The cumulative figures the console's history samples (src/console/history.ts), read from
+   * The cumulative figures the console's history samples (src/node-history/history.ts), read from
    * the instruments /metrics shows: accepted payloads of every stream, the request duration
    * histogram of every family but `output` (an SSE request lasts as long as its connection,
    * and would be every p99), transfer chunk bytes both ways.

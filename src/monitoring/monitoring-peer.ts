@@ -2,12 +2,12 @@
 // one service; the default view asks every other member that is not Left.
 
 import type { ClusterCore } from '../cluster-core/core.js';
-import { NotFoundError } from '../errors.js';
+import { NotFoundError } from '../lib/errors.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import { readDocument, writeDocument } from '../peer/documents.js';
 import { optionalStr, str } from '../peer/fields.js';
 import { definePeerKind } from '../peer/kinds.js';
-import { jsonObject } from '../validation.js';
+import { jsonObject } from '../lib/validation.js';
 import { checkFilter, checkService, localDetails, type MonitoringDeps, type MonitoringFilter, type MonitoringService, type NodeDetails } from './monitoring.js';
 
 /** MonitoringRead: the service and filter are checked by the monitoring module that answers. */

@@ -17,12 +17,12 @@
 // to no tenant (the node's process, peers, membership) is shown to every tenant, except
 // the tasks and audit entries of no tenant, which only `system` sees.
 
-import { BadRequestError, NotFoundError } from '../errors.js';
+import { BadRequestError, NotFoundError } from '../lib/errors.js';
 import type { HintBuffer } from '../storage/hints.js';
 import type { ClusterCore } from '../cluster-core/core.js';
 import { DEFAULT_POLICY } from '../streams/policy.js';
-import type { SoftwareVersion } from '../version.js';
-import type { Definitions } from '../storage/definitions.js';
+import type { SoftwareVersion } from '../lib/version.js';
+import type { Definitions } from '../storage/definition-store.js';
 import type { RepositoryName } from '../storage/repository.js';
 import type { PeerTraffic } from '../peer/peer-counters.js';
 import type { AuditLog } from './audit-log.js';

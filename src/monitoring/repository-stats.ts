@@ -6,7 +6,7 @@
 // rescan it.
 
 import type { Repository } from '../storage/repository.js';
-import { canonicalJson } from '../json.js';
+import { canonicalJson } from '../lib/json.js';
 
 export interface StoredStreamStats {
   records: number;

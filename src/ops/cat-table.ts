@@ -2,7 +2,7 @@
 // headers with `?v`, columns chosen with `?h=a,b`, sorted with `?s=col[:desc]`, the column
 // list with `?help`, and the same rows as JSON with `?format=json`. Pure: rows in, text out.
 
-import { BadRequestError } from '../errors.js';
+import { BadRequestError } from '../lib/errors.js';
 
 export type CellKind = 'text' | 'number' | 'bytes' | 'percent' | 'rate' | 'duration';
 export type Cell = string | number | boolean | null;

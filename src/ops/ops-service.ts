@@ -4,9 +4,9 @@
 
 import { coordinatorOf } from '../cluster-core/placement.js';
 import type { Membership, Slot } from '../protocol/cluster-types.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 import type { DiskState } from '../storage/disk-watch.js';
-import type { SoftwareVersion } from '../version.js';
+import type { SoftwareVersion } from '../lib/version.js';
 import type { Cell } from './cat-table.js';
 import { formatBytes, formatDuration } from './cat-table.js';
 import { nodeRows, ownership, streamRows, transferRows, type StreamPlacement } from './cat-views.js';

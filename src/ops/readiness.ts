@@ -9,7 +9,7 @@
 // opsParts): a name and a check. A reason that only stops writes (a full disk) is listed by
 // /ready but does not close the serving gate: the node goes on serving reads.
 
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 
 export interface RefusalReason {
   /** A stable name for logs: `cluster`, `storage`, `stopping`, … */

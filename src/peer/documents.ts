@@ -6,9 +6,9 @@
 // the field and the problem.
 
 import { z } from 'zod';
-import { parseJsonWithin, stringifyJson } from '../json.js';
-import { BadRequestError } from '../errors.js';
-import { validate } from '../validation.js';
+import { parseJsonWithin, stringifyJson } from '../lib/json.js';
+import { BadRequestError } from '../lib/errors.js';
+import { validate } from '../lib/validation.js';
 import { BadPeerMessageError } from './errors.js';
 import { MESSAGE_BYTES_MAX } from './wire.js';
 

@@ -1,7 +1,7 @@
 // The peer layer's errors. A remote node's TributaryError travels back as an ErrorReply and
 // is rethrown here with the same status, code and message (transport.ts).
 
-import { TributaryError, type ErrorOptions } from '../errors.js';
+import { TributaryError, type ErrorOptions } from '../lib/errors.js';
 
 /** A message (or reply) refused: unknown sender, bad signature, stale timestamp or replay. */
 export class PeerAuthError extends TributaryError {

@@ -14,7 +14,7 @@
 
 import { randomBytes, type KeyObject } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 import type { PeerRefusalReason } from '../metrics/metrics.js';
 import { strangersMayCall } from './kinds.js';
 import { digestOf, NONCE_BYTES, signBytes, verifyBytes, verifyingKeyOf } from './signing.js';

@@ -9,7 +9,7 @@
 // `kind`; its reply travels under the reply message's name. Both names are the wire format:
 // renaming one breaks mixed versions.
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import type { BodyCodec } from './fields.js';
 
 /**

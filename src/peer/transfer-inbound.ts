@@ -5,7 +5,7 @@
 // trip per 64 KiB, which cut loopback throughput by a third.)
 
 import * as grpc from '@grpc/grpc-js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 
 /** Chunks waiting for the handler; the source's window (≤ 64 chunks) stays below it. */
 export const TRANSFER_QUEUE_CHUNKS_MAX = 64;

@@ -3,7 +3,7 @@
 // from the target and be signed by the target's key; anything else breaks the stream.
 
 import type * as grpc from '@grpc/grpc-js';
-import { TributaryError } from '../errors.js';
+import { TributaryError } from '../lib/errors.js';
 import { decodeEnvelope, type TransferAck, type TransferChunk } from './codec.js';
 import { BadPeerMessageError } from './errors.js';
 import { RemotePeerError, asBuffer, fromGrpcError } from './wire.js';

@@ -11,9 +11,9 @@
 import { randomBytes, type KeyObject } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import type { NodeIdentity } from './identity.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 import type { PeerObserver, PeerRefusalReason } from '../metrics/metrics.js';
-import { StartupError, TributaryError } from '../errors.js';
+import { StartupError, TributaryError } from '../lib/errors.js';
 import {
   ERROR_REPLY,
   EMPTY,
@@ -49,10 +49,10 @@ import {
 } from './signing.js';
 import { serveTransferStream, type ChunkAnswer } from './transfer-inbound.js';
 import { callerClaim, callerMetadata, inboundGate, type GateCounts } from './inbound-gate.js';
-import type { TlsMaterial } from '../tls.js';
+import type { TlsMaterial } from '../config/tls.js';
 import { TransferStream, type TransferStreamHandlers } from './transfer-stream.js';
 import { CHANNEL_OPTIONS, KEEPALIVE_MS_DEFAULT, RemotePeerError, asBuffer, fromGrpcError, keepaliveOptions, sameBytes, toErrorReply } from './wire.js';
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 
 export interface PeerAddress {
   address: string;

@@ -2,8 +2,8 @@
 // TributaryErrors and back, error replies, byte comparisons.
 
 import * as grpc from '@grpc/grpc-js';
-import { assert } from '../assert.js';
-import { TributaryError } from '../errors.js';
+import { assert } from '../lib/assert.js';
+import { TributaryError } from '../lib/errors.js';
 import { BadPeerMessageError, PeerAuthError, PeerBusyError, PeerUnavailableError } from './errors.js';
 import type { ErrorReply } from './codec.js';
 

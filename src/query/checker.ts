@@ -22,7 +22,7 @@
 //   and search functions over a source that is not historical in the ssr are reported as
 //   UNKNOWN_FUNCTION: in that place the function does not exist.
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import type { Expr, FieldExpr, Position } from '../expression/index.js';
 import type { GroupStage, NamedExpression, QueryAst, SelectStage, Stage, WindowStage, WindowSpec } from './ast.js';
 import { contributorRowType, streamRowType, variableType, variableValue, type CheckContext } from './context.js';

@@ -1,7 +1,7 @@
 // The query errors of docs/query-language.md ("Errors"), exactly in the shape clients receive
 // them (`{ type, …type-specific fields }`), and the thrown form of a syntax error.
 
-import { BadRequestError } from '../errors.js';
+import { BadRequestError } from '../lib/errors.js';
 import type { Position } from '../expression/index.js';
 
 export interface SyntaxErrorObject {

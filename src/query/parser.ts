@@ -13,7 +13,7 @@
 // - `group by` and `window` must be followed directly by the `select` that aggregates
 //   their groups: the language gives a grouping no meaning without one.
 // - A hopping window may put a row into any number of windows: they are computed from
-//   panes (src/execution/pipeline/paned-windows.ts), so a row costs the
+//   panes (src/pipeline/paned-windows.ts), so a row costs the
 //   same whatever their number. Only a grouping over a table keeps a group per window, and
 //   it refuses more than windowHopsMax windows per row when the query starts.
 
@@ -26,7 +26,7 @@ import {
   type Expr,
   type Token,
 } from '../expression/index.js';
-import { BadRequestError } from '../errors.js';
+import { BadRequestError } from '../lib/errors.js';
 import { parseStreamUri } from '../streams/stream-id.js';
 import type {
   Duration,

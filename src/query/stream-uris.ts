@@ -1,6 +1,6 @@
 // Bare stream URIs (`from /streams/demo/infrastructure/cpu`) are not expressions: their
 // names may hold characters the expression lexer refuses or splits (`5g-cells`, `a:b`),
-// since stream names exclude only '/' and control characters (src/names.ts). So before the
+// since stream names exclude only '/' and control characters (src/lib/names.ts). So before the
 // shared lexer runs, each bare URI in a source position is found and masked by a string
 // literal of the same length: positions of every later token stay exact, and the parser
 // takes the masked string back as the URI it stands for.

@@ -5,9 +5,9 @@
 import { randomBytes } from 'node:crypto';
 import type { Membership, TransferAction } from '../protocol/cluster-types.js';
 import { z } from 'zod';
-import { NotFoundError } from '../errors.js';
+import { NotFoundError } from '../lib/errors.js';
 import type { RepairCounts, RepairStatusReply } from './repair-messages.js';
-import { validate } from '../validation.js';
+import { validate } from '../lib/validation.js';
 import type { RepairRunStatus, RepairService } from './repair-service.js';
 
 export interface ClusterRepairDeps {

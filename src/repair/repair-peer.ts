@@ -2,7 +2,7 @@
 // owner's digests, keys and records of a partition, and the runs started on every member;
 // and asks the same of the others.
 
-import { BadRequestError } from '../errors.js';
+import { BadRequestError } from '../lib/errors.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import { toReply, type ClusterRepairDeps } from './cluster-repair.js';
 import { keysInSegments } from './key-digest.js';

@@ -13,14 +13,14 @@
 // Hand-offs use the same exchange, push only: a node hands a partition to its current
 // owners before it drops it, and a leaving node hands everything to the next owners.
 
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 import type { RepairCounts } from './repair-messages.js';
 import { writeOwners } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
-import { TributaryError } from '../errors.js';
+import { TributaryError } from '../lib/errors.js';
 import type { StorageDamage } from '../storage/integrity.js';
 import type { RepositoryName } from '../storage/repository.js';
-import type { Timer, Timers } from '../timers.js';
+import type { Timer, Timers } from '../lib/timers.js';
 import { syncPartition, type LocalPartitions, type PeerPartitions, type RepairPartitionRef } from './partition-sync.js';
 
 /** A persisted stream as repair walks it. */

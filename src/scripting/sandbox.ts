@@ -13,8 +13,8 @@
 // and hands isolated-vm nothing but a string.
 
 import ivm from 'isolated-vm';
-import { TributaryError, type ErrorOptions } from '../errors.js';
-import { stringifyJson } from '../json.js';
+import { TributaryError, type ErrorOptions } from '../lib/errors.js';
+import { stringifyJson } from '../lib/json.js';
 
 export interface SandboxLimits {
   timeoutMs: number;

@@ -4,7 +4,7 @@
 // nodes send full count trees and the node asked cuts topN after the merge. Pure.
 
 import { z } from 'zod';
-import { validate, withDefault } from '../validation.js';
+import { validate, withDefault } from '../lib/validation.js';
 import type { Taxonomy } from '../streams/taxonomy.js';
 
 export interface FacetNode {

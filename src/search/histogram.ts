@@ -1,7 +1,7 @@
 // Time-range histograms (spec, "Histogram"): counts of stored payloads per UTC calendar
 // bucket over an inclusive range. Pure.
 
-import { BadRequestError } from '../errors.js';
+import { BadRequestError } from '../lib/errors.js';
 
 export const FREQUENCIES = ['YEAR', 'MONTH', 'DAY', 'HOUR', 'MINUTE', 'SECOND', 'MILLIS'] as const;
 export type Frequency = (typeof FREQUENCIES)[number];

@@ -15,8 +15,8 @@ import { PathDictionary, type PartitionIndex, type ScoredDocuments } from './par
 import { grown, type SmallIntegers } from './postings.js';
 import type { SsrIndex } from './ssr-index.js';
 import { TopHits } from './top-hits.js';
-import { pathReader } from '../json.js';
-import { TimeSlice } from '../time-slice.js';
+import { pathReader } from '../lib/json.js';
+import { TimeSlice } from '../lib/time-slice.js';
 
 export interface StreamSearchPart {
   /** "tenant/collection/name" */

@@ -4,8 +4,8 @@
 // reads: a peer's JSON is untrusted even when signed.
 
 import { z } from 'zod';
-import { isPlainObject } from '../json.js';
-import { jsonObject } from '../validation.js';
+import { isPlainObject } from '../lib/json.js';
+import { jsonObject } from '../lib/validation.js';
 import { readDocument, writeDocument } from '../peer/documents.js';
 import { str } from '../peer/fields.js';
 import { definePeerKind } from '../peer/kinds.js';

@@ -3,7 +3,7 @@
 // wherever a field is optional, as JSON clients send it.
 
 import { z } from 'zod';
-import { withDefault } from '../validation.js';
+import { withDefault } from '../lib/validation.js';
 import { facetRequestsSchema } from './facets.js';
 import { BUCKETS_MAX, FREQUENCIES } from './histogram.js';
 

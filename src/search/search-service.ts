@@ -4,8 +4,8 @@
 // are summed exactly; hits are merged and paged after the merge, most relevant first.
 // A node that fails during a search has its partitions asked of another live owner.
 
-import { BadRequestError, TributaryError } from '../errors.js';
-import { validate } from '../validation.js';
+import { BadRequestError, TributaryError } from '../lib/errors.js';
+import { validate } from '../lib/validation.js';
 import { parseStreamUri, streamKey, streamUri, type StreamId } from '../streams/stream-id.js';
 import type { StreamDefinitions } from '../streams/stream-definitions.js';
 import { parseSchema, primaryTimestampField, fieldAt, type StreamSchema } from '../streams/schema.js';

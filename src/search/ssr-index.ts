@@ -8,7 +8,7 @@
 import type { Repository, StoredPayload, StoredRecord } from '../storage/repository.js';
 import type { Analyzer } from '../expression/patterns.js';
 import { PartitionIndex, PathDictionary, pathKey, type SsrDocument } from './partition-index.js';
-import { parseJson } from '../json.js';
+import { parseJson } from '../lib/json.js';
 
 /** Records per batch read while building an index. */
 const SCAN_BATCH_RECORDS = 2_000;

@@ -3,7 +3,7 @@
 // the heap are built. Best means compareHits' order: most relevant first, equal scores in
 // write order.
 
-import { MinHeap } from '../min-heap.js';
+import { MinHeap } from '../lib/min-heap.js';
 
 export interface RankedHit {
   score: number;

@@ -20,8 +20,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { AbstractSublevel } from 'abstract-level';
 import { type ChainedBatch, ClassicLevel } from 'classic-level';
-import { assert } from '../assert.js';
-import { StartupError, TributaryError } from '../errors.js';
+import { assert } from '../lib/assert.js';
+import { StartupError, TributaryError } from '../lib/errors.js';
 
 const SUBLEVEL_OPTIONS = { keyEncoding: 'utf8', valueEncoding: 'utf8' } as const;
 /** Options of an operation whose key and value are bytes already (batchEncoded). */

@@ -5,8 +5,8 @@
 // without a restart. /health, /ready, /metrics, _cat/nodes and the console read state().
 
 import { statfs } from 'node:fs/promises';
-import type { Logger } from '../log.js';
-import type { Timer, Timers } from '../timers.js';
+import type { Logger } from '../lib/log.js';
+import type { Timer, Timers } from '../lib/timers.js';
 import type { Database, WriteRefusal } from './database.js';
 
 /** What the node's disk allows now. */

@@ -3,7 +3,7 @@
 // caller's promise resolves only after the batch holding its operations is durable.
 
 import { performance } from 'node:perf_hooks';
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import type { BatchOperation, Database } from './database.js';
 
 interface Waiter {

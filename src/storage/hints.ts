@@ -7,12 +7,12 @@
 // once its removal is; a hint whose commit fails never counts. Bytes of hints on their way
 // to disk are held against the bound meanwhile, so concurrent writes cannot pass it together.
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import type { BatchOperation, Database, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';
-import type { DefinitionRecord } from './definitions.js';
+import type { DefinitionRecord } from './definition-store.js';
 import type { RepositoryName, StoredRecord } from './repository.js';
-import { parseJson, stringifyJson } from '../json.js';
+import { parseJson, stringifyJson } from '../lib/json.js';
 
 /** Stream records for a repository, or definition records for the KV repo. */
 export type HintPayload = { repository: RepositoryName; records: StoredRecord[] } | { repository: 'KV'; records: DefinitionRecord[] };

@@ -13,8 +13,8 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
-import { StartupError } from '../errors.js';
-import type { Logger } from '../log.js';
+import { StartupError } from '../lib/errors.js';
+import type { Logger } from '../lib/log.js';
 import { Database, DatabaseLockedError, type DatabaseOptions } from './database.js';
 
 /** Why this node's data cannot be trusted until it is refilled. */

@@ -3,7 +3,7 @@
 // (docs/storage.md), `targets` may name both, or the other one: the records are converted
 // (repository-convert.ts) and stored in each, in the same batch.
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import type { GroupCommitter } from './group-commit.js';
 import { convertRecords } from './repository-convert.js';
 import type { Repository, RepositoryName, StoredRecord } from './repository.js';

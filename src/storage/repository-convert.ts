@@ -7,12 +7,12 @@
 // same key, and a search index or a reader that met a payload in one repository knows it
 // in the other.
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import { type RepositoryName, type StoredRecord } from './repository.js';
 import { blockPayload, decodeBlock, packBlocks } from './tsr-block.js';
 import { MOVED_PAYLOAD_SUFFIX, payloadWriteId } from './tsr-order.js';
-import { canonicalJson, isPlainObject, parseJson } from '../json.js';
-import { BadRequestError } from '../errors.js';
+import { canonicalJson, isPlainObject, parseJson } from '../lib/json.js';
+import { BadRequestError } from '../lib/errors.js';
 
 /** The records, stored in `from`, as `to` stores them (the same records when both are one). */
 export function convertRecords(records: readonly StoredRecord[], from: RepositoryName, to: RepositoryName): StoredRecord[] {

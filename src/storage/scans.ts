@@ -1,6 +1,6 @@
 // Key walking shared by the repositories: both key their records "<stream>/<partition>/…".
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import type { BatchOperation, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';
 import { encodePartition, PARTITION_DIGITS } from './repository.js';

@@ -3,12 +3,12 @@
 // full-text index over these documents is built by src/search (partition-index.ts); this module is
 // what it indexes from.
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import type { BatchOperation, Database, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';
 import type { Repository, ScanOptions, StoredPayload, StoredRecord } from './repository.js';
-import { isPlainObject, parseJson } from '../json.js';
-import { TributaryError } from '../errors.js';
+import { isPlainObject, parseJson } from '../lib/json.js';
+import { TributaryError } from '../lib/errors.js';
 import { encodePartition } from './repository.js';
 import { countKeysByPartition, deleteOperations, entriesAfter, holdsAnyKey, partitionKeySuffixes, partitionRanges, valuesAt } from './scans.js';
 

@@ -36,13 +36,13 @@
 // A decoded payload has its fields in sorted order, as the canonical JSON ingest used to
 // store: so a payload reads back as the same value it was stored as.
 
-import { assert } from '../assert.js';
-import { TributaryError } from '../errors.js';
-import { canonicalJson, isPlainObject, parseJson, setField } from '../json.js';
-import { isIsoStringOf, isoString } from '../iso-time.js';
-import { ByteSlab } from '../byte-slab.js';
+import { assert } from '../lib/assert.js';
+import { TributaryError } from '../lib/errors.js';
+import { canonicalJson, isPlainObject, parseJson, setField } from '../lib/json.js';
+import { isIsoStringOf, isoString } from '../lib/iso-time.js';
+import { ByteSlab } from '../lib/byte-slab.js';
 
-export { isoString } from '../iso-time.js';
+export { isoString } from '../lib/iso-time.js';
 
 // Float64Array is in the machine's byte order; the stored format is little-endian.
 assert(new Uint8Array(new Uint16Array([1]).buffer)[0] === 1, 'tsr blocks need a little-endian machine');

@@ -3,9 +3,9 @@
 // arrived, whatever their partitions and blocks. Blocks of different writes may overlap in
 // time; BlockMerge reads several at once in that order. Pure.
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import type { Block } from './tsr-block.js';
-import { MinHeap } from '../min-heap.js';
+import { MinHeap } from '../lib/min-heap.js';
 
 /** Digits of a payload's place in its write, in its writeId ("<write id>:<place>"). */
 const POSITION_DIGITS = 7;

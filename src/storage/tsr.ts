@@ -8,7 +8,7 @@
 // concurrent writes overlap in time: blocks are read in key order and merged, a block
 // joining the merge before any payload later than its first is yielded.
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import type { BatchOperation, Database, Sublevel } from './database.js';
 import { prefixEnd } from './database.js';
 import type { Repository, ScanOptions, StoredPayload, StoredRecord } from './repository.js';
@@ -16,7 +16,7 @@ import { decodeTimestamp, encodePartition, encodeTimestamp } from './repository.
 import { deleteOperations, entriesAfter, holdsAnyKey, partitionKeySuffixes, partitionRanges, streamPrefix, valuesAt } from './scans.js';
 import { BadBlockError, type Block, BLOCK_SPAN_MS, blockHeader, blockPayload, decodeBlock } from './tsr-block.js';
 import { BlockMerge, payloadWriteId } from './tsr-order.js';
-import { BadRequestError, TributaryError } from '../errors.js';
+import { BadRequestError, TributaryError } from '../lib/errors.js';
 
 const TIMESTAMP_DIGITS = 14;
 const COUNT_DIGITS = 4;

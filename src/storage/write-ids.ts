@@ -9,7 +9,7 @@
 // never stores a payload twice.
 
 import { createHash } from 'node:crypto';
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 
 /** Payloads without an event time take the receipt time of the key's first sight, kept this long. */
 const KEY_RECEIPTS_MAX = 10_000;

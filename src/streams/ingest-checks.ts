@@ -2,10 +2,10 @@
 // node's main thread (ingest.ts) or in an ingest worker (tsr-batch.ts), alike.
 
 import { z } from 'zod';
-import { assert } from '../assert.js';
-import { BadRequestError } from '../errors.js';
-import { isPlainObject } from '../json.js';
-import { validate } from '../validation.js';
+import { assert } from '../lib/assert.js';
+import { BadRequestError } from '../lib/errors.js';
+import { isPlainObject } from '../lib/json.js';
+import { validate } from '../lib/validation.js';
 import type { PayloadValidator } from './payload-validator.js';
 
 /** A payload: a JSON object whose fields follow the stream schema (fields it does not name are kept). */

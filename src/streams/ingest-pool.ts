@@ -10,9 +10,9 @@
 // batch that finds the queue full is packed on the main thread, as without the pool.
 
 import { Worker } from 'node:worker_threads';
-import { assert } from '../assert.js';
-import type { Logger } from '../log.js';
-import { TributaryError } from '../errors.js';
+import { assert } from '../lib/assert.js';
+import type { Logger } from '../lib/log.js';
+import { TributaryError } from '../lib/errors.js';
 import type { SchemaSource } from './payload-checks.js';
 import type { PackedBatch, TsrBatch } from './tsr-batch.js';
 

@@ -2,8 +2,8 @@
 // checks it compiles from each stream's schema once per version of its definitions.
 
 import { parentPort } from 'node:worker_threads';
-import { assert } from '../assert.js';
-import { TributaryError } from '../errors.js';
+import { assert } from '../lib/assert.js';
+import { TributaryError } from '../lib/errors.js';
 import { compilePayloadChecks, type SchemaSource } from './payload-checks.js';
 import type { PackReply, PackTask } from './ingest-pool.js';
 import { packTsrBatch, type PayloadChecks } from './tsr-batch.js';

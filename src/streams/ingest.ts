@@ -4,12 +4,12 @@
 // tsr batch nothing here needs the payload objects of is parsed, checked and packed by an
 // ingest worker thread instead (ingest-pool.ts); its writes are made here alike.
 
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 import { partitionOfCanonical } from './partitioner.js';
 import { blockRecords, type PackedRecords } from './block-records.js';
-import { canonicalJson, isPlainObject } from '../json.js';
-import { ForbiddenError } from '../errors.js';
-import { parseBodyText } from '../body-text.js';
+import { canonicalJson, isPlainObject } from '../lib/json.js';
+import { ForbiddenError } from '../lib/errors.js';
+import { parseBodyText } from '../lib/body-text.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { WriteIdGenerator } from '../storage/write-ids.js';
 import { checkBatchSize, checkPayload, payloadsOf } from './ingest-checks.js';

@@ -3,7 +3,7 @@
 // in the definitions (repository-mover.ts): one key per stream and node. A move is over
 // when every member has reported it done; until then it runs.
 
-import { StateConflictError } from '../errors.js';
+import { StateConflictError } from '../lib/errors.js';
 import type { Membership } from '../protocol/cluster-types.js';
 import type { RepositoryName } from '../storage/repository.js';
 import type { RepositoryMapping } from './repository-mapping.js';

@@ -3,7 +3,7 @@
 // "Stable" is a promise to stored data: changing this function moves every payload, so it
 // is FNV-1a 32 over UTF-8 bytes of key-sorted JSON, frozen.
 
-import { isPlainObject } from '../json.js';
+import { isPlainObject } from '../lib/json.js';
 import type { DistributionPolicy } from './policy.js';
 
 export function fnv1a32(bytes: Uint8Array): number {

@@ -2,7 +2,7 @@
 // reader of its event time. Used by the stream runtime on the main thread and by the
 // ingest workers, which compile a stream's schema from its definition on their own.
 
-import { parseDatetime } from '../iso-time.js';
+import { parseDatetime } from '../lib/iso-time.js';
 import { compileValidator } from './payload-validator.js';
 import { parseSchema, primaryTimestampField } from './schema.js';
 import type { PayloadChecks } from './tsr-batch.js';

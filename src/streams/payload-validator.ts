@@ -4,8 +4,8 @@
 // name per payload, and nothing allocates unless a payload is invalid.
 
 import { isIP } from 'node:net';
-import { isCalendarDate, parseDatetime } from '../iso-time.js';
-import { isPlainObject, jsonTypeName, quoteForMessage } from '../json.js';
+import { isCalendarDate, parseDatetime } from '../lib/iso-time.js';
+import { isPlainObject, jsonTypeName, quoteForMessage } from '../lib/json.js';
 import type { FieldType, ScalarKind, StreamSchema } from './schema.js';
 
 /**

@@ -1,7 +1,7 @@
 // The distribution policy of a stream (spec, "Distribution policy").
 
 import { z } from 'zod';
-import { validate } from '../validation.js';
+import { validate } from '../lib/validation.js';
 
 /** How a stream is spread over the ring: its partitions, their copies, what is hashed. */
 export interface DistributionPolicy {

@@ -2,7 +2,7 @@
 
 import { z } from 'zod';
 import type { RepositoryName } from '../storage/repository.js';
-import { validate } from '../validation.js';
+import { validate } from '../lib/validation.js';
 import type { MoveOrder } from './repository-move.js';
 
 export interface RepositoryMapping {

@@ -22,7 +22,7 @@
 // mid-chunk) writes the same keys again, and readers and the search index count it once.
 
 import type { RepositoryName } from '../storage/repository.js';
-import { assert } from '../assert.js';
+import { assert } from '../lib/assert.js';
 
 export type MovePhase = 'copying' | 'copied' | 'deleting' | 'done';
 

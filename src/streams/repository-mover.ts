@@ -6,11 +6,11 @@
 // carries on from the last chunk written. Progress is reported where every node reads it
 // (the definitions), and the end too: a move is over when every member has reported it.
 
-import type { Logger } from '../log.js';
+import type { Logger } from '../lib/log.js';
 import type { BatchOperation, Sublevel } from '../storage/database.js';
 import { convertRecords } from '../storage/repository-convert.js';
 import type { Repository, RepositoryName, StoredRecord } from '../storage/repository.js';
-import { parseJson, stringifyJson } from '../json.js';
+import { parseJson, stringifyJson } from '../lib/json.js';
 import {
   afterChunk,
   beginDeleting,

@@ -2,9 +2,9 @@
 // typed tree and answers the questions other modules ask of it (a field's type, the primary
 // timestamp, the contributor fields). Pure code: no I/O, no clock.
 
-import { isPlainObject, jsonTypeName, quoteForMessage } from '../json.js';
-import { BadRequestError } from '../errors.js';
-import { checkName } from '../names.js';
+import { isPlainObject, jsonTypeName, quoteForMessage } from '../lib/json.js';
+import { BadRequestError } from '../lib/errors.js';
+import { checkName } from '../lib/names.js';
 
 export type ScalarKind =
   | 'string'

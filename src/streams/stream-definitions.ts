@@ -2,11 +2,11 @@
 // definition with its own version: schema, taxonomy, tags, repository mapping, policy.
 
 import { DEFAULT_POLICY, type DistributionPolicy } from './policy.js';
-import type { TenantService } from '../definitions/tenants.js';
-import { ForbiddenError, NotFoundError, StateConflictError } from '../errors.js';
-import { checkName } from '../names.js';
-import { validate } from '../validation.js';
-import { definitionKey, type Definition, type Definitions } from '../storage/definitions.js';
+import type { TenantService } from '../replicated-definitions/tenants.js';
+import { ForbiddenError, NotFoundError, StateConflictError } from '../lib/errors.js';
+import { checkName } from '../lib/names.js';
+import { validate } from '../lib/validation.js';
+import { definitionKey, type Definition, type Definitions } from '../storage/definition-store.js';
 import type { SandboxLimits } from '../scripting/sandbox.js';
 import { parsePolicy } from './policy.js';
 import { parseRepositoryMapping, type RepositoryMapping } from './repository-mapping.js';

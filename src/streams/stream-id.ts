@@ -1,5 +1,5 @@
-import { BadRequestError } from '../errors.js';
-import { checkName } from '../names.js';
+import { BadRequestError } from '../lib/errors.js';
+import { checkName } from '../lib/names.js';
 
 /** A stream's identity: URI `/streams/<tenant>/<collection>/<name>`. */
 export interface StreamId {

@@ -4,7 +4,7 @@
 
 import type { DistributionPolicy } from './policy.js';
 import type { SandboxLimits } from '../scripting/sandbox.js';
-import type { Definitions } from '../storage/definitions.js';
+import type { Definitions } from '../storage/definition-store.js';
 import type { RepositoryName } from '../storage/repository.js';
 import type { PayloadValidator } from './payload-validator.js';
 import { compilePayloadChecks, type SchemaSource } from './payload-checks.js';

@@ -4,8 +4,8 @@
 // definition version by TagRunner.compile, not per payload.
 
 import { z } from 'zod';
-import { uniqueField, validate } from '../validation.js';
-import { setField } from '../json.js';
+import { uniqueField, validate } from '../lib/validation.js';
+import { setField } from '../lib/json.js';
 import {
   compileFunction,
   ScriptError,

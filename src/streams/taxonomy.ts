@@ -2,8 +2,8 @@
 // a field path of the schema or year/month/day of a datetime field.
 
 import { z } from 'zod';
-import { BadRequestError } from '../errors.js';
-import { uniqueField, validate } from '../validation.js';
+import { BadRequestError } from '../lib/errors.js';
+import { uniqueField, validate } from '../lib/validation.js';
 import { fieldAt, type StreamSchema } from './schema.js';
 
 const NODES_MAX = 64;

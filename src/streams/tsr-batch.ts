@@ -3,7 +3,7 @@
 // records (block-records.ts). Pure: the ingest workers run it off the node's main thread
 // (ingest-pool.ts), with the same checks and messages as ingest on the main thread.
 
-import { parseBodyText } from '../body-text.js';
+import { parseBodyText } from '../lib/body-text.js';
 import { blockRecords, type PackedRecords, type WrittenPayload } from './block-records.js';
 import { checkBatchSize, checkPayload, payloadsOf } from './ingest-checks.js';
 import type { DistributionPolicy } from './policy.js';

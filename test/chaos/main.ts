@@ -7,7 +7,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { packageRoot } from '../../src/package-root.js';
+import { packageRoot } from '../../src/lib/package-root.js';
 import { cleanup } from '../kit/node-process.js';
 import { unmountAll } from '../kit/tmpfs.js';
 import { ChaosDisk } from './disk-full.js';

@@ -20,7 +20,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addNodes, startClusterNode, startJoinedCluster, waitState } from '../kit/cluster.js';
 import { cleanup, client, NodeProcess } from '../kit/node-process.js';
-import { packageRoot } from '../../src/package-root.js';
+import { packageRoot } from '../../src/lib/package-root.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const REQUIRED = process.env.TRIBUTARY_REQUIRE_CHROMIUM === '1';

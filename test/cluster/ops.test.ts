@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/package-root.js';
+import { packageRoot } from '../../src/lib/package-root.js';
 import { addNode, startClusterNode, until, waitState } from '../kit/cluster.js';
 import { cleanup, client, type NodeProcess } from '../kit/node-process.js';
 

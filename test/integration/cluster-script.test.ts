@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/package-root.js';
+import { packageRoot } from '../../src/lib/package-root.js';
 import { until } from '../kit/cluster.js';
 import { sleep, temporaryDataDir, cleanup } from '../kit/node-process.js';
 

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/package-root.js';
+import { packageRoot } from '../../src/lib/package-root.js';
 import { checkImageStart, documentedRuns, parseDockerfile } from '../../scripts/image-check.js';
 
 describe('image start - the Dockerfile run as documented, without a container engine', () => {

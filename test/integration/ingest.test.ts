@@ -2,7 +2,7 @@
 // and durability across kill -9 (checked through the node's internal repository read).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/json.js';
+import { canonicalJson } from '../../src/lib/json.js';
 import { partitionOf } from '../../src/streams/partitioner.js';
 import { cleanup, client, NodeProcess } from '../kit/node-process.js';
 

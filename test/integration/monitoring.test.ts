@@ -3,7 +3,7 @@
 // written, SSE clients opened).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/json.js';
+import { canonicalJson } from '../../src/lib/json.js';
 import { partitionOf } from '../../src/streams/partitioner.js';
 import { type BlockEntry, packBlocks } from '../../src/storage/tsr-block.js';
 import { cleanup, client, NodeProcess } from '../kit/node-process.js';

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/package-root.js';
+import { packageRoot } from '../../src/lib/package-root.js';
 import { until } from '../kit/cluster.js';
 import { cleanup, client, freePort, NodeProcess, temporaryDataDir } from '../kit/node-process.js';
 import { SseClient } from '../kit/sse-client.js';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { until } from '../kit/cluster.js';
 import { cleanup, freePort, NodeProcess, temporaryDataDir } from '../kit/node-process.js';
-import { packageRoot } from '../../src/package-root.js';
+import { packageRoot } from '../../src/lib/package-root.js';
 
 const ROOT = packageRoot();
 const README_PORTS = [8888, 8889, 8890, 8891] as const;

@@ -12,8 +12,8 @@ import { Database, InsufficientStorageError } from '../../src/storage/database.j
 import { DiskWatch } from '../../src/storage/disk-watch.js';
 import { GroupCommitter } from '../../src/storage/group-commit.js';
 import { openChecked } from '../../src/storage/integrity.js';
-import { createLogger } from '../../src/log.js';
-import { realTimers } from '../../src/timers.js';
+import { createLogger } from '../../src/lib/log.js';
+import { realTimers } from '../../src/lib/timers.js';
 import { cleanup, client, NodeProcess } from '../kit/node-process.js';
 import { mountTmpfs, tmpfsUnavailable, unmountAll } from '../kit/tmpfs.js';
 

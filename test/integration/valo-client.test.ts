@@ -14,7 +14,7 @@
 import axios, { type AxiosInstance, type AxiosResponse } from 'axios';
 import { EventSource } from 'eventsource';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseJson } from '../../src/json.js';
+import { parseJson } from '../../src/lib/json.js';
 import { cleanup, NodeProcess } from '../kit/node-process.js';
 
 const DASHBOARD = 'http://dashboard.example:3000';

@@ -7,7 +7,7 @@ import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { packageRoot } from '../../src/package-root.js';
+import { packageRoot } from '../../src/lib/package-root.js';
 
 /** The package root, from test/kit under vitest or dist/test/kit when compiled (the bench). */
 const ROOT = packageRoot();

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Database } from '../../src/storage/database.js';
-import { DefinitionStore } from '../../src/storage/definitions.js';
+import { DefinitionStore } from '../../src/storage/definition-store.js';
 
 export class TemporaryDefinitions {
   private constructor(

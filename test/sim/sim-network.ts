@@ -8,7 +8,7 @@
 // sender its table does not know (PeerAuthError). Transfer streams keep their order; a lost
 // chunk breaks the stream.
 
-import { TributaryError } from '../../src/errors.js';
+import { TributaryError } from '../../src/lib/errors.js';
 import type { CallHandler, CallOptions, PeerEndpoint, TransferHandler, TransferSender } from '../../src/peer/endpoint.js';
 import { PeerAuthError, PeerUnavailableError } from '../../src/peer/errors.js';
 import type { TransferChunk } from '../../src/peer/codec.js';

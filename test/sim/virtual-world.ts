@@ -8,7 +8,7 @@
 // Every node incarnation gets its own Timers: when the node crashes they stop, and a
 // paused node's events wait until it resumes (SIGSTOP).
 
-import type { Timer, Timers } from '../../src/timers.js';
+import type { Timer, Timers } from '../../src/lib/timers.js';
 import { EventQueue } from './event-queue.js';
 
 /** A process incarnation as the world sees it: events for a dead one are dropped. */

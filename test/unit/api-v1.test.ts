@@ -18,9 +18,9 @@ import { PROBLEM_TYPE_BASE, PROBLEMS, ProblemError, toProblem } from '../../src/
 import { brainApiRoutes } from '../../src/api-v1/routes.js';
 import { KEYS, type Environment } from '../../src/api-v1/store.js';
 import { BrainTemplates, loadBrainTemplates } from '../../src/api-v1/templates.js';
-import { ConfigError } from '../../src/config.js';
-import { TributaryError, VersionConflictError } from '../../src/errors.js';
-import type { Definition, DefinitionListener, Definitions } from '../../src/storage/definitions.js';
+import { ConfigError } from '../../src/config/config.js';
+import { TributaryError, VersionConflictError } from '../../src/lib/errors.js';
+import type { Definition, DefinitionListener, Definitions } from '../../src/storage/definition-store.js';
 
 /** Definitions in memory, with the store's version check; every write yields first. */
 class MemoryDefinitions implements Definitions {

@@ -1,7 +1,7 @@
-// Carved places for decoded blocks (src/byte-slab.ts): aligned, zeroed, never shared.
+// Carved places for decoded blocks (src/lib/byte-slab.ts): aligned, zeroed, never shared.
 
 import { describe, expect, it } from 'vitest';
-import { ByteSlab } from '../../src/byte-slab.js';
+import { ByteSlab } from '../../src/lib/byte-slab.js';
 
 describe('byte slab - carving', () => {
   it('gives aligned, zeroed places that no other carve shares, across slabs, and large ones a buffer of their own', () => {

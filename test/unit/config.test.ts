@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { configKeys, loadConfig, readDefaults } from '../../src/config.js';
-import { checkName } from '../../src/names.js';
+import { configKeys, loadConfig, readDefaults } from '../../src/config/config.js';
+import { checkName } from '../../src/lib/names.js';
 import { parseJoinToken } from '../../src/cluster/join-token.js';
 
 const folders: string[] = [];

@@ -1,8 +1,8 @@
 // Byte quotas of definitions: one definition, and a tenant's total.
 
 import { describe, expect, it } from 'vitest';
-import { DefinitionQuota, tenantOfKey } from '../../src/definitions/definition-quota.js';
-import type { Definition, DefinitionListener } from '../../src/storage/definitions.js';
+import { DefinitionQuota, tenantOfKey } from '../../src/replicated-definitions/definition-quota.js';
+import type { Definition, DefinitionListener } from '../../src/storage/definition-store.js';
 
 function store() {
   const values = new Map<string, unknown>();

@@ -8,7 +8,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/package-root.js';
+import { packageRoot } from '../../src/lib/package-root.js';
 import { configurationDocPath, configurationTable, withConfigurationTable } from '../../scripts/docs.js';
 import { architectureDocPath, layerTable, withLayerTable } from '../../scripts/layers.js';
 
@@ -129,7 +129,7 @@ describe('docs - what a reader of a clone can follow', () => {
     // A document that breaks each rule once: every break is found, and nothing else.
     const bad = [
       'See [the design](../DESIGN.md), [storage](storage.md#no-such-heading) and [ok](storage.md).',
-      'As STYLE.md says, `src/no-such-file.ts` does it; `src/config.ts` exists.',
+      'As STYLE.md says, `src/no-such-file.ts` does it; `src/config/config.ts` exists.',
     ].join('\n');
     expect(brokenLinks('docs/bad.md', bad)).toEqual([
       'docs/bad.md: link to ../DESIGN.md, which is not in the repository',

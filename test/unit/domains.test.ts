@@ -5,13 +5,13 @@
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ClusterEventBus } from '../../src/cluster/events.js';
-import { TenantService } from '../../src/definitions/tenants.js';
+import { TenantService } from '../../src/replicated-definitions/tenants.js';
 import { ContributorService } from '../../src/contributors/contributor-service.js';
 import { PublishedIndex } from '../../src/contributors/published-index.js';
 import { compileFilters, matchContributors, parseDomain, parseDomainUri } from '../../src/domains/domain-definition.js';
 import { DomainService } from '../../src/domains/domain-service.js';
-import { BadRequestError, NotFoundError, VersionConflictError } from '../../src/errors.js';
-import type { DefinitionStore } from '../../src/storage/definitions.js';
+import { BadRequestError, NotFoundError, VersionConflictError } from '../../src/lib/errors.js';
+import type { DefinitionStore } from '../../src/storage/definition-store.js';
 import { parseSchema } from '../../src/streams/schema.js';
 import { TemporaryDefinitions } from '../kit/temporary-definitions.js';
 

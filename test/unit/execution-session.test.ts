@@ -3,8 +3,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { parseQuery } from '../../src/query/index.js';
-import { analyseSession, type SessionWorld } from '../../src/execution/session-analysis.js';
-import { parseSessionBody, parseQueryEntry, parseVariable } from '../../src/execution/session-document.js';
+import { analyseSession, type SessionWorld } from '../../src/sessions/session-analysis.js';
+import { parseSessionBody, parseQueryEntry, parseVariable } from '../../src/sessions/session-document.js';
 import {
   deleteQuery,
   downstreamOf,
@@ -16,12 +16,12 @@ import {
   stopQuery,
   upstreamOf,
   type StoredSession,
-} from '../../src/execution/session-model.js';
-import { timeBoundsOf } from '../../src/execution/time-bounds.js';
-import { OutputChannel, type OutputMessage, type PollReply } from '../../src/execution/output-channel.js';
-import { OutputRegistry, type OutputPollRequest } from '../../src/execution/output-registry.js';
-import { createLogger } from '../../src/log.js';
-import { stringifyJson } from '../../src/json.js';
+} from '../../src/sessions/session-model.js';
+import { timeBoundsOf } from '../../src/historical/time-bounds.js';
+import { OutputChannel, type OutputMessage, type PollReply } from '../../src/sessions/output-channel.js';
+import { OutputRegistry, type OutputPollRequest } from '../../src/sessions/output-registry.js';
+import { createLogger } from '../../src/lib/log.js';
+import { stringifyJson } from '../../src/lib/json.js';
 import { checkQuery } from '../../src/query/index.js';
 
 const LIMITS = { sessionQueriesMax: 10 };

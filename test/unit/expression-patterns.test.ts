@@ -11,7 +11,7 @@ import {
   tokenize,
   type TermPattern,
 } from '../../src/expression/patterns.js';
-import { BadRequestError } from '../../src/errors.js';
+import { BadRequestError } from '../../src/lib/errors.js';
 import { Prng } from '../sim/prng.js';
 
 /** A seeded PRNG (the simulation's), so a failing case replays from its seed. */

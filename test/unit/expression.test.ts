@@ -18,8 +18,8 @@ import {
   type Expr,
   type Value,
 } from '../../src/expression/index.js';
-import { BadRequestError } from '../../src/errors.js';
-import { parseDatetime as parseDatetimeForReference } from '../../src/iso-time.js';
+import { BadRequestError } from '../../src/lib/errors.js';
+import { parseDatetime as parseDatetimeForReference } from '../../src/lib/iso-time.js';
 import { Prng } from '../sim/prng.js';
 
 /** Fully parenthesized form of a tree, to check how text was grouped. */

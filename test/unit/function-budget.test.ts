@@ -2,7 +2,7 @@
 // once a second's worth is spent the runner waits for the bucket to refill.
 
 import { describe, expect, it } from 'vitest';
-import { FunctionBudget } from '../../src/execution/function-budget.js';
+import { FunctionBudget } from '../../src/sessions/function-budget.js';
 
 describe('function budget - pacing session functions', () => {
   it('charges each call and asks for a wait once the bucket is spent, shorter as time passes', () => {

@@ -15,7 +15,7 @@ import { DiskWatch } from '../../src/storage/disk-watch.js';
 import { GroupCommitter } from '../../src/storage/group-commit.js';
 import { HintBuffer, HintBufferFullError } from '../../src/storage/hints.js';
 import type { StoredRecord } from '../../src/storage/repository.js';
-import { realTimers } from '../../src/timers.js';
+import { realTimers } from '../../src/lib/timers.js';
 
 const log = pino({ level: 'silent' });
 const BOUND_BYTES = 1024 * 1024;

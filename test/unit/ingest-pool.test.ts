@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { pino } from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { TributaryError } from '../../src/errors.js';
+import { TributaryError } from '../../src/lib/errors.js';
 import { IngestPool } from '../../src/streams/ingest-pool.js';
 import type { TsrBatch } from '../../src/streams/tsr-batch.js';
 

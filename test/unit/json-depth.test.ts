@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseJsonWithin } from '../../src/json.js';
+import { parseJsonWithin } from '../../src/lib/json.js';
 import { Prng } from '../sim/prng.js';
 
 /** How deep a value nests: `[[1]]` is 2 deep, a string holding brackets 0. */

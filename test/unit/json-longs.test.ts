@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, parseJson, stringifyJson } from '../../src/json.js';
+import { canonicalJson, parseJson, stringifyJson } from '../../src/lib/json.js';
 import { compileExpression } from '../../src/expression/index.js';
 
 // Tweet ids: above 2^53, where JSON.parse would round them.

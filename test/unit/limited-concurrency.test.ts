@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { forEachLimited } from '../../src/limited-concurrency.js';
+import { forEachLimited } from '../../src/lib/limited-concurrency.js';
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 

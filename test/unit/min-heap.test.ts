@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MinHeap } from '../../src/min-heap.js';
+import { MinHeap } from '../../src/lib/min-heap.js';
 import { Prng } from '../sim/prng.js';
 
 describe('MinHeap', () => {

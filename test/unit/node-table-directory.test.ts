@@ -6,7 +6,7 @@ import { NodeTable, type NodeDocument } from '../../src/cluster/node-table.js';
 import { nodeTableDirectory } from '../../src/cluster/peer-server.js';
 import { ADMIN_COMMAND, CORE_MESSAGE } from '../../src/cluster/core-messages.js';
 import { WRITE_RECORDS } from '../../src/cluster/write-messages.js';
-import { DEFINITION_PUSH, DEFINITION_WRITE } from '../../src/definitions/definition-messages.js';
+import { DEFINITION_PUSH, DEFINITION_WRITE } from '../../src/replicated-definitions/definition-messages.js';
 import { REPAIR_SWEEP } from '../../src/repair/repair-messages.js';
 
 function document(name: string, state: NodeDocument['state']): NodeDocument {

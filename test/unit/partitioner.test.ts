@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Prng } from '../sim/prng.js';
-import { canonicalJson } from '../../src/json.js';
+import { canonicalJson } from '../../src/lib/json.js';
 import { fnv1a32, partitionOf, partitionOfCanonical } from '../../src/streams/partitioner.js';
 
 const policy = (ring_size: number, bytes: number) => ({ replicas: 1, ring_size, hash_payload: { bytes } });

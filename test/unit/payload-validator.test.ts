@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { parseDatetime } from '../../src/iso-time.js';
+import { parseDatetime } from '../../src/lib/iso-time.js';
 import { compileValidator, type PayloadValidator } from '../../src/streams/payload-validator.js';
 import { Prng } from '../sim/prng.js';
 import { parseSchema } from '../../src/streams/schema.js';
@@ -41,7 +41,7 @@ const CASES: Record<string, TypeCase> = {
   },
   long: {
     type: { type: 'long' },
-    // Beyond 2^53 a long arrives as BigInt (src/json.ts) and is kept exactly.
+    // Beyond 2^53 a long arrives as BigInt (src/lib/json.ts) and is kept exactly.
     valid: [9007199254740991, -9007199254740991, 855448618232418307n, 2n ** 63n - 1n, -(2n ** 63n)],
     invalid: [
       [2 ** 53 + 2, 'expected long (integer from -9223372036854775808 to 9223372036854775807), got 9007199254740994'],

@@ -26,13 +26,13 @@ import type { CountTreeJson, LocalSearchRequest, LocalSearchResult } from '../..
 // Every subsystem that declares peer message kinds, so that the registry holds them all.
 import '../../src/cluster/core-messages.js';
 import '../../src/cluster/write-messages.js';
-import { DEFINITION_WRITE } from '../../src/definitions/definition-messages.js';
+import { DEFINITION_WRITE } from '../../src/replicated-definitions/definition-messages.js';
 import '../../src/repair/repair-messages.js';
-import '../../src/execution/execution-messages.js';
+import '../../src/sessions/execution-messages.js';
 import { SEARCH_READ } from '../../src/search/search-messages.js';
 import '../../src/monitoring/monitoring-peer.js';
 import '../../src/ops/store-stats-peer.js';
-import '../../src/console/history-peer.js';
+import '../../src/node-history/history-peer.js';
 import '../../src/streams/stored-data-peer.js';
 
 const member = (name: string, state: Member['state']): Member => ({

@@ -5,7 +5,7 @@ import nacl from 'tweetnacl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Membership } from '../../src/protocol/cluster-types.js';
 import type { NodeIdentity } from '../../src/peer/identity.js';
-import { VersionConflictError } from '../../src/errors.js';
+import { VersionConflictError } from '../../src/lib/errors.js';
 import { PeerUnavailableError } from '../../src/peer/errors.js';
 import { TRANSFER_CHUNK, decodeProto, encodeBody, encodeEnvelope, encodeProto, type TransferAck, type TransferChunk } from '../../src/peer/codec.js';
 import { WRITE_RECORDS } from '../../src/cluster/write-messages.js';

@@ -22,8 +22,8 @@ import { nodePageRoutes } from '../../src/http/routes/node-pages.js';
 import { opsRoutes } from '../../src/http/routes/ops.js';
 import { searchRoutes } from '../../src/http/routes/search.js';
 import { streamRoutes } from '../../src/http/routes/streams.js';
-import { packageRoot } from '../../src/package-root.js';
-import { validate } from '../../src/validation.js';
+import { packageRoot } from '../../src/lib/package-root.js';
+import { validate } from '../../src/lib/validation.js';
 
 const LIMITS = { sessionQueriesMax: 100 };
 const document = platformOpenApiDocument({ limits: LIMITS, version: '0.0.0-test' }) as any;

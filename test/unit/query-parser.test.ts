@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BadRequestError } from '../../src/errors.js';
+import { BadRequestError } from '../../src/lib/errors.js';
 import {
   formatExpression,
   parseQuery,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createPipeline, PipelineLimitError, type Change, type OutputRow, type Pipeline } from '../../src/execution/pipeline/index.js';
+import { createPipeline, PipelineLimitError, type Change, type OutputRow, type Pipeline } from '../../src/pipeline/index.js';
 import { analyseQuery, type QueryCheck, type StreamInfo } from '../../src/query/index.js';
 import { Prng } from '../sim/prng.js';
 

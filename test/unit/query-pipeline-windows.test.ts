@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { createPipeline, type Change, type Pipeline } from '../../src/execution/pipeline/index.js';
+import { createPipeline, type Change, type Pipeline } from '../../src/pipeline/index.js';
 import { analyseQuery, windowStartsMs, type QueryCheck, type StreamInfo, type WindowSpec } from '../../src/query/index.js';
 import { Prng } from '../sim/prng.js';
-import { IDLE_GRACE_MS } from '../../src/execution/pipeline/live-clock.js';
+import { IDLE_GRACE_MS } from '../../src/pipeline/live-clock.js';
 
 const EVENTS = '/streams/test/windows/events';
 const STREAMS = new Map<string, StreamInfo>([

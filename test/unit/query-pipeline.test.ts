@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createPipeline, PipelineLimitError, type Change, type OutputRow, type Pipeline } from '../../src/execution/pipeline/index.js';
+import { createPipeline, PipelineLimitError, type Change, type OutputRow, type Pipeline } from '../../src/pipeline/index.js';
 import { analyseQuery, variableValue, type CheckContext, type QueryCheck, type SessionVariable, type StreamInfo } from '../../src/query/index.js';
 import type { CompileOptions, Value } from '../../src/expression/index.js';
 import { LANGUAGE_EXAMPLES as EXAMPLES } from '../kit/query-examples.js';

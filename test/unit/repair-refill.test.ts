@@ -15,7 +15,7 @@ import { digestKeys, segmentOf } from '../../src/repair/key-digest.js';
 import { RepairService, type Damage, type RepairStream } from '../../src/repair/repair-service.js';
 import type { LocalPartitions, PartitionHolder, PeerPartitions, RepairPartitionRef } from '../../src/repair/partition-sync.js';
 import type { StoredRecord } from '../../src/storage/repository.js';
-import type { Timers } from '../../src/timers.js';
+import type { Timers } from '../../src/lib/timers.js';
 
 const DAMAGE: Damage = { reason: 'the newest data file was cut short', sinceMs: 1 };
 

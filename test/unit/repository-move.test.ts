@@ -15,7 +15,7 @@ import type { Repository, RepositoryName, StoredPayload, StoredRecord } from '..
 import { SearchableRepository } from '../../src/storage/ssr.js';
 import { TimeSeriesRepository } from '../../src/storage/tsr.js';
 import { blockRecords } from '../../src/streams/block-records.js';
-import { canonicalJson } from '../../src/json.js';
+import { canonicalJson } from '../../src/lib/json.js';
 import { partitionOf } from '../../src/streams/partitioner.js';
 import { DEFAULT_POLICY } from '../../src/streams/policy.js';
 import {
@@ -30,7 +30,7 @@ import {
 } from '../../src/streams/repository-move.js';
 import { loadMoveStates, RepositoryMover, type MoveProgress } from '../../src/streams/repository-mover.js';
 import { Prng } from '../sim/prng.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '../../src/lib/log.js';
 
 const STREAM = 'demo/mobile/happiness';
 const POLICY = { ...DEFAULT_POLICY, ring_size: 8 };

@@ -2,8 +2,8 @@
 // unkeyed, and the table must always be the one keying every change as it came makes.
 
 import { describe, expect, it } from 'vitest';
-import { type ChangeItem, RetainedTable, type RetainedTableLimits } from '../../src/execution/retained-table.js';
-import { stringifyJson } from '../../src/json.js';
+import { type ChangeItem, RetainedTable, type RetainedTableLimits } from '../../src/sessions/retained-table.js';
+import { stringifyJson } from '../../src/lib/json.js';
 import { Prng } from '../sim/prng.js';
 
 /** Every change keyed as it comes (the channel's table before adds could wait): the reference. */

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { BadRequestError } from '../../src/errors.js';
+import { BadRequestError } from '../../src/lib/errors.js';
 import {
   DEFAULT_TIMESTAMP_ANNOTATION,
   contributorFields,

@@ -117,7 +117,7 @@ describe('structure - imports', () => {
   }, 120_000);
 
   it('the layer check finds an upward import and a cycle between folders', () => {
-    // A made-up graph: storage (layer 2) importing http (layer 6), and http importing storage.
+    // A made-up graph: storage (layer 2) importing http (layer 8), and http importing storage.
     const graph = { 'storage/a.ts': ['http/b.ts'], 'http/b.ts': ['storage/a.ts'] };
     expect(upwardImports(graph)).toEqual(['storage/a.ts -> http/b.ts']);
     expect(unitCycles(graph, new Set())).toEqual(['http ⇄ storage: http/b.ts -> storage/a.ts, storage/a.ts -> http/b.ts']);

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { BadRequestError } from '../../src/errors.js';
+import { BadRequestError } from '../../src/lib/errors.js';
 import type { SandboxLimits } from '../../src/scripting/sandbox.js';
 import { parseTags, TagRunner, type TagDefinition } from '../../src/streams/tags.js';
 import { scriptFailure } from '../kit/script-errors.js';

@@ -2,11 +2,11 @@
 // made of changes, and a stored session's analysis is kept for its document and world.
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { tenantWorld } from '../../src/execution/query-context.js';
-import { analysedSession } from '../../src/execution/session-analysis.js';
-import { parseSessionBody } from '../../src/execution/session-document.js';
-import { resetSession, startQuery } from '../../src/execution/session-model.js';
-import type { DefinitionStore } from '../../src/storage/definitions.js';
+import { tenantWorld } from '../../src/sessions/query-context.js';
+import { analysedSession } from '../../src/sessions/session-analysis.js';
+import { parseSessionBody } from '../../src/sessions/session-document.js';
+import { resetSession, startQuery } from '../../src/sessions/session-model.js';
+import type { DefinitionStore } from '../../src/storage/definition-store.js';
 import { TemporaryDefinitions } from '../kit/temporary-definitions.js';
 
 const SCHEMA = { version: '1', topDef: { type: 'record', properties: { host: { type: 'string' }, cpu: { type: 'double' } } } };

@@ -1,7 +1,7 @@
 // TimeSlice.forEach: long loops give the event loop turns, short ones cost no await.
 
 import { describe, expect, it } from 'vitest';
-import { TimeSlice } from '../../src/time-slice.js';
+import { TimeSlice } from '../../src/lib/time-slice.js';
 
 describe('time slice - forEach', () => {
   it('visits every position in order without a turn while the slice lasts, and returns nothing to await', () => {

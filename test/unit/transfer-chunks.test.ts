@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ChunkData, DurableIncoming, TransferPlan } from '../../src/protocol/cluster-types.js';
 import { Database } from '../../src/storage/database.js';
-import type { DefinitionRecord } from '../../src/storage/definitions.js';
+import type { DefinitionRecord } from '../../src/storage/definition-store.js';
 import { TimeSeriesRepository } from '../../src/storage/tsr.js';
 import { packBlocks } from '../../src/storage/tsr-block.js';
 import type { StoredRecord } from '../../src/storage/repository.js';

@@ -3,9 +3,9 @@
 // failures and errors.
 
 import { describe, expect, it } from 'vitest';
-import { TributaryError } from '../../src/errors.js';
-import { parseBodyText } from '../../src/body-text.js';
-import { stringifyJson } from '../../src/json.js';
+import { TributaryError } from '../../src/lib/errors.js';
+import { parseBodyText } from '../../src/lib/body-text.js';
+import { stringifyJson } from '../../src/lib/json.js';
 import { blockRecords } from '../../src/streams/block-records.js';
 import { checkPayload } from '../../src/streams/ingest-checks.js';
 import { compilePayloadChecks } from '../../src/streams/payload-checks.js';

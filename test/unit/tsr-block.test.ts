@@ -5,11 +5,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Database } from '../../src/storage/database.js';
 import type { StoredPayload, StoredRecord } from '../../src/storage/repository.js';
 import { BadBlockError, BLOCK_CHARS_MAX, BLOCK_PAYLOADS_MAX, BLOCK_SPAN_MS, blockEncoding, blockHeader, blockPayload, decodeBlock, isoString, packBlocks, type BlockEntry } from '../../src/storage/tsr-block.js';
-import { InvariantError } from '../../src/assert.js';
+import { InvariantError } from '../../src/lib/assert.js';
 import { TimeSeriesRepository } from '../../src/storage/tsr.js';
 import { payloadWriteId } from '../../src/storage/tsr-order.js';
-import { isIsoStringOf } from '../../src/iso-time.js';
-import { canonicalJson, parseJson } from '../../src/json.js';
+import { isIsoStringOf } from '../../src/lib/iso-time.js';
+import { canonicalJson, parseJson } from '../../src/lib/json.js';
 import { Prng } from '../sim/prng.js';
 
 const START_MS = Date.UTC(2024, 0, 1);

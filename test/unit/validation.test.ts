@@ -3,9 +3,9 @@
 
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { BadRequestError } from '../../src/errors.js';
+import { BadRequestError } from '../../src/lib/errors.js';
 import { streamBodySchema } from '../../src/streams/schema-document.js';
-import { validate, withDefault } from '../../src/validation.js';
+import { validate, withDefault } from '../../src/lib/validation.js';
 
 function message(run: () => unknown): string {
   try {

@@ -12,7 +12,7 @@ import type { Member, Membership } from '../../src/protocol/cluster-types.js';
 import { exchangeBetween, type PartitionHolder, type RepairPartitionRef } from '../../src/repair/partition-sync.js';
 import { digestKeys, segmentOf } from '../../src/repair/key-digest.js';
 import type { StoredRecord } from '../../src/storage/repository.js';
-import type { Timers } from '../../src/timers.js';
+import type { Timers } from '../../src/lib/timers.js';
 
 const POLICY = { replicas: 2, ring_size: 8, hash_payload: { bytes: 128 } };
 const member = (name: string): Member => ({ name, publicKey: `key-${name}`, address: '127.0.0.1', port: 9000, httpPort: 8000, zone: 'z1', state: 'Joined' });

@@ -4,7 +4,7 @@
 
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { assert, InvariantError } from '../../src/assert.js';
+import { assert, InvariantError } from '../../src/lib/assert.js';
 import { HintKeeper } from '../../src/cluster/hint-keeper.js';
 import { PartitionRouter, type ReplicaWrites } from '../../src/cluster/partition-router.js';
 import { ReplicaWriter } from '../../src/cluster/replica-writer.js';

@@ -4,7 +4,7 @@
 
 import { z } from 'zod';
 import { accessRule } from '../../auth/access-rules.js';
-import type { DocumentLimits } from '../../execution/session-document.js';
+import type { DocumentLimits } from '../../sessions/session-document.js';
 import { platformOperations, type Answer, type Operation } from './operations.js';
 import { clusterEventSchema, errorSchema } from './responses.js';
 

@@ -7,8 +7,8 @@ import type { MembershipService } from '../../cluster/membership-service.js';
 import type { TransferAction } from '../../protocol/cluster-types.js';
 import type { ClusterRepair } from '../../repair/cluster-repair.js';
 import type { NodeTable } from '../../cluster/node-table.js';
-import type { TenantService } from '../../definitions/tenants.js';
-import { TributaryError } from '../../errors.js';
+import type { TenantService } from '../../replicated-definitions/tenants.js';
+import { TributaryError } from '../../lib/errors.js';
 import { openSse, type SseChannel, type SseOptions } from '../sse.js';
 import { expectedVersion, setVersionHeaders } from '../version-header.js';
 

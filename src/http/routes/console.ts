@@ -9,11 +9,11 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import Router from '@koa/router';
-import type { ClusterHistory } from '../../console/history.js';
-import type { RingView } from '../../console/ring-view.js';
-import { NotFoundError } from '../../errors.js';
-import { quoteForMessage } from '../../json.js';
-import { packageRoot } from '../../package-root.js';
+import type { ClusterHistory } from '../../node-history/history.js';
+import type { RingView } from '../../ops/ring-view.js';
+import { NotFoundError } from '../../lib/errors.js';
+import { quoteForMessage } from '../../lib/json.js';
+import { packageRoot } from '../../lib/package-root.js';
 import { CONSOLE_PATH, send } from './node-pages.js';
 
 export const CONSOLE_RING_PATH = `${CONSOLE_PATH}/data/ring`;

@@ -5,7 +5,7 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { ContributorService } from '../../contributors/contributor-service.js';
-import type { Definition } from '../../storage/definitions.js';
+import type { Definition } from '../../storage/definition-store.js';
 import { expectedVersion, setVersionHeaders } from '../version-header.js';
 
 const TYPE = '/contributors/:tenant/:type';

@@ -2,7 +2,7 @@
 // parse, call one service, shape the answer.
 
 import Router from '@koa/router';
-import type { DaemonService } from '../../execution/daemon-service.js';
+import type { DaemonService } from '../../sessions/daemon-service.js';
 import { expectedVersion, setVersionHeaders } from '../version-header.js';
 
 const DAEMON = '/daemon/:tenant/:collection/:id';

@@ -3,9 +3,9 @@
 // service, shape the answer.
 
 import Router from '@koa/router';
-import { NotFoundError, TributaryError } from '../../errors.js';
-import type { ExecutionService } from '../../execution/execution-service.js';
-import type { OutputRegistry } from '../../execution/output-registry.js';
+import { NotFoundError, TributaryError } from '../../lib/errors.js';
+import type { ExecutionService } from '../../sessions/execution-service.js';
+import type { OutputRegistry } from '../../sessions/output-registry.js';
 import { openSse, type SseOptions } from '../sse.js';
 
 const SESSION = '/execution/:tenant/sessions/:id';

@@ -2,7 +2,7 @@
 // tests and operators use them to check what a node really stores, partition by partition.
 
 import Router from '@koa/router';
-import { BadRequestError } from '../../errors.js';
+import { BadRequestError } from '../../lib/errors.js';
 import { streamId, streamKey } from '../../streams/stream-id.js';
 import type { Repository, RepositoryName } from '../../storage/repository.js';
 import { REPOSITORY_NAMES } from '../../storage/repository.js';

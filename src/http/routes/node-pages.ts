@@ -5,8 +5,8 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
 import { DOCS_CONTENT_SECURITY_POLICY, DOCS_PATH as BRAIN_DOCS_PATH, type DocsAsset, type DocsAssets } from '../../api-v1/docs.js';
-import { NotFoundError } from '../../errors.js';
-import { quoteForMessage } from '../../json.js';
+import { NotFoundError } from '../../lib/errors.js';
+import { quoteForMessage } from '../../lib/json.js';
 import { PLATFORM_DOCS_PATH, PLATFORM_OPENAPI_PATH } from '../openapi/document.js';
 
 export const CONSOLE_PATH = '/console';

@@ -1,7 +1,7 @@
 // Routes of the Search section: POST /ssr/:tenant/_search, _facet, _timeRangeHistogram, _discover.
 
 import Router from '@koa/router';
-import type { TenantService } from '../../definitions/tenants.js';
+import type { TenantService } from '../../replicated-definitions/tenants.js';
 import type { SearchService } from '../../search/search-service.js';
 
 export function searchRoutes(search: SearchService, tenants: TenantService): Router {

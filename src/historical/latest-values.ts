@@ -1,0 +1,293 @@
+// The last values per key of a tsr stream: what `group by k select k, last(a),
+// last(b)` needs, read from the newest blocks back only as far as the answer can change,
+// as InfluxDB answers last() from the newest block of each series.
+//
+// An owner answers for one partition: it keeps, per (stream, partition, key field), the
+// key's distinct values and the widest span of a block (built from the partition once,
+// then kept by every write stored here, dropped when a transfer or a drop changes the
+// partition). It reads blocks newest first and keeps, per key and field, the newest
+// payload whose field is not null, by (event time, writeId), the order `last` follows. It
+// stops once every key of the partition has every field and no block left can hold a
+// newer payload: blocks left start no later than the next one, and end less than the
+// widest span after it. A key field of too many values (KEY_VALUES_MAX) is read to the
+// end. The answer is kept too, and every write stored here updates it, as InfluxDB keeps
+// the last values of series in memory: the same question again reads nothing. The query's
+// node keeps, per key and field, the newest of the partitions' answers.
+
+import type { Value } from '../expression/index.js';
+import { stringifyJson } from '../lib/json.js';
+import type { SpannedBlock } from '../storage/tsr.js';
+import { type Block, blockHeader, columnValue, decodeBlock } from '../storage/tsr-block.js';
+import { payloadWriteId } from '../storage/tsr-order.js';
+import type { StoredRecord } from '../storage/repository.js';
+
+/** Distinct values a key index keeps for one partition; past it, the partition is read to the end. */
+const KEY_VALUES_MAX = 10_000;
+/** Partitions whose indexes and answers are kept at once; past it, all are dropped and built again when asked for. */
+const PARTITIONS_MAX = 4_096;
+/** Entries of kept answers, in all; past it, every kept answer is dropped. */
+const ANSWER_ENTRIES_MAX = 1_000_000;
+
+export interface LatestRequest {
+  readonly stream: string;
+  readonly partition: number;
+  readonly key: string;
+  readonly fields: readonly string[];
+}
+
+/** The newest payload of a key with a field not null: its time, writeId and the value. */
+export interface LatestSlot {
+  readonly timestamp: number;
+  readonly writeId: string;
+  readonly value: Value;
+}
+
+export interface LatestEntry {
+  readonly key: Value;
+  /** Per field asked for, null when no payload of the key holds it. Never changed once handed out. */
+  readonly slots: ReadonlyArray<LatestSlot | null>;
+}
+
+/** An entry while a read builds it, before it is kept or handed out. */
+interface OpenEntry {
+  readonly key: Value;
+  readonly slots: Array<LatestSlot | null>;
+}
+
+export interface LatestSource {
+  partitionBlocks(stream: string, partition: number, newestFirst: boolean): AsyncIterable<SpannedBlock>;
+}
+
+/** A partition's distinct values of one field (undefined: more than KEY_VALUES_MAX), and its widest block. */
+interface KeyIndex {
+  keys: Map<unknown, Value> | undefined;
+  spanMs: number;
+}
+
+/** The Map key of a key value (1 and '1' apart; records and arrays by their JSON). */
+function keyOf(value: Value): unknown {
+  return typeof value === 'object' && value !== null ? `\u0000${stringifyJson(value)}` : value;
+}
+
+/** Reads a top-level field of a block's payloads: its value, null where a payload lacks it. */
+function fieldReader(block: Block, field: string): (index: number) => Value {
+  const column = block.column(field);
+  if (column !== undefined) return (index) => columnValue(column, block, index) as Value;
+  const rest = block.rest;
+  if (rest === undefined) return () => null;
+  return (index) => (Object.hasOwn(rest[index]!, field) ? ((rest[index]![field] ?? null) as Value) : null);
+}
+
+function partitionKey(stream: string, partition: number): string {
+  return `${stream}\n${partition}`;
+}
+
+/** The key of a kept answer within its partition: the key field and the fields asked for. */
+function questionOf(request: LatestRequest): string {
+  return `${request.key}\n${request.fields.join('\n')}`;
+}
+
+/** What is kept of one partition: key indexes by field, answers by question (key and fields). */
+interface PartitionState {
+  readonly indexes: Map<string, KeyIndex>;
+  readonly answers: Map<string, { readonly request: LatestRequest; readonly entries: Map<unknown, LatestEntry> }>;
+}
+
+export class LatestValues {
+  private readonly partitions = new Map<string, PartitionState>();
+  /** Writes stored and drops per partition, so that what is built meanwhile is not kept. */
+  private readonly changes = new Map<string, number>();
+  private answerEntries = 0;
+
+  constructor(private readonly source: LatestSource) {}
+
+  /** The partition's answer when one is kept: what latest() would answer, without a read or a wait. */
+  kept(request: LatestRequest): LatestEntry[] | undefined {
+    return this.keptAt(partitionKey(request.stream, request.partition), questionOf(request));
+  }
+
+  /** The partition's answer: per key, the newest value of each field. */
+  async latest(request: LatestRequest): Promise<LatestEntry[]> {
+    const partition = partitionKey(request.stream, request.partition);
+    const question = questionOf(request);
+    const kept = this.keptAt(partition, question);
+    if (kept !== undefined) return kept;
+    const changesBefore = this.changes.get(partition) ?? 0;
+    const entries = await this.read(request);
+    if ((this.changes.get(partition) ?? 0) === changesBefore) {
+      if (this.answerEntries + entries.size > ANSWER_ENTRIES_MAX) this.dropAnswers();
+      this.state(partition).answers.set(question, { request, entries });
+      this.answerEntries += entries.size;
+    }
+    return [...entries.values()];
+  }
+
+  /** The kept answer to the question of the partition, if one is kept. */
+  private keptAt(partition: string, question: string): LatestEntry[] | undefined {
+    const kept = this.partitions.get(partition)?.answers.get(question);
+    return kept === undefined ? undefined : [...kept.entries.values()];
+  }
+
+  /** The partition read newest first, as far as the answer can change. */
+  private async read(request: LatestRequest): Promise<Map<unknown, LatestEntry>> {
+    const index = await this.index(request.stream, request.partition, request.key);
+    const entries = new Map<unknown, OpenEntry>();
+    for (const value of index.keys?.values() ?? []) entries.set(keyOf(value), { key: value, slots: request.fields.map(() => null) });
+    let open = index.keys === undefined ? Infinity : entries.size * request.fields.length;
+    for await (const stored of this.source.partitionBlocks(request.stream, request.partition, true)) {
+      // Every key holds every field, newer than anything a block left can hold: done.
+      if (open === 0 && oldestSlot(entries) > stored.minTs + index.spanMs) break;
+      const block = decodeBlock(stored.value);
+      const keyOfRow = fieldReader(block, request.key);
+      const fieldsOfRow = request.fields.map((field) => fieldReader(block, field));
+      for (let row = block.count - 1; row >= 0; row -= 1) {
+        const key = keyOfRow(row);
+        let entry = entries.get(keyOf(key));
+        if (entry === undefined) {
+          // A key the index does not have yet (stored while this read runs): it must be found too.
+          entries.set(keyOf(key), (entry = { key, slots: request.fields.map(() => null) }));
+          open += request.fields.length;
+        }
+        const timestamp = block.timestamps[row]!;
+        let writeId: string | undefined;
+        for (let slot = 0; slot < fieldsOfRow.length; slot += 1) {
+          const kept = entry.slots[slot];
+          if (kept !== null && kept !== undefined && kept.timestamp > timestamp) continue;
+          const value = fieldsOfRow[slot]!(row);
+          if (value === null) continue;
+          writeId ??= payloadWriteId(stored.writeId, block.positions[row]!);
+          if (kept !== null && kept !== undefined && kept.timestamp === timestamp && kept.writeId >= writeId) continue;
+          if (kept === null) open -= 1;
+          entry.slots[slot] = { timestamp, writeId, value };
+        }
+      }
+    }
+    return entries;
+  }
+
+  /** Blocks just stored here (a write, a hint, a repair): the partition's indexes learn their keys. */
+  stored(records: readonly StoredRecord[]): void {
+    for (const record of records) {
+      const partition = partitionKey(record.stream, record.partition);
+      this.changes.set(partition, (this.changes.get(partition) ?? 0) + 1);
+      const state = this.partitions.get(partition);
+      if (state === undefined) continue;
+      const block = decodeBlock(record.value);
+      for (const [field, index] of state.indexes) learn(index, block, field);
+      for (const answer of state.answers.values()) this.answerEntries += update(answer.entries, answer.request, block, record.writeId);
+    }
+  }
+
+  /** The partition changed otherwise (a transfer, a drop): what was kept of it is built again when next asked for. */
+  forget(stream: string, partition: number): void {
+    const key = partitionKey(stream, partition);
+    for (const answer of this.partitions.get(key)?.answers.values() ?? []) this.answerEntries -= answer.entries.size;
+    this.partitions.delete(key);
+    this.changes.set(key, (this.changes.get(key) ?? 0) + 1);
+  }
+
+  private state(partition: string): PartitionState {
+    let state = this.partitions.get(partition);
+    if (state === undefined) {
+      if (this.partitions.size >= PARTITIONS_MAX) {
+        this.partitions.clear();
+        this.answerEntries = 0;
+      }
+      this.partitions.set(partition, (state = { indexes: new Map(), answers: new Map() }));
+    }
+    return state;
+  }
+
+  private dropAnswers(): void {
+    for (const state of this.partitions.values()) state.answers.clear();
+    this.answerEntries = 0;
+  }
+
+  private async index(stream: string, partition: number, field: string): Promise<KeyIndex> {
+    const key = partitionKey(stream, partition);
+    const known = this.partitions.get(key)?.indexes.get(field);
+    if (known !== undefined) return known;
+    const changesBefore = this.changes.get(key) ?? 0;
+    const index: KeyIndex = { keys: new Map(), spanMs: 0 };
+    for await (const stored of this.source.partitionBlocks(stream, partition, false)) {
+      const header = blockHeader(stored.value);
+      index.spanMs = Math.max(index.spanMs, header.maxTs - header.minTs);
+      if (index.keys !== undefined) learn(index, decodeBlock(stored.value), field);
+    }
+    // Something stored meanwhile may be missing from it: used for this read, not kept.
+    if ((this.changes.get(key) ?? 0) === changesBefore) this.state(key).indexes.set(field, index);
+    return index;
+  }
+}
+
+/**
+ * Takes a stored block's payloads into a kept answer; returns how many keys it added. An
+ * entry that changes is replaced, never changed in place: answers handed out hold the old one.
+ */
+function update(entries: Map<unknown, LatestEntry>, request: LatestRequest, block: Block, blockId: string): number {
+  const keyOfRow = fieldReader(block, request.key);
+  const fieldsOfRow = request.fields.map((field) => fieldReader(block, field));
+  let added = 0;
+  for (let row = 0; row < block.count; row += 1) {
+    const key = keyOfRow(row);
+    const mapKey = keyOf(key);
+    const entry = entries.get(mapKey);
+    if (entry === undefined) added += 1;
+    const timestamp = block.timestamps[row]!;
+    let slots: Array<LatestSlot | null> | undefined;
+    for (let slot = 0; slot < fieldsOfRow.length; slot += 1) {
+      const kept = entry?.slots[slot] ?? null;
+      if (kept !== null && kept.timestamp > timestamp) continue;
+      const value = fieldsOfRow[slot]!(row);
+      if (value === null) continue;
+      const writeId = payloadWriteId(blockId, block.positions[row]!);
+      if (kept !== null && kept.timestamp === timestamp && kept.writeId >= writeId) continue;
+      slots ??= entry === undefined ? request.fields.map(() => null) : [...entry.slots];
+      slots[slot] = { timestamp, writeId, value };
+    }
+    if (entry === undefined || slots !== undefined) entries.set(mapKey, { key, slots: slots ?? request.fields.map(() => null) });
+  }
+  return added;
+}
+
+/** Adds a block's values of the field and its span to an index. */
+function learn(index: KeyIndex, block: Block, field: string): void {
+  index.spanMs = Math.max(index.spanMs, block.maxTs - block.minTs);
+  const keys = index.keys;
+  if (keys === undefined) return;
+  const column = block.column(field);
+  if (column?.kind === 'dictionary') for (const value of column.distinct) keys.set(value, value);
+  else {
+    const read = fieldReader(block, field);
+    for (let row = 0; row < block.count; row += 1) {
+      const value = read(row);
+      keys.set(keyOf(value), value);
+    }
+  }
+  if (keys.size > KEY_VALUES_MAX) index.keys = undefined;
+}
+
+/** The oldest time among every key's kept fields; -Infinity while one is not kept. */
+function oldestSlot(entries: ReadonlyMap<unknown, LatestEntry>): number {
+  let oldest = Infinity;
+  for (const entry of entries.values()) for (const slot of entry.slots) oldest = Math.min(oldest, slot === null ? -Infinity : slot.timestamp);
+  return oldest;
+}
+
+/** The newest of the partitions' answers, per key and field. */
+export function mergeLatest(answers: ReadonlyArray<readonly LatestEntry[]>, fieldCount: number): LatestEntry[] {
+  const merged = new Map<unknown, OpenEntry>();
+  for (const answer of answers) {
+    for (const entry of answer) {
+      const mapKey = keyOf(entry.key);
+      let kept = merged.get(mapKey);
+      if (kept === undefined) merged.set(mapKey, (kept = { key: entry.key, slots: new Array<LatestSlot | null>(fieldCount).fill(null) }));
+      for (let index = 0; index < fieldCount; index += 1) {
+        const slot = entry.slots[index] ?? null;
+        const current = kept.slots[index]!;
+        if (slot !== null && (current === null || slot.timestamp > current.timestamp || (slot.timestamp === current.timestamp && slot.writeId > current.writeId))) kept.slots[index] = slot;
+      }
+    }
+  }
+  return [...merged.values()];
+}
