@@ -12,8 +12,8 @@
 // notice opens another.
 
 import type * as grpc from '@grpc/grpc-js';
-import { assert } from '../assert.js';
-import type { Logger } from '../log.js';
+import { assert } from '../lib/assert.js';
+import type { Logger } from '../lib/log.js';
 
 /** Notices of one stream waiting, to be sent or to be handled: more are dropped. */
 export const NOTICES_QUEUED_MAX = 64;

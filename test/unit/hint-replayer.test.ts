@@ -11,7 +11,7 @@ import { HintReplayer } from '../../src/cluster/hint-replayer.js';
 import type { Member, Membership, NodeState, Slot } from '../../src/protocol/cluster-types.js';
 import type { Hint } from '../../src/storage/hints.js';
 import type { StoredRecord } from '../../src/storage/repository.js';
-import type { Timers } from '../../src/timers.js';
+import type { Timers } from '../../src/lib/timers.js';
 
 const member = (name: string, state: NodeState = 'Joined'): Member => ({ name, publicKey: `key-${name}`, address: '127.0.0.1', port: 9000, httpPort: 8000, zone: 'z1', state });
 const SLOTS: Slot[] = Array.from({ length: 16 }, (_, partition) => ({ partition, replicas: 2 }));
