@@ -3,6 +3,7 @@
 // common to them are parsed here, once.
 
 import { parseArgs } from 'node:util';
+import { runHeartbeatBench } from './heartbeat.js';
 import { runIngestBench } from './ingest.js';
 import { runPeersIngestBench } from './peers-ingest.js';
 import { runPeersTimeseriesBench } from './peers-timeseries.js';
@@ -22,6 +23,7 @@ const BENCHES: Record<string, BenchRun> = {
   'peers-ingest': runPeersIngestBench,
   'peers-timeseries': runPeersTimeseriesBench,
   scale: runScaleBench,
+  heartbeat: runHeartbeatBench,
 };
 
 const DEFAULTS: BenchOptions = { payloads: 200_000, batch: 500, concurrency: 1, extraConcurrency: 4, runs: 100, nodes: 32 };
@@ -34,6 +36,8 @@ const BENCH_DEFAULTS: Record<string, Partial<BenchOptions>> = {
   'peers-timeseries': { payloads: 1_000_000, batch: 5000, concurrency: 4, runs: 10 },
   // Growing to 32 nodes one join at a time, twice: 20,000 payloads keep each change short.
   scale: { payloads: 20_000 },
+  // 5 rounds of 3,000 heartbeats each way, in turn.
+  heartbeat: { payloads: 3_000, runs: 5 },
 };
 
 const USAGE = `usage: node dist/bench/run.js <name> [--payloads N] [--batch N] [--concurrency N] [--extra-concurrency N] [--runs N] [--nodes N]
