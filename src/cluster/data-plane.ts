@@ -176,6 +176,7 @@ function writeParts(ports: DataPlanePorts) {
 /** Partitions this node no longer owns are handed off (or caught up), then dropped. */
 function handOffParts(ports: DataPlanePorts, writes: ReturnType<typeof writeParts>, repair: RepairService): PartitionHandOff {
   const { localName, core, limits } = ports;
+  const remoteDigests = remotePartitions(ports.endpoint, limits.peerDeadlineMs).digests;
   return new PartitionHandOff({
     localName, log: ports.log, timers: ports.timers, membership: () => core.membership(),
     dropPartition: async (repo, stream, partition) => {
@@ -185,8 +186,9 @@ function handOffParts(ports: DataPlanePorts, writes: ReturnType<typeof writePart
     hintTargets: () => ports.hints.targets(),
     followUpsPending: () => writes.followUps.pending(),
     streams: () => ports.streams(),
-    handOff: (part, replicas, owners) => repair.handOff(part, replicas, owners),
-    catchUp: (part, replicas, owners) => repair.catchUp(part, replicas, owners),
+    handOff: (part, replicas, owners, theirs) => repair.handOff(part, replicas, owners, theirs),
+    catchUp: (part, replicas, owners, theirs) => repair.catchUp(part, replicas, owners, theirs),
+    digests: async (owner, repo, stream, partitions) => (core.available(owner) ? remoteDigests(owner, repo, stream, partitions) : new Map()),
     holds: async (repo, stream, partition) => (await ports.partitions.keys({ repo, stream, partition })).length > 0,
     finalSynced: (changeId) => ports.shell.finalSynced(changeId),
     graceMs: 2 * limits.writeDeadlineMs,

@@ -49,8 +49,10 @@ export async function syncPartition(
   part: RepairPartitionRef,
   replicas: number,
   mode: 'both' | 'push' | 'pull',
+  /** The peer's digest when already read (a final sync reads many at once: RepairDigests). */
+  theirDigest?: ArrayLike<number>,
 ): Promise<SyncResult> {
-  const [mine, theirs] = await Promise.all([local.digest(part), peers.digest(peer, part)]);
+  const [mine, theirs] = await Promise.all([local.digest(part), theirDigest ?? peers.digest(peer, part)]);
   const segments = differingSegments(mine, theirs);
   if (segments.length === 0) return { segments: 0, sent: 0, received: 0 };
   const [myKeys, theirKeys] = await Promise.all([local.keys(part).then((keys) => keysInSegments(keys, segments)), peers.keys(peer, part, segments)]);

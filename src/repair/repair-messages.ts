@@ -19,6 +19,16 @@ export interface RepairDigestReply {
   segments: number[];
 }
 
+/** Several partitions of one stream, for their digests at once. */
+export interface RepairDigests {
+  repo: RepositoryName;
+  stream: string;
+  partitions: number[];
+}
+
+/** Partitions one RepairDigests may name: more is refused. */
+export const REPAIR_DIGESTS_PER_CALL_MAX = 32;
+
 export interface RepairKeys extends RepairPartition {
   segments: number[];
 }
@@ -56,12 +66,26 @@ const repairPartition: BodyCodec<RepairPartition> = {
   fromProto: (object) => ({ repo: dataRepoFrom(object, 'repo'), stream: str(object, 'stream'), partition: int(object, 'partition') }),
 };
 
+const digestReply: BodyCodec<RepairDigestReply> = { toProto: (value) => ({ segments: value.segments }), fromProto: (object) => ({ segments: uints(object, 'segments') }) };
+
 export const REPAIR_DIGEST = definePeerKind<RepairPartition, RepairDigestReply>({
   name: 'RepairDigest',
   request: repairPartition,
+  reply: { type: 'RepairDigestReply', codec: digestReply },
+});
+
+export const REPAIR_DIGESTS = definePeerKind<RepairDigests, { digests: RepairDigestReply[] }>({
+  name: 'RepairDigests',
+  request: {
+    toProto: (value) => ({ repo: DATA_REPOS[value.repo], stream: value.stream, partitions: value.partitions }),
+    fromProto: (object) => ({ repo: dataRepoFrom(object, 'repo'), stream: str(object, 'stream'), partitions: uints(object, 'partitions') }),
+  },
   reply: {
-    type: 'RepairDigestReply',
-    codec: { toProto: (value) => ({ segments: value.segments }), fromProto: (object) => ({ segments: uints(object, 'segments') }) },
+    type: 'RepairDigestsReply',
+    codec: {
+      toProto: (value) => ({ digests: value.digests.map(digestReply.toProto) }),
+      fromProto: (object) => ({ digests: list(object, 'digests', digestReply.fromProto) }),
+    },
   },
 });
 

@@ -153,12 +153,12 @@ export class RepairService {
    * Pushes this node's records of the partition to each of `owners` (push only) and
    * resolves once every one of them holds them all; throws if one could not be reached.
    */
-  async handOff(part: RepairPartitionRef, replicas: number, owners: readonly string[]): Promise<number> {
+  async handOff(part: RepairPartitionRef, replicas: number, owners: readonly string[], theirDigests?: ReadonlyMap<string, ArrayLike<number>>): Promise<number> {
     let sent = 0;
     for (const owner of owners) {
       if (owner === this.deps.localName) continue;
       if (!this.deps.available(owner)) throw new Error(`${owner} is unavailable`);
-      sent += (await syncPartition(this.deps.local, this.deps.peers, owner, part, replicas, 'push')).sent;
+      sent += (await syncPartition(this.deps.local, this.deps.peers, owner, part, replicas, 'push', theirDigests?.get(owner))).sent;
     }
     return sent;
   }
@@ -167,12 +167,12 @@ export class RepairService {
    * Fetches what each of `owners` holds of the partition and this node lacks; resolves once
    * this node holds all they hold, throws if one could not be reached.
    */
-  async catchUp(part: RepairPartitionRef, replicas: number, owners: readonly string[]): Promise<number> {
+  async catchUp(part: RepairPartitionRef, replicas: number, owners: readonly string[], theirDigests?: ReadonlyMap<string, ArrayLike<number>>): Promise<number> {
     let received = 0;
     for (const owner of owners) {
       if (owner === this.deps.localName) continue;
       if (!this.deps.available(owner)) throw new Error(`${owner} is unavailable`);
-      received += (await syncPartition(this.deps.local, this.deps.peers, owner, part, replicas, 'pull')).received;
+      received += (await syncPartition(this.deps.local, this.deps.peers, owner, part, replicas, 'pull', theirDigests?.get(owner))).received;
     }
     return received;
   }

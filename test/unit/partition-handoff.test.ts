@@ -64,6 +64,49 @@ describe('partition hand-off - a partition dropped while a change is in flight',
 });
 
 describe('partition hand-off - a final sync that goes on where it was', () => {
+  it('reads each owner\'s digests of the steps\' partitions in one go, and a step without one reads its own', async () => {
+    const membership = joining();
+    const reads: string[] = [];
+    const given: Array<{ step: string; digest: string | undefined }> = [];
+    const finalSynced: string[] = [];
+    let tick: () => void = () => undefined;
+    const timers: Timers = { now: () => 0, setTimeout: () => ({ cancel: () => undefined }), setInterval: (run) => ((tick = run), { cancel: () => undefined }) };
+    const handOff = new PartitionHandOff({
+      localName: 'c', membership: () => membership, timers, log: pino({ level: 'silent' }),
+      streams: () => [{ key: 't/c/s', repo: 'ssr', replicas: 2 }],
+      dropPartition: async () => undefined,
+      hintTargets: () => [],
+      handOff: async () => 0,
+      catchUp: async (part, _replicas, owners, theirs) => {
+        given.push({ step: `${part.partition}<${owners.join(',')}`, digest: theirs?.get(owners[0]!) === undefined ? undefined : Array.from(theirs.get(owners[0]!)!).join() });
+        return 0;
+      },
+      // a answers with each partition's number as its digest; b cannot be read at once.
+      digests: async (owner, _repo, _stream, partitions) => {
+        reads.push(`${owner}:${partitions.length}`);
+        if (owner === 'b') throw new Error('b is busy');
+        return new Map(partitions.map((partition) => [partition, [partition]]));
+      },
+      holds: async () => true,
+      finalSynced: (changeId) => finalSynced.push(changeId),
+      graceMs: 0,
+      retryMs: 1_000,
+    });
+    handOff.start();
+    tick();
+    const deadline = Date.now() + 2_000;
+    while (finalSynced.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    const gained = SLOTS.filter((slot) => nextOwnersOf(membership, slot).includes('c') && !ownersOf(membership, slot).includes('c'));
+    const steps = gained.flatMap((slot) => ownersOf(membership, slot).map((owner) => ({ partition: slot.partition, owner })));
+    expect(finalSynced).toEqual(['e4-join-c']);
+    // One read per owner, naming every partition of its steps.
+    expect(reads.sort()).toEqual(['a', 'b'].filter((owner) => steps.some((step) => step.owner === owner)).map((owner) => `${owner}:${steps.filter((step) => step.owner === owner).length}`).sort());
+    for (const step of steps) {
+      expect(given).toContainEqual({ step: `${step.partition}<${step.owner}`, digest: step.owner === 'a' ? String(step.partition) : undefined });
+    }
+    handOff.stop();
+  });
+
   it('hands a leaving node\'s partitions off several at once, each once, then reports the sync done', async () => {
     const membership = leaving();
     const handed: string[] = [];

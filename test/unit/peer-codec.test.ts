@@ -162,6 +162,8 @@ const SAMPLES: Record<string, unknown[]> = {
   DefinitionRead: [{ after: '', limit: 500 }, { after: 'stream/t/c/s', limit: 1 }],
   RepairDigest: [{ repo: 'tsr', stream: 't/c/s', partition: 12 }],
   RepairDigestReply: [{ segments: [0, 0, 0, 3, 4_294_967_295, 17] }, { segments: [] }],
+  RepairDigests: [{ repo: 'ssr', stream: 't/c/s', partitions: [0, 12, 4095] }],
+  RepairDigestsReply: [{ digests: [{ segments: [1, 2, 3] }, { segments: [] }] }, { digests: [] }],
   RepairKeys: [{ repo: 'ssr', stream: 't/c/s', partition: 0, segments: [1, 63] }],
   RepairKeysReply: [{ keys: ['000a/w1', 'w2'] }, { keys: [] }],
   RepairFetch: [{ repo: 'ssr', stream: 't/c/s', partition: 4, keys: ['w1'] }],
