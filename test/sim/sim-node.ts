@@ -135,7 +135,8 @@ export class SimClusterNode implements Incarnation {
       },
     });
     node.reportSlots(slotsOf(this.config.streams));
-    node.start(this.disk.damage);
+    // Every stop here is a crash: a restart is after a stop that was not clean.
+    node.start(this.disk.damage, this.incarnation > 1);
     const { shell, plane } = node;
     this.process = { core, shell, plane, node, disk };
   }
