@@ -124,7 +124,7 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
       repair.start(damage);
       // The chaos suite found partitions answering different totals once settled: writes
       // whose outcome was unknown, noted by a node then killed before it followed them up.
-      if (uncleanStop) followUpEvery(followUps, ports.streams());
+      if (uncleanStop) followUpEvery(followUps, ports.streams(), true);
     },
     stop() {
       for (const part of parts) part.stop();
@@ -134,9 +134,9 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
 }
 
 /** Notes every partition of `streams` for a follow-up: their owners exchange what each lacks. */
-function followUpEvery(followUps: UncertainWrites, streams: readonly RepairStream[]): void {
+function followUpEvery(followUps: UncertainWrites, streams: readonly RepairStream[], afterUncleanStop = false): void {
   for (const stream of streams) {
-    for (let partition = 0; partition < stream.ringSize; partition += 1) followUps.note(stream.repo, stream.key, partition, stream.replicas);
+    for (let partition = 0; partition < stream.ringSize; partition += 1) followUps.note(stream.repo, stream.key, partition, stream.replicas, afterUncleanStop);
   }
 }
 
@@ -195,7 +195,7 @@ function handOffParts(ports: DataPlanePorts, writes: ReturnType<typeof writePart
       return ports.dropPartition(repo, stream, partition);
     },
     hintTargets: () => ports.hints.targets(),
-    followUpsPending: () => writes.followUps.pending(),
+    followUpsPending: () => writes.followUps.pendingForLeave(),
     streams: () => ports.streams(),
     handOff: (part, replicas, owners, theirs) => repair.handOff(part, replicas, owners, theirs),
     catchUp: (part, replicas, owners, theirs) => repair.catchUp(part, replicas, owners, theirs),

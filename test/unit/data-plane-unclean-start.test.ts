@@ -43,6 +43,12 @@ describe('data plane - a start after a stop that was not clean', () => {
     const started = plane();
     started.start(undefined, true);
     expect(started.followUps.pending()).toBe(8 + 4);
+    // Nothing acknowledged waits on them: a leave is not held back by them, but by a
+    // partition noted since for a write seen to fail.
+    expect(started.followUps.pendingForLeave()).toBe(0);
+    started.followUps.note('ssr', 't/c/events', 3, 2);
+    expect(started.followUps.pending()).toBe(8 + 4);
+    expect(started.followUps.pendingForLeave()).toBe(1);
     started.stop();
   });
 
