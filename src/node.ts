@@ -216,7 +216,7 @@ function baseParts(config: Config) {
 
 /** The database (checked for damage at open), definitions, hints, group commit and both repositories. */
 async function openStorage(config: Config, log: Logger, metrics: Metrics) {
-  const { database, damage: damageFound, stoppedCleanly } = await openChecked(config.dataDir, log, {
+  const { database, damage: damageFound } = await openChecked(config.dataDir, log, {
     onSyncedBatch: (seconds) => metrics.syncedBatch(seconds),
     writeBufferBytes: config.storage.writeBufferBytes,
     nodeName: config.name,
@@ -245,7 +245,6 @@ async function openStorage(config: Config, log: Logger, metrics: Metrics) {
     disk,
     losses,
     damage,
-    stoppedCleanly,
     store: await DefinitionStore.open(database),
     hints: await HintBuffer.open(database, config.limits.hintBufferBytesMax),
     committer: new GroupCommitter(database, undefined, (seconds) => metrics.groupCommit(seconds)),
@@ -585,7 +584,7 @@ async function startParts(config: Config, cluster: Cluster, defined: Defined, da
   const reportSlots = () => data.node.reportSlots(defined.placements.slotsInUse());
   defined.definitions.onChange((key) => (key.startsWith('repository/') || key.startsWith('policy/')) && reportSlots());
   reportSlots();
-  data.node.start(storage.damage, !storage.stoppedCleanly);
+  data.node.start(storage.damage);
   data.mover.start();
   void execution.sessionHost.reconcile();
   if (cluster.persisted === undefined && !config.join) {

@@ -40,11 +40,8 @@ export interface ClusterNode {
   plane: DataPlane;
   /** The (partition, replicas) pairs the streams use: the core plans ownership of these. */
   reportSlots(slots: Slot[]): void;
-  /**
-   * Starts the shell, then the data plane (with the damage found at open or stored before,
-   * and whether the last stop was clean: data-plane.ts).
-   */
-  start(damage: Damage | undefined, uncleanStop?: boolean): void;
+  /** Starts the shell, then the data plane (with the damage found at open or stored before). */
+  start(damage: Damage | undefined): void;
   stop(): void;
 }
 
@@ -79,9 +76,9 @@ export function startClusterNode(ports: ClusterNodePorts): ClusterNode {
   return {
     core, shell, plane: started,
     reportSlots: (slots) => shell.submit({ type: 'slots', slots }),
-    start(damage, uncleanStop) {
+    start(damage) {
       shell.start();
-      started.start(damage, uncleanStop);
+      started.start(damage);
     },
     stop() {
       shell.stop();

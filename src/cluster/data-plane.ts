@@ -12,7 +12,7 @@ import type { Timers } from '../lib/timers.js';
 import { ClusterRepair } from '../repair/cluster-repair.js';
 import { remotePartitions, remoteRuns, serveRepair } from '../repair/repair-peer.js';
 import { localHolder, peerHolder, type LocalPartitions, type PartitionHolder, type PeerPartitions } from '../repair/partition-sync.js';
-import { WriteFollowUps, type UncertainWrites } from './write-follow-ups.js';
+import { WriteFollowUps } from './write-follow-ups.js';
 import { RepairService, type Damage, type RepairStream } from '../repair/repair-service.js';
 import type { ChunkStore } from './cluster-shell.js';
 import type { ClusterCore } from '../cluster-core/core.js';
@@ -73,12 +73,7 @@ export interface DataPlane {
   repair: RepairService;
   clusterRepair: ClusterRepair;
   followUps: WriteFollowUps;
-  /**
-   * Starts the plane with the damage found at open or stored before. After a stop that was
-   * not clean (kill -9, a crash), every partition is followed up: the write follow-ups this
-   * node held in memory are gone (write-follow-ups.ts).
-   */
-  start(damage: Damage | undefined, uncleanStop?: boolean): void;
+  start(damage: Damage | undefined): void;
   stop(): void;
 }
 
@@ -94,7 +89,11 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
     peers: peerSides,
     persistDamage: (damage) => ports.persistDamage(damage),
     announceDamage: (damaged) => ports.shell.damaged(damaged),
-    followUpAll: (streams) => followUpEvery(followUps, streams),
+    followUpAll: (streams) => {
+      for (const stream of streams) {
+        for (let partition = 0; partition < stream.ringSize; partition += 1) followUps.note(stream.repo, stream.key, partition, stream.replicas);
+      }
+    },
     refillDefinitions: () => readAllDefinitions(endpoint, ports.definitions, hintDelegates(core, localName), limits.peerDeadlineMs),
     intervalMs: limits.repairIntervalMs,
     pacingMs: limits.repairPacingMs,
@@ -119,25 +118,15 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
   const parts = [replayer, followUps, handOff] as const;
   return {
     router: writes.router, keeper: writes.keeper, replayer, handOff, repair, clusterRepair, followUps,
-    start(damage, uncleanStop = false) {
+    start(damage) {
       for (const part of parts) part.start();
       repair.start(damage);
-      // The chaos suite found partitions answering different totals once settled: writes
-      // whose outcome was unknown, noted by a node then killed before it followed them up.
-      if (uncleanStop) followUpEvery(followUps, ports.streams(), true);
     },
     stop() {
       for (const part of parts) part.stop();
       repair.stop();
     },
   };
-}
-
-/** Notes every partition of `streams` for a follow-up: their owners exchange what each lacks. */
-function followUpEvery(followUps: UncertainWrites, streams: readonly RepairStream[], afterUncleanStop = false): void {
-  for (const stream of streams) {
-    for (let partition = 0; partition < stream.ringSize; partition += 1) followUps.note(stream.repo, stream.key, partition, stream.replicas, afterUncleanStop);
-  }
 }
 
 /**
@@ -195,7 +184,7 @@ function handOffParts(ports: DataPlanePorts, writes: ReturnType<typeof writePart
       return ports.dropPartition(repo, stream, partition);
     },
     hintTargets: () => ports.hints.targets(),
-    followUpsPending: () => writes.followUps.pendingForLeave(),
+    followUpsPending: () => writes.followUps.pending(),
     streams: () => ports.streams(),
     handOff: (part, replicas, owners, theirs) => repair.handOff(part, replicas, owners, theirs),
     catchUp: (part, replicas, owners, theirs) => repair.catchUp(part, replicas, owners, theirs),

@@ -15,14 +15,12 @@ import { exchangeBetween, type PartitionHolder, type RepairPartitionRef } from '
 import type { RepositoryName } from '../storage/repository.js';
 import type { Timer, Timers } from '../lib/timers.js';
 import { assert } from '../lib/assert.js';
-import { forEachLimited } from '../lib/limited-concurrency.js';
 import { memberNamed } from '../cluster-core/membership.js';
 import { writeOwners } from '../cluster-core/placement.js';
 
 /** Where the router reports a record whose write failed with an uncertain outcome. */
 export interface UncertainWrites {
-  /** `afterUncleanStop`: noted for every partition after a stop that was not clean (FollowUp). */
-  note(repo: RepositoryName, stream: string, partition: number, replicas: number, afterUncleanStop?: boolean): void;
+  note(repo: RepositoryName, stream: string, partition: number, replicas: number): void;
 }
 
 export interface WriteFollowUpsDeps {
@@ -40,21 +38,10 @@ interface FollowUp {
   part: RepairPartitionRef;
   replicas: number;
   notedAtMs: number;
-  /**
-   * Noted for every partition after a stop that was not clean, not for a write seen to
-   * fail: answers may differ until it is done, but nothing acknowledged waits on it, so it
-   * does not hold a leave back (pendingForLeave).
-   */
-  afterUncleanStop: boolean;
 }
 
 /** Partitions remembered at once: past it the oldest is left to the background sweep (logged). */
 const FOLLOW_UPS_MAX = 4_096;
-/**
- * Partitions made whole at once. One after another, a restarted leaving node's 128 took
- * 16 s after the faults ended (partition-join-leave-r3 seed 3), most of them moving records.
- */
-const FOLLOW_UPS_IN_FLIGHT = 4;
 
 export class WriteFollowUps implements UncertainWrites {
   private readonly waiting = new Map<string, FollowUp>();
@@ -78,27 +65,15 @@ export class WriteFollowUps implements UncertainWrites {
     return this.waiting.size;
   }
 
-  /** Those of writes seen to fail: a leaving node hands off only once none is left. */
-  pendingForLeave(): number {
-    let count = 0;
-    for (const followUp of this.waiting.values()) if (!followUp.afterUncleanStop) count += 1;
-    return count;
-  }
-
-  note(repo: RepositoryName, stream: string, partition: number, replicas: number, afterUncleanStop = false): void {
+  note(repo: RepositoryName, stream: string, partition: number, replicas: number): void {
     assert(Number.isInteger(partition) && partition >= 0 && replicas >= 1, `follow-up of partition ${partition} at ${replicas} replicas`);
     const key = `${repo}\n${stream}\n${partition}\n${replicas}`;
-    const known = this.waiting.get(key);
-    if (known !== undefined) {
-      // A write seen to fail makes a follow-up noted after an unclean stop hold a leave too.
-      if (!afterUncleanStop) known.afterUncleanStop = false;
-      return;
-    }
+    if (this.waiting.has(key)) return;
     if (this.waiting.size >= FOLLOW_UPS_MAX) {
       this.waiting.delete(this.waiting.keys().next().value!);
       if (this.dropped++ === 0) this.deps.log.warn({ limit: FOLLOW_UPS_MAX }, 'too many partitions await a follow-up of failed writes: the oldest are left to the repair sweep');
     }
-    this.waiting.set(key, { part: { repo, stream, partition }, replicas, notedAtMs: this.deps.timers.now(), afterUncleanStop });
+    this.waiting.set(key, { part: { repo, stream, partition }, replicas, notedAtMs: this.deps.timers.now() });
     assert(this.waiting.size <= FOLLOW_UPS_MAX, `${this.waiting.size} follow-ups kept`);
   }
 
@@ -116,13 +91,9 @@ export class WriteFollowUps implements UncertainWrites {
     assert(!this.working, 'a follow-up pass started while one runs');
     this.working = true;
     try {
-      // A few partitions at once: each is a digest exchange per pair of owners. Those of
-      // writes seen to fail first: a leave waits for them (pendingForLeave), and behind the
-      // 128 noted after an unclean stop they held one 11 s (partition-join-leave-r3 seed 3).
-      const order = [...this.waiting].sort(([, a], [, b]) => Number(a.afterUncleanStop) - Number(b.afterUncleanStop));
-      await forEachLimited(order, FOLLOW_UPS_IN_FLIGHT, async ([key, followUp]) => {
+      for (const [key, followUp] of [...this.waiting]) {
         const owners = writeOwners(this.deps.membership(), { partition: followUp.part.partition, replicas: followUp.replicas });
-        if (!owners.every((owner) => this.deps.available(owner))) return;
+        if (!owners.every((owner) => this.deps.available(owner))) continue;
         try {
           const moved = await this.exchangeAmong(owners, followUp);
           this.waiting.delete(key);
@@ -130,7 +101,7 @@ export class WriteFollowUps implements UncertainWrites {
         } catch (error) {
           this.deps.log.debug({ err: error, ...followUp.part }, 'follow-up of failed writes: an owner did not answer; tried again later');
         }
-      });
+      }
     } finally {
       this.working = false;
     }

@@ -27,7 +27,7 @@ export interface StorageDamage {
 const CLEAN_STOP_FILE = 'clean-stop';
 const LOG_DAMAGE = /corruption|dropping \d+ bytes|checksum mismatch|bad record length|missing start of fragmented record/i;
 
-export async function openChecked(dataDir: string, log: Logger, options: DatabaseOptions = {}): Promise<{ database: Database; damage: StorageDamage | undefined; stoppedCleanly: boolean }> {
+export async function openChecked(dataDir: string, log: Logger, options: DatabaseOptions = {}): Promise<{ database: Database; damage: StorageDamage | undefined }> {
   const cleanStop = join(dataDir, CLEAN_STOP_FILE);
   // A database LevelDB has never made has had no stop, clean or not: nothing to read back.
   const fresh = !existsSync(join(dataDir, 'db', 'CURRENT'));
@@ -62,10 +62,10 @@ export async function openChecked(dataDir: string, log: Logger, options: Databas
       database = await repairAndOpen(dataDir, log, options);
     }
   }
-  if (reasons.length === 0) return { database, damage: undefined, stoppedCleanly };
+  if (reasons.length === 0) return { database, damage: undefined };
   const reason = reasons.join('; ');
   log.warn({ reason }, 'local data is damaged');
-  return { database, damage: { reason, sinceMs: Date.now() }, stoppedCleanly };
+  return { database, damage: { reason, sinceMs: Date.now() } };
 }
 
 /** After the database closed at a clean stop. */

@@ -135,8 +135,7 @@ export class SimClusterNode implements Incarnation {
       },
     });
     node.reportSlots(slotsOf(this.config.streams));
-    // Every stop here is a crash: a restart is after a stop that was not clean.
-    node.start(this.disk.damage, this.incarnation > 1);
+    node.start(this.disk.damage);
     const { shell, plane } = node;
     this.process = { core, shell, plane, node, disk };
   }

@@ -85,30 +85,6 @@ describe('write follow-ups - writes of unknown outcome', () => {
     expect(followUps.pending()).toBe(0);
   });
 
-  it('makes partitions of writes seen to fail whole before those noted after an unclean stop, and only those hold a leave', async () => {
-    const started: number[] = [];
-    const holder = (name: string): PartitionHolder => {
-      const inner = memoryHolder(name, []);
-      return { ...inner, digest: async (part) => (started.push(part.partition), inner.digest(part)) };
-    };
-    const holders = new Map(['a', 'b', 'c'].map((name) => [name, holder(name)]));
-    let tick: () => void = () => undefined;
-    const timers: Timers = { now: () => 0, setTimeout: () => ({ cancel: () => undefined }), setInterval: (run) => ((tick = run), { cancel: () => undefined }) };
-    const followUps = new WriteFollowUps({
-      localName: 'c', membership: () => TABLE, available: () => true, timers, intervalMs: 1_000, log: pino({ level: 'silent' }),
-      holder: (node) => holders.get(node)!,
-    });
-    followUps.start();
-    for (let partition = 0; partition < 6; partition += 1) followUps.note('ssr', 't/c/s', partition, 2, true);
-    followUps.note('ssr', 't/c/s', 7, 2);
-    expect(followUps.pending()).toBe(7);
-    expect(followUps.pendingForLeave()).toBe(1);
-    tick();
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(started[0]).toBe(7);
-    expect(followUps.pending()).toBe(0);
-  });
-
   it('an exchange gives each holder what only the other has', async () => {
     const a = memoryHolder('a', [record('1'), record('2')]);
     const b = memoryHolder('b', [record('2'), record('3')]);
