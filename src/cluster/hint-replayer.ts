@@ -179,6 +179,15 @@ export class HintReplayer {
     }
   }
 
+  /** Each entry straight to its target; throws (the hints stay here) when one cannot take it. */
+  private async deliverFromLeft(entries: readonly HintEntry[]): Promise<void> {
+    for (const entry of entries) {
+      if (!this.deps.available(entry.target)) throw new Error(`${entry.target} is unavailable: hints of a node that has left wait for it`);
+      if (entry.repository === 'KV') await this.deps.transport.call(entry.target, DEFINITION_PUSH, { records: entry.records.map(toWireRecord) }, { deadlineMs: this.deps.peerDeadlineMs });
+      else await this.deliver(entry.target, entry.repository, entry.records);
+    }
+  }
+
   /**
    * Hints that must live on: this node's own records are stored here, the others are
    * kept here, or, when this node is leaving, on another member.
@@ -192,6 +201,11 @@ export class HintReplayer {
     assert(entries.every((entry) => entry.records.length > 0), 'a hint rehomed with no records');
     if (others.length === 0) return;
     if (!isLeaving(this.deps.membership(), local)) return this.deps.keeper.keepHere(others);
+    // A node that has left (its hand-off waived while it was cut off) is no member to hand
+    // hints to another (HintStore): members refuse it. It delivers them itself, as it may
+    // (WriteRecords), or keeps them for the next round (the chaos suite found one
+    // refused every second, the cluster never settled).
+    if (memberNamed(this.deps.membership(), local)?.state === 'Left') return this.deliverFromLeft(others);
     for (const delegate of this.deps.keeper.delegates()) {
       try {
         return await this.deps.keeper.sendTo(delegate, others);

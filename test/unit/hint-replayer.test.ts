@@ -36,7 +36,7 @@ function gainedSlot(membership: Membership): { slot: Slot; gainers: string[] } {
   throw new Error('no slot of c is gained by another node');
 }
 
-function replayer(membership: Membership, hinted: Hint[]) {
+function replayer(membership: Membership, hinted: Hint[], localName = 'a') {
   const delivered: Array<{ to: string; writeIds: string[] }> = [];
   const kept: HintEntry[] = [];
   const hints: HintStorage = {
@@ -47,14 +47,20 @@ function replayer(membership: Membership, hinted: Hint[]) {
   };
   const timers: Timers = { now: () => 0, setTimeout: () => ({ cancel: () => undefined }), setInterval: () => ({ cancel: () => undefined }) };
   const replay = new HintReplayer({
-    localName: 'a', hints, committer: { commit: async () => undefined }, timers, log: pino({ level: 'silent' }),
+    localName, hints, committer: { commit: async () => undefined }, timers, log: pino({ level: 'silent' }),
     transport: {
       call: (async (to: string, _kind: unknown, body: { records: StoredRecord[] }) => {
         delivered.push({ to, writeIds: body.records.map((record) => record.writeId) });
         return {};
       }) as never,
     },
-    keeper: { keepHere: async (entries: HintEntry[]) => void kept.push(...entries), delegates: () => [], sendTo: async () => undefined } as unknown as HintKeeper,
+    keeper: {
+      keepHere: async (entries: HintEntry[]) => void kept.push(...entries),
+      delegates: () => ['a', 'b'],
+      sendTo: async () => {
+        throw new Error('refused: unknown sender');
+      },
+    } as unknown as HintKeeper,
     replica: { store: async () => undefined },
     membership: () => membership,
     available: () => true,
@@ -79,6 +85,18 @@ describe('hint replayer - hints delivered during a change', () => {
     expect(kept.length).toBeGreaterThan(0);
     expect(kept.map((entry) => entry.target).sort()).toEqual(gainers.filter((name) => name !== 'a').sort());
     expect(kept.every((entry) => (entry.records as StoredRecord[]).map((each) => each.writeId).join() === 'w1')).toBe(true);
+  });
+
+  it('a node that has left delivers hints whose partition moved to its owners itself, handing none to a member', async () => {
+    // c left while cut off (its hand-off waived) holding a hint for d, whose partition is now a's and b's.
+    const membership: Membership = { epoch: 8, members: [member('a'), member('b'), member('c', 'Left'), member('d', 'Left')], change: undefined };
+    const slot = SLOTS[5]!;
+    const hint: Hint = { key: 'h1', target: 'd', bytes: 10, repository: 'ssr', records: [record(slot.partition, 'w3')] };
+    const { replay, delivered, kept } = replayer(membership, [hint], 'c');
+    expect(await replay.round()).toBe(1);
+    expect(delivered.map((each) => each.to).sort()).toEqual([...ownersOf(membership, slot)].sort());
+    expect(delivered.every((each) => each.writeIds.join() === 'w3')).toBe(true);
+    expect(kept).toEqual([]);
   });
 
   it('hints no one else once no change is in flight', async () => {

@@ -85,6 +85,39 @@ describe('write follow-ups - writes of unknown outcome', () => {
     expect(followUps.pending()).toBe(0);
   });
 
+  it('makes several partitions whole at once', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const holder = (name: string): PartitionHolder => {
+      const inner = memoryHolder(name, []);
+      return {
+        ...inner,
+        digest: async (part) => {
+          inFlight += 1;
+          most = Math.max(most, inFlight);
+          await new Promise((resolve) => setTimeout(resolve, 2));
+          inFlight -= 1;
+          return inner.digest(part);
+        },
+      };
+    };
+    const holders = new Map(['a', 'b', 'c'].map((name) => [name, holder(name)]));
+    let tick: () => void = () => undefined;
+    const timers: Timers = { now: () => 0, setTimeout: () => ({ cancel: () => undefined }), setInterval: (run) => ((tick = run), { cancel: () => undefined }) };
+    const followUps = new WriteFollowUps({
+      localName: 'c', membership: () => TABLE, available: () => true, timers, intervalMs: 1_000, log: pino({ level: 'silent' }),
+      holder: (node) => holders.get(node)!,
+    });
+    followUps.start();
+    for (let partition = 0; partition < 8; partition += 1) followUps.note('ssr', 't/c/s', partition, 2);
+    tick();
+    const deadline = Date.now() + 2_000;
+    while (followUps.pending() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(followUps.pending()).toBe(0);
+    // Two digests per exchange (one per holder), several exchanges at once.
+    expect(most).toBeGreaterThan(2);
+  });
+
   it('an exchange gives each holder what only the other has', async () => {
     const a = memoryHolder('a', [record('1'), record('2')]);
     const b = memoryHolder('b', [record('2'), record('3')]);
