@@ -4,6 +4,7 @@
 // built from ports (a peer endpoint, storage, timers) by startClusterNode (cluster-node.ts),
 // which the node (src/node.ts) and the shell simulation (test/sim) both call.
 
+import { BadRequestError } from '../lib/errors.js';
 import type { Logger } from '../lib/log.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { DefinitionRecord } from '../storage/definition-store.js';
@@ -19,7 +20,7 @@ import type { ClusterCore } from '../cluster-core/core.js';
 import { writeOwners } from '../cluster-core/placement.js';
 import type { Membership } from '../protocol/cluster-types.js';
 import { fromWireRecord, readAllDefinitions, serveDefinitionReads } from '../replicated-definitions/definition-peers.js';
-import { HINT_STORE, WRITE_RECORDS } from './write-messages.js';
+import { FOLLOW_UP_PARTS_MAX, FOLLOW_UPS_TAKE, HINT_STORE, WRITE_RECORDS } from './write-messages.js';
 import { HintKeeper, type Committer, type HintStorage } from './hint-keeper.js';
 import { HintReplayer } from './hint-replayer.js';
 import { PartitionHandOff } from './partition-handoff.js';
@@ -114,7 +115,7 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
     streamExists: (key) => ports.streams().some((stream) => stream.key === key),
     ...remoteRuns(endpoint, limits.peerDeadlineMs),
   });
-  serveDataPlane(endpoint, { core, localName, replica: writes.replica, keeper: writes.keeper, partitions: ports.partitions, repair, definitions: ports.definitions });
+  serveDataPlane(endpoint, { core, localName, replica: writes.replica, keeper: writes.keeper, followUps: writes.followUps, partitions: ports.partitions, repair, definitions: ports.definitions });
   const parts = [replayer, followUps, handOff] as const;
   return {
     router: writes.router, keeper: writes.keeper, replayer, handOff, repair, clusterRepair, followUps,
@@ -185,6 +186,7 @@ function handOffParts(ports: DataPlanePorts, writes: ReturnType<typeof writePart
     },
     hintTargets: () => ports.hints.targets(),
     followUpsPending: () => writes.followUps.pending(),
+    handOverFollowUps: () => handOverFollowUps(ports, writes.followUps),
     streams: () => ports.streams(),
     handOff: (part, replicas, owners, theirs) => repair.handOff(part, replicas, owners, theirs),
     catchUp: (part, replicas, owners, theirs) => repair.catchUp(part, replicas, owners, theirs),
@@ -223,6 +225,7 @@ function serveDataPlane(
   parts: {
     core: ClusterCore;
     localName: string;
+    followUps: WriteFollowUps;
     replica: ReplicaStore;
     keeper: HintKeeper;
     partitions: LocalPartitions;
@@ -233,6 +236,14 @@ function serveDataPlane(
   const { keeper } = parts;
   endpoint.handle(WRITE_RECORDS, async (_sender, write) => {
     await storeReplicaWrite(parts.core.membership(), parts.replica, parts.localName, write);
+    return {};
+  });
+  endpoint.handle(FOLLOW_UPS_TAKE, async (_sender, take) => {
+    if (take.parts.length > FOLLOW_UP_PARTS_MAX) throw new BadRequestError(`FollowUpsTake: at most ${FOLLOW_UP_PARTS_MAX} parts, got ${take.parts.length}`);
+    for (const part of take.parts) {
+      if (part.replicas < 1) throw new BadRequestError(`FollowUpsTake: replicas must be at least 1, got ${part.replicas}`);
+      parts.followUps.note(part.repo, part.stream, part.partition, part.replicas);
+    }
     return {};
   });
   endpoint.handle(HINT_STORE, async (_sender, store) => {
@@ -298,6 +309,22 @@ function ownedOnly(holder: PartitionHolder, membership: () => Membership): Parti
 }
 
 /** Joined, available members other than this node, in name order: where hints may go. */
+/** A leaving node's follow-ups, to the first available member that takes them (FollowUpsTake). */
+async function handOverFollowUps(ports: DataPlanePorts, followUps: WriteFollowUps): Promise<boolean> {
+  const parts = followUps.pendingParts().slice(0, FOLLOW_UP_PARTS_MAX);
+  for (const delegate of hintDelegates(ports.core, ports.localName).filter((name) => ports.core.available(name))) {
+    try {
+      await ports.endpoint.call(delegate, FOLLOW_UPS_TAKE, { parts }, { deadlineMs: ports.limits.peerDeadlineMs });
+      followUps.forget(parts);
+      ports.log.info({ peer: delegate, partitions: parts.length }, 'leaving: follow-ups of failed writes handed to another member');
+      return followUps.pending() === 0;
+    } catch (error) {
+      ports.log.debug({ err: error, peer: delegate }, 'follow-ups not taken by another member');
+    }
+  }
+  return false;
+}
+
 function hintDelegates(core: ClusterCore, localName: string): string[] {
   return core.membership().members.filter((member) => member.state === 'Joined' && member.name !== localName && core.available(member.name)).map((member) => member.name);
 }

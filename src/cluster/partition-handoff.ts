@@ -34,6 +34,8 @@ export interface PartitionHandOffDeps {
   hintTargets(): string[];
   /** Partitions this node still makes whole after failed writes (none may be left when it leaves: write-follow-ups.ts). */
   followUpsPending?(): number;
+  /** Hands the follow-ups waiting here to another member; false when none took them. */
+  handOverFollowUps?(): Promise<boolean>;
   timers: Timers;
   /**
    * Pushes the partition's records to each owner; resolves once all hold them, throws
@@ -203,7 +205,10 @@ export class PartitionHandOff {
     const change = membership.change;
     if (change?.kind !== 'leave' || change.node !== this.deps.localName || change.finalSynced === true) return;
     if (this.leaveDone === change.id) return this.deps.finalSynced(change.id);
-    if (uncoveredNeeds(membership).length > 0 || this.deps.hintTargets().length > 0 || (this.deps.followUpsPending?.() ?? 0) > 0) return;
+    if (uncoveredNeeds(membership).length > 0 || this.deps.hintTargets().length > 0) return;
+    // Follow-ups still waiting go to another member rather than hold the leave (their
+    // exchanges can take seconds when an owner was down); they wait here if none takes them.
+    if ((this.deps.followUpsPending?.() ?? 0) > 0 && !(await (this.deps.handOverFollowUps?.() ?? Promise.resolve(false)))) return;
     const steps: FinalSyncStep[] = [];
     for (const stream of this.deps.streams()) {
       for (const slot of change.slots.filter((each) => each.replicas === stream.replicas)) {

@@ -72,6 +72,16 @@ export class WriteFollowUps implements UncertainWrites {
     return this.waiting.size;
   }
 
+  /** The partitions waiting, to hand to another member (a leaving node: pendingParts and forget). */
+  pendingParts(): Array<{ repo: RepositoryName; stream: string; partition: number; replicas: number }> {
+    return [...this.waiting.values()].map((followUp) => ({ ...followUp.part, replicas: followUp.replicas }));
+  }
+
+  /** Another member took these over (FollowUpsTake): this node no longer waits for them. */
+  forget(parts: ReadonlyArray<{ repo: RepositoryName; stream: string; partition: number; replicas: number }>): void {
+    for (const part of parts) this.waiting.delete(`${part.repo}\n${part.stream}\n${part.partition}\n${part.replicas}`);
+  }
+
   note(repo: RepositoryName, stream: string, partition: number, replicas: number): void {
     assert(Number.isInteger(partition) && partition >= 0 && replicas >= 1, `follow-up of partition ${partition} at ${replicas} replicas`);
     const key = `${repo}\n${stream}\n${partition}\n${replicas}`;

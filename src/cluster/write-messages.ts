@@ -64,3 +64,25 @@ export const HINT_STORE = definePeerKind<HintStore, Record<string, never>>({
   },
   reply: EMPTY,
 });
+
+/** One partition to be made whole after writes of unknown outcome (write-follow-ups.ts). */
+export interface FollowUpPart {
+  repo: RepositoryName;
+  stream: string;
+  partition: number;
+  replicas: number;
+}
+
+/** Parts one FollowUpsTake may carry: as many as a node keeps (write-follow-ups.ts). */
+export const FOLLOW_UP_PARTS_MAX = 4_096;
+
+export const FOLLOW_UPS_TAKE = definePeerKind<{ parts: FollowUpPart[] }, Record<string, never>>({
+  name: 'FollowUpsTake',
+  request: {
+    toProto: (value) => ({ parts: value.parts.map((part) => ({ repo: DATA_REPOS[part.repo], stream: part.stream, partition: part.partition, replicas: part.replicas })) }),
+    fromProto: (object) => ({
+      parts: list(object, 'parts', (part) => ({ repo: dataRepoFrom(part, 'repo'), stream: str(part, 'stream'), partition: int(part, 'partition'), replicas: int(part, 'replicas') })),
+    }),
+  },
+  reply: EMPTY,
+});

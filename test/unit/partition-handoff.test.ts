@@ -26,6 +26,38 @@ function leaving(): Membership {
   return { ...draft, members: [member('a'), member('b'), member('c', 'Leaving')], change: { ...draft.change!, transfers } };
 }
 
+describe('partition hand-off - a leaving node\'s follow-ups of failed writes', () => {
+  it('hands them to another member and leaves, or waits for them when none takes them', async () => {
+    for (const taken of [true, false]) {
+      const membership = leaving();
+      const finalSynced: string[] = [];
+      let handedOver = 0;
+      let tick: () => void = () => undefined;
+      const timers: Timers = { now: () => 0, setTimeout: () => ({ cancel: () => undefined }), setInterval: (run) => ((tick = run), { cancel: () => undefined }) };
+      const handOff = new PartitionHandOff({
+        localName: 'c', membership: () => membership, timers, log: pino({ level: 'silent' }),
+        streams: () => [{ key: 't/c/s', repo: 'ssr', replicas: 2 }],
+        dropPartition: async () => undefined,
+        hintTargets: () => [],
+        followUpsPending: () => 5,
+        handOverFollowUps: async () => ((handedOver += 1), taken),
+        handOff: async () => 0,
+        catchUp: async () => 0,
+        holds: async () => true,
+        finalSynced: (changeId) => finalSynced.push(changeId),
+        graceMs: 0,
+        retryMs: 1_000,
+      });
+      handOff.start();
+      tick();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(handedOver).toBe(1);
+      expect(finalSynced).toEqual(taken ? ['e7-leave-c'] : []);
+      handOff.stop();
+    }
+  });
+});
+
 describe('partition hand-off - a partition dropped while a change is in flight', () => {
   it('is pushed to the owners the change gives it as well as to its owners now', async () => {
     // c joins a and b; e (not a member) once owned the partitions and drops them now.
