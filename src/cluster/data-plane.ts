@@ -308,11 +308,10 @@ function ownedOnly(holder: PartitionHolder, membership: () => Membership): Parti
   };
 }
 
-/** Joined, available members other than this node, in name order: where hints may go. */
 /** A leaving node's follow-ups, to the first available member that takes them (FollowUpsTake). */
 async function handOverFollowUps(ports: DataPlanePorts, followUps: WriteFollowUps): Promise<boolean> {
   const parts = followUps.pendingParts().slice(0, FOLLOW_UP_PARTS_MAX);
-  for (const delegate of hintDelegates(ports.core, ports.localName).filter((name) => ports.core.available(name))) {
+  for (const delegate of hintDelegates(ports.core, ports.localName)) {
     try {
       await ports.endpoint.call(delegate, FOLLOW_UPS_TAKE, { parts }, { deadlineMs: ports.limits.peerDeadlineMs });
       followUps.forget(parts);
@@ -325,6 +324,7 @@ async function handOverFollowUps(ports: DataPlanePorts, followUps: WriteFollowUp
   return false;
 }
 
+/** Joined, available members other than this node, in name order: where hints may go. */
 function hintDelegates(core: ClusterCore, localName: string): string[] {
   return core.membership().members.filter((member) => member.state === 'Joined' && member.name !== localName && core.available(member.name)).map((member) => member.name);
 }
