@@ -11,7 +11,7 @@
 // detector sees the silence. A broken or refused stream reports its error once; the next
 // notice opens another.
 
-import type * as grpc from '@grpc/grpc-js';
+import * as grpc from '@grpc/grpc-js';
 import { assert } from '../lib/assert.js';
 import type { Logger } from '../lib/log.js';
 
@@ -67,9 +67,6 @@ export class OutboundNotices {
     for (const to of [...this.streams.keys()]) this.end(to);
   }
 
-  get size(): number {
-    return this.streams.size;
-  }
 }
 
 /** Ends an inbound stream: null for a clean end, or the status that refuses it. */
@@ -93,7 +90,7 @@ export class InboundNotices {
       if (this.streams.get(sender) === end) this.streams.delete(sender);
       finish(status);
     };
-    this.streams.get(sender)?.({ code: 1 /* CANCELLED */, details: `replaced by a newer notice stream from ${sender}` });
+    this.streams.get(sender)?.({ code: grpc.status.CANCELLED, details: `replaced by a newer notice stream from ${sender}` });
     this.streams.set(sender, end);
     let queued = 0;
     let chain: Promise<void> = Promise.resolve();
@@ -122,7 +119,4 @@ export class InboundNotices {
     call.on('cancelled', () => end(null));
   }
 
-  get size(): number {
-    return this.streams.size;
-  }
 }

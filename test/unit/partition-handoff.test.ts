@@ -5,7 +5,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { nextOwnersOf, ownersOf, planChange } from '../../src/cluster-core/placement.js';
-import { PartitionHandOff } from '../../src/cluster/partition-handoff.js';
+import { PartitionHandOff, type PartitionHandOffDeps } from '../../src/cluster/partition-handoff.js';
 import type { Member, Membership, NodeState, Slot } from '../../src/protocol/cluster-types.js';
 import type { Timers } from '../../src/lib/timers.js';
 
@@ -26,29 +26,44 @@ function leaving(): Membership {
   return { ...draft, members: [member('a'), member('b'), member('c', 'Leaving')], change: { ...draft.change!, transfers } };
 }
 
+
+/**
+ * A started hand-off of `localName` under `membership`: one stream at replicas 2, every step
+ * a no-op unless `deps` says otherwise. `tick()` runs a round; `until` waits for a condition.
+ */
+function started(membership: Membership, localName: string, deps: Partial<PartitionHandOffDeps> = {}) {
+  const finalSynced: string[] = [];
+  let tick: () => void = () => undefined;
+  const timers: Timers = { now: () => 0, setTimeout: () => ({ cancel: () => undefined }), setInterval: (run) => ((tick = run), { cancel: () => undefined }) };
+  const handOff = new PartitionHandOff({
+    localName, membership: () => membership, timers, log: pino({ level: 'silent' }),
+    streams: () => [{ key: 't/c/s', repo: 'ssr', replicas: 2 }],
+    dropPartition: async () => undefined,
+    hintTargets: () => [],
+    handOff: async () => 0,
+    catchUp: async () => 0,
+    holds: async () => true,
+    finalSynced: (changeId) => finalSynced.push(changeId),
+    graceMs: 0,
+    retryMs: 1_000,
+    ...deps,
+  });
+  handOff.start();
+  const until = async (done: () => boolean): Promise<void> => {
+    const deadline = Date.now() + 2_000;
+    while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+  };
+  return { handOff, finalSynced, tick: () => tick(), until };
+}
+
 describe('partition hand-off - a leaving node\'s follow-ups of failed writes', () => {
   it('hands them to another member and leaves, or waits for them when none takes them', async () => {
     for (const taken of [true, false]) {
-      const membership = leaving();
-      const finalSynced: string[] = [];
       let handedOver = 0;
-      let tick: () => void = () => undefined;
-      const timers: Timers = { now: () => 0, setTimeout: () => ({ cancel: () => undefined }), setInterval: (run) => ((tick = run), { cancel: () => undefined }) };
-      const handOff = new PartitionHandOff({
-        localName: 'c', membership: () => membership, timers, log: pino({ level: 'silent' }),
-        streams: () => [{ key: 't/c/s', repo: 'ssr', replicas: 2 }],
-        dropPartition: async () => undefined,
-        hintTargets: () => [],
+      const { handOff, finalSynced, tick } = started(leaving(), 'c', {
         followUpsPending: () => 5,
         handOverFollowUps: async () => ((handedOver += 1), taken),
-        handOff: async () => 0,
-        catchUp: async () => 0,
-        holds: async () => true,
-        finalSynced: (changeId) => finalSynced.push(changeId),
-        graceMs: 0,
-        retryMs: 1_000,
       });
-      handOff.start();
       tick();
       await new Promise((resolve) => setTimeout(resolve, 50));
       expect(handedOver).toBe(1);
@@ -64,29 +79,17 @@ describe('partition hand-off - a partition dropped while a change is in flight',
     const membership = joining();
     const slot = SLOTS.find((each) => nextOwnersOf(membership, each).includes('c') && !ownersOf(membership, each).includes('c'))!;
     const pushedTo: string[][] = [];
-    let tick: () => void = () => undefined;
-    const timers: Timers = { now: () => 0, setTimeout: () => ({ cancel: () => undefined }), setInterval: (run) => ((tick = run), { cancel: () => undefined }) };
     const dropped: number[] = [];
-    const handOff = new PartitionHandOff({
-      localName: 'e', membership: () => membership, timers, log: pino({ level: 'silent' }),
-      streams: () => [{ key: 't/c/s', repo: 'ssr', replicas: 2 }],
+    const { handOff, tick, until } = started(membership, 'e', {
       dropPartition: async (_repo, _stream, partition) => void dropped.push(partition),
-      hintTargets: () => [],
       handOff: async (_part, _replicas, owners) => {
         pushedTo.push([...owners]);
         return 0;
       },
-      catchUp: async () => 0,
-      holds: async () => true,
-      finalSynced: () => undefined,
-      graceMs: 0,
-      retryMs: 1_000,
     });
-    handOff.start();
     handOff.schedule('ssr', [slot]);
     tick();
-    const deadline = Date.now() + 2_000;
-    while (dropped.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    await until(() => dropped.length > 0);
     expect(dropped).toEqual([slot.partition]);
     expect(pushedTo).toHaveLength(1);
     expect([...pushedTo[0]!].sort()).toEqual([...new Set([...ownersOf(membership, slot), ...nextOwnersOf(membership, slot)])].sort());
@@ -100,15 +103,7 @@ describe('partition hand-off - a final sync that goes on where it was', () => {
     const membership = joining();
     const reads: string[] = [];
     const given: Array<{ step: string; digest: string | undefined }> = [];
-    const finalSynced: string[] = [];
-    let tick: () => void = () => undefined;
-    const timers: Timers = { now: () => 0, setTimeout: () => ({ cancel: () => undefined }), setInterval: (run) => ((tick = run), { cancel: () => undefined }) };
-    const handOff = new PartitionHandOff({
-      localName: 'c', membership: () => membership, timers, log: pino({ level: 'silent' }),
-      streams: () => [{ key: 't/c/s', repo: 'ssr', replicas: 2 }],
-      dropPartition: async () => undefined,
-      hintTargets: () => [],
-      handOff: async () => 0,
+    const { handOff, finalSynced, tick, until } = started(membership, 'c', {
       catchUp: async (part, _replicas, owners, theirs) => {
         given.push({ step: `${part.partition}<${owners.join(',')}`, digest: theirs?.get(owners[0]!) === undefined ? undefined : Array.from(theirs.get(owners[0]!)!).join() });
         return 0;
@@ -119,15 +114,9 @@ describe('partition hand-off - a final sync that goes on where it was', () => {
         if (owner === 'b') throw new Error('b is busy');
         return new Map(partitions.map((partition) => [partition, [partition]]));
       },
-      holds: async () => true,
-      finalSynced: (changeId) => finalSynced.push(changeId),
-      graceMs: 0,
-      retryMs: 1_000,
     });
-    handOff.start();
     tick();
-    const deadline = Date.now() + 2_000;
-    while (finalSynced.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    await until(() => finalSynced.length > 0);
     const gained = SLOTS.filter((slot) => nextOwnersOf(membership, slot).includes('c') && !ownersOf(membership, slot).includes('c'));
     const steps = gained.flatMap((slot) => ownersOf(membership, slot).map((owner) => ({ partition: slot.partition, owner })));
     expect(finalSynced).toEqual(['e4-join-c']);
@@ -144,14 +133,7 @@ describe('partition hand-off - a final sync that goes on where it was', () => {
     const handed: string[] = [];
     let inFlight = 0;
     let mostInFlight = 0;
-    const finalSynced: string[] = [];
-    let tick: () => void = () => undefined;
-    const timers: Timers = { now: () => 0, setTimeout: () => ({ cancel: () => undefined }), setInterval: (run) => ((tick = run), { cancel: () => undefined }) };
-    const handOff = new PartitionHandOff({
-      localName: 'c', membership: () => membership, timers, log: pino({ level: 'silent' }),
-      streams: () => [{ key: 't/c/s', repo: 'ssr', replicas: 2 }],
-      dropPartition: async () => undefined,
-      hintTargets: () => [],
+    const { handOff, finalSynced, tick, until } = started(membership, 'c', {
       handOff: async (part, _replicas, owners) => {
         inFlight += 1;
         mostInFlight = Math.max(mostInFlight, inFlight);
@@ -160,16 +142,10 @@ describe('partition hand-off - a final sync that goes on where it was', () => {
         handed.push(`${part.repo}/${part.partition}>${owners.join(',')}`);
         return 0;
       },
-      catchUp: async () => 0,
       holds: async (repo) => repo === 'ssr',
-      finalSynced: (changeId) => finalSynced.push(changeId),
-      graceMs: 0,
-      retryMs: 1_000,
     });
-    handOff.start();
     tick();
-    const deadline = Date.now() + 2_000;
-    while (finalSynced.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    await until(() => finalSynced.length > 0);
     const owned = SLOTS.filter((slot) => ownersOf(membership, slot).includes('c'));
     const expected = owned.flatMap((slot) => nextOwnersOf(membership, slot).filter((owner) => owner !== 'c').map((owner) => `ssr/${slot.partition}>${owner}`));
     expect(expected.length).toBeGreaterThan(4);
@@ -186,26 +162,13 @@ describe('partition hand-off - a final sync that goes on where it was', () => {
     expect(gained.length).toBeGreaterThan(0);
     const calls: string[] = [];
     let bDown = true;
-    const finalSynced: string[] = [];
-    let tick: () => void = () => undefined;
-    const timers: Timers = { now: () => 0, setTimeout: () => ({ cancel: () => undefined }), setInterval: (run) => ((tick = run), { cancel: () => undefined }) };
-    const handOff = new PartitionHandOff({
-      localName: 'c', membership: () => membership, timers, log: pino({ level: 'silent' }),
-      streams: () => [{ key: 't/c/s', repo: 'ssr', replicas: 2 }],
-      dropPartition: async () => undefined,
-      hintTargets: () => [],
-      handOff: async () => 0,
+    const { handOff, finalSynced, tick } = started(membership, 'c', {
       catchUp: async (part, _replicas, owners) => {
         calls.push(`${part.partition}<${owners.join(',')}`);
         if (owners.includes('b') && bDown) throw new Error('b is unavailable');
         return 1;
       },
-      holds: async () => true,
-      finalSynced: (changeId) => finalSynced.push(changeId),
-      graceMs: 0,
-      retryMs: 1_000,
     });
-    handOff.start();
     const round = async () => {
       tick();
       await new Promise((resolve) => setTimeout(resolve, 20));

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CORE_MESSAGE, PING } from '../../src/cluster/core-messages.js';
 import { encodeBody, encodeEnvelope } from '../../src/peer/codec.js';
 import { callerMetadata } from '../../src/peer/inbound-gate.js';
+import { PeerUnavailableError } from '../../src/peer/errors.js';
 import { NOTICES_QUEUED_MAX } from '../../src/peer/notice-streams.js';
 import { peerMethodPath } from '../../src/peer/proto.js';
 import { sealEnvelope, signingKeyOf } from '../../src/peer/signing.js';
@@ -23,13 +24,13 @@ afterEach(async () => {
   await Promise.all(started.splice(0).map((transport) => transport.close(100)));
 });
 
-/** Two transports that know each other (plus `extra` names known to both), and what b was told. */
+/** Two transports that know each other, what b was told, and `make` to start one of them again. */
 async function pair(options: { callsInFlightMax?: number } = {}) {
   const ids = { a: newIdentity(), b: newIdentity() };
   const ports: Record<string, number> = {};
   const entries = { a: { key: ids.a.publicKeyBase64, port: () => ports.a! }, b: { key: ids.b.publicKeyBase64, port: () => ports.b! } };
-  const make = (name: 'a' | 'b') =>
-    new PeerTransport({ name, identity: ids[name], directory: loopbackDirectory(entries), replayWindowMs: 5_000, log: pino({ level: 'silent' }), host: PEER_HOST, port: 0, ...options });
+  const make = (name: 'a' | 'b', port = 0) =>
+    new PeerTransport({ name, identity: ids[name], directory: loopbackDirectory(entries), replayWindowMs: 5_000, log: pino({ level: 'silent' }), host: PEER_HOST, port, ...options });
   const a = make('a');
   const b = make('b');
   started.push(a, b);
@@ -40,7 +41,7 @@ async function pair(options: { callsInFlightMax?: number } = {}) {
     heard.push({ sender, epoch: (message as { epoch: number }).epoch });
     return {};
   });
-  return { a, b, ids, heard };
+  return { a, b, ids, heard, make };
 }
 
 async function until(what: string, check: () => boolean, timeoutMs = 5_000): Promise<void> {
@@ -93,14 +94,15 @@ describe('peer notices - one-way messages on one stream per peer', () => {
   });
 
   it('reports a stream that breaks, and opens another with the next notice', async () => {
-    const { a, b, heard } = await pair();
+    const { a, b, heard, make } = await pair();
     const errors: Error[] = [];
     a.notify('b', CORE_MESSAGE, HEARTBEAT, (error) => errors.push(error));
     await until('the first notice', () => heard.length === 1);
     const port = b.port;
     await b.close(0);
     await until('the broken stream reported', () => errors.length === 1);
-    const again = new PeerTransport({ name: 'b', identity: (b as unknown as { options: { identity: ReturnType<typeof newIdentity> } }).options.identity, directory: (b as unknown as { options: { directory: never } }).options.directory, replayWindowMs: 5_000, log: pino({ level: 'silent' }), host: PEER_HOST, port });
+    expect(errors[0]).toBeInstanceOf(PeerUnavailableError);
+    const again = make('b', port);
     started.push(again);
     await again.start();
     again.handle(CORE_MESSAGE, async (sender) => {
