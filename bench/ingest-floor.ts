@@ -33,6 +33,7 @@ import { passBytes, rawBytesMethod } from './raw-grpc.js';
 import { postBatch, type PreparedBatch, runBatches, type Timing } from './ingest.js';
 import { WARMUP_BATCHES_PER_NODE } from './replicated.js';
 import { cpuSecondsOf, folderBytes, temporaryFolder } from './server-process.js';
+import { type CpuByClass, cpuByClassSince, threadTimesOf } from './thread-cpu.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const WRITE_METHOD_PATH = '/tributary.bench.Floor/Write';
@@ -43,8 +44,10 @@ const MEASURED = 'r';
 const WARMUP = 'w';
 
 export interface FloorOptions {
-  /** 1: a single node; 3: replicas 3, each process holding every payload. */
+  /** 1: a single node; 3: three processes. */
   processes: number;
+  /** Copies of each payload (at most `processes`; default all): partition p's on processes p, p+1, … mod `processes`. */
+  replicas?: number;
   /** Worker threads that parse and make the records (0: the main thread does). */
   threads: number;
   ringSize: number;
@@ -55,6 +58,8 @@ export interface FloorOptions {
 export interface FloorRun {
   timing: Timing;
   cpuSeconds: { servers: number | undefined; clients: number };
+  /** The servers' CPU seconds by thread class (thread-cpu.ts); undefined without gdb. */
+  cpuByClass: CpuByClass | undefined;
   /** Per process, the measured payloads it holds after the run. */
   storedCopies: Record<string, number>;
   bytesOnDisk: number;
@@ -72,12 +77,13 @@ const FLOOR_SERVICE: grpc.ServiceDefinition = { Write: rawBytesMethod(WRITE_METH
 export async function runIngestFloor(batches: ReadonlyArray<Pick<PreparedBatch, 'body'>>, options: FloorOptions): Promise<FloorRun> {
   const children: ChildProcess[] = [];
   try {
-    const args = ['--ring-size', String(options.ringSize), '--hash-bytes', String(options.hashBytes), '--threads', String(options.threads)];
+    const replicas = Math.min(options.replicas ?? options.processes, options.processes);
+    const args = ['--ring-size', String(options.ringSize), '--hash-bytes', String(options.hashBytes), '--threads', String(options.threads), '--replicas', String(replicas)];
     for (let index = 0; index < options.processes; index += 1) children.push(spawnRole(THIS_FILE, 'floor-node', ['--name', `floor-${index + 1}`, ...args]));
     const addresses = await Promise.all(children.map((child, index) => firstLine<FloorAddress>(child, `floor process ${index + 1}`)));
     await Promise.all(
-      addresses.map(async (address) => {
-        const peers = addresses.filter((other) => other !== address).map((other) => other.grpc);
+      addresses.map(async (address, index) => {
+        const peers: FloorPeers = { index, ports: addresses.map((each) => each.grpc) };
         const response = await fetch(`http://127.0.0.1:${address.http}/peers`, { method: 'POST', body: JSON.stringify(peers) });
         if (response.status !== 200) throw new Error(`floor: POST /peers answered ${response.status} ${await response.text()}`);
       }),
@@ -87,10 +93,12 @@ export async function runIngestFloor(batches: ReadonlyArray<Pick<PreparedBatch, 
     await runBatches(warmUp.length, 1, (index) => postBatch(url(index, WARMUP), warmUp[index]!.body));
     const pids = children.map((child) => child.pid);
     const serversBefore = cpuSecondsOf(pids);
+    const threadsBefore = threadTimesOf(pids);
     const clientsBefore = process.cpuUsage();
     const timing = await runBatches(batches.length, options.clients, (index) => postBatch(url(index, MEASURED), batches[index]!.body));
     const clients = process.cpuUsage(clientsBefore);
     const serversAfter = cpuSecondsOf(pids);
+    const cpuByClass = cpuByClassSince(threadsBefore);
     const storedCopies: Record<string, number> = {};
     for (const [index, address] of addresses.entries()) {
       storedCopies[`floor-${index + 1}`] = Number(await (await fetch(`http://127.0.0.1:${address.http}/count`)).text());
@@ -101,6 +109,7 @@ export async function runIngestFloor(batches: ReadonlyArray<Pick<PreparedBatch, 
         servers: serversBefore === undefined || serversAfter === undefined ? undefined : serversAfter - serversBefore,
         clients: (clients.user + clients.system) / 1e6,
       },
+      cpuByClass,
       storedCopies,
       bytesOnDisk: addresses.reduce((sum, address) => sum + folderBytes(address.folder), 0),
     };
@@ -119,8 +128,11 @@ function partitionOf(text: string, count: number, ringSize: number): number {
   return (hash >>> 0) % ringSize;
 }
 
+/** A record: its partition, key and value. */
+type FloorRecord = [number, Uint8Array, Uint8Array];
+
 /** The batch's records: one per partition, its payloads' JSON texts one per line. */
-function recordsOf(payloads: unknown[], prefix: string, name: string, sequence: { next: number }, ringSize: number, hashBytes: number): Uint8Array {
+function recordsOf(payloads: unknown[], prefix: string, name: string, sequence: { next: number }, ringSize: number, hashBytes: number): FloorRecord[] {
   const byPartition = new Map<number, { at: number; texts: string[] }>();
   for (const payload of payloads) {
     const text = JSON.stringify(payload);
@@ -131,17 +143,40 @@ function recordsOf(payloads: unknown[], prefix: string, name: string, sequence: 
       byPartition.set(partition, { at: Number.isNaN(at) ? 0 : at, texts: [text] });
     } else block.texts.push(text);
   }
-  const pairs: Array<[Buffer, Buffer]> = [];
+  const records: FloorRecord[] = [];
   for (const [partition, block] of byPartition) {
     sequence.next += 1;
     const key = `${prefix}/${String(partition).padStart(5, '0')}/${String(block.at).padStart(15, '0')}/${name}-${sequence.next}`;
-    pairs.push([Buffer.from(key), Buffer.from(block.texts.join('\n'))]);
+    records.push([partition, Buffer.from(key), Buffer.from(block.texts.join('\n'))]);
   }
-  return encodePairs(pairs);
+  return records;
+}
+
+/** Where each process is: this one's index, and every process's gRPC port by index. */
+interface FloorPeers {
+  index: number;
+  ports: number[];
+}
+
+/**
+ * The encoded records each process must write, by process index: partition p's go to
+ * processes p, p+1, … mod the count, `replicas` of them. With every process an owner of
+ * everything, the batch is encoded once for all.
+ */
+function recordsByProcess(records: readonly FloorRecord[], processes: number, replicas: number): Uint8Array[] {
+  if (replicas >= processes) {
+    const all = encodePairs(records.map(([, key, value]) => [key, value]));
+    return Array.from({ length: processes }, () => all);
+  }
+  const pairs = Array.from({ length: processes }, (): Array<[Uint8Array, Uint8Array]> => []);
+  for (const [partition, key, value] of records) {
+    for (let copy = 0; copy < replicas; copy += 1) pairs[(partition + copy) % processes]!.push([key, value]);
+  }
+  return pairs.map((each) => encodePairs(each));
 }
 
 interface Parsed {
-  records?: Uint8Array;
+  records?: FloorRecord[];
   /** Why the body was refused (400). */
   refused?: string;
 }
@@ -291,8 +326,15 @@ function answer(response: ServerResponse, status: number, text: string): void {
 async function serveFloorNode(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
-    options: { name: { type: 'string' }, 'ring-size': { type: 'string' }, 'hash-bytes': { type: 'string' }, threads: { type: 'string' } },
+    options: {
+      name: { type: 'string' },
+      'ring-size': { type: 'string' },
+      'hash-bytes': { type: 'string' },
+      threads: { type: 'string' },
+      replicas: { type: 'string' },
+    },
   });
+  const replicas = wholeNumber('--replicas', values.replicas, 1);
   const name = values.name ?? 'floor';
   const ringSize = wholeNumber('--ring-size', values['ring-size'], 1);
   const hashBytes = wholeNumber('--hash-bytes', values['hash-bytes'], 1);
@@ -301,11 +343,17 @@ async function serveFloorNode(argv: string[]): Promise<void> {
   const server = new grpc.Server(CHANNEL_OPTIONS);
   const grpcPort = await servePeerWrites(server, store);
 
-  let peers: grpc.Client[] = [];
+  // By process index; this process's own entry is undefined.
+  let peers: Array<grpc.Client | undefined> = [];
+  let self = 0;
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const body = await readBody(request);
     if (request.method === 'POST' && request.url === '/peers') {
-      peers = (JSON.parse(body.toString('utf8')) as number[]).map((port) => new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), CHANNEL_OPTIONS));
+      const posted = JSON.parse(body.toString('utf8')) as FloorPeers;
+      self = posted.index;
+      peers = posted.ports.map((port, index) =>
+        index === self ? undefined : new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), CHANNEL_OPTIONS),
+      );
       return answer(response, 200, 'ok');
     }
     if (request.method === 'GET' && request.url === '/count') return answer(response, 200, String(await store.countMeasured()));
@@ -313,7 +361,14 @@ async function serveFloorNode(argv: string[]): Promise<void> {
     if (request.method !== 'POST' || prefix === undefined) return answer(response, 404, 'no such path');
     const { records, refused } = await parser.parse(body.toString('utf8'), prefix);
     if (records === undefined) return answer(response, 400, refused ?? 'refused');
-    await Promise.all([store.write(records), ...peers.map((peer) => writeOnPeer(peer, records))]);
+    const shares = recordsByProcess(records, Math.max(peers.length, 1), replicas);
+    await Promise.all(
+      shares.map((share, index) => {
+        if (share.length === 0) return undefined; // no record of this batch is this process's
+        const peer = peers[index];
+        return peer === undefined ? store.write(share) : writeOnPeer(peer, share);
+      }),
+    );
     answer(response, 200, '{}');
   };
   const http = createServer((request, response) => {
@@ -324,7 +379,7 @@ async function serveFloorNode(argv: string[]): Promise<void> {
   process.on('SIGTERM', () => {
     http.close();
     parser.close();
-    for (const peer of peers) peer.close();
+    for (const peer of peers) peer?.close();
     server.forceShutdown();
     void store.close().finally(() => process.exit(0));
   });

@@ -56,10 +56,26 @@ import type { BenchOptions } from './options.js';
 import { machine } from './machine.js';
 import { runIngestFloor } from './ingest-floor.js';
 import { cpuSecondsOf, folderBytes } from './server-process.js';
+import { type CpuByClass, cpuByClassSince, THREAD_CLASSES, threadTimesOf } from './thread-cpu.js';
 
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
 const RESULTS_PATH = join(PACKAGE_ROOT, 'bench', 'results', 'peers-ingest.json');
-const GOAL_RATIO_MIN = 2;
+/** Goals: each of ours at least this share of the floor of the same shape… */
+const OF_FLOOR_MIN = 0.8;
+/** …and at replicas 3 at most this many times JetStream R3's server CPU per payload. */
+const CPU_VS_JETSTREAM_MAX = 1.25;
+const RUN_NAMES = ['ours-1', 'floor-1', 'jetstream-r1', 'ours-r2', 'floor-r2', 'ours-r3', 'floor-r3', 'jetstream-r3', 'jetstream-r3-sync'] as const;
+type RunName = (typeof RUN_NAMES)[number];
+
+/** PEERS_INGEST_ONLY=ours-r3,floor-r3 runs only those (to profile one); unset runs them all. */
+function onlyRuns(): Set<RunName> | undefined {
+  const text = process.env.PEERS_INGEST_ONLY;
+  if (text === undefined || text === '') return undefined;
+  const names = text.split(',');
+  const unknown = names.filter((name) => !(RUN_NAMES as readonly string[]).includes(name));
+  if (unknown.length > 0) throw new Error(`PEERS_INGEST_ONLY: unknown run ${unknown.join(', ')} (runs: ${RUN_NAMES.join(', ')})`);
+  return new Set(names as RunName[]);
+}
 const OUR_REPLICAS = [2, 3] as const;
 const JETSTREAM_REPLICAS = [1, 3] as const;
 const RING_SIZE = 128;
@@ -95,6 +111,8 @@ export interface IngestRun {
   bytesOnDisk: number;
   /** CPU seconds the servers (every node or nats-server) and this bench's clients used during the run. */
   cpuSeconds: { servers: number | undefined; clients: number };
+  /** Ours and the floor: the servers' CPU per acknowledged payload, µs, by thread class (thread-cpu.ts). */
+  cpuPerPayloadUsByThread?: CpuByClass;
   loadAverage1mBefore: number;
 }
 
@@ -104,15 +122,26 @@ interface Measured {
   latenciesMs: ArrayLike<number>;
 }
 
-/** Runs `work` and says what CPU it cost the servers and this process (the clients). */
-async function withCpu<T>(pids: ReadonlyArray<number | undefined>, work: () => Promise<T>): Promise<[T, IngestRun['cpuSeconds']]> {
+/** Runs `work` and says what CPU it cost the servers (also by thread class) and this process (the clients). */
+async function withCpu<T>(
+  pids: ReadonlyArray<number | undefined>,
+  work: () => Promise<T>,
+): Promise<[T, IngestRun['cpuSeconds'], CpuByClass | undefined]> {
   const serversBefore = cpuSecondsOf(pids);
+  const threadsBefore = threadTimesOf(pids);
   const clientsBefore = process.cpuUsage();
   const value = await work();
   const clients = process.cpuUsage(clientsBefore);
   const serversAfter = cpuSecondsOf(pids);
+  const byClass = cpuByClassSince(threadsBefore);
   const servers = serversBefore === undefined || serversAfter === undefined ? undefined : round(serversAfter - serversBefore, 2);
-  return [value, { servers, clients: round((clients.user + clients.system) / 1e6, 2) }];
+  return [value, { servers, clients: round((clients.user + clients.system) / 1e6, 2) }, byClass];
+}
+
+/** CPU seconds by thread class as µs per payload. */
+export function perPayloadUs(byClass: CpuByClass | undefined, payloads: number): CpuByClass | undefined {
+  if (byClass === undefined) return undefined;
+  return Object.fromEntries(THREAD_CLASSES.map((name) => [name, round((byClass[name] * 1e6) / payloads, 1)])) as CpuByClass;
 }
 
 function summary(measured: Measured, payloads: number, payloadBytes: number) {
@@ -164,7 +193,7 @@ async function runOurs(batches: readonly PreparedBatch[], nodeCount: number, rep
     const setup = nodeCount === 1 ? 'one node' : `${nodeCount} nodes, replicas ${replicas}`;
     log(`peers-ingest: Tributary, ${setup}, ${clients} clients…`);
     phase(`tributary-${nodeCount}-${replicas}-start`);
-    const [timing, cpuSeconds] = await withCpu(nodes.map((node) => node.child?.pid), () => postRoundRobin(nodes, path, batches, clients));
+    const [timing, cpuSeconds, byClass] = await withCpu(nodes.map((node) => node.child?.pid), () => postRoundRobin(nodes, path, batches, clients));
     phase(`tributary-${nodeCount}-${replicas}-end`);
     // A replica write unanswered within cluster.writeDeadlineMs was acknowledged with a
     // durable hint for that owner instead (docs/cluster.md, "When a write counts"): counted here, and
@@ -186,6 +215,7 @@ async function runOurs(batches: readonly PreparedBatch[], nodeCount: number, rep
       storedCopies,
       bytesOnDisk,
       cpuSeconds,
+      cpuPerPayloadUsByThread: perPayloadUs(byClass, countOf(batches)),
       loadAverage1mBefore,
     };
   } finally {
@@ -195,24 +225,25 @@ async function runOurs(batches: readonly PreparedBatch[], nodeCount: number, rep
 
 const HINTS_DELIVERED_TIMEOUT_MS = 120_000;
 
-/** The floor at replicas 3 (ingest-floor.ts), with what it stores checked as ours is. */
-async function runFloor(batches: readonly PreparedBatch[], clients: number): Promise<IngestRun> {
+/** The floor of the same shape as one of our runs (ingest-floor.ts), with what it stores checked as ours is. */
+async function runFloor(batches: readonly PreparedBatch[], processes: number, replicas: number, clients: number): Promise<IngestRun> {
   const loadAverage1mBefore = round(os.loadavg()[0]!, 2);
-  const setup = `${CLUSTER_NODES} processes, replicas ${CLUSTER_NODES}`;
+  const setup = processes === 1 ? 'one process' : `${processes} processes, replicas ${replicas}`;
   log(`peers-ingest: the floor, ${setup}, ${clients} clients…`);
   // Parsed on each process's main thread: with three processes on two cores a hop to a
   // worker thread only adds work (ours measured the same with and without its workers).
-  const run = await runIngestFloor(batches, { processes: CLUSTER_NODES, threads: 0, ringSize: RING_SIZE, hashBytes: HASH_BYTES, clients });
-  expectCopies(`the floor, ${setup}`, run.storedCopies, CLUSTER_NODES * countOf(batches));
+  const run = await runIngestFloor(batches, { processes, replicas, threads: 0, ringSize: RING_SIZE, hashBytes: HASH_BYTES, clients });
+  expectCopies(`the floor, ${setup}`, run.storedCopies, replicas * countOf(batches));
   return {
     system: FLOOR_SYSTEM,
     setup,
-    replicas: CLUSTER_NODES,
-    durableAtAck: `fsynced on all ${CLUSTER_NODES}`,
+    replicas,
+    durableAtAck: `fsynced on all ${replicas}`,
     ...summary({ elapsedMs: run.timing.elapsedMs, latenciesMs: perPayload(batches, run.timing.latenciesMs) }, countOf(batches), payloadBytesOf(batches)),
     storedCopies: run.storedCopies,
     bytesOnDisk: run.bytesOnDisk,
     cpuSeconds: { servers: run.cpuSeconds.servers === undefined ? undefined : round(run.cpuSeconds.servers, 2), clients: round(run.cpuSeconds.clients, 2) },
+    cpuPerPayloadUsByThread: perPayloadUs(run.cpuByClass, countOf(batches)),
     loadAverage1mBefore,
   };
 }
@@ -381,12 +412,28 @@ function markdown(report: { runs: IngestRun[]; goal: any; params: any; machine: 
       'over raw gRPC; no Koa, schema, checks, protobuf, digest, signature, epoch or hints): a ceiling for any design on Node, gRPC and ' +
       'LevelDB at replicas 3 on this machine.',
   );
-  if (report.goal.ratio !== undefined) {
-    lines.push('', `Goal: Tributary at replicas 3 ≥ ${GOAL_RATIO_MIN} × JetStream R3: ${report.goal.met ? 'met' : '**NOT met**'} (${report.goal.ratio}×).`);
+  const byThread = report.runs.filter((run) => run.cpuPerPayloadUsByThread !== undefined);
+  if (byThread.length > 0) {
+    lines.push(
+      '',
+      'Server CPU per acknowledged payload, µs, by thread class (all processes of a run; thread-cpu.ts):',
+      '',
+      `| system | setup | ${THREAD_CLASSES.join(' | ')} | all |`,
+      `|---|---|${THREAD_CLASSES.map(() => '---:|').join('')}---:|`,
+      ...byThread.map((run) => {
+        const cells = THREAD_CLASSES.map((name) => run.cpuPerPayloadUsByThread![name]);
+        return `| ${run.system} | ${run.setup} | ${cells.join(' | ')} | ${round(cells.reduce((a, b) => a + b, 0), 1)} |`;
+      }),
+    );
   }
-  if (report.goal.floorRatio !== undefined) {
-    lines.push(`The floor reaches ${report.goal.floorRatio}× JetStream R3; Tributary at replicas 3 is ${report.goal.ofFloor} of the floor.`);
-  }
+  const goal = report.goal;
+  lines.push(
+    '',
+    `Goals: each of ours ≥ ${goal.ofFloorMin} of the floor of its shape: one node ${goal.ofFloor.oneNode ?? '–'}, replicas 2 ${goal.ofFloor.replicas2 ?? '–'}, ` +
+      `replicas 3 ${goal.ofFloor.replicas3 ?? '–'}; server CPU at replicas 3 ≤ ${goal.cpuVsJetStreamR3Max}× JetStream R3's: ${goal.cpuVsJetStreamR3 ?? '–'}×. ` +
+      `${goal.met ? 'Met' : '**NOT met**'}.`,
+  );
+  if (goal.ratio !== undefined) lines.push(`Tributary at replicas 3 is ${goal.ratio}× JetStream R3; the floor reaches ${goal.floorRatio}×.`);
   return lines.join('\n');
 }
 
@@ -407,21 +454,39 @@ export async function runPeersIngestBench(options: BenchOptions): Promise<void> 
   if (binary === undefined) log('nats-server not found (apt-get install nats-server, or NATS_SERVER_BIN): measuring Tributary only.');
   else log(`JetStream: ${binary.version} at ${binary.path}; sync on every write ${syncAlways ? 'supported' : 'not supported by this version'}`);
 
-  // Ours and theirs alternate, so that a change of the machine's load hits both.
+  // Ours, the floor of the same shape and theirs alternate, so that a change of the machine's load hits all.
+  const only = onlyRuns();
+  const plan: Array<[RunName, () => Promise<IngestRun>]> = [
+    ['ours-1', () => runOurs(batches, 1, 1, clients)],
+    ['floor-1', () => runFloor(batches, 1, 1, clients)],
+    ['jetstream-r1', () => runJetStream(binary!, batches, JETSTREAM_REPLICAS[0], clients, window, false)],
+    ...OUR_REPLICAS.flatMap((replicas): Array<[RunName, () => Promise<IngestRun>]> => [
+      [`ours-r${replicas}`, () => runOurs(batches, CLUSTER_NODES, replicas, clients)],
+      [`floor-r${replicas}`, () => runFloor(batches, CLUSTER_NODES, replicas, clients)],
+    ]),
+    ['jetstream-r3', () => runJetStream(binary!, batches, JETSTREAM_REPLICAS[1], clients, window, false)],
+    ['jetstream-r3-sync', () => runJetStream(binary!, batches, JETSTREAM_REPLICAS[1], clients, window, true)],
+  ];
   const runs: IngestRun[] = [];
-  runs.push(await runOurs(batches, 1, 1, clients));
-  if (binary !== undefined) runs.push(await runJetStream(binary, batches, JETSTREAM_REPLICAS[0], clients, window, false));
-  for (const replicas of OUR_REPLICAS) runs.push(await runOurs(batches, CLUSTER_NODES, replicas, clients));
-  if (binary !== undefined) runs.push(await runJetStream(binary, batches, JETSTREAM_REPLICAS[1], clients, window, false));
-  runs.push(await runFloor(batches, clients));
-  if (binary !== undefined && syncAlways) runs.push(await runJetStream(binary, batches, JETSTREAM_REPLICAS[1], clients, window, true));
+  for (const [name, run] of plan) {
+    if (only !== undefined && !only.has(name)) continue;
+    if (name.startsWith('jetstream') && (binary === undefined || (name.endsWith('sync') && !syncAlways))) continue;
+    runs.push(await run());
+  }
 
-  const ours3 = runs.find((run) => run.system === 'Tributary' && run.replicas === 3);
+  const ours = (replicas: number, nodes: number) => runs.find((run) => run.system === 'Tributary' && run.replicas === replicas && (nodes === 1) === (run.setup === 'one node'));
+  const floorOf = (replicas: number, processes: number) =>
+    runs.find((run) => run.system === FLOOR_SYSTEM && run.replicas === replicas && (processes === 1) === (run.setup === 'one process'));
+  const ours3 = ours(3, CLUSTER_NODES);
   const theirs3 = runs.find((run) => run.system === 'NATS JetStream' && run.replicas === 3 && !run.setup.includes('always'));
-  const floor = runs.find((run) => run.system === FLOOR_SYSTEM)!;
+  const floor = floorOf(3, CLUSTER_NODES);
   const ratio = ours3 !== undefined && theirs3 !== undefined ? round(ours3.payloadsPerSecond / theirs3.payloadsPerSecond, 2) : undefined;
-  const floorRatio = theirs3 === undefined ? undefined : round(floor.payloadsPerSecond / theirs3.payloadsPerSecond, 2);
-  const ofFloor = ours3 === undefined ? undefined : round(ours3.payloadsPerSecond / floor.payloadsPerSecond, 2);
+  const floorRatio = theirs3 === undefined || floor === undefined ? undefined : round(floor.payloadsPerSecond / theirs3.payloadsPerSecond, 2);
+  const ofFloorOf = (mine: IngestRun | undefined, base: IngestRun | undefined) =>
+    mine === undefined || base === undefined ? undefined : round(mine.payloadsPerSecond / base.payloadsPerSecond, 2);
+  const ofFloor = { oneNode: ofFloorOf(ours(1, 1), floorOf(1, 1)), replicas2: ofFloorOf(ours(2, CLUSTER_NODES), floorOf(2, CLUSTER_NODES)), replicas3: ofFloorOf(ours3, floor) };
+  const cpuVsJetStream =
+    ours3?.cpuSeconds.servers === undefined || theirs3?.cpuSeconds.servers === undefined ? undefined : round(ours3.cpuSeconds.servers / theirs3.cpuSeconds.servers, 2);
   const report = {
     date: new Date().toISOString(),
     machine: machine(loadAverageBefore),
@@ -450,7 +515,15 @@ export async function runPeersIngestBench(options: BenchOptions): Promise<void> 
     },
     runs,
     verified: 'after each run every node or server counted what it holds: replicas × acknowledged, else the bench fails',
-    goal: { ratioMin: GOAL_RATIO_MIN, ratio, met: ratio === undefined ? undefined : ratio >= GOAL_RATIO_MIN, floorRatio, ofFloor },
+    goal: {
+      ofFloorMin: OF_FLOOR_MIN,
+      ofFloor,
+      cpuVsJetStreamR3Max: CPU_VS_JETSTREAM_MAX,
+      cpuVsJetStreamR3: cpuVsJetStream,
+      met: Object.values(ofFloor).every((value) => value !== undefined && value >= OF_FLOOR_MIN) && cpuVsJetStream !== undefined && cpuVsJetStream <= CPU_VS_JETSTREAM_MAX,
+      ratio,
+      floorRatio,
+    },
   };
   mkdirSync(dirname(RESULTS_PATH), { recursive: true });
   writeFileSync(RESULTS_PATH, `${JSON.stringify(report, null, 2)}\n`);
