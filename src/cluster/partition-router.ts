@@ -25,6 +25,8 @@ const ROUTE_ATTEMPTS_MAX = 4;
 export interface ReplicaWrites {
   /** Resolves once durable on `node`; throws RouteAgainError when the table changed, anything else when not written. */
   write(node: string, repository: RepositoryName, replicas: number, records: readonly StoredRecord[]): Promise<void>;
+  /** As write, to each of `nodes` with the same records (sent encoded once), one outcome per node in order; absent: write to each. */
+  writeEach?(nodes: readonly string[], repository: RepositoryName, replicas: number, records: readonly StoredRecord[]): Array<Promise<void>>;
 }
 
 /** A record stored on some owners and not on others: the others need a hint. */
@@ -140,9 +142,9 @@ export class PartitionRouter {
   private async writeToOwners(repository: RepositoryName, policy: DistributionPolicy, records: readonly StoredRecord[], byOwner: ReadonlyMap<string, readonly number[]>): Promise<OwnerWrites> {
     const outcome: OwnerWrites = { storedOn: new Map(), notStored: new Map(), reroute: new Set(), maybeStored: new Set() };
     await Promise.all(
-      [...byOwner].map(async ([owner, owned]) => {
+      this.sends(repository, policy, records, byOwner).map(async ([owner, owned, sent]) => {
         try {
-          await this.writer.write(owner, repository, policy.replicas, owned.map((position) => records[position]!));
+          await sent;
           for (const position of owned) {
             const nodes = outcome.storedOn.get(position);
             if (nodes === undefined) outcome.storedOn.set(position, [owner]);
@@ -159,6 +161,32 @@ export class PartitionRouter {
       }),
     );
     return outcome;
+  }
+
+  /**
+   * One write per owner, started at once. Owners sent the same positions share one write
+   * (writeEach: the records encoded once for all of them); usually every owner of a batch
+   * is, when the cluster has no more nodes than replicas.
+   */
+  private sends(repository: RepositoryName, policy: DistributionPolicy, records: readonly StoredRecord[], byOwner: ReadonlyMap<string, readonly number[]>) {
+    const writer = this.writer;
+    const groups = new Map<string, { owned: readonly number[]; owners: string[] }>();
+    for (const [owner, owned] of byOwner) {
+      const key = owned.join(',');
+      const group = groups.get(key);
+      if (group === undefined) groups.set(key, { owned, owners: [owner] });
+      else group.owners.push(owner);
+    }
+    const sends: Array<[string, readonly number[], Promise<void>]> = [];
+    for (const { owned, owners } of groups.values()) {
+      const shared = owned.map((position) => records[position]!);
+      const writes = writer.writeEach?.(owners, repository, policy.replicas, shared) ?? owners.map((owner) => writer.write(owner, repository, policy.replicas, shared));
+      assert(writes.length === owners.length, () => `${writes.length} writes for owners ${owners.join(', ')}`);
+      owners.forEach((owner, index) => sends.push([owner, owned, writes[index]!]));
+    }
+    // Every owner is sent its share once.
+    assert(sends.length === byOwner.size, () => `${sends.length} writes for ${byOwner.size} owners`);
+    return sends;
   }
 
   /**

@@ -31,7 +31,7 @@ export interface ReplicaStore {
 export interface ReplicaWriterDeps {
   localName: string;
   replica: ReplicaStore;
-  transport: Pick<PeerEndpoint, 'call'>;
+  transport: Pick<PeerEndpoint, 'callEach'>;
   available(node: string): boolean;
   epoch(): number;
   /** This node's table: a local store is owner-checked against it, as a peer's write is (storeReplicaWrite). */
@@ -72,32 +72,56 @@ export class ReplicaWriter {
 
   /** Resolves once the records are durable on `node`; throws RouteAgainError or ReplicaWriteError. */
   async write(node: string, repository: RepositoryName, replicas: number, records: readonly StoredRecord[]): Promise<void> {
+    return this.writeEach([node], repository, replicas, records)[0]!;
+  }
+
+  /**
+   * The same records to each of `nodes`, one outcome per node in order: the peers' body is
+   * encoded and digested once for all of them (at replicas 3 on three nodes, every owner
+   * is sent every record of a batch).
+   */
+  writeEach(nodes: readonly string[], repository: RepositoryName, replicas: number, records: readonly StoredRecord[]): Array<Promise<void>> {
     const deps = this.deps;
-    // The router sends each owner its share of a stream's policy: never nothing, never zero copies.
+    // The router sends each owner its share of a stream's policy: never nothing, never zero copies, never an owner twice.
     assert(records.length > 0 && Number.isInteger(replicas) && replicas >= 1, `a replica write of ${records.length} records with ${replicas} replicas`);
-    if (node === deps.localName) {
-      // The table may have moved on while the write was routed (this process paused, a
-      // change completed): a node that gave the partition up, or has left, stores nothing
-      // more of it, or it would hold what it already dropped. The router routes again.
-      const unowned = records.find((record) => !writeOwners(deps.membership(), { partition: record.partition, replicas }).includes(deps.localName));
-      if (unowned !== undefined) throw new RouteAgainError(`${node} no longer owns partition ${unowned.partition} of ${unowned.stream} (epoch ${deps.epoch()})`);
-      await deps.replica.store(repository, records);
-      return;
-    }
+    assert(new Set(nodes).size === nodes.length, () => `a replica write sent twice to one of ${nodes.join(', ')}`);
     // A node known to be down is not waited for.
-    if (!deps.available(node)) throw new ReplicaWriteError(node, `${node} is unavailable`, { sent: false });
-    try {
-      await deps.transport.call(node, WRITE_RECORDS, { repo: repository, records: [...records], epoch: deps.epoch(), replicas }, { deadlineMs: deps.writeDeadlineMs });
-    } catch (error) {
-      const code = (error as RemotePeerError).code;
-      if (code === STALE_EPOCH || code === NOT_OWNER) {
-        await deps.adopt(node, (error as RemotePeerError).details!.membership as Membership);
-        throw new RouteAgainError(`${node} has another cluster table (${code})`);
-      }
-      if (code === 'PEER_UNAVAILABLE') deps.suspect(node);
-      deps.log.debug({ err: error, peer: node }, 'replica write failed');
-      throw new ReplicaWriteError(node, `not written to owner ${node}: ${(error as Error).message}`, { cause: error });
+    const peers = nodes.filter((node) => node !== deps.localName && deps.available(node));
+    const body = { repo: repository, records: [...records], epoch: deps.epoch(), replicas };
+    const calls = peers.length === 0 ? [] : deps.transport.callEach(peers, WRITE_RECORDS, body, { deadlineMs: deps.writeDeadlineMs });
+    const callOf = new Map(peers.map((node, index) => [node, calls[index]!]));
+    return nodes.map((node) => {
+      if (node === deps.localName) return this.storeHere(repository, replicas, records);
+      const call = callOf.get(node);
+      if (call === undefined) return Promise.reject(new ReplicaWriteError(node, `${node} is unavailable`, { sent: false }));
+      return call.then(
+        () => undefined,
+        (error: unknown) => this.failed(node, error),
+      );
+    });
+  }
+
+  private async storeHere(repository: RepositoryName, replicas: number, records: readonly StoredRecord[]): Promise<void> {
+    const deps = this.deps;
+    // The table may have moved on while the write was routed (this process paused, a
+    // change completed): a node that gave the partition up, or has left, stores nothing
+    // more of it, or it would hold what it already dropped. The router routes again.
+    const unowned = records.find((record) => !writeOwners(deps.membership(), { partition: record.partition, replicas }).includes(deps.localName));
+    if (unowned !== undefined) throw new RouteAgainError(`${deps.localName} no longer owns partition ${unowned.partition} of ${unowned.stream} (epoch ${deps.epoch()})`);
+    await deps.replica.store(repository, records);
+  }
+
+  /** A peer's write failed: routed again when its table is newer, else a ReplicaWriteError. */
+  private async failed(node: string, error: unknown): Promise<never> {
+    const deps = this.deps;
+    const code = (error as RemotePeerError).code;
+    if (code === STALE_EPOCH || code === NOT_OWNER) {
+      await deps.adopt(node, (error as RemotePeerError).details!.membership as Membership);
+      throw new RouteAgainError(`${node} has another cluster table (${code})`);
     }
+    if (code === 'PEER_UNAVAILABLE') deps.suspect(node);
+    deps.log.debug({ err: error, peer: node }, 'replica write failed');
+    throw new ReplicaWriteError(node, `not written to owner ${node}: ${(error as Error).message}`, { cause: error });
   }
 }
 

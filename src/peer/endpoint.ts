@@ -27,6 +27,12 @@ export interface PeerEndpoint {
   readonly name: string;
   call<Req, Res>(to: string, kind: PeerMessageKind<Req, Res>, body: Req, options: CallOptions): Promise<Res>;
   /**
+   * The same call to each of `to`, answered one by one: the body is encoded and digested
+   * once for all (a replicated write sends the same records to every owner), each envelope
+   * still signed for its own recipient.
+   */
+  callEach<Req, Res>(to: readonly string[], kind: PeerMessageKind<Req, Res>, body: Req, options: CallOptions): Array<Promise<Res>>;
+  /**
    * Sends a message of a one-way kind (kinds.ts `oneWay`) with no reply, on a long-lived
    * stream to `to`: false when it was dropped (the stream is backed up). A stream that
    * breaks or is refused reports its error to `onError` once; the next notice opens another.

@@ -139,6 +139,8 @@ export interface SealOptions {
   replyTo: Uint8Array;
   /** A fresh random nonce unless given (tests replay one). */
   nonce?: Uint8Array;
+  /** contentDigest(kind, body), when the caller has it already (one body sent to several nodes). */
+  contentDigest?: Uint8Array;
 }
 
 export function sealEnvelope(options: SealOptions): Envelope {
@@ -150,7 +152,8 @@ export function sealEnvelope(options: SealOptions): Envelope {
     body: options.body,
     replyTo: options.replyTo,
   };
-  const signature = signBytes(options.signingKey, envelopeDigest(unsigned, options.recipientPublicKey));
+  const content = options.contentDigest ?? contentDigest(unsigned.kind, unsigned.body);
+  const signature = signBytes(options.signingKey, digestOf(unsigned, content, options.recipientPublicKey));
   return { ...unsigned, signature };
 }
 

@@ -46,6 +46,7 @@ import {
   signingKeyOf,
   verifyEnvelope,
   verifyingKeyOf,
+  contentDigest,
 } from './signing.js';
 import { serveTransferStream, type ChunkAnswer } from './transfer-inbound.js';
 import { callerClaim, callerMetadata, inboundGate, type GateCounts } from './inbound-gate.js';
@@ -503,11 +504,19 @@ export class PeerTransport implements PeerEndpoint {
 
   // ---- Sending ------------------------------------------------------------------------
 
-  async call<Req, Res>(to: string, kind: PeerMessageKind<Req, Res>, body: Req, options: CallOptions): Promise<Res> {
-    const { key, target } = this.peer(to);
-    const request = this.seal(kind.name, encodeBody(kind.request, body), key.raw, NO_BYTES);
-    const reply = await this.exchange(to, target, request, encodeEnvelope(request), options);
-    return this.openAnswer(reply, request.nonce, { node: to, sender: to, key: key.object }, kind.reply);
+  call<Req, Res>(to: string, kind: PeerMessageKind<Req, Res>, body: Req, options: CallOptions): Promise<Res> {
+    return this.callEach([to], kind, body, options)[0]!;
+  }
+
+  callEach<Req, Res>(to: readonly string[], kind: PeerMessageKind<Req, Res>, body: Req, options: CallOptions): Array<Promise<Res>> {
+    const bytes = encodeBody(kind.request, body);
+    const content = contentDigest(kind.name, bytes);
+    return to.map(async (node) => {
+      const { key, target } = this.peer(node);
+      const request = this.seal(kind.name, bytes, key.raw, NO_BYTES, content);
+      const reply = await this.exchange(node, target, request, encodeEnvelope(request), options);
+      return this.openAnswer(reply, request.nonce, { node, sender: node, key: key.object }, kind.reply);
+    });
   }
 
   notify<Req>(to: string, kind: PeerMessageKind<Req, unknown>, body: Req, onError: (error: Error) => void): boolean {
@@ -581,7 +590,7 @@ export class PeerTransport implements PeerEndpoint {
   }
 
   /** A signed envelope from this node; `recipient` on requests, `replyTo` on replies. */
-  private seal(kind: string, body: Uint8Array, recipient: Uint8Array | undefined, replyTo: Uint8Array): Envelope {
+  private seal(kind: string, body: Uint8Array, recipient: Uint8Array | undefined, replyTo: Uint8Array, content?: Uint8Array): Envelope {
     return sealEnvelope({
       signingKey: this.signingKey,
       sender: this.name,
@@ -590,6 +599,7 @@ export class PeerTransport implements PeerEndpoint {
       sentAtMs: this.clock(),
       recipientPublicKey: recipient,
       replyTo,
+      contentDigest: content,
     });
   }
 

@@ -118,6 +118,10 @@ export class SimEndpoint implements PeerEndpoint {
     return true;
   }
 
+  callEach<Req, Res>(to: readonly string[], kind: PeerMessageKind<Req, Res>, body: Req, options: CallOptions): Array<Promise<Res>> {
+    return to.map((node) => this.call(node, kind, body, options));
+  }
+
   call<Req, Res>(to: string, kind: PeerMessageKind<Req, Res>, body: Req, options: CallOptions): Promise<Res> {
     const world = this.network.world;
     return new Promise<Res>((resolve, reject) => {

@@ -116,6 +116,7 @@ describe('console history - gathered across the cluster', () => {
         if (answer === undefined) throw new Error(`deadline of ${options.deadlineMs} ms passed`);
         return answer;
       }) as PeerEndpoint['call'],
+      callEach: () => [],
       handle: () => undefined,
       handleTransfer: () => undefined,
       openTransferStream: () => { throw new Error('not used'); },

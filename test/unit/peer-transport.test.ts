@@ -134,6 +134,29 @@ describe('peer transport - calls', () => {
     expect(reply).toEqual({ node: 'b', details: { echo: 'q1' } });
   });
 
+  it('calls several nodes with one body, each envelope signed for its own recipient', async () => {
+    const d = await startPeer('d');
+    try {
+      introduce(d, a, b);
+      introduce(a, d);
+      introduce(b, d);
+      const replies = await Promise.all(d.transport.callEach(['a', 'b'], MONITORING_READ, echo('fan'), CALL));
+      // Both answered: each checked its envelope against its own key (one signed for a would be refused by b).
+      expect(replies).toEqual([
+        { node: 'd', details: { echo: 'fan' } },
+        { node: 'd', details: { echo: 'fan' } },
+      ]);
+      // One outcome per node: a node that fails fails alone.
+      const [toA, toNobody] = await Promise.allSettled(d.transport.callEach(['a', 'nobody'], MONITORING_READ, echo('half'), CALL));
+      expect(toA).toEqual({ status: 'fulfilled', value: { node: 'd', details: { echo: 'half' } } });
+      expect(toNobody).toMatchObject({ status: 'rejected', reason: { code: 'PEER_UNKNOWN' } });
+    } finally {
+      a.known.delete('d');
+      b.known.delete('d');
+      await d.transport.close(1_000);
+    }
+  });
+
   it('rethrows the remote error with its status, code, message and details', async () => {
     const error = await a.transport.call('b', MONITORING_READ, echo('conflict'), CALL).catch((caught: unknown) => caught);
     const expected = new VersionConflictError('k', '1', '3');

@@ -60,7 +60,7 @@ describe('write path invariants - replica writer and group commit', () => {
     const writer = new ReplicaWriter({
       localName: 'n1',
       replica: { store: async () => undefined },
-      transport: { call: (async () => ({})) as never },
+      transport: { callEach: (() => []) as never },
       available: () => true,
       epoch: () => 1,
       membership: () => ({ epoch: 1, members: [], change: undefined }),
