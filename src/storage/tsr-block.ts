@@ -7,7 +7,7 @@
 //
 // Pure: text in, text out. The layout is part of the stored format:
 //
-//   tsb1 <count> <minTs> <maxTs>\n<body: base64>[\n<rest: JSON>]
+//   tsb2 <count> <minTs> <maxTs>\n<body: base64>\n<strings>[\n<rest: JSON>]
 //
 // - Payloads are in event-time order, ties in the order they were written.
 // - The body is binary, little-endian, every array at a multiple of its element's size (the
@@ -29,7 +29,11 @@
 //       5 iso        nothing: the payload's own timestamp as an ISO string (toISOString),
 //                    the primary datetime field stored once, as the timestamps
 //     then the string table: u32 count, u32[count] each string's length (UTF-16 units),
-//     the strings one after another as UTF-8, padding to 8. Strings decode in one call.
+//     padding to 8. The strings themselves follow the body's line as they are, one after
+//     another (their lengths say where each ends): text in base64 was a third larger and
+//     most of a block's bytes to hash, send, write and compact (free text is most payloads).
+//   tsb1, read as well (blocks stored before), has the strings inside the body, as UTF-8
+//   after the lengths, and no strings line.
 // - rest: present when any payload has other fields: per payload, an object of those
 //   fields ({} when none), as canonical JSON, read back with integers beyond 2^53 exact.
 //
@@ -53,7 +57,9 @@ export const BLOCK_SPAN_MS = 10 * 60_000;
 export const BLOCK_PAYLOADS_MAX = 4096;
 /** A block whose text is longer than this is split in two (unless it holds one payload). */
 export const BLOCK_CHARS_MAX = 512 * 1024;
-const MAGIC = 'tsb1';
+const MAGIC = 'tsb2';
+/** The first layout, still read: the strings as UTF-8 inside the body. */
+const MAGIC_V1 = 'tsb1';
 /** The highest place in a write a block records (a writeId holds it in 7 hex digits). */
 export const POSITION_MAX = 0xfffffff;
 
@@ -277,9 +283,8 @@ function encodeBlock(sorted: readonly SortedEntry[], first: number, end: number)
   const restNames = names.filter((name) => !columnNames.includes(name));
   const strings: string[] = [];
   const columns = columnNames.map((name) => planColumn(sorted, first, name, fields.get(name)!, strings));
-  const table = Buffer.from(strings.join(''), 'utf8');
   const positions = positionDeltas(sorted, first, end);
-  const body = new BodyWriter(bodyBytes(count, positions !== undefined, columns, strings.length, table.length));
+  const body = new BodyWriter(bodyBytes(count, positions !== undefined, columns, strings.length));
   body.u32(columns.length);
   body.u32(positions === undefined ? 0 : 1);
   // Differences within a block are below BLOCK_SPAN_MS: an int32 holds each.
@@ -290,10 +295,9 @@ function encodeBlock(sorted: readonly SortedEntry[], first: number, end: number)
   for (const column of columns) writeColumn(body, column);
   body.u32(strings.length);
   for (const text of strings) body.u32(text.length);
-  body.bytes(table);
   body.align(8);
   const header = `${MAGIC} ${count} ${sorted[first]!.timestamp} ${sorted[end - 1]!.timestamp}`;
-  const text = `${header}\n${body.base64()}`;
+  const text = `${header}\n${body.base64()}\n${strings.join('')}`;
   return restNames.length === 0 ? text : `${text}\n${encodeRest(sorted, first, end, restNames)}`;
 }
 
@@ -372,7 +376,7 @@ function align(offset: number, to: number): number {
 }
 
 /** The body's size: the layout encodeBlock and writeColumn write, DecodedBlock reads. */
-function bodyBytes(count: number, positions: boolean, columns: readonly PlannedColumn[], strings: number, tableBytes: number): number {
+function bodyBytes(count: number, positions: boolean, columns: readonly PlannedColumn[], strings: number): number {
   let size = align(8 + 4 * count + (positions ? 4 * count : 0), 8);
   for (const column of columns) {
     size += 8;
@@ -394,7 +398,7 @@ function bodyBytes(count: number, positions: boolean, columns: readonly PlannedC
     }
     size = align(size, 8);
   }
-  return align(size + 4 + 4 * strings + tableBytes, 8);
+  return align(size + 4 + 4 * strings, 8);
 }
 
 /** Writes a column: kind and name, then its values 8-byte aligned (readColumnPlace reads it). */
@@ -428,14 +432,12 @@ function writeColumn(body: BodyWriter, column: PlannedColumn): void {
 class BodyWriter {
   private readonly buffer: ArrayBuffer;
   private readonly view: DataView;
-  private readonly array: Uint8Array;
   private at = 0;
 
   constructor(size: number) {
     assert(size > 0 && size % 8 === 0, `a block body of ${size} bytes`);
     this.buffer = new ArrayBuffer(size);
     this.view = new DataView(this.buffer);
-    this.array = new Uint8Array(this.buffer);
   }
 
   u8(value: number): void {
@@ -446,11 +448,6 @@ class BodyWriter {
   u32(value: number): void {
     this.view.setUint32(this.at, value, true);
     this.at += 4;
-  }
-
-  bytes(bytes: Uint8Array): void {
-    this.array.set(bytes, this.at);
-    this.at += bytes.length;
   }
 
   align(to: number): void {
@@ -512,7 +509,7 @@ function encodeRest(sorted: readonly SortedEntry[], first: number, end: number, 
 export function blockHeader(text: string): BlockHeader {
   // Read in place (a split and three Numbers per block were a third of a read's decoding).
   const reader = { text, at: MAGIC.length + 1 };
-  if (!text.startsWith(`${MAGIC} `)) throw new BadBlockError('not a tsr block (no header)');
+  if (!text.startsWith(`${MAGIC} `) && !text.startsWith(`${MAGIC_V1} `)) throw new BadBlockError('not a tsr block (no header)');
   const count = headerInteger(reader, ' ');
   const minTs = headerInteger(reader, ' ');
   const maxTs = headerInteger(reader, '\n');
@@ -543,18 +540,23 @@ function headerInteger(reader: { text: string; at: number }, end: string): numbe
 export function decodeBlock(text: string): Block {
   const header = blockHeader(text);
   const bodyStart = text.indexOf('\n') + 1;
-  const restStart = text.indexOf('\n', bodyStart);
-  const body = bodyOf(restStart < 0 ? text.slice(bodyStart) : text.slice(bodyStart, restStart));
+  const bodyEnd = text.indexOf('\n', bodyStart);
+  const body = bodyOf(bodyEnd < 0 ? text.slice(bodyStart) : text.slice(bodyStart, bodyEnd));
+  if (text.startsWith(MAGIC_V1)) return new DecodedBlock(header, body, undefined, bodyEnd < 0 ? undefined : restOf(text, bodyEnd + 1, header.count));
+  if (bodyEnd < 0) throw new BadBlockError('a tsr block without its strings');
+  return new DecodedBlock(header, body, { text, at: bodyEnd + 1 }, undefined);
+}
+
+/** The payloads' fields outside the columns: the JSON from `at` on. */
+function restOf(text: string, at: number, count: number): Array<Record<string, unknown>> {
   let rest: unknown;
-  if (restStart >= 0) {
-    try {
-      rest = parseJson(text.slice(restStart + 1));
-    } catch (error) {
-      throw new BadBlockError(`a tsr block's rest is not JSON: ${(error as Error).message}`);
-    }
-    if (!Array.isArray(rest) || rest.length !== header.count || !rest.every(isPlainObject)) throw new BadBlockError(`a tsr block's rest is not ${header.count} objects`);
+  try {
+    rest = parseJson(text.slice(at));
+  } catch (error) {
+    throw new BadBlockError(`a tsr block's rest is not JSON: ${(error as Error).message}`);
   }
-  return new DecodedBlock(header, body, rest as Array<Record<string, unknown>> | undefined);
+  if (!Array.isArray(rest) || rest.length !== count || !rest.every(isPlainObject)) throw new BadBlockError(`a tsr block's rest is not ${count} objects`);
+  return rest as Array<Record<string, unknown>>;
 }
 
 /** Decoded bodies and timestamps, carved out of shared slabs (byte-slab.ts). */
@@ -617,6 +619,7 @@ class DecodedBlock implements Block {
   readonly maxTs: number;
   readonly timestamps: Float64Array;
   readonly columnNames: readonly string[];
+  readonly rest: ReadonlyArray<Record<string, unknown>> | undefined;
   private readonly strings: string[];
   /** Where the stored positions lie (or undefined when they are 0, 1, 2, …), read when first asked for. */
   private readonly positionsAt: number | undefined;
@@ -624,10 +627,16 @@ class DecodedBlock implements Block {
   private readonly places = new Map<string, ColumnPlace>();
   private readonly decoded = new Map<string, Column>();
 
+  /**
+   * `table`: where the strings line starts in the block's text (tsb2), undefined when the
+   * strings are inside the body (tsb1, whose `rest` is read already). A tsb2 block's rest
+   * follows its strings.
+   */
   constructor(
     header: BlockHeader,
     private readonly body: BodyReader,
-    readonly rest: ReadonlyArray<Record<string, unknown>> | undefined,
+    table: { text: string; at: number } | undefined,
+    rest: ReadonlyArray<Record<string, unknown>> | undefined,
   ) {
     this.count = header.count;
     this.minTs = header.minTs;
@@ -639,7 +648,16 @@ class DecodedBlock implements Block {
     body.align(8);
     const places: Array<[number, ColumnPlace]> = [];
     for (let index = 0; index < columnCount; index += 1) places.push(readColumnPlace(body, header.count));
-    this.strings = readStrings(body);
+    if (table === undefined) {
+      this.strings = readStrings(body);
+      this.rest = rest;
+    } else {
+      const [strings, end] = readStringsLine(body, table.text, table.at);
+      this.strings = strings;
+      if (end === table.text.length) this.rest = undefined;
+      else if (table.text.charCodeAt(end) !== 10) throw new BadBlockError("a tsr block's strings do not end its line");
+      else this.rest = restOf(table.text, end + 1, header.count);
+    }
     const names: string[] = [];
     for (const [nameIndex, place] of places) {
       const name = this.string(nameIndex);
@@ -739,7 +757,27 @@ function readColumnPlace(body: BodyReader, count: number): [number, ColumnPlace]
   return [name, { kind, at }];
 }
 
-/** The string table: how long each string is (UTF-16 units), then all of them as one UTF-8 text. */
+/**
+ * The string table of a tsb2 block: how long each string is (UTF-16 units), ending the
+ * body, and the strings in the block's text from `at` on; and where they end.
+ */
+function readStringsLine(body: BodyReader, text: string, at: number): [string[], number] {
+  const count = body.u32();
+  const lengthsAt = body.skip(4 * count);
+  body.align(8);
+  if (body.at !== body.end) throw new BadBlockError("a tsr block's body goes on after its string table");
+  const strings = new Array<string>(count);
+  let next = at;
+  for (let index = 0; index < count; index += 1) {
+    const length = body.view.getUint32(lengthsAt + 4 * index, true);
+    if (next + length > text.length) throw new BadBlockError("a tsr block's strings end early");
+    strings[index] = text.slice(next, next + length);
+    next += length;
+  }
+  return [strings, next];
+}
+
+/** The string table of a tsb1 block: how long each string is (UTF-16 units), then all of them as one UTF-8 text. */
 function readStrings(body: BodyReader): string[] {
   const count = body.u32();
   const lengthsAt = body.skip(4 * count);

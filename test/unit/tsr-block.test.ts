@@ -99,22 +99,27 @@ describe('tsr block - encoding', () => {
 
   it('refuses text that is not a block, naming what is wrong', () => {
     // Two payloads: column 'a' (doubles at 24), 'h' (a dictionary at 40: one distinct value,
-    // indices at 56), 's' (strings at 64); the string table at 80; 120 bytes in all.
+    // indices at 56), 's' (strings at 64); the string table's lengths at 80; 112 bytes in
+    // all; then the strings' line.
     const [block] = packBlocks([{ timestamp: START_MS, payload: { a: 1.5, h: 'x', s: 'p' }, position: 0 }, { timestamp: START_MS + 5, payload: { a: 2.5, h: 'x', s: 'q' }, position: 1 }]);
     const text = block!.text;
-    const [header, body] = text.split('\n') as [string, string];
+    const [header, body, strings] = text.split('\n') as [string, string, string];
     const damaged = (change: (bytes: Buffer) => void) => {
       const bytes = Buffer.from(body, 'base64');
       change(bytes);
-      return `${header}\n${bytes.toString('base64')}`;
+      return `${header}\n${bytes.toString('base64')}\n${strings}`;
     };
-    expect(Buffer.from(body, 'base64').length).toBe(120);
+    expect(strings).toBe('ahxspq');
+    expect(Buffer.from(body, 'base64').length).toBe(112);
     expect(Buffer.from(body, 'base64').readDoubleLE(24)).toBe(1.5);
     const cases: Array<[string, RegExp]> = [
       ['{"a":1}', /no header/],
-      [text.replace('tsb1 2 ', 'tsb1 0 '), /holds 1 to/],
-      [text.replace(`tsb1 2 ${START_MS} ${START_MS + 5}`, `tsb1 2 ${START_MS} ${START_MS + BLOCK_SPAN_MS}`), /spans less than/],
-      [`${header}\n${body.slice(0, -8)}`, /body of \d+ bytes/],
+      [text.replace('tsb2 2 ', 'tsb2 0 '), /holds 1 to/],
+      [text.replace(`tsb2 2 ${START_MS} ${START_MS + 5}`, `tsb2 2 ${START_MS} ${START_MS + BLOCK_SPAN_MS}`), /spans less than/],
+      [`${header}\n${body.slice(0, -8)}\n${strings}`, /body of \d+ bytes/],
+      [`${header}\n${body}`, /without its strings/],
+      [`${header}\n${body}\n${strings.slice(0, -1)}`, /strings end early/],
+      [`${text}x`, /strings do not end its line/],
       [damaged((bytes) => bytes.writeInt32LE(-5, 12)), /out of order/],
       [damaged((bytes) => bytes.writeInt32LE(4, 12)), /disagree with its header/],
       [damaged((bytes) => bytes.writeDoubleLE(Number.NaN, 32)), /column 'a' of a tsr block holds a number that is not finite/],
@@ -122,7 +127,7 @@ describe('tsr block - encoding', () => {
       [damaged((bytes) => bytes.writeUInt32LE(9, 40)), /no known kind \(9\)/],
       [damaged((bytes) => bytes.writeUInt32LE(4_000, 52)), /has 4000 distinct values of 2/],
       [damaged((bytes) => bytes.writeUInt32LE(50, 20)), /names string 50 of 6/],
-      [damaged((bytes) => bytes.writeUInt32LE(0, 0)), /strings do not fill its table/],
+      [damaged((bytes) => bytes.writeUInt32LE(0, 0)), /body goes on after its string table/],
       [damaged((bytes) => bytes.writeUInt32LE(1_000, 80)), /ends early/],
       [`${text}\n[{}`, /rest is not JSON/],
       [`${text}\n[{}]`, /rest is not 2 objects/],
@@ -134,6 +139,24 @@ describe('tsr block - encoding', () => {
       expect(() => read(bad)).toThrow(BadBlockError);
       expect(() => read(bad)).toThrow(message);
     }
+  });
+
+  it('reads blocks of the first layout (tsb1: the strings as UTF-8 inside the body) as stored before', () => {
+    const payloads = [
+      { timestamp: START_MS, payload: { a: 1.5, h: 'x', s: 'p', t: [1] }, position: 0 },
+      { timestamp: START_MS + 5, payload: { a: 2.5, h: 'x', s: 'q', t: [2] }, position: 1 },
+    ];
+    const [block] = packBlocks(payloads);
+    const [header, body, line] = block!.text.split('\n') as [string, string, string, string];
+    const rest = block!.text.slice(header.length + body.length + line.length + 3);
+    // tsb1's body: the same up to the strings' lengths (108 bytes), then the strings as UTF-8, padding to 8.
+    const bytes = Buffer.from(body, 'base64');
+    const table = Buffer.from(line, 'utf8');
+    const v1Body = Buffer.concat([bytes.subarray(0, 108), table, Buffer.alloc(Math.ceil((108 + table.length) / 8) * 8 - 108 - table.length)]);
+    const v1 = `${header.replace('tsb2', 'tsb1')}\n${v1Body.toString('base64')}\n${rest}`;
+    const decoded = decodeBlock(v1);
+    expect([0, 1].map((index) => blockPayload(decoded, index))).toEqual(payloads.map((entry) => entry.payload));
+    expect(() => blockPayload(decodeBlock(`${v1}x`), 0)).toThrow(/rest is not JSON/);
   });
 
   it('formats ISO strings as toISOString does', () => {
