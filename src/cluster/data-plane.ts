@@ -1,8 +1,8 @@
 // The data plane of a cluster node: how a write reaches every owner of its
 // partition, where hints are kept and how they are replayed, how partitions are handed off
 // before they are dropped, and anti-entropy repair; with the peer calls these answer. It is
-// built from ports (a peer endpoint, storage, timers) by startClusterNode (cluster-node.ts),
-// which the node (src/node.ts) and the shell simulation (test/sim) both call.
+// built from ports (a peer endpoint, storage, timers) by the cluster node's start
+// (cluster-node.ts), which the node (src/node.ts) and the shell simulation (test/sim) both call.
 
 import { BadRequestError } from '../lib/errors.js';
 import type { Logger } from '../lib/log.js';
