@@ -92,6 +92,8 @@ export function prepareClusterNode(start: ClusterCoreStart): PreparedClusterNode
 
 function startClusterNode(core: ClusterCore, ports: ClusterNodePorts): ClusterNode {
   const { endpoint, limits } = ports;
+  // The shell ticks every quarter heartbeat and answers an unacked chunk after ackWaitMs: neither may be zero.
+  assert(limits.heartbeatIntervalMs > 0 && limits.ackWaitMs > 0, `heartbeat ${limits.heartbeatIntervalMs} ms, ack wait ${limits.ackWaitMs} ms`);
   // The shell is built first and the plane reads it; the shell reaches the plane only through
   // these two closures, which run once the node has started.
   let plane: DataPlane | undefined;

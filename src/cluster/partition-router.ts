@@ -65,6 +65,7 @@ export class PartitionRouter {
    * the message of each record that could not be written.
    */
   async write(repository: RepositoryName, policy: DistributionPolicy, records: readonly StoredRecord[]): Promise<Map<number, string>> {
+    assert(Number.isInteger(policy.replicas) && policy.replicas >= 1 && Number.isInteger(policy.ring_size) && policy.ring_size >= 1, `a write under replicas ${policy.replicas}, ring_size ${policy.ring_size}`);
     const failures = new Map<number, string>();
     let pending = records.map((_, position) => position);
     for (let attempt = 1; pending.length > 0; attempt += 1) {
@@ -145,6 +146,7 @@ export class PartitionRouter {
           await this.writer.write(owner, repository, policy.replicas, owned.map((position) => records[position]!));
           for (const position of owned) {
             const nodes = outcome.storedOn.get(position);
+            assert(nodes === undefined || !nodes.includes(owner), () => `record ${position} stored on ${owner} twice: one copy would count as two`);
             if (nodes === undefined) outcome.storedOn.set(position, [owner]);
             else nodes.push(owner);
           }
