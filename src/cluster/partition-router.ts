@@ -146,7 +146,7 @@ export class PartitionRouter {
           await this.writer.write(owner, repository, policy.replicas, owned.map((position) => records[position]!));
           for (const position of owned) {
             const nodes = outcome.storedOn.get(position);
-            assert(nodes === undefined || !nodes.includes(owner), () => `record ${position} stored on ${owner} twice: one copy would count as two`);
+            assert(nodes === undefined || !nodes.includes(owner), 'a record stored on one owner twice: one copy would count as two');
             if (nodes === undefined) outcome.storedOn.set(position, [owner]);
             else nodes.push(owner);
           }

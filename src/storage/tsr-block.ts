@@ -803,7 +803,8 @@ function decodeColumn(name: string, place: ColumnPlace, block: DecodedBlock): Co
 
 /** The value of one column for payload `index`. */
 export function columnValue(column: Column, block: Block, index: number): unknown {
-  assert(index >= 0 && index < block.count, () => `payload ${index} of a block of ${block.count}`);
+  // Per value read: a constant message, no closure made per call.
+  assert(index >= 0 && index < block.count, 'a column value read outside its block');
   switch (column.kind) {
     case 'dictionary':
       return column.distinct[column.indices[index]!];
@@ -816,7 +817,7 @@ export function columnValue(column: Column, block: Block, index: number): unknow
 
 /** The payload at `index`, fields in sorted order. */
 export function blockPayload(block: Block, index: number): Record<string, unknown> {
-  assert(Number.isInteger(index) && index >= 0 && index < block.count, () => `payload ${index} of a block of ${block.count}`);
+  assert(Number.isInteger(index) && index >= 0 && index < block.count, 'a payload read outside its block');
   const payload: Record<string, unknown> = {};
   const rest = block.rest?.[index];
   const restNames = rest === undefined ? [] : Object.keys(rest).sort();
