@@ -3,9 +3,9 @@
 // assembled by its own function below, in the order `startNode` calls them; a part a later one
 // needs is handed on in the record its function returns. What a subsystem decides (which reads
 // a refilling node refuses, where a session's questions go, which peer calls it answers) is
-// the subsystem's own; the cluster node (core shell, data plane, their peer calls) is built by
-// startClusterNode (cluster/cluster-node.ts), which the shell simulation calls too. A node that
-// must stop at once tells main.ts (hooks.onFatal), which exits.
+// the subsystem's own; the cluster node (core, shell, data plane, their peer calls) is built by
+// prepareClusterNode and its start (cluster/cluster-node.ts), which the shell simulation calls
+// too. A node that must stop at once tells main.ts (hooks.onFatal), which exits.
 
 import { join } from 'node:path';
 import type Router from '@koa/router';
@@ -19,8 +19,8 @@ import { problemRenderer } from './api-v1/problems.js';
 import { brainApiRoutes } from './api-v1/routes.js';
 import { loadBrainTemplates } from './api-v1/templates.js';
 import { announceAccess } from './auth/announce-access.js';
-import { startClusterNode } from './cluster/cluster-node.js';
-import { ClusterCore } from './cluster-core/core.js';
+import { prepareClusterNode } from './cluster/cluster-node.js';
+import type { ClusterCore } from './cluster-core/core.js';
 import { coordinatorOf, ownersOf as currentOwners } from './cluster-core/placement.js';
 import type { CoreConfig, Member, PersistedCoreState } from './protocol/cluster-types.js';
 import { joinIfTableLost, loadCoreState, saveCoreState, wasMember } from './cluster/core-state-store.js';
@@ -254,9 +254,10 @@ async function openStorage(config: Config, log: Logger, metrics: Metrics) {
   };
 }
 
-/** The cluster core with its persisted state, the node table it feeds, and the peer port. */
+/** The cluster core with its persisted state (the cluster node's first phase), the node table it feeds, and the peer port. */
 async function startCluster(config: Config, log: Logger, base: Base, storage: Storage, persisted: PersistedCoreState | undefined) {
-  const core = new ClusterCore(coreConfig(config), persisted, { self: selfMember(config, base.identity), lone: !config.join });
+  const prepared = prepareClusterNode({ config: coreConfig(config), persisted, self: selfMember(config, base.identity), lone: !config.join });
+  const { core } = prepared;
   const available = (name: string) => core.available(name);
   const nodes = new NodeTable(config.name);
   const membershipFeed = new MembershipFeed();
@@ -269,8 +270,8 @@ async function startCluster(config: Config, log: Logger, base: Base, storage: St
     log,
     replayWindowMs: config.cluster.peerReplayWindowMs,
     observer: base.metrics.peer,
-    admit: admitTrust(config, () => core.membership().epoch === 0, log),
-    memberKey: (name) => core.membership().members.find((member) => member.name === name && member.state !== 'Left')?.publicKey,
+    admit: admitTrust(config, () => prepared.awaitingAdmission(), log),
+    memberKey: (name) => prepared.memberKey(name),
     callsInFlightMax: config.limits.peerCallsInFlightMax,
     // A connection whose packets are dropped is closed within a heartbeat interval and the
     // failure timeout (wire.ts).
@@ -279,7 +280,7 @@ async function startCluster(config: Config, log: Logger, base: Base, storage: St
     ...(base.tls === undefined ? {} : { tls: base.tls }),
   });
   const transport = peer.transport!;
-  return { persisted, core, available, nodes, membershipFeed, peer, transport, events: new ClusterEventBus(), deadline: config.cluster.peerDeadlineMs };
+  return { persisted, prepared, core, available, nodes, membershipFeed, peer, transport, events: new ClusterEventBus(), deadline: config.cluster.peerDeadlineMs };
 }
 
 /** Replicated definitions, tenants, stream definitions and where each stream's partitions go. */
@@ -369,12 +370,12 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
   return { ssrIndex, repositoryStats, node, plane: node.plane, membershipService, runtime, ingest, ingestPool, mover, ...reads };
 }
 
-/** The cluster node (cluster/cluster-node.ts) over this node's storage, peer port and timers. */
+/** The cluster node's second phase (cluster/cluster-node.ts) over this node's storage, open peer port and timers. */
 function clusterNodeParts(config: Config, log: Logger, storage: Storage, cluster: Cluster, defined: Defined, stored: ReturnType<typeof storedParts>, hooks: NodeHooks) {
   const { database } = storage;
   const { definitions, placements } = defined;
-  return startClusterNode({
-    localName: config.name, core: cluster.core, endpoint: cluster.transport, events: cluster.events, log, timers: realTimers, wallClock: Date.now,
+  return cluster.prepared.start({
+    localName: config.name, endpoint: cluster.transport, events: cluster.events, log, timers: realTimers, wallClock: Date.now,
     chunks: stored.chunks,
     saveCoreState: (state) => saveCoreState(database, state),
     onMembership: (membership) => cluster.membershipFeed.publish(membership),

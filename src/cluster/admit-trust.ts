@@ -1,5 +1,6 @@
 // Whom a node with no cluster yet takes an Admit from.
 
+import { assert } from '../lib/assert.js';
 import { isLoopbackHost } from '../config/config.js';
 import type { Logger } from '../lib/log.js';
 import { parseJoinToken } from './join-token.js';
@@ -14,6 +15,8 @@ export function admitTrust(start: { join: boolean; joinToken: string | null; hos
   // Beyond loopback bare --join is refused at start (config.ts); a node that lost its table
   // (core-state-store.ts) gets there without it, and then trusts no one until given a token.
   const trustedKeys = start.joinToken !== null ? new Set(parseJoinToken(start.joinToken)) : isLoopbackHost(start.host) ? undefined : new Set<string>();
+  // A token names one key at least (parseJoinToken refuses one that names none): an empty set means no token.
+  assert(start.joinToken === null || (trustedKeys !== undefined && trustedKeys.size >= 1), 'a join token that names no key');
   if (start.join && accepting()) {
     if (trustedKeys === undefined) {
       log.warn('started with bare --join: this node will trust the first well-formed Admit that names its key (trust on first use; development on loopback only, use --join-token otherwise)');

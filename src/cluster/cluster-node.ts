@@ -1,12 +1,19 @@
-// The cluster part of a node, built from ports: the shell around the core (cluster-shell.ts),
-// the data plane (data-plane.ts) and the peer calls they answer. The node (src/node.ts) passes
-// the gRPC peer port, LevelDB and real timers; the shell simulation (test/sim/sim-node.ts) a
-// virtual network, a simulated disk and virtual timers. Both call startClusterNode, so the
-// wiring the simulation checks is the wiring nodes run (docs/architecture.md).
+// The cluster part of a node, built from ports: the core (cluster-core/), the shell around it
+// (cluster-shell.ts), the data plane (data-plane.ts) and the peer calls they answer. The node
+// (src/node.ts) passes the gRPC peer port, LevelDB and real timers; the shell simulation
+// (test/sim/sim-node.ts) a virtual network, a simulated disk and virtual timers. Both call
+// prepareClusterNode and then its start, so the wiring the simulation checks is the wiring
+// nodes run (docs/architecture.md).
+//
+// It is built in two phases because the peer port needs the core before it opens (who may
+// send an Admit, the keys of the members of the core's table), and the shell and data plane
+// need the open port: prepareClusterNode builds the core from what the node persisted; the
+// caller opens its peer port with it; start builds the rest on that port.
 
-import type { ClusterCore } from '../cluster-core/core.js';
+import { assert } from '../lib/assert.js';
+import { ClusterCore } from '../cluster-core/core.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
-import type { Membership, PersistedCoreState, Slot } from '../protocol/cluster-types.js';
+import type { CoreConfig, Member, Membership, PersistedCoreState, Slot } from '../protocol/cluster-types.js';
 import type { Damage } from '../repair/repair-service.js';
 import type { RepositoryName } from '../storage/repository.js';
 import { ClusterShell, type ChunkStore } from './cluster-shell.js';
@@ -20,7 +27,18 @@ export interface ClusterNodeLimits extends DataPlaneLimits {
   ackWaitMs: number;
 }
 
-export interface ClusterNodePorts extends Omit<DataPlanePorts, 'shell' | 'dropPartition' | 'limits'> {
+/** What the core starts from. */
+export interface ClusterCoreStart {
+  config: CoreConfig;
+  /** The table and change this node persisted, if any (core-state-store.ts). */
+  persisted: PersistedCoreState | undefined;
+  /** This node as a member of a table. */
+  self: Member;
+  /** Starts a cluster of its own (no --join, and no table lost: core-state-store.ts, joinIfTableLost). */
+  lone: boolean;
+}
+
+export interface ClusterNodePorts extends Omit<DataPlanePorts, 'core' | 'shell' | 'dropPartition' | 'limits'> {
   /** Transfer chunks read and stored, and partitions dropped once handed off. */
   chunks: ChunkStore & { dropPartition(repo: RepositoryName, stream: string, partition: number): Promise<void> };
   events: ClusterEventBus;
@@ -45,8 +63,37 @@ export interface ClusterNode {
   stop(): void;
 }
 
-export function startClusterNode(ports: ClusterNodePorts): ClusterNode {
-  const { core, endpoint, limits } = ports;
+/** The first phase: the core, and what the peer port asks of it before the rest is built. */
+export interface PreparedClusterNode {
+  core: ClusterCore;
+  /** Whether a stranger's Admit may be taken: only while this node has no table (epoch 0). */
+  awaitingAdmission(): boolean;
+  /** The key of a member of the core's table that has not left (peer-server.ts, memberKey). */
+  memberKey(name: string): string | undefined;
+  /** The second phase, once the peer port is open: the shell, the data plane and their peer calls. */
+  start(ports: ClusterNodePorts): ClusterNode;
+}
+
+export function prepareClusterNode(start: ClusterCoreStart): PreparedClusterNode {
+  const core = new ClusterCore(start.config, start.persisted, { self: start.self, lone: start.lone });
+  let started = false;
+  return {
+    core,
+    awaitingAdmission: () => core.membership().epoch === 0,
+    memberKey: (name) => core.membership().members.find((member) => member.name === name && member.state !== 'Left')?.publicKey,
+    start(ports) {
+      // One shell and one data plane per core: a second would run the same core twice.
+      assert(!started, `the cluster node ${start.config.name} is started twice`);
+      started = true;
+      return startClusterNode(core, ports);
+    },
+  };
+}
+
+function startClusterNode(core: ClusterCore, ports: ClusterNodePorts): ClusterNode {
+  const { endpoint, limits } = ports;
+  // The shell ticks every quarter heartbeat and answers an unacked chunk after ackWaitMs: neither may be zero.
+  assert(limits.heartbeatIntervalMs > 0 && limits.ackWaitMs > 0, `heartbeat ${limits.heartbeatIntervalMs} ms, ack wait ${limits.ackWaitMs} ms`);
   // The shell is built first and the plane reads it; the shell reaches the plane only through
   // these two closures, which run once the node has started.
   let plane: DataPlane | undefined;
@@ -63,6 +110,7 @@ export function startClusterNode(ports: ClusterNodePorts): ClusterNode {
   });
   const started = startDataPlane({
     ...ports,
+    core,
     shell: {
       adopt: (from, membership) => shell.adopt(from, membership),
       suspect: (node) => shell.submit({ type: 'unreachable', node }),

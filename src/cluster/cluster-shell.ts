@@ -113,6 +113,9 @@ export class ClusterShell {
 
   submit(input: CoreInput): void {
     if (this.stopped) return;
+    // Inputs wait only while a drain runs (it ends once the queue is empty); before the first
+    // drain, the resume input may wait alone.
+    assert(this.draining || this.queue.length === 0 || (this.queue.length === 1 && this.queue[0]!.type === 'resume'), () => `${this.queue.length} core inputs wait with no drain running`);
     this.queue.push(input);
     if (!this.draining) void this.drain();
   }
@@ -235,6 +238,8 @@ export class ClusterShell {
       case 'queued-refused':
         this.deps.log.warn({ queued: effect.id, command: effect.command.type, peer: effect.command.type === 'add' ? effect.command.member.name : effect.command.name, reason: effect.message }, 'a queued membership change could not start and left the queue');
         return;
+      default:
+        assert(false, `the core made an effect the shell does not know: ${(effect as CoreEffect).type}`);
     }
   }
 
@@ -259,6 +264,8 @@ export class ClusterShell {
 
   /** Once per change: the progress entries of earlier changes' transfers are of no use. */
   private forgetEndedProgress(membership: Membership): void {
+    // Effects run in order after the step that made them, and the core steps nothing meanwhile.
+    assert(membership.epoch <= this.deps.core.membership().epoch, () => `a table of epoch ${membership.epoch} carried out after the core's ${this.deps.core.membership().epoch}`);
     const changeId = membership.change?.id;
     if (changeId === this.progressChangeId) return;
     this.progressChangeId = changeId;
@@ -266,6 +273,7 @@ export class ClusterShell {
   }
 
   private send(to: string, message: PeerMessage): void {
+    assert(to !== this.deps.transport.name, `the core sends ${message.type} to its own node`);
     if (message.type === 'transfer-ack' && this.resolveAck(to, message)) return;
     if (message.type === 'transfer-chunk') return this.sendChunk(to, message);
     // A Pending node knows no one yet: it accepts the cluster only through Admit.
@@ -307,6 +315,8 @@ export class ClusterShell {
     // Left node's messages, so it refuses us only when it lost its table, and the table that
     // tells it it has left is how it drops what it still holds.
     if (memberNamed(membership, this.deps.transport.name)?.state === 'Left') return;
+    // Only a peer refuses us as a stranger: this node never sends to itself (send).
+    assert(to !== this.deps.transport.name, `${to} admitted again by itself`);
     this.readmitAfter.set(to, now + READMIT_INTERVAL_HEARTBEATS * this.deps.heartbeatIntervalMs);
     this.deps.log.warn({ peer: to, epoch: membership.epoch }, 'a member refused this node as a stranger (its table is lost?): admitting it again with this table');
     this.admit(to, membership).catch((error: unknown) => this.deps.log.debug({ err: error, to }, 'admitting a member again failed'));
@@ -336,6 +346,8 @@ export class ClusterShell {
   }
 
   private resolveAck(to: string, ack: TransferAck): boolean {
+    // The core acks a durable point: 0 before the first chunk, else the last chunk stored.
+    assert(Number.isInteger(ack.seq) && ack.seq >= 0, `transfer ${ack.transferId} acked at seq ${ack.seq}`);
     const key = `${to}/${ack.transferId}`;
     const waiters = this.ackWaiters.get(key);
     if (waiters === undefined || waiters.length === 0) return false;
@@ -351,6 +363,7 @@ export class ClusterShell {
     const key = `${sender}/${chunk.transferId}`;
     const waiters = this.ackWaiters.get(key) ?? [];
     const acked = this.durableSeq(chunk.transferId);
+    assert(Number.isInteger(acked) && acked >= -1, `transfer ${chunk.transferId} durable at seq ${acked}`);
     // A chunk at or before the durable point was a duplicate; one far ahead was out of order.
     const stale = waiters.filter((waiter) => waiter.seq === chunk.seq && (waiter.seq <= acked || waiter.seq > acked + 1));
     for (const waiter of stale) waiter.resolve({ type: 'transfer-ack', transferId: chunk.transferId, seq: acked });

@@ -5,6 +5,7 @@
 // peer server's (peer-server.ts). A table is untrusted even when signed: peer-input.ts checks
 // it before the core sees it.
 
+import { assert } from '../lib/assert.js';
 import type {
   AdminCommand,
   AdminResult,
@@ -176,6 +177,8 @@ function coreToProto(value: PeerMessage): ProtoObject {
     }
     case 'final-synced':
       return { finalSynced: { changeId: value.changeId } };
+    default:
+      assert(false, `a core message of no known type: ${(value as PeerMessage).type}`);
   }
 }
 

@@ -114,6 +114,8 @@ async function copyTable(database: Database, membership: Membership): Promise<vo
   if (copied.get(database) === identity) return;
   const path = tableFileOf(database);
   const body = JSON.stringify(membership);
+  // Read back as written: a field JSON cannot hold (undefined, NaN) would make the copy another table.
+  assert(tableIdentity(JSON.parse(body) as Membership) === identity, () => `the table of epoch ${membership.epoch} does not survive JSON`);
   await writeSynced(`${path}.new`, `${checksumOf(body)}\n${body}`);
   await rename(`${path}.new`, path);
   await writeSynced(dirname(path));

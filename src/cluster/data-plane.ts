@@ -1,9 +1,10 @@
 // The data plane of a cluster node: how a write reaches every owner of its
 // partition, where hints are kept and how they are replayed, how partitions are handed off
 // before they are dropped, and anti-entropy repair; with the peer calls these answer. It is
-// built from ports (a peer endpoint, storage, timers) by startClusterNode (cluster-node.ts),
-// which the node (src/node.ts) and the shell simulation (test/sim) both call.
+// built from ports (a peer endpoint, storage, timers) by the cluster node's start
+// (cluster-node.ts), which the node (src/node.ts) and the shell simulation (test/sim) both call.
 
+import { assert } from '../lib/assert.js';
 import { BadRequestError } from '../lib/errors.js';
 import type { Logger } from '../lib/log.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
@@ -81,6 +82,7 @@ export interface DataPlane {
 
 export function startDataPlane(ports: DataPlanePorts): DataPlane {
   const { localName, core, endpoint, limits } = ports;
+  assert(limits.peerDeadlineMs > 0 && limits.repairIntervalMs >= 0 && limits.repairPacingMs >= 0, () => `data plane limits ${JSON.stringify(limits)}`);
   const writes = writeParts(ports);
   const { followUps, peerSides } = writes;
   const repair = new RepairService({
@@ -136,6 +138,8 @@ export function startDataPlane(ports: DataPlanePorts): DataPlane {
  */
 function writeParts(ports: DataPlanePorts) {
   const { localName, core, endpoint, limits, log, timers } = ports;
+  // A write waits writeDeadlineMs for an owner, and follow-ups and hints retry every hintReplayIntervalMs: neither may be zero.
+  assert(limits.writeDeadlineMs > 0 && limits.hintReplayIntervalMs > 0, `write deadline ${limits.writeDeadlineMs} ms, replay interval ${limits.hintReplayIntervalMs} ms`);
   // Every store waits for a delete of its partitions that is under way (partition-handoff.ts),
   // and every delete for the stores of its partition under way: a write routed while this
   // node still owned the partition must not land after the delete that followed.
@@ -277,6 +281,8 @@ class StoresInFlight {
     }
     void settled.then(() => {
       for (const key of keys) {
+        // Only this store's own settling removes it, and a set goes only once empty.
+        assert(this.stores.get(key)?.has(settled) === true, () => `a store of ${key.replaceAll('\n', '/')} settled twice or untracked`);
         const set = this.stores.get(key);
         set?.delete(settled);
         if (set?.size === 0) this.stores.delete(key);
@@ -312,6 +318,8 @@ function ownedOnly(holder: PartitionHolder, membership: () => Membership): Parti
 async function handOverFollowUps(ports: DataPlanePorts, followUps: WriteFollowUps): Promise<boolean> {
   const parts = followUps.pendingParts().slice(0, FOLLOW_UP_PARTS_MAX);
   for (const delegate of hintDelegates(ports.core, ports.localName)) {
+    // Handed to itself, the follow-ups would be forgotten with no one to run them.
+    assert(delegate !== ports.localName, `${delegate} hands its follow-ups to itself`);
     try {
       await ports.endpoint.call(delegate, FOLLOW_UPS_TAKE, { parts }, { deadlineMs: ports.limits.peerDeadlineMs });
       followUps.forget(parts);

@@ -82,6 +82,8 @@ class Subscriber implements Subscription {
         const event = this.queue.shift();
         if (event !== undefined) return Promise.resolve({ value: event, done: false });
         if (this.closed) return Promise.resolve({ value: undefined, done: true });
+        // One read waits at a time (for await): a second would take the first one's event.
+        assert(this.waiting === undefined, 'two reads of one subscriber wait at once');
         return new Promise((resolve) => (this.waiting = resolve));
       },
       return: () => {

@@ -97,6 +97,8 @@ export class HintKeeper implements HintKeeping {
       this.deps.hints.abandon?.(operations);
       throw error;
     }
+    // An empty commit resolves at once: hints asked for and never written would count as kept.
+    assert(operations.length > 0, () => `${entries.length} hint entries made no operation to commit`);
     await this.deps.committer.commit(operations);
   }
 
@@ -155,11 +157,16 @@ function assertAcknowledged(want: HintWant, here: string | undefined, delegate: 
 /** One entry per (target, repository), records in order: one hint each. */
 function mergeByTarget(entries: readonly HintEntry[]): HintEntry[] {
   const merged = new Map<string, HintEntry>();
+  let records = 0;
   for (const entry of entries) {
+    records += entry.records.length;
     const key = `${entry.target}\n${entry.repository}`;
     const known = merged.get(key);
     if (known === undefined) merged.set(key, { ...entry, records: [...entry.records] } as HintEntry);
     else (known.records as unknown[]).push(...entry.records);
   }
-  return [...merged.values()];
+  const out = [...merged.values()];
+  // Merged, not lost nor doubled: every record of the entries is in exactly one hint.
+  assert(out.reduce((sum, entry) => sum + entry.records.length, 0) === records, () => `${records} hinted records merged into ${out.reduce((sum, entry) => sum + entry.records.length, 0)}`);
+  return out;
 }

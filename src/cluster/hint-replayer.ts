@@ -153,6 +153,7 @@ export class HintReplayer {
     const entries: HintEntry[] = [];
     for (const record of records) {
       const slot = { partition: record.partition, replicas: this.deps.replicasOf(record.stream) };
+      assert(Number.isInteger(slot.replicas) && slot.replicas >= 1, () => `stream ${record.stream} keeps ${slot.replicas} copies`);
       const owners = ownersOf(membership, slot);
       for (const gainer of nextOwnersOf(membership, slot)) {
         if (gainer !== target && !owners.includes(gainer)) entries.push({ target: gainer, repository, records: [record] });
@@ -182,6 +183,8 @@ export class HintReplayer {
   /** Each entry straight to its target; throws (the hints stay here) when one cannot take it. */
   private async deliverFromLeft(entries: readonly HintEntry[]): Promise<void> {
     for (const entry of entries) {
+      // Only hints for other nodes are delivered (rehome stores this node's own).
+      assert(entry.target !== this.deps.localName, 'hints of a node that has left delivered to itself');
       if (!this.deps.available(entry.target)) throw new Error(`${entry.target} is unavailable: hints of a node that has left wait for it`);
       if (entry.repository === 'KV') await this.deps.transport.call(entry.target, DEFINITION_PUSH, { records: entry.records.map(toWireRecord) }, { deadlineMs: this.deps.peerDeadlineMs });
       else await this.deliver(entry.target, entry.repository, entry.records);

@@ -10,6 +10,7 @@
 // where the checksum is the first 8 bytes of SHA-256 over the middle part, in hex.
 
 import { createHash } from 'node:crypto';
+import { assert } from '../lib/assert.js';
 import { isPublicKey } from './peer-input.js';
 
 const PREFIX = 'tribjoin1';
@@ -26,7 +27,10 @@ export function makeJoinToken(publicKeys: readonly string[]): string {
   if (keys.length === 0) throw new JoinTokenError('a join token names at least one node key');
   for (const key of keys) if (!isPublicKey(key)) throw new JoinTokenError(`not a node public key: ${key}`);
   const body = Buffer.from(JSON.stringify({ keys }), 'utf8').toString('base64url');
-  return `${PREFIX}.${body}.${checksum(body)}`;
+  const token = `${PREFIX}.${body}.${checksum(body)}`;
+  // What a node started with the token will trust: exactly these keys.
+  assert(parseJoinToken(token).join() === keys.join(), 'a join token that does not read back as its keys');
+  return token;
 }
 
 /** The keys a token names; throws JoinTokenError saying what is wrong with it. */

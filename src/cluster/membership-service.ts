@@ -121,6 +121,8 @@ export class MembershipService {
   /** Called on every membership change: a completed change's transfers are complete. */
   observe(membership: Membership): void {
     const current = new Set(membership.change?.transfers.map((plan) => plan.id) ?? []);
+    // A change names each transfer once (peer-input.ts refuses a table that does not): one history entry each.
+    assert(current.size === (membership.change?.transfers.length ?? 0), () => `change ${membership.change?.id} names a transfer twice`);
     for (const plan of membership.change?.transfers ?? []) this.history.set(plan.id, { ...plan });
     for (const [id, plan] of this.history) {
       if (!current.has(id) && !plan.complete && membership.change === undefined) {
@@ -184,6 +186,7 @@ export class MembershipService {
     if (result.ok) return result.membership;
     if (result.status === 404) throw new NotFoundError(result.message);
     if (result.status === 409) throw new StateConflictError(result.message);
+    assert(result.status === 400, `an admin command refused with status ${result.status}`);
     throw new BadRequestError(result.message);
   }
 }

@@ -116,6 +116,8 @@ export class PartitionHandOff {
 
   private async work(): Promise<void> {
     if (this.working) return;
+    // Deletes run only within a round, and each is awaited before its round ends.
+    assert(this.deleting.size === 0, () => `${this.deleting.size} partition deletes under way between rounds`);
     this.working = true;
     try {
       await this.dropWhatIsHandedOff();
@@ -134,6 +136,7 @@ export class PartitionHandOff {
   private async dropWhatIsHandedOff(): Promise<void> {
     for (const [key, drop] of [...this.pending]) {
       if (this.deps.timers.now() < drop.notBeforeMs) continue;
+      assert(key === `${drop.repo}/${drop.slot.partition}/${drop.slot.replicas}`, `a drop of ${drop.repo} ${drop.slot.partition} kept under ${key}`);
       const membership = this.deps.membership();
       // A later change may have given the slot back: it stays.
       if (writeOwners(membership, drop.slot).includes(this.deps.localName)) {
@@ -181,6 +184,7 @@ export class PartitionHandOff {
    */
   settle(repo: RepositoryName, partitions: Iterable<{ stream: string; partition: number }>): Promise<unknown> | undefined {
     if (this.deleting.size === 0) return undefined;
+    assert(this.working, 'a partition delete under way outside a hand-off round');
     const waits: Promise<unknown>[] = [];
     for (const { stream, partition } of partitions) {
       const deleting = this.deleting.get(partitionKey(repo, stream, partition));
@@ -205,6 +209,8 @@ export class PartitionHandOff {
     const change = membership.change;
     if (change?.kind !== 'leave' || change.node !== this.deps.localName || change.finalSynced === true) return;
     if (this.leaveDone === change.id) return this.deps.finalSynced(change.id);
+    // The node of a leave is the one in motion, Leaving, until the change completes (membership.ts).
+    assert(memberNamed(membership, this.deps.localName)?.state === 'Leaving', () => `${this.deps.localName} leaves as ${memberNamed(membership, this.deps.localName)?.state}`);
     if (uncoveredNeeds(membership).length > 0 || this.deps.hintTargets().length > 0) return;
     // Follow-ups still waiting go to another member rather than hold the leave (their
     // exchanges can take seconds when an owner was down); they wait here if none takes them.
@@ -246,6 +252,8 @@ export class PartitionHandOff {
     const steps: FinalSyncStep[] = [];
     for (const slot of change.slots) {
       const owners = ownersOf(membership, slot);
+      // A Joining node is not in the data ring: it owns nothing until the change completes.
+      assert(!owners.includes(self), () => `${self} owns partition ${slot.partition} while Joining`);
       if (owners.includes(self) || !nextOwnersOf(membership, slot).includes(self)) continue;
       for (const stream of this.deps.streams().filter((each) => each.replicas === slot.replicas)) {
         for (const owner of owners) steps.push({ part: { repo: stream.repo, stream: stream.key, partition: slot.partition }, replicas: slot.replicas, owner });
@@ -296,6 +304,7 @@ export class PartitionHandOff {
    */
   private async ownersDigests(steps: readonly FinalSyncStep[], inFlight: number): Promise<Map<string, ArrayLike<number>>> {
     const byStep = new Map<string, ArrayLike<number>>();
+    assert(Number.isInteger(inFlight) && inFlight >= 1, `final-sync digests read ${inFlight} at a time`);
     const read = this.deps.digests;
     if (read === undefined || steps.length === 0) return byStep;
     const groups = new Map<string, FinalSyncStep[]>();

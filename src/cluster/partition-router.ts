@@ -67,6 +67,7 @@ export class PartitionRouter {
    * the message of each record that could not be written.
    */
   async write(repository: RepositoryName, policy: DistributionPolicy, records: readonly StoredRecord[]): Promise<Map<number, string>> {
+    assert(Number.isInteger(policy.replicas) && policy.replicas >= 1 && Number.isInteger(policy.ring_size) && policy.ring_size >= 1, `a write under replicas ${policy.replicas}, ring_size ${policy.ring_size}`);
     const failures = new Map<number, string>();
     let pending = records.map((_, position) => position);
     for (let attempt = 1; pending.length > 0; attempt += 1) {
@@ -147,6 +148,7 @@ export class PartitionRouter {
           await sent;
           for (const position of owned) {
             const nodes = outcome.storedOn.get(position);
+            assert(nodes === undefined || !nodes.includes(owner), 'a record stored on one owner twice: one copy would count as two');
             if (nodes === undefined) outcome.storedOn.set(position, [owner]);
             else nodes.push(owner);
           }

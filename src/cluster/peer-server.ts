@@ -4,6 +4,7 @@
 // this file adds what every node answers (Ping) and the one message a Pending node takes from
 // strangers (Admit, see below).
 
+import { assert } from '../lib/assert.js';
 import * as grpc from '@grpc/grpc-js';
 import type { NodeIdentity } from '../peer/identity.js';
 import type { NodeState } from '../protocol/cluster-types.js';
@@ -82,6 +83,8 @@ export async function startPeerServer(host: string, port: number, nodes: NodeTab
   });
   transport.handle(PING, async () => nodeStatus(nodes.local()));
   const boundPort = await transport.start();
+  // Bound where it was asked to (port 0: any free port).
+  assert(boundPort > 0 && (port === 0 || boundPort === port), `peer port ${port} bound at ${boundPort}`);
   return { port: boundPort, transport, close: (graceMs) => transport.close(graceMs) };
 }
 

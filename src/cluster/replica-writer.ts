@@ -103,6 +103,8 @@ export class ReplicaWriter {
 
   private async storeHere(repository: RepositoryName, replicas: number, records: readonly StoredRecord[]): Promise<void> {
     const deps = this.deps;
+    // This node's own share comes from its router, which placed each record on the ring.
+    assert(records.every((record) => Number.isInteger(record.partition) && record.partition >= 0), 'a record stored here without a partition of the ring');
     // The table may have moved on while the write was routed (this process paused, a
     // change completed): a node that gave the partition up, or has left, stores nothing
     // more of it, or it would hold what it already dropped. The router routes again.
@@ -114,6 +116,8 @@ export class ReplicaWriter {
   /** A peer's write failed: routed again when its table is newer, else a ReplicaWriteError. */
   private async failed(node: string, error: unknown): Promise<never> {
     const deps = this.deps;
+    // Only a peer's write fails here: this node's own store throws as it is.
+    assert(node !== deps.localName, 'a failure of this node\'s own store taken for a peer write');
     const code = (error as RemotePeerError).code;
     if (code === STALE_EPOCH || code === NOT_OWNER) {
       await deps.adopt(node, (error as RemotePeerError).details!.membership as Membership);

@@ -84,9 +84,11 @@ export class TransferChunks {
       if (cursor !== undefined && prefixEnd(prefix) <= cursor) continue;
       const from = cursor !== undefined && cursor >= prefix ? { gt: Buffer.from(cursor) } : { gte: Buffer.from(prefix) };
       await this.readRange(sublevel, { ...from, lt: Buffer.from(prefixEnd(prefix)) }, taken, state);
-      if (state.full) return this.chunk(taken, false, totalEstimate, transfer.repo === 'tsr');
+      if (state.full) break;
     }
-    return this.chunk(taken, true, totalEstimate, transfer.repo === 'tsr');
+    // A chunk starts after its cursor: nothing the target has is sent again.
+    assert(cursor === undefined || taken.length === 0 || Buffer.compare(taken[0]![0], Buffer.from(cursor)) > 0, () => `transfer ${transfer.id} reads from before its cursor ${cursor}`);
+    return this.chunk(taken, !state.full, totalEstimate, transfer.repo === 'tsr');
   }
 
   /**
@@ -230,6 +232,8 @@ export class TransferChunks {
   }
 
   private async countOrEstimate(sublevel: Sublevel, ranges: string[]): Promise<number> {
+    // The estimate scales what lies before and after a key: the ranges are in key order (ranges()).
+    assert(ranges.every((prefix, index) => index === 0 || ranges[index - 1]! < prefix), 'transfer ranges out of key order');
     let counted = 0;
     let estimated = false;
     for (let index = 0; index < ranges.length; index++) {
@@ -268,6 +272,7 @@ export class TransferChunks {
   private async approximateBytes(sublevel: Sublevel, ranges: readonly string[]): Promise<number> {
     let bytes = 0;
     for (const prefix of ranges) bytes += await this.database.approximateBytes(sublevel, prefix, prefixEnd(prefix));
+    assert(Number.isFinite(bytes) && bytes >= 0, `${bytes} approximate bytes in ${ranges.length} ranges`);
     return bytes;
   }
 

@@ -186,6 +186,8 @@ export class Database {
     try {
       await this.write(options.sync, grows, (batch) => {
         for (const operation of operations) {
+          // Anything but a put is written as a delete below: an operation of another type would delete its key.
+          assert(operation.type === 'put' || operation.type === 'del', () => `a batch operation of type ${(operation as { type: unknown }).type}`);
           const key = operation.sublevel.prefix + operation.key;
           if (operation.type === 'put') batch.put(key, operation.value);
           else batch.del(key);
@@ -205,7 +207,11 @@ export class Database {
   async batchEncoded(puts: EncodedPut[], options: WriteOptions): Promise<void> {
     if (puts.length === 0) return;
     await this.write(options.sync, options.belowFloor !== true, (batch) => {
-      for (const put of puts) batch.put<Buffer, Buffer>(put.key, put.value, BUFFERS);
+      for (const put of puts) {
+        // Keys come prefixed with their sublevel ('!name!'): a bare key would land outside every repository.
+        assert(put.key[0] === 0x21, () => `an encoded put under the bare key ${put.key.subarray(0, 40).toString('utf8')}`);
+        batch.put<Buffer, Buffer>(put.key, put.value, BUFFERS);
+      }
     });
   }
 

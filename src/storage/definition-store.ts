@@ -6,6 +6,7 @@
 // keeps rising: the cluster converges on the highest version, and a delete must win over
 // the write it follows.
 
+import { assert } from '../lib/assert.js';
 import { VersionConflictError } from '../lib/errors.js';
 import type { Database } from './database.js';
 import { parseJson, stringifyJson } from '../lib/json.js';
@@ -93,6 +94,8 @@ export class DefinitionStore implements Definitions {
       const from = this.byKey.get(key)?.version;
       const version = (from ?? 0) + 1;
       await this.persist(key, { version, value });
+      // Writes of one key run one at a time (serialised): nothing changed it meanwhile.
+      assert(this.byKey.get(key)?.version === version, () => `definition ${key} at version ${this.byKey.get(key)?.version} after writing ${version}`);
       const definition = { key, version: String(version), value };
       this.notify(key, definition, { fromVersion: from, toVersion: version, coordinated: true });
       return definition;
@@ -107,6 +110,7 @@ export class DefinitionStore implements Definitions {
       if (current === undefined || current.value === undefined) return undefined;
       const version = current.version + 1;
       await this.persist(key, { version, value: undefined });
+      assert(this.byKey.get(key)?.version === version, () => `definition ${key} at version ${this.byKey.get(key)?.version} after deleting at ${version}`);
       this.notify(key, undefined, { fromVersion: current.version, toVersion: version, coordinated: true });
       return String(version);
     });
@@ -132,6 +136,7 @@ export class DefinitionStore implements Definitions {
       if (current !== undefined && current.version >= incoming.version) return false;
       const value = incoming.deleted ? undefined : incoming.value;
       await this.persist(incoming.key, { version: incoming.version, value });
+      assert(this.byKey.get(incoming.key)?.version === incoming.version, () => `definition ${incoming.key} at version ${this.byKey.get(incoming.key)?.version} after applying ${incoming.version}`);
       const change = { fromVersion: current?.version, toVersion: incoming.version, coordinated: false };
       this.notify(incoming.key, value === undefined ? undefined : { key: incoming.key, version: String(incoming.version), value }, change);
       return true;

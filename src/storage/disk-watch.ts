@@ -5,6 +5,7 @@
 // without a restart. /health, /ready, /metrics, _cat/nodes and the console read state().
 
 import { statfs } from 'node:fs/promises';
+import { assert } from '../lib/assert.js';
 import type { Logger } from '../lib/log.js';
 import type { Timer, Timers } from '../lib/timers.js';
 import type { Database, WriteRefusal } from './database.js';
@@ -104,6 +105,8 @@ export class DiskWatch {
     }
     const low = this.space.freeBytes < floorBytes;
     this.database.setLowDisk(low ? `${folder} has ${this.space.freeBytes} bytes free, below the floor of ${floorBytes} (storage.diskFreeMinBytes)` : undefined);
+    // Below the floor, the database refuses every write that adds data (ingest answers 507).
+    assert(!low || this.database.writeRefusal(true) !== undefined, 'a disk below its floor still takes writes');
     if (low !== this.belowFloor) {
       if (low) log.warn({ folder, freeBytes: this.space.freeBytes, floorBytes }, 'the data folder is below its free-space floor: ingest is refused (507) until it has room');
       else log.info({ folder, freeBytes: this.space.freeBytes, floorBytes }, 'the data folder is above its free-space floor again');
@@ -120,6 +123,7 @@ export class DiskWatch {
     const { folder, log } = this.options;
     try {
       const lost = await this.database.reopen();
+      assert(!this.database.needsReopen, 'a reopened database still waits to be reopened');
       this.reopenFailure = undefined;
       log.info({ folder, freeBytes: this.space?.freeBytes }, 'the database was reopened after a failed write: writes resume');
       if (lost !== undefined) {

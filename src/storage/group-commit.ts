@@ -30,6 +30,7 @@ export class GroupCommitter {
     if (operations.length === 0) return Promise.resolve();
     const started = performance.now();
     const committed = new Promise<void>((resolve, reject) => {
+      assert(this.flushing || this.queue.length === 0, () => `${this.queue.length} commits queued with no flush to take them`);
       this.queue.push({ operations, resolve, reject });
       if (!this.flushing) void this.flush();
     });

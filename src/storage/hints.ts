@@ -75,6 +75,7 @@ export class HintBuffer {
   /** Operations that store a hint; commit them before acknowledging the write. It counts once they are durable. */
   add(target: string, payload: HintPayload): BatchOperation[] {
     const value = stringifyJson(payload);
+    assert(this.bytesTotal >= 0 && this.bytesPending >= 0, () => `hint bytes ${this.bytesTotal} stored, ${this.bytesPending} pending`);
     if (this.bytesTotal + this.bytesPending + value.length > this.hintBufferBytesMax) {
       throw new HintBufferFullError(`the hint buffer is full (${this.hintBufferBytesMax} bytes): owner ${target} is down`);
     }

@@ -13,6 +13,7 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
+import { assert } from '../lib/assert.js';
 import { StartupError } from '../lib/errors.js';
 import type { Logger } from '../lib/log.js';
 import { Database, DatabaseLockedError, type DatabaseOptions } from './database.js';
@@ -62,6 +63,8 @@ export async function openChecked(dataDir: string, log: Logger, options: Databas
       database = await repairAndOpen(dataDir, log, options);
     }
   }
+  // Whichever way it went (opened, repaired, read back), the database handed on is open.
+  assert(database.isOpen, `the database in ${dataDir} is not open after its checks`);
   if (reasons.length === 0) return { database, damage: undefined };
   const reason = reasons.join('; ');
   log.warn({ reason }, 'local data is damaged');

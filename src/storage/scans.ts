@@ -47,6 +47,7 @@ export async function countKeysByPartition(sublevel: Sublevel, stream: string): 
     } finally {
       await iterator.close();
     }
+    assert(!counts.has(partition), `partition ${partition} of ${stream} counted twice`);
     counts.set(partition, count);
   }
   return counts;

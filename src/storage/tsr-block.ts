@@ -151,10 +151,12 @@ function sortedByTime(entries: readonly BlockEntry[]): SortedEntry[] {
   for (let i = 1; i < sorted.length && ordered; i += 1) ordered = sorted[i - 1]!.timestamp <= sorted[i]!.timestamp;
   // Array.prototype.sort is stable: ties keep the order they were written in.
   if (!ordered) sorted.sort((a, b) => a.timestamp - b.timestamp);
+  assert(sorted.length === 0 || sorted[0]!.timestamp <= sorted[sorted.length - 1]!.timestamp, 'payloads sorted out of time order');
   return sorted;
 }
 
 function encodeBounded(sorted: readonly SortedEntry[], first: number, end: number, out: PackedBlock[]): void {
+  assert(first >= 0 && first < end && end <= sorted.length, `a block of payloads ${first} to ${end} of ${sorted.length}`);
   const text = blockEncoding.fault === undefined ? encodeBlock(sorted, first, end) : blockEncoding.fault(encodeBlock(sorted, first, end));
   checkEncoded(text, sorted, first, end);
   if (text.length <= BLOCK_CHARS_MAX || end - first === 1) {
@@ -377,6 +379,7 @@ function align(offset: number, to: number): number {
 
 /** The body's size: the layout encodeBlock and writeColumn write, DecodedBlock reads. */
 function bodyBytes(count: number, positions: boolean, columns: readonly PlannedColumn[], strings: number): number {
+  assert(count >= 1 && count <= BLOCK_PAYLOADS_MAX && strings >= 0, `a block body of ${count} payloads, ${strings} strings`);
   let size = align(8 + 4 * count + (positions ? 4 * count : 0), 8);
   for (const column of columns) {
     size += 8;
@@ -483,6 +486,7 @@ class BodyWriter {
 }
 
 function isIsoOfTimestamps(sorted: readonly BlockEntry[], first: number, strings: readonly string[]): boolean {
+  assert(first >= 0 && first + strings.length <= sorted.length, `${strings.length} strings from payload ${first} of ${sorted.length}`);
   for (let i = 0; i < strings.length; i += 1) {
     const text = strings[i]!;
     // The cheap tests first: toISOString is 24 characters for years 0 to 9999.
@@ -493,6 +497,7 @@ function isIsoOfTimestamps(sorted: readonly BlockEntry[], first: number, strings
 }
 
 function encodeRest(sorted: readonly SortedEntry[], first: number, end: number, restNames: readonly string[]): string {
+  assert(first >= 0 && first < end && end <= sorted.length, `the rest of payloads ${first} to ${end} of ${sorted.length}`);
   let out = '[';
   for (let i = first; i < end; i += 1) {
     const payload = sorted[i]!.payload;
@@ -836,6 +841,8 @@ function decodeColumn(name: string, place: ColumnPlace, block: DecodedBlock): Co
 
 /** The value of one column for payload `index`. */
 export function columnValue(column: Column, block: Block, index: number): unknown {
+  // Per value read: a constant message, no closure made per call.
+  assert(index >= 0 && index < block.count, 'a column value read outside its block');
   switch (column.kind) {
     case 'dictionary':
       return column.distinct[column.indices[index]!];
@@ -848,6 +855,7 @@ export function columnValue(column: Column, block: Block, index: number): unknow
 
 /** The payload at `index`, fields in sorted order. */
 export function blockPayload(block: Block, index: number): Record<string, unknown> {
+  assert(Number.isInteger(index) && index >= 0 && index < block.count, 'a payload read outside its block');
   const payload: Record<string, unknown> = {};
   const rest = block.rest?.[index];
   const restNames = rest === undefined ? [] : Object.keys(rest).sort();

@@ -81,6 +81,8 @@ export class BlockMerge {
 }
 
 function before(a: BlockCursor, b: BlockCursor): boolean {
+  // A cursor past its block's last payload leaves the heap (next()): only cursors within their blocks compare.
+  assert(a.index < a.block.count && b.index < b.block.count, 'a merge cursor compared past its block');
   const x = a.block.timestamps[a.index]!;
   const y = b.block.timestamps[b.index]!;
   if (x !== y) return x < y;

@@ -128,6 +128,7 @@ export class IngestPool {
       const at = this.threads.indexOf(thread);
       if (at === -1) return;
       this.threads.splice(at, 1);
+      assert(this.threads.length < this.threadsMax, () => `${this.threads.length + 1} ingest workers, above ${this.threadsMax}`);
       this.log.error({ why }, 'an ingest worker stopped');
       thread.packing?.reject(new Error(`the ingest worker packing this batch stopped: ${why}`));
       thread.packing = undefined;

@@ -1,14 +1,14 @@
 // One node of the shell simulation: the real cluster core, shell and data plane
 // (src/cluster/data-plane.ts: replica writer and router, hint keeper and replayer, hand-offs,
-// repair), built by the function that builds them in a node (src/cluster/cluster-node.ts,
-// startClusterNode) from simulated ports: a virtual network, a simulated disk and virtual
-// timers. Only the ports are the simulation's.
+// repair), built by the functions that build them in a node (src/cluster/cluster-node.ts,
+// prepareClusterNode and its start) from simulated ports: a virtual network, a simulated disk
+// and virtual timers. Only the ports are the simulation's.
 
 import { pino } from 'pino';
 import type { ClusterShell } from '../../src/cluster/cluster-shell.js';
-import { startClusterNode, type ClusterNode } from '../../src/cluster/cluster-node.js';
+import { prepareClusterNode, type ClusterNode } from '../../src/cluster/cluster-node.js';
 import { newestState, tableIdentity, tableLost } from '../../src/cluster/core-state-store.js';
-import { ClusterCore } from '../../src/cluster-core/core.js';
+import type { ClusterCore } from '../../src/cluster-core/core.js';
 import { memberNamed } from '../../src/cluster-core/membership.js';
 import type { CoreConfig, Member, Slot } from '../../src/protocol/cluster-types.js';
 import type { DataPlane } from '../../src/cluster/data-plane.js';
@@ -94,20 +94,21 @@ export class SimClusterNode implements Incarnation {
       : pino({ level: 'debug', base: { node: this.name } }, { write: (line: string) => this.logLine!(compactLogLine(line)) });
     const timers = this.world.timersOf(owner);
     const disk = new SimDisk(this.disk, this.world, owner, this.prng.fork(), this.faults, (repo, stream, partition, held) => this.onDrop(this.name, repo, stream, partition, held));
-    const core = new ClusterCore({ ...this.config.core, name: this.name }, structuredClone(persisted), { self: this.member(lone), lone });
+    const prepared = prepareClusterNode({ config: { ...this.config.core, name: this.name }, persisted: structuredClone(persisted), self: this.member(lone), lone });
+    const { core } = prepared;
     const memberOf = (name: string) => memberNamed(core.membership(), name);
     const endpoint = this.network.attach(
       {
         name: this.name,
         port: this.port,
         portOf: (to) => memberOf(to)?.port,
-        admits: (sender, kind) => (kind === ADMIT.name && core.membership().epoch === 0) || (memberOf(sender) !== undefined && acceptsKindFrom(memberOf(sender)!.state, kind)),
+        admits: (sender, kind) => (kind === ADMIT.name && prepared.awaitingAdmission()) || (memberOf(sender) !== undefined && acceptsKindFrom(memberOf(sender)!.state, kind)),
       },
       owner,
     );
     endpoint.noticeDeadlineMs = this.config.peerDeadlineMs;
-    const node = startClusterNode({
-      localName: this.name, core, endpoint, events: new ClusterEventBus(), log, timers, wallClock: () => this.world.now,
+    const node = prepared.start({
+      localName: this.name, endpoint, events: new ClusterEventBus(), log, timers, wallClock: () => this.world.now,
       chunks: disk.chunks,
       saveCoreState: (state) => disk.saveCoreState(state),
       onMembership: () => {},

@@ -3,7 +3,9 @@
 // no import cycle between files of src (madge); and imports run one way, down the layer table
 // of scripts/layers.ts (docs/architecture.md, "Layers"): no upward import but the listed
 // exceptions, and no cycle between folders. And no function of src is longer than a screen
-// (FUNCTION_LINES_MAX lines), so each can be read at once.
+// (FUNCTION_LINES_MAX lines), so each can be read at once; and every function of the write
+// path (cluster/ around the core, storage/, streams/ingest*) states an invariant with assert(),
+// but those scripts/assertion-density.ts exempts and says why.
 
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -13,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { functionAssertions, unasserted, writePathFunctions } from '../../scripts/assertion-density.js';
 import { LAYER_EXCEPTIONS, LAYERS, unitOf } from '../../scripts/layers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -171,6 +174,44 @@ describe('structure - function length', () => {
     const body = (lines: number) => Array.from({ length: lines - 2 }, (_, i) => `  const v${i} = ${i};`).join('\n');
     const text = `export function short() {\n${body(5)}\n}\nconst long = () => {\n${body(8)}\n};\nclass K {\n  method() {\n${body(9)}\n  }\n}\n`;
     expect(longFunctions('src/x.ts', text, 7).map((entry) => entry.where)).toEqual(['src/x.ts:6 long (8 lines)', 'src/x.ts:15 method (9 lines)']);
+  });
+});
+
+describe('structure - assertions on the write path', () => {
+  it('every function of cluster/ (not cluster-core/), storage/ and streams/ingest* has an assert() but the exempt ones', () => {
+    const functions = writePathFunctions(root);
+    expect(functions.length).toBeGreaterThan(400);
+    expect(unasserted(functions)).toEqual({ missing: [], staleExemptions: [] });
+  });
+
+  it('the count takes methods and named arrows as functions, an anonymous callback as part of its function, and finds one without', () => {
+    const text = [
+      'export function checked(values: number[]) {',
+      '  return values.map((value) => {',
+      "    assert(value >= 0, 'negative');",
+      '    return value * 2;',
+      '  });',
+      '}',
+      'const unchecked = (a: number) => {',
+      '  const b = a + 1;',
+      '  const c = b + 1;',
+      '  const d = c + 1;',
+      '  return d;',
+      '};',
+      'class K {',
+      '  short() {',
+      '    return 1;',
+      '  }',
+      '}',
+    ].join('\n');
+    const found = functionAssertions('src/x.ts', text);
+    expect(found.map(({ key, statements, asserts }) => ({ key, statements, asserts }))).toEqual([
+      { key: 'src/x.ts checked', statements: 3, asserts: 1 },
+      { key: 'src/x.ts unchecked', statements: 4, asserts: 0 },
+      { key: 'src/x.ts short', statements: 1, asserts: 0 },
+    ]);
+    expect(unasserted(found, [])).toEqual({ missing: ['src/x.ts:7 unchecked (4 statements)'], staleExemptions: [] });
+    expect(unasserted(found, [{ why: 'a test', functions: ['src/x.ts unchecked', 'src/x.ts gone'] }])).toEqual({ missing: [], staleExemptions: ['src/x.ts gone'] });
   });
 });
 

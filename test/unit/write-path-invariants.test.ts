@@ -10,6 +10,7 @@ import { PartitionRouter, type ReplicaWrites } from '../../src/cluster/partition
 import { ReplicaWriter } from '../../src/cluster/replica-writer.js';
 import type { Database } from '../../src/storage/database.js';
 import { GroupCommitter } from '../../src/storage/group-commit.js';
+import { blockPayload, decodeBlock, packBlocks } from '../../src/storage/tsr-block.js';
 import type { StoredRecord } from '../../src/storage/repository.js';
 
 const log = pino({ level: 'silent' });
@@ -29,6 +30,13 @@ describe('write path invariants - partition router', () => {
     const router = new PartitionRouter(() => ['a', 'b'], { write: async (node) => void asked.push(node) }, noHints);
     await expect(router.write('ssr', POLICY, [record(8)])).rejects.toThrow(InvariantError);
     await expect(router.write('ssr', POLICY, [record(8)])).rejects.toThrow(/partition 8 outside ring_size 8/);
+    expect(asked).toEqual([]);
+  });
+
+  it('fails on a policy that keeps no copy, before any owner is asked', async () => {
+    const asked: string[] = [];
+    const router = new PartitionRouter(() => ['a', 'b'], { write: async (node) => void asked.push(node) }, noHints);
+    await expect(router.write('ssr', { ...POLICY, replicas: 0 }, [record(1)])).rejects.toThrow(/a write under replicas 0, ring_size 8/);
     expect(asked).toEqual([]);
   });
 
@@ -77,6 +85,16 @@ describe('write path invariants - replica writer and group commit', () => {
     const database = { batch: async () => undefined } as unknown as Database;
     expect(() => new GroupCommitter(database, 0)).toThrow(InvariantError);
     expect(() => new GroupCommitter(database, 1.5)).toThrow(/batchOperationsMax 1.5/);
+  });
+});
+
+describe('write path invariants - tsr blocks', () => {
+  it('a payload is read only at an index within its block', () => {
+    const [packed] = packBlocks([{ timestamp: 1_000, position: 0, payload: { cpu: 1 } }, { timestamp: 2_000, position: 1, payload: { cpu: 2 } }]);
+    const block = decodeBlock(packed!.text);
+    expect(blockPayload(block, 1)).toEqual({ cpu: 2 });
+    expect(() => blockPayload(block, 2)).toThrow(InvariantError);
+    expect(() => blockPayload(block, -1)).toThrow(/a payload read outside its block/);
   });
 });
 
