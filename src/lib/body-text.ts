@@ -5,16 +5,6 @@
 import { BadRequestError } from './errors.js';
 import { parseJsonWithin } from './json.js';
 
-const UTF8 = new TextDecoder();
-
-/**
- * A body's bytes as text: UTF-8, a leading byte order mark dropped, bytes that are not
- * UTF-8 as U+FFFD (as the body reader did when it decoded bodies itself).
- */
-export function bodyTextOf(bytes: Uint8Array): string {
-  return UTF8.decode(bytes);
-}
-
 /**
  * The body's value; undefined for a body of only whitespace. 400 for JSON that does not
  * parse or nests deeper than `depthMax`: no code after the parser (schema checks,

@@ -2,15 +2,12 @@
 // payloads and packing their blocks is most of an ingest's CPU, and all of it ran on the
 // node's main thread, leaving the second core of a small machine idle. A batch whose
 // payloads nobody on the main thread needs (no tags, no live query, no contributor field:
-// ingest.ts decides) goes to a worker as the request's bytes and comes back as the records
-// to write; the writes, their replicas and the answer stay on the main thread. The bytes
-// move to the worker and back (transferred, not copied): copying half a megabyte of text
-// into a message was the main thread's largest single cost of a replicated ingest after
-// hashing (~7 % of it).
+// ingest.ts decides) goes to a worker as the request's text and comes back as the records
+// to write; the writes, their replicas and the answer stay on the main thread.
 //
 // Bounded: at most `threads` workers, each packing one batch at a time; at most
-// `queuedBatchesMax` batches and `queuedBytesMax` bytes of bodies wait for one. A batch
-// that finds the queue full is packed on the main thread, as without the pool.
+// `queuedBatchesMax` batches and `queuedCharsMax` characters of body text wait for one. A
+// batch that finds the queue full is packed on the main thread, as without the pool.
 
 import { Worker } from 'node:worker_threads';
 import { assert } from '../lib/assert.js';
@@ -19,46 +16,32 @@ import { TributaryError } from '../lib/errors.js';
 import type { SchemaSource } from './payload-checks.js';
 import type { PackedBatch, TsrBatch } from './tsr-batch.js';
 
-/** A batch as the pool takes it: the body's bytes instead of its text (the worker decodes them). */
-export type BodyBatch = Omit<TsrBatch, 'text'> & { readonly body: Uint8Array };
-
 /** What the pool sends a worker. */
 export interface PackTask {
   id: number;
-  batch: BodyBatch;
+  batch: TsrBatch;
   schema: SchemaSource;
 }
 
-/**
- * A worker's answer: the packed batch with the body's bytes given back, or the error
- * packing it threw (a 400 for a bad body).
- */
-export type PackReply =
-  | { id: number; packed: PackedBatch; body: Uint8Array }
-  | { id: number; error: { status: number; code: string; message: string; details?: Record<string, unknown> } };
-
-/** A packed batch and its body's bytes, back from the worker. */
-export interface Packed {
-  packed: PackedBatch;
-  body: Uint8Array;
-}
+/** A worker's answer: the packed batch, or the error packing it threw (a 400 for a bad body). */
+export type PackReply = { id: number; packed: PackedBatch } | { id: number; error: { status: number; code: string; message: string; details?: Record<string, unknown> } };
 
 export interface IngestPoolOptions {
   threads: number;
   log: Logger;
   queuedBatchesMax?: number;
-  queuedBytesMax?: number;
+  queuedCharsMax?: number;
   /** The worker's module (tests give another). */
   workerUrl?: URL;
 }
 
 const QUEUED_BATCHES_MAX = 256;
-const QUEUED_BYTES_MAX = 256 * 1024 * 1024;
+const QUEUED_CHARS_MAX = 256 * 1024 * 1024;
 const WORKER_URL = new URL('./ingest-worker.js', import.meta.url);
 
 interface Pending {
   task: PackTask;
-  resolve: (packed: Packed) => void;
+  resolve: (packed: PackedBatch) => void;
   reject: (error: Error) => void;
 }
 
@@ -70,45 +53,40 @@ interface Thread {
 export class IngestPool {
   private readonly threads: Thread[] = [];
   private readonly queue: Pending[] = [];
-  private queuedBytes = 0;
+  private queuedChars = 0;
   private nextId = 0;
   private closed = false;
   private readonly threadsMax: number;
   private readonly log: Logger;
   private readonly queuedBatchesMax: number;
-  private readonly queuedBytesMax: number;
+  private readonly queuedCharsMax: number;
   private readonly workerUrl: URL;
 
   constructor(options: IngestPoolOptions) {
     this.threadsMax = options.threads;
     this.log = options.log;
     this.queuedBatchesMax = options.queuedBatchesMax ?? QUEUED_BATCHES_MAX;
-    this.queuedBytesMax = options.queuedBytesMax ?? QUEUED_BYTES_MAX;
+    this.queuedCharsMax = options.queuedCharsMax ?? QUEUED_CHARS_MAX;
     this.workerUrl = options.workerUrl ?? WORKER_URL;
-    assert(this.threadsMax >= 1 && this.queuedBatchesMax >= 1 && this.queuedBytesMax >= 1, `an ingest pool of ${this.threadsMax} threads, ${this.queuedBatchesMax} batches and ${this.queuedBytesMax} bytes queued`);
+    assert(this.threadsMax >= 1 && this.queuedBatchesMax >= 1 && this.queuedCharsMax >= 1, `an ingest pool of ${this.threadsMax} threads, ${this.queuedBatchesMax} batches and ${this.queuedCharsMax} characters queued`);
   }
 
-  /**
-   * The batch packed by a worker, with its body's bytes; undefined when the queue is full
-   * or the pool closed (pack it on the main thread). Once taken, `batch.body` is the
-   * worker's until the answer gives it back: the caller must not read it meanwhile.
-   */
-  pack(batch: BodyBatch, schema: SchemaSource): Promise<Packed> | undefined {
-    const bytes = batch.body.byteLength;
-    if (this.closed || this.queue.length >= this.queuedBatchesMax || this.queuedBytes + bytes > this.queuedBytesMax) return undefined;
+  /** The batch packed by a worker; undefined when the queue is full or the pool closed (pack it on the main thread). */
+  pack(batch: TsrBatch, schema: SchemaSource): Promise<PackedBatch> | undefined {
+    if (this.closed || this.queue.length >= this.queuedBatchesMax || this.queuedChars + batch.text.length > this.queuedCharsMax) return undefined;
     return new Promise((resolve, reject) => {
-      this.queue.push({ task: { id: this.nextId++, batch: { ...batch, body: movable(batch.body) }, schema }, resolve, reject });
-      this.queuedBytes += bytes;
+      this.queue.push({ task: { id: this.nextId++, batch, schema }, resolve, reject });
+      this.queuedChars += batch.text.length;
       this.dispatch();
       // The queue's bounds hold after each batch queued (dispatch only takes from it).
-      assert(this.queue.length <= this.queuedBatchesMax && this.queuedBytes <= this.queuedBytesMax, 'an ingest pool queue past its bounds');
+      assert(this.queue.length <= this.queuedBatchesMax && this.queuedChars <= this.queuedCharsMax, `${this.queue.length} batches of ${this.queuedChars} characters queued`);
     });
   }
 
   async close(): Promise<void> {
     this.closed = true;
     for (const pending of this.queue.splice(0)) pending.reject(new Error('the node is stopping'));
-    this.queuedBytes = 0;
+    this.queuedChars = 0;
     assert(this.queue.length === 0, `${this.queue.length} batches left queued by close`);
     await Promise.all(this.threads.splice(0).map(async (thread) => {
       thread.packing?.reject(new Error('the node is stopping'));
@@ -121,10 +99,10 @@ export class IngestPool {
       const thread = this.threads.find((candidate) => candidate.packing === undefined) ?? this.spawn();
       if (thread === undefined) return;
       const pending = this.queue.shift()!;
-      this.queuedBytes -= pending.task.batch.body.byteLength;
-      assert(this.queuedBytes >= 0 && thread.packing === undefined, `${this.queuedBytes} bytes queued, a batch given to a busy worker`);
+      this.queuedChars -= pending.task.batch.text.length;
+      assert(this.queuedChars >= 0 && thread.packing === undefined, `${this.queuedChars} characters queued, a batch given to a busy worker`);
       thread.packing = pending;
-      thread.worker.postMessage(pending.task, [pending.task.batch.body.buffer as ArrayBuffer]);
+      thread.worker.postMessage(pending.task);
     }
   }
 
@@ -140,7 +118,7 @@ export class IngestPool {
       const pending = thread.packing;
       if (pending === undefined || pending.task.id !== reply.id) return;
       thread.packing = undefined;
-      if ('packed' in reply) pending.resolve({ packed: reply.packed, body: reply.body });
+      if ('packed' in reply) pending.resolve(reply.packed);
       else pending.reject(errorOf(reply.error));
       this.dispatch();
     });
@@ -161,15 +139,6 @@ export class IngestPool {
     this.threads.push(thread);
     return thread;
   }
-}
-
-/**
- * Bytes that own all of their memory, so that it can move to a worker: a body read in one
- * piece does; a small one may share Node's buffer pool, and is copied.
- */
-function movable(bytes: Uint8Array): Uint8Array {
-  const owned = bytes.buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-  return owned ? bytes : new Uint8Array(bytes);
 }
 
 /** A client's error as the worker threw it (its status, code and message); anything else a 500 without details. */

@@ -7,7 +7,6 @@ import { TributaryError } from '../lib/errors.js';
 import { compilePayloadChecks, type SchemaSource } from './payload-checks.js';
 import type { PackReply, PackTask } from './ingest-pool.js';
 import { packTsrBatch, type PayloadChecks } from './tsr-batch.js';
-import { bodyTextOf } from '../lib/body-text.js';
 
 // Streams whose checks a worker keeps; the least recently compiled go first.
 const STREAMS_KEPT_MAX = 256;
@@ -27,17 +26,15 @@ function checksOf(stream: string, schema: SchemaSource): PayloadChecks {
 
 parentPort!.on('message', (task: PackTask) => {
   let reply: PackReply;
-  const { body, ...batch } = task.batch;
   try {
-    const packed = packTsrBatch({ ...batch, text: bodyTextOf(body) }, checksOf(batch.stream, task.schema));
+    const packed = packTsrBatch(task.batch, checksOf(task.batch.stream, task.schema));
     // Each record holds the payloads of `members` (block-records.ts): one list per record.
     assert(packed.members.length === packed.records.length, `${packed.records.length} records packed with ${packed.members.length} member lists`);
-    reply = { id: task.id, packed, body };
+    reply = { id: task.id, packed };
   } catch (error) {
     reply = { id: task.id, error: describe(error) };
   }
-  // The body's bytes go back as they came (the main thread may need its payloads after all).
-  parentPort!.postMessage(reply, 'body' in reply ? [reply.body.buffer as ArrayBuffer] : []);
+  parentPort!.postMessage(reply);
 });
 
 function describe(error: unknown): Extract<PackReply, { error: unknown }>['error'] {

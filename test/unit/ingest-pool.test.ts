@@ -10,35 +10,32 @@ import { pino } from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { TributaryError } from '../../src/lib/errors.js';
 import { IngestPool } from '../../src/streams/ingest-pool.js';
-import type { BodyBatch } from '../../src/streams/ingest-pool.js';
+import type { TsrBatch } from '../../src/streams/tsr-batch.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'tributary-ingest-pool-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
 /**
- * A stand-in worker: answers each task after 20 ms, packing nothing and giving the body's
- * bytes back; the body 'die' kills the worker, 'bad' is answered as a 400, 'hang' is never
- * answered.
+ * A stand-in worker: answers each task after `delayMs`, packing nothing; the text 'die'
+ * kills the worker, 'bad' is answered as a 400, 'hang' is never answered.
  */
 const standIn = pathToFileURL(join(folder, 'stand-in.mjs'));
 writeFileSync(
   standIn,
   `import { parentPort } from 'node:worker_threads';
 parentPort.on('message', (task) => {
-  const text = new TextDecoder().decode(task.batch.body);
-  if (text === 'die') process.exit(3);
-  if (text === 'hang') return;
-  if (text === 'bad') return parentPort.postMessage({ id: task.id, error: { status: 400, code: 'BAD_REQUEST', message: 'not JSON' } });
-  const body = task.batch.body;
-  setTimeout(() => parentPort.postMessage({ id: task.id, body, packed: { records: [], members: [], accepted: [task.batch.receivedAt], failures: [] } }, [body.buffer]), 20);
+  if (task.batch.text === 'die') process.exit(3);
+  if (task.batch.text === 'hang') return;
+  if (task.batch.text === 'bad') return parentPort.postMessage({ id: task.id, error: { status: 400, code: 'BAD_REQUEST', message: 'not JSON' } });
+  setTimeout(() => parentPort.postMessage({ id: task.id, packed: { records: [], members: [], accepted: [task.batch.receivedAt], failures: [] } }), 20);
 });
 `,
 );
 
-const batch = (text: string, receivedAt = 0): BodyBatch => ({ body: Buffer.from(text), jsonDepthMax: 8, batchPayloadsMax: 10, stream: 't/c/s', policy: { replicas: 1, ring_size: 8, hash_payload: { bytes: 16 } }, receivedAt, base: 'w' });
+const batch = (text: string, receivedAt = 0): TsrBatch => ({ text, jsonDepthMax: 8, batchPayloadsMax: 10, stream: 't/c/s', policy: { replicas: 1, ring_size: 8, hash_payload: { bytes: 16 } }, receivedAt, base: 'w' });
 const schema = { definition: {}, signature: '1' };
 const pools: IngestPool[] = [];
-const poolOf = (options: { threads: number; queuedBatchesMax?: number; queuedBytesMax?: number }) => {
+const poolOf = (options: { threads: number; queuedBatchesMax?: number; queuedCharsMax?: number }) => {
   const pool = new IngestPool({ ...options, log: pino({ level: 'silent' }), workerUrl: standIn });
   pools.push(pool);
   return pool;
@@ -51,7 +48,7 @@ describe('ingest pool', () => {
   it('answers each batch from a worker, a bad body as the 400 the worker threw', async () => {
     const pool = poolOf({ threads: 2 });
     const answers = await Promise.all([1, 2, 3, 4, 5].map((n) => pool.pack(batch('ok', n), schema)!));
-    expect(answers.map(({ packed }) => packed.accepted)).toEqual([[1], [2], [3], [4], [5]]);
+    expect(answers.map((packed) => packed.accepted)).toEqual([[1], [2], [3], [4], [5]]);
     const refused = await pool.pack(batch('bad'), schema)!.catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(TributaryError);
     expect(refused).toMatchObject({ status: 400, message: 'not JSON' });
@@ -62,32 +59,18 @@ describe('ingest pool', () => {
     const died = pool.pack(batch('die'), schema)!;
     const after = pool.pack(batch('ok', 7), schema)!;
     await expect(died).rejects.toThrow(/ingest worker .* stopped: exit code 3/);
-    expect((await after).packed.accepted).toEqual([7]);
-    expect((await pool.pack(batch('ok', 8), schema))!.packed.accepted).toEqual([8]);
+    expect((await after).accepted).toEqual([7]);
+    expect((await pool.pack(batch('ok', 8), schema))!.accepted).toEqual([8]);
   });
 
-  it("moves a body's bytes to the worker and back, copying only a body that shares its memory", async () => {
-    const pool = poolOf({ threads: 1 });
-    const whole = new Uint8Array(Buffer.from('a body read in one piece'));
-    const packing = pool.pack({ ...batch(''), body: whole }, schema)!;
-    // Moved, not copied: the caller's view is empty until the bytes come back.
-    expect(whole.byteLength).toBe(0);
-    expect(Buffer.from((await packing).body).toString()).toBe('a body read in one piece');
-    const pooled = Buffer.from('small');
-    expect(pooled.byteLength).toBeLessThan(pooled.buffer.byteLength);
-    const copied = await pool.pack({ ...batch(''), body: pooled }, schema)!;
-    expect(pooled.toString()).toBe('small');
-    expect(Buffer.from(copied.body).toString()).toBe('small');
-  });
-
-  it('takes no more than its queue holds, in batches and in bytes: the caller packs those itself', async () => {
-    const pool = poolOf({ threads: 1, queuedBatchesMax: 2, queuedBytesMax: 10 });
+  it('takes no more than its queue holds, in batches and in characters: the caller packs those itself', async () => {
+    const pool = poolOf({ threads: 1, queuedBatchesMax: 2, queuedCharsMax: 10 });
     const hung = pool.pack(batch('hang'), schema);
     expect(hung).toBeDefined();
     const waiting = [pool.pack(batch('ok'), schema), pool.pack(batch('ok'), schema)];
     expect(waiting.every((promise) => promise !== undefined)).toBe(true);
     expect(pool.pack(batch('ok'), schema)).toBeUndefined();
-    const other = poolOf({ threads: 1, queuedBatchesMax: 10, queuedBytesMax: 10 });
+    const other = poolOf({ threads: 1, queuedBatchesMax: 10, queuedCharsMax: 10 });
     const otherHung = other.pack(batch('hang'), schema);
     expect(other.pack(batch('x'.repeat(11)), schema)).toBeUndefined();
     const otherWaiting = other.pack(batch('x'.repeat(10)), schema);

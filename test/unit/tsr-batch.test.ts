@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { TributaryError } from '../../src/lib/errors.js';
-import { bodyTextOf, parseBodyText } from '../../src/lib/body-text.js';
+import { parseBodyText } from '../../src/lib/body-text.js';
 import { stringifyJson } from '../../src/lib/json.js';
 import { blockRecords } from '../../src/streams/block-records.js';
 import { checkPayload } from '../../src/streams/ingest-checks.js';
@@ -93,11 +93,5 @@ describe('tsr batch - packed from the request text', () => {
     expect(errorOf(() => packTsrBatch(batchOf('"text"'), checks)).status).toBe(400);
     expect(errorOf(() => packTsrBatch(batchOf('  '), checks)).status).toBe(400);
     expect(errorOf(() => packTsrBatch(batchOf('[{}, {}, {}]', 2), checks))).toEqual({ status: 400, message: 'a batch holds at most 2 payloads, got 3' });
-  });
-
-  it("reads a body's bytes as the body reader did: UTF-8, a leading byte order mark dropped, bad bytes as U+FFFD", () => {
-    expect(bodyTextOf(Buffer.from('\ufeff[{"a":"é"}]'))).toBe('[{"a":"é"}]');
-    expect(parseBodyText(bodyTextOf(Buffer.from([0xef, 0xbb, 0xbf, 0x5b, 0x5d])), 8)).toEqual([]);
-    expect(bodyTextOf(Buffer.from([0x22, 0xff, 0x22]))).toBe('"\ufffd"');
   });
 });
