@@ -23,9 +23,11 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { createPublicKey, generateKeyPairSync, type KeyObject, sign, verify } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { ClassicLevel } from 'classic-level';
 import { decodePairs, encodePairs } from '../src/cluster/transfer-chunks.js';
+import { peerDigest } from '../src/peer/codec.js';
 import { DEFAULT_WRITE_BUFFER_BYTES } from '../src/storage/database.js';
 import { CHANNEL_OPTIONS } from '../src/peer/wire.js';
 import { firstLine, runRoleIfMain, spawnRole, stopChild } from './child-role.js';
@@ -46,6 +48,12 @@ const WARMUP = 'w';
 export interface FloorOptions {
   /** 1: a single node; 3: three processes. */
   processes: number;
+  /**
+   * Authenticate every peer write and its answer as ours does (a SHA-512/256 digest of the
+   * bytes and the recipient's key, signed with the sender's ed25519 key and checked by the
+   * recipient): the floor of a store that must not trust its network.
+   */
+  signed?: boolean;
   /** Copies of each payload (at most `processes`; default all): partition p's on processes p, p+1, … mod `processes`. */
   replicas?: number;
   /** Worker threads that parse and make the records (0: the main thread does). */
@@ -69,6 +77,8 @@ interface FloorAddress {
   http: number;
   grpc: number;
   folder: string;
+  /** Its ed25519 public key, raw, base64. */
+  publicKey: string;
 }
 
 const FLOOR_SERVICE: grpc.ServiceDefinition = { Write: rawBytesMethod(WRITE_METHOD_PATH, false) };
@@ -79,11 +89,12 @@ export async function runIngestFloor(batches: ReadonlyArray<Pick<PreparedBatch, 
   try {
     const replicas = Math.min(options.replicas ?? options.processes, options.processes);
     const args = ['--ring-size', String(options.ringSize), '--hash-bytes', String(options.hashBytes), '--threads', String(options.threads), '--replicas', String(replicas)];
+    if (options.signed === true) args.push('--signed');
     for (let index = 0; index < options.processes; index += 1) children.push(spawnRole(THIS_FILE, 'floor-node', ['--name', `floor-${index + 1}`, ...args]));
     const addresses = await Promise.all(children.map((child, index) => firstLine<FloorAddress>(child, `floor process ${index + 1}`)));
     await Promise.all(
       addresses.map(async (address, index) => {
-        const peers: FloorPeers = { index, ports: addresses.map((each) => each.grpc) };
+        const peers: FloorPeers = { index, ports: addresses.map((each) => each.grpc), publicKeys: addresses.map((each) => each.publicKey) };
         const response = await fetch(`http://127.0.0.1:${address.http}/peers`, { method: 'POST', body: JSON.stringify(peers) });
         if (response.status !== 200) throw new Error(`floor: POST /peers answered ${response.status} ${await response.text()}`);
       }),
@@ -156,6 +167,7 @@ function recordsOf(payloads: unknown[], prefix: string, name: string, sequence: 
 interface FloorPeers {
   index: number;
   ports: number[];
+  publicKeys: string[];
 }
 
 /**
@@ -296,12 +308,66 @@ class FloorStore {
   }
 }
 
-/** The raw gRPC server that writes what the other floor processes send; answers its port. */
-async function servePeerWrites(server: grpc.Server, store: FloorStore): Promise<number> {
+/**
+ * Peer writes signed as ours are (signing.ts): the sender's index, then an ed25519
+ * signature over SHA-512/256 of the recipient's key and the digest of the records, then
+ * the records; the answer is the recipient's signature over the request's signature.
+ */
+class FloorSigning {
+  readonly publicKey: Buffer;
+  private readonly privateKey: KeyObject;
+  /** Every process's public key by index, once known. */
+  keys: KeyObject[] = [];
+  rawKeys: Buffer[] = [];
+
+  constructor() {
+    const pair = generateKeyPairSync('ed25519');
+    this.privateKey = pair.privateKey;
+    this.publicKey = pair.publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
+  }
+
+  know(publicKeys: readonly string[]): void {
+    this.rawKeys = publicKeys.map((key) => Buffer.from(key, 'base64'));
+    this.keys = this.rawKeys.map((raw) => createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, raw]), format: 'der', type: 'spki' }));
+  }
+
+  seal(self: number, recipient: number, records: Uint8Array): Buffer {
+    const signature = sign(null, requestDigest(this.rawKeys[recipient]!, records), this.privateKey);
+    return Buffer.concat([Buffer.from([self]), signature, records]);
+  }
+
+  /** The records of a sealed write meant for `self`, or undefined when its signature does not check. */
+  open(self: number, sealed: Buffer): { records: Buffer; signature: Buffer } | undefined {
+    const sender = this.keys[sealed[0]!];
+    const signature = sealed.subarray(1, 65);
+    const records = sealed.subarray(65);
+    if (sender === undefined || !verify(null, requestDigest(this.rawKeys[self]!, records), sender, signature)) return undefined;
+    return { records, signature };
+  }
+
+  answer(signature: Buffer): Buffer {
+    return sign(null, peerDigest(signature), this.privateKey);
+  }
+
+  checkAnswer(from: number, signature: Buffer, answer: Buffer): boolean {
+    return verify(null, peerDigest(signature), this.keys[from]!, answer);
+  }
+}
+
+const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+
+function requestDigest(recipient: Buffer, records: Uint8Array): Buffer {
+  return peerDigest(Buffer.concat([recipient, peerDigest(records)]));
+}
+
+/** The raw gRPC server that writes what the other floor processes send (checked when `signing`); answers its port. */
+async function servePeerWrites(server: grpc.Server, store: FloorStore, signing: { floor: FloorSigning; self: () => number } | undefined): Promise<number> {
   server.addService(FLOOR_SERVICE, {
     Write: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
-      store.write(call.request).then(
-        () => callback(null, Buffer.alloc(0)),
+      const opened = signing === undefined ? { records: call.request, signature: undefined } : signing.floor.open(signing.self(), call.request);
+      if (opened === undefined) return callback({ code: grpc.status.UNAUTHENTICATED, details: 'bad signature' });
+      store.write(opened.records).then(
+        () => callback(null, opened.signature === undefined ? Buffer.alloc(0) : signing!.floor.answer(opened.signature)),
         (error: Error) => callback(error),
       );
     },
@@ -311,10 +377,14 @@ async function servePeerWrites(server: grpc.Server, store: FloorStore): Promise<
   );
 }
 
-function writeOnPeer(peer: grpc.Client, records: Uint8Array): Promise<void> {
+function writeOnPeer(peer: grpc.Client, records: Uint8Array, check: (answer: Buffer) => boolean = () => true): Promise<void> {
   const bytes = Buffer.from(records.buffer, records.byteOffset, records.byteLength);
   return new Promise<void>((resolveWrite, reject) =>
-    peer.makeUnaryRequest(WRITE_METHOD_PATH, passBytes, passBytes, bytes, (error) => (error ? reject(error) : resolveWrite())),
+    peer.makeUnaryRequest(WRITE_METHOD_PATH, passBytes, passBytes, bytes, (error, answer) => {
+      if (error) reject(error);
+      else if (!check(answer!)) reject(new Error('an answer whose signature does not check'));
+      else resolveWrite();
+    }),
   );
 }
 
@@ -332,8 +402,10 @@ async function serveFloorNode(argv: string[]): Promise<void> {
       'hash-bytes': { type: 'string' },
       threads: { type: 'string' },
       replicas: { type: 'string' },
+      signed: { type: 'boolean' },
     },
   });
+  const floorSigning = values.signed === true ? new FloorSigning() : undefined;
   const replicas = wholeNumber('--replicas', values.replicas, 1);
   const name = values.name ?? 'floor';
   const ringSize = wholeNumber('--ring-size', values['ring-size'], 1);
@@ -341,16 +413,16 @@ async function serveFloorNode(argv: string[]): Promise<void> {
   const parser = batchParser(wholeNumber('--threads', values.threads ?? '0', 0), name, ringSize, hashBytes);
   const store = await FloorStore.open();
   const server = new grpc.Server(CHANNEL_OPTIONS);
-  const grpcPort = await servePeerWrites(server, store);
-
   // By process index; this process's own entry is undefined.
   let peers: Array<grpc.Client | undefined> = [];
   let self = 0;
+  const grpcPort = await servePeerWrites(server, store, floorSigning === undefined ? undefined : { floor: floorSigning, self: () => self });
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const body = await readBody(request);
     if (request.method === 'POST' && request.url === '/peers') {
       const posted = JSON.parse(body.toString('utf8')) as FloorPeers;
       self = posted.index;
+      floorSigning?.know(posted.publicKeys);
       peers = posted.ports.map((port, index) =>
         index === self ? undefined : new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), CHANNEL_OPTIONS),
       );
@@ -366,7 +438,10 @@ async function serveFloorNode(argv: string[]): Promise<void> {
       shares.map((share, index) => {
         if (share.length === 0) return undefined; // no record of this batch is this process's
         const peer = peers[index];
-        return peer === undefined ? store.write(share) : writeOnPeer(peer, share);
+        if (peer === undefined) return store.write(share);
+        if (floorSigning === undefined) return writeOnPeer(peer, share);
+        const sealed = floorSigning.seal(self, index, share);
+        return writeOnPeer(peer, sealed, (answer) => floorSigning.checkAnswer(index, sealed.subarray(1, 65), answer));
       }),
     );
     answer(response, 200, '{}');
@@ -383,7 +458,7 @@ async function serveFloorNode(argv: string[]): Promise<void> {
     server.forceShutdown();
     void store.close().finally(() => process.exit(0));
   });
-  process.stdout.write(`${JSON.stringify({ http: (http.address() as AddressInfo).port, grpc: grpcPort, folder: store.folder })}\n`);
+  process.stdout.write(`${JSON.stringify({ http: (http.address() as AddressInfo).port, grpc: grpcPort, folder: store.folder, publicKey: (floorSigning?.publicKey ?? Buffer.alloc(0)).toString('base64') })}\n`);
 }
 
 if (isMainThread) runRoleIfMain(THIS_FILE, { 'floor-node': serveFloorNode });

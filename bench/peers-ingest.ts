@@ -64,7 +64,19 @@ const RESULTS_PATH = join(PACKAGE_ROOT, 'bench', 'results', 'peers-ingest.json')
 const OF_FLOOR_MIN = 0.8;
 /** …and at replicas 3 at most this many times JetStream R3's server CPU per payload. */
 const CPU_VS_JETSTREAM_MAX = 1.25;
-const RUN_NAMES = ['ours-1', 'floor-1', 'jetstream-r1', 'ours-r2', 'floor-r2', 'ours-r3', 'floor-r3', 'jetstream-r3', 'jetstream-r3-sync'] as const;
+const RUN_NAMES = [
+  'ours-1',
+  'floor-1',
+  'jetstream-r1',
+  'ours-r2',
+  'floor-r2',
+  'floor-r2-signed',
+  'ours-r3',
+  'floor-r3',
+  'floor-r3-signed',
+  'jetstream-r3',
+  'jetstream-r3-sync',
+] as const;
 type RunName = (typeof RUN_NAMES)[number];
 
 /** PEERS_INGEST_ONLY=ours-r3,floor-r3 runs only those (to profile one); unset runs them all. */
@@ -226,13 +238,13 @@ async function runOurs(batches: readonly PreparedBatch[], nodeCount: number, rep
 const HINTS_DELIVERED_TIMEOUT_MS = 120_000;
 
 /** The floor of the same shape as one of our runs (ingest-floor.ts), with what it stores checked as ours is. */
-async function runFloor(batches: readonly PreparedBatch[], processes: number, replicas: number, clients: number): Promise<IngestRun> {
+async function runFloor(batches: readonly PreparedBatch[], processes: number, replicas: number, clients: number, signed = false): Promise<IngestRun> {
   const loadAverage1mBefore = round(os.loadavg()[0]!, 2);
-  const setup = processes === 1 ? 'one process' : `${processes} processes, replicas ${replicas}`;
+  const setup = (processes === 1 ? 'one process' : `${processes} processes, replicas ${replicas}`) + (signed ? ', signed' : '');
   log(`peers-ingest: the floor, ${setup}, ${clients} clients…`);
   // Parsed on each process's main thread: with three processes on two cores a hop to a
   // worker thread only adds work (ours measured the same with and without its workers).
-  const run = await runIngestFloor(batches, { processes, replicas, threads: 0, ringSize: RING_SIZE, hashBytes: HASH_BYTES, clients });
+  const run = await runIngestFloor(batches, { processes, replicas, signed, threads: 0, ringSize: RING_SIZE, hashBytes: HASH_BYTES, clients });
   expectCopies(`the floor, ${setup}`, run.storedCopies, replicas * countOf(batches));
   return {
     system: FLOOR_SYSTEM,
@@ -408,9 +420,9 @@ function markdown(report: { runs: IngestRun[]; goal: any; params: any; machine: 
   ];
   lines.push(
     '',
-    'The floor: three bare processes (Node http, JSON.parse, one record per partition per batch, one synced LevelDB batch on each ' +
-      'over raw gRPC; no Koa, schema, checks, protobuf, digest, signature, epoch or hints): a ceiling for any design on Node, gRPC and ' +
-      'LevelDB at replicas 3 on this machine.',
+    'The floor: bare processes of the same shape (Node http, JSON.parse, one record per partition per batch, one synced LevelDB batch ' +
+      'on each owner over raw gRPC; no Koa, schema, checks, protobuf, digest, signature, epoch or hints): a ceiling for any design on ' +
+      'Node, gRPC and LevelDB on this machine. Signed: the same, with each peer write and its answer signed and checked as ours are.',
   );
   const byThread = report.runs.filter((run) => run.cpuPerPayloadUsByThread !== undefined);
   if (byThread.length > 0) {
@@ -433,6 +445,11 @@ function markdown(report: { runs: IngestRun[]; goal: any; params: any; machine: 
       `replicas 3 ${goal.ofFloor.replicas3 ?? '–'}; server CPU at replicas 3 ≤ ${goal.cpuVsJetStreamR3Max}× JetStream R3's: ${goal.cpuVsJetStreamR3 ?? '–'}×. ` +
       `${goal.met ? 'Met' : '**NOT met**'}.`,
   );
+  if (goal.ofSignedFloor.replicas3 !== undefined || goal.ofSignedFloor.replicas2 !== undefined) {
+    lines.push(
+      `Against the floor that signs and checks every peer write as ours must (SHA-512/256 and ed25519): replicas 2 ${goal.ofSignedFloor.replicas2 ?? '–'}, replicas 3 ${goal.ofSignedFloor.replicas3 ?? '–'}.`,
+    );
+  }
   if (goal.ratio !== undefined) lines.push(`Tributary at replicas 3 is ${goal.ratio}× JetStream R3; the floor reaches ${goal.floorRatio}×.`);
   return lines.join('\n');
 }
@@ -463,6 +480,7 @@ export async function runPeersIngestBench(options: BenchOptions): Promise<void> 
     ...OUR_REPLICAS.flatMap((replicas): Array<[RunName, () => Promise<IngestRun>]> => [
       [`ours-r${replicas}`, () => runOurs(batches, CLUSTER_NODES, replicas, clients)],
       [`floor-r${replicas}`, () => runFloor(batches, CLUSTER_NODES, replicas, clients)],
+      [`floor-r${replicas}-signed`, () => runFloor(batches, CLUSTER_NODES, replicas, clients, true)],
     ]),
     ['jetstream-r3', () => runJetStream(binary!, batches, JETSTREAM_REPLICAS[1], clients, window, false)],
     ['jetstream-r3-sync', () => runJetStream(binary!, batches, JETSTREAM_REPLICAS[1], clients, window, true)],
@@ -475,8 +493,10 @@ export async function runPeersIngestBench(options: BenchOptions): Promise<void> 
   }
 
   const ours = (replicas: number, nodes: number) => runs.find((run) => run.system === 'Tributary' && run.replicas === replicas && (nodes === 1) === (run.setup === 'one node'));
-  const floorOf = (replicas: number, processes: number) =>
-    runs.find((run) => run.system === FLOOR_SYSTEM && run.replicas === replicas && (processes === 1) === (run.setup === 'one process'));
+  const floorOf = (replicas: number, processes: number, signed = false) =>
+    runs.find(
+      (run) => run.system === FLOOR_SYSTEM && run.replicas === replicas && (processes === 1) === (run.setup === 'one process') && signed === run.setup.endsWith('signed'),
+    );
   const ours3 = ours(3, CLUSTER_NODES);
   const theirs3 = runs.find((run) => run.system === 'NATS JetStream' && run.replicas === 3 && !run.setup.includes('always'));
   const floor = floorOf(3, CLUSTER_NODES);
@@ -485,6 +505,10 @@ export async function runPeersIngestBench(options: BenchOptions): Promise<void> 
   const ofFloorOf = (mine: IngestRun | undefined, base: IngestRun | undefined) =>
     mine === undefined || base === undefined ? undefined : round(mine.payloadsPerSecond / base.payloadsPerSecond, 2);
   const ofFloor = { oneNode: ofFloorOf(ours(1, 1), floorOf(1, 1)), replicas2: ofFloorOf(ours(2, CLUSTER_NODES), floorOf(2, CLUSTER_NODES)), replicas3: ofFloorOf(ours3, floor) };
+  const ofSignedFloor = {
+    replicas2: ofFloorOf(ours(2, CLUSTER_NODES), floorOf(2, CLUSTER_NODES, true)),
+    replicas3: ofFloorOf(ours3, floorOf(3, CLUSTER_NODES, true)),
+  };
   const cpuVsJetStream =
     ours3?.cpuSeconds.servers === undefined || theirs3?.cpuSeconds.servers === undefined ? undefined : round(ours3.cpuSeconds.servers / theirs3.cpuSeconds.servers, 2);
   const report = {
@@ -518,6 +542,7 @@ export async function runPeersIngestBench(options: BenchOptions): Promise<void> 
     goal: {
       ofFloorMin: OF_FLOOR_MIN,
       ofFloor,
+      ofSignedFloor,
       cpuVsJetStreamR3Max: CPU_VS_JETSTREAM_MAX,
       cpuVsJetStreamR3: cpuVsJetStream,
       met: Object.values(ofFloor).every((value) => value !== undefined && value >= OF_FLOOR_MIN) && cpuVsJetStream !== undefined && cpuVsJetStream <= CPU_VS_JETSTREAM_MAX,
