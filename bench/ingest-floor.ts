@@ -331,8 +331,9 @@ class FloorSigning {
     this.keys = this.rawKeys.map((raw) => createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, raw]), format: 'der', type: 'spki' }));
   }
 
-  seal(self: number, recipient: number, records: Uint8Array): Buffer {
-    const signature = sign(null, requestDigest(this.rawKeys[recipient]!, records), this.privateKey);
+  /** `recordsDigest`: peerDigest(records), made once for every recipient of the same records (as ours does). */
+  seal(self: number, recipient: number, records: Uint8Array, recordsDigest: Buffer): Buffer {
+    const signature = sign(null, requestDigest(this.rawKeys[recipient]!, recordsDigest), this.privateKey);
     return Buffer.concat([Buffer.from([self]), signature, records]);
   }
 
@@ -341,7 +342,7 @@ class FloorSigning {
     const sender = this.keys[sealed[0]!];
     const signature = sealed.subarray(1, 65);
     const records = sealed.subarray(65);
-    if (sender === undefined || !verify(null, requestDigest(this.rawKeys[self]!, records), sender, signature)) return undefined;
+    if (sender === undefined || !verify(null, requestDigest(this.rawKeys[self]!, peerDigest(records)), sender, signature)) return undefined;
     return { records, signature };
   }
 
@@ -356,8 +357,8 @@ class FloorSigning {
 
 const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
-function requestDigest(recipient: Buffer, records: Uint8Array): Buffer {
-  return peerDigest(Buffer.concat([recipient, peerDigest(records)]));
+function requestDigest(recipient: Buffer, recordsDigest: Buffer): Buffer {
+  return peerDigest(Buffer.concat([recipient, recordsDigest]));
 }
 
 /** The raw gRPC server that writes what the other floor processes send (checked when `signing`); answers its port. */
@@ -434,13 +435,15 @@ async function serveFloorNode(argv: string[]): Promise<void> {
     const { records, refused } = await parser.parse(body.toString('utf8'), prefix);
     if (records === undefined) return answer(response, 400, refused ?? 'refused');
     const shares = recordsByProcess(records, Math.max(peers.length, 1), replicas);
+    const digests = new Map<Uint8Array, Buffer>();
+    const digestOf = (share: Uint8Array) => digests.get(share) ?? digests.set(share, peerDigest(share)).get(share)!;
     await Promise.all(
       shares.map((share, index) => {
         if (share.length === 0) return undefined; // no record of this batch is this process's
         const peer = peers[index];
         if (peer === undefined) return store.write(share);
         if (floorSigning === undefined) return writeOnPeer(peer, share);
-        const sealed = floorSigning.seal(self, index, share);
+        const sealed = floorSigning.seal(self, index, share, digestOf(share));
         return writeOnPeer(peer, sealed, (answer) => floorSigning.checkAnswer(index, sealed.subarray(1, 65), answer));
       }),
     );

@@ -44,6 +44,7 @@ export const ASSERTION_EXEMPT: ReadonlyArray<{ readonly why: string; readonly fu
       'src/cluster/node-table.ts get',
       'src/cluster/peer-input.ts isPublicKey',
       'src/cluster/peer-server.ts admitSenderKey',
+      'src/cluster/replica-writer.ts failed',
       'src/cluster/transfer-chunks.ts partitionPrefixes',
       'src/cluster/transfer-chunks.ts storedProgress',
       'src/cluster/transfer-chunks.ts take',

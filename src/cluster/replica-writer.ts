@@ -88,7 +88,14 @@ export class ReplicaWriter {
     // A node known to be down is not waited for.
     const peers = nodes.filter((node) => node !== deps.localName && deps.available(node));
     const body = { repo: repository, records: [...records], epoch: deps.epoch(), replicas };
-    const calls = peers.length === 0 ? [] : deps.transport.callEach(peers, WRITE_RECORDS, body, { deadlineMs: deps.writeDeadlineMs });
+    let calls: Array<Promise<unknown>>;
+    try {
+      calls = peers.length === 0 ? [] : deps.transport.callEach(peers, WRITE_RECORDS, body, { deadlineMs: deps.writeDeadlineMs });
+    } catch (error) {
+      // Each peer fails alone, never the whole write: the router counts each owner's outcome.
+      calls = peers.map(() => Promise.reject(error));
+    }
+    assert(calls.length === peers.length, 'a shared replica write answered with another number of outcomes than peers');
     const callOf = new Map(peers.map((node, index) => [node, calls[index]!]));
     return nodes.map((node) => {
       if (node === deps.localName) return this.storeHere(repository, replicas, records);
@@ -116,8 +123,6 @@ export class ReplicaWriter {
   /** A peer's write failed: routed again when its table is newer, else a ReplicaWriteError. */
   private async failed(node: string, error: unknown): Promise<never> {
     const deps = this.deps;
-    // Only a peer's write fails here: this node's own store throws as it is.
-    assert(node !== deps.localName, 'a failure of this node\'s own store taken for a peer write');
     const code = (error as RemotePeerError).code;
     if (code === STALE_EPOCH || code === NOT_OWNER) {
       await deps.adopt(node, (error as RemotePeerError).details!.membership as Membership);

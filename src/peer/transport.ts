@@ -504,13 +504,20 @@ export class PeerTransport implements PeerEndpoint {
 
   // ---- Sending ------------------------------------------------------------------------
 
-  call<Req, Res>(to: string, kind: PeerMessageKind<Req, Res>, body: Req, options: CallOptions): Promise<Res> {
+  async call<Req, Res>(to: string, kind: PeerMessageKind<Req, Res>, body: Req, options: CallOptions): Promise<Res> {
     return this.callEach([to], kind, body, options)[0]!;
   }
 
   callEach<Req, Res>(to: readonly string[], kind: PeerMessageKind<Req, Res>, body: Req, options: CallOptions): Array<Promise<Res>> {
-    const bytes = encodeBody(kind.request, body);
-    const content = contentDigest(kind.name, bytes);
+    let bytes: Uint8Array;
+    let content: Uint8Array;
+    try {
+      bytes = encodeBody(kind.request, body);
+      content = contentDigest(kind.name, bytes);
+    } catch (error) {
+      // A body that does not encode fails each call, as a call's own failure would: never a throw.
+      return to.map(() => Promise.reject(error));
+    }
     return to.map(async (node) => {
       const { key, target } = this.peer(node);
       const request = this.seal(kind.name, bytes, key.raw, NO_BYTES, content);

@@ -771,15 +771,20 @@ function readStringsLine(body: BodyReader, text: string, at: number): [string[],
   const lengthsAt = body.skip(4 * count);
   body.align(8);
   if (body.at !== body.end) throw new BadBlockError("a tsr block's body goes on after its string table");
+  let end = at;
+  for (let index = 0; index < count; index += 1) end += body.view.getUint32(lengthsAt + 4 * index, true);
+  if (end > text.length) throw new BadBlockError("a tsr block's strings end early");
+  // A copy of the strings' line alone: slices of the block's text would keep all of it alive
+  // for as long as any value read from it is kept (latest values, a query's groups).
+  const table = Buffer.from(text.slice(at, end), 'utf8').toString('utf8');
   const strings = new Array<string>(count);
-  let next = at;
+  let next = 0;
   for (let index = 0; index < count; index += 1) {
     const length = body.view.getUint32(lengthsAt + 4 * index, true);
-    if (next + length > text.length) throw new BadBlockError("a tsr block's strings end early");
-    strings[index] = text.slice(next, next + length);
+    strings[index] = table.slice(next, next + length);
     next += length;
   }
-  return [strings, next];
+  return [strings, end];
 }
 
 /** The string table of a tsb1 block: how long each string is (UTF-16 units), then all of them as one UTF-8 text. */

@@ -50,6 +50,18 @@ describe('replica fan-out - one write for owners with the same records', () => {
     ]);
   });
 
+  it('groups only the owners sent the same records', async () => {
+    const { writer, writes } = notingWriter();
+    const owners: Record<number, string[]> = { 1: ['a', 'b', 'c'], 2: ['a', 'b', 'd'] };
+    const router = new PartitionRouter((_policy, partition) => owners[partition]!, writer, noHints);
+    await router.write('tsr', POLICY, [record(1), record(2)]);
+    expect(writes.sort((x, y) => x.nodes.length - y.nodes.length || x.nodes[0]!.localeCompare(y.nodes[0]!))).toEqual([
+      { nodes: ['c'], partitions: [1] },
+      { nodes: ['d'], partitions: [2] },
+      { nodes: ['a', 'b'], partitions: [1, 2] },
+    ]);
+  });
+
   it("counts each owner's outcome of a shared write for that owner alone", async () => {
     const { writer } = notingWriter(new Set(['c']));
     const hinted: string[][] = [];
@@ -68,28 +80,35 @@ describe('replica fan-out - one write for owners with the same records', () => {
 describe('replica fan-out - the replica writer', () => {
   const membership: Membership = { epoch: 1, members: [], change: undefined };
 
-  it('calls the available peers at once with one body, and fails an unavailable one alone', async () => {
+  it('calls the available peers at once with one body, stores its own share, and fails each other owner alone', async () => {
     const calls: Array<{ to: string[]; records: number }> = [];
+    const stored: number[] = [];
+    const members = ['a', 'b', 'c', 'd'].map((name) => ({ name, publicKey: name, address: '127.0.0.1', port: 1, httpPort: 2, zone: 'local', state: 'Joined' as const }));
     const writer = new ReplicaWriter({
       localName: 'a',
-      replica: { store: async () => undefined },
+      replica: { store: async (_repository, records) => void stored.push(records.length) },
       transport: {
         callEach: ((to: readonly string[], _kind: unknown, body: { records: StoredRecord[] }) => {
           calls.push({ to: [...to], records: body.records.length });
-          return to.map(async () => ({}));
+          return to.map(async (node) => {
+            if (node === 'c') throw new Error('c failed the write');
+            return {};
+          });
         }) as never,
       },
       available: (node) => node !== 'd',
       epoch: () => 1,
-      membership: () => membership,
+      membership: () => ({ ...membership, members }),
       adopt: async () => undefined,
       suspect: () => undefined,
       writeDeadlineMs: 1_000,
       log: pino({ level: 'silent' }),
     });
-    const outcomes = await Promise.allSettled(writer.writeEach(['b', 'c', 'd'], 'tsr', 3, [record(1), record(2)]));
+    const outcomes = await Promise.allSettled(writer.writeEach(['b', 'a', 'c', 'd'], 'tsr', 4, [record(1), record(2)]));
     expect(calls).toEqual([{ to: ['b', 'c'], records: 2 }]);
-    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
-    expect((outcomes[2] as PromiseRejectedResult).reason).toMatchObject({ node: 'd', sent: false });
+    expect(stored).toEqual([2]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected']);
+    expect((outcomes[2] as PromiseRejectedResult).reason).toMatchObject({ node: 'c', sent: true, message: /c failed the write/ });
+    expect((outcomes[3] as PromiseRejectedResult).reason).toMatchObject({ node: 'd', sent: false });
   });
 });

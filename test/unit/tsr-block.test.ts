@@ -141,6 +141,18 @@ describe('tsr block - encoding', () => {
     }
   });
 
+  it('keeps strings with line breaks and characters beyond the BMP in its strings line', () => {
+    const payloads = [
+      { timestamp: START_MS, payload: { n: 'line\nbreak', m: 'é😀', k: 'a' }, position: 0 },
+      { timestamp: START_MS + 1, payload: { n: '\n', m: '😀\n😀', k: 'a' }, position: 1 },
+    ];
+    const [block] = packBlocks(payloads);
+    const decoded = decodeBlock(block!.text);
+    expect(decoded.column('n')).toMatchObject({ kind: 'string' });
+    expect(decoded.rest).toBeUndefined();
+    expect([0, 1].map((index) => blockPayload(decoded, index))).toEqual(payloads.map((entry) => entry.payload));
+  });
+
   it('reads blocks of the first layout (tsb1: the strings as UTF-8 inside the body) as stored before', () => {
     const payloads = [
       { timestamp: START_MS, payload: { a: 1.5, h: 'x', s: 'p', t: [1] }, position: 0 },

@@ -68,7 +68,11 @@ describe('write path invariants - replica writer and group commit', () => {
     const writer = new ReplicaWriter({
       localName: 'n1',
       replica: { store: async () => undefined },
-      transport: { callEach: (() => []) as never },
+      transport: {
+        callEach: (() => {
+          throw new Error('not used: these writes are refused before any peer is called');
+        }) as never,
+      },
       available: () => true,
       epoch: () => 1,
       membership: () => ({ epoch: 1, members: [], change: undefined }),
