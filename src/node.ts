@@ -20,6 +20,7 @@ import { brainApiRoutes } from './api-v1/routes.js';
 import { loadBrainTemplates } from './api-v1/templates.js';
 import { announceAccess } from './auth/announce-access.js';
 import { startClusterNode } from './cluster/cluster-node.js';
+import { FollowUpStore } from './cluster/follow-up-store.js';
 import { ClusterCore } from './cluster-core/core.js';
 import { coordinatorOf, ownersOf as currentOwners } from './cluster-core/placement.js';
 import type { CoreConfig, Member, PersistedCoreState } from './protocol/cluster-types.js';
@@ -251,6 +252,7 @@ async function openStorage(config: Config, log: Logger, metrics: Metrics) {
     repositories,
     localHoldsData: async (stream: string) => (await repositories.ssr.hasData(stream)) || (await repositories.tsr.hasData(stream)),
     moveStates: await loadMoveStates(database.local),
+    followUps: await FollowUpStore.open(database, log),
   };
 }
 
@@ -381,6 +383,7 @@ function clusterNodeParts(config: Config, log: Logger, storage: Storage, cluster
     onFatal: (error) => hooks.onFatal(error),
     status: () => nodeStatus(cluster.nodes.local()),
     replica: stored.replica, partitions: stored.partitions, hints: storage.hints, committer: storage.committer,
+    followUps: storage.followUps, recordKey: (repo, record) => stored.partitions.keyOf(repo, record),
     definitions: { records: () => storage.store.records(), apply: (records) => definitions.apply(records) },
     persistDamage: (damage) => saveDamage(database, damage),
     streams: () => placements.persisted(),
