@@ -168,13 +168,14 @@ function writeParts(ports: DataPlanePorts) {
   });
   const ownersOf = (policy: DistributionPolicy, partition: number) => writeOwners(membership(), { partition, replicas: policy.replicas });
   const peerSides = peerPartitions(endpoint, () => membership().epoch, limits.peerDeadlineMs);
-  const followUps = new WriteFollowUps({
+  const followUps: WriteFollowUps = new WriteFollowUps({
     localName, membership, available, timers, log,
     holder: (node) => (node === localName ? ownedOnly(localHolder(node, ports.partitions), membership) : peerHolder(node, peerSides)),
     keyOf: (repo, record) => ports.recordKey(repo, record),
     storage: ports.followUps.storage,
     stored: ports.followUps.stored,
     committer: ports.committer,
+    handOver: (): Promise<boolean> => handOverFollowUps(ports, followUps),
     intervalMs: limits.hintReplayIntervalMs,
   });
   const router = new PartitionRouter(ownersOf, writer, keeper, followUps);

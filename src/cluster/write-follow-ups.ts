@@ -61,6 +61,11 @@ export interface WriteFollowUpsDeps {
   committer: Committer;
   /** The notes the database held at start: followed up as if just noted. */
   stored: readonly StoredFollowUp[];
+  /**
+   * Hands the follow-ups waiting to another member (FollowUpsTake), forgetting those taken;
+   * whether none is left. What a node that has left does with them.
+   */
+  handOver?(): Promise<boolean>;
   timers: Timers;
   intervalMs: number;
   log: Logger;
@@ -99,6 +104,8 @@ const KEYS_PER_MESSAGE_MAX = 500;
  * seed 3), each exchange moving hundreds of records.
  */
 const FOLLOW_UPS_IN_FLIGHT = 4;
+/** Passes a node that has left tries to hand its follow-ups over before it leaves them to the repair sweep. */
+const HAND_OVER_PASSES_MAX = 30;
 
 export class WriteFollowUps implements UncertainWrites {
   private readonly waiting = new Map<string, FollowUp>();
@@ -107,6 +114,8 @@ export class WriteFollowUps implements UncertainWrites {
   private dropped = 0;
   /** Keys held by notes, over all partitions (FOLLOW_UP_KEYS_TOTAL_MAX). */
   private keysHeld = 0;
+  /** Passes spent handing follow-ups over since this node has left. */
+  private handOverPasses = 0;
 
   constructor(private readonly deps: WriteFollowUpsDeps) {
     for (const { key, part } of deps.stored) this.add(part, part.keys === undefined ? undefined : new Set(part.keys), key);
@@ -244,18 +253,9 @@ export class WriteFollowUps implements UncertainWrites {
   /** One pass: every partition whose owners all answer is made whole; the others wait. */
   private async work(): Promise<void> {
     if (this.working || this.waiting.size === 0) return;
-    if (memberNamed(this.deps.membership(), this.deps.localName)?.state === 'Left') {
-      // A node that has left is answered by no member: what it noted is left to the
-      // repair sweep, which the remaining owners run among themselves.
-      this.deps.log.info({ partitions: this.waiting.size }, 'this node has left: its follow-ups of failed writes are left to the repair sweep');
-      const stored = [...this.waiting.values()].flatMap((followUp) => followUp.notes.flatMap((note) => note.stored));
-      this.waiting.clear();
-      this.keysHeld = 0;
-      await this.unstore(stored);
-      return;
-    }
     // One pass at a time (`working`): two would exchange the same partitions at once.
     assert(!this.working, 'a follow-up pass started while one runs');
+    if (memberNamed(this.deps.membership(), this.deps.localName)?.state === 'Left') return this.afterLeaving();
     this.working = true;
     const done: string[] = [];
     try {
@@ -280,6 +280,29 @@ export class WriteFollowUps implements UncertainWrites {
       this.working = false;
     }
     await this.unstore(done);
+  }
+
+  /**
+   * A node that has left is answered by no member: what it noted since its last hand-off
+   * (writes it took while leaving) goes to a member that takes it (the chaos simulation found
+   * such records on one owner once settled); past HAND_OVER_PASSES_MAX passes without one,
+   * it is left to the repair sweep, which the remaining owners run among themselves.
+   */
+  private async afterLeaving(): Promise<void> {
+    this.working = true;
+    try {
+      if (this.deps.handOver !== undefined && this.handOverPasses++ < HAND_OVER_PASSES_MAX) {
+        if (await this.deps.handOver().catch(() => false)) return;
+        if (this.handOverPasses < HAND_OVER_PASSES_MAX) return;
+      }
+      this.deps.log.info({ partitions: this.waiting.size }, 'this node has left: its follow-ups of failed writes are left to the repair sweep');
+      const stored = [...this.waiting.values()].flatMap((followUp) => followUp.notes.flatMap((note) => note.stored));
+      this.waiting.clear();
+      this.keysHeld = 0;
+      await this.unstore(stored);
+    } finally {
+      this.working = false;
+    }
   }
 
   /**

@@ -93,4 +93,6 @@ export const FOLLOW_UPS_TAKE = definePeerKind<{ parts: FollowUpPart[] }, Record<
     }),
   },
   reply: EMPTY,
+  // A node that has left hands over what it noted while leaving (write-follow-ups.ts).
+  gate: 'members-and-left',
 });

@@ -36,6 +36,12 @@ export interface ShellSimResult {
     tableCopiesLost: number;
     /** Damaged copies brought back by the repair run after settling (settleWithRepair). */
     repairedAfterSettle: number;
+    /**
+     * Records whose write failed that sit on some owners and not others once settled, before
+     * any repair run (docs/cluster.md, "Writes of unknown outcome"): nodes would answer
+     * different totals.
+     */
+    unevenFailed: number;
     moves: number;
     pauses: number;
     /** Storage operations that failed (chunk reads and stores, writes, hints, the core's state). */
@@ -79,9 +85,11 @@ class ShellSimRun {
   readonly log: string[] = [];
   /** A damaged restart took a node's table (once per run). */
   private tableTaken = false;
-  readonly stats = { acknowledged: 0, failedWrites: 0, changes: 0, crashes: 0, damagedRestarts: 0, tablesLost: 0, tableCopiesLost: 0, repairedAfterSettle: 0, moves: 0, pauses: 0, fatalStops: 0 };
+  readonly stats = { acknowledged: 0, failedWrites: 0, changes: 0, crashes: 0, damagedRestarts: 0, tablesLost: 0, tableCopiesLost: 0, repairedAfterSettle: 0, unevenFailed: 0, moves: 0, pauses: 0, fatalStops: 0 };
   private readonly nodes = new Map<string, SimClusterNode>();
   private readonly acked: Acked[] = [];
+  /** Records whose write failed: they may sit on some owners (write-follow-ups.ts). */
+  private readonly failedRecords: Acked[] = [];
   /** Copies the simulation destroyed (damaged disks), by writeId: the nodes that held them. */
   private readonly destroyed = new Map<string, string[]>();
   private readonly config: SimNodeConfig;
@@ -154,6 +162,7 @@ class ShellSimRun {
    * as it is.
    */
   private async settleWithRepair(settledAt: number): Promise<void> {
+    this.stats.unevenFailed = this.unevenFailed();
     const missing = this.missingCopies();
     const damagedOnly = missing.every((copy) => copy.holders.length > 0 && this.nodes.get(copy.owner)!.disk.destroyedHere.has(copy.acked.record.writeId));
     if (missing.length > 0 && damagedOnly) {
@@ -165,6 +174,19 @@ class ShellSimRun {
       }
     }
     this.checkFinal();
+  }
+
+  /** Failed records held by some owners under the newest table and not by others. */
+  private unevenFailed(): number {
+    const table = this.newestTable() ?? this.nodes.get(NAMES[0]!)!.process!.core.membership();
+    let uneven = 0;
+    for (const { record, repo, replicas } of this.failedRecords) {
+      const held = ownersOf(table, { partition: record.partition, replicas }).map((owner) => this.nodes.get(owner)!.disk.partitionOf(repo, record.stream, record.partition).has(record.writeId));
+      if (!held.some(Boolean) || held.every(Boolean)) continue;
+      uneven += 1;
+      this.note(`failed ${repo} ${record.writeId} (${record.stream}/${record.partition}) is on ${held.filter(Boolean).length} of its ${held.length} owners once settled`);
+    }
+    return uneven;
   }
 
   /** Each acknowledged record's copy missing from an owner under the newest table, with the nodes that hold it. */
@@ -287,7 +309,10 @@ class ShellSimRun {
     const ackedBy = via.process?.core.membership() ?? routedBy;
     const ownersNow = records.map((record) => writeOwners(ackedBy, { partition: record.partition, replicas: stream.replicas }).length);
     records.forEach((record, position) => {
-      if (failures.has(position)) return void (this.stats.failedWrites += 1);
+      if (failures.has(position)) {
+        this.failedRecords.push({ record, repo: stream.repo, replicas: stream.replicas });
+        return void (this.stats.failedWrites += 1);
+      }
       this.stats.acknowledged += 1;
       this.acked.push({ record, repo: stream.repo, replicas: stream.replicas });
       // Acknowledged means durable on two distinct nodes (stored or hinted) whenever the
@@ -448,6 +473,7 @@ class ShellSimRun {
       if (process.disk.hintedRecords() > 0) return `${node.name} holds hints`;
       if (process.plane.handOff.pendingDrops() > 0) return `${node.name} has partitions to hand off`;
       if (process.plane.repair.damaged() !== undefined) return `${node.name} is refilling damaged data`;
+      if (process.plane.followUps.pending() > 0) return `${node.name} has follow-ups of failed writes`;
       if (process.core.incomingTransfers().length > 0) return `${node.name} receives transfers`;
     }
     return undefined;

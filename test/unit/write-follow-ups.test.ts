@@ -231,6 +231,34 @@ describe('write follow-ups - writes of unknown outcome', () => {
     await vi.waitFor(() => expect(disk.entries.size).toBe(0));
   });
 
+  it('a node that has left hands what it noted to a member, and keeps it until one takes it', async () => {
+    const left: Membership = { ...TABLE, members: TABLE.members.map((each) => (each.name === 'c' ? { ...each, state: 'Left' } : each)) };
+    const disk = memoryDisk();
+    const { timers, tick } = manualTimers();
+    const taken: FollowUpPart[][] = [];
+    let takes = false;
+    const followUps: WriteFollowUps = followUpsOver(new Map(), disk, timers, {
+      membership: () => left,
+      handOver: async () => {
+        if (!takes) return false;
+        const parts = followUps.pendingParts();
+        taken.push(parts);
+        await followUps.forget(parts);
+        return true;
+      },
+    });
+    followUps.start();
+    await followUps.note('ssr', 2, [record('x'), record('y', 2)]);
+    tick();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    // No member takes them yet: they wait, durably.
+    expect(followUps.pending()).toBe(2);
+    takes = true;
+    await settle(followUps, tick);
+    expect(taken.flat().map((part) => `${part.partition}:${part.keys!.join(',')}`).sort()).toEqual(['1:x', '2:y']);
+    await vi.waitFor(() => expect(disk.entries.size).toBe(0));
+  });
+
   it('makes several partitions whole at once', async () => {
     let inFlight = 0;
     let most = 0;
