@@ -14,6 +14,7 @@ import { ClusterRepair } from '../repair/cluster-repair.js';
 import { remotePartitions, remoteRuns, serveRepair } from '../repair/repair-peer.js';
 import { localHolder, peerHolder, type LocalPartitions, type PartitionHolder, type PeerPartitions } from '../repair/partition-sync.js';
 import { WriteFollowUps, type FollowUpStorage, type StoredFollowUp } from './write-follow-ups.js';
+import { RecentReceipts } from './recent-receipts.js';
 import { RepairService, type Damage, type RepairStream } from '../repair/repair-service.js';
 import type { ChunkStore } from './cluster-shell.js';
 import type { ClusterCore } from '../cluster-core/core.js';
@@ -82,6 +83,17 @@ export interface DataPlane {
   stop(): void;
 }
 
+
+/**
+ * Records stored for another node are kept (by key) this many write deadlines before its
+ * newest write here: a write in flight when the writer died was sent within one
+ * (recent-receipts.ts).
+ */
+const RECEIPTS_WINDOW_DEADLINES = 2;
+/** ...and forgotten after this long even if the writer is never seen unavailable. */
+const RECEIPTS_KEPT_MS = 30_000;
+/** Keys of records kept so: ~2 s of replica writes at 100,000 records a second. */
+const RECEIPT_KEYS_MAX = 200_000;
 
 export function startDataPlane(ports: DataPlanePorts): DataPlane {
   const { localName, core, endpoint, limits } = ports;
@@ -176,6 +188,13 @@ function writeParts(ports: DataPlanePorts) {
     stored: ports.followUps.stored,
     committer: ports.committer,
     handOver: (): Promise<boolean> => handOverFollowUps(ports, followUps),
+    receipts: new RecentReceipts({
+      windowMs: RECEIPTS_WINDOW_DEADLINES * limits.writeDeadlineMs,
+      keptMs: Math.max(RECEIPTS_KEPT_MS, RECEIPTS_WINDOW_DEADLINES * limits.writeDeadlineMs),
+      keysMax: RECEIPT_KEYS_MAX,
+      now: () => timers.now(),
+      keyOf: (repo, record) => ports.recordKey(repo, record),
+    }),
     intervalMs: limits.hintReplayIntervalMs,
   });
   const router = new PartitionRouter(ownersOf, writer, keeper, followUps);
@@ -242,8 +261,9 @@ function serveDataPlane(
   },
 ): void {
   const { keeper } = parts;
-  endpoint.handle(WRITE_RECORDS, async (_sender, write) => {
+  endpoint.handle(WRITE_RECORDS, async (sender, write) => {
     await storeReplicaWrite(parts.core.membership(), parts.replica, parts.localName, write);
+    parts.followUps.received(sender, write.repo, write.replicas, write.records);
     return {};
   });
   endpoint.handle(FOLLOW_UPS_TAKE, async (_sender, take) => {

@@ -27,6 +27,7 @@ import { memberNamed } from '../cluster-core/membership.js';
 import { writeOwners } from '../cluster-core/placement.js';
 import type { Committer } from './hint-keeper.js';
 import type { FollowUpPart } from './write-messages.js';
+import type { RecentReceipts } from './recent-receipts.js';
 
 /** Where the router reports records whose write failed with an uncertain outcome. */
 export interface UncertainWrites {
@@ -61,6 +62,11 @@ export interface WriteFollowUpsDeps {
   committer: Committer;
   /** The notes the database held at start: followed up as if just noted. */
   stored: readonly StoredFollowUp[];
+  /**
+   * Records this node stored lately for other coordinators (recent-receipts.ts): those of a
+   * sender seen unavailable are noted, as a write it was making when it died may sit here only.
+   */
+  receipts?: RecentReceipts;
   /**
    * Hands the follow-ups waiting to another member (FollowUpsTake), forgetting those taken;
    * whether none is left. What a node that has left does with them.
@@ -250,8 +256,31 @@ export class WriteFollowUps implements UncertainWrites {
     }
   }
 
+  /** `sender` had this node store `records` (a replica write): kept a while in case it dies (recent-receipts.ts). */
+  received(sender: string, repo: RepositoryName, replicas: number, records: readonly StoredRecord[]): void {
+    this.deps.receipts?.add(sender, repo, replicas, records);
+  }
+
+  /**
+   * The receipts from senders now unavailable are noted: a coordinator killed in the middle
+   * of a write noted nothing, and its records may sit on this owner only.
+   */
+  private noteReceiptsOfUnavailable(): void {
+    const receipts = this.deps.receipts;
+    if (receipts === undefined) return;
+    for (const sender of receipts.senders()) {
+      if (this.deps.available(sender)) continue;
+      const parts = receipts.take(sender);
+      this.deps.log.info({ peer: sender, partitions: parts.length, keys: parts.reduce((sum, part) => sum + (part.keys?.length ?? 0), 0) }, 'a node that wrote here lately is unavailable: what it wrote is followed up');
+      void this.noteParts(parts);
+    }
+    const dropped = receipts.dropped();
+    if (dropped > 0) this.deps.log.warn({ receipts: dropped }, 'too many records written here lately to follow up if their writer dies: the oldest are left to the repair sweep');
+  }
+
   /** One pass: every partition whose owners all answer is made whole; the others wait. */
   private async work(): Promise<void> {
+    this.noteReceiptsOfUnavailable();
     if (this.working || this.waiting.size === 0) return;
     // One pass at a time (`working`): two would exchange the same partitions at once.
     assert(!this.working, 'a follow-up pass started while one runs');

@@ -42,6 +42,8 @@ export interface ShellSimResult {
      * different totals.
      */
     unevenFailed: number;
+    /** The same of records whose write never answered (its node crashed while writing them). */
+    unevenUnanswered: number;
     moves: number;
     pauses: number;
     /** Storage operations that failed (chunk reads and stores, writes, hints, the core's state). */
@@ -85,11 +87,13 @@ class ShellSimRun {
   readonly log: string[] = [];
   /** A damaged restart took a node's table (once per run). */
   private tableTaken = false;
-  readonly stats = { acknowledged: 0, failedWrites: 0, changes: 0, crashes: 0, damagedRestarts: 0, tablesLost: 0, tableCopiesLost: 0, repairedAfterSettle: 0, unevenFailed: 0, moves: 0, pauses: 0, fatalStops: 0 };
+  readonly stats = { acknowledged: 0, failedWrites: 0, changes: 0, crashes: 0, damagedRestarts: 0, tablesLost: 0, tableCopiesLost: 0, repairedAfterSettle: 0, unevenFailed: 0, unevenUnanswered: 0, moves: 0, pauses: 0, fatalStops: 0 };
   private readonly nodes = new Map<string, SimClusterNode>();
   private readonly acked: Acked[] = [];
   /** Records whose write failed: they may sit on some owners (write-follow-ups.ts). */
   private readonly failedRecords: Acked[] = [];
+  /** Records whose write has not answered (yet, or ever: its node crashed meanwhile). */
+  private readonly unanswered = new Set<Acked>();
   /** Copies the simulation destroyed (damaged disks), by writeId: the nodes that held them. */
   private readonly destroyed = new Map<string, string[]>();
   private readonly config: SimNodeConfig;
@@ -162,7 +166,8 @@ class ShellSimRun {
    * as it is.
    */
   private async settleWithRepair(settledAt: number): Promise<void> {
-    this.stats.unevenFailed = this.unevenFailed();
+    this.stats.unevenFailed = this.uneven(this.failedRecords, 'failed');
+    this.stats.unevenUnanswered = this.uneven([...this.unanswered], 'unanswered');
     const missing = this.missingCopies();
     const damagedOnly = missing.every((copy) => copy.holders.length > 0 && this.nodes.get(copy.owner)!.disk.destroyedHere.has(copy.acked.record.writeId));
     if (missing.length > 0 && damagedOnly) {
@@ -177,14 +182,15 @@ class ShellSimRun {
   }
 
   /** Failed records held by some owners under the newest table and not by others. */
-  private unevenFailed(): number {
+  private uneven(records: readonly Acked[], what: string): number {
     const table = this.newestTable() ?? this.nodes.get(NAMES[0]!)!.process!.core.membership();
     let uneven = 0;
-    for (const { record, repo, replicas } of this.failedRecords) {
-      const held = ownersOf(table, { partition: record.partition, replicas }).map((owner) => this.nodes.get(owner)!.disk.partitionOf(repo, record.stream, record.partition).has(record.writeId));
-      if (!held.some(Boolean) || held.every(Boolean)) continue;
+    for (const { record, repo, replicas } of records) {
+      const owners = ownersOf(table, { partition: record.partition, replicas });
+      const holders = owners.filter((owner) => this.nodes.get(owner)!.disk.partitionOf(repo, record.stream, record.partition).has(record.writeId));
+      if (holders.length === 0 || holders.length === owners.length) continue;
       uneven += 1;
-      this.note(`failed ${repo} ${record.writeId} (${record.stream}/${record.partition}) is on ${held.filter(Boolean).length} of its ${held.length} owners once settled`);
+      this.note(`${what} ${repo} ${record.writeId} (${record.stream}/${record.partition}) is on ${holders.join(',')} of its owners ${owners.join(',')} once settled`);
     }
     return uneven;
   }
@@ -304,10 +310,13 @@ class ShellSimRun {
     // Copies wanted are decided by the table the write is routed with.
     const routedBy = via.process!.core.membership();
     const owners = records.map((record) => writeOwners(routedBy, { partition: record.partition, replicas: stream.replicas }).length);
+    const pending = records.map((record) => ({ record, repo: stream.repo, replicas: stream.replicas }));
+    for (const each of pending) this.unanswered.add(each);
     const failures = await via.process!.plane.router.write(stream.repo, { replicas: stream.replicas, ring_size: stream.ringSize, hash_payload: { bytes: 128 } }, records);
     // Unless the ring shrank meanwhile (a leave down to one node): then fewer copies can exist.
     const ackedBy = via.process?.core.membership() ?? routedBy;
     const ownersNow = records.map((record) => writeOwners(ackedBy, { partition: record.partition, replicas: stream.replicas }).length);
+    for (const each of pending) this.unanswered.delete(each);
     records.forEach((record, position) => {
       if (failures.has(position)) {
         this.failedRecords.push({ record, repo: stream.repo, replicas: stream.replicas });
