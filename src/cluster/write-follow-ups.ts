@@ -25,7 +25,6 @@ import { assert } from '../lib/assert.js';
 import { forEachLimited } from '../lib/limited-concurrency.js';
 import { memberNamed } from '../cluster-core/membership.js';
 import { writeOwners } from '../cluster-core/placement.js';
-import type { Committer } from './hint-keeper.js';
 import type { FollowUpPart } from './write-messages.js';
 import type { RecentReceipts } from './recent-receipts.js';
 
@@ -59,7 +58,8 @@ export interface WriteFollowUpsDeps {
   /** The key under which a holder's records() finds the record (ssr: its writeId; tsr: its block's key). */
   keyOf(repo: RepositoryName, record: StoredRecord): string;
   storage: FollowUpStorage;
-  committer: Committer;
+  /** Makes storage operations durable together (the group commit, as hint-keeper.ts's Committer). */
+  committer: { commit(operations: readonly unknown[]): Promise<void> };
   /** The notes the database held at start: followed up as if just noted. */
   stored: readonly StoredFollowUp[];
   /**
