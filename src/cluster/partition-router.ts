@@ -87,6 +87,8 @@ export class PartitionRouter {
     failures: Map<number, string>,
   ): Promise<number[]> {
     const { ownersByPosition, byOwner } = this.ownersOf(policy, records, positions);
+    // Records this node would hold alone (its other owners known down) are noted first (write-follow-ups.ts).
+    const intent = await this.uncertain?.intend?.(repository, policy.replicas, positions.map((position) => ({ record: records[position]!, owners: ownersByPosition.get(position)! })));
     const outcome = await this.writeToOwners(repository, policy, records, byOwner);
     const wanted: HintWant[] = [];
     for (const position of positions) {
@@ -108,6 +110,7 @@ export class PartitionRouter {
       for (const [position, why] of await this.hints.keep(repository, wanted)) failures.set(position, why);
     }
     await this.noteUncertain(repository, policy, records, positions, failures, outcome);
+    intent?.settle(new Set(positions.filter((position) => failures.has(position) || outcome.reroute.has(position)).map((position) => records[position]!)));
     return [...outcome.reroute];
   }
 

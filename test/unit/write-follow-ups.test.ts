@@ -164,6 +164,56 @@ describe('write follow-ups - writes of unknown outcome', () => {
     expect(followUpsOver(holders, disk, manualTimers().timers).pending()).toBe(0);
   });
 
+  it('a record this node stores while its other owner is down is noted before it is stored, and the note dropped once acknowledged', async () => {
+    const [first, second] = ownersOf(TABLE, { partition: 1, replicas: 2 }) as [string, string];
+    const disk = memoryDisk();
+    const { timers } = manualTimers();
+    let secondUp = false;
+    const followUps = followUpsOver(new Map(), disk, timers, { localName: first, available: (node) => node !== second || secondUp });
+    const notesAtStore: number[] = [];
+    const writer: ReplicaWrites = {
+      write: async (node) => {
+        if (node === second && !secondUp) throw new ReplicaWriteError(node, `${node} is down`, { sent: false });
+        if (node === first) notesAtStore.push(disk.entries.size);
+      },
+    };
+    const hinted: HintKeeping = { keep: async () => new Map() };
+    const router = new PartitionRouter(() => [first, second], writer, hinted, followUps);
+    expect(await router.write('ssr', POLICY, [record('x')])).toEqual(new Map());
+    // Durable before the store; dropped once the record is acknowledged (its hint kept).
+    expect(notesAtStore).toEqual([1]);
+    await vi.waitFor(() => expect(disk.entries.size).toBe(0));
+    expect(followUps.pending()).toBe(0);
+    // Every owner up: nothing is written beside the records.
+    secondUp = true;
+    const commits = disk.commits;
+    await router.write('ssr', POLICY, [record('y')]);
+    expect(disk.commits).toBe(commits);
+  });
+
+  it('a node killed after storing a record its other owner is down for, before its hint, makes the owners whole after its restart', async () => {
+    const [first, second] = ownersOf(TABLE, { partition: 1, replicas: 2 }) as [string, string];
+    const holders = new Map(['a', 'b', 'c'].map((name) => [name, memoryHolder(name, [])]));
+    const disk = memoryDisk();
+    const noting = followUpsOver(holders, disk, manualTimers().timers, { localName: first, available: (node) => node !== second });
+    const writer: ReplicaWrites = {
+      write: async (node, _repo, _replicas, records) => {
+        if (node === second) throw new ReplicaWriteError(node, `${node} is down`, { sent: false });
+        await holders.get(node)!.store(SSR_PART, 2, records);
+      },
+    };
+    // kill -9 while its hints are being kept: the write never returns.
+    const killed: HintKeeping = { keep: () => new Promise(() => undefined) };
+    void new PartitionRouter(() => [first, second], writer, killed, noting).write('ssr', POLICY, [record('x')]);
+    await vi.waitFor(() => expect(holders.get(first)!.ids()).toEqual(['x']));
+    noting.stop();
+    const after = manualTimers();
+    const restarted = followUpsOver(holders, disk, after.timers, { localName: first });
+    restarted.start();
+    await settle(restarted, after.tick);
+    expect([first, second].map((owner) => holders.get(owner)!.ids())).toEqual([['x'], ['x']]);
+  });
+
   it('makes the owners agree on the keys noted once every one answers, and creates nothing no owner stored', async () => {
     const owners = ownersOf(TABLE, { partition: 1, replicas: 2 });
     const holders = new Map(['a', 'b', 'c'].map((name) => [name, memoryHolder(name, [])]));
