@@ -88,7 +88,7 @@ export class PartitionRouter {
   ): Promise<number[]> {
     const { ownersByPosition, byOwner } = this.ownersOf(policy, records, positions);
     // Records this node would hold alone (its other owners known down) are noted first (write-follow-ups.ts).
-    const intent = await this.uncertain?.intend?.(repository, policy.replicas, positions.map((position) => ({ record: records[position]!, owners: ownersByPosition.get(position)! })));
+    const intent = await this.uncertain?.intend?.(repository, policy.replicas, records, positions, (position) => ownersByPosition.get(position)!);
     const outcome = await this.writeToOwners(repository, policy, records, byOwner);
     const wanted: HintWant[] = [];
     for (const position of positions) {

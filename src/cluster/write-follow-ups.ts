@@ -36,7 +36,7 @@ export interface UncertainWrites {
    * Before a write: the records this node is about to store while every other owner is known
    * down are noted first (see WriteFollowUps.intend). Undefined when there are none.
    */
-  intend?(repo: RepositoryName, replicas: number, writes: ReadonlyArray<{ record: StoredRecord; owners: readonly string[] }>): Promise<WriteIntent | undefined>;
+  intend?(repo: RepositoryName, replicas: number, records: readonly StoredRecord[], positions: readonly number[], ownersOf: (position: number) => readonly string[]): Promise<WriteIntent | undefined>;
 }
 
 /** Notes made before a write, dropped once it is known which of its records did not fail. */
@@ -184,18 +184,30 @@ export class WriteFollowUps implements UncertainWrites {
    * before they are stored, and the notes of those that did not fail are dropped after. Only
    * writes while an owner is down pay this commit.
    */
-  async intend(repo: RepositoryName, replicas: number, writes: ReadonlyArray<{ record: StoredRecord; owners: readonly string[] }>): Promise<WriteIntent | undefined> {
+  async intend(repo: RepositoryName, replicas: number, records: readonly StoredRecord[], positions: readonly number[], ownersOf: (position: number) => readonly string[]): Promise<WriteIntent | undefined> {
     const { localName, available } = this.deps;
-    const alone = writes.filter(({ owners }) => owners.length > 1 && owners.includes(localName) && owners.every((owner) => owner === localName || !available(owner)));
+    // The usual case costs a look at the members, nothing per record: every one answers.
+    if (this.deps.membership().members.every((member) => member.name === localName || member.state === 'Left' || available(member.name))) return undefined;
+    const aloneByPartition = new Map<number, boolean>();
+    const alone = positions.filter((position) => {
+      const partition = records[position]!.partition;
+      let holdsAlone = aloneByPartition.get(partition);
+      if (holdsAlone === undefined) {
+        const owners = ownersOf(position);
+        holdsAlone = owners.length > 1 && owners.includes(localName) && owners.every((owner) => owner === localName || !available(owner));
+        aloneByPartition.set(partition, holdsAlone);
+      }
+      return holdsAlone;
+    }).map((position) => records[position]!);
     if (alone.length === 0) return undefined;
-    const made = await this.notePartsMade(partsOf(repo, replicas, alone.map(({ record }) => record), (record) => this.deps.keyOf(repo, record)));
+    const made = await this.notePartsMade(partsOf(repo, replicas, alone, (record) => this.deps.keyOf(repo, record)));
     return {
       settle: (unsettled) => {
+        const stay = new Set([...unsettled].map((record) => idOf(repo, record.stream, record.partition, replicas)));
         const dropped: string[] = [];
         for (const { id, followUp, note } of made) {
           // A note merged since into one of the whole partition covers more than this write: it stays.
-          if (note.keys === undefined || alone.some(({ record }) => unsettled.has(record) && idOf(repo, record.stream, record.partition, replicas) === id)) continue;
-          dropped.push(...this.removeNotes(id, followUp, [note]));
+          if (note.keys !== undefined && !stay.has(id)) dropped.push(...this.removeNotes(id, followUp, [note]));
         }
         void this.unstore(dropped);
       },
