@@ -121,6 +121,8 @@ const KEYS_PER_MESSAGE_MAX = 500;
  * seed 3), each exchange moving hundreds of records.
  */
 const FOLLOW_UPS_IN_FLIGHT = 4;
+/** At most one warning this often that notes could not be kept durably. */
+const UNKEPT_WARNING_MS = 10_000;
 /** Passes a node that has left tries to hand its follow-ups over before it leaves them to the repair sweep. */
 const HAND_OVER_PASSES_MAX = 30;
 
@@ -133,6 +135,7 @@ export class WriteFollowUps implements UncertainWrites {
   private keysHeld = 0;
   /** Passes spent handing follow-ups over since this node has left. */
   private handOverPasses = 0;
+  private unkeptWarnedAtMs = -Infinity;
 
   constructor(private readonly deps: WriteFollowUpsDeps) {
     for (const { key, part } of deps.stored) this.add(part, part.keys === undefined ? undefined : new Set(part.keys), key);
@@ -237,8 +240,12 @@ export class WriteFollowUps implements UncertainWrites {
     try {
       await this.deps.committer.commit(operations);
     } catch (error) {
-      // The write has failed already (or will be tried anyway); its follow-up still runs unless this node stops first.
-      this.deps.log.warn({ err: error, partitions: parts.length }, 'follow-ups of failed writes could not be kept durably: they are kept in memory only');
+      // The write has failed already (or will be tried anyway); its follow-up still runs unless
+      // this node stops first. Once per UNKEPT_WARNING_MS: a full disk fails every one.
+      const now = this.deps.timers.now();
+      const warn = now - this.unkeptWarnedAtMs >= UNKEPT_WARNING_MS;
+      if (warn) this.unkeptWarnedAtMs = now;
+      this.deps.log[warn ? 'warn' : 'debug']({ err: error, partitions: parts.length }, 'follow-ups of failed writes could not be kept durably: they are kept in memory only');
     }
     return made;
   }
