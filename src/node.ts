@@ -101,6 +101,7 @@ import { SsrIndex } from './search/ssr-index.js';
 import { DefinitionStore } from './storage/definition-store.js';
 import { GroupCommitter } from './storage/group-commit.js';
 import { HintBuffer } from './storage/hints.js';
+import { FollowUpStore } from './cluster/follow-up-store.js';
 import { diskRefusal, DiskWatch } from './storage/disk-watch.js';
 import { markCleanStop, openChecked, type StorageDamage } from './storage/integrity.js';
 import { LocalReplica } from './storage/local-replica.js';
@@ -251,6 +252,7 @@ async function openStorage(config: Config, log: Logger, metrics: Metrics) {
     repositories,
     localHoldsData: async (stream: string) => (await repositories.ssr.hasData(stream)) || (await repositories.tsr.hasData(stream)),
     moveStates: await loadMoveStates(database.local),
+    followUps: await FollowUpStore.open(database, log),
   };
 }
 
@@ -382,6 +384,7 @@ function clusterNodeParts(config: Config, log: Logger, storage: Storage, cluster
     onFatal: (error) => hooks.onFatal(error),
     status: () => nodeStatus(cluster.nodes.local()),
     replica: stored.replica, partitions: stored.partitions, hints: storage.hints, committer: storage.committer,
+    followUps: storage.followUps, recordKey: (repo, record) => stored.partitions.keyOf(repo, record),
     definitions: { records: () => storage.store.records(), apply: (records) => definitions.apply(records) },
     persistDamage: (damage) => saveDamage(database, damage),
     streams: () => placements.persisted(),

@@ -90,6 +90,8 @@ export class PartitionRouter {
     failures: Map<number, string>,
   ): Promise<number[]> {
     const { ownersByPosition, byOwner } = this.ownersOf(policy, records, positions);
+    // Records this node would hold alone (its other owners known down) are noted first (write-follow-ups.ts).
+    const intent = await this.uncertain?.intend?.(repository, policy.replicas, records, positions, (position) => ownersByPosition.get(position)!);
     const outcome = await this.writeToOwners(repository, policy, records, byOwner);
     const wanted: HintWant[] = [];
     for (const position of positions) {
@@ -110,7 +112,8 @@ export class PartitionRouter {
     if (wanted.length > 0) {
       for (const [position, why] of await this.hints.keep(repository, wanted)) failures.set(position, why);
     }
-    this.noteUncertain(repository, policy, records, positions, failures, outcome);
+    await this.noteUncertain(repository, policy, records, positions, failures, outcome);
+    intent?.settle(new Set(positions.filter((position) => failures.has(position) || outcome.reroute.has(position)).map((position) => records[position]!)));
     return [...outcome.reroute];
   }
 
@@ -193,15 +196,18 @@ export class PartitionRouter {
 
   /**
    * A failed record that an owner stored (no hint could be kept) or may have stored: its
-   * owners are made to agree once they all answer, not at the next repair sweep.
+   * owners are made to agree once they all answer, not at the next repair sweep. Noted
+   * durably before the failure is answered (write-follow-ups.ts); a write that did not fail
+   * notes nothing.
    */
-  private noteUncertain(repository: RepositoryName, policy: DistributionPolicy, records: readonly StoredRecord[], positions: readonly number[], failures: ReadonlyMap<number, string>, outcome: OwnerWrites): void {
+  private async noteUncertain(repository: RepositoryName, policy: DistributionPolicy, records: readonly StoredRecord[], positions: readonly number[], failures: ReadonlyMap<number, string>, outcome: OwnerWrites): Promise<void> {
+    const uncertain: StoredRecord[] = [];
     for (const position of positions) {
       if (!failures.has(position) || (!outcome.maybeStored.has(position) && (outcome.storedOn.get(position)?.length ?? 0) === 0)) continue;
       assert(!outcome.reroute.has(position), () => `record ${position} both failed and routed again`);
-      const record = records[position]!;
-      this.uncertain?.note(repository, record.stream, record.partition, policy.replicas);
+      uncertain.push(records[position]!);
     }
+    if (uncertain.length > 0) await this.uncertain?.note(repository, policy.replicas, uncertain);
   }
 }
 

@@ -5,7 +5,7 @@
 
 import { definitionRecordCodec, type WireDefinitionRecord } from '../replicated-definitions/definition-messages.js';
 import { EMPTY } from '../peer/codec.js';
-import { int, list, str, enumOf, type ProtoObject } from '../peer/fields.js';
+import { int, list, str, strings, enumOf, type ProtoObject } from '../peer/fields.js';
 import { definePeerKind } from '../peer/kinds.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import { DATA_REPOS, dataRepoFrom, storedRecordCodec } from '../streams/wire-records.js';
@@ -71,18 +71,28 @@ export interface FollowUpPart {
   stream: string;
   partition: number;
   replicas: number;
+  /** The keys of the records to compare (never empty); undefined: the whole partition. */
+  keys?: string[];
 }
 
 /** Parts one FollowUpsTake may carry: as many as a node keeps (write-follow-ups.ts). */
 export const FOLLOW_UP_PARTS_MAX = 4_096;
+/** Keys one FollowUpsTake may carry over all its parts: a few MiB, well within a peer message. */
+export const FOLLOW_UP_TAKE_KEYS_MAX = 100_000;
 
 export const FOLLOW_UPS_TAKE = definePeerKind<{ parts: FollowUpPart[] }, Record<string, never>>({
   name: 'FollowUpsTake',
   request: {
-    toProto: (value) => ({ parts: value.parts.map((part) => ({ repo: DATA_REPOS[part.repo], stream: part.stream, partition: part.partition, replicas: part.replicas })) }),
+    toProto: (value) => ({ parts: value.parts.map((part) => ({ repo: DATA_REPOS[part.repo], stream: part.stream, partition: part.partition, replicas: part.replicas, keys: part.keys ?? [] })) }),
     fromProto: (object) => ({
-      parts: list(object, 'parts', (part) => ({ repo: dataRepoFrom(part, 'repo'), stream: str(part, 'stream'), partition: int(part, 'partition'), replicas: int(part, 'replicas') })),
+      parts: list(object, 'parts', (part) => {
+        // No keys (a sender before keys were carried, too): the whole partition.
+        const keys = strings(part, 'keys');
+        return { repo: dataRepoFrom(part, 'repo'), stream: str(part, 'stream'), partition: int(part, 'partition'), replicas: int(part, 'replicas'), ...(keys.length > 0 ? { keys } : {}) };
+      }),
     }),
   },
   reply: EMPTY,
+  // A node that has left hands over what it noted while leaving (write-follow-ups.ts).
+  gate: 'members-and-left',
 });

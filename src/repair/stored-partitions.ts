@@ -3,8 +3,10 @@
 // partition's digest stale; the next exchange rebuilds it from a key scan), the keys, and
 // the records under keys.
 
+import { assert } from '../lib/assert.js';
 import type { LocalReplica } from '../storage/local-replica.js';
-import type { Repository, RepositoryName, StoredRecord } from '../storage/repository.js';
+import { encodePartition, type Repository, type RepositoryName, type StoredRecord } from '../storage/repository.js';
+import { blockKey } from '../storage/tsr.js';
 import { digestKeys } from './key-digest.js';
 import type { LocalPartitions, RepairPartitionRef } from './partition-sync.js';
 
@@ -55,6 +57,15 @@ export class StoredPartitions implements LocalPartitions {
 
   records(part: RepairPartitionRef, keys: readonly string[]): Promise<StoredRecord[]> {
     return this.repositories[part.repo].recordsAt(part.stream, part.partition, keys);
+  }
+
+  /** The key under which records() finds `record`: ssr keys a record by its writeId, tsr by its block's times, count and id. */
+  keyOf(repo: RepositoryName, record: StoredRecord): string {
+    if (repo === 'ssr') return record.writeId;
+    const key = blockKey(record);
+    const prefix = `${record.stream}/${encodePartition(record.partition)}/`;
+    assert(key.startsWith(prefix), () => `tsr block key ${key} outside ${prefix}`);
+    return key.slice(prefix.length);
   }
 
   store(repo: RepositoryName, records: readonly StoredRecord[]): Promise<void> {

@@ -36,6 +36,14 @@ export interface ShellSimResult {
     tableCopiesLost: number;
     /** Damaged copies brought back by the repair run after settling (settleWithRepair). */
     repairedAfterSettle: number;
+    /**
+     * Records whose write failed that sit on some owners and not others once settled, before
+     * any repair run (docs/cluster.md, "Writes of unknown outcome"): nodes would answer
+     * different totals.
+     */
+    unevenFailed: number;
+    /** The same of records whose write never answered (its node crashed while writing them). */
+    unevenUnanswered: number;
     moves: number;
     pauses: number;
     /** Storage operations that failed (chunk reads and stores, writes, hints, the core's state). */
@@ -79,9 +87,13 @@ class ShellSimRun {
   readonly log: string[] = [];
   /** A damaged restart took a node's table (once per run). */
   private tableTaken = false;
-  readonly stats = { acknowledged: 0, failedWrites: 0, changes: 0, crashes: 0, damagedRestarts: 0, tablesLost: 0, tableCopiesLost: 0, repairedAfterSettle: 0, moves: 0, pauses: 0, fatalStops: 0 };
+  readonly stats = { acknowledged: 0, failedWrites: 0, changes: 0, crashes: 0, damagedRestarts: 0, tablesLost: 0, tableCopiesLost: 0, repairedAfterSettle: 0, unevenFailed: 0, unevenUnanswered: 0, moves: 0, pauses: 0, fatalStops: 0 };
   private readonly nodes = new Map<string, SimClusterNode>();
   private readonly acked: Acked[] = [];
+  /** Records whose write failed: they may sit on some owners (write-follow-ups.ts). */
+  private readonly failedRecords: Acked[] = [];
+  /** Records whose write has not answered (yet, or ever: its node crashed meanwhile). */
+  private readonly unanswered = new Set<Acked>();
   /** Copies the simulation destroyed (damaged disks), by writeId: the nodes that held them. */
   private readonly destroyed = new Map<string, string[]>();
   private readonly config: SimNodeConfig;
@@ -154,6 +166,8 @@ class ShellSimRun {
    * as it is.
    */
   private async settleWithRepair(settledAt: number): Promise<void> {
+    this.stats.unevenFailed = this.uneven(this.failedRecords, 'failed');
+    this.stats.unevenUnanswered = this.uneven([...this.unanswered], 'unanswered');
     const missing = this.missingCopies();
     const damagedOnly = missing.every((copy) => copy.holders.length > 0 && this.nodes.get(copy.owner)!.disk.destroyedHere.has(copy.acked.record.writeId));
     if (missing.length > 0 && damagedOnly) {
@@ -165,6 +179,20 @@ class ShellSimRun {
       }
     }
     this.checkFinal();
+  }
+
+  /** Failed records held by some owners under the newest table and not by others. */
+  private uneven(records: readonly Acked[], what: string): number {
+    const table = this.newestTable() ?? this.nodes.get(NAMES[0]!)!.process!.core.membership();
+    let uneven = 0;
+    for (const { record, repo, replicas } of records) {
+      const owners = ownersOf(table, { partition: record.partition, replicas });
+      const holders = owners.filter((owner) => this.nodes.get(owner)!.disk.partitionOf(repo, record.stream, record.partition).has(record.writeId));
+      if (holders.length === 0 || holders.length === owners.length) continue;
+      uneven += 1;
+      this.note(`${what} ${repo} ${record.writeId} (${record.stream}/${record.partition}) is on ${holders.join(',')} of its owners ${owners.join(',')} once settled`);
+    }
+    return uneven;
   }
 
   /** Each acknowledged record's copy missing from an owner under the newest table, with the nodes that hold it. */
@@ -282,12 +310,18 @@ class ShellSimRun {
     // Copies wanted are decided by the table the write is routed with.
     const routedBy = via.process!.core.membership();
     const owners = records.map((record) => writeOwners(routedBy, { partition: record.partition, replicas: stream.replicas }).length);
+    const pending = records.map((record) => ({ record, repo: stream.repo, replicas: stream.replicas }));
+    for (const each of pending) this.unanswered.add(each);
     const failures = await via.process!.plane.router.write(stream.repo, { replicas: stream.replicas, ring_size: stream.ringSize, hash_payload: { bytes: 128 } }, records);
     // Unless the ring shrank meanwhile (a leave down to one node): then fewer copies can exist.
     const ackedBy = via.process?.core.membership() ?? routedBy;
     const ownersNow = records.map((record) => writeOwners(ackedBy, { partition: record.partition, replicas: stream.replicas }).length);
+    for (const each of pending) this.unanswered.delete(each);
     records.forEach((record, position) => {
-      if (failures.has(position)) return void (this.stats.failedWrites += 1);
+      if (failures.has(position)) {
+        this.failedRecords.push({ record, repo: stream.repo, replicas: stream.replicas });
+        return void (this.stats.failedWrites += 1);
+      }
       this.stats.acknowledged += 1;
       this.acked.push({ record, repo: stream.repo, replicas: stream.replicas });
       // Acknowledged means durable on two distinct nodes (stored or hinted) whenever the
@@ -448,6 +482,7 @@ class ShellSimRun {
       if (process.disk.hintedRecords() > 0) return `${node.name} holds hints`;
       if (process.plane.handOff.pendingDrops() > 0) return `${node.name} has partitions to hand off`;
       if (process.plane.repair.damaged() !== undefined) return `${node.name} is refilling damaged data`;
+      if (process.plane.followUps.pending() > 0) return `${node.name} has follow-ups of failed writes`;
       if (process.core.incomingTransfers().length > 0) return `${node.name} receives transfers`;
     }
     return undefined;

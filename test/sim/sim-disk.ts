@@ -9,6 +9,8 @@ import type { ChunkStore } from '../../src/cluster/cluster-shell.js';
 import { tableIdentity } from '../../src/cluster/core-state-store.js';
 import type { ChunkData, DurableIncoming, Membership, PersistedCoreState, TransferPlan } from '../../src/protocol/cluster-types.js';
 import type { Committer, HintStorage } from '../../src/cluster/hint-keeper.js';
+import type { FollowUpStorage, StoredFollowUp } from '../../src/cluster/write-follow-ups.js';
+import type { FollowUpPart } from '../../src/cluster/write-messages.js';
 import type { ReplicaStore } from '../../src/cluster/replica-writer.js';
 import { digestKeys } from '../../src/repair/key-digest.js';
 import type { LocalPartitions, RepairPartitionRef } from '../../src/repair/partition-sync.js';
@@ -49,8 +51,11 @@ export class SimDiskState {
   readonly records: Record<RepositoryName, Map<string, Map<string, StoredRecord>>> = { ssr: new Map(), tsr: new Map() };
   readonly kv = new Set<string>();
   readonly hints = new Map<string, { target: string; payload: HintPayload }>();
+  /** Follow-ups of failed writes by key (write-follow-ups.ts), as a node's `local` sublevel holds them. */
+  readonly followUps = new Map<string, FollowUpPart>();
   damage: Damage | undefined;
   hintSequence = 0;
+  followUpSequence = 0;
   /** Storage operations that failed (simulated I/O errors), for the run's statistics. */
   ioErrors = 0;
   /** Records and chunk bytes of ssr and tsr that transfers stored here (the scale simulation's moved data). */
@@ -241,6 +246,22 @@ export class SimDisk {
         .slice(0, limit)
         .map(([key, hint]): Hint => ({ key, target, bytes: 0, ...structuredClone(hint.payload) })),
   };
+
+  // ---- Follow-ups of failed writes, committed with the committer
+
+  readonly followUps: FollowUpStorage = {
+    add: (part) => {
+      const key = `follow-up/${String(this.state.followUpSequence++).padStart(12, '0')}`;
+      const copy = structuredClone(part);
+      return { key, operations: [() => void this.state.followUps.set(key, copy)] };
+    },
+    remove: (keys) => keys.map((key) => () => void this.state.followUps.delete(key)),
+  };
+
+  /** The follow-ups the disk holds, as FollowUpStore.open reads them at start. */
+  storedFollowUps(): StoredFollowUp[] {
+    return [...this.state.followUps].map(([key, part]) => ({ key, part: structuredClone(part) }));
+  }
 
   readonly committer: Committer = {
     commit: (operations) => this.io(() => (operations as Operation[]).forEach((apply) => apply()), true),

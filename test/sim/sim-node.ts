@@ -121,6 +121,9 @@ export class SimClusterNode implements Incarnation {
       partitions: disk.partitions,
       hints: disk.hints,
       committer: disk.committer,
+      followUps: { storage: disk.followUps, stored: disk.storedFollowUps() },
+      // The simulated partitions key every record by its writeId.
+      recordKey: (_repo, record) => record.writeId,
       definitions: { records: () => [], apply: async () => {} },
       persistDamage: async (damage) => void (this.disk.damage = damage),
       streams: () => this.config.streams,

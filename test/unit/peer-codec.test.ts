@@ -162,7 +162,7 @@ const SAMPLES: Record<string, unknown[]> = {
   DefinitionRead: [{ after: '', limit: 500 }, { after: 'stream/t/c/s', limit: 1 }],
   RepairDigest: [{ repo: 'tsr', stream: 't/c/s', partition: 12 }],
   RepairDigestReply: [{ segments: [0, 0, 0, 3, 4_294_967_295, 17] }, { segments: [] }],
-  FollowUpsTake: [{ parts: [{ repo: 'tsr', stream: 't/c/s', partition: 12, replicas: 3 }, { repo: 'ssr', stream: 'x/y/z', partition: 0, replicas: 1 }] }, { parts: [] }],
+  FollowUpsTake: [{ parts: [{ repo: 'tsr', stream: 't/c/s', partition: 12, replicas: 3 }, { repo: 'ssr', stream: 'x/y/z', partition: 0, replicas: 1, keys: ['0001.n1', '0002.n1'] }] }, { parts: [] }],
   RepairDigests: [{ repo: 'ssr', stream: 't/c/s', partitions: [0, 12, 4095] }],
   RepairDigestsReply: [{ digests: [{ segments: [1, 2, 3] }, { segments: [] }] }, { digests: [] }],
   RepairKeys: [{ repo: 'ssr', stream: 't/c/s', partition: 0, segments: [1, 63] }],

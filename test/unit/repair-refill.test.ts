@@ -158,7 +158,10 @@ describe('repair - hints a damaged node may have lost', () => {
     let tick: () => void = () => undefined;
     const timers: Timers = { now: () => 0, setTimeout: () => ({ cancel: () => undefined }), setInterval: (run) => ((tick = run), { cancel: () => undefined }) };
     const log = pino({ level: 'silent' });
-    const followUps = new WriteFollowUps({ localName: 'n4', membership: () => membership, available: () => true, holder: (node) => nodes.holder(node), timers, intervalMs: 1_000, log });
+    const followUps = new WriteFollowUps({
+      localName: 'n4', membership: () => membership, available: () => true, holder: (node) => nodes.holder(node), timers, intervalMs: 1_000, log,
+      keyOf: (_repo, each) => each.writeId, storage: { add: () => ({ key: 'follow-up/0', operations: [] }), remove: () => [] }, committer: { commit: async () => undefined }, stored: [],
+    });
     const repair = new RepairService({
       localName: 'n4', membership: () => membership, available: () => true, streams: () => [stream],
       local: nodes.local('n4'), peers: nodes.peers(),
@@ -166,7 +169,7 @@ describe('repair - hints a damaged node may have lost', () => {
       persistDamage: async () => undefined,
       announceDamage: () => undefined,
       followUpAll: (streams) => {
-        for (const each of streams) for (let at = 0; at < each.ringSize; at += 1) followUps.note(each.repo, each.key, at, each.replicas);
+        for (const each of streams) for (let at = 0; at < each.ringSize; at += 1) void followUps.noteParts([{ repo: each.repo, stream: each.key, partition: at, replicas: each.replicas }]);
       },
       intervalMs: 0, pacingMs: 0, log, timers, wallClock: () => 1_000,
     });

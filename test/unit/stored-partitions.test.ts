@@ -2,9 +2,16 @@
 // (hints, repairs, follow-ups after faults) must not make every exchange scan it again, and
 // exchanges of one partition with several owners at once scan it once.
 
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Database } from '../../src/storage/database.js';
 import type { LocalReplica } from '../../src/storage/local-replica.js';
-import type { Repository, RepositoryName } from '../../src/storage/repository.js';
+import type { Repository, RepositoryName, StoredRecord } from '../../src/storage/repository.js';
+import { SearchableRepository } from '../../src/storage/ssr.js';
+import { TimeSeriesRepository } from '../../src/storage/tsr.js';
+import { packBlocks } from '../../src/storage/tsr-block.js';
 import { StoredPartitions } from '../../src/repair/stored-partitions.js';
 
 /** A repository whose key scans are counted and can be held open. */
@@ -85,5 +92,29 @@ describe('StoredPartitions digests', () => {
     expect(scans()).toBe(1);
     expect(b).toBe(a);
     expect(c).toBe(a);
+  });
+});
+
+describe('StoredPartitions keys of records', () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keyOf gives the key under which the partition lists and reads the record, in ssr and tsr', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tributary-record-keys-'));
+    dirs.push(dir);
+    const database = await Database.open(dir, { nodeName: 'n1' });
+    const repositories = { ssr: new SearchableRepository(database), tsr: new TimeSeriesRepository(database) };
+    const stored = new StoredPartitions(repositories, {} as LocalReplica);
+    const ssr: StoredRecord = { stream: 't/c/s', partition: 3, timestamp: 1_000, writeId: '0000000000abcd.n1', value: '{"a":1}' };
+    const tsr: StoredRecord = { stream: 't/c/m', partition: 5, timestamp: 2_000, writeId: 'kblock', value: packBlocks([{ timestamp: 2_000, payload: { v: 1 }, position: 0 }, { timestamp: 2_500, payload: { v: 2 }, position: 1 }])[0]!.text };
+    await database.batch([...repositories.ssr.writeOperations([ssr]), ...repositories.tsr.writeOperations([tsr])], { sync: true });
+    for (const [repo, record] of [['ssr', ssr], ['tsr', tsr]] as const) {
+      const part = { repo, stream: record.stream, partition: record.partition };
+      expect(await stored.keys(part)).toEqual([stored.keyOf(repo, record)]);
+      expect((await stored.records(part, [stored.keyOf(repo, record)])).map((each) => each.writeId)).toEqual([record.writeId]);
+    }
+    await database.close();
   });
 });
