@@ -45,6 +45,7 @@ export const ASSERTION_EXEMPT: ReadonlyArray<{ readonly why: string; readonly fu
       'src/cluster/peer-input.ts isPublicKey',
       'src/cluster/peer-server.ts admitSenderKey',
       'src/cluster/replica-writer.ts failed',
+      'src/cluster/follow-up-store.ts partOf',
       'src/cluster/transfer-chunks.ts partitionPrefixes',
       'src/cluster/transfer-chunks.ts storedProgress',
       'src/cluster/transfer-chunks.ts take',

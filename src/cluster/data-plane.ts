@@ -397,6 +397,9 @@ function withinTake(parts: readonly FollowUpPart[]): FollowUpPart[] {
     if (taken.length === FOLLOW_UP_PARTS_MAX || (taken.length > 0 && keys > FOLLOW_UP_TAKE_KEYS_MAX)) break;
     taken.push(part);
   }
+  // At least one part goes (the hand-over ends), and never more than one message may carry.
+  assert(taken.length >= 1 || parts.length === 0, 'a follow-up hand-over that takes no part');
+  assert(taken.length <= FOLLOW_UP_PARTS_MAX, 'a follow-up hand-over past its parts bound');
   return taken;
 }
 

@@ -32,6 +32,8 @@ export class FollowUpStore implements FollowUpStorage {
       if (part === undefined) unreadable.push(key);
       else stored.push({ key, part });
     }
+    // The scan stayed within the follow-ups, and new notes number after every one read.
+    assert(stored.every(({ key }) => key.startsWith(FOLLOW_UP_PREFIX)) && Number.isSafeInteger(sequence), 'a follow-up note read back from outside its keys');
     const store = new FollowUpStore(database.local, sequence);
     if (unreadable.length > 0) {
       // A note is about writes that failed: one that cannot be read is left to the repair sweep.

@@ -68,6 +68,7 @@ export class RecentReceipts {
   senders(): string[] {
     const now = this.options.now();
     for (const sender of [...this.bySender.keys()]) this.dropWhile(sender, (receipt) => receipt.atMs < now - this.options.keptMs);
+    assert(this.keys >= 0, 'receipt keys counted below zero');
     return [...this.bySender.keys()];
   }
 
@@ -103,6 +104,8 @@ export class RecentReceipts {
     while (count < receipts.length && old(receipts[count]!)) this.keys -= receipts[count++]!.keys;
     if (count > 0) receipts.splice(0, count);
     if (receipts.length === 0) this.bySender.delete(sender);
+    // Receipts are kept in time order: what is left starts after what was dropped.
+    assert(receipts.length === 0 || !old(receipts[0]!), 'a receipt kept that is older than one dropped');
   }
 
   private dropOldest(): void {

@@ -138,6 +138,7 @@ export class WriteFollowUps implements UncertainWrites {
   private unkeptWarnedAtMs = -Infinity;
 
   constructor(private readonly deps: WriteFollowUpsDeps) {
+    assert(deps.intervalMs > 0, `follow-ups every ${deps.intervalMs} ms`);
     for (const { key, part } of deps.stored) this.add(part, part.keys === undefined ? undefined : new Set(part.keys), key);
     if (deps.stored.length > 0) deps.log.info({ notes: deps.stored.length, partitions: this.waiting.size }, 'follow-ups of failed writes kept before this start: followed up again');
   }
@@ -163,6 +164,8 @@ export class WriteFollowUps implements UncertainWrites {
 
   /** Another member took these over (FollowUpsTake): this node no longer waits for them, nor keeps them. */
   async forget(parts: readonly FollowUpPart[]): Promise<void> {
+    // What was handed over came from pendingParts: partitions with a copy count each.
+    assert(parts.every((part) => Number.isInteger(part.partition) && part.replicas >= 1), 'follow-ups forgotten that were never pending');
     const stored: string[] = [];
     for (const part of parts) {
       const id = idOf(part.repo, part.stream, part.partition, part.replicas);
@@ -191,6 +194,7 @@ export class WriteFollowUps implements UncertainWrites {
     const { localName, available } = this.deps;
     // The usual case costs a look at the members, nothing per record: every one answers.
     if (this.deps.membership().members.every((member) => member.name === localName || member.state === 'Left' || available(member.name))) return undefined;
+    assert(positions.every((position) => position >= 0 && position < records.length), 'a write intent for a position outside its records');
     const aloneByPartition = new Map<number, boolean>();
     const alone = positions.filter((position) => {
       const partition = records[position]!.partition;
@@ -212,6 +216,8 @@ export class WriteFollowUps implements UncertainWrites {
           // A note merged since into one of the whole partition covers more than this write: it stays.
           if (note.keys !== undefined && !stay.has(id)) dropped.push(...this.removeNotes(id, followUp, [note]));
         }
+        // Only the notes this write made are dropped.
+        assert(dropped.length <= made.reduce((sum, { note }) => sum + note.stored.length, 0), 'a write intent dropped notes it did not make');
         void this.unstore(dropped);
       },
     };
@@ -285,6 +291,7 @@ export class WriteFollowUps implements UncertainWrites {
     }
     const followUp: FollowUp = { part: { repo: part.repo, stream: part.stream, partition: part.partition }, replicas: part.replicas, notedAtMs: this.deps.timers.now(), notes: [], inExchange: new Set() };
     this.waiting.set(id, followUp);
+    assert(this.waiting.size <= FOLLOW_UPS_MAX, 'follow-ups past their bound');
     return followUp;
   }
 
@@ -306,6 +313,7 @@ export class WriteFollowUps implements UncertainWrites {
   /** Deletes notes from the database; a delete that fails leaves a note that is followed up once more after a restart. */
   private async unstore(keys: readonly string[]): Promise<void> {
     if (keys.length === 0) return;
+    assert(new Set(keys).size === keys.length, 'a follow-up note deleted twice in one commit');
     try {
       await this.deps.committer.commit(this.deps.storage.remove(keys));
     } catch (error) {
@@ -329,6 +337,7 @@ export class WriteFollowUps implements UncertainWrites {
       if (this.deps.available(sender)) continue;
       const parts = receipts.take(sender);
       this.deps.log.info({ peer: sender, partitions: parts.length, keys: parts.reduce((sum, part) => sum + (part.keys?.length ?? 0), 0) }, 'a node that wrote here lately is unavailable: what it wrote is followed up');
+      assert(parts.every((part) => part.keys !== undefined && part.keys.length > 0), 'a receipt noted without its keys');
       void this.noteParts(parts);
     }
     const dropped = receipts.dropped();
@@ -375,6 +384,7 @@ export class WriteFollowUps implements UncertainWrites {
    * it is left to the repair sweep, which the remaining owners run among themselves.
    */
   private async afterLeaving(): Promise<void> {
+    assert(!this.working, 'a pass after leaving started while one runs');
     this.working = true;
     try {
       if (this.deps.handOver !== undefined && this.handOverPasses++ < HAND_OVER_PASSES_MAX) {
@@ -396,6 +406,7 @@ export class WriteFollowUps implements UncertainWrites {
    * read from every owner, then stored where missing. Returns the records moved.
    */
   private async completeAmong(owners: readonly string[], followUp: FollowUp, keys: readonly string[]): Promise<number> {
+    assert(keys.length > 0 && owners.length > 0, 'a follow-up of no keys or among no owners');
     const held = await Promise.all(owners.map((owner) => this.readKeys(this.deps.holder(owner), followUp.part, keys)));
     const found = new Map<string, StoredRecord>();
     for (const records of held) for (const record of records) found.set(record.writeId, record);
@@ -414,6 +425,8 @@ export class WriteFollowUps implements UncertainWrites {
   private async readKeys(holder: PartitionHolder, part: RepairPartitionRef, keys: readonly string[]): Promise<StoredRecord[]> {
     const records: StoredRecord[] = [];
     for (let start = 0; start < keys.length; start += KEYS_PER_MESSAGE_MAX) records.push(...(await holder.records(part, keys.slice(start, start + KEYS_PER_MESSAGE_MAX))));
+    // An owner answers only records it was asked for, at most one per key.
+    assert(records.length <= keys.length, 'an owner answered more records than keys asked for');
     return records;
   }
 
@@ -444,6 +457,7 @@ function partsOf(repo: RepositoryName, replicas: number, records: readonly Store
     if (part === undefined) byPartition.set(id, (part = { repo, stream: record.stream, partition: record.partition, replicas, keys: [] }));
     part.keys.push(keyOf(record));
   }
+  assert(byPartition.size <= records.length, 'more follow-up parts than records');
   return [...byPartition.values()];
 }
 
@@ -456,6 +470,7 @@ function covers(outer: ReadonlySet<string> | readonly string[] | undefined, inne
   if (outer === undefined) return true;
   if (inner === undefined) return false;
   const set = outer instanceof Set ? outer : new Set(outer as readonly string[]);
+  assert(set.size > 0, 'a note of keys that names none');
   for (const key of inner) if (!set.has(key)) return false;
   return true;
 }
@@ -467,5 +482,6 @@ function keysOf(notes: readonly Note[]): string[] | undefined {
     if (note.keys === undefined) return undefined;
     for (const key of note.keys) keys.add(key);
   }
+  assert(keys.size > 0 || notes.length === 0, 'notes of keys that name none');
   return [...keys];
 }
