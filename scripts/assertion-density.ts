@@ -46,6 +46,7 @@ export const ASSERTION_EXEMPT: ReadonlyArray<{ readonly why: string; readonly fu
       'src/cluster/peer-server.ts admitSenderKey',
       'src/cluster/replica-writer.ts failed',
       'src/cluster/follow-up-store.ts partOf',
+      'src/cluster/write-follow-ups.ts readKeys',
       'src/cluster/transfer-chunks.ts partitionPrefixes',
       'src/cluster/transfer-chunks.ts storedProgress',
       'src/cluster/transfer-chunks.ts take',
