@@ -67,6 +67,7 @@ export const ASSERTION_EXEMPT: ReadonlyArray<{ readonly why: string; readonly fu
       'src/storage/tsr-block.ts readStrings',
       'src/storage/tsr-block.ts readStringsLine',
       'src/storage/tsr-block.ts restOf',
+      'src/storage/tsr-block.ts stringsOf',
       'src/storage/tsr-block.ts readTimestamps',
       'src/storage/tsr-block.ts skip',
       'src/storage/tsr-block.ts sortedColumns',

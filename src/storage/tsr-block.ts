@@ -777,14 +777,22 @@ function readStringsLine(body: BodyReader, text: string, at: number): [string[],
   // A copy of the strings' line alone: slices of the block's text would keep all of it alive
   // for as long as any value read from it is kept (latest values, a query's groups).
   const table = Buffer.from(text.slice(at, end), 'utf8').toString('utf8');
+  return [stringsOf(table, body.view, lengthsAt, count)[0], end];
+}
+
+/**
+ * The `count` strings one after another in `table`, each as long as the u32 at lengthsAt
+ * says (UTF-16 units), and where the lengths say they end (past the table when it is short).
+ */
+function stringsOf(table: string, view: DataView, lengthsAt: number, count: number): [string[], number] {
   const strings = new Array<string>(count);
-  let next = 0;
+  let at = 0;
   for (let index = 0; index < count; index += 1) {
-    const length = body.view.getUint32(lengthsAt + 4 * index, true);
-    strings[index] = table.slice(next, next + length);
-    next += length;
+    const length = view.getUint32(lengthsAt + 4 * index, true);
+    strings[index] = table.slice(at, at + length);
+    at += length;
   }
-  return [strings, end];
+  return [strings, at];
 }
 
 /** The string table of a tsb1 block: how long each string is (UTF-16 units), then all of them as one UTF-8 text. */
@@ -793,13 +801,7 @@ function readStrings(body: BodyReader): string[] {
   const lengthsAt = body.skip(4 * count);
   const textAt = body.at;
   const text = Buffer.from(body.buffer, textAt, body.end - textAt).toString('utf8');
-  const strings = new Array<string>(count);
-  let at = 0;
-  for (let index = 0; index < count; index += 1) {
-    const length = body.view.getUint32(lengthsAt + 4 * index, true);
-    strings[index] = text.slice(at, at + length);
-    at += length;
-  }
+  const [strings, at] = stringsOf(text, body.view, lengthsAt, count);
   // What follows the strings is padding, which decodes to NUL characters only.
   if (at > text.length || /[^\0]/.test(text.slice(at))) throw new BadBlockError("a tsr block's strings do not fill its table");
   return strings;
