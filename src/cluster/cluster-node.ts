@@ -103,6 +103,9 @@ function startClusterNode(core: ClusterCore, ports: ClusterNodePorts): ClusterNo
     saveCoreState: (state) => ports.saveCoreState(state),
     onMembership: (membership) => ports.onMembership(membership),
     onDrop: (repo, slots) => plane?.handOff.schedule(repo, slots),
+    onAvailability: (node, available) => {
+      if (!available) plane?.followUps.writerUnavailable(node);
+    },
     onFatal: (error) => ports.onFatal(error),
     heartbeatIntervalMs: limits.heartbeatIntervalMs,
     peerDeadlineMs: limits.peerDeadlineMs,

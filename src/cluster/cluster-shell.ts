@@ -40,6 +40,8 @@ export interface ClusterShellDeps {
   saveCoreState(state: PersistedCoreState): Promise<void>;
   /** The membership (or a node's availability) changed: update the node table and router. */
   onMembership(membership: Membership): void;
+  /** A member was taken for unavailable (or answers again): what it wrote here lately is followed up. */
+  onAvailability(node: string, available: boolean): void;
   /** This node no longer owns the slots: they go once handed off (partition-handoff.ts). */
   onDrop(repo: 'ssr' | 'tsr', slots: Slot[]): void;
   timers: Timers;
@@ -226,6 +228,7 @@ export class ClusterShell {
         return this.deps.events.publish({ type: 'NODE_STATE_UPDATED', node: effect.node, state: effect.state });
       case 'availability':
         this.deps.log.info({ peer: effect.node, available: effect.available }, 'availability');
+        this.deps.onAvailability(effect.node, effect.available);
         return this.deps.onMembership(this.deps.core.membership());
       case 'membership-changed':
         this.forgetEndedProgress(effect.membership);

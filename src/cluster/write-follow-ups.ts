@@ -136,6 +136,11 @@ export class WriteFollowUps implements UncertainWrites {
   /** Passes spent handing follow-ups over since this node has left. */
   private handOverPasses = 0;
   private unkeptWarnedAtMs = -Infinity;
+  /**
+   * Notes whose commit failed (an I/O error, a full disk), with what would make them durable:
+   * each pass tries again, so a crash after the disk recovers does not lose them.
+   */
+  private readonly unkept = new Map<Note, readonly unknown[]>();
 
   constructor(private readonly deps: WriteFollowUpsDeps) {
     assert(deps.intervalMs > 0, `follow-ups every ${deps.intervalMs} ms`);
@@ -232,6 +237,7 @@ export class WriteFollowUps implements UncertainWrites {
   private async notePartsMade(parts: readonly FollowUpPart[]): Promise<Array<{ id: string; followUp: FollowUp; note: Note }>> {
     const operations: unknown[] = [];
     const made: Array<{ id: string; followUp: FollowUp; note: Note }> = [];
+    const operationsOf = new Map<Note, readonly unknown[]>();
     for (const part of parts) {
       assert(Number.isInteger(part.partition) && part.partition >= 0 && part.replicas >= 1, `follow-up of partition ${part.partition} at ${part.replicas} replicas`);
       const note = this.add(part, part.keys === undefined ? undefined : new Set(part.keys), undefined);
@@ -241,6 +247,7 @@ export class WriteFollowUps implements UncertainWrites {
       const kept = this.deps.storage.add({ repo: part.repo, stream: part.stream, partition: part.partition, replicas: part.replicas, keys: note.keys === undefined ? undefined : [...note.keys] });
       note.stored.push(kept.key);
       operations.push(...kept.operations);
+      operationsOf.set(note, kept.operations);
     }
     if (operations.length === 0) return made;
     try {
@@ -251,7 +258,8 @@ export class WriteFollowUps implements UncertainWrites {
       const now = this.deps.timers.now();
       const warn = now - this.unkeptWarnedAtMs >= UNKEPT_WARNING_MS;
       if (warn) this.unkeptWarnedAtMs = now;
-      this.deps.log[warn ? 'warn' : 'debug']({ err: error, partitions: parts.length }, 'follow-ups of failed writes could not be kept durably: they are kept in memory only');
+      this.deps.log[warn ? 'warn' : 'debug']({ err: error, partitions: parts.length }, 'follow-ups of failed writes could not be kept durably: kept in memory, and written again at each pass');
+      for (const [note, noteOperations] of operationsOf) this.unkept.set(note, noteOperations);
     }
     return made;
   }
@@ -274,6 +282,8 @@ export class WriteFollowUps implements UncertainWrites {
       // Too many to remember one by one: the open notes become one of the whole partition.
       note = { keys: undefined, stored: [...open.flatMap((each) => each.stored), ...note.stored] };
       for (const each of open) this.keysHeld -= each.keys?.size ?? 0;
+      // The note of the whole partition is committed in their place.
+      for (const each of open) this.unkept.delete(each);
       followUp.notes = followUp.notes.filter((each) => followUp.inExchange.has(each));
     }
     this.keysHeld += note.keys?.size ?? 0;
@@ -305,6 +315,7 @@ export class WriteFollowUps implements UncertainWrites {
     const gone = new Set(removed);
     followUp.notes = followUp.notes.filter((note) => !gone.has(note));
     for (const note of removed) this.keysHeld -= note.keys?.size ?? 0;
+    for (const note of removed) this.unkept.delete(note);
     if (followUp.notes.length === 0 && this.waiting.get(id) === followUp) this.waiting.delete(id);
     assert(this.keysHeld >= 0, () => `${this.keysHeld} follow-up keys held`);
     return removed.flatMap((note) => note.stored);
@@ -328,21 +339,47 @@ export class WriteFollowUps implements UncertainWrites {
   }
 
   /**
-   * The receipts from senders now unavailable are noted: a coordinator killed in the middle
-   * of a write noted nothing, and its records may sit on this owner only.
+   * `node` was just taken for unavailable: what it wrote here lately is noted at once. A
+   * coordinator killed in the middle of a write noted nothing, and its records may sit on
+   * this owner only. Waiting for the next pass to see it unavailable would miss one that
+   * restarts within the pass (its notice stream broke at the kill, so it was seen down).
    */
+  writerUnavailable(node: string): void {
+    assert(node !== this.deps.localName, `${node} is this node, taken for unavailable`);
+    this.noteReceiptsOf(node);
+  }
+
+  /** The receipts from senders now unavailable are noted (the pass's catch-all for writerUnavailable). */
   private noteReceiptsOfUnavailable(): void {
     const receipts = this.deps.receipts;
     if (receipts === undefined) return;
-    for (const sender of receipts.senders()) {
-      if (this.deps.available(sender)) continue;
-      const parts = receipts.take(sender);
-      this.deps.log.info({ peer: sender, partitions: parts.length, keys: parts.reduce((sum, part) => sum + (part.keys?.length ?? 0), 0) }, 'a node that wrote here lately is unavailable: what it wrote is followed up');
-      assert(parts.every((part) => part.keys !== undefined && part.keys.length > 0), 'a receipt noted without its keys');
-      void this.noteParts(parts);
-    }
+    for (const sender of receipts.senders()) if (!this.deps.available(sender)) this.noteReceiptsOf(sender);
+    assert(receipts.senders().every((sender) => this.deps.available(sender)), 'receipts of an unavailable node left unnoted');
     const dropped = receipts.dropped();
     if (dropped > 0) this.deps.log.warn({ receipts: dropped }, 'too many records written here lately to follow up if their writer dies: the oldest are left to the repair sweep');
+  }
+
+  private noteReceiptsOf(sender: string): void {
+    const parts = this.deps.receipts?.take(sender) ?? [];
+    if (parts.length === 0) return;
+    this.deps.log.info({ peer: sender, partitions: parts.length, keys: parts.reduce((sum, part) => sum + (part.keys?.length ?? 0), 0) }, 'a node that wrote here lately is unavailable: what it wrote is followed up');
+    assert(parts.every((part) => part.keys !== undefined && part.keys.length > 0), 'a receipt noted without its keys');
+    void this.noteParts(parts);
+  }
+
+  /** Commits the notes a failed commit left in memory only; they stay so until one succeeds. */
+  private async keepUnkept(): Promise<void> {
+    if (this.unkept.size === 0) return;
+    const notes = [...this.unkept];
+    try {
+      await this.deps.committer.commit(notes.flatMap(([, operations]) => operations));
+    } catch (error) {
+      this.deps.log.debug({ err: error, notes: notes.length }, 'follow-ups of failed writes still not kept durably: tried again at the next pass');
+      return;
+    }
+    for (const [note] of notes) this.unkept.delete(note);
+    this.deps.log.info({ notes: notes.length }, 'follow-ups of failed writes kept durably after a failed commit');
+    assert(notes.every(([note]) => !this.unkept.has(note)), 'a note kept durably is still waiting for its commit');
   }
 
   /** One pass: every partition whose owners all answer is made whole; the others wait. */
@@ -355,6 +392,7 @@ export class WriteFollowUps implements UncertainWrites {
     this.working = true;
     const done: string[] = [];
     try {
+      await this.keepUnkept();
       // A few partitions at once: each is a fetch and a store per owner, or a digest exchange per pair.
       await forEachLimited([...this.waiting], FOLLOW_UPS_IN_FLIGHT, async ([id, followUp]) => {
         const owners = writeOwners(this.deps.membership(), { partition: followUp.part.partition, replicas: followUp.replicas });

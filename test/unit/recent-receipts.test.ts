@@ -86,4 +86,35 @@ describe('recent receipts - what a dead coordinator may have left on one owner',
     await vi.waitFor(() => expect(held.get(second)!.map((each) => each.writeId)).toEqual(['x']));
     await vi.waitFor(() => expect(followUps.pending()).toBe(0));
   });
+
+  it('a coordinator taken for unavailable and back before the next pass is still followed up', async () => {
+    // kill -9 breaks the coordinator's connections, so its owners take it for unavailable at
+    // once; restarted within a pass, it answers again before the pass looks.
+    const [first, second] = ownersOf(TABLE, { partition: 1, replicas: 2 }) as [string, string];
+    const coordinator = ['a', 'b', 'c'].find((name) => name !== first && name !== second)!;
+    const held = new Map<string, StoredRecord[]>([[first, [record('x')]], [second, []]]);
+    const holder = (name: string): PartitionHolder => ({
+      name,
+      digest: async () => [],
+      keys: async () => [],
+      records: async (part: RepairPartitionRef, keys) => held.get(name)!.filter((each) => each.partition === part.partition && keys.includes(each.writeId)),
+      store: async (_part, _replicas, records) => void held.get(name)!.push(...records),
+    });
+    let run: () => void = () => undefined;
+    const clock = { now: 0 };
+    const followUps = new WriteFollowUps({
+      localName: first, membership: () => TABLE, available: () => true, holder,
+      keyOf: (_repo, each) => each.writeId, storage: { add: () => ({ key: 'k', operations: [] }), remove: () => [] }, committer: { commit: async () => undefined }, stored: [],
+      receipts: receipts(clock),
+      timers: { now: () => clock.now, setTimeout: () => ({ cancel: () => undefined }), setInterval: (each) => ((run = each), { cancel: () => undefined }) },
+      intervalMs: 1_000, log: pino({ level: 'silent' }),
+    });
+    followUps.start();
+    followUps.received(coordinator, 'ssr', 2, [record('x')]);
+    followUps.writerUnavailable(coordinator);
+    expect(followUps.pending()).toBe(1);
+    run();
+    await vi.waitFor(() => expect(held.get(second)!.map((each) => each.writeId)).toEqual(['x']));
+    await vi.waitFor(() => expect(followUps.pending()).toBe(0));
+  });
 });

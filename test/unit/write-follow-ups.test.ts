@@ -164,6 +164,32 @@ describe('write follow-ups - writes of unknown outcome', () => {
     expect(followUpsOver(holders, disk, manualTimers().timers).pending()).toBe(0);
   });
 
+  it('a note whose commit failed is written again at the next pass, so a kill after the disk recovers keeps it', async () => {
+    const owners = ownersOf(TABLE, { partition: 1, replicas: 2 });
+    const holders = new Map(['a', 'b', 'c'].map((name) => [name, memoryHolder(name, [])]));
+    holders.get(owners[1]!)!.store(SSR_PART, 2, [record('x')]);
+    const disk = memoryDisk();
+    let failing = true;
+    const committer: Committer = {
+      commit: async (operations) => {
+        if (failing) throw new Error('EIO: simulated write failure');
+        await disk.committer.commit(operations);
+      },
+    };
+    const timers = manualTimers();
+    // An owner is down: the note waits, and nothing is exchanged.
+    const noting = followUpsOver(holders, disk, timers.timers, { committer, available: (node) => !owners.includes(node) });
+    noting.start();
+    await noting.note('ssr', 2, [record('x')]);
+    expect(disk.entries.size).toBe(0);
+    failing = false;
+    timers.tick();
+    await vi.waitFor(() => expect(disk.entries.size).toBe(1));
+    // kill -9: the restarted node follows the write up.
+    noting.stop();
+    expect(followUpsOver(holders, disk, manualTimers().timers).pending()).toBe(1);
+  });
+
   it('a record this node stores while its other owner is down is noted before it is stored, and the note dropped once acknowledged', async () => {
     const [first, second] = ownersOf(TABLE, { partition: 1, replicas: 2 }) as [string, string];
     const disk = memoryDisk();
