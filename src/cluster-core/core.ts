@@ -915,7 +915,8 @@ export class ClusterCore {
   private plan(draft: Membership): TransferPlan[] {
     const change = draft.change;
     assert(change !== undefined, 'planning without a change');
-    const plans = planChange({ membership: draft, available: (name) => this.available(name), kvSource: this.name });
+    const intact = (name: string): boolean => (name === this.name ? !this.damaged : !this.damagedPeers.has(name));
+    const plans = planChange({ membership: draft, available: (name) => this.available(name), intact, kvSource: this.name });
     assert(plans.every((plan) => plan.id.startsWith(`${change.id}/`) && !plan.complete), `change ${change.id}: a plan outside it or already complete`);
     return plans;
   }

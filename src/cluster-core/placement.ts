@@ -325,19 +325,26 @@ export interface ChangePlanInput {
   /** The membership with the change set and its node already Pending (join) or Leaving (leave). */
   membership: Membership;
   available: Availability;
+  /**
+   * Whether a node's data is whole: false while it refills damaged data, when it serves no
+   * transfer until the refill ends (a join waited 4.9 s for one so, in the chaos suite's
+   * partition-join-leave-r3 seed 1). Absent: every node's is.
+   */
+  intact?: Availability;
   /** The node that sends KV to a joining node: the planner, which is Joined and up. */
   kvSource: string;
 }
 
 /**
  * One TransferPlan per (repo, from, to): each slot a node gains comes from one current
- * owner: the leaving node when it is up (it is the one going away), else the first
- * available owner in ring order, else the first owner (planAlternatives re-plans a
- * transfer whose source stays away). Only the admin authority plans (membership.ts), so a
+ * owner: the leaving node when it is up and its data whole (it is the one going away), else
+ * the first available owner in ring order whose data is whole, else the first available
+ * one, else the first owner (planAlternatives re-plans a transfer whose source stays away). Only the admin authority plans (membership.ts), so a
  * transfer id names one content everywhere.
  */
 export function planChange(input: ChangePlanInput): TransferPlan[] {
   const { membership, available } = input;
+  const intact = input.intact ?? (() => true);
   const change = membership.change;
   assert(change !== undefined, 'planChange needs a change in flight');
   const nodeState = membership.members.find((member) => member.name === change.node)?.state;
@@ -346,8 +353,9 @@ export function planChange(input: ChangePlanInput): TransferPlan[] {
   for (const need of transferNeeds(membership)) {
     if (need.slot === undefined || need.repo !== 'ssr') continue; // tsr mirrors ssr; KV below
     const current = ownersOf(membership, need.slot);
-    const leaving = change.kind === 'leave' && current.includes(change.node) && available(change.node) ? change.node : undefined;
-    const from = leaving ?? current.find((name) => name !== change.node && available(name)) ?? current[0];
+    const leaving = change.kind === 'leave' && current.includes(change.node) && available(change.node) && intact(change.node) ? change.node : undefined;
+    const usable = (name: string): boolean => name !== change.node && available(name);
+    const from = leaving ?? current.find((name) => usable(name) && intact(name)) ?? current.find(usable) ?? current[0];
     assert(from !== undefined, `slot ${slotKey(need.slot)} has no current owner`);
     const key = `${from}>${need.to}`;
     slotsBySource.set(key, [...(slotsBySource.get(key) ?? []), need.slot]);

@@ -122,6 +122,20 @@ describe('cluster core - placement', () => {
     expect(transferNeeds(leaverDown).every((need) => need.repo !== 'KV')).toBe(true);
   });
 
+  it('takes data from an owner whose data is whole, not one refilling damaged data, while there is one', () => {
+    const base = table([member('a'), member('b'), member('c')]);
+    const refilling = (name: string): boolean => name !== 'a';
+    const joined = withAddedMember(base, member('d'), slotsOf(2), (draft) => planChange({ membership: draft, available: everyone, intact: refilling, kvSource: 'b' }));
+    const data = joined.change!.transfers.filter((transfer) => transfer.repo !== 'KV');
+    expect(data.length).toBeGreaterThan(0);
+    expect(data.every((transfer) => transfer.from !== 'a')).toBe(true);
+    const left = withLeavingMember(base, 'c', slotsOf(2), (draft) => planChange({ membership: draft, available: everyone, intact: (name) => name !== 'c', kvSource: 'a' }));
+    expect(left.change!.transfers.every((transfer) => transfer.from !== 'c')).toBe(true);
+    // Every owner refilling: the first available one still serves, once its refill ends.
+    const allRefilling = withAddedMember(base, member('d'), slotsOf(2), (draft) => planChange({ membership: draft, available: everyone, intact: () => false, kvSource: 'a' }));
+    expect(allRefilling.change!.transfers.filter((transfer) => transfer.repo !== 'KV').length).toBe(data.length);
+  });
+
   it('re-plans a transfer whose source is long gone from another current owner, with a derived id', () => {
     const base = table([member('a'), member('b'), member('c')]);
     const leaving = withLeavingMember(base, 'c', slotsOf(2), (draft) => planChange({ membership: draft, available: everyone, kvSource: 'a' }));
