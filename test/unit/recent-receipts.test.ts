@@ -19,6 +19,42 @@ function receipts(clock: { now: number }, keysMax = 1_000): RecentReceipts {
   return new RecentReceipts({ windowMs: 300, keptMs: 10_000, keysMax, now: () => clock.now, keyOf: (_repo, each) => each.writeId });
 }
 
+/**
+ * The coordinator (no owner of partition 1) sent x to both owners and died: the first stored
+ * it, the second never got it. The first owner's follow-ups, with x received from it.
+ */
+function coordinatorDiedMidWrite() {
+  const [first, second] = ownersOf(TABLE, { partition: 1, replicas: 2 }) as [string, string];
+  const coordinator = ['a', 'b', 'c'].find((name) => name !== first && name !== second)!;
+  const held = new Map<string, StoredRecord[]>([[first, [record('x')]], [second, []]]);
+  const holder = (name: string): PartitionHolder => ({
+    name,
+    digest: async () => [],
+    keys: async () => [],
+    records: async (part: RepairPartitionRef, keys) => held.get(name)!.filter((each) => each.partition === part.partition && keys.includes(each.writeId)),
+    store: async (_part, _replicas, records) => void held.get(name)!.push(...records),
+  });
+  let pass: () => void = () => undefined;
+  let coordinatorUp = true;
+  const clock = { now: 0 };
+  const followUps = new WriteFollowUps({
+    localName: first, membership: () => TABLE, available: (node) => node !== coordinator || coordinatorUp, holder,
+    keyOf: (_repo, each) => each.writeId, storage: { add: () => ({ key: 'k', operations: [] }), remove: () => [] }, committer: { commit: async () => undefined }, stored: [],
+    receipts: receipts(clock),
+    timers: { now: () => clock.now, setTimeout: () => ({ cancel: () => undefined }), setInterval: (each) => ((pass = each), { cancel: () => undefined }) },
+    intervalMs: 1_000, log: pino({ level: 'silent' }),
+  });
+  followUps.start();
+  followUps.received(coordinator, 'ssr', 2, [record('x')]);
+  return {
+    followUps,
+    coordinator,
+    pass: () => pass(),
+    setCoordinatorUp: (up: boolean) => void (coordinatorUp = up),
+    secondHolds: () => held.get(second)!.map((each) => each.writeId),
+  };
+}
+
 describe('recent receipts - what a dead coordinator may have left on one owner', () => {
   it('keeps the window before a sender’s newest write, one part per partition', () => {
     const clock = { now: 0 };
@@ -54,67 +90,24 @@ describe('recent receipts - what a dead coordinator may have left on one owner',
   });
 
   it('an owner that stored a write of a coordinator killed mid-write makes the other owners whole', async () => {
-    // The coordinator (no owner of partition 1) sent x to both owners and died: the first
-    // stored it, the second never got it. The first owner runs the follow-up.
-    const [first, second] = ownersOf(TABLE, { partition: 1, replicas: 2 }) as [string, string];
-    const coordinator = ['a', 'b', 'c'].find((name) => name !== first && name !== second)!;
-    const held = new Map<string, StoredRecord[]>([[first, [record('x')]], [second, []]]);
-    const holder = (name: string): PartitionHolder => ({
-      name,
-      digest: async () => [],
-      keys: async () => [],
-      records: async (part: RepairPartitionRef, keys) => held.get(name)!.filter((each) => each.partition === part.partition && keys.includes(each.writeId)),
-      store: async (_part, _replicas, records) => void held.get(name)!.push(...records),
-    });
-    let run: () => void = () => undefined;
-    let coordinatorUp = true;
-    const clock = { now: 0 };
-    const followUps = new WriteFollowUps({
-      localName: first, membership: () => TABLE, available: (node) => node !== coordinator || coordinatorUp, holder,
-      keyOf: (_repo, each) => each.writeId, storage: { add: () => ({ key: 'k', operations: [] }), remove: () => [] }, committer: { commit: async () => undefined }, stored: [],
-      receipts: receipts(clock),
-      timers: { now: () => clock.now, setTimeout: () => ({ cancel: () => undefined }), setInterval: (each) => ((run = each), { cancel: () => undefined }) },
-      intervalMs: 1_000, log: pino({ level: 'silent' }),
-    });
-    followUps.start();
-    followUps.received(coordinator, 'ssr', 2, [record('x')]);
+    const scene = coordinatorDiedMidWrite();
     // While the coordinator answers, its writes are its own to follow up: nothing is noted.
-    run();
-    expect(followUps.pending()).toBe(0);
-    coordinatorUp = false;
-    run();
-    await vi.waitFor(() => expect(held.get(second)!.map((each) => each.writeId)).toEqual(['x']));
-    await vi.waitFor(() => expect(followUps.pending()).toBe(0));
+    scene.pass();
+    expect(scene.followUps.pending()).toBe(0);
+    scene.setCoordinatorUp(false);
+    scene.pass();
+    await vi.waitFor(() => expect(scene.secondHolds()).toEqual(['x']));
+    await vi.waitFor(() => expect(scene.followUps.pending()).toBe(0));
   });
 
   it('a coordinator taken for unavailable and back before the next pass is still followed up', async () => {
     // kill -9 breaks the coordinator's connections, so its owners take it for unavailable at
     // once; restarted within a pass, it answers again before the pass looks.
-    const [first, second] = ownersOf(TABLE, { partition: 1, replicas: 2 }) as [string, string];
-    const coordinator = ['a', 'b', 'c'].find((name) => name !== first && name !== second)!;
-    const held = new Map<string, StoredRecord[]>([[first, [record('x')]], [second, []]]);
-    const holder = (name: string): PartitionHolder => ({
-      name,
-      digest: async () => [],
-      keys: async () => [],
-      records: async (part: RepairPartitionRef, keys) => held.get(name)!.filter((each) => each.partition === part.partition && keys.includes(each.writeId)),
-      store: async (_part, _replicas, records) => void held.get(name)!.push(...records),
-    });
-    let run: () => void = () => undefined;
-    const clock = { now: 0 };
-    const followUps = new WriteFollowUps({
-      localName: first, membership: () => TABLE, available: () => true, holder,
-      keyOf: (_repo, each) => each.writeId, storage: { add: () => ({ key: 'k', operations: [] }), remove: () => [] }, committer: { commit: async () => undefined }, stored: [],
-      receipts: receipts(clock),
-      timers: { now: () => clock.now, setTimeout: () => ({ cancel: () => undefined }), setInterval: (each) => ((run = each), { cancel: () => undefined }) },
-      intervalMs: 1_000, log: pino({ level: 'silent' }),
-    });
-    followUps.start();
-    followUps.received(coordinator, 'ssr', 2, [record('x')]);
-    followUps.writerUnavailable(coordinator);
-    expect(followUps.pending()).toBe(1);
-    run();
-    await vi.waitFor(() => expect(held.get(second)!.map((each) => each.writeId)).toEqual(['x']));
-    await vi.waitFor(() => expect(followUps.pending()).toBe(0));
+    const scene = coordinatorDiedMidWrite();
+    scene.followUps.writerUnavailable(scene.coordinator);
+    expect(scene.followUps.pending()).toBe(1);
+    scene.pass();
+    await vi.waitFor(() => expect(scene.secondHolds()).toEqual(['x']));
+    await vi.waitFor(() => expect(scene.followUps.pending()).toBe(0));
   });
 });
