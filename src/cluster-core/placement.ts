@@ -339,8 +339,9 @@ export interface ChangePlanInput {
  * One TransferPlan per (repo, from, to): each slot a node gains comes from one current
  * owner: the leaving node when it is up and its data whole (it is the one going away), else
  * the first available owner in ring order whose data is whole, else the first available
- * one, else the first owner (planAlternatives re-plans a transfer whose source stays away). Only the admin authority plans (membership.ts), so a
- * transfer id names one content everywhere.
+ * one, else the first owner (planAlternatives re-plans a transfer whose source stays
+ * away). Only the admin authority plans (membership.ts), so a transfer id names one content
+ * everywhere.
  */
 export function planChange(input: ChangePlanInput): TransferPlan[] {
   const { membership, available } = input;
