@@ -46,7 +46,8 @@ import { ExecutionService } from './sessions/execution-service.js';
 import { readHistorical } from './historical/historical-reader.js';
 import { LiveFeed, LiveForwarder } from './sessions/live-feed.js';
 import { OutputRegistry } from './sessions/output-registry.js';
-import { remoteBlocks, remoteExecutionStatuses, remoteLatest, remoteLivePayloads, remoteOutputPoll, remoteScan, serveExecutionPeers } from './sessions/execution-peer.js';
+import { remoteExecutionStatuses, remoteLivePayloads, remoteOutputPoll, serveExecutionPeers } from './sessions/execution-peer.js';
+import { remoteBlocks, remoteLatest, remoteScan, serveHistoricalReads } from './historical/historical-peer.js';
 import { localReads } from './historical/local-reads.js';
 import { hostingFollower, sessionStatuses, settleOnHost } from './sessions/session-routing.js';
 import { readBlockColumns, readBlockRows } from './historical/historical-blocks.js';
@@ -421,6 +422,7 @@ function readParts(config: Config, base: Base, storage: Storage, defined: Define
     },
   }, STORE_STATS_TTL_MS);
   serveSearchReads(transport, searchLocal);
+  serveHistoricalReads(transport, reads);
   serveStoreStats(transport, storeStats);
   return { searchLocal, ...reads, storeStats };
 }
@@ -512,7 +514,7 @@ function executionParts(config: Config, log: Logger, base: Base, cluster: Cluste
     limits: { sessionQueriesMax: config.execution.sessionQueriesMax },
     sandboxLimits: { timeoutMs: config.execution.functionTimeoutMs, memoryMb: config.limits.tagMemoryMb },
   });
-  serveExecutionPeers(transport, { outputs, feed, sessionHost, reads: data });
+  serveExecutionPeers(transport, { outputs, feed, sessionHost });
   return { sessionHost, forwarder, outputs, directory, execution, contributors, domains };
 }
 

@@ -1,8 +1,5 @@
 // Execution's part of the peer protocol, each answered where its state lives:
 // - OutputPoll: a node serving an output's SSE clients long-polls the output's host;
-// - ScanRead: a historical query reads a page of a partition from one of its owners;
-// - BlockRead: one that reads a tsr stream's columns reads a page of its blocks;
-// - LatestRead: one that asks for the last values per key reads a partition's answer;
 // - ExecutionStatusRead: the queries response asks the session's host how its queries run;
 // - LivePayloads: the node that accepted payloads hands them to the hosts of live queries.
 // Each kind's codec has checked every request and reply (execution-messages.ts).
@@ -10,18 +7,14 @@
 import { z } from 'zod';
 import { readDocument } from '../peer/documents.js';
 import { stringifyJson } from '../lib/json.js';
-import { BLOCK_READ, EXECUTION_STATUS_READ, LATEST_READ, LIVE_PAYLOADS, OUTPUT_POLL, SCAN_READ, payloadSchema } from './execution-messages.js';
+import { EXECUTION_STATUS_READ, LIVE_PAYLOADS, OUTPUT_POLL } from './execution-messages.js';
+import { payloadSchema } from '../historical/historical-messages.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import type { LiveFeed } from './live-feed.js';
-import type { ScanPage, ScanRequest } from '../historical/historical-reader.js';
-import type { BlockPageRequest } from '../historical/historical-blocks.js';
-import type { BlockPage } from '../storage/tsr.js';
-import type { LatestEntry, LatestRequest } from '../historical/latest-values.js';
 import type { PollReply } from './output-channel.js';
 import type { OutputPollRequest, OutputRegistry } from './output-registry.js';
 import type { RunStatus, SessionHost } from './session-host.js';
 import { sessionKey } from './session-model.js';
-import type { LocalReads } from '../historical/local-reads.js';
 
 /** Answers other nodes' polls of the outputs hosted here. */
 export function serveOutputPolls(endpoint: PeerEndpoint, outputs: OutputRegistry): void {
@@ -30,33 +23,6 @@ export function serveOutputPolls(endpoint: PeerEndpoint, outputs: OutputRegistry
 
 export function remoteOutputPoll(endpoint: PeerEndpoint, deadlineMs: number): (node: string, request: OutputPollRequest) => Promise<PollReply> {
   return (node, request) => endpoint.call(node, OUTPUT_POLL, request, { deadlineMs });
-}
-
-/** Answers other nodes' pages of the partitions this node owns. */
-export function serveScans(endpoint: PeerEndpoint, scanLocal: (request: ScanRequest) => Promise<ScanPage>): void {
-  endpoint.handle(SCAN_READ, (_sender, request) => scanLocal(request));
-}
-
-export function remoteScan(endpoint: PeerEndpoint, deadlineMs: number): (node: string, request: ScanRequest) => Promise<ScanPage> {
-  return (node, request) => endpoint.call(node, SCAN_READ, request, { deadlineMs });
-}
-
-/** Answers other nodes' pages of the tsr blocks of the partitions this node owns. */
-function serveBlocks(endpoint: PeerEndpoint, blocksLocal: (request: BlockPageRequest) => Promise<BlockPage>): void {
-  endpoint.handle(BLOCK_READ, (_sender, request) => blocksLocal(request));
-}
-
-export function remoteBlocks(endpoint: PeerEndpoint, deadlineMs: number): (node: string, request: BlockPageRequest) => Promise<BlockPage> {
-  return (node, request) => endpoint.call(node, BLOCK_READ, request, { deadlineMs });
-}
-
-/** Answers other nodes' last values per key of the tsr partitions this node owns. */
-function serveLatest(endpoint: PeerEndpoint, latestLocal: (request: LatestRequest) => Promise<LatestEntry[]>): void {
-  endpoint.handle(LATEST_READ, async (_sender, request) => ({ entries: await latestLocal(request) }));
-}
-
-export function remoteLatest(endpoint: PeerEndpoint, deadlineMs: number): (node: string, request: LatestRequest) => Promise<LatestEntry[]> {
-  return async (node, request) => (await endpoint.call(node, LATEST_READ, request, { deadlineMs })).entries;
 }
 
 /**
@@ -94,20 +60,16 @@ export function remoteLivePayloads(endpoint: PeerEndpoint, deadlineMs: number): 
   return async (node, stream, payloads) => void (await endpoint.call(node, LIVE_PAYLOADS, { stream, payloadsJson: stringifyJson(payloads) }, { deadlineMs }));
 }
 
-/** Every peer call execution answers on this node: output polls, reads of its partitions, run statuses, live payloads. */
+/** Every peer call execution answers on this node: output polls, run statuses, live payloads. */
 export function serveExecutionPeers(
   endpoint: PeerEndpoint,
   parts: {
     outputs: OutputRegistry;
     feed: Pick<LiveFeed, 'deliver'>;
     sessionHost: Pick<SessionHost, 'statuses' | 'reconcile'>;
-    reads: Pick<LocalReads, 'scanLocal' | 'blocksLocal' | 'latestLocal'>;
   },
 ): void {
   serveOutputPolls(endpoint, parts.outputs);
-  serveScans(endpoint, parts.reads.scanLocal);
-  serveBlocks(endpoint, parts.reads.blocksLocal);
-  serveLatest(endpoint, parts.reads.latestLocal);
   serveExecutionStatuses(endpoint, parts.sessionHost);
   serveLivePayloads(endpoint, parts.feed);
 }

@@ -29,6 +29,7 @@ import '../../src/cluster/write-messages.js';
 import { DEFINITION_WRITE } from '../../src/replicated-definitions/definition-messages.js';
 import '../../src/repair/repair-messages.js';
 import '../../src/sessions/execution-messages.js';
+import '../../src/historical/historical-messages.js';
 import { SEARCH_READ } from '../../src/search/search-messages.js';
 import '../../src/monitoring/monitoring-peer.js';
 import '../../src/ops/store-stats-peer.js';
