@@ -589,7 +589,11 @@ export class ClusterCore {
     assert(sender.state !== 'Left' || this.selfState() === 'Left', `${from} is Left and still heard`);
     if (message.type === 'membership' || message.type === 'heartbeat') {
       if (message.damaged === true) this.damagedPeers.add(from);
-      else this.damagedPeers.delete(from);
+      else if (this.damagedPeers.delete(from) && this.bootstrapped && this.started && this.selfState() !== 'Left') {
+        // Its refill is done: the chunk reads it refused meanwhile are asked for again a
+        // heartbeat interval from now if none arrives, not at the stall timer.
+        this.target.onSourceBack(from, this.context());
+      }
     }
     const context = (): TransferContext => this.context();
     switch (message.type) {

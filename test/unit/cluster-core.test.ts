@@ -377,6 +377,26 @@ describe('cluster core - scripted scenarios', () => {
     expect(s.failures()).toEqual([]);
   });
 
+  it('transfer - a source whose refill ends is asked again a heartbeat interval later, not after transferStallMs', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(1, 4), heartbeatIntervalMs: 50, transferStallMs: 3_000, tickMs: 10 }).lone('a');
+    for (const slot of s.slots) s.write('a', slot, 2);
+    s.sim.stepNode(s.sim.node('a'), { type: 'damage', damaged: true }); //   a refills damaged data
+    s.spawn('b');
+    s.add('b');
+    const restore = s.lose(link('a', 'b', 'transfer-chunk')); //              a refilling serves no chunk
+    s.settle().tick(200);
+    expect(s.stateOf('b', 'a')).toBe('Joining');
+    s.sim.stepNode(s.sim.node('a'), { type: 'damage', damaged: false }); //  a's refill is done
+    restore();
+    s.mark().tick(200); //                                                     its heartbeats say so
+    const again = s.sent('b', 'transfer-request');
+    expect(again.length).toBeGreaterThan(0);
+    expect(again.every((sent) => sent.to === 'a' && sent.message.seq === 1)).toBe(true);
+    s.tick(300);
+    expect(s.stateOf('b', 'a')).toBe('Joined');
+    expect(s.failures()).toEqual([]);
+  });
+
   it('transfer - percentComplete rises from 0 to 100 and reaches 100 only with the last chunk durable', () => {
     const s = new ScriptedCluster({ slots: slotsOf(1, 4), chunkRecords: 1 }).lone('a');
     for (const slot of s.slots) s.write('a', slot, 5);
