@@ -7,6 +7,7 @@
 // prepareClusterNode and its start (cluster/cluster-node.ts), which the shell simulation calls
 // too. A node that must stop at once tells main.ts (hooks.onFatal), which exits.
 
+import { randomInt } from 'node:crypto';
 import { join } from 'node:path';
 import type Router from '@koa/router';
 import { VendorService } from './admin/vendors.js';
@@ -20,7 +21,7 @@ import { brainApiRoutes } from './api-v1/routes.js';
 import { loadBrainTemplates } from './api-v1/templates.js';
 import { announceAccess } from './auth/announce-access.js';
 import { prepareClusterNode } from './cluster/cluster-node.js';
-import type { ClusterCore } from './cluster-core/core.js';
+import { RUN_MAX, type ClusterCore } from './cluster-core/core.js';
 import { coordinatorOf, ownersOf as currentOwners } from './cluster-core/placement.js';
 import type { CoreConfig, Member, PersistedCoreState } from './protocol/cluster-types.js';
 import { joinIfTableLost, loadCoreState, saveCoreState, wasMember } from './cluster/core-state-store.js';
@@ -259,7 +260,7 @@ async function openStorage(config: Config, log: Logger, metrics: Metrics) {
 
 /** The cluster core with its persisted state (the cluster node's first phase), the node table it feeds, and the peer port. */
 async function startCluster(config: Config, log: Logger, base: Base, storage: Storage, persisted: PersistedCoreState | undefined) {
-  const prepared = prepareClusterNode({ config: coreConfig(config), persisted, self: selfMember(config, base.identity), lone: !config.join });
+  const prepared = prepareClusterNode({ config: coreConfig(config), persisted, self: selfMember(config, base.identity), lone: !config.join, run: randomInt(1, RUN_MAX) });
   const { core } = prepared;
   const available = (name: string) => core.available(name);
   const nodes = new NodeTable(config.name);

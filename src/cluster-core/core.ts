@@ -110,7 +110,15 @@ export interface CoreBootstrap {
   self: Member;
   /** True for a first start without `--join`: the node makes a cluster of one. */
   lone: boolean;
+  /**
+   * This process's run: a number new at each start (0: none). Its heartbeats carry it, so
+   * peers learn of a restart even when it was quicker than their failure timeout.
+   */
+  run?: number;
 }
+
+/** Runs travel as a proto uint32. */
+export const RUN_MAX = 0xffff_ffff;
 
 /** Transfer requests kept for a change not adopted yet: one per transfer of a change is far less. */
 const EARLY_REQUESTS_MAX = 4_096;
@@ -154,6 +162,8 @@ export class ClusterCore {
   private damaged = false;
   /** Peers whose last table or heartbeat said their data awaits a refill. */
   private readonly damagedPeers = new Set<string>();
+  /** Each peer's run as its last heartbeat said (CoreBootstrap.run). */
+  private readonly peerRuns = new Map<string, number>();
   private readonly localProgress: ProgressReport[] = [];
   private readonly target: TargetTransfers;
   private readonly source: SourceTransfers;
@@ -177,6 +187,7 @@ export class ClusterCore {
     assertConfig(config);
     this.name = config.name;
     assert(bootstrap.self.name === config.name, `bootstrap member ${bootstrap.self.name} is not ${config.name}`);
+    assert(bootstrap.run === undefined || (Number.isInteger(bootstrap.run) && bootstrap.run >= 0 && bootstrap.run <= RUN_MAX), `run ${bootstrap.run} is no uint32`);
     this.restarted = initial !== undefined;
     if (initial !== undefined && initial.membership.epoch > 0) {
       this.current = initial.membership;
@@ -469,7 +480,7 @@ export class ClusterCore {
     assert(this.bootstrapped, 'heartbeats before this node has a table');
     const epoch = this.current.epoch;
     const coordinator = this.progressDirty ? coordinatorOf(this.current, (name) => this.available(name)) : undefined;
-    const heartbeat: PeerMessage = { type: 'heartbeat', epoch, at: this.ownAddress(), ...this.damageMark(), ...this.newsMark(), ...this.unreachableMark() };
+    const heartbeat: PeerMessage = { type: 'heartbeat', epoch, at: this.ownAddress(), ...this.damageMark(), ...this.newsMark(), ...this.unreachableMark(), ...this.runMark() };
     for (const member of this.current.members) {
       if (member.name === this.name || member.state === 'Left') continue;
       if (member.name === coordinator || this.addressNotSeenBy.has(member.name) || this.cannotAsk(member.name)) this.sendMembership(member.name, effects);
@@ -529,6 +540,7 @@ export class ClusterCore {
    */
   private onHeartbeat(from: string, message: Extract<PeerMessage, { type: 'heartbeat' }>, effects: CoreEffect[]): void {
     this.notePeerEpoch(from, message.epoch);
+    this.notePeerRun(from, message.run, effects);
     this.peerViews.set(from, { at: this.now, unreachable: message.unreachable ?? [] });
     if (message.at !== undefined) this.takeAnnouncedAddress(from, message.at, effects);
     if (message.epoch >= this.current.epoch) this.confirmedByPeer = true;
@@ -541,6 +553,13 @@ export class ClusterCore {
     if (!knowsMore || this.now - this.lastPullAt < this.config.heartbeatIntervalMs) return;
     this.lastPullAt = this.now;
     this.sendMembership(from, effects);
+  }
+
+  private notePeerRun(from: string, run: number | undefined, effects: CoreEffect[]): void {
+    if (run === undefined || run === 0) return;
+    const known = this.peerRuns.get(from);
+    this.peerRuns.set(from, run);
+    if (known !== undefined && known !== run) effects.push({ type: 'restarted', node: from });
   }
 
   private sendReadyIfPending(effects: CoreEffect[]): void {
@@ -582,7 +601,7 @@ export class ClusterCore {
       // table, which every member would otherwise send it every heartbeat while it runs.
       const itsEpoch = message.type === 'membership' ? message.membership.epoch : message.type === 'heartbeat' ? message.epoch : -1;
       if (itsEpoch < this.current.epoch) this.sendMembership(from, effects);
-      else if (message.type === 'heartbeat') this.send(from, { type: 'heartbeat', epoch: this.current.epoch, at: this.ownAddress(), ...this.damageMark(), ...this.newsMark() }, effects);
+      else if (message.type === 'heartbeat') this.send(from, { type: 'heartbeat', epoch: this.current.epoch, at: this.ownAddress(), ...this.damageMark(), ...this.newsMark(), ...this.runMark() }, effects);
       return;
     }
     this.heard(from, effects);
@@ -985,6 +1004,11 @@ export class ClusterCore {
   }
 
   /** What tables and heartbeats carry of this node's damage: nothing unless it awaits a refill. */
+  private runMark(): { run?: number } {
+    const run = this.bootstrap.run ?? 0;
+    return run === 0 ? {} : { run };
+  }
+
   private damageMark(): { damaged?: true } {
     return this.damaged ? { damaged: true } : {};
   }

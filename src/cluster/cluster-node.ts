@@ -36,6 +36,8 @@ export interface ClusterCoreStart {
   self: Member;
   /** Starts a cluster of its own (no --join, and no table lost: core-state-store.ts, joinIfTableLost). */
   lone: boolean;
+  /** This process's run, new at each start (CoreBootstrap.run). */
+  run: number;
 }
 
 export interface ClusterNodePorts extends Omit<DataPlanePorts, 'core' | 'shell' | 'dropPartition' | 'limits'> {
@@ -75,7 +77,7 @@ export interface PreparedClusterNode {
 }
 
 export function prepareClusterNode(start: ClusterCoreStart): PreparedClusterNode {
-  const core = new ClusterCore(start.config, start.persisted, { self: start.self, lone: start.lone });
+  const core = new ClusterCore(start.config, start.persisted, { self: start.self, lone: start.lone, run: start.run });
   let started = false;
   return {
     core,
@@ -106,6 +108,7 @@ function startClusterNode(core: ClusterCore, ports: ClusterNodePorts): ClusterNo
     onAvailability: (node, available) => {
       if (!available) plane?.followUps.writerUnavailable(node);
     },
+    onRestart: (node) => plane?.followUps.writerUnavailable(node),
     onFatal: (error) => ports.onFatal(error),
     heartbeatIntervalMs: limits.heartbeatIntervalMs,
     peerDeadlineMs: limits.peerDeadlineMs,

@@ -42,6 +42,8 @@ export interface ClusterShellDeps {
   onMembership(membership: Membership): void;
   /** A member was taken for unavailable (or answers again): what it wrote here lately is followed up. */
   onAvailability(node: string, available: boolean): void;
+  /** `node` started again since its last heartbeat (the core's `restarted`). */
+  onRestart(node: string): void;
   /** This node no longer owns the slots: they go once handed off (partition-handoff.ts). */
   onDrop(repo: 'ssr' | 'tsr', slots: Slot[]): void;
   timers: Timers;
@@ -230,6 +232,9 @@ export class ClusterShell {
         this.deps.log.info({ peer: effect.node, available: effect.available }, 'availability');
         this.deps.onAvailability(effect.node, effect.available);
         return this.deps.onMembership(this.deps.core.membership());
+      case 'restarted':
+        this.deps.log.info({ peer: effect.node }, 'peer restarted');
+        return this.deps.onRestart(effect.node);
       case 'membership-changed':
         this.forgetEndedProgress(effect.membership);
         return this.deps.onMembership(effect.membership);

@@ -162,7 +162,7 @@ function coreToProto(value: PeerMessage): ProtoObject {
     case 'membership':
       return { membership: membership.toProto(value.membership), damaged: value.damaged === true };
     case 'heartbeat':
-      return { heartbeat: { epoch: value.epoch, at: value.at, news: value.news ?? 0, newsDigest: value.newsDigest ?? 0, unreachable: value.unreachable ?? [] }, damaged: value.damaged === true };
+      return { heartbeat: { epoch: value.epoch, at: value.at, news: value.news ?? 0, newsDigest: value.newsDigest ?? 0, unreachable: value.unreachable ?? [], ...(value.run === undefined ? {} : { run: value.run }) }, damaged: value.damaged === true };
     case 'ready':
       return { ready: { changeId: value.changeId } };
     case 'transfer-request':
@@ -216,12 +216,14 @@ function heartbeatFromProto(object: ProtoObject): PeerMessage {
   const news = int(object, 'news');
   const newsDigest = int(object, 'newsDigest');
   const unreachable = list(object, 'unreachable', (peer) => ({ node: str(peer, 'node'), forMs: int(peer, 'forMs') }));
+  const run = int(object, 'run');
   return {
     type: 'heartbeat',
     epoch,
     ...(at === undefined ? {} : { at: { address: str(at, 'address'), port: int(at, 'port'), httpPort: int(at, 'httpPort'), incarnation: int(at, 'incarnation') } }),
     ...(news > 0 ? { news, newsDigest } : {}),
     ...(unreachable.length > 0 ? { unreachable } : {}),
+    ...(run > 0 ? { run } : {}),
   };
 }
 

@@ -339,10 +339,11 @@ export class WriteFollowUps implements UncertainWrites {
   }
 
   /**
-   * `node` was just taken for unavailable: what it wrote here lately is noted at once. A
-   * coordinator killed in the middle of a write noted nothing, and its records may sit on
-   * this owner only. Waiting for the next pass to see it unavailable would miss one that
-   * restarts within the pass (its notice stream broke at the kill, so it was seen down).
+   * `node` was just taken for unavailable, or restarted: what it wrote here lately is noted
+   * at once. A coordinator killed in the middle of a write noted nothing, and its records may
+   * sit on this owner only. Waiting for the next pass to see it unavailable would miss one
+   * that restarts within the pass; one that restarts within a failure timeout is never seen
+   * unavailable at all, only by its heartbeats' new run (the core's `restarted`).
    */
   writerUnavailable(node: string): void {
     assert(node !== this.deps.localName, `${node} is this node, taken for unavailable`);

@@ -137,6 +137,8 @@ export type PeerMessage =
       newsDigest?: number;
       /** Members the sender has not heard from for a failure timeout, and for how long (ms): why a transfer waits. */
       unreachable?: UnreachablePeer[];
+      /** The sender's run, new at each start of its process (CoreBootstrap.run). */
+      run?: number;
     }
   /** Pending node → coordinator: its repositories are open, it can receive data. */
   | { type: 'ready'; changeId: string }
@@ -227,6 +229,11 @@ export type CoreEffect =
   | { type: 'drop'; repo: 'ssr' | 'tsr'; slots: Slot[] }
   | { type: 'node-state'; node: string; state: NodeState }
   | { type: 'availability'; node: string; available: boolean }
+  /**
+   * A peer's heartbeat carries another run than its last: it started again since, maybe
+   * within a failure timeout, unseen as unavailable. What it was writing has no answer.
+   */
+  | { type: 'restarted'; node: string }
   | { type: 'admin-result'; requestId: string; result: AdminResult }
   /** A queued command could not start when its turn came and left the queue (the shell logs it). */
   | { type: 'queued-refused'; id: string; command: AdminCommand; message: string }

@@ -164,7 +164,7 @@ export class SimCluster {
     node.everStarted = true;
     node.effects = [];
     node.announcing = true;
-    node.core = new ClusterCore({ ...this.config.core, name }, node.persisted, { self: node.member, lone: node.lone });
+    node.core = new ClusterCore({ ...this.config.core, name }, node.persisted, { self: node.member, lone: node.lone, run: node.incarnation });
     this.log(`${name} starts (incarnation ${node.incarnation}${node.persisted === undefined ? ', fresh' : ''})`);
     this.stepNode(node, { type: 'resume', incoming: [...node.storedProgress.values()] });
     this.stepNode(node, { type: 'slots', slots: this.config.slots });

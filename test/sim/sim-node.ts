@@ -94,7 +94,7 @@ export class SimClusterNode implements Incarnation {
       : pino({ level: 'debug', base: { node: this.name } }, { write: (line: string) => this.logLine!(compactLogLine(line)) });
     const timers = this.world.timersOf(owner);
     const disk = new SimDisk(this.disk, this.world, owner, this.prng.fork(), this.faults, (repo, stream, partition, held) => this.onDrop(this.name, repo, stream, partition, held));
-    const prepared = prepareClusterNode({ config: { ...this.config.core, name: this.name }, persisted: structuredClone(persisted), self: this.member(lone), lone });
+    const prepared = prepareClusterNode({ config: { ...this.config.core, name: this.name }, persisted: structuredClone(persisted), self: this.member(lone), lone, run: this.incarnation });
     const { core } = prepared;
     const memberOf = (name: string) => memberNamed(core.membership(), name);
     const endpoint = this.network.attach(

@@ -397,6 +397,22 @@ describe('cluster core - scripted scenarios', () => {
     expect(s.failures()).toEqual([]);
   });
 
+  it('restart - a peer back within the failure timeout is known restarted by the new run its heartbeats carry', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(1, 4), failureTimeoutMs: 1_000 }).lone('a');
+    s.spawn('b');
+    s.add('b');
+    s.settle().tick(300);
+    expect(s.stateOf('b', 'a')).toBe('Joined');
+    s.mark().tick(200); //                                                     heartbeats of b's first run
+    expect(s.effects('a', 'restarted')).toEqual([]);
+    s.crash('b').tick(100).restart('b').tick(200); //                          back well within a's failure timeout
+    expect(s.effects('a', 'availability')).toEqual([]); //                     never taken for unavailable
+    expect(s.effects('a', 'restarted')).toEqual([{ type: 'restarted', node: 'b' }]);
+    s.mark().tick(200); //                                                     the same run again: nothing more
+    expect(s.effects('a', 'restarted')).toEqual([]);
+    expect(s.failures()).toEqual([]);
+  });
+
   it('transfer - percentComplete rises from 0 to 100 and reaches 100 only with the last chunk durable', () => {
     const s = new ScriptedCluster({ slots: slotsOf(1, 4), chunkRecords: 1 }).lone('a');
     for (const slot of s.slots) s.write('a', slot, 5);

@@ -98,6 +98,8 @@ const CORE: PeerMessage[] = [
   { type: 'transfer-chunk', transferId: plan.id, seq: 0, chunk, last: false, totalEstimate: 1, fromCursor: '' },
   { type: 'transfer-ack', transferId: plan.id, seq: 3 },
   { type: 'transfer-progress', transferId: plan.id, percentComplete: 99.5, bytes: 123, records: 4, complete: true },
+  // Newer than the wire fixture: a field older nodes skip (proto3 ignores unknown fields).
+  { type: 'heartbeat', epoch: 12, run: 4_000_000_000 },
 ];
 
 const SEARCH_REQUEST: LocalSearchRequest = {
