@@ -250,6 +250,9 @@ export class ClusterCore {
       case 'chunk-read-failed':
         if (this.bootstrapped) this.source.onReadFailed(input.transferId, input.seq);
         break;
+      case 'transfer-stream-closed':
+        this.source.onStreamClosed(input.node);
+        break;
       case 'chunk-store-failed':
         if (this.bootstrapped) this.target.onStoreFailed(input.transferId, input.seq, this.context());
         break;

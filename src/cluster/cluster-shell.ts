@@ -342,6 +342,8 @@ export class ClusterShell {
           onClose: (error) => {
             if (this.streams.get(to) === stream) this.streams.delete(to);
             if (error !== undefined) this.deps.log.debug({ err: error, to }, 'transfer stream closed');
+            // Chunks on it not acked yet may be lost: the target's next request is honoured.
+            this.submit({ type: 'transfer-stream-closed', node: to });
           },
         },
         // A transfer stream lives as long as the transfer; the core retries stalls itself.

@@ -166,7 +166,7 @@ function coreToProto(value: PeerMessage): ProtoObject {
     case 'ready':
       return { ready: { changeId: value.changeId } };
     case 'transfer-request':
-      return { transferRequest: { transfer: transferPlan.toProto(value.transfer), seq: value.seq, cursor: value.cursor } };
+      return { transferRequest: { transfer: transferPlan.toProto(value.transfer), seq: value.seq, cursor: value.cursor, ...(value.repeat === true ? { repeat: true } : {}) } };
     case 'transfer-chunk':
       return { transferChunk: transferChunkCodec.toProto(value) };
     case 'transfer-ack':
@@ -233,6 +233,7 @@ function transferRequestFromProto(object: ProtoObject): PeerMessage {
     transfer: transferPlan.fromProto(message(object, 'transfer')),
     seq: int(object, 'seq'),
     cursor: optionalStr(object, 'cursor'),
+    ...(object.repeat === true ? { repeat: true } : {}),
   };
 }
 

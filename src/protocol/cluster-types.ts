@@ -142,8 +142,13 @@ export type PeerMessage =
     }
   /** Pending node → coordinator: its repositories are open, it can receive data. */
   | { type: 'ready'; changeId: string }
-  /** Target → source: send chunks of the transfer starting at `seq`, reading after `cursor`. */
-  | { type: 'transfer-request'; transfer: TransferPlan; seq: number; cursor: string | undefined }
+  /**
+   * Target → source: send chunks of the transfer starting at `seq`, reading after `cursor`.
+   * `repeat`: asked again only because nothing came (the stall timer, or the source heard
+   * from again), with no chunk discarded: the source may let the chunks it sent on an
+   * intact stream arrive instead of sending them twice (docs/cluster.md, "Transfers").
+   */
+  | { type: 'transfer-request'; transfer: TransferPlan; seq: number; cursor: string | undefined; repeat?: true }
   /**
    * `fromCursor` is the cursor the source read this chunk after (the `cursor` of its
    * read-chunk). The target stores a chunk only if it continues exactly where the last
@@ -195,6 +200,8 @@ export type CoreInput =
   | { type: 'resume'; incoming: DurableIncoming[] }
   /** Source side: the shell could not read the chunk (after its own retries); the target asks again. */
   | { type: 'chunk-read-failed'; transferId: string; seq: number }
+  /** Source side: the stream that carried chunks to `node` closed; the chunks on it unacked may be lost. */
+  | { type: 'transfer-stream-closed'; node: string }
   /** Target side: the shell could not store the chunk (after its own retries); it is asked for again. */
   | { type: 'chunk-store-failed'; transferId: string; seq: number }
   /**

@@ -326,7 +326,7 @@ export class SimCluster {
       this.pending.push({ from, to, message });
       return;
     }
-    if (!this.reachable(from, to) || this.prng.chance(this.faults.dropRate)) return;
+    if (!this.reachable(from, to) || this.prng.chance(this.faults.dropRate)) return this.chunkLost(from, to, message);
     const copies = this.prng.chance(this.faults.duplicateRate) ? 2 : 1;
     for (let copy = 0; copy < copies; copy += 1) {
       const delay = this.prng.int(this.faults.delayMs[0], this.faults.delayMs[1]);
@@ -342,8 +342,20 @@ export class SimCluster {
 
   deliver(from: string, to: string, message: PeerMessage): void {
     const node = this.nodes.get(to);
-    if (node === undefined || !node.alive || !this.reachable(from, to)) return;
+    if (node === undefined || !node.alive || !this.reachable(from, to)) return this.chunkLost(from, to, message);
     this.stepNode(node, { type: 'receive', from, message });
+  }
+
+  /**
+   * Chunks travel on a stream (TCP, in order): one is lost only when its stream breaks, and
+   * the sender's shell learns it (cluster-shell.ts, transfer-stream-closed).
+   */
+  chunkLost(from: string, to: string, message: PeerMessage): void {
+    const sender = this.nodes.get(from);
+    if (message.type !== 'transfer-chunk' || sender === undefined || !sender.alive) return;
+    const closed = (): void => void (sender.alive && this.stepNode(sender, { type: 'transfer-stream-closed', node: to }));
+    if (this.config.network === 'manual') this.ioQueue.push(closed);
+    else this.schedule(this.now, closed);
   }
 
   /** Manual mode: delivers waiting messages that match, in the order they were sent. */

@@ -153,7 +153,8 @@ export class ScriptedCluster {
 
   crash(name: string): this {
     this.sim.crash(name);
-    // What was on the wire to it is lost with the process.
+    // What was on the wire to it is lost with the process, and its streams break.
+    for (const waiting of this.sim.pending) if (waiting.to === name) this.sim.chunkLost(waiting.from, waiting.to, waiting.message);
     this.sim.pending.splice(0, this.sim.pending.length, ...this.sim.pending.filter((waiting) => waiting.to !== name));
     return this;
   }
@@ -193,6 +194,7 @@ export class ScriptedCluster {
   private discardLost(): void {
     if (this.lost.length === 0) return;
     const kept = this.sim.pending.filter((waiting) => !this.lost.some((filter) => filter(waiting)));
+    for (const waiting of this.sim.pending) if (!kept.includes(waiting)) this.sim.chunkLost(waiting.from, waiting.to, waiting.message);
     this.sim.pending.splice(0, this.sim.pending.length, ...kept);
   }
 }

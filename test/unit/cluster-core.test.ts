@@ -355,6 +355,43 @@ describe('cluster core - scripted scenarios', () => {
     expect(s.failures()).toEqual([]);
   });
 
+  /** b joins a with ssr chunks held on the wire; b takes a for unavailable and hears it again: its repeat goes out. */
+  function repeatWhileChunksOnTheirWay(chunksLost: boolean) {
+    const partition = Array.from({ length: 16 }, (_, partition) => ringOwners(['a', 'b'], { partition, replicas: 1 })).findIndex((owners) => owners[0] === 'b');
+    const slot = { partition, replicas: 1 };
+    const s = new ScriptedCluster({ slots: [slot], chunkRecords: 1, transferWindowChunks: 2, heartbeatIntervalMs: 50, transferStallMs: 3_000 }).lone('a');
+    s.write('a', slot, 4);
+    s.spawn('b');
+    s.add('b');
+    const ssrChunks = (waiting: { from: string; to: string; message: PeerMessage }): boolean => link('a', 'b', 'transfer-chunk')(waiting) && waiting.message.type === 'transfer-chunk' && waiting.message.transferId.includes('/ssr/');
+    const stop = chunksLost ? s.lose(ssrChunks) : s.hold(ssrChunks);
+    s.settle().tick(50);
+    expect(s.sim.pending.filter(ssrChunks).length).toBe(chunksLost ? 0 : 2); //  a window of chunks on its way, or lost
+    if (chunksLost) stop(); //                                                  the stream broke; the next one carries
+    s.mark();
+    s.sim.stepNode(s.sim.node('b'), { type: 'unreachable', node: 'a' }); //   b, busy, takes a for unavailable
+    s.tick(200); //                                                             hears it again; nothing came for an interval
+    const repeats = s.sent('b', 'transfer-request').filter((sent) => sent.message.transfer.repo === 'ssr');
+    expect(repeats.map((sent) => sent.message.repeat)).toEqual([true]);
+    const reads = s.effects('a', 'read-chunk').filter((effect) => effect.transfer.repo === 'ssr');
+    if (!chunksLost) stop();
+    s.settle().tick(300);
+    expect(s.stateOf('b', 'a')).toBe('Joined');
+    expect(s.failures()).toEqual([]);
+    return { reads, chunksSent: s.sent('a', 'transfer-chunk').filter((sent) => sent.message.transferId.includes('/ssr/')).map((sent) => sent.message.seq) };
+  }
+
+  it('transfer - a repeat request is let be while the chunks it asks for are on their way on an intact stream', () => {
+    const { reads, chunksSent } = repeatWhileChunksOnTheirWay(false);
+    expect(reads).toEqual([]); //                                              nothing read again
+    expect(chunksSent).toEqual([3, 4]); //                                      after the held two: the rest, once each
+  });
+
+  it('transfer - a repeat request is honoured once the stream that carried the chunks closed', () => {
+    const { reads } = repeatWhileChunksOnTheirWay(true);
+    expect(reads.map((effect) => effect.seq)).toEqual([1, 2, 3, 4]); //        sent again from the last ack
+  });
+
   it('transfer - a stalled transfer is requested again from its last ack after transferStallMs', () => {
     const s = new ScriptedCluster({ slots: slotsOf(1, 4), transferStallMs: 300, tickMs: 10 }).lone('a');
     for (const slot of s.slots) s.write('a', slot, 2);
