@@ -1006,12 +1006,13 @@ export class ClusterCore {
     if (to !== this.name && this.bootstrapped) this.send(to, { type: 'membership', membership: this.current, ...this.damageMark() }, effects);
   }
 
-  /** What tables and heartbeats carry of this node's damage: nothing unless it awaits a refill. */
+  /** What heartbeats carry of this process's run: nothing when it has none (CoreBootstrap.run). */
   private runMark(): { run?: number } {
     const run = this.bootstrap.run ?? 0;
     return run === 0 ? {} : { run };
   }
 
+  /** What tables and heartbeats carry of this node's damage: nothing unless it awaits a refill. */
   private damageMark(): { damaged?: true } {
     return this.damaged ? { damaged: true } : {};
   }
