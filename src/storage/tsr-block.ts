@@ -332,6 +332,14 @@ function planColumn(sorted: readonly SortedEntry[], first: number, field: string
   if (seen.kind === 'b') return { name, kind: KIND_BOOLEANS, values: seen.values as boolean[] };
   const strings = seen.values as string[];
   if (isIsoOfTimestamps(sorted, first, strings)) return { name, kind: KIND_ISO };
+  const firstString = table.length;
+  // Free text seldom repeats, and looking a string up hashes every character of it (a
+  // column of 1 KiB messages spent more on that than the rest of its block): strings this
+  // long on average are kept as they are. LevelDB's compression still finds repeats among them.
+  if (totalLength(strings) > DICTIONARY_CHARS_MAX * count) {
+    table.push(...strings);
+    return { name, kind: KIND_STRINGS, first: firstString };
+  }
   const distinct = new Map<string, number>();
   // At most BLOCK_PAYLOADS_MAX distinct: a uint16 holds each index.
   const indices = new Uint16Array(count);
@@ -340,7 +348,6 @@ function planColumn(sorted: readonly SortedEntry[], first: number, field: string
     if (index === undefined) distinct.set(strings[i]!, (index = distinct.size));
     indices[i] = index;
   }
-  const firstString = table.length;
   // A dictionary pays once values repeat (host names, units, states): each is read once,
   // and a grouping by it finds its group once per distinct value.
   if (distinct.size === count) {
@@ -350,6 +357,15 @@ function planColumn(sorted: readonly SortedEntry[], first: number, field: string
   assert(distinct.size <= BLOCK_PAYLOADS_MAX, `a dictionary of ${distinct.size} strings: its indices do not fit a uint16`);
   table.push(...distinct.keys());
   return { name, kind: KIND_DICTIONARY, first: firstString, distinct: distinct.size, indices };
+}
+
+/** A dictionary is looked for among strings at most this long on average (UTF-16 units). */
+const DICTIONARY_CHARS_MAX = 64;
+
+function totalLength(strings: readonly string[]): number {
+  let length = 0;
+  for (let i = 0; i < strings.length; i += 1) length += strings[i]!.length;
+  return length;
 }
 
 /** The positions as differences, or undefined when they are 0, 1, 2, … */

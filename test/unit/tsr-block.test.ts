@@ -84,6 +84,17 @@ describe('tsr block - encoding', () => {
     expect(Array.from({ length: 40 }, (_, i) => blockPayload(decoded, i).n)).toEqual(entries.map((entry) => entry.payload.n));
   });
 
+  it('keeps long strings as they are, even repeated, and reads them back', () => {
+    // Free text: a dictionary is looked for only among short strings (a lookup hashes each one whole).
+    const long = (i: number) => `${i % 2 === 0 ? 'even' : 'odd'} ${'message text '.repeat(10)}`;
+    const entries = Array.from({ length: 20 }, (_, i) => ({ timestamp: START_MS + i, payload: { message: long(i), unit: i % 2 === 0 ? 'ms' : 's' }, position: i }));
+    const [block] = packBlocks(entries);
+    const decoded = decodeBlock(block!.text);
+    expect(decoded.column('message')?.kind).toBe('string');
+    expect(decoded.column('unit')).toMatchObject({ kind: 'dictionary', distinct: ['ms', 's'] });
+    expect(Array.from({ length: 20 }, (_, i) => blockPayload(decoded, i).message)).toEqual(entries.map((entry) => entry.payload.message));
+  });
+
   it('splits blocks by span, by payload count and by size', () => {
     const spread = Array.from({ length: 10 }, (_, i) => ({ timestamp: START_MS + i * (BLOCK_SPAN_MS / 3), payload: { i }, position: i }));
     const bySpan = packBlocks(spread).map((block) => blockHeader(block.text));
