@@ -4,6 +4,7 @@
 // every replica stores it under the same key and a replayed write or a transfer of the same
 // record is idempotent. Scans read payloads, whatever the records that hold them.
 
+import { assert } from '../lib/assert.js';
 import type { BatchOperation } from './database.js';
 
 export type RepositoryName = 'ssr' | 'tsr';
@@ -98,8 +99,10 @@ export function encodeTimestamp(timestamp: number): string {
   if (!(offset >= 0 && offset < HEX_BYTES_LIMIT)) return offset.toString(16).padStart(TIMESTAMP_DIGITS, '0');
   const high = Math.floor(offset / TWO_TO_32);
   const low = offset - high * TWO_TO_32;
-  return HEX_BYTES[high >>> 16]! + HEX_BYTES[(high >>> 8) & 0xff]! + HEX_BYTES[high & 0xff]!
+  const hex = HEX_BYTES[high >>> 16]! + HEX_BYTES[(high >>> 8) & 0xff]! + HEX_BYTES[high & 0xff]!
     + HEX_BYTES[low >>> 24]! + HEX_BYTES[(low >>> 16) & 0xff]! + HEX_BYTES[(low >>> 8) & 0xff]! + HEX_BYTES[low & 0xff]!;
+  assert(hex.length === TIMESTAMP_DIGITS, () => `timestamp ${timestamp} written as ${hex}`);
+  return hex;
 }
 
 export function decodeTimestamp(hex: string): number {

@@ -336,7 +336,9 @@ function planColumn(sorted: readonly SortedEntry[], first: number, field: string
   // Free text seldom repeats, and looking a string up hashes every character of it (a
   // column of 1 KiB messages spent more on that than the rest of its block): strings this
   // long on average are kept as they are. LevelDB's compression still finds repeats among them.
-  if (totalLength(strings) > DICTIONARY_CHARS_MAX * count) {
+  let chars = 0;
+  for (let i = 0; i < count; i += 1) chars += strings[i]!.length;
+  if (chars > DICTIONARY_CHARS_MAX * count) {
     table.push(...strings);
     return { name, kind: KIND_STRINGS, first: firstString };
   }
@@ -361,12 +363,6 @@ function planColumn(sorted: readonly SortedEntry[], first: number, field: string
 
 /** A dictionary is looked for among strings at most this long on average (UTF-16 units). */
 const DICTIONARY_CHARS_MAX = 64;
-
-function totalLength(strings: readonly string[]): number {
-  let length = 0;
-  for (let i = 0; i < strings.length; i += 1) length += strings[i]!.length;
-  return length;
-}
 
 /** The positions as differences, or undefined when they are 0, 1, 2, … */
 function positionDeltas(sorted: readonly SortedEntry[], first: number, end: number): Int32Array | undefined {
