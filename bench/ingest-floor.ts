@@ -27,7 +27,7 @@ import { createPublicKey, generateKeyPairSync, type KeyObject, sign, verify } fr
 import * as grpc from '@grpc/grpc-js';
 import { ClassicLevel } from 'classic-level';
 import { decodePairs, encodePairs } from '../src/cluster/transfer-chunks.js';
-import { peerDigest } from '../src/peer/codec.js';
+import { fastestPeerDigest, peerDigest } from '../src/peer/codec.js';
 import { DEFAULT_WRITE_BUFFER_BYTES } from '../src/storage/database.js';
 import { CHANNEL_OPTIONS } from '../src/peer/wire.js';
 import { firstLine, runRoleIfMain, spawnRole, stopChild } from './child-role.js';
@@ -44,14 +44,17 @@ const BODY_BYTES_MAX = 64 * 1024 * 1024;
 /** Key prefixes: measured batches, and the warm-up's, which the count leaves out. */
 const MEASURED = 'r';
 const WARMUP = 'w';
+/** The digest of signed writes, chosen as our node chooses it (codec.ts fastestPeerDigest). */
+const DIGEST = fastestPeerDigest();
 
 export interface FloorOptions {
   /** 1: a single node; 3: three processes. */
   processes: number;
   /**
-   * Authenticate every peer write and its answer as ours does (a SHA-512/256 digest of the
-   * bytes and the recipient's key, signed with the sender's ed25519 key and checked by the
-   * recipient): the floor of a store that must not trust its network.
+   * Authenticate every peer write and its answer as ours does (a digest of the bytes and the
+   * recipient's key, SHA-256 or SHA-512/256 as our node picks on this CPU, signed with the
+   * sender's ed25519 key and checked by the recipient): the floor of a store that must not
+   * trust its network.
    */
   signed?: boolean;
   /** Copies of each payload (at most `processes`; default all): partition p's on processes p, p+1, … mod `processes`. */
@@ -310,8 +313,9 @@ class FloorStore {
 
 /**
  * Peer writes signed as ours are (signing.ts): the sender's index, then an ed25519
- * signature over SHA-512/256 of the recipient's key and the digest of the records, then
- * the records; the answer is the recipient's signature over the request's signature.
+ * signature over a digest of the recipient's key and the digest of the records, then the
+ * records; the answer is the recipient's signature over the request's signature. The digest
+ * is the one our node picks on this CPU (codec.ts fastestPeerDigest).
  */
 class FloorSigning {
   readonly publicKey: Buffer;
@@ -331,7 +335,7 @@ class FloorSigning {
     this.keys = this.rawKeys.map((raw) => createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, raw]), format: 'der', type: 'spki' }));
   }
 
-  /** `recordsDigest`: peerDigest(records), made once for every recipient of the same records (as ours does). */
+  /** `recordsDigest`: peerDigest(records, DIGEST), made once for every recipient of the same records (as ours does). */
   seal(self: number, recipient: number, records: Uint8Array, recordsDigest: Buffer): Buffer {
     const signature = sign(null, requestDigest(this.rawKeys[recipient]!, recordsDigest), this.privateKey);
     return Buffer.concat([Buffer.from([self]), signature, records]);
@@ -342,23 +346,23 @@ class FloorSigning {
     const sender = this.keys[sealed[0]!];
     const signature = sealed.subarray(1, 65);
     const records = sealed.subarray(65);
-    if (sender === undefined || !verify(null, requestDigest(this.rawKeys[self]!, peerDigest(records)), sender, signature)) return undefined;
+    if (sender === undefined || !verify(null, requestDigest(this.rawKeys[self]!, peerDigest(records, DIGEST)), sender, signature)) return undefined;
     return { records, signature };
   }
 
   answer(signature: Buffer): Buffer {
-    return sign(null, peerDigest(signature), this.privateKey);
+    return sign(null, peerDigest(signature, DIGEST), this.privateKey);
   }
 
   checkAnswer(from: number, signature: Buffer, answer: Buffer): boolean {
-    return verify(null, peerDigest(signature), this.keys[from]!, answer);
+    return verify(null, peerDigest(signature, DIGEST), this.keys[from]!, answer);
   }
 }
 
 const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
 function requestDigest(recipient: Buffer, recordsDigest: Buffer): Buffer {
-  return peerDigest(Buffer.concat([recipient, recordsDigest]));
+  return peerDigest(Buffer.concat([recipient, recordsDigest]), DIGEST);
 }
 
 /** The raw gRPC server that writes what the other floor processes send (checked when `signing`); answers its port. */
@@ -436,7 +440,7 @@ async function serveFloorNode(argv: string[]): Promise<void> {
     if (records === undefined) return answer(response, 400, refused ?? 'refused');
     const shares = recordsByProcess(records, Math.max(peers.length, 1), replicas);
     const digests = new Map<Uint8Array, Buffer>();
-    const digestOf = (share: Uint8Array) => digests.get(share) ?? digests.set(share, peerDigest(share)).get(share)!;
+    const digestOf = (share: Uint8Array) => digests.get(share) ?? digests.set(share, peerDigest(share, DIGEST)).get(share)!;
     await Promise.all(
       shares.map((share, index) => {
         if (share.length === 0) return undefined; // no record of this batch is this process's

@@ -447,7 +447,7 @@ function markdown(report: { runs: IngestRun[]; goal: any; params: any; machine: 
   );
   if (goal.ofSignedFloor.replicas3 !== undefined || goal.ofSignedFloor.replicas2 !== undefined) {
     lines.push(
-      `Against the floor that signs and checks every peer write as ours must (SHA-512/256 and ed25519): replicas 2 ${goal.ofSignedFloor.replicas2 ?? '–'}, replicas 3 ${goal.ofSignedFloor.replicas3 ?? '–'}.`,
+      `Against the floor that signs and checks every peer write as ours must (SHA-256 or SHA-512/256, as our node picks on this CPU, and ed25519): replicas 2 ${goal.ofSignedFloor.replicas2 ?? '–'}, replicas 3 ${goal.ofSignedFloor.replicas3 ?? '–'}.`,
     );
   }
   if (goal.ratio !== undefined) lines.push(`Tributary at replicas 3 is ${goal.ratio}× JetStream R3; the floor reaches ${goal.floorRatio}×.`);

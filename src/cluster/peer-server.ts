@@ -16,6 +16,7 @@ import { ADMIT, PING, type Admit, type NodeStatusReply } from './core-messages.j
 import { leftNodesMayCall } from '../peer/kinds.js';
 import type { TlsMaterial } from '../config/tls.js';
 import { PeerTransport, acceptStrangers, type PeerDirectory } from '../peer/transport.js';
+import { fastestPeerDigest } from '../peer/codec.js';
 
 export interface PeerServer {
   port: number;
@@ -58,7 +59,11 @@ export interface AdmitTrust {
 /** Starts the peer port: it serves the signed protocol of proto/peer.proto. */
 export async function startPeerServer(host: string, port: number, nodes: NodeTable, wiring: PeerWiring): Promise<PeerServer> {
   routeGrpcLogs(wiring.log);
+  // SHA-256 where this CPU has SHA extensions, else SHA-512/256 (codec.ts); peers check either.
+  const digest = fastestPeerDigest();
+  wiring.log.info({ digest }, 'peer messages signed over this digest');
   const transport = new PeerTransport({
+    digest,
     name: nodes.localName,
     identity: wiring.identity,
     directory: nodeTableDirectory(nodes, wiring.memberKey),

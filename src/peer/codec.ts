@@ -8,10 +8,10 @@
 import { createHash } from 'node:crypto';
 import type { ChunkData, PeerMessage } from '../protocol/cluster-types.js';
 import { BadPeerMessageError, ChunkChecksumError } from './errors.js';
-import { EMPTY_CODEC, bool, bytes, int, message, optionalStr, refuse, str, type BodyCodec, type ProtoObject } from './fields.js';
+import { EMPTY_CODEC, bool, bytes, enumOf, int, message, optionalStr, refuse, str, type BodyCodec, type ProtoObject } from './fields.js';
 import type { PeerBodyType } from './kinds.js';
 import protobuf from 'protobufjs';
-import { peerType } from './proto.js';
+import { peerEnum, peerType } from './proto.js';
 
 export type { ProtoObject } from './fields.js';
 
@@ -28,6 +28,8 @@ export interface Envelope {
   signature: Uint8Array;
   /** Empty on requests; on a reply or ack, the nonce of what it answers. */
   replyTo: Uint8Array;
+  /** The digest its signature and content digest were made with; absent: v2's (SHA-512/256). */
+  digest?: DigestAlgorithm;
 }
 
 export type Empty = Record<string, never>;
@@ -43,39 +45,92 @@ export interface ErrorReply {
 }
 
 /**
- * The peer protocol's digest of bytes: SHA-512/256 (FIPS 180-4), 32 bytes. Its 64-bit
- * rounds hash ~1.5× faster than SHA-256 on CPUs without SHA extensions (1 MiB on this
- * project's 2.5 GHz Xeons, by CPU time in six pairs: 1.1–2.6×, median ~1.45×), and every
- * peer body and transfer chunk is hashed once on each side.
+ * The peer protocol's digests of bytes, 32 bytes each, by their node:crypto names. Each
+ * envelope and chunk names the one it was made with (proto/peer.proto `Digest`), and a node
+ * checks either: a sender uses the faster on its CPU (fastestPeerDigest).
+ * - SHA-512/256 (FIPS 180-4), protocol v2's only one: its 64-bit rounds hash ~1.5× faster than
+ *   SHA-256 on CPUs without SHA extensions (1 MiB on 2.5 GHz Xeons, by CPU time in six pairs:
+ *   1.1–2.6×, median ~1.45×). Absent from the wire, so a v2 message's bytes are unchanged.
+ * - SHA-256, where the CPU has SHA extensions (x86 SHA-NI, Armv8 SHA2): ~2.1× SHA-512/256's speed
+ *   on the bench machine (AMD EPYC: 1,771 against 801 MB/s over 500 KB), and every peer body
+ *   and transfer chunk is hashed once on each side.
  */
-export function peerDigest(bytes: Uint8Array): Buffer {
-  return createHash('sha512-256').update(bytes).digest();
+export type DigestAlgorithm = 'sha512-256' | 'sha256';
+
+/** The digest of protocol v2, and of every message that names none. */
+export const V2_DIGEST: DigestAlgorithm = 'sha512-256';
+
+/** The proto enum names of the digests. */
+export const DIGESTS: Readonly<Record<DigestAlgorithm, string>> = { 'sha512-256': 'DIGEST_SHA512_256', sha256: 'DIGEST_SHA256' };
+
+export function peerDigest(bytes: Uint8Array, algorithm: DigestAlgorithm): Buffer {
+  return createHash(algorithm).update(bytes).digest();
+}
+
+/** Bytes hashed each way, and rounds (alternating) to choose by: a few ms at start. */
+const CHOICE_BYTES = 64 * 1024;
+const CHOICE_ROUNDS = 8;
+
+/**
+ * The digest that hashes faster on this CPU: each hashes the same bytes in alternating
+ * rounds, and the lower best round wins. The two differ ~1.5–2× either way, so a round
+ * slowed by another process does not decide it.
+ */
+export function fastestPeerDigest(): DigestAlgorithm {
+  const bytes = Buffer.alloc(CHOICE_BYTES, 0x5a);
+  const best: Record<DigestAlgorithm, number> = { 'sha512-256': Infinity, sha256: Infinity };
+  for (let round = 0; round < CHOICE_ROUNDS; round += 1) {
+    for (const algorithm of [V2_DIGEST, 'sha256'] as const) {
+      const start = process.hrtime.bigint();
+      peerDigest(bytes, algorithm);
+      best[algorithm] = Math.min(best[algorithm], Number(process.hrtime.bigint() - start));
+    }
+  }
+  return best.sha256 < best[V2_DIGEST] ? 'sha256' : V2_DIGEST;
+}
+
+/** The digest a message names (the proto enum's default is v2's). */
+export function digestFrom(object: ProtoObject, key: string): DigestAlgorithm {
+  return enumOf(object, key, DIGESTS);
 }
 
 // ---- Transfer chunks (the Transfer RPC) and their acks
 
-const chunkData: BodyCodec<ChunkData> = {
-  // The checksum is computed here, from the bytes that go out, so no caller can forget it.
-  toProto: (value) => ({ bytes: value.bytes, records: value.records, cursor: value.cursor, digest: peerDigest(value.bytes) }),
+/**
+ * A chunk's bytes and their digest. The digest is computed here, from the bytes that go out,
+ * so no caller can forget it; with `algorithm` (the sender's, fastestPeerDigest), else v2's.
+ */
+function chunkDataProto(value: ChunkData, algorithm: DigestAlgorithm): ProtoObject {
+  const proto: ProtoObject = { bytes: value.bytes, records: value.records, cursor: value.cursor, digest: peerDigest(value.bytes, algorithm) };
+  // v2's digest is not written: a v2 chunk's bytes stay as they were.
+  if (algorithm !== V2_DIGEST) proto.digestAlgorithm = DIGESTS[algorithm];
+  return proto;
+}
+
+const chunkData: Pick<BodyCodec<ChunkData>, 'fromProto'> = {
   fromProto: (object) => {
     const data = bytes(object, 'bytes');
-    if (!peerDigest(data).equals(bytes(object, 'digest'))) {
+    if (!peerDigest(data, digestFrom(object, 'digestAlgorithm')).equals(bytes(object, 'digest'))) {
       throw new ChunkChecksumError(`chunk of ${data.length} bytes does not match its digest`);
     }
     return { bytes: data, records: int(object, 'records'), cursor: str(object, 'cursor') };
   },
 };
 
-/** Also the core message's transferChunk payload (cluster/core-messages.ts). */
-export const transferChunkCodec: BodyCodec<TransferChunk> = {
-  toProto: (value) => ({
+function transferChunkToProto(value: TransferChunk, algorithm: DigestAlgorithm): ProtoObject {
+  return {
     transferId: value.transferId,
     seq: value.seq,
-    chunk: chunkData.toProto(value.chunk),
+    chunk: chunkDataProto(value.chunk, algorithm),
     last: value.last,
     totalEstimate: value.totalEstimate,
     fromCursor: value.fromCursor,
-  }),
+  };
+}
+
+/** Also the core message's transferChunk payload (cluster/core-messages.ts): its digest is v2's. */
+export const transferChunkCodec: BodyCodec<TransferChunk> = {
+  toProto: (value) => transferChunkToProto(value, V2_DIGEST),
   fromProto: (object) => ({
     type: 'transfer-chunk',
     transferId: str(object, 'transferId'),
@@ -143,12 +198,14 @@ export function decodeBody<T>(body: PeerBodyType<T>, data: Uint8Array): T {
 
 export function encodeEnvelope(envelope: Envelope): Uint8Array {
   const type = peerType('Envelope');
-  return type.encode(type.fromObject({ ...envelope })).finish();
+  const { digest, ...fields } = envelope;
+  // v2's digest is not written: a v2 envelope's bytes stay as they were.
+  return type.encode(type.fromObject(digest === undefined || digest === V2_DIGEST ? fields : { ...fields, digest: DIGESTS[digest] })).finish();
 }
 
-/** The proto object of a TransferChunk body, with its chunk's digest computed. */
-export function transferChunkProto(chunk: TransferChunk): ProtoObject {
-  return transferChunkCodec.toProto(chunk);
+/** The proto object of a TransferChunk body, with its chunk's digest computed by `algorithm`. */
+export function transferChunkProto(chunk: TransferChunk, algorithm: DigestAlgorithm): ProtoObject {
+  return transferChunkToProto(chunk, algorithm);
 }
 
 /**
@@ -168,11 +225,13 @@ export function encodeEnvelopeWithBody(envelope: Omit<Envelope, 'body'>, bodyTyp
   type.encode(type.fromObject(body), writer.uint32(tag('body', 2)).fork()).ldelim();
   writer.uint32(tag('signature', 2)).bytes(envelope.signature);
   writer.uint32(tag('replyTo', 2)).bytes(envelope.replyTo);
+  if (envelope.digest !== undefined && envelope.digest !== V2_DIGEST) writer.uint32(tag('digest', 0)).int32(digestNumber(envelope.digest));
   return writer.finish();
 }
 
 export function decodeEnvelope(data: Uint8Array): Envelope {
   const object = decodeProto('Envelope', data);
+  const digest = digestFrom(object, 'digest');
   return {
     sender: str(object, 'sender'),
     sentAtMs: int(object, 'sentAtMs'),
@@ -181,7 +240,14 @@ export function decodeEnvelope(data: Uint8Array): Envelope {
     body: bytes(object, 'body'),
     signature: bytes(object, 'signature'),
     replyTo: bytes(object, 'replyTo'),
+    ...(digest === V2_DIGEST ? {} : { digest }),
   };
+}
+
+/** The proto enum's number of a digest. */
+function digestNumber(algorithm: DigestAlgorithm): number {
+  const number = peerEnum('Digest').values[DIGESTS[algorithm]];
+  return number ?? refuse('digest', `a value of ${DIGESTS[algorithm]}`);
 }
 
 /** The plain object of a proto message, for tests that tamper with a field. */

@@ -26,8 +26,21 @@ export function peerRoot(): protobuf.Root {
   return root;
 }
 
+const types = new Map<string, protobuf.Type>();
+
+/** A message type of proto/peer.proto; looked up once (a lookup splits and walks the path). */
 export function peerType(name: string): protobuf.Type {
-  return peerRoot().lookupType(`${PEER_PACKAGE}.${name}`);
+  let type = types.get(name);
+  if (type === undefined) {
+    type = peerRoot().lookupType(`${PEER_PACKAGE}.${name}`);
+    types.set(name, type);
+  }
+  return type;
+}
+
+/** An enum of proto/peer.proto. */
+export function peerEnum(name: string): protobuf.Enum {
+  return peerRoot().lookupEnum(`${PEER_PACKAGE}.${name}`);
 }
 
 /**

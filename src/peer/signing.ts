@@ -1,21 +1,26 @@
 // Envelope signatures. The keys are tweetnacl's (peer/identity.ts) and the signatures are
 // byte-identical to tweetnacl's `nacl.sign.detached` (ed25519 is deterministic; see
 // test/unit/peer-signing.test.ts), but node:crypto computes them 30–100× faster
-// (tweetnacl signs in pure JavaScript). What is signed is a digest (codec.ts `peerDigest`,
-// SHA-512/256) of the envelope's metadata and of its body's digest, never the body itself
-// (the layout is in peer.proto). A TransferChunk's body is not hashed whole: its signed
+// (tweetnacl signs in pure JavaScript). What is signed is a digest (codec.ts `peerDigest`:
+// SHA-512/256, or SHA-256 where the sender's CPU hashes it faster, as the envelope names) of
+// the envelope's metadata and of its body's digest, never the body itself (the layout is in
+// peer.proto). A TransferChunk's body is not hashed whole: its signed
 // content is the chunk's metadata and the digest of its bytes (docs/cluster.md, "Transfers"), so
 // the bytes are hashed once on each side (to make and to check chunk.digest) rather than
 // twice.
 
 import { createPrivateKey, createPublicKey, randomBytes, sign, verify, type KeyObject } from 'node:crypto';
 import type { NodeIdentity } from './identity.js';
-import { decodeProto, peerDigest, type Envelope } from './codec.js';
+import { decodeProto, digestFrom, peerDigest, V2_DIGEST, type DigestAlgorithm, type Envelope } from './codec.js';
 
 export const NONCE_BYTES = 16;
 export const SIGNATURE_BYTES = 64;
 export const PUBLIC_KEY_BYTES = 32;
-const DOMAIN = Buffer.from('tributary.peer.v2\n', 'utf8');
+/** Each digest signs in a domain of its own. */
+const DOMAINS: Readonly<Record<DigestAlgorithm, Buffer>> = {
+  'sha512-256': Buffer.from('tributary.peer.v2\n', 'utf8'),
+  sha256: Buffer.from('tributary.peer.v2+sha256\n', 'utf8'),
+};
 /** Verifying keys of peers, by base64; a cluster has far fewer members than this. */
 const VERIFYING_KEYS_MAX = 4096;
 const verifyingKeys = new Map<string, KeyObject>();
@@ -60,19 +65,20 @@ export function verifyBytes(verifyingKey: KeyObject, message: Uint8Array, signat
  * their request by `replyTo`.
  */
 export function envelopeDigest(envelope: UnsignedEnvelope, recipientPublicKey: Uint8Array | undefined): Buffer {
-  return digestOf(envelope, contentDigest(envelope.kind, envelope.body), recipientPublicKey);
+  return digestOf(envelope, contentDigest(envelope.kind, envelope.body, envelope.digest ?? V2_DIGEST), recipientPublicKey);
 }
 
-/** The envelope's metadata and the digest of its content, in the layout of peer.proto. */
+/** The envelope's metadata and the digest of its content, in the layout of peer.proto, by the envelope's digest. */
 export function digestOf(
   envelope: Omit<UnsignedEnvelope, 'body'>,
   content: Uint8Array,
   recipientPublicKey: Uint8Array | undefined,
 ): Buffer {
+  const algorithm = envelope.digest ?? V2_DIGEST;
   const sentAt = Buffer.alloc(8);
   sentAt.writeBigInt64BE(BigInt(envelope.sentAtMs));
-  return createHashOf([
-    DOMAIN,
+  return hashOf(algorithm, [
+    DOMAINS[algorithm],
     lengthPrefixed16(Buffer.from(envelope.kind, 'utf8')),
     lengthPrefixed16(Buffer.from(envelope.sender, 'utf8')),
     sentAt,
@@ -84,8 +90,8 @@ export function digestOf(
 }
 
 /** The digest of the body, except for TransferChunk (see the top of this file). */
-export function contentDigest(kind: string, body: Uint8Array): Buffer {
-  return kind === 'TransferChunk' ? chunkContentDigest(decodeProto('TransferChunk', body)) : peerDigest(body);
+export function contentDigest(kind: string, body: Uint8Array, algorithm: DigestAlgorithm): Buffer {
+  return kind === 'TransferChunk' ? chunkContentDigest(decodeProto('TransferChunk', body), algorithm) : peerDigest(body, algorithm);
 }
 
 /**
@@ -95,14 +101,16 @@ export function contentDigest(kind: string, body: Uint8Array): Buffer {
  */
 export const CHUNK_SIGNED_FIELDS = {
   TransferChunk: ['transferId', 'seq', 'chunk', 'last', 'totalEstimate', 'fromCursor'],
-  ChunkData: ['records', 'cursor', 'digest'],
+  ChunkData: ['records', 'cursor', 'digest', 'digestAlgorithm'],
 } as const;
 
 /** Of a TransferChunk proto object: as decoded by the receiver, or as built by the sender. */
-export function chunkContentDigest(message: Record<string, unknown>): Buffer {
+export function chunkContentDigest(message: Record<string, unknown>, algorithm: DigestAlgorithm): Buffer {
   const chunk = (message.chunk ?? {}) as Record<string, unknown>;
   const digest = chunk.digest instanceof Uint8Array ? chunk.digest : new Uint8Array(0);
-  return createHashOf([
+  // The digest of the chunk's bytes: after it, one byte when it is not v2's, so v2's layout stands.
+  const chunkDigest = chunk.digestAlgorithm === undefined ? V2_DIGEST : digestFrom(chunk, 'digestAlgorithm');
+  return hashOf(algorithm, [
     lengthPrefixed16(Buffer.from(String(message.transferId ?? ''), 'utf8')),
     int64(message.seq),
     Buffer.from([message.last === true ? 1 : 0]),
@@ -111,8 +119,12 @@ export function chunkContentDigest(message: Record<string, unknown>): Buffer {
     int64(chunk.records ?? 0),
     lengthPrefixed16(Buffer.from(String(chunk.cursor ?? ''), 'utf8')),
     lengthPrefixed8(digest),
+    chunkDigest === 'sha256' ? Buffer.from([SHA256_BYTE]) : new Uint8Array(0),
   ]);
 }
+
+/** The byte that names SHA-256 as a chunk's digest in its signed layout (v2's is named by none). */
+const SHA256_BYTE = 1;
 
 /** A presence byte, so that an absent cursor and an empty one sign differently. */
 function optionalString(value: unknown): Buffer {
@@ -139,7 +151,9 @@ export interface SealOptions {
   replyTo: Uint8Array;
   /** A fresh random nonce unless given (tests replay one). */
   nonce?: Uint8Array;
-  /** contentDigest(kind, body), when the caller has it already (one body sent to several nodes). */
+  /** The digest to sign by (the sender's, codec.ts fastestPeerDigest); default v2's. */
+  digest?: DigestAlgorithm;
+  /** contentDigest(kind, body, digest), when the caller has it already (one body sent to several nodes). */
   contentDigest?: Uint8Array;
 }
 
@@ -151,8 +165,10 @@ export function sealEnvelope(options: SealOptions): Envelope {
     kind: options.kind,
     body: options.body,
     replyTo: options.replyTo,
+    // v2's digest is left out, as on the wire: a v2 envelope is what it was.
+    ...(options.digest === undefined || options.digest === V2_DIGEST ? {} : { digest: options.digest }),
   };
-  const content = options.contentDigest ?? contentDigest(unsigned.kind, unsigned.body);
+  const content = options.contentDigest ?? contentDigest(unsigned.kind, unsigned.body, unsigned.digest ?? V2_DIGEST);
   const signature = signBytes(options.signingKey, digestOf(unsigned, content, options.recipientPublicKey));
   return { ...unsigned, signature };
 }
@@ -168,8 +184,8 @@ export function verifyEnvelope(envelope: Envelope, verifyingKey: KeyObject, reci
   return verifyBytes(verifyingKey, digest, envelope.signature);
 }
 
-function createHashOf(parts: Uint8Array[]): Buffer {
-  return peerDigest(Buffer.concat(parts));
+function hashOf(algorithm: DigestAlgorithm, parts: Uint8Array[]): Buffer {
+  return peerDigest(Buffer.concat(parts), algorithm);
 }
 
 function lengthPrefixed16(bytes: Uint8Array): Buffer {

@@ -25,6 +25,8 @@ import {
   encodeEnvelope,
   encodeEnvelopeWithBody,
   transferChunkProto,
+  V2_DIGEST,
+  type DigestAlgorithm,
   type Envelope,
   type ErrorReply,
   type TransferChunk,
@@ -128,6 +130,11 @@ export interface PeerTransportOptions {
    * three keepalive intervals.
    */
   keepaliveTimeoutMs?: number;
+  /**
+   * The digest this node signs by (codec.ts; the node passes fastestPeerDigest()). Default
+   * v2's, SHA-512/256. Envelopes and chunks by either are checked, whatever this is.
+   */
+  digest?: DigestAlgorithm;
 }
 
 export type { CallHandler, CallOptions, TransferHandler } from './endpoint.js';
@@ -171,6 +178,7 @@ export class PeerTransport implements PeerEndpoint {
   private transferHandler: TransferHandler | undefined;
   private readonly replay: ReplayGuard;
   private readonly signingKey: KeyObject;
+  private readonly digest: DigestAlgorithm;
   private readonly clock: () => number;
   private readonly log: Logger;
   private boundPort: number | undefined;
@@ -183,6 +191,7 @@ export class PeerTransport implements PeerEndpoint {
   constructor(private readonly options: PeerTransportOptions) {
     this.replay = new ReplayGuard(options.replayWindowMs, options.nonceEntriesMax ?? NONCE_ENTRIES_MAX);
     this.signingKey = signingKeyOf(options.identity);
+    this.digest = options.digest ?? V2_DIGEST;
     this.clock = options.clock ?? Date.now;
     this.log = options.log;
     this.noticesIn = new InboundNotices(options.log);
@@ -513,7 +522,7 @@ export class PeerTransport implements PeerEndpoint {
     let content: Uint8Array;
     try {
       bytes = encodeBody(kind.request, body);
-      content = contentDigest(kind.name, bytes);
+      content = contentDigest(kind.name, bytes, this.digest);
     } catch (error) {
       // A body that does not encode fails each call, as a call's own failure would: never a throw.
       return to.map(() => Promise.reject(error));
@@ -606,15 +615,19 @@ export class PeerTransport implements PeerEndpoint {
       sentAtMs: this.clock(),
       recipientPublicKey: recipient,
       replyTo,
+      digest: this.digest,
       contentDigest: content,
     });
   }
 
   /** Signs the chunk's metadata and digest, and writes its bytes once (codec.ts). */
   private sealChunk(chunk: TransferChunk, recipient: Uint8Array): { nonce: Uint8Array; bytes: Uint8Array } {
-    const body = transferChunkProto(chunk);
-    const meta = { sender: this.name, sentAtMs: this.clock(), nonce: randomBytes(NONCE_BYTES), kind: TRANSFER_CHUNK.type, replyTo: NO_BYTES };
-    const signature = signBytes(this.signingKey, digestOf(meta, chunkContentDigest(body), recipient));
+    const body = transferChunkProto(chunk, this.digest);
+    const meta = {
+      sender: this.name, sentAtMs: this.clock(), nonce: randomBytes(NONCE_BYTES), kind: TRANSFER_CHUNK.type, replyTo: NO_BYTES,
+      ...(this.digest === V2_DIGEST ? {} : { digest: this.digest }),
+    };
+    const signature = signBytes(this.signingKey, digestOf(meta, chunkContentDigest(body, this.digest), recipient));
     const bytes = encodeEnvelopeWithBody({ ...meta, signature }, TRANSFER_CHUNK.type, body);
     this.options.observer?.message('out', TRANSFER_CHUNK.type, bytes.length);
     return { nonce: meta.nonce, bytes };

@@ -16,6 +16,7 @@ import {
   encodeEnvelopeWithBody,
   encodeProto,
   transferChunkProto,
+  V2_DIGEST,
   type TransferChunk,
 } from '../../src/peer/codec.js';
 import { PEER_JSON_CHARS_MAX, PEER_JSON_DEPTH_MAX, parsePeerJson } from '../../src/peer/documents.js';
@@ -350,9 +351,28 @@ describe('peer codec - chunk envelopes written in one pass', () => {
     const meta = { sender: 'a', sentAtMs: 1_700_000_000_123, nonce: new Uint8Array(16).fill(7), kind: 'TransferChunk', signature: new Uint8Array(64).fill(9) };
     for (const replyTo of [new Uint8Array(0), new Uint8Array(16).fill(3)]) {
       const twoPass = encodeEnvelope({ ...meta, replyTo, body: encodeBody(TRANSFER_CHUNK, chunkMessage) });
-      const onePass = encodeEnvelopeWithBody({ ...meta, replyTo }, 'TransferChunk', transferChunkProto(chunkMessage));
+      const onePass = encodeEnvelopeWithBody({ ...meta, replyTo }, 'TransferChunk', transferChunkProto(chunkMessage, V2_DIGEST));
       expect(Buffer.from(onePass).equals(Buffer.from(twoPass))).toBe(true);
     }
+  });
+
+  it('names SHA-256 where it is used, and leaves v2 envelopes and chunks as they were', () => {
+    const chunkMessage = SAMPLES.TransferChunk![0] as TransferChunk;
+    const meta = { sender: 'a', sentAtMs: 1_700_000_000_123, nonce: new Uint8Array(16).fill(7), kind: 'TransferChunk', signature: new Uint8Array(64).fill(9), replyTo: new Uint8Array(0) };
+    const v2 = encodeEnvelopeWithBody(meta, 'TransferChunk', transferChunkProto(chunkMessage, V2_DIGEST));
+    expect(Buffer.from(v2).equals(Buffer.from(encodeEnvelopeWithBody({ ...meta, digest: 'sha512-256' }, 'TransferChunk', transferChunkProto(chunkMessage, V2_DIGEST))))).toBe(true);
+    const sha256 = decodeEnvelope(encodeEnvelopeWithBody({ ...meta, digest: 'sha256' }, 'TransferChunk', transferChunkProto(chunkMessage, 'sha256')));
+    expect(sha256.digest).toBe('sha256');
+    expect(decodeEnvelope(v2).digest).toBeUndefined();
+    const chunk = decodeProto('TransferChunk', sha256.body).chunk as { bytes: Uint8Array; digest: Uint8Array; digestAlgorithm: string };
+    expect(chunk.digestAlgorithm).toBe('DIGEST_SHA256');
+    expect(Buffer.from(chunk.digest)).toEqual(createHash('sha256').update(chunk.bytes).digest());
+    expect(decodeBody(TRANSFER_CHUNK, sha256.body)).toStrictEqual(decodeBody(TRANSFER_CHUNK, decodeEnvelope(v2).body));
+    // A chunk whose digest is named as the other one's does not check.
+    const renamed = encodeProto('TransferChunk', { ...decodeProto('TransferChunk', sha256.body), chunk: { ...chunk, digestAlgorithm: 'DIGEST_SHA512_256' } });
+    expect(() => decodeBody(TRANSFER_CHUNK, renamed)).toThrow(ChunkChecksumError);
+    const envelope = { ...meta, kind: 'Ping', body: new Uint8Array([1, 2]), digest: 'sha256' as const };
+    expect(plain(decodeEnvelope(encodeEnvelope(envelope)))).toStrictEqual(envelope);
   });
 });
 

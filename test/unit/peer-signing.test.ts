@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import nacl from 'tweetnacl';
 import { describe, expect, it } from 'vitest';
 import type { NodeIdentity } from '../../src/peer/identity.js';
@@ -81,6 +81,20 @@ describe('peer signing - envelopes', () => {
     expect(verifyEnvelope(envelope, key, undefined)).toBe(false);
   });
 
+  it('signs by SHA-256 when told, names it in the envelope, and does not check under the other digest', () => {
+    const envelope = sealEnvelope({ signingKey: signingKeyOf(sender), ...fields, recipientPublicKey: recipient.publicKey, digest: 'sha256' });
+    const key = verifyingKeyOf(sender.publicKey);
+    expect(envelope.digest).toBe('sha256');
+    expect(verifyEnvelope(envelope, key, recipient.publicKey)).toBe(true);
+    const { digest: _named, ...unnamed } = envelope;
+    expect(verifyEnvelope(unnamed, key, recipient.publicKey)).toBe(false);
+    const v2 = sealEnvelope({ signingKey: signingKeyOf(sender), ...fields, recipientPublicKey: recipient.publicKey });
+    expect(v2.digest).toBeUndefined();
+    expect(verifyEnvelope({ ...v2, digest: 'sha256' }, key, recipient.publicKey)).toBe(false);
+    // The same fields give another digest under each: the domains and hashes differ.
+    expect(envelopeDigest({ ...fields, digest: 'sha256' }, undefined).equals(envelopeDigest(fields, undefined))).toBe(false);
+  });
+
   it('keeps length-prefixed fields apart (sender "ab" + kind "c" is not sender "a" + kind "bc")', () => {
     const one = envelopeDigest({ ...fields, sender: 'ab', kind: 'c' }, undefined);
     const two = envelopeDigest({ ...fields, sender: 'a', kind: 'bc' }, undefined);
@@ -100,17 +114,17 @@ describe('peer signing - transfer chunks', () => {
     totalEstimate: 40,
     fromCursor: 'j',
   });
-  const seal = (body: Uint8Array) =>
-    sealEnvelope({
-      signingKey: signingKeyOf(sender),
-      sender: 'a',
-      sentAtMs: 1,
-      nonce: randomBytes(16),
-      kind: 'TransferChunk',
-      body,
-      replyTo: new Uint8Array(0),
-      recipientPublicKey: recipient.publicKey,
-    });
+  const sealing = (body: Uint8Array) => ({
+    signingKey: signingKeyOf(sender),
+    sender: 'a',
+    sentAtMs: 1,
+    nonce: randomBytes(16),
+    kind: 'TransferChunk',
+    body,
+    replyTo: new Uint8Array(0),
+    recipientPublicKey: recipient.publicKey,
+  });
+  const seal = (body: Uint8Array) => sealEnvelope(sealing(body));
   const withChunk = (change: Record<string, unknown>, top: Record<string, unknown> = {}) => {
     const proto = decodeProto('TransferChunk', chunkBody);
     return encodeProto('TransferChunk', { ...proto, ...top, chunk: { ...(proto.chunk as object), ...change } });
@@ -131,6 +145,18 @@ describe('peer signing - transfer chunks', () => {
     const otherBytes = withChunk({ bytes: randomBytes(4096) });
     expect(verifyEnvelope({ ...envelope, body: otherBytes }, key, recipient.publicKey)).toBe(true);
     expect(() => decodeBody(TRANSFER_CHUNK, otherBytes)).toThrow(ChunkChecksumError);
+  });
+
+  it("signs a SHA-256 chunk's digest name too: naming the other digest breaks the signature", () => {
+    const proto = decodeProto('TransferChunk', chunkBody);
+    const data = (proto.chunk as { bytes: Uint8Array }).bytes;
+    const sha256Body = encodeProto('TransferChunk', { ...proto, chunk: { ...(proto.chunk as object), digest: createHash('sha256').update(data).digest(), digestAlgorithm: 'DIGEST_SHA256' } });
+    const envelope = sealEnvelope({ ...sealing(sha256Body), digest: 'sha256' });
+    const key = verifyingKeyOf(sender.publicKey);
+    expect(verifyEnvelope(envelope, key, recipient.publicKey)).toBe(true);
+    expect(decodeBody(TRANSFER_CHUNK, sha256Body).chunk.bytes).toEqual(data);
+    const renamed = encodeProto('TransferChunk', { ...decodeProto('TransferChunk', sha256Body), chunk: { ...(decodeProto('TransferChunk', sha256Body).chunk as object), digestAlgorithm: 'DIGEST_SHA512_256' } });
+    expect(verifyEnvelope({ ...envelope, body: renamed }, key, recipient.publicKey)).toBe(false);
   });
 });
 

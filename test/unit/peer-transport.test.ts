@@ -7,7 +7,7 @@ import type { Membership } from '../../src/protocol/cluster-types.js';
 import type { NodeIdentity } from '../../src/peer/identity.js';
 import { VersionConflictError } from '../../src/lib/errors.js';
 import { PeerUnavailableError } from '../../src/peer/errors.js';
-import { TRANSFER_CHUNK, decodeProto, encodeBody, encodeEnvelope, encodeProto, type TransferAck, type TransferChunk } from '../../src/peer/codec.js';
+import { TRANSFER_CHUNK, decodeProto, encodeBody, encodeEnvelope, encodeProto, type DigestAlgorithm, type TransferAck, type TransferChunk } from '../../src/peer/codec.js';
 import { WRITE_RECORDS } from '../../src/cluster/write-messages.js';
 import { NodeTable, type NodeDocument } from '../../src/cluster/node-table.js';
 import { admitSenderKey, nodeTableDirectory, startPeerServer } from '../../src/cluster/peer-server.js';
@@ -45,7 +45,7 @@ function directoryOf(known: Peer['known']): PeerDirectory {
   };
 }
 
-async function startPeer(name: string, options: { identity?: NodeIdentity; pending?: () => boolean; trustedKeys?: ReadonlySet<string> } = {}): Promise<Peer> {
+async function startPeer(name: string, options: { identity?: NodeIdentity; pending?: () => boolean; trustedKeys?: ReadonlySet<string>; digest?: DigestAlgorithm } = {}): Promise<Peer> {
   const keys = options.identity ?? identity();
   const logs: Peer['logs'] = [];
   const log = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line) as Record<string, unknown>) });
@@ -59,6 +59,7 @@ async function startPeer(name: string, options: { identity?: NodeIdentity; pendi
     log,
     host: HOST,
     port: 0,
+    ...(options.digest === undefined ? {} : { digest: options.digest }),
     acceptUnknown:
       pending &&
       acceptStrangers(ADMIT, (sender, admit) => {
@@ -461,6 +462,39 @@ describe('peer transport - transfer streams', () => {
     stream.sendRawEnvelope(encodeEnvelope(envelope));
     await expect(closed).resolves.toMatchObject({ status: 401, code: 'PEER_AUTH' });
     expect(acks).toEqual([]);
+  });
+});
+
+describe('peer transport - digests', () => {
+  it('a node signing by SHA-256 and one by SHA-512/256 answer each other, and take each other’s chunks', async () => {
+    const [fast, plain] = await Promise.all([startPeer('s', { digest: 'sha256' }), startPeer('p')]);
+    try {
+      introduce(fast, plain);
+      introduce(plain, fast);
+      await expect(fast.transport.call('p', MONITORING_READ, echo('one'), CALL)).resolves.toEqual({ node: 's', details: { echo: 'one' } });
+      await expect(plain.transport.call('s', MONITORING_READ, echo('two'), CALL)).resolves.toEqual({ node: 'p', details: { echo: 'two' } });
+      for (const [from, to] of [[fast, plain], [plain, fast]] as const) {
+        const got: Array<[string, TransferChunk]> = [];
+        to.transport.handleTransfer(async (sender, chunk) => {
+          got.push([sender, chunk]);
+          return { type: 'transfer-ack', transferId: chunk.transferId, seq: chunk.seq };
+        });
+        const acks: TransferAck[] = [];
+        let closedWith: (error: unknown) => void = () => undefined;
+        const closed = new Promise<unknown>((resolve) => (closedWith = resolve));
+        const stream = from.transport.openTransferStream(to.transport.name, { onAck: (ack) => acks.push(ack), onClose: (error) => closedWith(error) }, CALL);
+        for (let seq = 0; seq < 3; seq += 1) {
+          stream.send({ type: 'transfer-chunk', transferId: 'mixed', seq, chunk: { bytes: Buffer.alloc(2_000, seq), records: 1, cursor: `k${seq}` }, last: seq === 2, totalEstimate: 3, fromCursor: undefined });
+        }
+        stream.close();
+        await expect(closed).resolves.toBeUndefined();
+        expect(acks.map((ack) => ack.seq)).toEqual([0, 1, 2]);
+        expect(got.map(([sender, chunk]) => [sender, chunk.seq, Buffer.from(chunk.chunk.bytes).equals(Buffer.alloc(2_000, chunk.seq))])).toEqual([0, 1, 2].map((seq) => [from.transport.name, seq, true]));
+      }
+      expect([...refusals(fast), ...refusals(plain)]).toEqual([]);
+    } finally {
+      await Promise.all([fast.transport.close(1_000), plain.transport.close(1_000)]);
+    }
   });
 });
 
