@@ -11,7 +11,9 @@
 // envelope, no digest, no signature); the 200 comes once all are durable. No schema, no checks
 // beyond the parse, no epoch, no hints, no metrics, no compaction of anything but LevelDB's
 // own. What our node does beyond this is its own cost; where this falls short of a goal, no
-// design on these parts reaches it here.
+// design on these parts reaches it here. Two additions show what our node must do beyond it:
+// `signed` authenticates every peer write and its answer as ours does, and `blocks` stores
+// each partition's payloads as our tsr blocks, packed by our own code.
 //
 // Nothing here is used by the product. The processes listen on 127.0.0.1 only, on ports
 // they pick, and are stopped by their pids.
@@ -32,7 +34,10 @@ import { DEFAULT_WRITE_BUFFER_BYTES } from '../src/storage/database.js';
 import { CHANNEL_OPTIONS } from '../src/peer/wire.js';
 import { firstLine, runRoleIfMain, spawnRole, stopChild } from './child-role.js';
 import { passBytes, rawBytesMethod } from './raw-grpc.js';
-import { postBatch, type PreparedBatch, runBatches, type Timing } from './ingest.js';
+import { postBatch, type PreparedBatch, runBatches, SCHEMA, type Timing } from './ingest.js';
+import { compilePayloadChecks } from '../src/streams/payload-checks.js';
+import { packTsrBatch, type PackedBatch, type PayloadChecks, type TsrBatch } from '../src/streams/tsr-batch.js';
+import { blockHeader } from '../src/storage/tsr-block.js';
 import { WARMUP_BATCHES_PER_NODE } from './replicated.js';
 import { cpuSecondsOf, folderBytes, temporaryFolder } from './server-process.js';
 import { type CpuByClass, cpuByClassSince, threadTimesOf } from './thread-cpu.js';
@@ -57,6 +62,13 @@ export interface FloorOptions {
    * trust its network.
    */
   signed?: boolean;
+  /**
+   * Store each partition's payloads of a batch as our node does, as a tsr block, made by our
+   * own pure code (tsr-batch.ts packTsrBatch: the schema's checks, each payload's partition,
+   * the columns), instead of their JSON texts one per line: what our stored format costs at
+   * least, with none of the node's other work.
+   */
+  blocks?: boolean;
   /** Copies of each payload (at most `processes`; default all): partition p's on processes p, p+1, … mod `processes`. */
   replicas?: number;
   /** Worker threads that parse and make the records (0: the main thread does). */
@@ -93,6 +105,7 @@ export async function runIngestFloor(batches: ReadonlyArray<Pick<PreparedBatch, 
     const replicas = Math.min(options.replicas ?? options.processes, options.processes);
     const args = ['--ring-size', String(options.ringSize), '--hash-bytes', String(options.hashBytes), '--threads', String(options.threads), '--replicas', String(replicas)];
     if (options.signed === true) args.push('--signed');
+    if (options.blocks === true) args.push('--blocks');
     for (let index = 0; index < options.processes; index += 1) children.push(spawnRole(THIS_FILE, 'floor-node', ['--name', `floor-${index + 1}`, ...args]));
     const addresses = await Promise.all(children.map((child, index) => firstLine<FloorAddress>(child, `floor process ${index + 1}`)));
     await Promise.all(
@@ -196,8 +209,19 @@ interface Parsed {
   refused?: string;
 }
 
+/** How a floor process makes its records. */
+interface RecordShape {
+  name: string;
+  ringSize: number;
+  hashBytes: number;
+  /** Our tsr blocks (FloorOptions.blocks), else the payloads' JSON lines. */
+  blocks: boolean;
+}
+
 /** The records of a batch's text, or why it is refused. */
-function parseBatch(text: string, prefix: string, name: string, sequence: { next: number }, ringSize: number, hashBytes: number): Parsed {
+function parseBatch(text: string, prefix: string, shape: RecordShape, sequence: { next: number }): Parsed {
+  if (shape.blocks) return blockRecordsOf(text, prefix, shape, sequence);
+  const { name, ringSize, hashBytes } = shape;
   let payloads: unknown;
   try {
     payloads = JSON.parse(text);
@@ -208,20 +232,51 @@ function parseBatch(text: string, prefix: string, name: string, sequence: { next
   return { records: recordsOf(payloads, prefix, name, sequence, ringSize, hashBytes) };
 }
 
-interface WorkerSetup {
+/** The checks of the bench's schema, compiled as our node compiles them (payload-checks.ts). */
+let benchChecks: PayloadChecks | undefined;
+/** Payloads one posted batch may hold (the bench's are 500), and how deep it may nest (the node's default). */
+const FLOOR_BATCH_PAYLOADS_MAX = 100_000;
+const FLOOR_JSON_DEPTH_MAX = 128;
+
+/** The batch as our ingest worker packs it, each block a record under a floor key. */
+function blockRecordsOf(text: string, prefix: string, shape: RecordShape, sequence: { next: number }): Parsed {
+  benchChecks ??= compilePayloadChecks(SCHEMA);
+  sequence.next += 1;
+  const batch: TsrBatch = {
+    text,
+    jsonDepthMax: FLOOR_JSON_DEPTH_MAX,
+    batchPayloadsMax: FLOOR_BATCH_PAYLOADS_MAX,
+    stream: 'floor',
+    policy: { replicas: 1, ring_size: shape.ringSize, hash_payload: { bytes: shape.hashBytes } },
+    receivedAt: Date.now(),
+    base: `${shape.name}-${sequence.next}`,
+  };
+  let packed: PackedBatch;
+  try {
+    packed = packTsrBatch(batch, benchChecks);
+  } catch (error) {
+    return { refused: (error as Error).message };
+  }
+  if (packed.failures.length > 0) return { refused: `payload ${packed.failures[0]![0]}: ${packed.failures[0]![1]}` };
+  return {
+    records: packed.records.map((record): FloorRecord => {
+      const key = `${prefix}/${String(record.partition).padStart(5, '0')}/${String(record.timestamp).padStart(15, '0')}/${record.writeId}`;
+      return [record.partition, Buffer.from(key), Buffer.from(record.value)];
+    }),
+  };
+}
+
+interface WorkerSetup extends RecordShape {
   role: 'floor-worker';
-  name: string;
-  ringSize: number;
-  hashBytes: number;
 }
 
 /** Batches parsed on worker threads in turn (as the node's ingest pool does), or on this thread. */
-function batchParser(threads: number, name: string, ringSize: number, hashBytes: number): { parse(text: string, prefix: string): Promise<Parsed>; close(): void } {
+function batchParser(threads: number, shape: RecordShape): { parse(text: string, prefix: string): Promise<Parsed>; close(): void } {
   const sequence = { next: 0 };
-  if (threads === 0) return { parse: async (text, prefix) => parseBatch(text, prefix, name, sequence, ringSize, hashBytes), close: () => undefined };
+  if (threads === 0) return { parse: async (text, prefix) => parseBatch(text, prefix, shape, sequence), close: () => undefined };
   const waiting = new Map<number, (parsed: Parsed) => void>();
   const workers = Array.from({ length: threads }, (_, index) => {
-    const setup: WorkerSetup = { role: 'floor-worker', name: `${name}-w${index}`, ringSize, hashBytes };
+    const setup: WorkerSetup = { ...shape, role: 'floor-worker', name: `${shape.name}-w${index}` };
     const worker = new Worker(THIS_FILE, { workerData: setup });
     worker.on('message', ({ id, parsed }: { id: number; parsed: Parsed }) => {
       waiting.get(id)?.(parsed);
@@ -251,7 +306,7 @@ function batchParser(threads: number, name: string, ringSize: number, hashBytes:
 function serveFloorWorker(setup: WorkerSetup): void {
   const sequence = { next: 0 };
   parentPort!.on('message', ({ id, text, prefix }: { id: number; text: string; prefix: string }) => {
-    parentPort!.postMessage({ id, parsed: parseBatch(text, prefix, setup.name, sequence, setup.ringSize, setup.hashBytes) });
+    parentPort!.postMessage({ id, parsed: parseBatch(text, prefix, setup, sequence) });
   });
 }
 
@@ -295,10 +350,14 @@ class FloorStore {
     await batch.write({ sync: true });
   }
 
-  /** The measured payloads: a record's payloads are its lines. */
+  /** The measured payloads: a record's payloads are its lines, or its block's count. */
   async countMeasured(): Promise<number> {
     let payloads = 0;
     for await (const value of this.level.values({ gte: Buffer.from(`${MEASURED}/`), lt: Buffer.from(`${MEASURED}0`) })) {
+      if (value.subarray(0, 5).toString('latin1') === 'tsb2 ') {
+        payloads += blockHeader(value.toString('latin1', 0, Math.max(0, value.indexOf(10)) + 1)).count;
+        continue;
+      }
       payloads += 1;
       for (let at = value.indexOf(10); at !== -1; at = value.indexOf(10, at + 1)) payloads += 1;
     }
@@ -408,6 +467,7 @@ async function serveFloorNode(argv: string[]): Promise<void> {
       threads: { type: 'string' },
       replicas: { type: 'string' },
       signed: { type: 'boolean' },
+      blocks: { type: 'boolean' },
     },
   });
   const floorSigning = values.signed === true ? new FloorSigning() : undefined;
@@ -415,7 +475,7 @@ async function serveFloorNode(argv: string[]): Promise<void> {
   const name = values.name ?? 'floor';
   const ringSize = wholeNumber('--ring-size', values['ring-size'], 1);
   const hashBytes = wholeNumber('--hash-bytes', values['hash-bytes'], 1);
-  const parser = batchParser(wholeNumber('--threads', values.threads ?? '0', 0), name, ringSize, hashBytes);
+  const parser = batchParser(wholeNumber('--threads', values.threads ?? '0', 0), { name, ringSize, hashBytes, blocks: values.blocks === true });
   const store = await FloorStore.open();
   const server = new grpc.Server(CHANNEL_OPTIONS);
   // By process index; this process's own entry is undefined.

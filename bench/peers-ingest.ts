@@ -74,6 +74,7 @@ const RUN_NAMES = [
   'ours-r3',
   'floor-r3',
   'floor-r3-signed',
+  'floor-r3-signed-blocks',
   'jetstream-r3',
   'jetstream-r3-sync',
 ] as const;
@@ -238,13 +239,13 @@ async function runOurs(batches: readonly PreparedBatch[], nodeCount: number, rep
 const HINTS_DELIVERED_TIMEOUT_MS = 120_000;
 
 /** The floor of the same shape as one of our runs (ingest-floor.ts), with what it stores checked as ours is. */
-async function runFloor(batches: readonly PreparedBatch[], processes: number, replicas: number, clients: number, signed = false): Promise<IngestRun> {
+async function runFloor(batches: readonly PreparedBatch[], processes: number, replicas: number, clients: number, signed = false, blocks = false): Promise<IngestRun> {
   const loadAverage1mBefore = round(os.loadavg()[0]!, 2);
-  const setup = (processes === 1 ? 'one process' : `${processes} processes, replicas ${replicas}`) + (signed ? ', signed' : '');
+  const setup = (processes === 1 ? 'one process' : `${processes} processes, replicas ${replicas}`) + (signed ? ', signed' : '') + (blocks ? ', our tsr blocks' : '');
   log(`peers-ingest: the floor, ${setup}, ${clients} clients…`);
   // Parsed on each process's main thread: with three processes on two cores a hop to a
   // worker thread only adds work (ours measured the same with and without its workers).
-  const run = await runIngestFloor(batches, { processes, replicas, signed, threads: 0, ringSize: RING_SIZE, hashBytes: HASH_BYTES, clients });
+  const run = await runIngestFloor(batches, { processes, replicas, signed, blocks, threads: 0, ringSize: RING_SIZE, hashBytes: HASH_BYTES, clients });
   expectCopies(`the floor, ${setup}`, run.storedCopies, replicas * countOf(batches));
   return {
     system: FLOOR_SYSTEM,
@@ -450,6 +451,12 @@ function markdown(report: { runs: IngestRun[]; goal: any; params: any; machine: 
       `Against the floor that signs and checks every peer write as ours must (SHA-256 or SHA-512/256, as our node picks on this CPU, and ed25519): replicas 2 ${goal.ofSignedFloor.replicas2 ?? '–'}, replicas 3 ${goal.ofSignedFloor.replicas3 ?? '–'}.`,
     );
   }
+  if (goal.signedBlocks.ofFloor !== undefined) {
+    lines.push(
+      `The signed floor storing our tsr blocks (packed by our code: schema checks, partitions, columns) reaches ${goal.signedBlocks.ofFloor} of the bare floor at replicas 3: ` +
+        `a design that authenticates its peer writes and packs this format with this code gets no higher here. Ours is ${goal.signedBlocks.oursOfIt ?? '–'} of it.`,
+    );
+  }
   if (goal.ratio !== undefined) lines.push(`Tributary at replicas 3 is ${goal.ratio}× JetStream R3; the floor reaches ${goal.floorRatio}×.`);
   return lines.join('\n');
 }
@@ -469,6 +476,8 @@ async function runPlan(batches: readonly PreparedBatch[], clients: number, windo
       [`floor-r${replicas}`, () => runFloor(batches, CLUSTER_NODES, replicas, clients)],
       [`floor-r${replicas}-signed`, () => runFloor(batches, CLUSTER_NODES, replicas, clients, true)],
     ]),
+    // What our stored format and authentication cost together, at least: the signed floor storing our tsr blocks.
+    ['floor-r3-signed-blocks', () => runFloor(batches, CLUSTER_NODES, 3, clients, true, true)],
     ['jetstream-r3', () => runJetStream(binary!, batches, JETSTREAM_REPLICAS[1], clients, window, false)],
     ['jetstream-r3-sync', () => runJetStream(binary!, batches, JETSTREAM_REPLICAS[1], clients, window, true)],
   ];
@@ -484,9 +493,11 @@ async function runPlan(batches: readonly PreparedBatch[], clients: number, windo
 /** The goals, from the runs made: a ratio whose runs were not made is undefined, and so is `met` then. */
 function goalOf(runs: readonly IngestRun[]) {
   const ours = (replicas: number, nodes: number) => runs.find((run) => run.system === 'Tributary' && run.replicas === replicas && (nodes === 1) === (run.setup === 'one node'));
-  const floorOf = (replicas: number, processes: number, signed = false) =>
+  const floorOf = (replicas: number, processes: number, signed = false, blocks = false) =>
     runs.find(
-      (run) => run.system === FLOOR_SYSTEM && run.replicas === replicas && (processes === 1) === (run.setup === 'one process') && signed === run.setup.endsWith('signed'),
+      (run) =>
+        run.system === FLOOR_SYSTEM && run.replicas === replicas && (processes === 1) === (run.setup === 'one process') &&
+        signed === run.setup.includes('signed') && blocks === run.setup.includes('blocks'),
     );
   const ours3 = ours(3, CLUSTER_NODES);
   const theirs3 = runs.find((run) => run.system === 'NATS JetStream' && run.replicas === 3 && !run.setup.includes('always'));
@@ -495,6 +506,9 @@ function goalOf(runs: readonly IngestRun[]) {
     mine === undefined || base === undefined ? undefined : round(mine.payloadsPerSecond / base.payloadsPerSecond, 2);
   const ofFloor = { oneNode: share(ours(1, 1), floorOf(1, 1)), replicas2: share(ours(2, CLUSTER_NODES), floorOf(2, CLUSTER_NODES)), replicas3: share(ours3, floor) };
   const ofSignedFloor = { replicas2: share(ours(2, CLUSTER_NODES), floorOf(2, CLUSTER_NODES, true)), replicas3: share(ours3, floorOf(3, CLUSTER_NODES, true)) };
+  // Where the goal lies for any design that signs and stores our blocks: that floor's share of the bare one.
+  const signedBlocksFloor = floorOf(3, CLUSTER_NODES, true, true);
+  const signedBlocks = { ofFloor: share(signedBlocksFloor, floor), oursOfIt: share(ours3, signedBlocksFloor) };
   const cpuVsJetStreamR3 =
     ours3?.cpuSeconds.servers === undefined || theirs3?.cpuSeconds.servers === undefined ? undefined : round(ours3.cpuSeconds.servers / theirs3.cpuSeconds.servers, 2);
   const measured = Object.values(ofFloor).every((value) => value !== undefined) && cpuVsJetStreamR3 !== undefined;
@@ -503,6 +517,7 @@ function goalOf(runs: readonly IngestRun[]) {
     ofFloorMin: OF_FLOOR_MIN,
     ofFloor,
     ofSignedFloor,
+    signedBlocks,
     cpuVsJetStreamR3Max: CPU_VS_JETSTREAM_MAX,
     cpuVsJetStreamR3,
     met,
