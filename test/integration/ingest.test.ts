@@ -118,6 +118,19 @@ describe('ingest - persisted streams', () => {
   });
 });
 
+describe('ingest - body text', () => {
+  it('reads a body with a byte order mark, and characters split across its chunks, as the text sent', async () => {
+    await defineStream('bom', 'tsr', { replicas: 1, ring_size: 4, hash_payload: { bytes: 16 } });
+    // ~300 KB: read in several chunks, some ending inside a character of 2 to 4 bytes.
+    const batch = Array.from({ length: 2_000 }, (_, i) => ({ ...payload(i), host: `hôte-${i % 7}-${'é😀ß'.repeat(20)}` }));
+    const response = await api.post('/streams/demo/metrics/bom', `\uFEFF${JSON.stringify(batch)}`);
+    expect(response.status).toBe(200);
+    const back = await stored('tsr', 'bom', true);
+    expect(back.total).toBe(2_000);
+    expect(new Set(back.payloads!.map((entry) => entry.payload.host))).toEqual(new Set(batch.map((each) => each.host)));
+  });
+});
+
 describe('ingest - worker threads', () => {
   // The default node packs tsr batches in its ingest workers; this one, with none, does all
   // of it on the main thread. The same requests must answer and store alike on both.
