@@ -26,8 +26,6 @@ import { StartupError, TributaryError } from '../lib/errors.js';
 const SUBLEVEL_OPTIONS = { keyEncoding: 'utf8', valueEncoding: 'utf8' } as const;
 /** Options of an operation whose key and value are bytes already (batchEncoded). */
 const BUFFERS = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
-/** A value of bytes put as they are (the database's values are UTF-8 text either way). */
-const VIEW_VALUE = { valueEncoding: 'view' } as const;
 
 // Written out (abstract-level is classic-level's own base): src is built with declarations
 // (tsconfig.src.json), and an inferred type from a package the code does not name cannot be.
@@ -37,8 +35,7 @@ function openSublevel(level: ClassicLevel<string, string>, name: string): Sublev
   return level.sublevel<string, string>(name, SUBLEVEL_OPTIONS);
 }
 export type BatchOperation = (
-  /** A value of bytes is UTF-8 text as it came from a peer (StoredRecord.bytes), stored as it is. */
-  | { type: 'put'; sublevel: Sublevel; key: string; value: string | Uint8Array }
+  | { type: 'put'; sublevel: Sublevel; key: string; value: string }
   | { type: 'del'; sublevel: Sublevel; key: string }
 ) & {
   /**
@@ -192,9 +189,8 @@ export class Database {
           // Anything but a put is written as a delete below: an operation of another type would delete its key.
           assert(operation.type === 'put' || operation.type === 'del', () => `a batch operation of type ${(operation as { type: unknown }).type}`);
           const key = operation.sublevel.prefix + operation.key;
-          if (operation.type !== 'put') batch.del(key);
-          else if (typeof operation.value === 'string') batch.put(key, operation.value);
-          else batch.put<string, Uint8Array>(key, operation.value, VIEW_VALUE);
+          if (operation.type === 'put') batch.put(key, operation.value);
+          else batch.del(key);
         }
       });
     } catch (error) {

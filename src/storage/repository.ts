@@ -27,11 +27,6 @@ export interface StoredRecord {
   writeId: string;
   /** ssr: the payload as canonical JSON text. tsr: the text of a block of payloads (tsr-block.ts). */
   value: string;
-  /**
-   * The value's UTF-8 bytes, on a record read from a peer message (wire-records.ts): they are
-   * stored and sent on as they came, and `value` is decoded from them when first read.
-   */
-  readonly bytes?: Uint8Array;
 }
 
 /** One stored payload, as a scan reads it. */

@@ -35,7 +35,7 @@ export class TimeSeriesRepository implements Repository {
 
   /** Throws BadRequestError for a record that is not a block (a peer's write is checked here). */
   writeOperations(records: readonly StoredRecord[]): BatchOperation[] {
-    return records.map((record) => ({ type: 'put', sublevel: this.sublevel, key: blockKey(record), value: record.bytes ?? record.value }));
+    return records.map((record) => ({ type: 'put', sublevel: this.sublevel, key: blockKey(record), value: record.value }));
   }
 
   async *scan(stream: string, options: ScanOptions = {}): AsyncIterable<StoredPayload> {
@@ -241,22 +241,11 @@ export interface BlockPage {
   readonly done: boolean;
 }
 
-/** A header longer than this is no block's (tsb2, a count and two timestamps). */
-const HEADER_BYTES_MAX = 64;
-
-/** The first line of a block's bytes, as text (the header is ASCII): the rest is not decoded. */
-function headerLine(bytes: Uint8Array): string {
-  const view = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.length, HEADER_BYTES_MAX + 1));
-  const end = view.indexOf(0x0a);
-  // No line end within reach: the header check refuses what is there.
-  return view.toString('latin1', 0, end === -1 ? view.length : end + 1);
-}
-
 /** The key of a block record (within the tsr sublevel); throws BadRequestError for a record that is not one. */
 export function blockKey(record: StoredRecord): string {
   let header;
   try {
-    header = blockHeader(record.bytes === undefined ? record.value : headerLine(record.bytes));
+    header = blockHeader(record.value);
   } catch (error) {
     throw new BadRequestError(`tsr record ${record.writeId}: ${(error as Error).message}`);
   }
