@@ -58,6 +58,7 @@ import { DEFAULT_WRITE_BUFFER_BYTES } from '../src/storage/database.js';
 import { blockKey } from '../src/storage/tsr.js';
 import { WriteIdGenerator } from '../src/storage/write-ids.js';
 import { decodePairs, encodePairs } from '../src/cluster/transfer-chunks.js';
+import { type CpuByClass, cpuByClassSince, THREAD_CLASSES, threadTimesOf } from './thread-cpu.js';
 
 // dist/bench/transfer.js → the package root, so results land in the source tree's bench/results.
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
@@ -549,6 +550,8 @@ interface JoinResult {
   megabytesPerSecond: number;
   /** CPU seconds each node used from the POST to Joined (with the polling's few requests). */
   cpuSeconds: { source: number | undefined; target: number | undefined };
+  /** The same by thread class (thread-cpu.ts): e.g. the source's LevelDB still compacting what it was loaded with. */
+  cpuSecondsByThread: { source: CpuByClass | undefined; target: CpuByClass | undefined };
   /** Every transfer of the join as node-1 lists it at the end. */
   transfers: TransferAction[];
   /** Distinct samples of the tsr transfer's progress; percentComplete should rise. */
@@ -603,6 +606,7 @@ async function runJoin(options: BenchOptions, batches: ReturnType<typeof prepare
 
     log(`${TARGET} joins; timing the transfer…`);
     const cpuBefore = [processCpuSeconds(source.child?.pid), processCpuSeconds(target.child?.pid)];
+    const threadsBefore = threadTimesOf([source.child?.pid, target.child?.pid]);
     const started = performance.now();
     phase('join-start');
     await expectOk(`POST /cluster/nodes (${TARGET})`, addNode(source, target));
@@ -612,6 +616,11 @@ async function runJoin(options: BenchOptions, batches: ReturnType<typeof prepare
       source: cpuSpent(cpuBefore[0], processCpuSeconds(source.child?.pid)),
       target: cpuSpent(cpuBefore[1], processCpuSeconds(target.child?.pid)),
     };
+    const byThreadOf = (pid: number | undefined) => {
+      const before = pid === undefined ? undefined : threadsBefore.get(pid);
+      return pid === undefined || before === undefined ? undefined : cpuByClassSince(new Map([[pid, before]]));
+    };
+    const cpuSecondsByThread = { source: byThreadOf(source.child?.pid), target: byThreadOf(target.child?.pid) };
 
     const transfers = await transfersTo(source, TARGET);
     const moved = transfers.filter((action) => action.repo === 'ssr' || action.repo === 'tsr');
@@ -627,6 +636,7 @@ async function runJoin(options: BenchOptions, batches: ReturnType<typeof prepare
       payloadsOnTarget,
       megabytesPerSecond: round(bytes / 1e6 / seconds, 2),
       cpuSeconds,
+      cpuSecondsByThread,
       transfers,
       progress,
       percentRose: percents.every((percent, index) => index === 0 || percent >= percents[index - 1]!) && percents.at(-1)! > percents[0]!,
@@ -675,6 +685,9 @@ function thinned<T>(samples: readonly T[], count: number): T[] {
 }
 
 // ---------------------------------------------------------------- entry point
+
+/** Issue 37's goal: a join at this share of the bare pipeline's rate, at least. */
+const JOIN_OF_PIPELINE_MIN = 0.8;
 
 export async function runTransferBench(options: BenchOptions): Promise<void> {
   const settings = transferSettings();
@@ -744,6 +757,9 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
   const load = `load average ${report.machine.loadAverage1m.before} → ${report.machine.loadAverage1m.after}`;
   const samples = thinned(join.progress, 12).map(([ms, percent]) => `${percent}% @ ${(ms / 1000).toFixed(1)} s`).join(', ');
   console.log(transferTable(join, raw, ceiling, pipeline, settings));
+  const byThread = (cpu: CpuByClass | undefined) => (cpu === undefined ? '– (no gdb)' : THREAD_CLASSES.map((name) => `${name} ${cpu[name].toFixed(1)}`).join(', '));
+  console.log(`\nThe join's CPU by thread, s: ${SOURCE} ${byThread(join.cpuSecondsByThread.source)}; ${TARGET} ${byThread(join.cpuSecondsByThread.target)}.`);
+  console.log(`The join moved ${round(join.megabytesPerSecond / pipeline.megabytesPerSecond, 2)} × the bare pipeline's MB/s (goal ${JOIN_OF_PIPELINE_MIN}).`);
   console.log(
     `\ntsr percentComplete, ${join.progress.length} distinct samples polling every ${POLL_INTERVAL_MS} ms (all in the JSON): ` +
       `${samples || 'none seen'} (rose: ${join.percentRose}).`,
