@@ -703,7 +703,7 @@ function httpApp(
     gate: servingGate(() => ops.refusal()),
     access: { level: config.accessLogLevel, observe: (family, method, status, seconds) => base.metrics.httpRequest(family, method, status, seconds) },
     corsOrigins: config.corsOrigins,
-    keepsBytes: isIngestRequest,
+    keepsText: isIngestRequest,
     routers: [
       opsRoutes({
         health: () => ops.health(),

@@ -5,19 +5,6 @@
 import { BadRequestError } from './errors.js';
 import { parseJsonWithin } from './json.js';
 
-const UTF8_BOM = [0xef, 0xbb, 0xbf] as const;
-
-/**
- * A body's bytes as one flat string, a leading byte order mark left out (as the usual body
- * readers leave it out). Decoded whole, not chunk by chunk: a chunked decode joins its pieces
- * into a rope, which costs every reader of the text again (postMessage flattens it first).
- */
-export function textOfBody(bytes: Uint8Array): string {
-  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
-  const bom = buffer.length >= 3 && buffer[0] === UTF8_BOM[0] && buffer[1] === UTF8_BOM[1] && buffer[2] === UTF8_BOM[2];
-  return buffer.toString('utf8', bom ? UTF8_BOM.length : 0);
-}
-
 /**
  * The body's value; undefined for a body of only whitespace. 400 for JSON that does not
  * parse or nests deeper than `depthMax`: no code after the parser (schema checks,

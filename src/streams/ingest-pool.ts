@@ -2,18 +2,12 @@
 // payloads and packing their blocks is most of an ingest's CPU, and all of it ran on the
 // node's main thread, leaving the second core of a small machine idle. A batch whose
 // payloads nobody on the main thread needs (no tags, no live query, no contributor field:
-// ingest.ts decides) goes to a worker as the request's bytes and comes back as the records
+// ingest.ts decides) goes to a worker as the request's text and comes back as the records
 // to write; the writes, their replicas and the answer stay on the main thread.
 //
-// The bytes go through memory each worker shares with the main thread: copied in, and the
-// worker decodes its text from there. Sent as text in the message, a 500 KB body cost the
-// main thread ~0.6 ms to copy out (V8 serialises a string at ~1 GB/s) and the worker as much
-// to copy in, against ~0.05 ms for the copy. A worker packs one batch at a time, so its
-// memory is free again once it answers; it grows to the largest body the worker was given.
-//
 // Bounded: at most `threads` workers, each packing one batch at a time; at most
-// `queuedBatchesMax` batches and `queuedBytesMax` bytes of bodies wait for one. A batch that
-// finds the queue full is packed on the main thread, as without the pool.
+// `queuedBatchesMax` batches and `queuedCharsMax` characters of body text wait for one. A
+// batch that finds the queue full is packed on the main thread, as without the pool.
 
 import { Worker } from 'node:worker_threads';
 import { assert } from '../lib/assert.js';
@@ -22,16 +16,11 @@ import { TributaryError } from '../lib/errors.js';
 import type { SchemaSource } from './payload-checks.js';
 import type { PackedBatch, TsrBatch } from './tsr-batch.js';
 
-/** A batch to pack, but its text: the worker decodes that from the body's bytes. */
-export type BatchFields = Omit<TsrBatch, 'text'>;
-
-/** What the pool sends a worker: the body is the first `bodyBytes` bytes of `shared`. */
+/** What the pool sends a worker. */
 export interface PackTask {
   id: number;
-  batch: BatchFields;
+  batch: TsrBatch;
   schema: SchemaSource;
-  shared: SharedArrayBuffer;
-  bodyBytes: number;
 }
 
 /** A worker's answer: the packed batch, or the error packing it threw (a 400 for a bad body). */
@@ -41,22 +30,17 @@ export interface IngestPoolOptions {
   threads: number;
   log: Logger;
   queuedBatchesMax?: number;
-  queuedBytesMax?: number;
+  queuedCharsMax?: number;
   /** The worker's module (tests give another). */
   workerUrl?: URL;
 }
 
 const QUEUED_BATCHES_MAX = 256;
-const QUEUED_BYTES_MAX = 256 * 1024 * 1024;
-/** A worker's shared memory starts this large, and doubles (or more) when a body needs it. */
-const SHARED_BYTES_MIN = 1024 * 1024;
+const QUEUED_CHARS_MAX = 256 * 1024 * 1024;
 const WORKER_URL = new URL('./ingest-worker.js', import.meta.url);
 
 interface Pending {
-  id: number;
-  batch: BatchFields;
-  schema: SchemaSource;
-  body: Uint8Array;
+  task: PackTask;
   resolve: (packed: PackedBatch) => void;
   reject: (error: Error) => void;
 }
@@ -64,47 +48,45 @@ interface Pending {
 interface Thread {
   worker: Worker;
   packing: Pending | undefined;
-  /** Memory shared with the worker, where each body goes (see the top of this file). */
-  shared: SharedArrayBuffer;
 }
 
 export class IngestPool {
   private readonly threads: Thread[] = [];
   private readonly queue: Pending[] = [];
-  private queuedBytes = 0;
+  private queuedChars = 0;
   private nextId = 0;
   private closed = false;
   private readonly threadsMax: number;
   private readonly log: Logger;
   private readonly queuedBatchesMax: number;
-  private readonly queuedBytesMax: number;
+  private readonly queuedCharsMax: number;
   private readonly workerUrl: URL;
 
   constructor(options: IngestPoolOptions) {
     this.threadsMax = options.threads;
     this.log = options.log;
     this.queuedBatchesMax = options.queuedBatchesMax ?? QUEUED_BATCHES_MAX;
-    this.queuedBytesMax = options.queuedBytesMax ?? QUEUED_BYTES_MAX;
+    this.queuedCharsMax = options.queuedCharsMax ?? QUEUED_CHARS_MAX;
     this.workerUrl = options.workerUrl ?? WORKER_URL;
-    assert(this.threadsMax >= 1 && this.queuedBatchesMax >= 1 && this.queuedBytesMax >= 1, `an ingest pool of ${this.threadsMax} threads, ${this.queuedBatchesMax} batches and ${this.queuedBytesMax} bytes queued`);
+    assert(this.threadsMax >= 1 && this.queuedBatchesMax >= 1 && this.queuedCharsMax >= 1, `an ingest pool of ${this.threadsMax} threads, ${this.queuedBatchesMax} batches and ${this.queuedCharsMax} characters queued`);
   }
 
-  /** The batch packed by a worker, from its body's bytes; undefined when the queue is full or the pool closed (pack it on the main thread). */
-  pack(batch: BatchFields, body: Uint8Array, schema: SchemaSource): Promise<PackedBatch> | undefined {
-    if (this.closed || this.queue.length >= this.queuedBatchesMax || this.queuedBytes + body.length > this.queuedBytesMax) return undefined;
+  /** The batch packed by a worker; undefined when the queue is full or the pool closed (pack it on the main thread). */
+  pack(batch: TsrBatch, schema: SchemaSource): Promise<PackedBatch> | undefined {
+    if (this.closed || this.queue.length >= this.queuedBatchesMax || this.queuedChars + batch.text.length > this.queuedCharsMax) return undefined;
     return new Promise((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, batch, schema, body, resolve, reject });
-      this.queuedBytes += body.length;
+      this.queue.push({ task: { id: this.nextId++, batch, schema }, resolve, reject });
+      this.queuedChars += batch.text.length;
       this.dispatch();
       // The queue's bounds hold after each batch queued (dispatch only takes from it).
-      assert(this.queue.length <= this.queuedBatchesMax && this.queuedBytes <= this.queuedBytesMax, `${this.queue.length} batches of ${this.queuedBytes} bytes queued`);
+      assert(this.queue.length <= this.queuedBatchesMax && this.queuedChars <= this.queuedCharsMax, `${this.queue.length} batches of ${this.queuedChars} characters queued`);
     });
   }
 
   async close(): Promise<void> {
     this.closed = true;
     for (const pending of this.queue.splice(0)) pending.reject(new Error('the node is stopping'));
-    this.queuedBytes = 0;
+    this.queuedChars = 0;
     assert(this.queue.length === 0, `${this.queue.length} batches left queued by close`);
     await Promise.all(this.threads.splice(0).map(async (thread) => {
       thread.packing?.reject(new Error('the node is stopping'));
@@ -117,14 +99,10 @@ export class IngestPool {
       const thread = this.threads.find((candidate) => candidate.packing === undefined) ?? this.spawn();
       if (thread === undefined) return;
       const pending = this.queue.shift()!;
-      this.queuedBytes -= pending.body.length;
-      assert(this.queuedBytes >= 0 && thread.packing === undefined, `${this.queuedBytes} bytes queued, a batch given to a busy worker`);
+      this.queuedChars -= pending.task.batch.text.length;
+      assert(this.queuedChars >= 0 && thread.packing === undefined, `${this.queuedChars} characters queued, a batch given to a busy worker`);
       thread.packing = pending;
-      // The worker packs nothing else until it answers: its memory holds this body alone.
-      if (thread.shared.byteLength < pending.body.length) thread.shared = new SharedArrayBuffer(Math.max(2 * thread.shared.byteLength, pending.body.length));
-      new Uint8Array(thread.shared, 0, pending.body.length).set(pending.body);
-      const task: PackTask = { id: pending.id, batch: pending.batch, schema: pending.schema, shared: thread.shared, bodyBytes: pending.body.length };
-      thread.worker.postMessage(task);
+      thread.worker.postMessage(pending.task);
     }
   }
 
@@ -135,10 +113,10 @@ export class IngestPool {
     const worker = new Worker(this.workerUrl);
     // An idle pool does not keep the process alive; a batch in flight has its request.
     worker.unref();
-    const thread: Thread = { worker, packing: undefined, shared: new SharedArrayBuffer(SHARED_BYTES_MIN) };
+    const thread: Thread = { worker, packing: undefined };
     worker.on('message', (reply: PackReply) => {
       const pending = thread.packing;
-      if (pending === undefined || pending.id !== reply.id) return;
+      if (pending === undefined || pending.task.id !== reply.id) return;
       thread.packing = undefined;
       if ('packed' in reply) pending.resolve(reply.packed);
       else pending.reject(errorOf(reply.error));

@@ -7,7 +7,6 @@ import { TributaryError } from '../lib/errors.js';
 import { compilePayloadChecks, type SchemaSource } from './payload-checks.js';
 import type { PackReply, PackTask } from './ingest-pool.js';
 import { packTsrBatch, type PayloadChecks } from './tsr-batch.js';
-import { textOfBody } from '../lib/body-text.js';
 
 // Streams whose checks a worker keeps; the least recently compiled go first.
 const STREAMS_KEPT_MAX = 256;
@@ -28,9 +27,7 @@ function checksOf(stream: string, schema: SchemaSource): PayloadChecks {
 parentPort!.on('message', (task: PackTask) => {
   let reply: PackReply;
   try {
-    // Decoded before anything else: the pool may reuse the memory once this batch is answered.
-    const text = textOfBody(new Uint8Array(task.shared, 0, task.bodyBytes));
-    const packed = packTsrBatch({ ...task.batch, text }, checksOf(task.batch.stream, task.schema));
+    const packed = packTsrBatch(task.batch, checksOf(task.batch.stream, task.schema));
     // Each record holds the payloads of `members` (block-records.ts): one list per record.
     assert(packed.members.length === packed.records.length, `${packed.records.length} records packed with ${packed.members.length} member lists`);
     reply = { id: task.id, packed };

@@ -9,7 +9,7 @@ import { partitionOfCanonical } from './partitioner.js';
 import { blockRecords, type PackedRecords } from './block-records.js';
 import { canonicalJson, isPlainObject } from '../lib/json.js';
 import { ForbiddenError } from '../lib/errors.js';
-import { parseBodyText, textOfBody } from '../lib/body-text.js';
+import { parseBodyText } from '../lib/body-text.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { WriteIdGenerator } from '../storage/write-ids.js';
 import { checkBatchSize, checkPayload, payloadsOf } from './ingest-checks.js';
@@ -126,16 +126,15 @@ export class IngestService {
   }
 
   /**
-   * The POST's body as bytes: a tsr batch whose payloads no tag and no listener needs is
-   * decoded, parsed, checked and packed by a worker thread (its text is never made here);
-   * any other is parsed here and ingested as above. Both answer alike, errors and all, in the
-   * same order for a bad body.
+   * The POST's body as text: a tsr batch whose payloads no tag and no listener needs is
+   * parsed, checked and packed by a worker thread; any other is parsed here and ingested
+   * as above. Both answer alike, errors and all, in the same order for a bad body.
    */
-  async ingestBytes(id: StreamId, body: Uint8Array, idempotencyKey?: string): Promise<IngestFailures> {
+  async ingestText(id: StreamId, text: string, idempotencyKey?: string): Promise<IngestFailures> {
     const stream = this.pool === undefined || id.collection === SYSTEM_COLLECTION ? undefined : await this.runtime.resolve(id).catch(() => undefined);
-    const packing = stream !== undefined && this.packsApart(stream) ? this.packApart(stream, body, idempotencyKey) : undefined;
+    const packing = stream !== undefined && this.packsApart(stream) ? this.packApart(stream, text, idempotencyKey) : undefined;
     if (stream === undefined || packing === undefined) {
-      return this.ingest(id, payloadsOf(parseBodyText(textOfBody(body), this.limits.jsonDepthMax)), idempotencyKey);
+      return this.ingest(id, payloadsOf(parseBodyText(text, this.limits.jsonDepthMax)), idempotencyKey);
     }
     const packed = await packing;
     this.checkStores(stream);
@@ -147,7 +146,7 @@ export class IngestService {
     // A listener that started wanting the stream's payloads while the batch was packed
     // (a live query started) gets them, parsed here: rare, and nothing is missed.
     if (written.length > 0 && this.wanted(stream)) {
-      const payloads = payloadsOf(parseBodyText(textOfBody(body), this.limits.jsonDepthMax));
+      const payloads = payloadsOf(parseBodyText(text, this.limits.jsonDepthMax));
       await this.deliver(stream, written.map((index) => payloads[index] as Record<string, unknown>));
     }
     return failures;
@@ -176,10 +175,11 @@ export class IngestService {
   }
 
   /** The batch packed by the pool; undefined when the pool takes no more now. */
-  private packApart(stream: CompiledStream, body: Uint8Array, idempotencyKey: string | undefined): Promise<PackedBatch> | undefined {
+  private packApart(stream: CompiledStream, text: string, idempotencyKey: string | undefined): Promise<PackedBatch> | undefined {
     const receivedAt = this.receivedAt(stream, idempotencyKey);
     assert(stream.repository === 'tsr', `a ${stream.repository} batch packed apart`);
     const batch = {
+      text,
       jsonDepthMax: this.limits.jsonDepthMax,
       batchPayloadsMax: this.limits.batchPayloadsMax,
       stream: stream.key,
@@ -187,7 +187,7 @@ export class IngestService {
       receivedAt,
       base: this.writeIds.blockBase(stream.key, idempotencyKey),
     };
-    return this.pool!.pack(batch, body, stream.schema);
+    return this.pool!.pack(batch, stream.schema);
   }
 
   /** The event time of payloads without one: now, or when this node first saw the batch's idempotency key. */

@@ -24,7 +24,7 @@ export interface StreamRoutesDeps {
 const STREAM = '/streams/:tenant/:collection/:name';
 const INGEST_PATH = /^\/streams\/[^/]+\/[^/]+\/[^/]+\/?$/;
 
-/** An ingest (POST of a stream): its body is kept as bytes for ingest to parse (jsonBodyMiddleware's keepsBytes). */
+/** An ingest (POST of a stream): its body is kept as text for ingest to parse (jsonBodyMiddleware's keepsText). */
 export function isIngestRequest(ctx: Koa.Context): boolean {
   return ctx.method === 'POST' && INGEST_PATH.test(ctx.path);
 }
@@ -94,10 +94,10 @@ function ingestRoutes(router: Router, { runtime, ingest }: StreamRoutesDeps): vo
     ctx.body = payload;
   });
 
-  /** The body as bytes when the body middleware kept them (isIngestRequest), else as parsed. */
+  /** The body as text when the body middleware kept it (isIngestRequest), else as parsed. */
   function ingestBody(ctx: Koa.Context) {
-    const bytes = ctx.request.bodyBytes;
-    if (bytes !== undefined) return ingest.ingestBytes(idOf(ctx), bytes, idempotencyKey(ctx));
+    const text = ctx.request.bodyText;
+    if (text !== undefined) return ingest.ingestText(idOf(ctx), text, idempotencyKey(ctx));
     return ingest.ingest(idOf(ctx), payloadsOf(ctx.request.body), idempotencyKey(ctx));
   }
 }
