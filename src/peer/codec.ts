@@ -117,7 +117,8 @@ const chunkData: Pick<BodyCodec<ChunkData>, 'fromProto'> = {
   },
 };
 
-function transferChunkToProto(value: TransferChunk, algorithm: DigestAlgorithm): ProtoObject {
+/** The proto object of a TransferChunk body, with its chunk's digest computed by `algorithm`. */
+export function transferChunkProto(value: TransferChunk, algorithm: DigestAlgorithm): ProtoObject {
   return {
     transferId: value.transferId,
     seq: value.seq,
@@ -130,7 +131,7 @@ function transferChunkToProto(value: TransferChunk, algorithm: DigestAlgorithm):
 
 /** Also the core message's transferChunk payload (cluster/core-messages.ts): its digest is v2's. */
 export const transferChunkCodec: BodyCodec<TransferChunk> = {
-  toProto: (value) => transferChunkToProto(value, V2_DIGEST),
+  toProto: (value) => transferChunkProto(value, V2_DIGEST),
   fromProto: (object) => ({
     type: 'transfer-chunk',
     transferId: str(object, 'transferId'),
@@ -203,10 +204,6 @@ export function encodeEnvelope(envelope: Envelope): Uint8Array {
   return type.encode(type.fromObject(digest === undefined || digest === V2_DIGEST ? fields : { ...fields, digest: DIGESTS[digest] })).finish();
 }
 
-/** The proto object of a TransferChunk body, with its chunk's digest computed by `algorithm`. */
-export function transferChunkProto(chunk: TransferChunk, algorithm: DigestAlgorithm): ProtoObject {
-  return transferChunkToProto(chunk, algorithm);
-}
 
 /**
  * Encodes an envelope whose body is written straight from a proto object, so that a
