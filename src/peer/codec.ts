@@ -94,6 +94,15 @@ export function digestFrom(object: ProtoObject, key: string): DigestAlgorithm {
   return enumOf(object, key, DIGESTS);
 }
 
+/**
+ * Whether a message made with this digest names it on the wire: v2's is left out wherever it
+ * would go (an envelope, a chunk, the signed layouts), so a v2 message is byte for byte what
+ * a node of protocol v2 sends and reads.
+ */
+export function namesDigest(algorithm: DigestAlgorithm | undefined): algorithm is Exclude<DigestAlgorithm, typeof V2_DIGEST> {
+  return algorithm !== undefined && algorithm !== V2_DIGEST;
+}
+
 // ---- Transfer chunks (the Transfer RPC) and their acks
 
 /**
@@ -102,8 +111,7 @@ export function digestFrom(object: ProtoObject, key: string): DigestAlgorithm {
  */
 function chunkDataProto(value: ChunkData, algorithm: DigestAlgorithm): ProtoObject {
   const proto: ProtoObject = { bytes: value.bytes, records: value.records, cursor: value.cursor, digest: peerDigest(value.bytes, algorithm) };
-  // v2's digest is not written: a v2 chunk's bytes stay as they were.
-  if (algorithm !== V2_DIGEST) proto.digestAlgorithm = DIGESTS[algorithm];
+  if (namesDigest(algorithm)) proto.digestAlgorithm = DIGESTS[algorithm];
   return proto;
 }
 
@@ -200,8 +208,7 @@ export function decodeBody<T>(body: PeerBodyType<T>, data: Uint8Array): T {
 export function encodeEnvelope(envelope: Envelope): Uint8Array {
   const type = peerType('Envelope');
   const { digest, ...fields } = envelope;
-  // v2's digest is not written: a v2 envelope's bytes stay as they were.
-  return type.encode(type.fromObject(digest === undefined || digest === V2_DIGEST ? fields : { ...fields, digest: DIGESTS[digest] })).finish();
+  return type.encode(type.fromObject(namesDigest(digest) ? { ...fields, digest: DIGESTS[digest] } : fields)).finish();
 }
 
 
@@ -222,7 +229,7 @@ export function encodeEnvelopeWithBody(envelope: Omit<Envelope, 'body'>, bodyTyp
   type.encode(type.fromObject(body), writer.uint32(tag('body', 2)).fork()).ldelim();
   writer.uint32(tag('signature', 2)).bytes(envelope.signature);
   writer.uint32(tag('replyTo', 2)).bytes(envelope.replyTo);
-  if (envelope.digest !== undefined && envelope.digest !== V2_DIGEST) writer.uint32(tag('digest', 0)).int32(digestNumber(envelope.digest));
+  if (namesDigest(envelope.digest)) writer.uint32(tag('digest', 0)).int32(digestNumber(envelope.digest));
   return writer.finish();
 }
 
@@ -237,7 +244,7 @@ export function decodeEnvelope(data: Uint8Array): Envelope {
     body: bytes(object, 'body'),
     signature: bytes(object, 'signature'),
     replyTo: bytes(object, 'replyTo'),
-    ...(digest === V2_DIGEST ? {} : { digest }),
+    ...(namesDigest(digest) ? { digest } : {}),
   };
 }
 

@@ -11,7 +11,7 @@
 
 import { createPrivateKey, createPublicKey, randomBytes, sign, verify, type KeyObject } from 'node:crypto';
 import type { NodeIdentity } from './identity.js';
-import { decodeProto, digestFrom, peerDigest, V2_DIGEST, type DigestAlgorithm, type Envelope } from './codec.js';
+import { decodeProto, digestFrom, namesDigest, peerDigest, V2_DIGEST, type DigestAlgorithm, type Envelope } from './codec.js';
 
 export const NONCE_BYTES = 16;
 export const SIGNATURE_BYTES = 64;
@@ -108,7 +108,7 @@ export const CHUNK_SIGNED_FIELDS = {
 export function chunkContentDigest(message: Record<string, unknown>, algorithm: DigestAlgorithm): Buffer {
   const chunk = (message.chunk ?? {}) as Record<string, unknown>;
   const digest = chunk.digest instanceof Uint8Array ? chunk.digest : new Uint8Array(0);
-  // The digest of the chunk's bytes: after it, one byte when it is not v2's, so v2's layout stands.
+  // The digest of the chunk's bytes: named after it when it names one (namesDigest), so v2's layout stands.
   const chunkDigest = chunk.digestAlgorithm === undefined ? V2_DIGEST : digestFrom(chunk, 'digestAlgorithm');
   return hashOf(algorithm, [
     lengthPrefixed16(Buffer.from(String(message.transferId ?? ''), 'utf8')),
@@ -119,12 +119,12 @@ export function chunkContentDigest(message: Record<string, unknown>, algorithm: 
     int64(chunk.records ?? 0),
     lengthPrefixed16(Buffer.from(String(chunk.cursor ?? ''), 'utf8')),
     lengthPrefixed8(digest),
-    chunkDigest === 'sha256' ? Buffer.from([SHA256_BYTE]) : new Uint8Array(0),
+    namesDigest(chunkDigest) ? Buffer.from([DIGEST_BYTES[chunkDigest]]) : new Uint8Array(0),
   ]);
 }
 
-/** The byte that names SHA-256 as a chunk's digest in its signed layout (v2's is named by none). */
-const SHA256_BYTE = 1;
+/** The byte that names a chunk's digest in its signed layout (v2's is named by none). */
+const DIGEST_BYTES = { sha256: 1 } as const;
 
 /** A presence byte, so that an absent cursor and an empty one sign differently. */
 function optionalString(value: unknown): Buffer {
@@ -165,8 +165,7 @@ export function sealEnvelope(options: SealOptions): Envelope {
     kind: options.kind,
     body: options.body,
     replyTo: options.replyTo,
-    // v2's digest is left out, as on the wire: a v2 envelope is what it was.
-    ...(options.digest === undefined || options.digest === V2_DIGEST ? {} : { digest: options.digest }),
+    ...(namesDigest(options.digest) ? { digest: options.digest } : {}),
   };
   const content = options.contentDigest ?? contentDigest(unsigned.kind, unsigned.body, unsigned.digest ?? V2_DIGEST);
   const signature = signBytes(options.signingKey, digestOf(unsigned, content, options.recipientPublicKey));

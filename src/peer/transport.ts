@@ -24,6 +24,7 @@ import {
   encodeBody,
   encodeEnvelope,
   encodeEnvelopeWithBody,
+  namesDigest,
   transferChunkProto,
   V2_DIGEST,
   type DigestAlgorithm,
@@ -625,7 +626,7 @@ export class PeerTransport implements PeerEndpoint {
     const body = transferChunkProto(chunk, this.digest);
     const meta = {
       sender: this.name, sentAtMs: this.clock(), nonce: randomBytes(NONCE_BYTES), kind: TRANSFER_CHUNK.type, replyTo: NO_BYTES,
-      ...(this.digest === V2_DIGEST ? {} : { digest: this.digest }),
+      ...(namesDigest(this.digest) ? { digest: this.digest } : {}),
     };
     const signature = signBytes(this.signingKey, digestOf(meta, chunkContentDigest(body, this.digest), recipient));
     const bytes = encodeEnvelopeWithBody({ ...meta, signature }, TRANSFER_CHUNK.type, body);

@@ -7,14 +7,14 @@ import type { Membership } from '../../src/protocol/cluster-types.js';
 import type { NodeIdentity } from '../../src/peer/identity.js';
 import { VersionConflictError } from '../../src/lib/errors.js';
 import { PeerUnavailableError } from '../../src/peer/errors.js';
-import { TRANSFER_CHUNK, decodeProto, encodeBody, encodeEnvelope, encodeProto, type DigestAlgorithm, type TransferAck, type TransferChunk } from '../../src/peer/codec.js';
+import { TRANSFER_CHUNK, decodeEnvelope, decodeProto, encodeBody, encodeEnvelope, encodeProto, type DigestAlgorithm, type TransferAck, type TransferChunk } from '../../src/peer/codec.js';
 import { WRITE_RECORDS } from '../../src/cluster/write-messages.js';
 import { NodeTable, type NodeDocument } from '../../src/cluster/node-table.js';
 import { admitSenderKey, nodeTableDirectory, startPeerServer } from '../../src/cluster/peer-server.js';
-import { sealEnvelope, signingKeyOf } from '../../src/peer/signing.js';
+import { sealEnvelope, signingKeyOf, verifyEnvelope, verifyingKeyOf } from '../../src/peer/signing.js';
 import { PeerTransport, acceptStrangers, type PeerDirectory } from '../../src/peer/transport.js';
 import { callerMetadata } from '../../src/peer/inbound-gate.js';
-import { peerMethodPath } from '../../src/peer/proto.js';
+import { peerMethodPath, peerServiceDefinition } from '../../src/peer/proto.js';
 import { ADMIT, PING } from '../../src/cluster/core-messages.js';
 import { MONITORING_READ } from '../../src/monitoring/monitoring-peer.js';
 
@@ -466,6 +466,50 @@ describe('peer transport - transfer streams', () => {
 });
 
 describe('peer transport - digests', () => {
+  /** A peer port that keeps the raw envelopes it is sent (a call, a transfer stream's first chunk) and answers none. */
+  async function listener(): Promise<{ port: number; sent: Buffer[]; close(): void }> {
+    const sent: Buffer[] = [];
+    const server = new grpc.Server();
+    server.addService(peerServiceDefinition(), {
+      Call: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
+        sent.push(call.request);
+        callback({ code: grpc.status.UNAVAILABLE, details: 'a listener only' });
+      },
+      Transfer: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+        call.on('data', (data: Buffer) => sent.push(data));
+        call.on('end', () => call.end());
+      },
+      Notify: (call: grpc.ServerReadableStream<Buffer, Buffer>) => call.on('data', () => undefined),
+    });
+    const port = await new Promise<number>((resolve, reject) => server.bindAsync(`${HOST}:0`, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
+    return { port, sent, close: () => server.forceShutdown() };
+  }
+
+  it('signs calls and chunks by the digest it was given, and names it in each envelope and chunk', async () => {
+    const [fast, plain, port] = await Promise.all([startPeer('s', { digest: 'sha256' }), startPeer('p'), listener()]);
+    try {
+      for (const peer of [fast, plain]) {
+        peer.known.set('l', { publicKey: stranger.identity.publicKeyBase64, port: port.port });
+        await peer.transport.call('l', MONITORING_READ, echo('named'), CALL).catch(() => undefined);
+        const stream = peer.transport.openTransferStream('l', { onAck: () => undefined, onClose: () => undefined }, CALL);
+        stream.send({ type: 'transfer-chunk', transferId: 'named', seq: 0, chunk: { bytes: Buffer.alloc(100, 1), records: 1, cursor: 'k' }, last: true, totalEstimate: 1, fromCursor: undefined });
+        await until(() => port.sent.length === (peer === fast ? 2 : 4));
+        stream.close();
+      }
+      const [fastCall, fastChunk, plainCall, plainChunk] = port.sent.map((bytes) => decodeEnvelope(bytes));
+      expect([fastCall!.digest, fastChunk!.digest]).toEqual(['sha256', 'sha256']);
+      expect((decodeProto('TransferChunk', fastChunk!.body).chunk as { digestAlgorithm: string }).digestAlgorithm).toBe('DIGEST_SHA256');
+      // SHA-512/256, v2's, is named nowhere.
+      expect([plainCall!.digest, plainChunk!.digest]).toEqual([undefined, undefined]);
+      expect((decodeProto('TransferChunk', plainChunk!.body).chunk as { digestAlgorithm: string }).digestAlgorithm).toBe('DIGEST_SHA512_256');
+      expect(verifyEnvelope(fastCall!, verifyingKeyOf(fast.identity.publicKey), stranger.identity.publicKey)).toBe(true);
+      expect(verifyEnvelope(fastChunk!, verifyingKeyOf(fast.identity.publicKey), stranger.identity.publicKey)).toBe(true);
+    } finally {
+      port.close();
+      await Promise.all([fast.transport.close(1_000), plain.transport.close(1_000)]);
+    }
+  });
+
   it('a node signing by SHA-256 and one by SHA-512/256 answer each other, and take each other’s chunks', async () => {
     const [fast, plain] = await Promise.all([startPeer('s', { digest: 'sha256' }), startPeer('p')]);
     try {
