@@ -333,15 +333,33 @@ function planColumn(sorted: readonly SortedEntry[], first: number, field: string
   const strings = seen.values as string[];
   if (isIsoOfTimestamps(sorted, first, strings)) return { name, kind: KIND_ISO };
   const firstString = table.length;
-  // Free text seldom repeats, and looking a string up hashes every character of it (a
-  // column of 1 KiB messages spent more on that than the rest of its block): strings this
-  // long on average are kept as they are. LevelDB's compression still finds repeats among them.
-  let chars = 0;
-  for (let i = 0; i < count; i += 1) chars += strings[i]!.length;
-  if (chars > DICTIONARY_CHARS_MAX * count) {
+  const dictionary = dictionaryOf(strings);
+  if (dictionary === undefined) {
     table.push(...strings);
     return { name, kind: KIND_STRINGS, first: firstString };
   }
+  // One index per payload, each into the distinct strings the table gets.
+  assert(dictionary.indices.length === count && dictionary.distinct.size < count, () => `a dictionary of ${dictionary.distinct.size} strings for ${count} payloads, ${dictionary.indices.length} indices`);
+  table.push(...dictionary.distinct.keys());
+  return { name, kind: KIND_DICTIONARY, first: firstString, distinct: dictionary.distinct.size, indices: dictionary.indices };
+}
+
+/** A dictionary is looked for among strings at most this long on average (UTF-16 units). */
+const DICTIONARY_CHARS_MAX = 64;
+
+/**
+ * The column's distinct strings and each payload's index into them, when values repeat (host
+ * names, units, states: each is then read once, and a grouping finds its group once per
+ * distinct value); undefined when they do not, or when the strings are long. Free text
+ * seldom repeats, and looking a string up hashes every character of it (a column of 1 KiB
+ * messages spent more on that than the rest of its block); LevelDB's compression still
+ * finds repeats among long strings.
+ */
+function dictionaryOf(strings: readonly string[]): { distinct: Map<string, number>; indices: Uint16Array } | undefined {
+  const count = strings.length;
+  let chars = 0;
+  for (let i = 0; i < count; i += 1) chars += strings[i]!.length;
+  if (chars > DICTIONARY_CHARS_MAX * count) return undefined;
   const distinct = new Map<string, number>();
   // At most BLOCK_PAYLOADS_MAX distinct: a uint16 holds each index.
   const indices = new Uint16Array(count);
@@ -350,19 +368,10 @@ function planColumn(sorted: readonly SortedEntry[], first: number, field: string
     if (index === undefined) distinct.set(strings[i]!, (index = distinct.size));
     indices[i] = index;
   }
-  // A dictionary pays once values repeat (host names, units, states): each is read once,
-  // and a grouping by it finds its group once per distinct value.
-  if (distinct.size === count) {
-    table.push(...strings);
-    return { name, kind: KIND_STRINGS, first: firstString };
-  }
+  if (distinct.size === count) return undefined;
   assert(distinct.size <= BLOCK_PAYLOADS_MAX, `a dictionary of ${distinct.size} strings: its indices do not fit a uint16`);
-  table.push(...distinct.keys());
-  return { name, kind: KIND_DICTIONARY, first: firstString, distinct: distinct.size, indices };
+  return { distinct, indices };
 }
-
-/** A dictionary is looked for among strings at most this long on average (UTF-16 units). */
-const DICTIONARY_CHARS_MAX = 64;
 
 /** The positions as differences, or undefined when they are 0, 1, 2, … */
 function positionDeltas(sorted: readonly SortedEntry[], first: number, end: number): Int32Array | undefined {
