@@ -158,6 +158,11 @@ function partitionOf(text: string, count: number, ringSize: number): number {
 /** A record: its partition, key and value. */
 type FloorRecord = [number, Uint8Array, Uint8Array];
 
+/** A record's key: partition-prefixed, in time order within it, as the node's tsr block keys. */
+function floorKey(prefix: string, partition: number, atMs: number, id: string): Buffer {
+  return Buffer.from(`${prefix}/${String(partition).padStart(5, '0')}/${String(atMs).padStart(15, '0')}/${id}`);
+}
+
 /** The batch's records: one per partition, its payloads' JSON texts one per line. */
 function recordsOf(payloads: unknown[], prefix: string, name: string, sequence: { next: number }, ringSize: number, hashBytes: number): FloorRecord[] {
   const byPartition = new Map<number, { at: number; texts: string[] }>();
@@ -173,8 +178,7 @@ function recordsOf(payloads: unknown[], prefix: string, name: string, sequence: 
   const records: FloorRecord[] = [];
   for (const [partition, block] of byPartition) {
     sequence.next += 1;
-    const key = `${prefix}/${String(partition).padStart(5, '0')}/${String(block.at).padStart(15, '0')}/${name}-${sequence.next}`;
-    records.push([partition, Buffer.from(key), Buffer.from(block.texts.join('\n'))]);
+    records.push([partition, floorKey(prefix, partition, block.at, `${name}-${sequence.next}`), Buffer.from(block.texts.join('\n'))]);
   }
   return records;
 }
@@ -259,10 +263,7 @@ function blockRecordsOf(text: string, prefix: string, shape: RecordShape, sequen
   }
   if (packed.failures.length > 0) return { refused: `payload ${packed.failures[0]![0]}: ${packed.failures[0]![1]}` };
   return {
-    records: packed.records.map((record): FloorRecord => {
-      const key = `${prefix}/${String(record.partition).padStart(5, '0')}/${String(record.timestamp).padStart(15, '0')}/${record.writeId}`;
-      return [record.partition, Buffer.from(key), Buffer.from(record.value)];
-    }),
+    records: packed.records.map((record): FloorRecord => [record.partition, floorKey(prefix, record.partition, record.timestamp, record.writeId), Buffer.from(record.value)]),
   };
 }
 
@@ -350,12 +351,13 @@ class FloorStore {
     await batch.write({ sync: true });
   }
 
-  /** The measured payloads: a record's payloads are its lines, or its block's count. */
-  async countMeasured(): Promise<number> {
+  /** The measured payloads: a record's payloads are its lines, or with `blocks` its block's count. */
+  async countMeasured(blocks: boolean): Promise<number> {
     let payloads = 0;
     for await (const value of this.level.values({ gte: Buffer.from(`${MEASURED}/`), lt: Buffer.from(`${MEASURED}0`) })) {
-      if (value.subarray(0, 5).toString('latin1') === 'tsb2 ') {
-        payloads += blockHeader(value.toString('latin1', 0, Math.max(0, value.indexOf(10)) + 1)).count;
+      if (blocks) {
+        // The header line is ASCII: the rest of the block is not decoded.
+        payloads += blockHeader(value.toString('latin1', 0, value.indexOf(10) + 1)).count;
         continue;
       }
       payloads += 1;
@@ -475,7 +477,8 @@ async function serveFloorNode(argv: string[]): Promise<void> {
   const name = values.name ?? 'floor';
   const ringSize = wholeNumber('--ring-size', values['ring-size'], 1);
   const hashBytes = wholeNumber('--hash-bytes', values['hash-bytes'], 1);
-  const parser = batchParser(wholeNumber('--threads', values.threads ?? '0', 0), { name, ringSize, hashBytes, blocks: values.blocks === true });
+  const blocks = values.blocks === true;
+  const parser = batchParser(wholeNumber('--threads', values.threads ?? '0', 0), { name, ringSize, hashBytes, blocks });
   const store = await FloorStore.open();
   const server = new grpc.Server(CHANNEL_OPTIONS);
   // By process index; this process's own entry is undefined.
@@ -493,7 +496,7 @@ async function serveFloorNode(argv: string[]): Promise<void> {
       );
       return answer(response, 200, 'ok');
     }
-    if (request.method === 'GET' && request.url === '/count') return answer(response, 200, String(await store.countMeasured()));
+    if (request.method === 'GET' && request.url === '/count') return answer(response, 200, String(await store.countMeasured(blocks)));
     const prefix = request.url === `/ingest/${MEASURED}` ? MEASURED : request.url === `/ingest/${WARMUP}` ? WARMUP : undefined;
     if (request.method !== 'POST' || prefix === undefined) return answer(response, 404, 'no such path');
     const { records, refused } = await parser.parse(body.toString('utf8'), prefix);
