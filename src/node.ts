@@ -362,6 +362,7 @@ function startData(config: Config, log: Logger, base: Base, storage: Storage, cl
   const node = clusterNodeParts(config, log, storage, cluster, defined, stored, hooks);
   const membershipService = new MembershipService({ core, shell: node.shell, transport, peerDeadlineMs: deadline, log, blockedBy: () => defined.moves.membershipBlockedBy() });
   cluster.membershipFeed.subscribe((membership) => membershipService.observe(membership));
+  cluster.membershipFeed.subscribe(() => node.plane.handOff.membershipChanged());
   const runtime = new StreamRuntime(defined.definitions, defined.streamDefinitions, defined.sandboxLimits);
   const ingestPool = config.limits.ingestThreads === 0 ? undefined : new IngestPool({ threads: config.limits.ingestThreads, log });
   const ingest = new IngestService(runtime, node.plane.router, new WriteIdGenerator(config.name), { batchPayloadsMax: config.limits.ingestBatchPayloadsMax, jsonDepthMax: config.limits.jsonDepthMax }, {

@@ -807,9 +807,15 @@ export class ClusterCore {
     // A transfer complete is persisted and acted on (adopt), and spreads like progress: the
     // peers ask for the table when heartbeats show it knows more (onHeartbeat), rather than
     // every member receiving it at once; the change it completes is broadcast by whoever
-    // completes it (afterStep).
+    // completes it (afterStep). Its target and the node in motion get it now: the joining or
+    // leaving node final-syncs once its last transfer is complete (partition-handoff.ts),
+    // and waited up to a heartbeat interval to hear of it.
     this.progressDirty = true;
-    if (report.complete && !known.complete) return this.adopt(next, effects, false);
+    if (report.complete && !known.complete) {
+      this.adopt(next, effects, false);
+      for (const name of new Set([known.to, change?.node])) if (name !== undefined && name !== this.name) this.sendMembership(name, effects);
+      return;
+    }
     // Progress alone moves no member, owner or completion: there is nothing for adopt() to
     // check, persist or act on, and the next heartbeat carries the table (progressDirty).
     this.current = next;
