@@ -172,10 +172,11 @@ export class ClusterCore {
   /** Peers not heard from since the new address was announced: each heartbeat carries the table to them. */
   private readonly addressNotSeenBy = new Set<string>();
   /**
-   * A peer showed this node its table is current since this start (a node removed while it was
-   * down must learn it is Left before it acknowledges anything).
+   * This node's table is known current since this start: a peer showed it (a node removed
+   * while it was down must learn it is Left before it acknowledges anything), or this node
+   * was alone in it, so that no other could have changed it (adopt).
    */
-  private confirmedByPeer = false;
+  private confirmedSinceStart = false;
   /** The leaving node's shell said it handed off (change id); repeated until the table shows it. */
   private finalSynced: string | undefined;
 
@@ -308,8 +309,8 @@ export class ClusterCore {
   confirmed(): boolean {
     if (!this.bootstrapped) return false;
     assert(this.current.epoch > 0, `bootstrapped at epoch ${this.current.epoch}`);
-    assert(this.started || !this.confirmedByPeer, 'confirmed by a peer before the first step');
-    if (this.confirmedByPeer) return true;
+    assert(this.started || !this.confirmedSinceStart, 'confirmed by a peer before the first step');
+    if (this.confirmedSinceStart) return true;
     return this.current.members.every((member) => member.name === this.name || member.state === 'Left');
   }
 
@@ -546,7 +547,7 @@ export class ClusterCore {
     this.notePeerRun(from, message.run, effects);
     this.peerViews.set(from, { at: this.now, unreachable: message.unreachable ?? [] });
     if (message.at !== undefined) this.takeAnnouncedAddress(from, message.at, effects);
-    if (message.epoch >= this.current.epoch) this.confirmedByPeer = true;
+    if (message.epoch >= this.current.epoch) this.confirmedSinceStart = true;
     // A Left node needs no change's news, only newer epochs (peers send those: onReceive).
     if (this.selfState() === 'Left') return;
     const mine = tableNews(this.current);
@@ -714,7 +715,7 @@ export class ClusterCore {
       if (readdressed !== mine) this.adopt(readdressed, effects, false);
       return this.sendMembership(from, effects);
     }
-    this.confirmedByPeer = true;
+    this.confirmedSinceStart = true;
     if (incoming.epoch > mine.epoch) {
       const sameChange = mine.change !== undefined && incoming.change?.id === mine.change.id;
       // Commands this node queued that the newer table has not heard of wait there too.
@@ -965,6 +966,9 @@ export class ClusterCore {
   private adopt(next: Membership, effects: CoreEffect[], broadcast: boolean): void {
     const previous = this.current;
     const wasBootstrapped = this.bootstrapped;
+    // A node serving alone stays confirmed as it adds a member: it made the new table. (It
+    // stopped serving until the new member's first heartbeat, ~0.4 s of 503s to clients.)
+    if (wasBootstrapped && this.started && this.confirmed()) this.confirmedSinceStart = true;
     assertMembership(next);
     if (wasBootstrapped) assertSuccessor(previous, next);
     this.current = next;

@@ -662,6 +662,29 @@ describe('cluster core - scripted scenarios', () => {
     expect(s.failures()).toEqual([]);
   });
 
+  it('confirmed - a node serving alone keeps serving as it adds a member, before it hears from it', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(2, 4), failureTimeoutMs: 200 }).lone('a');
+    s.tick(50);
+    expect(s.sim.node('a').core!.confirmed()).toBe(true); //                        alone: nobody else can change its table
+    s.spawn('b');
+    const release = s.hold(link('b', 'a')); //                                      b's heartbeats do not reach a yet
+    s.add('b');
+    expect(s.sim.node('a').core!.membership().members.map((each) => each.name)).toEqual(['a', 'b']);
+    expect(s.sim.node('a').core!.confirmed()).toBe(true); //                        a made the table: it is current
+    release();
+    s.settle().tick(300);
+    expect(s.stateOf('b', 'a')).toBe('Joined');
+    // Restarted, a has a peer in its table: it waits to hear that its table is current.
+    s.crash('a');
+    const cut = s.hold(link('*', 'a'));
+    s.restart('a').tick(50);
+    expect(s.sim.node('a').core!.confirmed()).toBe(false);
+    cut();
+    s.tick(300);
+    expect(s.sim.node('a').core!.confirmed()).toBe(true);
+    expect(s.failures()).toEqual([]);
+  });
+
   it('left - no hand-off is waived while another owner refills damaged data: the leaver may hold the only intact copy', () => {
     const s = damagedOwnerLostLeaver();
     s.tick(1_500);
