@@ -222,6 +222,7 @@ function handOffParts(ports: DataPlanePorts, writes: ReturnType<typeof writePart
     handOff: (part, replicas, owners, theirs) => repair.handOff(part, replicas, owners, theirs),
     catchUp: (part, replicas, owners, theirs) => repair.catchUp(part, replicas, owners, theirs),
     digests: async (owner, repo, stream, partitions) => (core.available(owner) ? remoteDigests(owner, repo, stream, partitions) : new Map()),
+    localDigest: (part) => ports.partitions.digest(part),
     holds: async (repo, stream, partition) => (await ports.partitions.keys({ repo, stream, partition })).length > 0,
     finalSynced: (changeId) => ports.shell.finalSynced(changeId),
     graceMs: 2 * limits.writeDeadlineMs,

@@ -50,6 +50,11 @@ export interface PartitionHandOffDeps {
    * join's 306 steps took 12 s under faults). Empty when the owner is out of reach.
    */
   digests?(owner: string, repo: RepositoryName, stream: string, partitions: readonly number[]): Promise<ReadonlyMap<number, ArrayLike<number>>>;
+  /**
+   * This node's digest of the partition, read ahead of its final-sync step while the
+   * owners read theirs (the store keeps it for the step: repair/stored-partitions.ts).
+   */
+  localDigest?(part: { repo: RepositoryName; stream: string; partition: number }): Promise<unknown>;
   /** Whether this node holds records of the partition. */
   holds(repo: RepositoryName, stream: string, partition: number): Promise<boolean>;
   /** The leaving node has handed everything off: tell the core (input `final-sync-done`). */
@@ -300,7 +305,8 @@ export class PartitionHandOff {
     if (this.finalSyncDone.changeId !== changeId) this.finalSyncDone = { changeId, steps: new Set() };
     const done = this.finalSyncDone.steps;
     const open = steps.filter((step) => !done.has(stepKey(step)));
-    const digests = await this.ownersDigests(open, inFlight);
+    // Both ends scan their keys for a digest: the owners theirs and this node its own, at once.
+    const [digests] = await Promise.all([this.ownersDigests(open, inFlight), this.localDigests(open, inFlight)]);
     let moved = 0;
     const failed: string[] = [];
     await forEachLimited(open, inFlight, async (step) => {
@@ -316,6 +322,16 @@ export class PartitionHandOff {
     assert(open.filter((step) => !done.has(stepKey(step))).length === failed.length, `${failed.length} final-sync steps failed, others left undone`);
     if (failed.length > 0) throw new FinalSyncIncompleteError(`${failed.length} of ${steps.length} final-sync steps wait for their owner (${failed[0]}); ${steps.length - failed.length} done`);
     return moved;
+  }
+
+  /** Reads this node's digests of the steps' partitions (each once); a step whose read failed reads it again. */
+  private async localDigests(steps: readonly FinalSyncStep[], inFlight: number): Promise<void> {
+    const read = this.deps.localDigest;
+    if (read === undefined) return;
+    const parts = new Map(steps.map((step) => [partitionKey(step.part.repo, step.part.stream, step.part.partition), step.part]));
+    await forEachLimited([...parts.values()], inFlight, async (part) => {
+      await read(part).catch(() => undefined);
+    });
   }
 
   /**

@@ -34,7 +34,15 @@ function leaving(): Membership {
 function started(membership: Membership, localName: string, deps: Partial<PartitionHandOffDeps> = {}) {
   const finalSynced: string[] = [];
   let tick: () => void = () => undefined;
-  const timers: Timers = { now: () => 0, setTimeout: () => ({ cancel: () => undefined }), setInterval: (run) => ((tick = run), { cancel: () => undefined }) };
+  // Timeouts run (a round the table asks for: membershipChanged); the interval's rounds run on tick().
+  const timers: Timers = {
+    now: () => 0,
+    setTimeout: (run, ms) => {
+      const handle = setTimeout(run, ms);
+      return { cancel: () => clearTimeout(handle) };
+    },
+    setInterval: (run) => ((tick = run), { cancel: () => undefined }),
+  };
   const handOff = new PartitionHandOff({
     localName, membership: () => membership, timers, log: pino({ level: 'silent' }),
     streams: () => [{ key: 't/c/s', repo: 'ssr', replicas: 2 }],
@@ -182,6 +190,45 @@ describe('partition hand-off - a final sync that goes on where it was', () => {
     bDown = false;
     await round();
     expect(calls.sort()).toEqual(steps.filter((step) => step.endsWith('<b')).sort());
+    expect(finalSynced).toEqual(['e4-join-c']);
+    handOff.stop();
+  });
+});
+
+describe('partition hand-off - a join whose last transfer completes', () => {
+  it('final-syncs as soon as the table shows it, not at the next tick of its timer', async () => {
+    const complete = joining();
+    // The tsr transfer is still running: nothing to sync yet.
+    let membership: Membership = { ...complete, change: { ...complete.change!, transfers: complete.change!.transfers.map((plan) => (plan.repo === 'tsr' ? { ...plan, complete: false, percentComplete: 90 } : plan)) } };
+    const { handOff, finalSynced, until } = started(membership, 'c', { membership: () => membership });
+    handOff.membershipChanged();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(finalSynced).toEqual([]);
+    membership = complete;
+    handOff.membershipChanged(); //                                                  the table now shows it: no tick() needed
+    await until(() => finalSynced.length > 0);
+    expect(finalSynced).toEqual(['e4-join-c']);
+    handOff.stop();
+  });
+
+  it('reads its own digests while the owners read theirs', async () => {
+    const membership = joining();
+    const gained = SLOTS.filter((slot) => nextOwnersOf(membership, slot).includes('c') && !ownersOf(membership, slot).includes('c'));
+    const localRead = new Set<number>();
+    let localBeforeOwners = false;
+    const { handOff, finalSynced, until } = started(membership, 'c', {
+      localDigest: async (part) => void localRead.add(part.partition),
+      digests: async (_owner, _repo, _stream, partitions) => {
+        // Answered only once this node has started on its own: the two reads overlap.
+        await until(() => localRead.size === gained.length);
+        localBeforeOwners = localRead.size === gained.length;
+        return new Map(partitions.map((partition) => [partition, new Uint32Array(3)]));
+      },
+    });
+    handOff.membershipChanged();
+    await until(() => finalSynced.length > 0);
+    expect(localBeforeOwners).toBe(true);
+    expect([...localRead].sort((a, b) => a - b)).toEqual(gained.map((slot) => slot.partition));
     expect(finalSynced).toEqual(['e4-join-c']);
     handOff.stop();
   });
