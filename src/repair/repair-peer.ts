@@ -7,10 +7,13 @@ import type { RepositoryName } from '../storage/repository.js';
 import type { PeerEndpoint } from '../peer/endpoint.js';
 import { toReply, type ClusterRepairDeps } from './cluster-repair.js';
 import { keysInSegments } from './key-digest.js';
+import { forEachLimited } from '../lib/limited-concurrency.js';
 import type { LocalPartitions, PeerPartitions } from './partition-sync.js';
 import { REPAIR_DIGEST, REPAIR_DIGESTS, REPAIR_DIGESTS_PER_CALL_MAX, REPAIR_FETCH, REPAIR_KEYS, REPAIR_STATUS, REPAIR_SWEEP } from './repair-messages.js';
 import type { RepairService } from './repair-service.js';
 
+/** Partitions of one RepairDigests scanned at once: libuv's thread pool has 4 threads. */
+const DIGEST_SCANS_AT_ONCE = 4;
 /** Keys one RepairFetch may ask for: a bigger fetch is refused, not answered at any size. */
 const REPAIR_KEYS_PER_FETCH_MAX = 10_000;
 
@@ -21,9 +24,12 @@ export function serveRepair(endpoint: PeerEndpoint, parts: { partitions: LocalPa
   endpoint.handle(REPAIR_DIGESTS, async (_sender, request) => {
     const count = request.partitions.length;
     if (count === 0 || count > REPAIR_DIGESTS_PER_CALL_MAX) throw new BadRequestError(`RepairDigests: 1 to ${REPAIR_DIGESTS_PER_CALL_MAX} partitions, got ${count}`);
-    const digests = [];
-    // One after another: each is a key scan when not kept (stored-partitions.ts).
-    for (const partition of request.partitions) digests.push({ segments: Array.from(await partitions.digest({ repo: request.repo, stream: request.stream, partition })) });
+    // Each is a key scan when not kept (stored-partitions.ts): a few at once, as LevelDB
+    // reads on the thread pool; one after another, a join's final sync waited on them.
+    const digests: Array<{ segments: number[] }> = new Array(count);
+    await forEachLimited([...request.partitions.keys()], DIGEST_SCANS_AT_ONCE, async (index) => {
+      digests[index] = { segments: Array.from(await partitions.digest({ repo: request.repo, stream: request.stream, partition: request.partitions[index]! })) };
+    });
     return { digests };
   });
   endpoint.handle(REPAIR_KEYS, async (_sender, request) => ({ keys: keysInSegments(await partitions.keys(request), request.segments) }));

@@ -48,6 +48,26 @@ describe('repair digests - many partitions a call', () => {
     for (const partition of partitions) expect(digests.get(partition)).toEqual([partition, 0, 1]);
   });
 
+  it('scans a few partitions at once and answers them in the order asked', async () => {
+    const { endpoint } = loopback();
+    let inFlight = 0;
+    let most = 0;
+    const slowFirst: LocalPartitions = {
+      ...local(() => []),
+      digest: async (part) => {
+        most = Math.max(most, (inFlight += 1));
+        await new Promise((resolve) => setTimeout(resolve, 40 - part.partition)); //  earlier partitions finish later
+        inFlight -= 1;
+        return [part.partition, 7, 7];
+      },
+    };
+    serveRepair(endpoint, { partitions: slowFirst, repair: { startRun: () => undefined as never, status: () => undefined } });
+    const partitions = Array.from({ length: 12 }, (_, index) => index);
+    const digests = await remotePartitions(endpoint, 1_000).digests('b', 'tsr', 't/c/s', partitions);
+    expect([...digests.entries()]).toEqual(partitions.map((partition) => [partition, [partition, 7, 7]]));
+    expect(most).toBe(4);
+  });
+
   it('refuses a call naming more partitions than a call may', async () => {
     const { endpoint } = loopback();
     serveRepair(endpoint, { partitions: local(() => []), repair: { startRun: () => undefined as never, status: () => undefined } });
