@@ -742,6 +742,9 @@ export class ClusterCore {
   private onFinalSynced(from: string, changeId: string, effects: CoreEffect[]): void {
     const change = this.current.change;
     if (change === undefined || change.id !== changeId || change.node !== from) return;
+    // The hand-off belongs to the data phase: a table still showing the node Pending is
+    // behind its own (as for progress, onProgress), and either side catches up.
+    if (memberNamed(this.current, from)?.state === 'Pending') return this.sendMembership(from, effects);
     const next = withFinalSynced(this.current, changeId);
     if (next === this.current) return;
     assert(next.change?.finalSynced === true && next.epoch === this.current.epoch, `final sync of ${changeId} not recorded`);
@@ -827,8 +830,26 @@ export class ClusterCore {
     assert(!report.complete || report.percentComplete === 100, `transfer ${report.transferId} complete at ${report.percentComplete}%`);
     const coordinator = coordinatorOf(this.current, (name) => this.available(name));
     // Handled at the end of the step, so no table changes under a transfer being updated.
-    if (coordinator === this.name) this.localProgress.push(report);
-    else if (coordinator !== undefined) this.send(coordinator, report, effects);
+    if (coordinator === this.name) {
+      this.localProgress.push(report);
+      return;
+    }
+    if (coordinator !== undefined) this.send(coordinator, report, effects);
+    this.noteOwnProgress(report);
+  }
+
+  /**
+   * A target's own table shows the progress it reports (completion stays the coordinator's
+   * to decide and persist): progress is no news (tableNews), so the coordinator's table
+   * reaches the target only with completion, and the target's status views and stall watch
+   * saw its transfers stand still at 0% until then (its log said "stalled").
+   */
+  private noteOwnProgress(report: ProgressReport): void {
+    const known = this.current.change?.transfers.find((transfer) => transfer.id === report.transferId);
+    if (known === undefined || known.complete || known.to !== this.name) return;
+    const progress = { ...known, percentComplete: Math.min(99, report.percentComplete), bytes: report.bytes, records: report.records };
+    // Progress alone moves no member, owner or completion (as in onProgress): nothing to adopt.
+    this.current = withMergedTransfers(this.current, [progress]);
   }
 
   /** Coordinator duty: a transfer whose source is long gone gets another source. */

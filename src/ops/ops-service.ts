@@ -3,7 +3,7 @@
 // the functions node.ts hands it, and asks peers for what they store with a StoreStatsRead (store-stats-peer.ts).
 
 import { coordinatorOf } from '../cluster-core/placement.js';
-import type { Membership, Slot } from '../protocol/cluster-types.js';
+import type { Membership, Slot, TransferPlan } from '../protocol/cluster-types.js';
 import type { Logger } from '../lib/log.js';
 import type { DiskState } from '../storage/disk-watch.js';
 import type { SoftwareVersion } from '../lib/version.js';
@@ -100,7 +100,11 @@ export class OpsService {
     if (line !== undefined) this.deps.log.info(line.fields, line.message);
     const unreachableFor = this.deps.unreachableFor;
     const reach = unreachableFor === undefined ? undefined : { self: this.deps.localName, unreachableFor: (observer: string, node: string) => unreachableFor(observer, node) };
-    for (const event of this.deps.watch.observe(membership, this.now(), (name) => this.deps.available(name), reach)) this.logTransfer(event);
+    // Progress moves in the coordinator's table and in the target's own (transfer-watch.ts).
+    const self = this.deps.localName;
+    const coordinator = coordinatorOf(membership, (name) => this.deps.available(name));
+    const seesProgress = (plan: TransferPlan) => plan.to === self || coordinator === self;
+    for (const event of this.deps.watch.observe(membership, this.now(), (name) => this.deps.available(name), reach, seesProgress)) this.logTransfer(event);
   }
 
   /** Why the transfer has made no progress for the stall time, or null (unknown, moving or done). */

@@ -2,7 +2,9 @@
 // the memberships a node sees (pure; the clock is passed in). Transfers: when each started,
 // its progress in steps, when it finished, when it has made no progress for a while and
 // why (an end unavailable, or nothing arriving), and its rate and ETA for status views.
-// Progress reaches every node through the replicated membership, once per heartbeat.
+// Progress moves in the tables of the coordinator (every target reports to it) and of the
+// transfer's target (its own reports); other nodes see it at completion, so only those two
+// say a transfer makes no progress (docs/operating.md, `_cat/transfers`).
 
 import type { Membership, TransferPlan } from '../protocol/cluster-types.js';
 
@@ -66,11 +68,15 @@ export class TransferWatch {
 
   constructor(private readonly options: TransferWatchOptions) {}
 
-  /** Feeds the current membership (on every change, and periodically: stalls change nothing). */
-  observe(membership: Membership, nowMs: number, available: (node: string) => boolean, reach?: Reachability): TransferEvent[] {
+  /**
+   * Feeds the current membership (on every change, and periodically: stalls change nothing).
+   * `seesProgress`: whether this node's table shows the plan's progress as it moves (else
+   * only an unreachable end is a stall here).
+   */
+  observe(membership: Membership, nowMs: number, available: (node: string) => boolean, reach?: Reachability, seesProgress: (plan: TransferPlan) => boolean = () => true): TransferEvent[] {
     const events: TransferEvent[] = [];
     const current = new Map((membership.change?.transfers ?? []).map((plan) => [plan.id, plan]));
-    for (const plan of current.values()) this.observePlan(plan, nowMs, (idleMs) => stallReason(plan, idleMs, available, reach, nowMs), events);
+    for (const plan of current.values()) this.observePlan(plan, nowMs, (idleMs) => stallReason(plan, idleMs, available, reach, nowMs, seesProgress(plan)), events);
     // A transfer gone from the change (or the change gone) while incomplete has completed
     // with its change: the core ends a change only when its data is durable on the new owners.
     for (const entry of this.watched.values()) {
@@ -87,7 +93,7 @@ export class TransferWatch {
       .sort((a, b) => Number(a.complete) - Number(b.complete) || b.startedAtMs - a.startedAtMs || a.id.localeCompare(b.id));
   }
 
-  private observePlan(plan: TransferPlan, nowMs: number, reasonFor: (idleMs: number) => string, events: TransferEvent[]): void {
+  private observePlan(plan: TransferPlan, nowMs: number, reasonFor: (idleMs: number) => string | undefined, events: TransferEvent[]): void {
     let entry = this.watched.get(plan.id);
     if (entry === undefined) {
       entry = {
@@ -121,10 +127,11 @@ export class TransferWatch {
     }
     if (nowMs - entry.lastChangeAtMs < this.options.stallMs) return;
     // The reason is kept current while the stall lasts (a partition heals, another begins);
-    // the event and its log line come once.
+    // the event and its log line come once. With no reason known here, none is claimed.
     const first = entry.view.stalled === null;
-    entry.view.stalled = reasonFor(nowMs - entry.lastChangeAtMs);
-    if (first) events.push({ type: 'stalled', transfer: { ...entry.view }, reason: entry.view.stalled });
+    const reason = reasonFor(nowMs - entry.lastChangeAtMs);
+    entry.view.stalled = reason ?? null;
+    if (first && reason !== undefined) events.push({ type: 'stalled', transfer: { ...entry.view }, reason });
   }
 
   private update(entry: Watched, plan: TransferPlan, nowMs: number): void {
@@ -164,9 +171,10 @@ export class TransferWatch {
 /**
  * Why a transfer waits: an end this node cannot reach, or an end the other cannot (a
  * partition between them that this node is outside of), with since when (UTC, from the
- * failure detector); else how long nothing has moved.
+ * failure detector); else how long nothing has moved, where that is seen (`seesProgress`),
+ * or undefined.
  */
-export function stallReason(plan: TransferPlan, idleMs: number, available: (node: string) => boolean, reach?: Reachability, nowMs = Date.now()): string {
+export function stallReason(plan: TransferPlan, idleMs: number, available: (node: string) => boolean, reach?: Reachability, nowMs = Date.now(), seesProgress = true): string | undefined {
   const since = (forMs: number) => new Date(nowMs - forMs).toISOString().slice(11, 19);
   if (reach !== undefined) {
     const cuts: Array<[observer: string, node: string]> = [[reach.self, plan.from], [reach.self, plan.to], [plan.to, plan.from], [plan.from, plan.to]];
@@ -178,7 +186,7 @@ export function stallReason(plan: TransferPlan, idleMs: number, available: (node
   }
   if (!available(plan.from)) return `source ${plan.from} unavailable`;
   if (!available(plan.to)) return `target ${plan.to} unavailable`;
-  return `no progress for ${Math.round(idleMs / 1000)} s`;
+  return seesProgress ? `no progress for ${Math.round(idleMs / 1000)} s` : undefined;
 }
 
 /** Bytes per second between the first and last sample, or null without time between them. */

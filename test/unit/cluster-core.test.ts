@@ -494,6 +494,31 @@ describe('cluster core - scripted scenarios', () => {
     expect(s.failures()).toEqual([]);
   });
 
+  it('transfer - the target\'s own table shows the progress it reports, not completion, before the coordinator\'s reaches it', () => {
+    const partition = Array.from({ length: 16 }, (_, partition) => ringOwners(['a', 'b'], { partition, replicas: 1 })).findIndex((owners) => owners[0] === 'b');
+    const slot = { partition, replicas: 1 };
+    const s = new ScriptedCluster({ slots: [slot], chunkRecords: 1, transferWindowChunks: 1, heartbeatIntervalMs: 50 }).lone('a');
+    s.write('a', slot, 12);
+    s.spawn('b');
+    s.add('b');
+    const chunks = link('a', 'b', 'transfer-chunk');
+    const release = s.hold(chunks);
+    s.settle();
+    const tables = s.hold(link('a', 'b', 'membership')); //                          no table of a's reaches b meanwhile
+    const ssrOf = (name: string) => s.sim.node(name).core!.membership().change?.transfers.find((transfer) => transfer.id.includes('/ssr/'));
+    for (let delivered = 0; delivered < 8 && s.deliverFirst(chunks); delivered += 1) s.settle().tick(10);
+    const seenByB = ssrOf('b')!;
+    expect(seenByB.records).toBeGreaterThan(0); //                                 b is not the coordinator: its own reports
+    expect(seenByB.percentComplete).toBeGreaterThan(0);
+    expect(seenByB.complete).toBe(false);
+    expect(ssrOf('a')!.records).toBe(seenByB.records); //                           what the coordinator merged
+    tables();
+    release();
+    s.settle().tick(100);
+    expect(s.stateOf('b', 'b')).toBe('Joined');
+    expect(s.failures()).toEqual([]);
+  });
+
   it('transfer - a chunk read after another cursor than the target holds is not stored', () => {
     const s = new ScriptedCluster({ slots: slotsOf(1, 4), chunkRecords: 1 }).lone('a');
     for (const slot of s.slots) s.write('a', slot, 3);

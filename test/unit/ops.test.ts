@@ -155,6 +155,21 @@ describe('transfer watch - events, rate and ETA', () => {
     expect(watch.views()[0]!.stalled).toBe('no progress for 9 s');
   });
 
+  it('claims no progress only where progress is seen; elsewhere only an unreachable end is a stall', () => {
+    // This node is neither the coordinator nor the target: its table moves only at completion.
+    const bystander = new TransferWatch(options);
+    let sourceUp = true;
+    const elsewhere = () => false;
+    bystander.observe(changing([plan()]), 0, () => sourceUp, undefined, elsewhere);
+    expect(bystander.observe(changing([plan()]), 6_000, () => sourceUp, undefined, elsewhere)).toEqual([]);
+    expect(transferRows(bystander.views(), 6_000)[0]).toMatchObject({ state: 'running', reason: null });
+    sourceUp = false;
+    expect(bystander.observe(changing([plan()]), 7_000, () => sourceUp, undefined, elsewhere)).toEqual([expect.objectContaining({ type: 'stalled', reason: 'source a unavailable' })]);
+    sourceUp = true;
+    bystander.observe(changing([plan()]), 8_000, () => sourceUp, undefined, elsewhere);
+    expect(transferRows(bystander.views(), 8_000)[0]).toMatchObject({ state: 'running', reason: null });
+  });
+
   it('keeps only the last finished transfers', () => {
     const watch = new TransferWatch(options);
     for (let index = 0; index < 4; index += 1) {
