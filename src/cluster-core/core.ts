@@ -309,7 +309,7 @@ export class ClusterCore {
   confirmed(): boolean {
     if (!this.bootstrapped) return false;
     assert(this.current.epoch > 0, `bootstrapped at epoch ${this.current.epoch}`);
-    assert(this.started || !this.confirmedSinceStart, 'confirmed by a peer before the first step');
+    assert(this.started || !this.confirmedSinceStart, 'confirmed before the first step');
     if (this.confirmedSinceStart) return true;
     return this.current.members.every((member) => member.name === this.name || member.state === 'Left');
   }
