@@ -519,6 +519,34 @@ describe('cluster core - scripted scenarios', () => {
     expect(s.failures()).toEqual([]);
   });
 
+  it('transfer - the coordinator sends its table to the target when it marks a transfer complete, not at a heartbeat', () => {
+    const s = new ScriptedCluster({ slots: slotsOf(1, 4), chunkRecords: 1 }).lone('a');
+    for (const slot of s.slots) s.write('a', slot, 3);
+    s.spawn('b');
+    s.add('b');
+    const reports = link('b', 'a', 'transfer-progress');
+    const release = s.hold(reports);
+    s.settle().tick(300); //                                                         every chunk stored; b's reports wait
+    expect(s.sim.node('a').core!.membership().change?.transfers.some((transfer) => !transfer.complete)).toBe(true);
+    // One report per transfer: a repeat of a report already merged gets the table anyway.
+    const seen = new Set<string>();
+    const firstReports = s.sim.pending.filter((waiting) => {
+      if (!reports(waiting) || waiting.message.type !== 'transfer-progress') return true;
+      const first = !seen.has(waiting.message.transferId);
+      seen.add(waiting.message.transferId);
+      return first;
+    });
+    s.sim.pending.splice(0, s.sim.pending.length, ...firstReports);
+    s.mark();
+    while (s.deliverFirst(reports)) s.settle(); //                                  no tick: no heartbeat goes meanwhile
+    expect(s.sim.node('a').core!.membership().change?.transfers.every((transfer) => transfer.complete)).toBe(true);
+    expect(s.sent('a', 'membership').map((sent) => sent.to)).toContain('b');
+    release();
+    s.settle().tick(300);
+    expect(s.stateOf('b', 'a')).toBe('Joined');
+    expect(s.failures()).toEqual([]);
+  });
+
   it('transfer - a chunk read after another cursor than the target holds is not stored', () => {
     const s = new ScriptedCluster({ slots: slotsOf(1, 4), chunkRecords: 1 }).lone('a');
     for (const slot of s.slots) s.write('a', slot, 3);
