@@ -118,6 +118,8 @@ export class PartitionHandOff {
    */
   membershipChanged(): void {
     if (this.timer === undefined || this.stopped) return;
+    // A round is owed only while one runs: the round that ends clears it before it asks again.
+    assert(!this.again || this.working, 'a hand-off round owed while none is under way');
     if (this.working) this.again = true;
     else this.deps.timers.setTimeout(() => void this.work(), 0);
   }
@@ -328,6 +330,7 @@ export class PartitionHandOff {
   private async localDigests(steps: readonly FinalSyncStep[], inFlight: number): Promise<void> {
     const read = this.deps.localDigest;
     if (read === undefined) return;
+    assert(Number.isInteger(inFlight) && inFlight >= 1, `final-sync digests of this node read ${inFlight} at a time`);
     const parts = new Map(steps.map((step) => [partitionKey(step.part.repo, step.part.stream, step.part.partition), step.part]));
     await forEachLimited([...parts.values()], inFlight, async (part) => {
       await read(part).catch(() => undefined);
