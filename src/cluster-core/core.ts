@@ -845,9 +845,13 @@ export class ClusterCore {
    * saw its transfers stand still at 0% until then (its log said "stalled").
    */
   private noteOwnProgress(report: ProgressReport): void {
+    // A completion waits for the coordinator's table (sent at once, onProgress): noted here
+    // it would show as 99%, a step of its own in the logs of a transfer that is done.
+    if (report.complete) return;
     const known = this.current.change?.transfers.find((transfer) => transfer.id === report.transferId);
     if (known === undefined || known.complete || known.to !== this.name) return;
-    const progress = { ...known, percentComplete: Math.min(99, report.percentComplete), bytes: report.bytes, records: report.records };
+    assert(report.percentComplete < 100, `transfer ${report.transferId} at ${report.percentComplete}% and not complete`);
+    const progress = { ...known, percentComplete: report.percentComplete, bytes: report.bytes, records: report.records };
     // Progress alone moves no member, owner or completion (as in onProgress): nothing to adopt.
     this.current = withMergedTransfers(this.current, [progress]);
   }
