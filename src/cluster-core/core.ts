@@ -795,15 +795,7 @@ export class ClusterCore {
     }
     if (known.to !== from) return;
     assert(known.id === report.transferId, `progress of ${report.transferId} taken for ${known.id}`);
-    const update = {
-      ...known,
-      complete: report.complete,
-      percentComplete: report.complete ? 100 : Math.min(99, report.percentComplete),
-      bytes: report.bytes,
-      records: report.records,
-    };
-    assert(update.percentComplete >= 0 && update.percentComplete <= 100, `transfer ${known.id} at ${update.percentComplete}%`);
-    const next = withMergedTransfers(this.current, [update]);
+    const next = withMergedTransfers(this.current, [reported(known, report)]);
     if (next === this.current) {
       if (known.complete && from !== this.name) this.sendMembership(from, effects); // it waits to see completion
       return;
@@ -850,10 +842,8 @@ export class ClusterCore {
     if (report.complete) return;
     const known = this.current.change?.transfers.find((transfer) => transfer.id === report.transferId);
     if (known === undefined || known.complete || known.to !== this.name) return;
-    assert(report.percentComplete < 100, `transfer ${report.transferId} at ${report.percentComplete}% and not complete`);
-    const progress = { ...known, percentComplete: report.percentComplete, bytes: report.bytes, records: report.records };
     // Progress alone moves no member, owner or completion (as in onProgress): nothing to adopt.
-    this.current = withMergedTransfers(this.current, [progress]);
+    this.current = withMergedTransfers(this.current, [reported(known, report)]);
   }
 
   /** Coordinator duty: a transfer whose source is long gone gets another source. */
@@ -1079,6 +1069,19 @@ export class ClusterCore {
       reportProgress: (report, effects) => this.routeProgress(report, effects),
     };
   }
+}
+
+/** The transfer as a progress report of its target says it is: 100% only with completion. */
+function reported(known: TransferPlan, report: ProgressReport): TransferPlan {
+  const update = {
+    ...known,
+    complete: report.complete,
+    percentComplete: report.complete ? 100 : Math.min(99, report.percentComplete),
+    bytes: report.bytes,
+    records: report.records,
+  };
+  assert(update.percentComplete >= 0 && update.percentComplete <= 100, `transfer ${known.id} at ${update.percentComplete}%`);
+  return update;
 }
 
 function completionCount(membership: Membership): string {

@@ -51,6 +51,22 @@ function threeJoined(options: ScriptOptions): ScriptedCluster {
   return s;
 }
 
+/** a alone holds `records` records in each slot, and b is added: b's join, not yet settled. */
+function bJoiningA(options: ScriptOptions, records: number): ScriptedCluster {
+  const s = new ScriptedCluster(options).lone('a');
+  for (const slot of s.slots) s.write('a', slot, records);
+  s.spawn('b');
+  s.add('b');
+  return s;
+}
+
+/** A slot of one replica that moves from a to b when b joins: b becomes its only owner. */
+function slotMovingToB(): Slot {
+  const partition = Array.from({ length: 16 }, (_, index) => ringOwners(['a', 'b'], { partition: index, replicas: 1 })).findIndex((owners) => owners[0] === 'b');
+  if (partition < 0) throw new Error('no partition of 16 moves from a to b');
+  return { partition, replicas: 1 };
+}
+
 /** Every acknowledged record is on each owner of its slot under `observer`'s table. */
 function missingRecords(script: ScriptedCluster, observer: string): string[] {
   const membership = script.sim.node(observer).core!.membership();
@@ -276,13 +292,8 @@ describe('cluster core - scripted scenarios', () => {
   });
 
   it('transfer - a killed target resumes from its last acknowledged chunk; chunks before it are not stored again', () => {
-    // A partition that moves from a to b when b joins.
-    const partition = Array.from({ length: 16 }, (_, partition) => ringOwners(['a', 'b'], { partition, replicas: 1 })).findIndex((owners) => owners[0] === 'b');
-    const slot = { partition, replicas: 1 };
-    const s = new ScriptedCluster({ slots: [slot], chunkRecords: 1, transferWindowChunks: 1 }).lone('a');
-    s.write('a', slot, 6);
-    s.spawn('b');
-    s.add('b');
+    const slot = slotMovingToB();
+    const s = bJoiningA({ slots: [slot], chunkRecords: 1, transferWindowChunks: 1 }, 6);
     const ssrChunk = (waiting: { message: { type: string } & Record<string, unknown> }): boolean =>
       waiting.message.type === 'transfer-chunk' && String(waiting.message.transferId).includes('/ssr/');
     const release = s.hold(ssrChunk);
@@ -308,10 +319,7 @@ describe('cluster core - scripted scenarios', () => {
   });
 
   it('transfer - a killed source resumes from the target’s cursor once it is back', () => {
-    const s = new ScriptedCluster({ slots: slotsOf(1, 4), chunkRecords: 1, transferWindowChunks: 1, transferStallMs: 300 }).lone('a');
-    for (const slot of s.slots) s.write('a', slot, 4);
-    s.spawn('b');
-    s.add('b');
+    const s = bJoiningA({ slots: slotsOf(1, 4), chunkRecords: 1, transferWindowChunks: 1, transferStallMs: 300 }, 4);
     const chunks = link('a', 'b', 'transfer-chunk');
     const release = s.hold(chunks);
     s.settle();
@@ -339,10 +347,7 @@ describe('cluster core - scripted scenarios', () => {
   });
 
   it('transfer - a source starts reading the next chunk before it sends the one just read', () => {
-    const s = new ScriptedCluster({ slots: slotsOf(1, 4), chunkRecords: 1, transferWindowChunks: 4 }).lone('a');
-    for (const slot of s.slots) s.write('a', slot, 8);
-    s.spawn('b');
-    s.add('b');
+    const s = bJoiningA({ slots: slotsOf(1, 4), chunkRecords: 1, transferWindowChunks: 4 }, 8);
     s.settle().tick(200);
     expect(s.stateOf('b', 'a')).toBe('Joined');
     // In a's effects, a chunk the window lets a read follow comes after that read, never before it.
@@ -357,12 +362,8 @@ describe('cluster core - scripted scenarios', () => {
 
   /** b joins a with ssr chunks held on the wire; b takes a for unavailable and hears it again: its repeat goes out. */
   function repeatWhileChunksOnTheirWay(chunksLost: boolean) {
-    const partition = Array.from({ length: 16 }, (_, partition) => ringOwners(['a', 'b'], { partition, replicas: 1 })).findIndex((owners) => owners[0] === 'b');
-    const slot = { partition, replicas: 1 };
-    const s = new ScriptedCluster({ slots: [slot], chunkRecords: 1, transferWindowChunks: 2, heartbeatIntervalMs: 50, transferStallMs: 3_000 }).lone('a');
-    s.write('a', slot, 4);
-    s.spawn('b');
-    s.add('b');
+    const slot = slotMovingToB();
+    const s = bJoiningA({ slots: [slot], chunkRecords: 1, transferWindowChunks: 2, heartbeatIntervalMs: 50, transferStallMs: 3_000 }, 4);
     const ssrChunks = (waiting: { from: string; to: string; message: PeerMessage }): boolean => link('a', 'b', 'transfer-chunk')(waiting) && waiting.message.type === 'transfer-chunk' && waiting.message.transferId.includes('/ssr/');
     const stop = chunksLost ? s.lose(ssrChunks) : s.hold(ssrChunks);
     s.settle().tick(50);
@@ -393,10 +394,7 @@ describe('cluster core - scripted scenarios', () => {
   });
 
   it('transfer - a stalled transfer is requested again from its last ack after transferStallMs', () => {
-    const s = new ScriptedCluster({ slots: slotsOf(1, 4), transferStallMs: 300, tickMs: 10 }).lone('a');
-    for (const slot of s.slots) s.write('a', slot, 2);
-    s.spawn('b');
-    s.add('b');
+    const s = bJoiningA({ slots: slotsOf(1, 4), transferStallMs: 300, tickMs: 10 }, 2);
     const restore = s.lose(link('a', 'b', 'transfer-chunk')); //              the network loses every chunk
     s.settle();
     expect(s.stateOf('b', 'a')).toBe('Joining');
@@ -451,10 +449,7 @@ describe('cluster core - scripted scenarios', () => {
   });
 
   it('transfer - percentComplete rises from 0 to 100 and reaches 100 only with the last chunk durable', () => {
-    const s = new ScriptedCluster({ slots: slotsOf(1, 4), chunkRecords: 1 }).lone('a');
-    for (const slot of s.slots) s.write('a', slot, 5);
-    s.spawn('b');
-    s.add('b');
+    const s = bJoiningA({ slots: slotsOf(1, 4), chunkRecords: 1 }, 5);
     s.settle().tick(200);
     expect(s.stateOf('b', 'a')).toBe('Joined');
     const reports = s.sent('b', 'transfer-progress').map((sent) => sent.message);
@@ -470,12 +465,8 @@ describe('cluster core - scripted scenarios', () => {
   });
 
   it('transfer - progress goes to the coordinator at most once per heartbeat interval, then once at the end', () => {
-    const partition = Array.from({ length: 16 }, (_, partition) => ringOwners(['a', 'b'], { partition, replicas: 1 })).findIndex((owners) => owners[0] === 'b');
-    const slot = { partition, replicas: 1 };
-    const s = new ScriptedCluster({ slots: [slot], chunkRecords: 1, transferWindowChunks: 1, heartbeatIntervalMs: 50 }).lone('a');
-    s.write('a', slot, 12);
-    s.spawn('b');
-    s.add('b');
+    const slot = slotMovingToB();
+    const s = bJoiningA({ slots: [slot], chunkRecords: 1, transferWindowChunks: 1, heartbeatIntervalMs: 50 }, 12);
     const chunks = link('a', 'b', 'transfer-chunk');
     const release = s.hold(chunks);
     s.settle().mark();
@@ -495,12 +486,8 @@ describe('cluster core - scripted scenarios', () => {
   });
 
   it('transfer - the target\'s own table shows the progress it reports, not completion, before the coordinator\'s reaches it', () => {
-    const partition = Array.from({ length: 16 }, (_, partition) => ringOwners(['a', 'b'], { partition, replicas: 1 })).findIndex((owners) => owners[0] === 'b');
-    const slot = { partition, replicas: 1 };
-    const s = new ScriptedCluster({ slots: [slot], chunkRecords: 1, transferWindowChunks: 1, heartbeatIntervalMs: 50 }).lone('a');
-    s.write('a', slot, 12);
-    s.spawn('b');
-    s.add('b');
+    const slot = slotMovingToB();
+    const s = bJoiningA({ slots: [slot], chunkRecords: 1, transferWindowChunks: 1, heartbeatIntervalMs: 50 }, 12);
     const chunks = link('a', 'b', 'transfer-chunk');
     const release = s.hold(chunks);
     s.settle();
@@ -520,10 +507,7 @@ describe('cluster core - scripted scenarios', () => {
   });
 
   it('transfer - the coordinator sends its table to the target when it marks a transfer complete, not at a heartbeat', () => {
-    const s = new ScriptedCluster({ slots: slotsOf(1, 4), chunkRecords: 1 }).lone('a');
-    for (const slot of s.slots) s.write('a', slot, 3);
-    s.spawn('b');
-    s.add('b');
+    const s = bJoiningA({ slots: slotsOf(1, 4), chunkRecords: 1 }, 3);
     const reports = link('b', 'a', 'transfer-progress');
     const release = s.hold(reports);
     s.settle().tick(300); //                                                         every chunk stored; b's reports wait
@@ -548,10 +532,7 @@ describe('cluster core - scripted scenarios', () => {
   });
 
   it('transfer - a chunk read after another cursor than the target holds is not stored', () => {
-    const s = new ScriptedCluster({ slots: slotsOf(1, 4), chunkRecords: 1 }).lone('a');
-    for (const slot of s.slots) s.write('a', slot, 3);
-    s.spawn('b');
-    s.add('b');
+    const s = bJoiningA({ slots: slotsOf(1, 4), chunkRecords: 1 }, 3);
     const chunks = link('a', 'b', 'transfer-chunk');
     const release = s.hold(chunks);
     s.settle();
@@ -567,10 +548,7 @@ describe('cluster core - scripted scenarios', () => {
   });
 
   it('drop - a node drops the slots it lost only once the change is complete', () => {
-    const s = new ScriptedCluster({ slots: slotsOf(1, 8) }).lone('a');
-    for (const slot of s.slots) s.write('a', slot, 2);
-    s.spawn('b');
-    s.add('b');
+    const s = bJoiningA({ slots: slotsOf(1, 8) }, 2);
     const release = s.hold(link('a', 'b', 'transfer-chunk'));
     s.settle().tick(500);
     expect(s.stateOf('b', 'a')).toBe('Joining');
