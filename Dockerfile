@@ -52,5 +52,5 @@ EXPOSE 8888 8889
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "--no-node-snapshot", "dist/src/main.js", "health"]
 # Any command of the CLI: `start` (the default, see CMD), `status`, `keygen`, `health`, `version`.
-ENTRYPOINT ["node", "--no-node-snapshot", "--max-semi-space-size=64", "dist/src/main.js"]
+ENTRYPOINT ["node", "--no-node-snapshot", "--max-semi-space-size=64", "--initial-old-space-size=256", "dist/src/main.js"]
 CMD ["start"]

@@ -14,6 +14,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join as joinPath, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { EventSource } from 'eventsource';
+import { NODE_FLAGS_GIVEN } from '../src/cli/node-flags.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const MAIN = joinPath(ROOT, 'dist', 'src', 'main.js');
@@ -71,7 +72,7 @@ async function startNode(index: number, basePort: number, dataRoot: string): Pro
   const peerPort = httpPort + 1;
   const dataDir = joinPath(dataRoot, name);
   mkdirSync(dataDir, { recursive: true });
-  const args = ['--no-node-snapshot', '--max-semi-space-size=64', MAIN, 'start', '--name', name, '--http-port', String(httpPort), '--peer-port', String(peerPort), '--data-dir', dataDir, '--log-level', 'warn'];
+  const args = [...NODE_FLAGS_GIVEN, MAIN, 'start', '--name', name, '--http-port', String(httpPort), '--peer-port', String(peerPort), '--data-dir', dataDir, '--log-level', 'warn'];
   if (index > 0) args.push('--join');
   const child = spawn(process.execPath, args, {
     cwd: ROOT,

@@ -7,6 +7,7 @@ import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { NODE_FLAGS_GIVEN } from '../../src/cli/node-flags.js';
 import { packageRoot } from '../../src/lib/package-root.js';
 
 /** The package root, from test/kit under vitest or dist/test/kit when compiled (the bench). */
@@ -97,7 +98,7 @@ export class NodeProcess {
   /** Spawns the process and waits until it answers HTTP. */
   async launch(): Promise<void> {
     // The flags `npm start` gives a node (package.json, docs/configuration.md).
-    const flags = this.options.nodeFlags === false ? [] : ['--no-node-snapshot', '--max-semi-space-size=64'];
+    const flags = this.options.nodeFlags === false ? [] : NODE_FLAGS_GIVEN;
     const args = [...flags, ...(this.options.execArgv ?? []), MAIN, 'start', '--name', this.name, '--data-dir', this.dataDir];
     if (this.options.portFlags !== false) {
       args.push('--http-port', String(this.httpPort), '--peer-port', String(this.peerPort));
