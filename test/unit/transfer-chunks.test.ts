@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ChunkData, DurableIncoming, TransferPlan } from '../../src/protocol/cluster-types.js';
 import { Database } from '../../src/storage/database.js';
 import type { DefinitionRecord } from '../../src/storage/definition-store.js';
@@ -124,6 +124,29 @@ describe('transfer chunks - read, resume, store, drop', () => {
     const tsr = new TimeSeriesRepository(source);
     expect(Object.fromEntries(await tsr.countByPartition('demo/c/a'))).toEqual({ 2: 75 });
     expect(Object.fromEntries(await tsr.countByPartition('demo/c/b'))).toEqual({ 1: 75 });
+  });
+});
+
+describe('transfer chunks - a repository with nothing to move', () => {
+  it('sends one empty, last chunk after a single seek, not a read of every partition', async () => {
+    const chunks = new TransferChunks(source, sources, 1_000);
+    const everyPartition = Array.from({ length: 128 }, (_, partition) => ({ partition, replicas: 2 }));
+    const transfer = { ...plan(everyPartition, 'c1/ssr/a>b'), repo: 'ssr' as const };
+    const seeks = vi.spyOn(source.ssr, 'keys');
+    const reads = vi.spyOn(source.ssr, 'iterator');
+    const { chunk, last, totalEstimate } = await chunks.read(transfer, undefined);
+    expect({ records: chunk.records, bytes: chunk.bytes.length, last, totalEstimate }).toEqual({ records: 0, bytes: 0, last: true, totalEstimate: 0 });
+    // The total and the chunk: one seek each, where each of the 128 partitions was counted and read.
+    expect(seeks.mock.calls.length + reads.mock.calls.length).toBeLessThanOrEqual(2);
+  });
+
+  it('ends a transfer whose cursor is past its last record with an empty, last chunk', async () => {
+    const chunks = new TransferChunks(source, sources, 100_000);
+    const transfer = plan([{ partition: 2, replicas: 2 }]);
+    const first = await chunks.read(transfer, undefined);
+    expect(first.chunk.records).toBe(75);
+    const after = await chunks.read(transfer, first.chunk.cursor);
+    expect({ records: after.chunk.records, last: after.last }).toEqual({ records: 0, last: true });
   });
 });
 
