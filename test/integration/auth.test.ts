@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, client, http, NodeProcess, temporaryDataDir } from '../kit/node-process.js';
+import { NODE_FLAGS_GIVEN } from '../../src/cli/node-flags.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const SECRET = 'auth-test-admin-secret-0123456789';
@@ -162,7 +163,7 @@ describe('auth - the local embedded start', () => {
 
 function runMain(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun) => {
-    const child = spawn(process.execPath, ['--no-node-snapshot', '--max-semi-space-size=64', resolve(ROOT, 'dist', 'src', 'main.js'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...NODE_FLAGS_GIVEN, resolve(ROOT, 'dist', 'src', 'main.js'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

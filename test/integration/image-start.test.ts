@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { NODE_FLAGS_GIVEN } from '../../src/cli/node-flags.js';
 import { packageRoot } from '../../src/lib/package-root.js';
 import { checkImageStart, documentedRuns, parseDockerfile } from '../../scripts/image-check.js';
 
@@ -14,7 +15,7 @@ describe('image start - the Dockerfile run as documented, without a container en
   it('reads the final stage: a node on 0.0.0.0, started by the CLI, its health checked by the CLI', () => {
     const spec = parseDockerfile(readFileSync(join(packageRoot(), 'Dockerfile'), 'utf8'));
     expect(spec.env).toMatchObject({ TRIBUTARY_HOST: '0.0.0.0', TRIBUTARY_REVISION: 'unknown' });
-    expect(spec.entrypoint).toEqual(['node', '--no-node-snapshot', '--max-semi-space-size=64', 'dist/src/main.js']);
+    expect(spec.entrypoint).toEqual(['node', ...NODE_FLAGS_GIVEN, 'dist/src/main.js']);
     expect(spec.cmd).toEqual(['start']);
     expect(spec.healthcheck).toEqual(['node', '--no-node-snapshot', 'dist/src/main.js', 'health']);
     expect(spec.copies.map((copy) => copy.to)).toEqual(expect.arrayContaining(['dist/src', 'node_modules', 'config', 'console', 'proto', 'package.json']));

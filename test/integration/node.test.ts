@@ -5,6 +5,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, client, freePort, NodeProcess, sleep, temporaryDataDir } from '../kit/node-process.js';
+import { NODE_FLAGS_GIVEN } from '../../src/cli/node-flags.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 let node: NodeProcess;
@@ -59,7 +60,7 @@ describe('node - start and identity', () => {
     const bare = await NodeProcess.start({ name: 'bare', nodeFlags: false, env: { NODE_OPTIONS: '' } });
     const nodePid = onlyChildOf(bare.child!.pid!);
     const nodeArgs = readFileSync(`/proc/${nodePid}/cmdline`, 'utf8').split('\0');
-    expect(nodeArgs).toEqual(expect.arrayContaining(['--no-node-snapshot', '--max-semi-space-size=64', 'start']));
+    expect(nodeArgs).toEqual(expect.arrayContaining([...NODE_FLAGS_GIVEN, 'start']));
     expect(await bare.kill('SIGTERM')).toBeLessThan(5_000);
     expect(bare.child!.exitCode).toBe(0);
     expect(alive(nodePid)).toBe(false);

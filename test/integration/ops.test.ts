@@ -11,6 +11,7 @@ import { packageRoot } from '../../src/lib/package-root.js';
 import { until } from '../kit/cluster.js';
 import { cleanup, client, freePort, NodeProcess, temporaryDataDir } from '../kit/node-process.js';
 import { SseClient } from '../kit/sse-client.js';
+import { NODE_FLAGS_GIVEN } from '../../src/cli/node-flags.js';
 
 const MAIN = join(packageRoot(), 'dist', 'src', 'main.js');
 const run = promisify(execFile);
@@ -273,7 +274,7 @@ describe('start-up failures - one line each', () => {
 
 describe('cli - stop with stdin', () => {
   it('a node started with TRIBUTARY_STOP_WITH_STDIN=1 stops when its stdin closes', async () => {
-    const child = spawn(process.execPath, ['--no-node-snapshot', '--max-semi-space-size=64', MAIN, 'start', '--data-dir', temporaryDataDir(), '--http-port', String(await freePort()), '--peer-port', String(await freePort()), '--log-level', 'warn'], {
+    const child = spawn(process.execPath, [...NODE_FLAGS_GIVEN, MAIN, 'start', '--data-dir', temporaryDataDir(), '--http-port', String(await freePort()), '--peer-port', String(await freePort()), '--log-level', 'warn'], {
       env: { ...process.env, TRIBUTARY_STOP_WITH_STDIN: '1' },
       stdio: ['pipe', 'ignore', 'ignore'],
     });
