@@ -83,13 +83,17 @@ export class TransferChunks {
     const totalEstimate = await this.total(transfer, sublevel, ranges);
     const taken: BytePair[] = [];
     const state = { bytes: 0, full: false };
-    // Nothing left anywhere in the ranges: the last chunk, empty, without a read per range.
-    if (!(await this.holdsAny(sublevel, ranges, cursor))) return this.chunk(taken, true, totalEstimate, transfer.repo === 'tsr');
-    for (const prefix of ranges) {
-      if (cursor !== undefined && prefixEnd(prefix) <= cursor) continue;
+    for (let index = 0; index < ranges.length; ) {
+      const prefix = ranges[index]!;
+      if (cursor !== undefined && prefixEnd(prefix) <= cursor) {
+        index += 1;
+        continue;
+      }
       const from = cursor !== undefined && cursor >= prefix ? { gt: Buffer.from(cursor) } : { gte: Buffer.from(prefix) };
+      const before = taken.length;
       await this.readRange(sublevel, { ...from, lt: Buffer.from(prefixEnd(prefix)) }, taken, state);
       if (state.full) break;
+      index = taken.length > before ? index + 1 : await this.nextRangeHolding(sublevel, ranges, index);
     }
     // A chunk starts after its cursor: nothing the target has is sent again.
     assert(cursor === undefined || taken.length === 0 || Buffer.compare(taken[0]![0], Buffer.from(cursor)) > 0, () => `transfer ${transfer.id} reads from before its cursor ${cursor}`);
@@ -239,14 +243,15 @@ export class TransferChunks {
   private async countOrEstimate(sublevel: Sublevel, ranges: string[]): Promise<number> {
     // The estimate scales what lies before and after a key: the ranges are in key order (ranges()).
     assert(ranges.every((prefix, index) => index === 0 || ranges[index - 1]! < prefix), 'transfer ranges out of key order');
-    if (!(await this.holdsAny(sublevel, ranges, undefined))) return 0;
     let counted = 0;
     let estimated = false;
-    for (let index = 0; index < ranges.length; index++) {
+    for (let index = 0; index < ranges.length; ) {
       const prefix = ranges[index]!;
       const iterator = sublevel.keys({ gte: prefix, lt: prefixEnd(prefix) });
+      let held = false;
       try {
         for (let keys = await iterator.nextv(1000); keys.length > 0; keys = await iterator.nextv(1000)) {
+          held = true;
           for (const key of keys) counted += payloadsOf(sublevel === this.database.tsr, key);
           if (estimated || counted < this.countedRecordsMax) continue;
           estimated = true;
@@ -256,6 +261,7 @@ export class TransferChunks {
       } finally {
         await iterator.close();
       }
+      index = held ? index + 1 : await this.nextRangeHolding(sublevel, ranges, index);
     }
     return counted;
   }
@@ -288,19 +294,19 @@ export class TransferChunks {
   }
 
   /**
-   * Whether any record lies in the ranges after `cursor`, by one seek over the span from the
-   * first range to the end of the last: the ranges are in key order (ranges()) and within it,
-   * so an empty span has them all empty. An empty repository moved 128 ranges a read each,
-   * ~130 ms of a join's start.
+   * Range `index` holds nothing (after the cursor): the index of the next range that may
+   * hold a record, found by one seek from its end over the rest of the ranges (they are in
+   * key order, ranges()), or ranges.length when none does. A run of empty ranges costs one
+   * seek, not a read each: an empty repository's transfer read 128 ranges to count and 128
+   * to read, ~130 ms of a join's start.
    */
-  private async holdsAny(sublevel: Sublevel, ranges: readonly string[], cursor: string | undefined): Promise<boolean> {
-    if (ranges.length === 0) return false;
-    const first = ranges[0]!;
-    const end = prefixEnd(ranges.at(-1)!);
-    assert(first < end, `transfer span ${first} to ${end}`);
-    const from = cursor !== undefined && cursor >= first ? { gt: cursor } : { gte: first };
-    const keys = await sublevel.keys({ ...from, lt: end, limit: 1 }).all();
-    return keys.length > 0;
+  private async nextRangeHolding(sublevel: Sublevel, ranges: readonly string[], index: number): Promise<number> {
+    const [next] = await sublevel.keys({ gte: prefixEnd(ranges[index]!), lt: prefixEnd(ranges.at(-1)!), limit: 1 }).all();
+    if (next === undefined) return ranges.length;
+    let holding = index + 1;
+    while (holding < ranges.length && prefixEnd(ranges[holding]!) <= next) holding += 1;
+    assert(holding > index && holding <= ranges.length, () => `after range ${index}, range ${holding} of ${ranges.length} holds ${next}`);
+    return holding;
   }
 
   private readDefinitions(cursor: string | undefined): ChunkRead {

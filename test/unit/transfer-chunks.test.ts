@@ -127,17 +127,39 @@ describe('transfer chunks - read, resume, store, drop', () => {
   });
 });
 
-describe('transfer chunks - a repository with nothing to move', () => {
-  it('sends one empty, last chunk after a single seek, not a read of every partition', async () => {
+describe('transfer chunks - ranges with nothing to move', () => {
+  const everyPartition = Array.from({ length: 128 }, (_, partition) => ({ partition, replicas: 2 }));
+
+  it('sends an empty repository as one empty, last chunk, after a seek or two, not a read of every partition', async () => {
     const chunks = new TransferChunks(source, sources, 1_000);
-    const everyPartition = Array.from({ length: 128 }, (_, partition) => ({ partition, replicas: 2 }));
     const transfer = { ...plan(everyPartition, 'c1/ssr/a>b'), repo: 'ssr' as const };
     const seeks = vi.spyOn(source.ssr, 'keys');
     const reads = vi.spyOn(source.ssr, 'iterator');
     const { chunk, last, totalEstimate } = await chunks.read(transfer, undefined);
     expect({ records: chunk.records, bytes: chunk.bytes.length, last, totalEstimate }).toEqual({ records: 0, bytes: 0, last: true, totalEstimate: 0 });
-    // The total and the chunk: one seek each, where each of the 128 partitions was counted and read.
-    expect(seeks.mock.calls.length + reads.mock.calls.length).toBeLessThanOrEqual(2);
+    // The total and the chunk: the first partition and one seek past the rest, each, where
+    // all 128 partitions were counted and read.
+    expect(seeks.mock.calls.length + reads.mock.calls.length).toBeLessThanOrEqual(4);
+  });
+
+  it('moves every record of a sparse transfer, skipping its empty partitions by seeks', async () => {
+    // Stream a (replicas 2) holds partitions 0 and 2 only; the transfer names all 128.
+    const chunks = new TransferChunks(source, sources, 100_000);
+    const transfer = plan(everyPartition);
+    const seeks = vi.spyOn(source.tsr, 'keys');
+    const reads = vi.spyOn(source.tsr, 'iterator');
+    let cursor: string | undefined;
+    let moved = 0;
+    for (let chunksRead = 0; ; chunksRead += 1) {
+      expect(chunksRead).toBeLessThan(10);
+      const read = await chunks.read(transfer, cursor);
+      expect(read.totalEstimate).toBe(150);
+      moved += read.chunk.records;
+      cursor = read.chunk.cursor;
+      if (read.last) break;
+    }
+    expect(moved).toBe(150);
+    expect(seeks.mock.calls.length + reads.mock.calls.length).toBeLessThanOrEqual(20);
   });
 
   it('ends a transfer whose cursor is past its last record with an empty, last chunk', async () => {
