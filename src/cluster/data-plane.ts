@@ -233,9 +233,7 @@ function handOffParts(ports: DataPlanePorts, writes: ReturnType<typeof writePart
 /**
  * Transfers as the data plane needs them: a node refilling damaged data is no transfer
  * source (a chunk read from it could miss what it lost; the target asks again later), and
- * a chunk stored into a partition waits for a delete of it that is under way. A stored
- * chunk tells the hand-off how far its transfer has come (a joining node catches up each
- * partition a transfer has brought while the rest moves: PartitionHandOff.chunkStored).
+ * a chunk stored into a partition waits for a delete of it that is under way.
  */
 export function guardedChunks(chunks: ChunkStore, plane: () => DataPlane | undefined): ChunkStore {
   return {
@@ -247,8 +245,7 @@ export function guardedChunks(chunks: ChunkStore, plane: () => DataPlane | undef
     store: async (transfer, chunk, progress) => {
       const handOff = plane()?.handOff;
       if (handOff !== undefined && transfer.repo !== 'KV') await handOff.settle(transfer.repo, handOff.partitionsOf(transfer.slots));
-      await chunks.store(transfer, chunk, progress);
-      if (transfer.repo !== 'KV' && chunk.cursor !== '') handOff?.chunkStored(transfer.id, chunk.cursor);
+      return chunks.store(transfer, chunk, progress);
     },
     forgetProgress: (changeId) => chunks.forgetProgress(changeId),
   };

@@ -15,10 +15,8 @@ import type { Timer, Timers } from '../lib/timers.js';
 import { assert } from '../lib/assert.js';
 import { forEachLimited } from '../lib/limited-concurrency.js';
 import { memberNamed } from '../cluster-core/membership.js';
-import { nextOwnersOf, ownersOf, transferCovers, uncoveredNeeds, writeOwners } from '../cluster-core/placement.js';
-import type { MembershipChange, Membership, Slot } from '../protocol/cluster-types.js';
-import { prefixEnd } from '../storage/database.js';
-import { encodePartition } from '../storage/repository.js';
+import { nextOwnersOf, ownersOf, uncoveredNeeds, writeOwners } from '../cluster-core/placement.js';
+import type { Membership, Slot } from '../protocol/cluster-types.js';
 
 export interface HandOffStream {
   key: string;
@@ -99,8 +97,6 @@ export class PartitionHandOff {
   private joinDone: string | undefined;
   /** Steps of the current change's final sync already made (finalSync). */
   private finalSyncDone: { changeId: string; steps: Set<string> } = { changeId: '', steps: new Set() };
-  /** The cursor of the last chunk stored here, by incoming transfer (this incarnation): how far each has come. */
-  private readonly storedCursors = new Map<string, string>();
 
   constructor(private readonly deps: PartitionHandOffDeps) {}
 
@@ -126,27 +122,6 @@ export class PartitionHandOff {
     assert(!this.again || this.working, 'a hand-off round owed while none is under way');
     if (this.working) this.again = true;
     else this.deps.timers.setTimeout(() => void this.work(), 0);
-  }
-
-  /**
-   * A chunk of an incoming transfer is durable here up to `cursor` (a repository key): the
-   * partitions it read past are here but for writes that landed behind its read. A joining
-   * node catches each of them up with its owners then, in a round now, while the transfer
-   * goes on: after the last chunk only the last partitions are left (a final sync of all of
-   * them held a 200,000-payload join 0.3 s, an eighth of it). A round is asked for only
-   * when the cursor enters another partition.
-   */
-  chunkStored(transferId: string, cursor: string): void {
-    const change = this.deps.membership().change;
-    if (change?.kind !== 'join' || change.node !== this.deps.localName || !transferId.startsWith(`${change.id}/`)) return;
-    // Cursors of an earlier change's transfers are of no use: at most this change's are kept.
-    for (const id of this.storedCursors.keys()) if (!id.startsWith(`${change.id}/`)) this.storedCursors.delete(id);
-    const before = this.storedCursors.get(transferId);
-    if (before !== undefined && before >= cursor) return;
-    this.storedCursors.set(transferId, cursor);
-    assert(this.storedCursors.size <= change.transfers.length, () => `${this.storedCursors.size} incoming transfers followed, ${change.transfers.length} planned`);
-    // A round only when the cursor is in another partition than before (they are read in key order).
-    if (before === undefined || partitionPrefixOf(before) !== partitionPrefixOf(cursor)) this.membershipChanged();
   }
 
   /** The core's `drop` effect: these slots go once handed off. */
@@ -287,15 +262,10 @@ export class PartitionHandOff {
   }
 
   /**
-   * This node is joining: it fetches from the current owners of each partition it gains
-   * what the transfers may have missed (a write that landed behind a transfer's read, a
-   * source that lacked a hinted record); once every transfer to it is complete and every
-   * partition caught up, the core is told, and the change may complete (the new owners hold
-   * everything). A partition is caught up as soon as a transfer has brought it (stored past
-   * it, or completed), not only after the last transfer: every write to it since the change
-   * began comes to this node as one of its write owners, so what the owners hold then and
-   * this node lacks is only what the transfer's read missed, the same as at the end
-   * (docs/cluster.md, "Changes complete only when nothing is missing").
+   * This node is joining: once every transfer to it is complete, it fetches from the
+   * current owners of each partition it gains what the transfers may have missed (a write
+   * that landed behind a transfer's read, a source that lacked a hinted record); then the
+   * core is told, and the change may complete (the new owners hold everything).
    * As for a leave, each partition and owner is caught up once per change.
    */
   private async finishJoinIfReady(): Promise<void> {
@@ -305,7 +275,7 @@ export class PartitionHandOff {
     if (change?.kind !== 'join' || change.node !== self || change.finalSynced === true) return;
     if (memberNamed(membership, self)?.state !== 'Joining') return;
     if (this.joinDone === change.id) return this.deps.finalSynced(change.id);
-    const moved = uncoveredNeeds(membership).length === 0;
+    if (uncoveredNeeds(membership).length > 0) return;
     const steps: FinalSyncStep[] = [];
     for (const slot of change.slots) {
       const owners = ownersOf(membership, slot);
@@ -313,29 +283,14 @@ export class PartitionHandOff {
       assert(!owners.includes(self), () => `${self} owns partition ${slot.partition} while Joining`);
       if (owners.includes(self) || !nextOwnersOf(membership, slot).includes(self)) continue;
       for (const stream of this.deps.streams().filter((each) => each.replicas === slot.replicas)) {
-        if (!moved && !this.brought(change, stream, slot)) continue;
         for (const owner of owners) steps.push({ part: { repo: stream.repo, stream: stream.key, partition: slot.partition }, replicas: slot.replicas, owner });
       }
     }
-    if (steps.length === 0 && !moved) return;
     const startedMs = this.deps.timers.now();
     const received = await this.finalSync(change.id, steps, FINAL_SYNC_STEPS_IN_FLIGHT, (step, theirs) => this.deps.catchUp(step.part, step.replicas, [step.owner], theirs));
-    if (!moved) return;
     this.deps.log.info({ change: change.id, records: received, steps: steps.length, lastRoundMs: this.deps.timers.now() - startedMs }, 'joining: caught up with the current owners after the transfers');
     this.joinDone = change.id;
     this.deps.finalSynced(change.id);
-  }
-
-  /** A transfer to this node of the stream's slot is complete, or has stored past the slot's partition. */
-  private brought(change: MembershipChange, stream: HandOffStream, slot: Slot): boolean {
-    const need = { repo: stream.repo, to: this.deps.localName, slot };
-    const partitionEnd = prefixEnd(`${stream.key}/${encodePartition(slot.partition)}/`);
-    assert(stream.replicas === slot.replicas, () => `stream ${stream.key} of ${stream.replicas} replicas in a slot of ${slot.replicas}`);
-    return change.transfers.some((transfer) => {
-      if (!transferCovers(transfer, need)) return false;
-      const cursor = this.storedCursors.get(transfer.id);
-      return transfer.complete || (cursor !== undefined && cursor > partitionEnd);
-    });
   }
 
   /**
@@ -423,13 +378,6 @@ interface FinalSyncStep {
 
 function stepKey(step: FinalSyncStep): string {
   return `${partitionKey(step.part.repo, step.part.stream, step.part.partition)}\n${step.replicas}\n${step.owner}`;
-}
-
-/** "tenant/collection/name/<partition hex>/" of a repository key. */
-function partitionPrefixOf(key: string): string {
-  let end = -1;
-  for (let slashes = 0; slashes < 4 && (end = key.indexOf('/', end + 1)) >= 0; slashes += 1);
-  return end < 0 ? key : key.slice(0, end + 1);
 }
 
 /** Some steps of a final sync could not be made yet; the next round goes on from there. */
