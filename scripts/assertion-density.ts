@@ -47,7 +47,6 @@ export const ASSERTION_EXEMPT: ReadonlyArray<{ readonly why: string; readonly fu
       'src/cluster/replica-writer.ts failed',
       'src/cluster/follow-up-store.ts partOf',
       'src/cluster/write-follow-ups.ts readKeys',
-      'src/cluster/transfer-chunks.ts partitionPrefixes',
       'src/cluster/transfer-chunks.ts storedProgress',
       'src/cluster/transfer-chunks.ts take',
       'src/storage/database.ts readLedger',

@@ -347,6 +347,7 @@ function storedParts(config: Config, log: Logger, storage: Storage, defined: Def
     definitionRecords: () => storage.store.records(),
     applyDefinitions: (records) => definitions.apply(records),
     partitionChanged,
+    digests: partitions,
   }, config.cluster.transferChunkBytes);
   return { ssrIndex, repositoryStats, latestValues, replica, partitions, chunks, mover };
 }

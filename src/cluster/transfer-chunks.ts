@@ -26,6 +26,7 @@ import { encodePartition } from '../storage/repository.js';
 import { payloadsInBlockKey } from '../storage/tsr.js';
 import { parseJson, stringifyJson } from '../lib/json.js';
 import { forEachLimited } from '../lib/limited-concurrency.js';
+import type { DigestBuild } from '../repair/stored-partitions.js';
 
 /** A persisted stream: its storage key and its replicas (from its policy). */
 export interface StoredStream {
@@ -48,6 +49,31 @@ export interface TransferChunkSources {
   applyDefinitions(records: DefinitionRecord[]): Promise<void>;
   /** A partition's stored data changed under a transfer or a drop (indexes over it are stale). */
   partitionChanged(repo: 'ssr' | 'tsr', stream: string, partition: number): void;
+  /** Where the partitions' key digests are kept, built here from what transfers read and store. */
+  digests?: TransferDigests;
+}
+
+/**
+ * Key digests of partitions built from a transfer's keys (repair/stored-partitions.ts): a
+ * join's final sync compares both ends' digests of every partition moved, and a key scan
+ * of each on both nodes cost it 0.3 s at 200,000 payloads. A source reads a partition whole
+ * and a target that held nothing of it stores it whole, each key once and in key order, so
+ * each can build the digest on the way, unless the partition changes meanwhile.
+ */
+export interface TransferDigests {
+  begin(repo: 'ssr' | 'tsr', stream: string, partition: number): DigestBuild;
+  add(build: DigestBuild, key: string): void;
+  finish(build: DigestBuild): void;
+  abandon(build: DigestBuild): void;
+  changedByBuilds(builds: readonly DigestBuild[], change: () => void): void;
+}
+
+/** A digest built over more than one chunk: its partition's prefix, and the cursor its next chunk starts after. */
+interface OpenBuild {
+  prefix: string;
+  /** Undefined on a target whose partition held records before the transfer: nothing is built. */
+  build: DigestBuild | undefined;
+  cursor: string;
 }
 
 /** Records asked of LevelDB at once while reading a chunk; the first read asks for fewer. */
@@ -56,6 +82,8 @@ const READ_BATCH_RECORDS_FIRST = 64;
 const COUNTED_RECORDS_MAX = 20_000;
 /** LevelDB size estimates asked at once while a transfer's total is estimated. */
 const APPROXIMATE_SIZES_IN_FLIGHT = 16;
+/** Transfers with a digest open across chunks, on each side; past it, the oldest is abandoned. */
+const OPEN_BUILDS_MAX = 64;
 /** Progress entries in the `local` sublevel: `${PROGRESS_PREFIX}${transferId}`. */
 const PROGRESS_PREFIX = 'transfer-progress/';
 
@@ -63,6 +91,10 @@ type BytePair = [Buffer, Buffer];
 
 export class TransferChunks {
   private readonly totals = new Map<string, number>();
+  /** Digests a source builds from its reads, by transfer. */
+  private readonly readBuilds = new Map<string, OpenBuild>();
+  /** Digests a target builds from its stores, by transfer. */
+  private readonly storeBuilds = new Map<string, OpenBuild>();
 
   constructor(
     private readonly database: Database,
@@ -83,21 +115,47 @@ export class TransferChunks {
     const totalEstimate = await this.total(transfer, sublevel, ranges);
     const taken: BytePair[] = [];
     const state = { bytes: 0, full: false };
-    for (let index = 0; index < ranges.length; ) {
-      const prefix = ranges[index]!;
-      if (cursor !== undefined && prefixEnd(prefix) <= cursor) {
-        index += 1;
-        continue;
+    // A read goes on from the cursor the last one ended at, unless the target asked for another start.
+    const continued = takeOpen(this.readBuilds, transfer.id, (open) => open.cursor === cursor, this.sources.digests);
+    let building: { prefix: string; build: DigestBuild } | undefined;
+    try {
+      for (let index = 0; index < ranges.length; ) {
+        const prefix = ranges[index]!;
+        if (cursor !== undefined && prefixEnd(prefix) <= cursor) {
+          index += 1;
+          continue;
+        }
+        const whole = cursor === undefined || cursor < prefix;
+        const from = whole ? { gte: Buffer.from(prefix) } : { gt: Buffer.from(cursor) };
+        // A digest of the range from its first key, or of the one the chunk before began.
+        building = whole ? this.beginDigest(transfer.repo, prefix) : continued?.prefix === prefix && continued.build !== undefined ? { prefix, build: continued.build } : undefined;
+        const before = taken.length;
+        await this.readRange(sublevel, { ...from, lt: Buffer.from(prefixEnd(prefix)) }, taken, state, building);
+        if (state.full) break;
+        if (building !== undefined) this.sources.digests!.finish(building.build);
+        building = undefined;
+        index = taken.length > before ? index + 1 : await this.nextRangeHolding(sublevel, ranges, index);
       }
-      const from = cursor !== undefined && cursor >= prefix ? { gt: Buffer.from(cursor) } : { gte: Buffer.from(prefix) };
-      const before = taken.length;
-      await this.readRange(sublevel, { ...from, lt: Buffer.from(prefixEnd(prefix)) }, taken, state);
-      if (state.full) break;
-      index = taken.length > before ? index + 1 : await this.nextRangeHolding(sublevel, ranges, index);
+    } catch (error) {
+      if (building !== undefined) this.sources.digests!.abandon(building.build);
+      throw error;
+    } finally {
+      if (continued?.build !== undefined && continued.build !== building?.build) this.sources.digests!.abandon(continued.build);
     }
     // A chunk starts after its cursor: nothing the target has is sent again.
     assert(cursor === undefined || taken.length === 0 || Buffer.compare(taken[0]![0], Buffer.from(cursor)) > 0, () => `transfer ${transfer.id} reads from before its cursor ${cursor}`);
-    return this.chunk(taken, !state.full, totalEstimate, transfer.repo === 'tsr');
+    const read = this.chunk(taken, !state.full, totalEstimate, transfer.repo === 'tsr');
+    if (building !== undefined) keepOpen(this.readBuilds, transfer.id, { ...building, cursor: read.chunk.cursor }, this.sources.digests!);
+    return read;
+  }
+
+  /** A digest of the partition under `prefix` ("stream/<partition hex>/"), when digests are built here. */
+  private beginDigest(repo: 'ssr' | 'tsr', prefix: string): { prefix: string; build: DigestBuild } | undefined {
+    const digests = this.sources.digests;
+    if (digests === undefined) return undefined;
+    const { stream, partition } = partitionOf(prefix);
+    assert(prefix === `${stream}/${encodePartition(partition)}/`, `a digest of ${prefix} as ${stream} ${partition}`);
+    return { prefix, build: digests.begin(repo, stream, partition) };
   }
 
   /**
@@ -105,8 +163,15 @@ export class TransferChunks {
    * fit is left for the next chunk (the cursor stays before it), unless it is the only one.
    * Batches are sized to what the chunk still holds, so little is read and left unused.
    */
-  private async readRange(sublevel: Sublevel, range: { gt?: Buffer; gte?: Buffer; lt: Buffer }, taken: BytePair[], state: { bytes: number; full: boolean }): Promise<void> {
+  private async readRange(
+    sublevel: Sublevel,
+    range: { gt?: Buffer; gte?: Buffer; lt: Buffer },
+    taken: BytePair[],
+    state: { bytes: number; full: boolean },
+    building: { prefix: string; build: DigestBuild } | undefined,
+  ): Promise<void> {
     const iterator = sublevel.iterator<Buffer, Buffer>({ ...range, keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    const prefixBytes = building === undefined ? 0 : Buffer.byteLength(building.prefix);
     try {
       let batchRecords = READ_BATCH_RECORDS_FIRST;
       for (let entries = await iterator.nextv(batchRecords); entries.length > 0; entries = await iterator.nextv(batchRecords)) {
@@ -118,6 +183,7 @@ export class TransferChunks {
           }
           taken.push([key, value]);
           state.bytes += size;
+          if (building !== undefined) this.sources.digests!.add(building.build, key.toString('utf8', prefixBytes));
         }
         // A chunk is within its bound, unless its only record alone is larger.
         assert(state.bytes <= this.chunkBytesMax || taken.length === 1, () => `a transfer chunk of ${taken.length} records holds ${state.bytes} bytes, above ${this.chunkBytesMax}`);
@@ -137,7 +203,7 @@ export class TransferChunks {
     assertProgress(progress);
     const progressPut: EncodedPut = {
       type: 'put',
-      key: Buffer.concat([this.database.prefixOf(this.database.local), Buffer.from(PROGRESS_PREFIX + progress.transferId)]),
+      key: Buffer.concat([this.database.prefixOf(this.database.local), Buffer.from(progressKey(progress.transferId))]),
       value: Buffer.from(JSON.stringify(progress)),
     };
     if (transfer.repo === 'KV') {
@@ -149,12 +215,73 @@ export class TransferChunks {
       return;
     }
     const pairs = decodePairs(chunk.bytes);
-    const touched = partitionPrefixes(pairs);
-    assert(touched.size <= pairs.length, `${pairs.length} records touch ${touched.size} partitions`);
+    const groups = byPartition(pairs);
+    assert(groups.length <= pairs.length, `${pairs.length} records touch ${groups.length} partitions`);
     const puts = prefixedPuts(this.database.prefixOf(this.sublevelOf(transfer.repo)), pairs);
     puts.push(progressPut);
-    await this.database.batchEncoded(puts, { sync: true });
-    for (const prefix of touched) this.tellChanged(transfer.repo, prefix);
+    const builds = await this.storeDigests(transfer, groups);
+    try {
+      await this.database.batchEncoded(puts, { sync: true });
+    } catch (error) {
+      for (const build of builds) if (build !== undefined) this.sources.digests!.abandon(build);
+      throw error;
+    }
+    this.storedDigests(transfer, groups, builds, progress.cursor ?? '');
+  }
+
+  /**
+   * The digests the chunk's partitions are built into, by group: the one an earlier chunk
+   * of the transfer left open, or one begun now if the partition holds nothing yet (checked
+   * before the chunk is written, after the build began: a record stored meanwhile spoils it).
+   */
+  private async storeDigests(transfer: TransferPlan, groups: readonly PartitionGroup[]): Promise<Array<DigestBuild | undefined>> {
+    const digests = this.sources.digests;
+    const first = groups[0];
+    if (digests === undefined || first === undefined) return groups.map(() => undefined);
+    // The chunk goes on in the partition the last one ended in, its first key past that chunk's cursor (never one stored twice).
+    const continued = takeOpen(this.storeBuilds, transfer.id, (open) => open.prefix === first.prefix && first.keys[0]!.toString('utf8') > open.cursor, digests);
+    const goesOn = continued !== undefined;
+    const sublevel = this.sublevelOf(transfer.repo as 'ssr' | 'tsr');
+    const builds = await Promise.all(
+      groups.map(async (group, index) => {
+        if (index === 0 && goesOn) return continued.build;
+        const { stream, partition } = partitionOf(group.prefix);
+        const build = digests.begin(transfer.repo as 'ssr' | 'tsr', stream, partition);
+        const [held] = await sublevel.keys({ gte: group.prefix, lt: prefixEnd(group.prefix), limit: 1 }).all();
+        if (held === undefined) return build;
+        digests.abandon(build);
+        return undefined;
+      }),
+    );
+    assert(builds.length === groups.length, `${builds.length} digests for ${groups.length} partitions`);
+    return builds;
+  }
+
+  /**
+   * The chunk is durable: its partitions are told changed (their digests and indexes are
+   * stale) without spoiling the builds, which take its keys; every partition but the last
+   * is whole here, and its digest kept; the last one's build waits for the next chunk.
+   */
+  private storedDigests(transfer: TransferPlan, groups: readonly PartitionGroup[], builds: ReadonlyArray<DigestBuild | undefined>, cursor: string): void {
+    const repo = transfer.repo as 'ssr' | 'tsr';
+    const digests = this.sources.digests;
+    assert(builds.length === groups.length, `${builds.length} digests for ${groups.length} partitions stored`);
+    const tellAll = () => {
+      for (const group of groups) this.tellChanged(repo, group.prefix);
+    };
+    if (digests === undefined) return tellAll();
+    const live = builds.filter((build): build is DigestBuild => build !== undefined);
+    digests.changedByBuilds(live, tellAll);
+    groups.forEach((group, index) => {
+      const build = builds[index];
+      if (build === undefined) return;
+      const prefixBytes = Buffer.byteLength(group.prefix);
+      for (const key of group.keys) digests.add(build, key.toString('utf8', prefixBytes));
+      if (index < groups.length - 1) digests.finish(build);
+    });
+    // A chunk of nothing (an empty transfer's only one) leaves nothing open.
+    const last = groups.at(-1);
+    if (last !== undefined) keepOpen(this.storeBuilds, transfer.id, { prefix: last.prefix, build: builds.at(-1), cursor }, digests);
   }
 
   /** Every progress entry stored with a chunk: what the core resumes from after a restart. */
@@ -163,7 +290,7 @@ export class TransferChunks {
     for await (const [key, value] of this.database.local.iterator({ gte: PROGRESS_PREFIX, lt: prefixEnd(PROGRESS_PREFIX) })) {
       const entry = JSON.parse(value) as DurableIncoming;
       assertProgress(entry);
-      if (key !== PROGRESS_PREFIX + entry.transferId) throw new Error(`transfer progress under '${key}' is for ${entry.transferId}`);
+      if (key !== progressKey(entry.transferId)) throw new Error(`transfer progress under '${key}' is for ${entry.transferId}`);
       entries.push(entry);
     }
     return entries;
@@ -349,6 +476,11 @@ export class TransferChunks {
   }
 }
 
+/** The key of a transfer's progress entry in the `local` sublevel. */
+export function progressKey(transferId: string): string {
+  return PROGRESS_PREFIX + transferId;
+}
+
 const LENGTH_BYTES = 4;
 const SLASH = 0x2f;
 
@@ -421,24 +553,65 @@ function prefixedPuts(prefix: Buffer, pairs: readonly BytePair[]): EncodedPut[] 
   });
 }
 
+/** The keys of one partition in a chunk: its "tenant/collection/name/<partition hex>/" prefix, and its keys in order. */
+interface PartitionGroup {
+  prefix: string;
+  keys: Buffer[];
+}
+
 /**
- * The distinct "tenant/collection/name/<partition hex>/" prefixes of the keys. Keys come in
- * key order, so a key is compared with the last prefix before it is split.
+ * The keys of the pairs by partition, in key order. Keys come in key order, so a key is
+ * compared with the last prefix before it is split; a partition's keys are together.
  */
-function partitionPrefixes(pairs: readonly BytePair[]): Set<string> {
-  const prefixes = new Set<string>();
+function byPartition(pairs: readonly BytePair[]): PartitionGroup[] {
+  const groups: PartitionGroup[] = [];
   let last: Buffer | undefined;
   for (const [key] of pairs) {
-    if (last !== undefined && key.length > last.length && key.compare(last, 0, last.length, 0, last.length) === 0) continue;
+    if (last !== undefined && key.length > last.length && key.compare(last, 0, last.length, 0, last.length) === 0) {
+      groups.at(-1)!.keys.push(key);
+      continue;
+    }
     let end = -1;
     for (let slashes = 0; slashes < 4; slashes += 1) {
       end = key.indexOf(SLASH, end + 1);
       if (end < 0) throw new Error(`transfer chunk: key '${key.toString('utf8')}' has no partition`);
     }
     last = key.subarray(0, end + 1);
-    prefixes.add(last.toString('utf8'));
+    const prefix = last.toString('utf8');
+    // In key order, a partition's keys never come back after another's.
+    if (groups.some((group) => group.prefix === prefix)) throw new Error(`transfer chunk: the keys of ${prefix} are out of order`);
+    groups.push({ prefix, keys: [key] });
   }
-  return prefixes;
+  assert(groups.reduce((keys, group) => keys + group.keys.length, 0) === pairs.length, `${pairs.length} keys grouped into other counts`);
+  return groups;
+}
+
+/** The stream and partition of a "tenant/collection/name/<partition hex>/" prefix. */
+function partitionOf(prefix: string): { stream: string; partition: number } {
+  const parts = prefix.split('/');
+  assert(parts.length === 5 && parts[4] === '', `partition prefix ${prefix}`);
+  return { stream: parts.slice(0, 3).join('/'), partition: parseInt(parts[3]!, 16) };
+}
+
+/** The build the transfer left open, taken out: as it was when `goesOn` takes it, else abandoned. */
+function takeOpen(open: Map<string, OpenBuild>, transferId: string, goesOn: (build: OpenBuild) => boolean, digests: TransferDigests | undefined): OpenBuild | undefined {
+  const build = open.get(transferId);
+  open.delete(transferId);
+  assert(build === undefined || build.cursor.length > 0 || build.build === undefined || build.build.digest.length > 0, `an open digest of transfer ${transferId} without a cursor`);
+  if (build === undefined || goesOn(build)) return build;
+  if (build.build !== undefined) digests?.abandon(build.build);
+  return undefined;
+}
+
+/** Leaves a build open for the transfer's next chunk; the oldest open one goes past OPEN_BUILDS_MAX. */
+function keepOpen(open: Map<string, OpenBuild>, transferId: string, build: OpenBuild, digests: TransferDigests): void {
+  open.set(transferId, build);
+  while (open.size > OPEN_BUILDS_MAX) {
+    const [oldest, left] = open.entries().next().value!;
+    open.delete(oldest);
+    if (left.build !== undefined) digests.abandon(left.build);
+  }
+  assert(open.size <= OPEN_BUILDS_MAX, () => `${open.size} transfers with a digest open`);
 }
 
 function assertProgress(entry: DurableIncoming): void {

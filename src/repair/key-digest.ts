@@ -27,15 +27,22 @@ export function segmentOf(key: string): number {
 /** The digest of a set of keys: SEGMENT_FIELDS numbers per segment. */
 export function digestKeys(keys: Iterable<string>): Uint32Array {
   const digest = new Uint32Array(SEGMENTS * SEGMENT_FIELDS);
-  for (const key of keys) {
-    const one = hashKey(key, OFFSET_ONE);
-    const two = hashKey(key, OFFSET_TWO);
-    const at = (two % SEGMENTS) * SEGMENT_FIELDS;
-    digest[at] = digest[at]! + 1;
-    digest[at + 1] = digest[at + 1]! ^ one;
-    digest[at + 2] = digest[at + 2]! ^ two;
-  }
+  for (const key of keys) addKey(digest, key);
   return digest;
+}
+
+/**
+ * Adds one key to a digest (digestKeys, a key at a time). The key must not be in it yet:
+ * XOR takes a key added twice out again, so the caller feeds each key once (a transfer
+ * reads and stores keys in rising order: transfer-chunks.ts).
+ */
+export function addKey(digest: Uint32Array, key: string): void {
+  const one = hashKey(key, OFFSET_ONE);
+  const two = hashKey(key, OFFSET_TWO);
+  const at = (two % SEGMENTS) * SEGMENT_FIELDS;
+  digest[at] = digest[at]! + 1;
+  digest[at + 1] = digest[at + 1]! ^ one;
+  digest[at + 2] = digest[at + 2]! ^ two;
 }
 
 /** Segments whose digests differ, in order. Throws on digests of the wrong shape (a peer's). */

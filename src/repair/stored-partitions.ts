@@ -7,11 +7,26 @@ import { assert } from '../lib/assert.js';
 import type { LocalReplica } from '../storage/local-replica.js';
 import { encodePartition, type Repository, type RepositoryName, type StoredRecord } from '../storage/repository.js';
 import { blockKey } from '../storage/tsr.js';
-import { digestKeys } from './key-digest.js';
+import { addKey, digestKeys, SEGMENT_FIELDS, SEGMENTS } from './key-digest.js';
 import type { LocalPartitions, RepairPartitionRef } from './partition-sync.js';
 
 /** Digests kept at once; the least recently used goes first. */
 const DIGESTS_MAX = 4_096;
+/** Digests built from transfers at once (a transfer builds one or two at a time); past it, builds are not kept. */
+const BUILDS_MAX = 256;
+
+/**
+ * A partition's digest built from the keys a transfer reads (its source) or stores (its
+ * target), each key once and in key order, instead of a key scan later: a join's final sync
+ * scanned every partition it moved on both nodes, 0.3 s of a 200,000-payload join.
+ * `spoiled` once the partition changed by another hand (forget): the keys fed are then
+ * not all it holds, and the digest is not kept.
+ */
+export interface DigestBuild {
+  readonly key: string;
+  readonly digest: Uint32Array;
+  spoiled: boolean;
+}
 
 export class StoredPartitions implements LocalPartitions {
   private readonly digests = new Map<string, Uint32Array>();
@@ -23,6 +38,9 @@ export class StoredPartitions implements LocalPartitions {
    * owners scan it once.
    */
   private readonly scans = new Map<string, { digest: Promise<Uint32Array>; changed: boolean }>();
+  /** Digests being built from transfers, by partition (begin()). */
+  private readonly builds = new Map<string, Set<DigestBuild>>();
+  private buildsOpen = 0;
 
   constructor(
     private readonly repositories: Record<RepositoryName, Repository>,
@@ -49,6 +67,58 @@ export class StoredPartitions implements LocalPartitions {
     } finally {
       this.scans.delete(key);
     }
+  }
+
+  /**
+   * Starts a digest of the partition from keys given to add() in key order, each once; the
+   * partition must hold nothing but them by finish(), or have held them all at begin() (a
+   * source that reads it whole). A change of the partition meanwhile spoils it.
+   */
+  begin(repo: RepositoryName, stream: string, partition: number): DigestBuild {
+    const key = digestKey(repo, stream, partition);
+    const build: DigestBuild = { key, digest: new Uint32Array(SEGMENTS * SEGMENT_FIELDS), spoiled: false };
+    // Too many open (builds left unfinished): this one is born spoiled and never kept.
+    if (this.buildsOpen >= BUILDS_MAX) return { ...build, spoiled: true };
+    let open = this.builds.get(key);
+    if (open === undefined) this.builds.set(key, (open = new Set()));
+    open.add(build);
+    this.buildsOpen += 1;
+    assert(this.buildsOpen <= BUILDS_MAX, () => `${this.buildsOpen} digest builds open`);
+    return build;
+  }
+
+  /** Adds a key (without its partition's prefix) to the build. */
+  add(build: DigestBuild, key: string): void {
+    if (!build.spoiled) addKey(build.digest, key);
+  }
+
+  /** Ends the build: its digest is the partition's, kept as a scan's would be, unless spoiled. */
+  finish(build: DigestBuild): void {
+    if (this.end(build) && !build.spoiled) this.remember(build.key, build.digest);
+  }
+
+  /** Ends the build without keeping it. */
+  abandon(build: DigestBuild): void {
+    this.end(build);
+  }
+
+  /**
+   * Runs `change`, the builds' own transfer telling that it stored into their partitions:
+   * it forgets their digests as any change does, but does not spoil the builds.
+   */
+  changedByBuilds(builds: readonly DigestBuild[], change: () => void): void {
+    const spoiled = builds.map((build) => build.spoiled);
+    change();
+    builds.forEach((build, index) => (build.spoiled = spoiled[index]!));
+  }
+
+  private end(build: DigestBuild): boolean {
+    const open = this.builds.get(build.key);
+    if (open === undefined || !open.delete(build)) return false;
+    if (open.size === 0) this.builds.delete(build.key);
+    this.buildsOpen -= 1;
+    assert(this.buildsOpen >= 0, () => `${this.buildsOpen} digest builds open`);
+    return true;
   }
 
   keys(part: RepairPartitionRef): Promise<string[]> {
@@ -92,6 +162,7 @@ export class StoredPartitions implements LocalPartitions {
     this.digests.delete(key);
     const scan = this.scans.get(key);
     if (scan !== undefined) scan.changed = true;
+    for (const build of this.builds.get(key) ?? []) build.spoiled = true;
   }
 
   private remember(key: string, digest: Uint32Array): void {

@@ -9,6 +9,10 @@ import { TimeSeriesRepository } from '../../src/storage/tsr.js';
 import { packBlocks } from '../../src/storage/tsr-block.js';
 import type { StoredRecord } from '../../src/storage/repository.js';
 import { TransferChunks } from '../../src/cluster/transfer-chunks.js';
+import { digestKeys } from '../../src/repair/key-digest.js';
+import { StoredPartitions } from '../../src/repair/stored-partitions.js';
+import type { LocalReplica } from '../../src/storage/local-replica.js';
+import { SearchableRepository } from '../../src/storage/ssr.js';
 
 const dirs: string[] = [];
 let source: Database;
@@ -242,3 +246,97 @@ describe('transfer chunks - encoding', () => {
     expect(() => decodePairs(bytes.subarray(0, bytes.length - 1))).toThrow(/truncated/);
   });
 });
+
+describe('transfer chunks - partition digests built on the way', () => {
+  /** A node's digests over `database`, and the chunk sources that feed them (as node.ts wires them). */
+  function digestsOver(database: Database) {
+    const repositories = { ssr: new SearchableRepository(database), tsr: new TimeSeriesRepository(database) };
+    const partitions = new StoredPartitions(repositories, {} as LocalReplica);
+    const scans = vi.spyOn(repositories.tsr, 'partitionKeys');
+    const wired = { ...sources, partitionChanged: (repo: 'ssr' | 'tsr', stream: string, partition: number) => partitions.stale(repo, stream, partition), digests: partitions };
+    return { partitions, scans, wired, tsr: repositories.tsr };
+  }
+
+  /** Moves the transfer chunk by chunk; `between` runs after each chunk is stored. */
+  async function move(reader: TransferChunks, writer: TransferChunks, transfer: TransferPlan, between: (seq: number) => Promise<void> = async () => undefined): Promise<void> {
+    let cursor: string | undefined;
+    for (let seq = 1; ; seq += 1) {
+      expect(seq).toBeLessThan(200);
+      const { chunk, last } = await reader.read(transfer, cursor);
+      await writer.store(transfer, chunk, progressOf(transfer, seq, chunk));
+      cursor = chunk.cursor;
+      if (last) return;
+      await between(seq);
+    }
+  }
+
+  /** The digest the partition's keys give when scanned. */
+  async function scanned(tsr: TimeSeriesRepository, stream: string, partition: number): Promise<number[]> {
+    return Array.from(digestKeys(await tsr.partitionKeys(stream, partition)));
+  }
+
+  // Stream a (replicas 2) holds partitions 0 and 2, 75 records each; chunks of ~10 records.
+  const transfer = plan([{ partition: 0, replicas: 2 }, { partition: 2, replicas: 2 }]);
+
+  it('leaves each end the digest of every partition it read or stored whole, equal to a scan\'s, with no scan', async () => {
+    const from = digestsOver(source);
+    const to = digestsOver(target);
+    await move(new TransferChunks(source, from.wired, 2_000), new TransferChunks(target, to.wired, 2_000), transfer);
+    const digests = await Promise.all([0, 2].map((partition) => from.partitions.digest({ repo: 'tsr', stream: 'demo/c/a', partition })));
+    // The target's last partition waits for a chunk after it: only the first one is built there.
+    const targetFirst = await to.partitions.digest({ repo: 'tsr', stream: 'demo/c/a', partition: 0 });
+    expect(from.scans).not.toHaveBeenCalled();
+    expect(to.scans).not.toHaveBeenCalled();
+    expect(digests.map((digest) => Array.from(digest))).toEqual([await scanned(from.tsr, 'demo/c/a', 0), await scanned(from.tsr, 'demo/c/a', 2)]);
+    expect(Array.from(targetFirst)).toEqual(await scanned(to.tsr, 'demo/c/a', 0));
+    expect(Array.from(targetFirst)).toEqual(Array.from(digests[0]!));
+  });
+
+  it('keeps no digest of a partition written to while it moved, on either end: the next is a scan that sees the write', async () => {
+    const from = digestsOver(source);
+    const to = digestsOver(target);
+    const extra = oneBlock('demo/c/a', 0, 5_000, 'w9999', { late: true });
+    await move(new TransferChunks(source, from.wired, 2_000), new TransferChunks(target, to.wired, 2_000), transfer, async (seq) => {
+      if (seq !== 2) return;
+      // A write to partition 0 on both ends while the transfer is inside it (as a write owner's would be).
+      for (const [database, ends] of [[source, from], [target, to]] as const) {
+        await database.batch(ends.tsr.writeOperations([extra]), { sync: true });
+        ends.partitions.staleRecords('tsr', [extra]);
+      }
+    });
+    for (const ends of [from, to]) {
+      const digest = await ends.partitions.digest({ repo: 'tsr', stream: 'demo/c/a', partition: 0 });
+      expect(ends.scans).toHaveBeenCalledTimes(1);
+      expect(Array.from(digest)).toEqual(await scanned(ends.tsr, 'demo/c/a', 0));
+    }
+    expect((await from.tsr.partitionKeys('demo/c/a', 0)).length).toBe(76);
+  });
+
+  it('builds no digest on a target whose partition held records before, nor from a read that starts over', async () => {
+    const from = digestsOver(source);
+    const to = digestsOver(target);
+    const early = oneBlock('demo/c/a', 0, 7, 'w0000a', { early: true });
+    await target.batch(to.tsr.writeOperations([early]), { sync: true });
+    const reader = new TransferChunks(source, from.wired, 2_000);
+    // The target asks again from the first chunk's cursor after the second was read (its
+    // store failed, a stall): the keys of the second chunk are read again.
+    const first = await reader.read(transfer, undefined);
+    await reader.read(transfer, first.chunk.cursor);
+    const writer = new TransferChunks(target, to.wired, 2_000);
+    await writer.store(transfer, first.chunk, progressOf(transfer, 1, first.chunk));
+    for (let cursor = first.chunk.cursor, seq = 2; ; seq += 1) {
+      expect(seq).toBeLessThan(200);
+      const { chunk, last } = await reader.read(transfer, cursor);
+      await writer.store(transfer, chunk, progressOf(transfer, seq, chunk));
+      cursor = chunk.cursor;
+      if (last) break;
+    }
+    for (const ends of [from, to]) {
+      const digest = await ends.partitions.digest({ repo: 'tsr', stream: 'demo/c/a', partition: 0 });
+      expect(Array.from(digest)).toEqual(await scanned(ends.tsr, 'demo/c/a', 0));
+    }
+    expect(to.scans).toHaveBeenCalledTimes(2);
+    expect((await to.tsr.partitionKeys('demo/c/a', 0)).length).toBe(76);
+  });
+});
+
