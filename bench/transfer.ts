@@ -54,10 +54,10 @@ import { firstLine, runRoleIfMain, spawnRole as spawnChildRole, stopChild } from
 import { passBytes, rawBytesMethod } from './raw-grpc.js';
 import { machine } from './machine.js';
 import { blockRecords } from '../src/streams/block-records.js';
-import { DEFAULT_WRITE_BUFFER_BYTES } from '../src/storage/database.js';
+import { DEFAULT_WRITE_BUFFER_BYTES, sequenceKeysOf } from '../src/storage/database.js';
 import { blockKey } from '../src/storage/tsr.js';
 import { WriteIdGenerator } from '../src/storage/write-ids.js';
-import { decodePairs, encodePairs } from '../src/cluster/transfer-chunks.js';
+import { decodePairs, encodePairs, progressKey } from '../src/cluster/transfer-chunks.js';
 import { type CpuByClass, cpuByClassSince, THREAD_CLASSES, threadTimesOf } from './thread-cpu.js';
 
 // dist/bench/transfer.js → the package root, so results land in the source tree's bench/results.
@@ -283,7 +283,22 @@ interface StorageCeiling {
   records: number;
   write: { seconds: number; megabytesPerSecond: number; cpuSeconds: number };
   read: { seconds: number; megabytesPerSecond: number; cpuSeconds: number };
+  /**
+   * The same writes into a fresh database, once as above and once with the two keys the
+   * node's target adds to each chunk's batch in its `local` sublevel (the batch's sequence
+   * key, the transfer's progress entry); each's CPU counted until its compaction is done.
+   */
+  localKeys: { plain: SettledWrite; withLocalKeys: SettledWrite };
 }
+
+interface SettledWrite {
+  seconds: number;
+  /** CPU of the writes and of the compaction they leave behind (CEILING_SETTLE_MS after). */
+  cpuSeconds: number;
+}
+
+/** How long a write's background compaction is given to finish before its CPU is read. */
+const CEILING_SETTLE_MS = 3_000;
 
 const CEILING_READ_BATCH_RECORDS = 1_000;
 
@@ -311,7 +326,7 @@ async function runStorageCeiling(argv: string[]): Promise<void> {
   }
   const dir = mkdtempSync(join(os.tmpdir(), 'tributary-bench-ceiling-'));
   const level = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer', writeBufferSize: DEFAULT_WRITE_BUFFER_BYTES });
-  let ceiling: StorageCeiling;
+  let measured: Omit<StorageCeiling, 'localKeys'>;
   try {
     await level.open();
     const timed = async (work: () => Promise<void>) => {
@@ -342,13 +357,47 @@ async function runStorageCeiling(argv: string[]): Promise<void> {
       }
     });
     if (readBytes !== bytes) throw new Error(`read back ${readBytes} bytes of ${bytes} written`);
-    ceiling = { bytes, records: records.length, write, read };
+    measured = { bytes, records: records.length, write, read };
   } finally {
     await level.close();
     rmSync(dir, { recursive: true, force: true });
   }
+  const ceiling: StorageCeiling = { ...measured, localKeys: { plain: await settledWrite(chunks, false), withLocalKeys: await settledWrite(chunks, true) } };
   // Answered only once the folder is gone: the parent stops this process on the answer.
   process.stdout.write(`${JSON.stringify(ceiling)}\n`);
+}
+
+/**
+ * The chunks written into a fresh database, each as one synced chained batch, with or
+ * without the root keys the node's target adds to it (database.ts, transfer-chunks.ts); the
+ * CPU counted includes the compaction the writes leave behind.
+ */
+async function settledWrite(chunks: ReadonlyArray<ReadonlyArray<{ key: Buffer; value: Buffer }>>, localKeys: boolean): Promise<SettledWrite> {
+  const dir = mkdtempSync(join(os.tmpdir(), 'tributary-bench-ceiling-keys-'));
+  const level = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer', writeBufferSize: DEFAULT_WRITE_BUFFER_BYTES });
+  try {
+    await level.open();
+    const cpuBefore = process.cpuUsage();
+    const started = performance.now();
+    for (const [index, chunk] of chunks.entries()) {
+      const batch = level.batch();
+      for (const record of chunk) batch.put(record.key, record.value);
+      if (localKeys) {
+        const sequence = sequenceKeysOf('!local!', index + 1);
+        batch.put(Buffer.from(sequence.put), Buffer.alloc(0));
+        if (sequence.del !== undefined) batch.del(Buffer.from(sequence.del));
+        batch.put(Buffer.from(`!local!${progressKey('e2-join-node-2/tsr/node-1>node-2')}`), Buffer.from(JSON.stringify({ seqAcked: index + 1 })));
+      }
+      await batch.write({ sync: true });
+    }
+    const seconds = (performance.now() - started) / 1000;
+    await sleep(CEILING_SETTLE_MS);
+    const cpu = process.cpuUsage(cpuBefore);
+    return { seconds: round(seconds, 3), cpuSeconds: round((cpu.user + cpu.system) / 1e6, 2) };
+  } finally {
+    await level.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** The tsr records a node stores of the batches (block-records.ts), keyed as the node keys them. */
@@ -760,6 +809,12 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
   const byThread = (cpu: CpuByClass | undefined) => (cpu === undefined ? '– (no gdb)' : THREAD_CLASSES.map((name) => `${name} ${cpu[name].toFixed(1)}`).join(', '));
   console.log(`\nThe join's CPU by thread, s: ${SOURCE} ${byThread(join.cpuSecondsByThread.source)}; ${TARGET} ${byThread(join.cpuSecondsByThread.target)}.`);
   console.log(`The join moved ${round(join.megabytesPerSecond / pipeline.megabytesPerSecond, 2)} × the bare pipeline's MB/s (goal ${JOIN_OF_PIPELINE_MIN}).`);
+  const { plain, withLocalKeys } = ceiling.localKeys;
+  console.log(
+    `LevelDB alone, CPU of the target's writes and the compaction they leave: ${plain.cpuSeconds.toFixed(1)} s (${plain.seconds.toFixed(2)} s of writes); ` +
+      `with the node's two local keys in each batch (sequence, progress) ${withLocalKeys.cpuSeconds.toFixed(1)} s (${withLocalKeys.seconds.toFixed(2)} s), ` +
+      `${round(withLocalKeys.cpuSeconds / plain.cpuSeconds, 2)} ×.`,
+  );
   console.log(
     `\ntsr percentComplete, ${join.progress.length} distinct samples polling every ${POLL_INTERVAL_MS} ms (all in the JSON): ` +
       `${samples || 'none seen'} (rose: ${join.percentRose}).`,

@@ -233,8 +233,9 @@ export class Database {
       fill(batch);
       if (sync) {
         sequence = this.nextSequence();
-        batch.put(this.local.prefix + sequenceKey(sequence), '');
-        if (sequence > SEQUENCE_KEYS_KEPT) batch.del(this.local.prefix + sequenceKey(sequence - SEQUENCE_KEYS_KEPT));
+        const keys = sequenceKeysOf(this.local.prefix, sequence);
+        batch.put(keys.put, '');
+        if (keys.del !== undefined) batch.del(keys.del);
       }
     } catch (error) {
       await batch.close();
@@ -397,6 +398,20 @@ function settle(operations: readonly BatchOperation[], committed: boolean): void
 /** Upper bound for a range scan of keys that start with `prefix` and continue in ASCII. */
 export function prefixEnd(prefix: string): string {
   return prefix + '\u007f';
+}
+
+/**
+ * The root keys a synced batch of this sequence carries besides its own (`localPrefix`, the
+ * local sublevel's): its sequence key, and the delete of the one SEQUENCE_KEYS_KEPT before.
+ * Every synced batch thus writes into the local sublevel, apart from its records: LevelDB's
+ * files then span both, which costs compaction (docs/benchmarks.md, "Transfer").
+ */
+export function sequenceKeysOf(localPrefix: string, sequence: number): { put: string; del: string | undefined } {
+  assert(localPrefix.startsWith('!') && localPrefix.endsWith('!'), `sublevel prefix ${localPrefix}`);
+  return {
+    put: localPrefix + sequenceKey(sequence),
+    del: sequence > SEQUENCE_KEYS_KEPT ? localPrefix + sequenceKey(sequence - SEQUENCE_KEYS_KEPT) : undefined,
+  };
 }
 
 function sequenceKey(sequence: number): string {
