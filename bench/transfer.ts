@@ -286,7 +286,9 @@ interface StorageCeiling {
   /**
    * The same writes into a fresh database, once as above and once with the two keys the
    * node's target adds to each chunk's batch in its `local` sublevel (the batch's sequence
-   * key, the transfer's progress entry); each's CPU counted until its compaction is done.
+   * key, the transfer's progress entry); each's CPU counted over its writes and the
+   * CEILING_SETTLE_MS after them, in which the compaction they leave runs (not checked to
+   * be done by then: what still runs later is not counted, on either side).
    */
   localKeys: { plain: SettledWrite; withLocalKeys: SettledWrite };
 }

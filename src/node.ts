@@ -342,6 +342,8 @@ function storedParts(config: Config, log: Logger, storage: Storage, defined: Def
   definitions.onChange((key) => key.startsWith('repository/') && mover.mappingChanged(key.slice('repository/'.length)));
   const replica = new LocalReplica(repositories, storage.committer, stored, (stream, tagged) => mover.targets(stream, tagged));
   const partitions = new StoredPartitions(repositories, replica);
+  // A reopened database may lack batches it acknowledged: no digest of before holds for it.
+  database.onReopen(async () => partitions.forgetAll());
   const chunks = new TransferChunks(database, {
     streams: () => placements.defined(),
     definitionRecords: () => storage.store.records(),

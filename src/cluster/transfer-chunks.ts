@@ -84,6 +84,8 @@ const COUNTED_RECORDS_MAX = 20_000;
 const APPROXIMATE_SIZES_IN_FLIGHT = 16;
 /** Transfers with a digest open across chunks, on each side; past it, the oldest is abandoned. */
 const OPEN_BUILDS_MAX = 64;
+/** Seeks at once that find whether a chunk's partitions hold anything yet (an ssr chunk may touch all 128). */
+const EMPTINESS_CHECKS_IN_FLIGHT = 8;
 /** Progress entries in the `local` sublevel: `${PROGRESS_PREFIX}${transferId}`. */
 const PROGRESS_PREFIX = 'transfer-progress/';
 
@@ -118,6 +120,7 @@ export class TransferChunks {
     // A read goes on from the cursor the last one ended at, unless the target asked for another start.
     const continued = takeOpen(this.readBuilds, transfer.id, (open) => open.cursor === cursor, this.sources.digests);
     let building: { prefix: string; build: DigestBuild } | undefined;
+    let kept: DigestBuild | undefined;
     try {
       for (let index = 0; index < ranges.length; ) {
         const prefix = ranges[index]!;
@@ -127,8 +130,7 @@ export class TransferChunks {
         }
         const whole = cursor === undefined || cursor < prefix;
         const from = whole ? { gte: Buffer.from(prefix) } : { gt: Buffer.from(cursor) };
-        // A digest of the range from its first key, or of the one the chunk before began.
-        building = whole ? this.beginDigest(transfer.repo, prefix) : continued?.prefix === prefix && continued.build !== undefined ? { prefix, build: continued.build } : undefined;
+        building = this.digestOfRange(transfer.repo, prefix, whole, continued);
         const before = taken.length;
         await this.readRange(sublevel, { ...from, lt: Buffer.from(prefixEnd(prefix)) }, taken, state, building);
         if (state.full) break;
@@ -136,23 +138,27 @@ export class TransferChunks {
         building = undefined;
         index = taken.length > before ? index + 1 : await this.nextRangeHolding(sublevel, ranges, index);
       }
-    } catch (error) {
-      if (building !== undefined) this.sources.digests!.abandon(building.build);
-      throw error;
+      // A chunk starts after its cursor: nothing the target has is sent again.
+      assert(cursor === undefined || taken.length === 0 || Buffer.compare(taken[0]![0], Buffer.from(cursor)) > 0, () => `transfer ${transfer.id} reads from before its cursor ${cursor}`);
+      const read = this.chunk(taken, !state.full, totalEstimate, transfer.repo === 'tsr');
+      if (building !== undefined) keepOpen(this.readBuilds, transfer.id, { ...building, cursor: read.chunk.cursor }, this.sources.digests!);
+      kept = building?.build;
+      return read;
     } finally {
-      if (continued?.build !== undefined && continued.build !== building?.build) this.sources.digests!.abandon(continued.build);
+      // Whatever is neither kept open for the next chunk nor finished ends here unkept (a throw, a read that did not go on).
+      for (const left of [building?.build, continued?.build]) if (left !== undefined && left !== kept) this.sources.digests!.abandon(left);
     }
-    // A chunk starts after its cursor: nothing the target has is sent again.
-    assert(cursor === undefined || taken.length === 0 || Buffer.compare(taken[0]![0], Buffer.from(cursor)) > 0, () => `transfer ${transfer.id} reads from before its cursor ${cursor}`);
-    const read = this.chunk(taken, !state.full, totalEstimate, transfer.repo === 'tsr');
-    if (building !== undefined) keepOpen(this.readBuilds, transfer.id, { ...building, cursor: read.chunk.cursor }, this.sources.digests!);
-    return read;
   }
 
-  /** A digest of the partition under `prefix` ("stream/<partition hex>/"), when digests are built here. */
-  private beginDigest(repo: 'ssr' | 'tsr', prefix: string): { prefix: string; build: DigestBuild } | undefined {
+  /**
+   * The digest a read of the range under `prefix` builds: a new one when it reads the range
+   * from its first key (`whole`), the one the chunk before left open when it goes on in that
+   * range, else none (it reads only part of the range).
+   */
+  private digestOfRange(repo: 'ssr' | 'tsr', prefix: string, whole: boolean, continued: OpenBuild | undefined): { prefix: string; build: DigestBuild } | undefined {
     const digests = this.sources.digests;
     if (digests === undefined) return undefined;
+    if (!whole) return continued?.prefix === prefix && continued.build !== undefined ? { prefix, build: continued.build } : undefined;
     const { stream, partition } = partitionOf(prefix);
     assert(prefix === `${stream}/${encodePartition(partition)}/`, `a digest of ${prefix} as ${stream} ${partition}`);
     return { prefix, build: digests.begin(repo, stream, partition) };
@@ -242,17 +248,26 @@ export class TransferChunks {
     const continued = takeOpen(this.storeBuilds, transfer.id, (open) => open.prefix === first.prefix && first.keys[0]!.toString('utf8') > open.cursor, digests);
     const goesOn = continued !== undefined;
     const sublevel = this.sublevelOf(transfer.repo as 'ssr' | 'tsr');
-    const builds = await Promise.all(
-      groups.map(async (group, index) => {
-        if (index === 0 && goesOn) return continued.build;
-        const { stream, partition } = partitionOf(group.prefix);
-        const build = digests.begin(transfer.repo as 'ssr' | 'tsr', stream, partition);
-        const [held] = await sublevel.keys({ gte: group.prefix, lt: prefixEnd(group.prefix), limit: 1 }).all();
-        if (held === undefined) return build;
+    // Begun before the checks: a record stored into a partition after its check spoils its build.
+    const builds: Array<DigestBuild | undefined> = groups.map((group, index) => {
+      if (index === 0 && goesOn) return continued.build;
+      const { stream, partition } = partitionOf(group.prefix);
+      return digests.begin(transfer.repo as 'ssr' | 'tsr', stream, partition);
+    });
+    try {
+      await forEachLimited([...builds.keys()], EMPTINESS_CHECKS_IN_FLIGHT, async (index) => {
+        const build = builds[index];
+        if (build === undefined || build.spoiled || (index === 0 && goesOn)) return;
+        const prefix = groups[index]!.prefix;
+        const [held] = await sublevel.keys({ gte: prefix, lt: prefixEnd(prefix), limit: 1 }).all();
+        if (held === undefined) return;
         digests.abandon(build);
-        return undefined;
-      }),
-    );
+        builds[index] = undefined;
+      });
+    } catch (error) {
+      for (const build of builds) if (build !== undefined) digests.abandon(build);
+      throw error;
+    }
     assert(builds.length === groups.length, `${builds.length} digests for ${groups.length} partitions`);
     return builds;
   }
@@ -271,14 +286,19 @@ export class TransferChunks {
     };
     if (digests === undefined) return tellAll();
     const live = builds.filter((build): build is DigestBuild => build !== undefined);
-    digests.changedByBuilds(live, tellAll);
-    groups.forEach((group, index) => {
-      const build = builds[index];
-      if (build === undefined) return;
-      const prefixBytes = Buffer.byteLength(group.prefix);
-      for (const key of group.keys) digests.add(build, key.toString('utf8', prefixBytes));
-      if (index < groups.length - 1) digests.finish(build);
-    });
+    try {
+      digests.changedByBuilds(live, tellAll);
+      groups.forEach((group, index) => {
+        const build = builds[index];
+        if (build === undefined) return;
+        const prefixBytes = Buffer.byteLength(group.prefix);
+        for (const key of group.keys) digests.add(build, key.toString('utf8', prefixBytes));
+        if (index < groups.length - 1) digests.finish(build);
+      });
+    } catch (error) {
+      for (const build of live) digests.abandon(build);
+      throw error;
+    }
     // A chunk of nothing (an empty transfer's only one) leaves nothing open.
     const last = groups.at(-1);
     if (last !== undefined) keepOpen(this.storeBuilds, transfer.id, { prefix: last.prefix, build: builds.at(-1), cursor }, digests);
@@ -306,6 +326,14 @@ export class TransferChunks {
     assert(stale.every((key) => key.startsWith(PROGRESS_PREFIX)), 'a key outside the transfer progress entries forgotten');
     // Not synced: an entry that survives a crash is forgotten by the core and deleted again.
     await this.database.batch(stale.map((key) => ({ type: 'del', sublevel: this.database.local, key })), { sync: false });
+    // Digests left open by transfers that have ended (a target's last partition, a source cut off) are of no use.
+    for (const open of [this.readBuilds, this.storeBuilds]) {
+      for (const [transferId, build] of open) {
+        if (changeId !== undefined && transferId.startsWith(`${changeId}/`)) continue;
+        open.delete(transferId);
+        if (build.build !== undefined) this.sources.digests?.abandon(build.build);
+      }
+    }
   }
 
   /** Deletes this node's records of the slots (it no longer owns them). */
@@ -597,7 +625,7 @@ function partitionOf(prefix: string): { stream: string; partition: number } {
 function takeOpen(open: Map<string, OpenBuild>, transferId: string, goesOn: (build: OpenBuild) => boolean, digests: TransferDigests | undefined): OpenBuild | undefined {
   const build = open.get(transferId);
   open.delete(transferId);
-  assert(build === undefined || build.cursor.length > 0 || build.build === undefined || build.build.digest.length > 0, `an open digest of transfer ${transferId} without a cursor`);
+  assert(build === undefined || build.prefix.endsWith('/'), () => `transfer ${transferId} left a digest open under ${build?.prefix}`);
   if (build === undefined || goesOn(build)) return build;
   if (build.build !== undefined) digests?.abandon(build.build);
   return undefined;
@@ -605,6 +633,8 @@ function takeOpen(open: Map<string, OpenBuild>, transferId: string, goesOn: (bui
 
 /** Leaves a build open for the transfer's next chunk; the oldest open one goes past OPEN_BUILDS_MAX. */
 function keepOpen(open: Map<string, OpenBuild>, transferId: string, build: OpenBuild, digests: TransferDigests): void {
+  const replaced = open.get(transferId)?.build;
+  if (replaced !== undefined && replaced !== build.build) digests.abandon(replaced);
   open.set(transferId, build);
   while (open.size > OPEN_BUILDS_MAX) {
     const [oldest, left] = open.entries().next().value!;

@@ -12,7 +12,11 @@ import type { LocalPartitions, RepairPartitionRef } from './partition-sync.js';
 
 /** Digests kept at once; the least recently used goes first. */
 const DIGESTS_MAX = 4_096;
-/** Digests built from transfers at once (a transfer builds one or two at a time); past it, builds are not kept. */
+/**
+ * Digests built from transfers at once: a source builds one at a time, a target one per
+ * partition of the chunk it stores and one left open for the next chunk. Past it, a build
+ * is born spoiled and nothing of it is kept.
+ */
 const BUILDS_MAX = 256;
 
 /**
@@ -94,22 +98,41 @@ export class StoredPartitions implements LocalPartitions {
 
   /** Ends the build: its digest is the partition's, kept as a scan's would be, unless spoiled. */
   finish(build: DigestBuild): void {
-    if (this.end(build) && !build.spoiled) this.remember(build.key, build.digest);
+    const ended = this.end(build);
+    // A build ends once: a second finish would keep a digest its partition may have moved past.
+    assert(ended || build.spoiled, () => `the digest build of ${build.key} finished twice`);
+    // A copy: nothing added to the build by mistake afterwards changes what is kept.
+    if (ended && !build.spoiled) this.remember(build.key, build.digest.slice());
   }
 
-  /** Ends the build without keeping it. */
+  /** Ends the build without keeping it (it may have ended already). */
   abandon(build: DigestBuild): void {
     this.end(build);
+    build.spoiled = true;
   }
 
   /**
    * Runs `change`, the builds' own transfer telling that it stored into their partitions:
-   * it forgets their digests as any change does, but does not spoil the builds.
+   * it forgets their digests as any change does, but does not spoil the builds. A change
+   * that throws leaves them spoiled.
    */
   changedByBuilds(builds: readonly DigestBuild[], change: () => void): void {
     const spoiled = builds.map((build) => build.spoiled);
     change();
     builds.forEach((build, index) => (build.spoiled = spoiled[index]!));
+    assert(builds.every((build, index) => build.spoiled === spoiled[index]), 'a digest build spoiled by its own transfer');
+  }
+
+  /**
+   * Forgets every digest and spoils every scan and build under way: the database was opened
+   * again after a failed write, and may have lost batches it had acknowledged (docs/storage.md),
+   * so no digest of what it held before says what it holds now.
+   */
+  forgetAll(): void {
+    this.digests.clear();
+    for (const scan of this.scans.values()) scan.changed = true;
+    for (const builds of this.builds.values()) for (const build of builds) build.spoiled = true;
+    assert(this.digests.size === 0, 'digests kept across a reopen');
   }
 
   private end(build: DigestBuild): boolean {

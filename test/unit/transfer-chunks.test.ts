@@ -312,6 +312,26 @@ describe('transfer chunks - partition digests built on the way', () => {
     expect((await from.tsr.partitionKeys('demo/c/a', 0)).length).toBe(76);
   });
 
+  it('forgets every digest built and spoils those under way when the database is opened again (it may have lost batches)', async () => {
+    const from = digestsOver(source);
+    const reader = new TransferChunks(source, from.wired, 2_000);
+    // Partition 0 is read whole (its digest kept), partition 2 only begun.
+    let cursor: string | undefined;
+    for (let read = await reader.read(transfer, cursor); ; read = await reader.read(transfer, cursor)) {
+      cursor = read.chunk.cursor;
+      if (cursor.startsWith('demo/c/a/0002/')) break;
+    }
+    from.partitions.forgetAll();
+    for (let read = await reader.read(transfer, cursor); ; read = await reader.read(transfer, cursor)) {
+      cursor = read.chunk.cursor;
+      if (read.last) break;
+    }
+    for (const partition of [0, 2]) {
+      expect(Array.from(await from.partitions.digest({ repo: 'tsr', stream: 'demo/c/a', partition }))).toEqual(await scanned(from.tsr, 'demo/c/a', partition));
+    }
+    expect(from.scans).toHaveBeenCalledTimes(4); //                                   two digests scanned, two scans to compare
+  });
+
   it('builds no digest on a target whose partition held records before, nor from a read that starts over', async () => {
     const from = digestsOver(source);
     const to = digestsOver(target);
