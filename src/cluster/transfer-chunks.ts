@@ -357,9 +357,8 @@ export class TransferChunks {
 
   /** `prefix` is "tenant/collection/name/<partition hex>/". */
   private tellChanged(repo: 'ssr' | 'tsr', prefix: string): void {
-    const parts = prefix.split('/');
-    assert(parts.length === 5 && parts[4] === '', `partition prefix ${prefix}`);
-    this.sources.partitionChanged(repo, parts.slice(0, 3).join('/'), parseInt(parts[3]!, 16));
+    const { stream, partition } = partitionOf(prefix);
+    this.sources.partitionChanged(repo, stream, partition);
   }
 
   /** The key prefixes of every (stream, partition) of the slots, in key order. */
@@ -606,8 +605,9 @@ function byPartition(pairs: readonly BytePair[]): PartitionGroup[] {
     }
     last = key.subarray(0, end + 1);
     const prefix = last.toString('utf8');
-    // In key order, a partition's keys never come back after another's.
-    if (groups.some((group) => group.prefix === prefix)) throw new Error(`transfer chunk: the keys of ${prefix} are out of order`);
+    // In key order, each partition's prefix sorts after the one before: none comes back.
+    const previous = groups.at(-1)?.prefix;
+    if (previous !== undefined && prefix <= previous) throw new Error(`transfer chunk: the keys of ${prefix} come after those of ${previous}`);
     groups.push({ prefix, keys: [key] });
   }
   assert(groups.reduce((keys, group) => keys + group.keys.length, 0) === pairs.length, `${pairs.length} keys grouped into other counts`);

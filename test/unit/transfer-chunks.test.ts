@@ -8,7 +8,7 @@ import type { DefinitionRecord } from '../../src/storage/definition-store.js';
 import { TimeSeriesRepository } from '../../src/storage/tsr.js';
 import { packBlocks } from '../../src/storage/tsr-block.js';
 import type { StoredRecord } from '../../src/storage/repository.js';
-import { TransferChunks } from '../../src/cluster/transfer-chunks.js';
+import { encodePairs, TransferChunks } from '../../src/cluster/transfer-chunks.js';
 import { digestKeys } from '../../src/repair/key-digest.js';
 import { StoredPartitions } from '../../src/repair/stored-partitions.js';
 import type { LocalReplica } from '../../src/storage/local-replica.js';
@@ -119,6 +119,16 @@ describe('transfer chunks - read, resume, store, drop', () => {
     await writer.forgetProgress('c1');
     expect(await writer.storedProgress()).toEqual([progressOf(transfer, 2, second.chunk)]);
     await writer.forgetProgress(undefined);
+    expect(await writer.storedProgress()).toEqual([]);
+  });
+
+  it('refuses a chunk whose keys go back to a partition it had left, and stores nothing of it', async () => {
+    const writer = new TransferChunks(target, sources, 100_000);
+    const transfer = plan([{ partition: 0, replicas: 2 }, { partition: 2, replicas: 2 }]);
+    const key = (partition: string, id: string) => Buffer.from(`demo/c/a/${partition}/${id}`);
+    const bytes = encodePairs([[key('0000', 'a'), Buffer.from('1')], [key('0002', 'b'), Buffer.from('2')], [key('0000', 'c'), Buffer.from('3')]]);
+    const chunk: ChunkData = { bytes, records: 3, cursor: 'demo/c/a/0000/c' };
+    await expect(writer.store(transfer, chunk, progressOf(transfer, 1, chunk))).rejects.toThrow(/0000.*come after those of .*0002/);
     expect(await writer.storedProgress()).toEqual([]);
   });
 
