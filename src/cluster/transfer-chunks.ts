@@ -603,11 +603,11 @@ function byPartition(pairs: readonly BytePair[]): PartitionGroup[] {
       end = key.indexOf(SLASH, end + 1);
       if (end < 0) throw new Error(`transfer chunk: key '${key.toString('utf8')}' has no partition`);
     }
+    const previous = last;
     last = key.subarray(0, end + 1);
     const prefix = last.toString('utf8');
-    // In key order, each partition's prefix sorts after the one before: none comes back.
-    const previous = groups.at(-1)?.prefix;
-    if (previous !== undefined && prefix <= previous) throw new Error(`transfer chunk: the keys of ${prefix} come after those of ${previous}`);
+    // In key order (LevelDB's, of bytes), each partition's prefix sorts after the one before: none comes back.
+    if (previous !== undefined && Buffer.compare(last, previous) <= 0) throw new Error(`transfer chunk: the keys of ${prefix} come after those of ${previous.toString('utf8')}`);
     groups.push({ prefix, keys: [key] });
   }
   assert(groups.reduce((keys, group) => keys + group.keys.length, 0) === pairs.length, `${pairs.length} keys grouped into other counts`);
