@@ -57,7 +57,7 @@ import { blockRecords } from '../src/streams/block-records.js';
 import { DEFAULT_WRITE_BUFFER_BYTES, sequenceKeysOf } from '../src/storage/database.js';
 import { blockKey } from '../src/storage/tsr.js';
 import { WriteIdGenerator } from '../src/storage/write-ids.js';
-import { decodePairs, encodePairs, progressKey } from '../src/cluster/transfer-chunks.js';
+import { decodePairs, encodePairs, PROGRESS_BYTES, progressKey } from '../src/cluster/transfer-chunks.js';
 import { type CpuByClass, cpuByClassSince, THREAD_CLASSES, threadTimesOf } from './thread-cpu.js';
 
 // dist/bench/transfer.js → the package root, so results land in the source tree's bench/results.
@@ -284,13 +284,15 @@ interface StorageCeiling {
   write: { seconds: number; megabytesPerSecond: number; cpuSeconds: number };
   read: { seconds: number; megabytesPerSecond: number; cpuSeconds: number };
   /**
-   * The same writes into a fresh database, once as above and once with the two keys the
-   * node's target adds to each chunk's batch in its `local` sublevel (the batch's sequence
-   * key, the transfer's progress entry); each's CPU counted over its writes and the
-   * CEILING_SETTLE_MS after them, in which the compaction they leave runs (not checked to
-   * be done by then: what still runs later is not counted, on either side).
+   * The same writes into a fresh database three times: as above; with the two keys a
+   * numbered batch of the node puts in its `local` sublevel (the batch's sequence key, the
+   * transfer's progress entry) in every chunk's batch, as the node's target wrote them
+   * before; and with them in one chunk's batch per PROGRESS_BYTES, as it writes them now
+   * (transfer-chunks.ts). Each's CPU counted over its writes and the CEILING_SETTLE_MS after
+   * them, in which the compaction they leave runs (not checked to be done by then: what
+   * still runs later is not counted, on any side).
    */
-  localKeys: { plain: SettledWrite; withLocalKeys: SettledWrite };
+  localKeys: { plain: SettledWrite; everyChunk: SettledWrite; asTheNode: SettledWrite };
 }
 
 interface SettledWrite {
@@ -339,7 +341,7 @@ async function runStorageCeiling(argv: string[]): Promise<void> {
       const cpu = process.cpuUsage(cpuBefore);
       return { seconds: round(seconds, 3), megabytesPerSecond: round(bytes / 1e6 / seconds, 2), cpuSeconds: round((cpu.user + cpu.system) / 1e6, 2) };
     };
-    const write = await timed(() => writeChunks(level, chunks, false));
+    const write = await timed(() => writeChunks(level, chunks, undefined));
     let readBytes = 0;
     const read = await timed(async () => {
       const iterator = level.iterator();
@@ -357,7 +359,8 @@ async function runStorageCeiling(argv: string[]): Promise<void> {
     await level.close();
     rmSync(dir, { recursive: true, force: true });
   }
-  const ceiling: StorageCeiling = { ...measured, localKeys: { plain: await settledWrite(chunks, false), withLocalKeys: await settledWrite(chunks, true) } };
+  const localKeys = { plain: await settledWrite(chunks, undefined), everyChunk: await settledWrite(chunks, 0), asTheNode: await settledWrite(chunks, PROGRESS_BYTES) };
+  const ceiling: StorageCeiling = { ...measured, localKeys };
   // Answered only once the folder is gone: the parent stops this process on the answer.
   process.stdout.write(`${JSON.stringify(ceiling)}\n`);
 }
@@ -367,14 +370,14 @@ async function runStorageCeiling(argv: string[]): Promise<void> {
  * without the root keys the node's target adds to it (database.ts, transfer-chunks.ts); the
  * CPU counted includes the compaction the writes leave behind.
  */
-async function settledWrite(chunks: ReadonlyArray<ReadonlyArray<{ key: Buffer; value: Buffer }>>, localKeys: boolean): Promise<SettledWrite> {
+async function settledWrite(chunks: ReadonlyArray<ReadonlyArray<{ key: Buffer; value: Buffer }>>, localKeysEvery: number | undefined): Promise<SettledWrite> {
   const dir = mkdtempSync(join(os.tmpdir(), 'tributary-bench-ceiling-keys-'));
   const level = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer', writeBufferSize: DEFAULT_WRITE_BUFFER_BYTES });
   try {
     await level.open();
     const cpuBefore = process.cpuUsage();
     const started = performance.now();
-    await writeChunks(level, chunks, localKeys);
+    await writeChunks(level, chunks, localKeysEvery);
     const seconds = (performance.now() - started) / 1000;
     await sleep(CEILING_SETTLE_MS);
     const cpu = process.cpuUsage(cpuBefore);
@@ -387,14 +390,23 @@ async function settledWrite(chunks: ReadonlyArray<ReadonlyArray<{ key: Buffer; v
 
 /**
  * Each chunk as one synced chained batch (LevelDB's fastest write path from Node; the node
- * writes chunks so too), with the two `local` keys the node's target adds to it when asked.
+ * writes chunks so too), with the two `local` keys of the node's numbered batches in the
+ * chunk that brings the bytes since the last ones to `localKeysEvery` (0: every chunk;
+ * undefined: none), as the node's target stores a transfer's progress (transfer-chunks.ts).
  */
-async function writeChunks(level: ClassicLevel<Buffer, Buffer>, chunks: ReadonlyArray<ReadonlyArray<{ key: Buffer; value: Buffer }>>, localKeys: boolean): Promise<void> {
+async function writeChunks(level: ClassicLevel<Buffer, Buffer>, chunks: ReadonlyArray<ReadonlyArray<{ key: Buffer; value: Buffer }>>, localKeysEvery: number | undefined): Promise<void> {
+  let sequenced = 0;
+  let unsavedBytes = 0;
   for (const [index, chunk] of chunks.entries()) {
     const batch = level.batch();
-    for (const record of chunk) batch.put(record.key, record.value);
-    if (localKeys) {
-      const sequence = sequenceKeysOf('!local!', index + 1);
+    for (const record of chunk) {
+      batch.put(record.key, record.value);
+      unsavedBytes += record.key.length + record.value.length;
+    }
+    if (localKeysEvery !== undefined && (unsavedBytes >= localKeysEvery || index === chunks.length - 1)) {
+      unsavedBytes = 0;
+      sequenced += 1;
+      const sequence = sequenceKeysOf('!local!', sequenced);
       batch.put(Buffer.from(sequence.put), Buffer.alloc(0));
       if (sequence.del !== undefined) batch.del(Buffer.from(sequence.del));
       batch.put(Buffer.from(`!local!${progressKey('e2-join-node-2/tsr/node-1>node-2')}`), Buffer.from(JSON.stringify({ seqAcked: index + 1 })));
@@ -812,11 +824,12 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
   const byThread = (cpu: CpuByClass | undefined) => (cpu === undefined ? '– (no gdb)' : THREAD_CLASSES.map((name) => `${name} ${cpu[name].toFixed(1)}`).join(', '));
   console.log(`\nThe join's CPU by thread, s: ${SOURCE} ${byThread(join.cpuSecondsByThread.source)}; ${TARGET} ${byThread(join.cpuSecondsByThread.target)}.`);
   console.log(`The join moved ${round(join.megabytesPerSecond / pipeline.megabytesPerSecond, 2)} × the bare pipeline's MB/s (goal ${JOIN_OF_PIPELINE_MIN}).`);
-  const { plain, withLocalKeys } = ceiling.localKeys;
+  const { plain, everyChunk, asTheNode } = ceiling.localKeys;
+  const withKeys = (write: SettledWrite) => `${write.cpuSeconds.toFixed(1)} s (${write.seconds.toFixed(2)} s), ${round(write.cpuSeconds / plain.cpuSeconds, 2)} ×`;
   console.log(
     `LevelDB alone, CPU of the target's writes and the compaction they leave: ${plain.cpuSeconds.toFixed(1)} s (${plain.seconds.toFixed(2)} s of writes); ` +
-      `with the node's two local keys in each batch (sequence, progress) ${withLocalKeys.cpuSeconds.toFixed(1)} s (${withLocalKeys.seconds.toFixed(2)} s), ` +
-      `${round(withLocalKeys.cpuSeconds / plain.cpuSeconds, 2)} ×.`,
+      `with the two local keys of a numbered batch (sequence, progress) in every chunk's batch ${withKeys(everyChunk)}; ` +
+      `once per ${PROGRESS_BYTES / 1024 / 1024} MiB of chunks, as the node stores a transfer's progress, ${withKeys(asTheNode)}.`,
   );
   console.log(
     `\ntsr percentComplete, ${join.progress.length} distinct samples polling every ${POLL_INTERVAL_MS} ms (all in the JSON): ` +

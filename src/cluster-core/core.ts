@@ -21,9 +21,11 @@
 // 2. Answer every read-chunk with exactly one chunk-read and every store-chunk with exactly
 //    one chunk-stored (retry I/O errors inside the shell; crash if they persist). The core
 //    keeps one read and one store in flight per transfer, so answers cannot overtake. A
-//    store-chunk's records and its `progress` entry are durable together (one synced
-//    write) before its chunk-stored: that is what makes a chunk's seqAcked durable before
-//    its ack goes out. `send` is fire-and-forget; a failed connection may be reported as
+//    store-chunk's records are durable (one synced write) before its chunk-stored: that is
+//    what makes a chunk's records durable before its ack goes out. Its `progress` entry is
+//    in the same write when the chunk is the `last` and whenever else the shell chooses
+//    (never alone, so never ahead of the records): a restart resumes from the last one
+//    stored. `send` is fire-and-forget; a failed connection may be reported as
 //    `unreachable`.
 // 2a. On every start, step `resume` first, with every `progress` entry stored since the
 //    last time this node's transfers ended (stale entries are harmless: a transfer that

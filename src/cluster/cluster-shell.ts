@@ -25,8 +25,8 @@ export interface ChunkStore {
   /** Every progress entry stored with a chunk: what the core resumes from after a restart. */
   storedProgress(): Promise<DurableIncoming[]>;
   read(transfer: TransferPlan, after: string | undefined): Promise<{ chunk: ChunkData; last: boolean; totalEstimate: number }>;
-  /** The chunk's records and `progress` in one synced write. */
-  store(transfer: TransferPlan, chunk: ChunkData, progress: DurableIncoming): Promise<void>;
+  /** The chunk's records in one synced write, with `progress` when the chunk is the `last` or one is due. */
+  store(transfer: TransferPlan, chunk: ChunkData, progress: DurableIncoming, last: boolean): Promise<void>;
   /** Deletes the progress entries of transfers outside the change in flight. */
   forgetProgress(changeId: string | undefined): Promise<void>;
 }
@@ -217,8 +217,8 @@ export class ClusterShell {
         );
       }
       case 'store-chunk': {
-        const { transfer, seq, chunk, progress } = effect;
-        return void this.withRetries('store', transfer.id, () => this.deps.chunks.store(transfer, chunk, progress)).then(
+        const { transfer, seq, chunk, progress, last } = effect;
+        return void this.withRetries('store', transfer.id, () => this.deps.chunks.store(transfer, chunk, progress, last)).then(
           () => this.submit({ type: 'chunk-stored', transferId: transfer.id, seq }),
           () => this.submit({ type: 'chunk-store-failed', transferId: transfer.id, seq }),
         );

@@ -242,10 +242,10 @@ export function guardedChunks(chunks: ChunkStore, plane: () => DataPlane | undef
       plane()?.repair.damaged() !== undefined && transfer.repo !== 'KV'
         ? Promise.reject(new Error('this node is refilling damaged data: it is no transfer source yet'))
         : chunks.read(transfer, after),
-    store: async (transfer, chunk, progress) => {
+    store: async (transfer, chunk, progress, last) => {
       const handOff = plane()?.handOff;
       if (handOff !== undefined && transfer.repo !== 'KV') await handOff.settle(transfer.repo, handOff.partitionsOf(transfer.slots));
-      return chunks.store(transfer, chunk, progress);
+      return chunks.store(transfer, chunk, progress, last);
     },
     forgetProgress: (changeId) => chunks.forgetProgress(changeId),
   };

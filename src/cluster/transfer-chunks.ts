@@ -13,10 +13,11 @@
 // Both ends handle records as bytes, never as strings: the source reads keys and values as
 // buffers, a batch at a time (nextv), and copies them into the chunk; the target writes
 // subarrays of the chunk at the database's root, its keys prefixed with the sublevel's,
-// in one synced batch with the transfer's progress entry. Decoding 1 MiB to strings and
+// in one synced batch (with the transfer's progress entry when one is due: store()). Decoding 1 MiB to strings and
 // encoding it again, and abstract-level's per-record sublevel work, cost the target more
 // CPU than LevelDB's write itself (docs/benchmarks.md, "Transfer and replicated ingest").
 
+import { performance } from 'node:perf_hooks';
 import { assert } from '../lib/assert.js';
 import type { ChunkData, DurableIncoming, Slot, TransferPlan } from '../protocol/cluster-types.js';
 import type { Database, EncodedPut, Sublevel } from '../storage/database.js';
@@ -88,6 +89,24 @@ const OPEN_BUILDS_MAX = 64;
 const EMPTINESS_CHECKS_IN_FLIGHT = 8;
 /** Progress entries in the `local` sublevel: `${PROGRESS_PREFIX}${transferId}`. */
 const PROGRESS_PREFIX = 'transfer-progress/';
+/**
+ * A transfer's progress entry is stored with a chunk once this many bytes of chunks were
+ * stored without it, or this long after the last: what a crash of the target makes it
+ * fetch again. Four of LevelDB's default write buffers: written every 32 chunks (one
+ * buffer), the entry still made every file span from the `local` keys to the records (at
+ * 1,000,000 payloads LevelDB's CPU 1.5× the records' alone); every 128, as the records'
+ * alone (bench/transfer.ts, "LevelDB alone").
+ */
+export const PROGRESS_BYTES = 128 * 1024 * 1024;
+export const PROGRESS_INTERVAL_MS = 10_000;
+/** Transfers whose unsaved progress is counted; a cluster change runs far fewer at once. */
+const UNSAVED_PROGRESS_MAX = 1_024;
+
+/** Chunk bytes a target stored since it last stored the transfer's progress entry, since when. */
+interface UnsavedProgress {
+  bytes: number;
+  sinceMs: number;
+}
 
 type BytePair = [Buffer, Buffer];
 
@@ -98,14 +117,21 @@ export class TransferChunks {
   /** Digests a target builds from its stores, by transfer. */
   private readonly storeBuilds = new Map<string, OpenBuild>();
 
+  /** Targets' transfers by id: what they stored since their progress entry (store()). */
+  private readonly unsavedProgress = new Map<string, UnsavedProgress>();
+
   constructor(
     private readonly database: Database,
     private readonly sources: TransferChunkSources,
     private readonly chunkBytesMax: number,
     /** Records a transfer's total counts exactly before it estimates the rest (total()). */
     private readonly countedRecordsMax = COUNTED_RECORDS_MAX,
+    /** How often a target stores a transfer's progress entry (store()). */
+    private readonly progressEvery = { bytes: PROGRESS_BYTES, ms: PROGRESS_INTERVAL_MS },
+    private readonly now: () => number = () => performance.now(),
   ) {
     assert(chunkBytesMax > 0 && countedRecordsMax > 0, `transfer chunks of ${chunkBytesMax} bytes, ${countedRecordsMax} records counted`);
+    assert(progressEvery.bytes >= 0 && progressEvery.ms >= 0, `progress stored every ${progressEvery.bytes} bytes, ${progressEvery.ms} ms`);
   }
 
   async read(transfer: TransferPlan, after: string | undefined): Promise<ChunkRead> {
@@ -202,10 +228,20 @@ export class TransferChunks {
   }
 
   /**
-   * Stores a chunk's records and the transfer's `progress` entry in one synced batch: when
-   * it resolves, both are durable, and neither is without the other.
+   * Stores a chunk's records in one synced batch: when it resolves, they are durable. The
+   * transfer's `progress` entry goes into the same batch when it is due (progressDue): the
+   * transfer's last chunk, and otherwise once per PROGRESS_BYTES of chunks or
+   * PROGRESS_INTERVAL_MS. The batches between carry neither it nor a sequence number
+   * (`outsideLedger`), so their files hold nothing but records: a `local` key in every
+   * batch made LevelDB compact a transfer's records 1.5× over (docs/cluster.md,
+   * "Transfers"). A stored entry is never ahead of the records (it is written with the
+   * chunk it names, after every chunk before it is durable): a restart of the target
+   * resumes from it and asks for the chunks since again (a chunk stored twice is stored
+   * once). That also makes good a chunk a disk lost after syncing it, which the ledger no
+   * longer sees: LevelDB replays its log in order, so what follows it is lost too, and the
+   * last chunk, the one the transfer completes with, is numbered.
    */
-  async store(transfer: TransferPlan, chunk: ChunkData, progress: DurableIncoming): Promise<void> {
+  async store(transfer: TransferPlan, chunk: ChunkData, progress: DurableIncoming, last: boolean): Promise<void> {
     assertProgress(progress);
     const progressPut: EncodedPut = {
       type: 'put',
@@ -224,15 +260,38 @@ export class TransferChunks {
     const groups = byPartition(pairs);
     assert(groups.length <= pairs.length, `${pairs.length} records touch ${groups.length} partitions`);
     const puts = prefixedPuts(this.database.prefixOf(this.sublevelOf(transfer.repo)), pairs);
-    puts.push(progressPut);
+    const withProgress = last || this.progressDue(transfer.id, chunk.bytes.length);
+    if (withProgress) puts.push(progressPut);
     const builds = await this.storeDigests(transfer, groups);
     try {
-      await this.database.batchEncoded(puts, { sync: true });
+      await this.database.batchEncoded(puts, { sync: true, outsideLedger: !withProgress });
     } catch (error) {
       for (const build of builds) if (build !== undefined) this.sources.digests!.abandon(build);
       throw error;
     }
+    this.noteStored(transfer.id, withProgress ? { bytes: 0, sinceMs: this.now() } : this.unsavedOf(transfer.id, chunk.bytes.length));
     this.storedDigests(transfer, groups, builds, progress.cursor ?? '');
+  }
+
+  /** Whether a chunk of `bytes` brings the transfer's unsaved progress to PROGRESS_BYTES or PROGRESS_INTERVAL_MS. */
+  private progressDue(transferId: string, bytes: number): boolean {
+    const unsaved = this.unsavedOf(transferId, bytes);
+    return unsaved.bytes >= this.progressEvery.bytes || this.now() - unsaved.sinceMs >= this.progressEvery.ms;
+  }
+
+  /** The chunk bytes stored since the transfer's progress entry was, with a chunk of `bytes`; a transfer new here counts from now. */
+  private unsavedOf(transferId: string, bytes: number): UnsavedProgress {
+    assert(Number.isSafeInteger(bytes) && bytes >= 0, `a chunk of ${bytes} bytes`);
+    const unsaved = this.unsavedProgress.get(transferId) ?? { bytes: 0, sinceMs: this.now() };
+    return { bytes: unsaved.bytes + bytes, sinceMs: unsaved.sinceMs };
+  }
+
+  /** Keeps the transfer's unsaved progress, the most recently stored last; past UNSAVED_PROGRESS_MAX the stalest is forgotten (it counts from zero again). */
+  private noteStored(transferId: string, unsaved: UnsavedProgress): void {
+    this.unsavedProgress.delete(transferId);
+    if (this.unsavedProgress.size >= UNSAVED_PROGRESS_MAX) this.unsavedProgress.delete(this.unsavedProgress.keys().next().value as string);
+    this.unsavedProgress.set(transferId, unsaved);
+    assert(this.unsavedProgress.size <= UNSAVED_PROGRESS_MAX, `${this.unsavedProgress.size} transfers' progress counted`);
   }
 
   /**
@@ -326,6 +385,7 @@ export class TransferChunks {
     assert(stale.every((key) => key.startsWith(PROGRESS_PREFIX)), 'a key outside the transfer progress entries forgotten');
     // Not synced: an entry that survives a crash is forgotten by the core and deleted again.
     await this.database.batch(stale.map((key) => ({ type: 'del', sublevel: this.database.local, key })), { sync: false });
+    for (const transferId of [...this.unsavedProgress.keys()]) if (changeId === undefined || !transferId.startsWith(`${changeId}/`)) this.unsavedProgress.delete(transferId);
     // Digests left open by transfers that have ended (a target's last partition, a source cut off) are of no use.
     for (const open of [this.readBuilds, this.storeBuilds]) {
       for (const [transferId, build] of open) {

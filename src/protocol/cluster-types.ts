@@ -227,11 +227,13 @@ export type CoreEffect =
   | { type: 'persist' }
   | { type: 'read-chunk'; transfer: TransferPlan; seq: number; cursor: string | undefined }
   /**
-   * Store the chunk's records and `progress` (the transfer's durable entry once this chunk
-   * is stored) in one synced write, then answer chunk-stored: records and the point to
-   * resume from are durable together, with one fsync and no persist in between.
+   * Store the chunk's records in one synced write, then answer chunk-stored. `progress` is
+   * the transfer's entry to resume from once this chunk is stored: the shell stores it in
+   * the same write, always with the `last` chunk and otherwise as often as it likes (an
+   * entry is never ahead of the records; one behind them costs a restart chunks fetched
+   * again). Records and that entry are durable together, with one fsync and no persist in between.
    */
-  | { type: 'store-chunk'; transfer: TransferPlan; seq: number; chunk: ChunkData; progress: DurableIncoming }
+  | { type: 'store-chunk'; transfer: TransferPlan; seq: number; chunk: ChunkData; progress: DurableIncoming; last: boolean }
   /** Delete this node's data of these slots: it no longer owns them and the new owners have it. */
   | { type: 'drop'; repo: 'ssr' | 'tsr'; slots: Slot[] }
   | { type: 'node-state'; node: string; state: NodeState }

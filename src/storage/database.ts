@@ -6,7 +6,9 @@
 // LevelDB applies out of order still leave the highest one), and once it is durable the
 // number goes to the commit ledger, a small file beside the database. A database that
 // opens with a lower number than the ledger lost batches that were acknowledged: its newest
-// file was truncated or damaged (storage-integrity.ts).
+// file was truncated or damaged (storage-integrity.ts). The one exception is a write whose
+// loss its writer makes good by itself (`outsideLedger`: a transfer's chunk, which the
+// target asks for again from the progress entry a later numbered batch stores).
 //
 // A failed write (a full disk, an I/O error) ends writing to this database until it is
 // opened again (docs/storage.md): LevelDB's log writer has then written part of a record
@@ -72,6 +74,15 @@ export interface WriteOptions {
    * a failed write: nothing is.
    */
   belowFloor?: boolean;
+  /**
+   * A synced write that carries no sequence number: its loss at the log's tail is not
+   * detected by the ledger, so only a writer that makes such a loss good by itself may ask
+   * (a transfer's chunk: the target resumes from its last stored progress entry, written in
+   * a numbered batch after the chunks it covers). What it saves: the `local` keys in every
+   * batch, which make each of LevelDB's files span from them to the records and so
+   * compact a stream of chunks again and again (docs/cluster.md, "Transfers").
+   */
+  outsideLedger?: boolean;
 }
 
 /**
@@ -184,7 +195,7 @@ export class Database {
     if (operations.length === 0) return;
     const grows = options.belowFloor !== true && operations.some((operation) => operation.type === 'put');
     try {
-      await this.write(options.sync, grows, (batch) => {
+      await this.write(durabilityOf(options), grows, (batch) => {
         for (const operation of operations) {
           // Anything but a put is written as a delete below: an operation of another type would delete its key.
           assert(operation.type === 'put' || operation.type === 'del', () => `a batch operation of type ${(operation as { type: unknown }).type}`);
@@ -206,7 +217,7 @@ export class Database {
    */
   async batchEncoded(puts: EncodedPut[], options: WriteOptions): Promise<void> {
     if (puts.length === 0) return;
-    await this.write(options.sync, options.belowFloor !== true, (batch) => {
+    await this.write(durabilityOf(options), options.belowFloor !== true, (batch) => {
       for (const put of puts) {
         // Keys come prefixed with their sublevel ('!name!'): a bare key would land outside every repository.
         assert(put.key[0] === 0x21, () => `an encoded put under the bare key ${put.key.subarray(0, 40).toString('utf8')}`);
@@ -216,7 +227,7 @@ export class Database {
   }
 
   /**
-   * One atomic write of what `fill` adds, with the batch's sequence number when synced. A
+   * One atomic write of what `fill` adds, with the batch's sequence number when numbered. A
    * chained batch of keys already prefixed at the root: an array batch of sublevel
    * operations made abstract-level look up each operation's sublevel and copy it, about
    * twice the main-thread time per record (28 -> 14 µs for a 1 KiB put).
@@ -224,14 +235,15 @@ export class Database {
    * A write that was in flight while another failed is refused too, durable or not: LevelDB
    * may have appended it after the torn record, where the next open drops it.
    */
-  private async write(sync: boolean, grows: boolean, fill: (batch: ChainedBatch<ClassicLevel<string, string>, string, string>) => void): Promise<void> {
+  private async write(durability: Durability, grows: boolean, fill: (batch: ChainedBatch<ClassicLevel<string, string>, string, string>) => void): Promise<void> {
     const refusal = this.writeRefusal(grows);
     if (refusal !== undefined) throw refusal;
     const batch = this.level.batch();
+    const sync = durability !== 'unsynced';
     let sequence: number | undefined;
     try {
       fill(batch);
-      if (sync) {
+      if (durability === 'numbered') {
         sequence = this.nextSequence();
         const keys = sequenceKeysOf(this.local.prefix, sequence);
         batch.put(keys.put, '');
@@ -255,7 +267,8 @@ export class Database {
     if (this.writesFailed !== failedBefore) {
       throw new InsufficientStorageError(`${this.nodeName} could not write to ${this.location}: a write that failed alongside this one leaves it unknown whether this one lasts (${this.failedWrite?.reason ?? 'failed write'})`);
     }
-    if (sequence !== undefined) this.recordDurable(sequence, started);
+    if (sync) this.onSyncedBatch?.((performance.now() - started) / 1000);
+    if (sequence !== undefined) this.recordDurable(sequence);
   }
 
   /** The error a write would be refused with now, or undefined when it would be made. `grows`: it adds data (not allowed below the floor). */
@@ -334,8 +347,7 @@ export class Database {
    * The batch is durable: the ledger learns its number. Written in place and not synced:
    * a ledger behind the database only misses a loss, never invents one.
    */
-  private recordDurable(sequence: number, startedMs: number): void {
-    this.onSyncedBatch?.((performance.now() - startedMs) / 1000);
+  private recordDurable(sequence: number): void {
     assert(sequence <= this.sequence, () => `batch ${sequence} durable before it was issued (last issued ${this.sequence})`);
     if (sequence <= this.ledgerHighest) return;
     this.ledgerHighest = sequence;
@@ -383,6 +395,15 @@ export class Database {
   }
 }
 
+/** How a batch is written: synced with a sequence number for the ledger, synced without one, or not synced. */
+type Durability = 'numbered' | 'synced' | 'unsynced';
+
+function durabilityOf(options: WriteOptions): Durability {
+  assert(options.sync || options.outsideLedger !== true, 'an unsynced write asked to be outside the ledger (only synced ones are numbered)');
+  if (!options.sync) return 'unsynced';
+  return options.outsideLedger === true ? 'synced' : 'numbered';
+}
+
 /** The highest batch sequence the database holds (0: none). */
 async function highestSequence(local: Sublevel): Promise<number> {
   const stored = await local.keys({ gte: SEQUENCE_PREFIX, lt: prefixEnd(SEQUENCE_PREFIX), reverse: true, limit: 1 }).all();
@@ -401,10 +422,11 @@ export function prefixEnd(prefix: string): string {
 }
 
 /**
- * The root keys a synced batch of this sequence carries besides its own (`localPrefix`, the
- * local sublevel's): its sequence key, and the delete of the one SEQUENCE_KEYS_KEPT before.
- * Every synced batch thus writes into the local sublevel, apart from its records: LevelDB's
- * files then span both, which costs compaction (docs/benchmarks.md, "Transfer").
+ * The root keys a numbered batch of this sequence carries besides its own (`localPrefix`,
+ * the local sublevel's): its sequence key, and the delete of the one SEQUENCE_KEYS_KEPT
+ * before. Every numbered batch thus writes into the local sublevel, apart from its records:
+ * LevelDB's files then span both, which costs compaction (docs/benchmarks.md, "Transfer";
+ * why transfer chunks are mostly written `outsideLedger`).
  */
 export function sequenceKeysOf(localPrefix: string, sequence: number): { put: string; del: string | undefined } {
   assert(localPrefix.startsWith('!') && localPrefix.endsWith('!'), `sublevel prefix ${localPrefix}`);

@@ -28,6 +28,9 @@ import { EventQueue } from './event-queue.js';
 import type { Prng } from './prng.js';
 import { FakeStorage, type DataRepo } from './storage.js';
 
+/** A store-chunk stores its `progress` with every this many chunks (and the last): see SimNode.storedProgress. */
+const PROGRESS_EVERY_CHUNKS = 3;
+
 export interface NetworkFaults {
   dropRate: number;
   duplicateRate: number;
@@ -66,7 +69,11 @@ export class SimNode {
   incarnation = 0;
   persisted: PersistedCoreState | undefined;
   readonly storage = new FakeStorage();
-  /** The `progress` of each store-chunk, durable with its records (the shell's one synced write). */
+  /**
+   * The `progress` of the store-chunks that stored it, durable with their records (the
+   * shell's one synced write): the last chunk's and every PROGRESS_EVERY_CHUNKS-th, as the
+   * node's shell stores one only every so many bytes; a restart resumes from an entry behind the records.
+   */
   readonly storedProgress = new Map<string, DurableIncoming>();
   /** Durable hinted writes: records to write again to the current write owners. */
   hints: AckedRecord[] = [];
@@ -273,7 +280,7 @@ export class SimCluster {
         return this.io(node, () => {
           if (this.ioFails?.(node.name, 'store') === true) return this.stepNode(node, { type: 'chunk-store-failed', transferId: effect.transfer.id, seq: effect.seq });
           node.storage.storeChunk(effect.transfer, effect.chunk);
-          node.storedProgress.set(effect.progress.transferId, effect.progress);
+          if (effect.last || effect.seq % PROGRESS_EVERY_CHUNKS === 0) node.storedProgress.set(effect.progress.transferId, effect.progress);
           this.stats.chunksStored += 1;
           this.stepNode(node, { type: 'chunk-stored', transferId: effect.transfer.id, seq: effect.seq });
         });

@@ -80,7 +80,7 @@ describe('transfer chunks - read, resume, store, drop', () => {
       expect(totalEstimate).toBe(150);
       expect(chunk.bytes.length).toBeLessThanOrEqual(2_000);
       chunks += 1;
-      await writer.store(transfer, chunk, progressOf(transfer, chunks, chunk));
+      await writer.store(transfer, chunk, progressOf(transfer, chunks, chunk), last);
       moved += chunk.records;
       cursor = chunk.cursor;
       if (last) break;
@@ -98,23 +98,56 @@ describe('transfer chunks - read, resume, store, drop', () => {
     const transfer = plan([{ partition: 0, replicas: 2 }]);
     const { chunk, last } = await reader.read(transfer, undefined);
     expect(last).toBe(true);
-    await writer.store(transfer, chunk, progressOf(transfer, 1, chunk));
-    await writer.store(transfer, chunk, progressOf(transfer, 1, chunk));
+    await writer.store(transfer, chunk, progressOf(transfer, 1, chunk), last);
+    await writer.store(transfer, chunk, progressOf(transfer, 1, chunk), last);
     expect(Object.fromEntries(await new TimeSeriesRepository(target).countByPartition('demo/c/a'))).toEqual({ 0: 75 });
   });
 
-  it('stores each chunk with its progress entry, which outlives a reopen until its change has ended', async () => {
+  it('stores the progress entry with the last chunk and with one every so many bytes or seconds, the chunks between as records alone', async () => {
+    const reader = new TransferChunks(source, sources, 2_000);
+    const transfer = plan([{ partition: 1, replicas: 2 }, { partition: 2, replicas: 2 }, { partition: 1, replicas: 3 }]);
+    let nowMs = 0;
+    const writer = new TransferChunks(target, sources, 2_000, undefined, { bytes: 5_000, ms: 60_000 }, () => nowMs);
+    const localKeys = async () => (await target.local.keys().all()).length;
+    const stored: Array<{ seq: number; bytes: number; progress: DurableIncoming[]; localKeys: number }> = [];
+    let cursor: string | undefined;
+    for (let seq = 1; ; seq += 1) {
+      const { chunk, last } = await reader.read(transfer, cursor);
+      // The 6th chunk comes a minute after the 5th: its entry is due by time, whatever its bytes.
+      if (seq === 6) nowMs += 60_000;
+      await writer.store(transfer, chunk, progressOf(transfer, seq, chunk), last);
+      stored.push({ seq, bytes: chunk.bytes.length, progress: await writer.storedProgress(), localKeys: await localKeys() });
+      cursor = chunk.cursor;
+      if (last) break;
+    }
+    expect(stored.length).toBeGreaterThan(8);
+    let unsaved = 0;
+    let entry: number | undefined;
+    for (const chunk of stored) {
+      unsaved += chunk.bytes;
+      const due = unsaved >= 5_000 || chunk.seq === 6 || chunk.seq === stored.length;
+      if (due) [entry, unsaved] = [chunk.seq, 0];
+      // Never ahead of the records: the entry is the newest chunk's that was due.
+      expect(chunk.progress.map((progress) => progress.seqAcked)).toEqual(entry === undefined ? [] : [entry]);
+    }
+    // A chunk without its entry wrote no key but its records (no sequence key either): the `local` keys changed only with entries.
+    for (const [index, chunk] of stored.entries()) {
+      if (index > 0 && stored[index - 1]!.progress[0]?.seqAcked === chunk.progress[0]?.seqAcked) expect(chunk.localKeys).toBe(stored[index - 1]!.localKeys);
+    }
+  });
+
+  it('stores the last chunk with its progress entry, which outlives a reopen until its change has ended', async () => {
     const reader = new TransferChunks(source, sources, 2_000);
     const transfer = plan([{ partition: 1, replicas: 2 }, { partition: 2, replicas: 2 }]);
     const first = await reader.read(transfer, undefined);
     const second = await reader.read(transfer, first.chunk.cursor);
     expect(second.chunk.cursor > first.chunk.cursor).toBe(true);
     const writer = new TransferChunks(target, sources, 2_000);
-    await writer.store(transfer, first.chunk, progressOf(transfer, 1, first.chunk));
-    await writer.store(transfer, second.chunk, progressOf(transfer, 2, second.chunk));
+    await writer.store(transfer, first.chunk, progressOf(transfer, 1, first.chunk), true);
+    await writer.store(transfer, second.chunk, progressOf(transfer, 2, second.chunk), true);
     const older = plan([{ partition: 0, replicas: 2 }], 'c0/tsr/a>b');
     const olderChunk = (await reader.read(older, undefined)).chunk;
-    await writer.store(older, olderChunk, progressOf(older, 1, olderChunk));
+    await writer.store(older, olderChunk, progressOf(older, 1, olderChunk), true);
     expect(await writer.storedProgress()).toEqual([progressOf(older, 1, olderChunk), progressOf(transfer, 2, second.chunk)]);
     await writer.forgetProgress('c1');
     expect(await writer.storedProgress()).toEqual([progressOf(transfer, 2, second.chunk)]);
@@ -128,7 +161,7 @@ describe('transfer chunks - read, resume, store, drop', () => {
     const key = (partition: string, id: string) => Buffer.from(`demo/c/a/${partition}/${id}`);
     const bytes = encodePairs([[key('0000', 'a'), Buffer.from('1')], [key('0002', 'b'), Buffer.from('2')], [key('0000', 'c'), Buffer.from('3')]]);
     const chunk: ChunkData = { bytes, records: 3, cursor: 'demo/c/a/0000/c' };
-    await expect(writer.store(transfer, chunk, progressOf(transfer, 1, chunk))).rejects.toThrow(/0000.*come after those of .*0002/);
+    await expect(writer.store(transfer, chunk, progressOf(transfer, 1, chunk), true)).rejects.toThrow(/0000.*come after those of .*0002/);
     expect(await writer.storedProgress()).toEqual([]);
   });
 
@@ -273,7 +306,7 @@ describe('transfer chunks - partition digests built on the way', () => {
     for (let seq = 1; ; seq += 1) {
       expect(seq).toBeLessThan(200);
       const { chunk, last } = await reader.read(transfer, cursor);
-      await writer.store(transfer, chunk, progressOf(transfer, seq, chunk));
+      await writer.store(transfer, chunk, progressOf(transfer, seq, chunk), last);
       cursor = chunk.cursor;
       if (last) return;
       await between(seq);
@@ -353,11 +386,11 @@ describe('transfer chunks - partition digests built on the way', () => {
     const first = await reader.read(transfer, undefined);
     await reader.read(transfer, first.chunk.cursor);
     const writer = new TransferChunks(target, to.wired, 2_000);
-    await writer.store(transfer, first.chunk, progressOf(transfer, 1, first.chunk));
+    await writer.store(transfer, first.chunk, progressOf(transfer, 1, first.chunk), first.last);
     for (let cursor = first.chunk.cursor, seq = 2; ; seq += 1) {
       expect(seq).toBeLessThan(200);
       const { chunk, last } = await reader.read(transfer, cursor);
-      await writer.store(transfer, chunk, progressOf(transfer, seq, chunk));
+      await writer.store(transfer, chunk, progressOf(transfer, seq, chunk), last);
       cursor = chunk.cursor;
       if (last) break;
     }
