@@ -305,6 +305,13 @@ interface SettledWrite {
 const CEILING_SETTLE_MS = 3_000;
 
 const CEILING_READ_BATCH_RECORDS = 1_000;
+/**
+ * What one nextv may hold, in bytes: a batch of CEILING_READ_BATCH_RECORDS of these records
+ * (~4 KiB each) whole. classic-level stops a nextv past its `highWaterMarkBytes`, 16 KiB by
+ * default: four records a trip to LevelDB's thread, which made a node's transfer reads
+ * 10 ms a chunk of 1 MiB (transfer-chunks.ts asks for a chunk's worth now).
+ */
+const CEILING_READ_BYTES = 8 * 1024 * 1024;
 
 async function runStorageCeiling(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { payloads: { type: 'string' }, batch: { type: 'string' }, 'chunk-bytes': { type: 'string' } } });
@@ -344,7 +351,7 @@ async function runStorageCeiling(argv: string[]): Promise<void> {
     const write = await timed(() => writeChunks(level, chunks, undefined));
     let readBytes = 0;
     const read = await timed(async () => {
-      const iterator = level.iterator();
+      const iterator = level.iterator({ highWaterMarkBytes: CEILING_READ_BYTES });
       try {
         for (let entries = await iterator.nextv(CEILING_READ_BATCH_RECORDS); entries.length > 0; entries = await iterator.nextv(CEILING_READ_BATCH_RECORDS)) {
           for (const [key, value] of entries) readBytes += key.length + value.length;
@@ -510,7 +517,7 @@ async function runPipelineSource(argv: string[]): Promise<void> {
     });
     const cpuBefore = process.cpuUsage();
     const started = performance.now();
-    const iterator = level.iterator();
+    const iterator = level.iterator({ highWaterMarkBytes: CEILING_READ_BYTES });
     let bytes = 0;
     let records = 0;
     let chunks = 0;

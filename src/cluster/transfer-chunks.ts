@@ -18,6 +18,7 @@
 // CPU than LevelDB's write itself (docs/benchmarks.md, "Transfer and replicated ingest").
 
 import { performance } from 'node:perf_hooks';
+import type { AbstractIteratorOptions } from 'abstract-level';
 import { assert } from '../lib/assert.js';
 import type { ChunkData, DurableIncoming, Slot, TransferPlan } from '../protocol/cluster-types.js';
 import type { Database, EncodedPut, Sublevel } from '../storage/database.js';
@@ -85,6 +86,8 @@ const COUNTED_RECORDS_MAX = 20_000;
 const APPROXIMATE_SIZES_IN_FLIGHT = 16;
 /** Transfers with a digest open across chunks, on each side; past it, the oldest is abandoned. */
 const OPEN_BUILDS_MAX = 64;
+/** Transfers a source reads a chunk ahead for at once (each up to a chunk in memory); past it, others read when asked. */
+const READS_AHEAD_MAX = 16;
 /** Seeks at once that find whether a chunk's partitions hold anything yet (an ssr chunk may touch all 128). */
 const EMPTINESS_CHECKS_IN_FLIGHT = 8;
 /** Progress entries in the `local` sublevel: `${PROGRESS_PREFIX}${transferId}`. */
@@ -117,6 +120,8 @@ export class TransferChunks {
   /** Digests a target builds from its stores, by transfer. */
   private readonly storeBuilds = new Map<string, OpenBuild>();
 
+  /** Sources' transfers by id: the chunk read ahead (read()), undefined if that read failed. */
+  private readonly readAhead = new Map<string, { cursor: string | undefined; slots: string; read: Promise<ChunkRead | undefined> }>();
   /** Targets' transfers by id: what they stored since their progress entry (store()). */
   private readonly unsavedProgress = new Map<string, UnsavedProgress>();
 
@@ -134,10 +139,35 @@ export class TransferChunks {
     assert(progressEvery.bytes >= 0 && progressEvery.ms >= 0, `progress stored every ${progressEvery.bytes} bytes, ${progressEvery.ms} ms`);
   }
 
+  /**
+   * The chunk after `after`. A source reads each ssr/tsr chunk ahead, as soon as it has
+   * read the one before: the core asks for a chunk only once it sent the last (one read in
+   * flight per transfer), and reading and sending in turn left each half of the source's
+   * time to the other (a chunk every 12 ms where the bare pipeline takes 8). A chunk read
+   * ahead is what a read then would give: the data a transfer moves is read at some time
+   * after its change began, and every write since goes to the target too (docs/cluster.md,
+   * "Transfers"). It is used only for a read from where it starts; any other read waits
+   * for it first, so that no two reads of a transfer run at once.
+   */
   async read(transfer: TransferPlan, after: string | undefined): Promise<ChunkRead> {
     // An empty cursor is where a transfer starts, the same as none.
     const cursor = after === '' ? undefined : after;
     if (transfer.repo === 'KV') return this.readDefinitions(cursor);
+    const ahead = this.readAhead.get(transfer.id);
+    this.readAhead.delete(transfer.id);
+    const early = ahead === undefined ? undefined : await ahead.read;
+    const usable = early !== undefined && ahead!.cursor === cursor && ahead!.slots === slotsKey(transfer);
+    const read = usable ? early : await this.readNow(transfer, cursor);
+    if (!read.last && this.readAhead.size < READS_AHEAD_MAX) {
+      const next = this.readNow(transfer, read.chunk.cursor).catch(() => undefined);
+      this.readAhead.set(transfer.id, { cursor: read.chunk.cursor, slots: slotsKey(transfer), read: next });
+    }
+    assert(this.readAhead.size <= READS_AHEAD_MAX, () => `${this.readAhead.size} transfers read ahead`);
+    return read;
+  }
+
+  private async readNow(transfer: TransferPlan, cursor: string | undefined): Promise<ChunkRead> {
+    assert(transfer.repo !== 'KV', `transfer ${transfer.id} of definitions read as records`);
     const sublevel = this.sublevelOf(transfer.repo);
     const ranges = this.ranges(transfer.slots);
     const totalEstimate = await this.total(transfer, sublevel, ranges);
@@ -202,7 +232,16 @@ export class TransferChunks {
     state: { bytes: number; full: boolean },
     building: { prefix: string; build: DigestBuild } | undefined,
   ): Promise<void> {
-    const iterator = sublevel.iterator<Buffer, Buffer>({ ...range, keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    // A batch may hold the whole chunk: past classic-level's default of 16 KiB a batch, nextv
+    // stops short, and a chunk of 1 MiB took ~57 trips to LevelDB's thread (10 ms a chunk).
+    // (An option of classic-level's, which the sublevel hands on to it.)
+    const options: AbstractIteratorOptions<Buffer, Buffer> & { highWaterMarkBytes: number } = {
+      ...range,
+      keyEncoding: 'buffer',
+      valueEncoding: 'buffer',
+      highWaterMarkBytes: this.chunkBytesMax,
+    };
+    const iterator = sublevel.iterator<Buffer, Buffer>(options);
     const prefixBytes = building === undefined ? 0 : Buffer.byteLength(building.prefix);
     try {
       let batchRecords = READ_BATCH_RECORDS_FIRST;
@@ -386,6 +425,7 @@ export class TransferChunks {
     // Not synced: an entry that survives a crash is forgotten by the core and deleted again.
     await this.database.batch(stale.map((key) => ({ type: 'del', sublevel: this.database.local, key })), { sync: false });
     for (const transferId of [...this.unsavedProgress.keys()]) if (changeId === undefined || !transferId.startsWith(`${changeId}/`)) this.unsavedProgress.delete(transferId);
+    for (const transferId of [...this.readAhead.keys()]) if (changeId === undefined || !transferId.startsWith(`${changeId}/`)) this.readAhead.delete(transferId);
     // Digests left open by transfers that have ended (a target's last partition, a source cut off) are of no use.
     for (const open of [this.readBuilds, this.storeBuilds]) {
       for (const [transferId, build] of open) {
@@ -682,6 +722,11 @@ function partitionOf(prefix: string): { stream: string; partition: number } {
 }
 
 /** The build the transfer left open, taken out: as it was when `goesOn` takes it, else abandoned. */
+/** What a plan's chunks are read from: a read ahead for one plan is no read for another with the same id. */
+function slotsKey(transfer: TransferPlan): string {
+  return transfer.slots.map((slot) => `${slot.partition}/${slot.replicas}`).join(',');
+}
+
 function takeOpen(open: Map<string, OpenBuild>, transferId: string, goesOn: (build: OpenBuild) => boolean, digests: TransferDigests | undefined): OpenBuild | undefined {
   const build = open.get(transferId);
   open.delete(transferId);

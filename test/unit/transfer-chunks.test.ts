@@ -8,7 +8,7 @@ import type { DefinitionRecord } from '../../src/storage/definition-store.js';
 import { TimeSeriesRepository } from '../../src/storage/tsr.js';
 import { packBlocks } from '../../src/storage/tsr-block.js';
 import type { StoredRecord } from '../../src/storage/repository.js';
-import { encodePairs, TransferChunks } from '../../src/cluster/transfer-chunks.js';
+import { decodePairs, encodePairs, TransferChunks } from '../../src/cluster/transfer-chunks.js';
 import { digestKeys } from '../../src/repair/key-digest.js';
 import { StoredPartitions } from '../../src/repair/stored-partitions.js';
 import type { LocalReplica } from '../../src/storage/local-replica.js';
@@ -90,6 +90,27 @@ describe('transfer chunks - read, resume, store, drop', () => {
     const counts = await new TimeSeriesRepository(target).countByPartition('demo/c/a');
     expect(Object.fromEntries(counts)).toEqual({ 2: 75 });
     expect(Object.fromEntries(await new TimeSeriesRepository(target).countByPartition('demo/c/b'))).toEqual({ 1: 75 });
+  });
+
+  it('reads each chunk ahead, and gives it only to a read from where it starts', async () => {
+    const reader = new TransferChunks(source, sources, 2_000);
+    // Stream a's partition 2: i = 2, 6, 10, … at timestamps 1,000 + i.
+    const transfer = plan([{ partition: 2, replicas: 2 }]);
+    const iterators = vi.spyOn(source.tsr, 'iterator');
+    const first = await reader.read(transfer, undefined);
+    expect(first.last).toBe(false);
+    // The chunk after it is being read: its iterator, and so its snapshot, exists.
+    await vi.waitFor(() => expect(iterators).toHaveBeenCalledTimes(2));
+    // A record written now, right after the first chunk's last one (its timestamp + 1).
+    const late = oneBlock('demo/c/a', 2, 1_000 + 2 + 4 * (first.chunk.records - 1) + 1, 'late', { late: true });
+    await source.batch(new TimeSeriesRepository(source).writeOperations([late]), { sync: true });
+    const writeIds = (chunk: ChunkData) => decodePairs(chunk.bytes).map(([key]) => key.toString('utf8').split('/').at(-1));
+    const ahead = await reader.read(transfer, first.chunk.cursor);
+    expect(writeIds(ahead.chunk)).not.toContain('late');
+    // Asked again from the same cursor (the target dropped the chunk): read afresh, now with the record.
+    const again = await reader.read(transfer, first.chunk.cursor);
+    expect(writeIds(again.chunk)[0]).toBe('late');
+    expect(again.chunk.records).toBeGreaterThan(0);
   });
 
   it('storing a chunk twice stores its records once', async () => {
