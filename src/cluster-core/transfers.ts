@@ -5,11 +5,12 @@
 // (one store in flight, so `seqAcked` and `cursor` are always one consistent prefix). A
 // chunk's records are made durable by one synced write, with the transfer's new
 // `seqAcked`/`cursor` (store-chunk's `progress`) always for the last chunk and as often
-// as the shell likes before it, and only after it does the target ack the source. Progress goes to the coordinator once per heartbeat interval, and at the end:
-// each report changes the replicated table, so one per chunk would cost the coordinator a
-// table update per MiB for a percentage nobody reads that often. A kill of either end
-// loses at most the chunks since the last durable `seqAcked`/`cursor`, from which the target
-// resumes (handed back by `resume`) and asks for them again; a source keeps no durable state at all.
+// as the shell likes before it, and only after it does the target ack the source.
+// Progress goes to the coordinator once per heartbeat interval, and at the end: each
+// report changes the replicated table, so one per chunk would cost the coordinator a table
+// update per MiB for a percentage nobody reads that often. A kill of either end loses at
+// most the chunks since the last durable `seqAcked`/`cursor`, from which the target resumes
+// (handed back by `resume`) and asks for them again; a source keeps no durable state at all.
 //
 // Source: reads one chunk at a time (a read continues from the previous chunk's cursor),
 // and stays at most `transferWindowChunks` chunks ahead of the target's acks.

@@ -13,9 +13,10 @@
 // Both ends handle records as bytes, never as strings: the source reads keys and values as
 // buffers, a batch at a time (nextv), and copies them into the chunk; the target writes
 // subarrays of the chunk at the database's root, its keys prefixed with the sublevel's,
-// in one synced batch (with the transfer's progress entry when one is due: store()). Decoding 1 MiB to strings and
-// encoding it again, and abstract-level's per-record sublevel work, cost the target more
-// CPU than LevelDB's write itself (docs/benchmarks.md, "Transfer and replicated ingest").
+// in one synced batch (with the transfer's progress entry when one is due: store()).
+// Decoding 1 MiB to strings and encoding it again, and abstract-level's per-record sublevel
+// work, cost the target more CPU than LevelDB's write itself (docs/benchmarks.md, "Transfer
+// and replicated ingest").
 
 import { performance } from 'node:perf_hooks';
 import type { AbstractIteratorOptions } from 'abstract-level';
@@ -721,12 +722,12 @@ function partitionOf(prefix: string): { stream: string; partition: number } {
   return { stream: parts.slice(0, 3).join('/'), partition: parseInt(parts[3]!, 16) };
 }
 
-/** The build the transfer left open, taken out: as it was when `goesOn` takes it, else abandoned. */
 /** What a plan's chunks are read from: a read ahead for one plan is no read for another with the same id. */
 function slotsKey(transfer: TransferPlan): string {
   return transfer.slots.map((slot) => `${slot.partition}/${slot.replicas}`).join(',');
 }
 
+/** The build the transfer left open, taken out: as it was when `goesOn` takes it, else abandoned. */
 function takeOpen(open: Map<string, OpenBuild>, transferId: string, goesOn: (build: OpenBuild) => boolean, digests: TransferDigests | undefined): OpenBuild | undefined {
   const build = open.get(transferId);
   open.delete(transferId);

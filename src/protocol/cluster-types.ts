@@ -231,7 +231,8 @@ export type CoreEffect =
    * the transfer's entry to resume from once this chunk is stored: the shell stores it in
    * the same write, always with the `last` chunk and otherwise as often as it likes (an
    * entry is never ahead of the records; one behind them costs a restart chunks fetched
-   * again). Records and that entry are durable together, with one fsync and no persist in between.
+   * again). Records and that entry are durable together, with one fsync and no persist in
+   * between.
    */
   | { type: 'store-chunk'; transfer: TransferPlan; seq: number; chunk: ChunkData; progress: DurableIncoming; last: boolean }
   /** Delete this node's data of these slots: it no longer owns them and the new owners have it. */
