@@ -76,7 +76,7 @@ const SOURCE = 'node-1';
 const TARGET = 'node-2';
 /** Loading node-1 is not timed: as fast as it goes. */
 const LOAD_CONCURRENCY = 4;
-/** How often the join is polled (node-2's state, node-1's transfer list): the timing's resolution. */
+/** How often node-1's transfer list is sampled during the join, for the tsr transfer's percentComplete. */
 const POLL_INTERVAL_MS = 100;
 /** How often the joining node's state is read while the bench waits for Joined. */
 const JOINED_POLL_MS = 10;
@@ -376,8 +376,9 @@ async function runStorageCeiling(argv: string[]): Promise<void> {
 
 /**
  * The chunks written into a fresh database, each as one synced chained batch, with or
- * without the root keys the node's target adds to it (database.ts, transfer-chunks.ts); the
- * CPU counted includes the compaction the writes leave behind.
+ * the root keys of the node's numbered batches every `localKeysEvery` bytes (writeChunks;
+ * database.ts, transfer-chunks.ts); the CPU counted includes the compaction the writes
+ * leave behind.
  */
 async function settledWrite(chunks: ReadonlyArray<ReadonlyArray<{ key: Buffer; value: Buffer }>>, localKeysEvery: number | undefined): Promise<SettledWrite> {
   const dir = mkdtempSync(join(os.tmpdir(), 'tributary-bench-ceiling-keys-'));
@@ -400,8 +401,9 @@ async function settledWrite(chunks: ReadonlyArray<ReadonlyArray<{ key: Buffer; v
 /**
  * Each chunk as one synced chained batch (LevelDB's fastest write path from Node; the node
  * writes chunks so too), with the two `local` keys of the node's numbered batches in the
- * chunk that brings the bytes since the last ones to `localKeysEvery` (0: every chunk;
- * undefined: none), as the node's target stores a transfer's progress (transfer-chunks.ts).
+ * chunk that brings the bytes since the last ones to `localKeysEvery`, and in the last
+ * chunk (0: every chunk; undefined: none), as the node's target stores a transfer's
+ * progress (transfer-chunks.ts).
  */
 async function writeChunks(level: ClassicLevel<Buffer, Buffer>, chunks: ReadonlyArray<ReadonlyArray<{ key: Buffer; value: Buffer }>>, localKeysEvery: number | undefined): Promise<void> {
   let sequenced = 0;
