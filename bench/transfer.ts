@@ -57,7 +57,7 @@ import { blockRecords } from '../src/streams/block-records.js';
 import { DEFAULT_WRITE_BUFFER_BYTES, sequenceKeysOf } from '../src/storage/database.js';
 import { blockKey } from '../src/storage/tsr.js';
 import { WriteIdGenerator } from '../src/storage/write-ids.js';
-import { decodePairs, encodePairs, PROGRESS_BYTES, progressKey } from '../src/cluster/transfer-chunks.js';
+import { decodePairs, encodePairs, PROGRESS_EVERY_BYTES, progressKey } from '../src/cluster/transfer-chunks.js';
 import { type CpuByClass, cpuByClassSince, THREAD_CLASSES, threadTimesOf } from './thread-cpu.js';
 
 // dist/bench/transfer.js → the package root, so results land in the source tree's bench/results.
@@ -289,7 +289,7 @@ interface StorageCeiling {
    * The same writes into a fresh database three times: as above; with the two keys a
    * numbered batch of the node puts in its `local` sublevel (the batch's sequence key, the
    * transfer's progress entry) in every chunk's batch, as the node's target wrote them
-   * before; and with them in one chunk's batch per PROGRESS_BYTES, as it writes them now
+   * before; and with them in one chunk's batch per PROGRESS_EVERY_BYTES, as it writes them now
    * (transfer-chunks.ts). Each's CPU counted over its writes and the CEILING_SETTLE_MS after
    * them, in which the compaction they leave runs (not checked to be done by then: what
    * still runs later is not counted, on any side).
@@ -368,7 +368,7 @@ async function runStorageCeiling(argv: string[]): Promise<void> {
     await level.close();
     rmSync(dir, { recursive: true, force: true });
   }
-  const localKeys = { plain: await settledWrite(chunks, undefined), everyChunk: await settledWrite(chunks, 0), asTheNode: await settledWrite(chunks, PROGRESS_BYTES) };
+  const localKeys = { plain: await settledWrite(chunks, undefined), everyChunk: await settledWrite(chunks, 0), asTheNode: await settledWrite(chunks, PROGRESS_EVERY_BYTES) };
   const ceiling: StorageCeiling = { ...measured, localKeys };
   // Answered only once the folder is gone: the parent stops this process on the answer.
   process.stdout.write(`${JSON.stringify(ceiling)}\n`);
@@ -851,7 +851,7 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
   console.log(
     `LevelDB alone, CPU of the target's writes and the compaction they leave: ${plain.cpuSeconds.toFixed(1)} s (${plain.seconds.toFixed(2)} s of writes); ` +
       `with the two local keys of a numbered batch (sequence, progress) in every chunk's batch ${withKeys(everyChunk)}; ` +
-      `once per ${PROGRESS_BYTES / 1024 / 1024} MiB of chunks, as the node stores a transfer's progress, ${withKeys(asTheNode)}.`,
+      `once per ${PROGRESS_EVERY_BYTES / 1024 / 1024} MiB of chunks, as the node stores a transfer's progress, ${withKeys(asTheNode)}.`,
   );
   console.log(
     `\ntsr percentComplete, ${join.progress.length} distinct samples polling every ${POLL_INTERVAL_MS} ms (all in the JSON): ` +

@@ -351,6 +351,8 @@ function storedParts(config: Config, log: Logger, storage: Storage, defined: Def
     partitionChanged,
     digests: partitions,
   }, config.cluster.transferChunkBytes);
+  // A chunk read ahead before a reopen may hold what the reopened database lost.
+  database.onReopen(async () => chunks.forgetReadsAhead());
   return { ssrIndex, repositoryStats, latestValues, replica, partitions, chunks, mover };
 }
 

@@ -24,8 +24,8 @@
 //    store-chunk's records are durable (one synced write) before its chunk-stored: that is
 //    what makes a chunk's records durable before its ack goes out. Its `progress` entry is
 //    in the same write when the chunk is the `last` and whenever else the shell chooses
-//    (never alone, so never ahead of the records): a restart resumes from the last one
-//    stored. `send` is fire-and-forget; a failed connection may be reported as
+//    (with the records, or after them for KV: never ahead of them): a restart resumes
+//    from the last one stored. `send` is fire-and-forget; a failed connection may be reported as
 //    `unreachable`.
 // 2a. On every start, step `resume` first, with every `progress` entry stored since the
 //    last time this node's transfers ended (stale entries are harmless: a transfer that

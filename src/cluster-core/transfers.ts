@@ -187,8 +187,8 @@ export class TargetTransfers {
       transfer.done = true;
       transfer.buffer.clear();
     }
-    // Order: the new seqAcked is durable (chunk-stored comes after the store
-    // that wrote it with the records) before the source may forget the chunk.
+    // Order: the chunk's records are durable (chunk-stored comes after the store that
+    // wrote them) before the source may forget the chunk.
     context.send(transfer.plan.from, { type: 'transfer-ack', transferId, seq }, effects);
     if (transfer.done || this.progressDue(transfer, context)) this.sendProgress(transfer, context, effects);
     this.storeNext(transfer, effects);

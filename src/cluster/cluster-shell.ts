@@ -2,10 +2,11 @@
 // the core one input at a time and carries out the effects in the order the core gave
 // them. A `persist` is awaited before any later effect runs, so nothing that depends on a
 // state (an ownership change) leaves the node before that state is durable. A chunk is
-// stored with its transfer's progress in one synced batch, and acked only after it.
-// Chunk reads and stores run concurrently with other inputs and come back as inputs.
-// Before the first input, the shell reads the progress stored with chunks and hands it
-// to the core (`resume`), so a restarted target resumes from its last durable chunk.
+// stored in one synced batch, with its transfer's progress when one is due
+// (transfer-chunks.ts), and acked only after it. Chunk reads and stores run concurrently
+// with other inputs and come back as inputs. Before the first input, the shell reads the
+// progress stored with chunks and hands it to the core (`resume`), so a restarted target
+// resumes from its last stored entry, and asks for the chunks after it again.
 
 import { assert } from '../lib/assert.js';
 import type { Logger } from '../lib/log.js';
@@ -29,6 +30,8 @@ export interface ChunkStore {
   store(transfer: TransferPlan, chunk: ChunkData, progress: DurableIncoming, last: boolean): Promise<void>;
   /** Deletes the progress entries of transfers outside the change in flight. */
   forgetProgress(changeId: string | undefined): Promise<void>;
+  /** Drops the chunks read ahead of their reads (the data they came from may be damaged). */
+  forgetReadsAhead(): void;
 }
 
 export interface ClusterShellDeps {

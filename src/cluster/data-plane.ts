@@ -238,16 +238,19 @@ function handOffParts(ports: DataPlanePorts, writes: ReturnType<typeof writePart
 export function guardedChunks(chunks: ChunkStore, plane: () => DataPlane | undefined): ChunkStore {
   return {
     storedProgress: () => chunks.storedProgress(),
-    read: (transfer, after) =>
-      plane()?.repair.damaged() !== undefined && transfer.repo !== 'KV'
-        ? Promise.reject(new Error('this node is refilling damaged data: it is no transfer source yet'))
-        : chunks.read(transfer, after),
+    read: (transfer, after) => {
+      if (plane()?.repair.damaged() === undefined || transfer.repo === 'KV') return chunks.read(transfer, after);
+      // A chunk read ahead before the damage was found is no chunk to send after the refill either.
+      chunks.forgetReadsAhead();
+      return Promise.reject(new Error('this node is refilling damaged data: it is no transfer source yet'));
+    },
     store: async (transfer, chunk, progress, last) => {
       const handOff = plane()?.handOff;
       if (handOff !== undefined && transfer.repo !== 'KV') await handOff.settle(transfer.repo, handOff.partitionsOf(transfer.slots));
       return chunks.store(transfer, chunk, progress, last);
     },
     forgetProgress: (changeId) => chunks.forgetProgress(changeId),
+    forgetReadsAhead: () => chunks.forgetReadsAhead(),
   };
 }
 

@@ -20,7 +20,7 @@
 
 import { performance } from 'node:perf_hooks';
 import type { AbstractIteratorOptions } from 'abstract-level';
-import { assert } from '../lib/assert.js';
+import { assert, InvariantError } from '../lib/assert.js';
 import type { ChunkData, DurableIncoming, Slot, TransferPlan } from '../protocol/cluster-types.js';
 import type { Database, EncodedPut, Sublevel } from '../storage/database.js';
 import { prefixEnd } from '../storage/database.js';
@@ -89,6 +89,8 @@ const APPROXIMATE_SIZES_IN_FLIGHT = 16;
 const OPEN_BUILDS_MAX = 64;
 /** Transfers a source reads a chunk ahead for at once (each up to a chunk in memory); past it, others read when asked. */
 const READS_AHEAD_MAX = 16;
+/** A chunk read ahead this long ago is read again when asked. */
+const READ_AHEAD_AGE_MS = 5_000;
 /** Seeks at once that find whether a chunk's partitions hold anything yet (an ssr chunk may touch all 128). */
 const EMPTINESS_CHECKS_IN_FLIGHT = 8;
 /** Progress entries in the `local` sublevel: `${PROGRESS_PREFIX}${transferId}`. */
@@ -96,20 +98,28 @@ const PROGRESS_PREFIX = 'transfer-progress/';
 /**
  * A transfer's progress entry is stored with a chunk once this many bytes of chunks were
  * stored without it, or this long after the last: what a crash of the target makes it
- * fetch again. Four of LevelDB's default write buffers: written every 32 chunks (one
- * buffer), the entry still made every file span from the `local` keys to the records (at
- * 1,000,000 payloads LevelDB's CPU 1.5× the records' alone); every 128, as the records'
- * alone (bench/transfer.ts, "LevelDB alone").
+ * fetch again. Four of the node's default write buffers (DEFAULT_WRITE_BUFFER_BYTES): with
+ * an entry every 32 MiB, every file still spanned from the `local` keys to the records (at
+ * 1,000,000 payloads LevelDB's CPU 1.5× the records' alone); every 128 MiB, as the records'
+ * alone (docs/benchmarks.md, "Transfer and replicated ingest").
  */
-export const PROGRESS_BYTES = 128 * 1024 * 1024;
-export const PROGRESS_INTERVAL_MS = 10_000;
+export const PROGRESS_EVERY_BYTES = 128 * 1024 * 1024;
+export const PROGRESS_EVERY_MS = 10_000;
 /** Transfers whose unsaved progress is counted; a cluster change runs far fewer at once. */
 const UNSAVED_PROGRESS_MAX = 1_024;
 
-/** Chunk bytes a target stored since it last stored the transfer's progress entry, since when. */
+/** Chunk bytes a target stored since it last stored the transfer's progress entry, and since when (`now()`'s clock). */
 interface UnsavedProgress {
   bytes: number;
-  sinceMs: number;
+  since: number;
+}
+
+/** A chunk read ahead (read()): where it starts, of which plan, when it was read, and the read (undefined if it failed). */
+interface ReadAhead {
+  cursor: string | undefined;
+  slots: string;
+  at: number;
+  read: Promise<ChunkRead | undefined>;
 }
 
 type BytePair = [Buffer, Buffer];
@@ -121,8 +131,8 @@ export class TransferChunks {
   /** Digests a target builds from its stores, by transfer. */
   private readonly storeBuilds = new Map<string, OpenBuild>();
 
-  /** Sources' transfers by id: the chunk read ahead (read()), undefined if that read failed. */
-  private readonly readAhead = new Map<string, { cursor: string | undefined; slots: string; read: Promise<ChunkRead | undefined> }>();
+  /** Sources' transfers by id: the chunk read ahead (read()). */
+  private readonly readAhead = new Map<string, ReadAhead>();
   /** Targets' transfers by id: what they stored since their progress entry (store()). */
   private readonly unsavedProgress = new Map<string, UnsavedProgress>();
 
@@ -133,7 +143,7 @@ export class TransferChunks {
     /** Records a transfer's total counts exactly before it estimates the rest (total()). */
     private readonly countedRecordsMax = COUNTED_RECORDS_MAX,
     /** How often a target stores a transfer's progress entry (store()). */
-    private readonly progressEvery = { bytes: PROGRESS_BYTES, ms: PROGRESS_INTERVAL_MS },
+    private readonly progressEvery = { bytes: PROGRESS_EVERY_BYTES, ms: PROGRESS_EVERY_MS },
     private readonly now: () => number = () => performance.now(),
   ) {
     assert(chunkBytesMax > 0 && countedRecordsMax > 0, `transfer chunks of ${chunkBytesMax} bytes, ${countedRecordsMax} records counted`);
@@ -145,10 +155,12 @@ export class TransferChunks {
    * read the one before: the core asks for a chunk only once it sent the last (one read in
    * flight per transfer), and reading and sending in turn left each half of the source's
    * time to the other (a chunk every 12 ms where the bare pipeline takes 8). A chunk read
-   * ahead is what a read then would give: the data a transfer moves is read at some time
+   * ahead is as good as one read when asked: the data a transfer moves is read at some time
    * after its change began, and every write since goes to the target too (docs/cluster.md,
-   * "Transfers"). It is used only for a read from where it starts; any other read waits
-   * for it first, so that no two reads of a transfer run at once.
+   * "Transfers"). It is used only for a read from where it starts, within READ_AHEAD_AGE_MS
+   * (a chunk that waited longer, for a target that stalled, is read again); any other read
+   * waits for it first, so that no two reads of a transfer run at once. forgetReadsAhead()
+   * drops them all (the database reopened, the node found its data damaged).
    */
   async read(transfer: TransferPlan, after: string | undefined): Promise<ChunkRead> {
     // An empty cursor is where a transfer starts, the same as none.
@@ -157,14 +169,23 @@ export class TransferChunks {
     const ahead = this.readAhead.get(transfer.id);
     this.readAhead.delete(transfer.id);
     const early = ahead === undefined ? undefined : await ahead.read;
-    const usable = early !== undefined && ahead!.cursor === cursor && ahead!.slots === slotsKey(transfer);
-    const read = usable ? early : await this.readNow(transfer, cursor);
+    const fits = ahead !== undefined && ahead.cursor === cursor && ahead.slots === slotsKey(transfer) && this.now() - ahead.at <= READ_AHEAD_AGE_MS;
+    const read = fits && early !== undefined ? early : await this.readNow(transfer, cursor);
     if (!read.last && this.readAhead.size < READS_AHEAD_MAX) {
-      const next = this.readNow(transfer, read.chunk.cursor).catch(() => undefined);
-      this.readAhead.set(transfer.id, { cursor: read.chunk.cursor, slots: slotsKey(transfer), read: next });
+      // A failed read ahead is read again when asked (the error is the asking read's), unless an invariant broke.
+      const next = this.readNow(transfer, read.chunk.cursor).catch((error: unknown) => {
+        if (error instanceof InvariantError) throw error;
+        return undefined;
+      });
+      this.readAhead.set(transfer.id, { cursor: read.chunk.cursor, slots: slotsKey(transfer), at: this.now(), read: next });
     }
     assert(this.readAhead.size <= READS_AHEAD_MAX, () => `${this.readAhead.size} transfers read ahead`);
     return read;
+  }
+
+  /** Drops every chunk read ahead: none is given to a read after this. */
+  forgetReadsAhead(): void {
+    this.readAhead.clear();
   }
 
   private async readNow(transfer: TransferPlan, cursor: string | undefined): Promise<ChunkRead> {
@@ -270,8 +291,8 @@ export class TransferChunks {
   /**
    * Stores a chunk's records in one synced batch: when it resolves, they are durable. The
    * transfer's `progress` entry goes into the same batch when it is due (progressDue): the
-   * transfer's last chunk, and otherwise once per PROGRESS_BYTES of chunks or
-   * PROGRESS_INTERVAL_MS. The batches between carry neither it nor a sequence number
+   * transfer's last chunk, and otherwise once per PROGRESS_EVERY_BYTES of chunks or
+   * PROGRESS_EVERY_MS. The batches between carry neither it nor a sequence number
    * (`outsideLedger`), so their files hold nothing but records: a `local` key in every
    * batch made LevelDB compact a transfer's records 1.5× over (docs/cluster.md,
    * "Transfers"). A stored entry is never ahead of the records (it is written with the
@@ -309,21 +330,21 @@ export class TransferChunks {
       for (const build of builds) if (build !== undefined) this.sources.digests!.abandon(build);
       throw error;
     }
-    this.noteStored(transfer.id, withProgress ? { bytes: 0, sinceMs: this.now() } : this.unsavedOf(transfer.id, chunk.bytes.length));
+    this.noteStored(transfer.id, withProgress ? { bytes: 0, since: this.now() } : this.unsavedOf(transfer.id, chunk.bytes.length));
     this.storedDigests(transfer, groups, builds, progress.cursor ?? '');
   }
 
-  /** Whether a chunk of `bytes` brings the transfer's unsaved progress to PROGRESS_BYTES or PROGRESS_INTERVAL_MS. */
+  /** Whether a chunk of `bytes` brings the transfer's unsaved progress to PROGRESS_EVERY_BYTES or PROGRESS_EVERY_MS. */
   private progressDue(transferId: string, bytes: number): boolean {
     const unsaved = this.unsavedOf(transferId, bytes);
-    return unsaved.bytes >= this.progressEvery.bytes || this.now() - unsaved.sinceMs >= this.progressEvery.ms;
+    return unsaved.bytes >= this.progressEvery.bytes || this.now() - unsaved.since >= this.progressEvery.ms;
   }
 
   /** The chunk bytes stored since the transfer's progress entry was, with a chunk of `bytes`; a transfer new here counts from now. */
   private unsavedOf(transferId: string, bytes: number): UnsavedProgress {
     assert(Number.isSafeInteger(bytes) && bytes >= 0, `a chunk of ${bytes} bytes`);
-    const unsaved = this.unsavedProgress.get(transferId) ?? { bytes: 0, sinceMs: this.now() };
-    return { bytes: unsaved.bytes + bytes, sinceMs: unsaved.sinceMs };
+    const unsaved = this.unsavedProgress.get(transferId) ?? { bytes: 0, since: this.now() };
+    return { bytes: unsaved.bytes + bytes, since: unsaved.since };
   }
 
   /** Keeps the transfer's unsaved progress, the most recently stored last; past UNSAVED_PROGRESS_MAX the stalest is forgotten (it counts from zero again). */

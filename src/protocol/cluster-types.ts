@@ -255,7 +255,7 @@ export interface PersistedCoreState {
   membership: Membership;
   /**
    * Target side: per incoming transfer, the last durable chunk and where to resume, as of
-   * the last persist. Chunks stored since carry newer entries of their own (`resume`).
+   * the last persist. Chunks stored since may carry newer entries of their own (`resume`).
    */
   incoming: DurableIncoming[];
 }

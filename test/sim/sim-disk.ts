@@ -20,6 +20,9 @@ import type { RepositoryName, StoredRecord } from '../../src/storage/repository.
 import type { Prng } from './prng.js';
 import type { Incarnation, VirtualWorld } from './virtual-world.js';
 
+/** A chunk stores its transfer's progress entry with every this many (and with the last): resumes start behind the records. */
+const PROGRESS_EVERY_CHUNKS = 3;
+
 export interface DiskFaults {
   /** Chance that one storage operation fails (an I/O error). */
   ioFailRate: number;
@@ -147,7 +150,8 @@ export class SimDisk {
   readonly chunks: ChunkStore & { dropPartition(repo: RepositoryName, stream: string, partition: number): Promise<void> } = {
     storedProgress: async () => [...this.state.progress.values()].map((entry) => ({ ...entry })),
     read: (transfer, after) => this.io(() => this.readChunk(transfer, after === '' ? undefined : after), false),
-    store: (transfer, chunk, progress) => this.io(() => this.storeChunk(transfer, chunk, progress), true),
+    store: (transfer, chunk, progress, last) => this.io(() => this.storeChunk(transfer, chunk, progress, last), true),
+    forgetReadsAhead: () => undefined, // it reads no chunk ahead
     forgetProgress: async (changeId) => {
       const keep = changeId === undefined ? undefined : `${changeId}/`;
       for (const [id, entry] of [...this.state.progress]) {
@@ -195,7 +199,8 @@ export class SimDisk {
     return this.state.partitionOf(repo, stream, Number(partition)).get(key)!;
   }
 
-  private storeChunk(transfer: TransferPlan, chunk: ChunkData, progress: DurableIncoming): void {
+  /** A chunk's records; its progress entry only with the last chunk and every PROGRESS_EVERY_CHUNKS-th, as the node stores one only every so many bytes. */
+  private storeChunk(transfer: TransferPlan, chunk: ChunkData, progress: DurableIncoming, last: boolean): void {
     const payload = JSON.parse(new TextDecoder().decode(chunk.bytes)) as unknown[];
     if (transfer.repo === 'KV') for (const key of payload as string[]) this.state.kv.add(key);
     else {
@@ -203,7 +208,7 @@ export class SimDisk {
       this.state.transferredRecords += payload.length;
       this.state.transferredBytes += chunk.bytes.length;
     }
-    this.state.progress.set(progress.transferId, { ...progress });
+    if (transfer.repo === 'KV' || last || progress.seqAcked % PROGRESS_EVERY_CHUNKS === 0) this.state.progress.set(progress.transferId, { ...progress });
   }
 
   // ---- ReplicaStore and the partitions repair compares

@@ -7,7 +7,7 @@ import { Database } from '../../src/storage/database.js';
 import type { DefinitionRecord } from '../../src/storage/definition-store.js';
 import { TimeSeriesRepository } from '../../src/storage/tsr.js';
 import { packBlocks } from '../../src/storage/tsr-block.js';
-import type { StoredRecord } from '../../src/storage/repository.js';
+import { decodeTimestamp, type StoredRecord } from '../../src/storage/repository.js';
 import { decodePairs, encodePairs, TransferChunks } from '../../src/cluster/transfer-chunks.js';
 import { digestKeys } from '../../src/repair/key-digest.js';
 import { StoredPartitions } from '../../src/repair/stored-partitions.js';
@@ -111,6 +111,30 @@ describe('transfer chunks - read, resume, store, drop', () => {
     const again = await reader.read(transfer, first.chunk.cursor);
     expect(writeIds(again.chunk)[0]).toBe('late');
     expect(again.chunk.records).toBeGreaterThan(0);
+  });
+
+  it('reads again a chunk read ahead too long ago, or before forgetReadsAhead()', async () => {
+    let nowMs = 0;
+    const reader = new TransferChunks(source, sources, 2_000, undefined, undefined, () => nowMs);
+    const transfer = plan([{ partition: 2, replicas: 2 }]);
+    const iterators = vi.spyOn(source.tsr, 'iterator');
+    const writeIds = (chunk: ChunkData) => decodePairs(chunk.bytes).map(([key]) => key.toString('utf8').split('/').at(-1));
+    const first = await reader.read(transfer, undefined);
+    await vi.waitFor(() => expect(iterators).toHaveBeenCalledTimes(2));
+    const lastTimestamp = 1_000 + 2 + 4 * (first.chunk.records - 1);
+    await source.batch(new TimeSeriesRepository(source).writeOperations([oneBlock('demo/c/a', 2, lastTimestamp + 1, 'late1', {})]), { sync: true });
+    nowMs += 5_001;
+    const aged = await reader.read(transfer, first.chunk.cursor);
+    expect(writeIds(aged.chunk)[0]).toBe('late1');
+    // The chunk after it is being read ahead now: forgotten, and a read from its start reads afresh.
+    await vi.waitFor(() => expect(iterators).toHaveBeenCalledTimes(4));
+    const afterAged = decodePairs(aged.chunk.bytes).at(-1)![0].toString('utf8').split('/');
+    // Right after the last record of that chunk: its key's first timestamp, plus one.
+    const lateTimestamp = decodeTimestamp(afterAged.at(-4)!) + 1;
+    reader.forgetReadsAhead();
+    await source.batch(new TimeSeriesRepository(source).writeOperations([oneBlock('demo/c/a', 2, lateTimestamp, 'late2', {})]), { sync: true });
+    const afresh = await reader.read(transfer, aged.chunk.cursor);
+    expect(writeIds(afresh.chunk)[0]).toBe('late2');
   });
 
   it('storing a chunk twice stores its records once', async () => {
