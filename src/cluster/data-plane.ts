@@ -242,6 +242,7 @@ export function guardedChunks(chunks: ChunkStore, plane: () => DataPlane | undef
       if (plane()?.repair.damaged() === undefined || transfer.repo === 'KV') return chunks.read(transfer, after);
       // A chunk read ahead before the damage was found is no chunk to send after the refill either.
       chunks.forgetReadsAhead();
+      assert(transfer.repo === 'ssr' || transfer.repo === 'tsr', () => `a read of a ${transfer.repo} transfer refused for damage`);
       return Promise.reject(new Error('this node is refilling damaged data: it is no transfer source yet'));
     },
     store: async (transfer, chunk, progress, last) => {
