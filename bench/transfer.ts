@@ -375,10 +375,9 @@ async function runStorageCeiling(argv: string[]): Promise<void> {
 }
 
 /**
- * The chunks written into a fresh database, each as one synced chained batch, with or
- * the root keys of the node's numbered batches every `localKeysEvery` bytes (writeChunks;
- * database.ts, transfer-chunks.ts); the CPU counted includes the compaction the writes
- * leave behind.
+ * The chunks written into a fresh database, each as one synced chained batch, with the
+ * root keys of the node's numbered batches every `localKeysEvery` bytes or without them
+ * (writeChunks); the CPU counted includes the compaction the writes leave behind.
  */
 async function settledWrite(chunks: ReadonlyArray<ReadonlyArray<{ key: Buffer; value: Buffer }>>, localKeysEvery: number | undefined): Promise<SettledWrite> {
   const dir = mkdtempSync(join(os.tmpdir(), 'tributary-bench-ceiling-keys-'));

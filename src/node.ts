@@ -342,8 +342,6 @@ function storedParts(config: Config, log: Logger, storage: Storage, defined: Def
   definitions.onChange((key) => key.startsWith('repository/') && mover.mappingChanged(key.slice('repository/'.length)));
   const replica = new LocalReplica(repositories, storage.committer, stored, (stream, tagged) => mover.targets(stream, tagged));
   const partitions = new StoredPartitions(repositories, replica);
-  // A reopened database may lack batches it acknowledged: no digest of before holds for it.
-  database.onReopen(async () => partitions.forgetAll());
   const chunks = new TransferChunks(database, {
     streams: () => placements.defined(),
     definitionRecords: () => storage.store.records(),
@@ -351,8 +349,11 @@ function storedParts(config: Config, log: Logger, storage: Storage, defined: Def
     partitionChanged,
     digests: partitions,
   }, config.cluster.transferChunkBytes);
-  // A chunk read ahead before a reopen may hold what the reopened database lost.
-  database.onReopen(async () => chunks.forgetReadsAhead());
+  // A reopened database may lack batches it acknowledged: no digest, nor chunk read ahead, from before holds for it.
+  database.onReopen(async () => {
+    partitions.forgetAll();
+    chunks.forgetReadsAhead();
+  });
   return { ssrIndex, repositoryStats, latestValues, replica, partitions, chunks, mover };
 }
 

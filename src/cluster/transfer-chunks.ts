@@ -30,6 +30,7 @@ import { payloadsInBlockKey } from '../storage/tsr.js';
 import { parseJson, stringifyJson } from '../lib/json.js';
 import { forEachLimited } from '../lib/limited-concurrency.js';
 import type { DigestBuild } from '../repair/stored-partitions.js';
+import { slotKey } from '../cluster-core/placement.js';
 
 /** A persisted stream: its storage key and its replicas (from its policy). */
 export interface StoredStream {
@@ -290,7 +291,7 @@ export class TransferChunks {
 
   /**
    * Stores a chunk's records in one synced batch: when it resolves, they are durable. The
-   * transfer's `progress` entry goes into the same batch when it is due (progressDue): the
+   * transfer's `progress` entry goes into the same batch when it is due: with the
    * transfer's last chunk, and otherwise once per PROGRESS_EVERY_BYTES of chunks or
    * PROGRESS_EVERY_MS. The batches between carry neither it nor a sequence number
    * (`outsideLedger`), so their files hold nothing but records: a `local` key in every
@@ -321,7 +322,8 @@ export class TransferChunks {
     const groups = byPartition(pairs);
     assert(groups.length <= pairs.length, `${pairs.length} records touch ${groups.length} partitions`);
     const puts = prefixedPuts(this.database.prefixOf(this.sublevelOf(transfer.repo)), pairs);
-    const withProgress = last || this.progressDue(transfer.id, chunk.bytes.length);
+    const unsaved = this.unsavedWith(transfer.id, chunk.bytes.length);
+    const withProgress = last || unsaved.bytes >= this.progressEvery.bytes || this.now() - unsaved.since >= this.progressEvery.ms;
     if (withProgress) puts.push(progressPut);
     const builds = await this.storeDigests(transfer, groups);
     try {
@@ -330,18 +332,12 @@ export class TransferChunks {
       for (const build of builds) if (build !== undefined) this.sources.digests!.abandon(build);
       throw error;
     }
-    this.noteStored(transfer.id, withProgress ? { bytes: 0, since: this.now() } : this.unsavedOf(transfer.id, chunk.bytes.length));
+    this.noteStored(transfer.id, withProgress ? { bytes: 0, since: this.now() } : unsaved);
     this.storedDigests(transfer, groups, builds, progress.cursor ?? '');
   }
 
-  /** Whether a chunk of `bytes` brings the transfer's unsaved progress to PROGRESS_EVERY_BYTES or PROGRESS_EVERY_MS. */
-  private progressDue(transferId: string, bytes: number): boolean {
-    const unsaved = this.unsavedOf(transferId, bytes);
-    return unsaved.bytes >= this.progressEvery.bytes || this.now() - unsaved.since >= this.progressEvery.ms;
-  }
-
   /** The chunk bytes stored since the transfer's progress entry was, with a chunk of `bytes`; a transfer new here counts from now. */
-  private unsavedOf(transferId: string, bytes: number): UnsavedProgress {
+  private unsavedWith(transferId: string, bytes: number): UnsavedProgress {
     assert(Number.isSafeInteger(bytes) && bytes >= 0, `a chunk of ${bytes} bytes`);
     const unsaved = this.unsavedProgress.get(transferId) ?? { bytes: 0, since: this.now() };
     return { bytes: unsaved.bytes + bytes, since: unsaved.since };
@@ -438,20 +434,20 @@ export class TransferChunks {
 
   /** Deletes the progress entries of transfers outside the change in flight (they have ended). */
   async forgetProgress(changeId: string | undefined): Promise<void> {
-    const keep = changeId === undefined ? undefined : `${PROGRESS_PREFIX}${changeId}/`;
+    // A transfer id starts with its change's id (`${changeId}/…`).
+    const ended = (transferId: string) => changeId === undefined || !transferId.startsWith(`${changeId}/`);
     const stale: string[] = [];
     for await (const key of this.database.local.keys({ gte: PROGRESS_PREFIX, lt: prefixEnd(PROGRESS_PREFIX) })) {
-      if (keep === undefined || !key.startsWith(keep)) stale.push(key);
+      if (ended(key.slice(PROGRESS_PREFIX.length))) stale.push(key);
     }
     assert(stale.every((key) => key.startsWith(PROGRESS_PREFIX)), 'a key outside the transfer progress entries forgotten');
     // Not synced: an entry that survives a crash is forgotten by the core and deleted again.
     await this.database.batch(stale.map((key) => ({ type: 'del', sublevel: this.database.local, key })), { sync: false });
-    for (const transferId of [...this.unsavedProgress.keys()]) if (changeId === undefined || !transferId.startsWith(`${changeId}/`)) this.unsavedProgress.delete(transferId);
-    for (const transferId of [...this.readAhead.keys()]) if (changeId === undefined || !transferId.startsWith(`${changeId}/`)) this.readAhead.delete(transferId);
+    for (const counted of [this.unsavedProgress, this.readAhead]) for (const transferId of counted.keys()) if (ended(transferId)) counted.delete(transferId);
     // Digests left open by transfers that have ended (a target's last partition, a source cut off) are of no use.
     for (const open of [this.readBuilds, this.storeBuilds]) {
       for (const [transferId, build] of open) {
-        if (changeId !== undefined && transferId.startsWith(`${changeId}/`)) continue;
+        if (!ended(transferId)) continue;
         open.delete(transferId);
         if (build.build !== undefined) this.sources.digests?.abandon(build.build);
       }
@@ -745,7 +741,7 @@ function partitionOf(prefix: string): { stream: string; partition: number } {
 
 /** What a plan's chunks are read from: a read ahead for one plan is no read for another with the same id. */
 function slotsKey(transfer: TransferPlan): string {
-  return transfer.slots.map((slot) => `${slot.partition}/${slot.replicas}`).join(',');
+  return transfer.slots.map(slotKey).join(',');
 }
 
 /** The build the transfer left open, taken out: as it was when `goesOn` takes it, else abandoned. */
