@@ -126,7 +126,8 @@ interface ReadAhead {
 type BytePair = [Buffer, Buffer];
 
 export class TransferChunks {
-  private readonly totals = new Map<string, number>();
+  /** Sources' transfers by id: the records each moves, or its count under way (totalSoFar()). */
+  private readonly totals = new Map<string, number | Promise<void>>();
   /** Digests a source builds from its reads, by transfer. */
   private readonly readBuilds = new Map<string, OpenBuild>();
   /** Digests a target builds from its stores, by transfer. */
@@ -184,6 +185,11 @@ export class TransferChunks {
     return read;
   }
 
+  /** Resolves once the transfer's total is counted, or its count failed (the next read starts it again). */
+  async whenCounted(transferId: string): Promise<void> {
+    await this.totals.get(transferId);
+  }
+
   /** Drops every chunk read ahead: none is given to a read after this. */
   forgetReadsAhead(): void {
     this.readAhead.clear();
@@ -193,7 +199,7 @@ export class TransferChunks {
     assert(transfer.repo !== 'KV', `transfer ${transfer.id} of definitions read as records`);
     const sublevel = this.sublevelOf(transfer.repo);
     const ranges = this.ranges(transfer.slots);
-    const totalEstimate = await this.total(transfer, sublevel, ranges);
+    const totalEstimate = this.totalSoFar(transfer, sublevel, ranges);
     const taken: BytePair[] = [];
     const state = { bytes: 0, full: false };
     // A read goes on from the cursor the last one ended at, unless the target asked for another start.
@@ -443,7 +449,7 @@ export class TransferChunks {
     assert(stale.every((key) => key.startsWith(PROGRESS_PREFIX)), 'a key outside the transfer progress entries forgotten');
     // Not synced: an entry that survives a crash is forgotten by the core and deleted again.
     await this.database.batch(stale.map((key) => ({ type: 'del', sublevel: this.database.local, key })), { sync: false });
-    for (const counted of [this.unsavedProgress, this.readAhead]) for (const transferId of counted.keys()) if (ended(transferId)) counted.delete(transferId);
+    for (const counted of [this.unsavedProgress, this.readAhead, this.totals]) for (const transferId of counted.keys()) if (ended(transferId)) counted.delete(transferId);
     // Digests left open by transfers that have ended (a target's last partition, a source cut off) are of no use.
     for (const open of [this.readBuilds, this.storeBuilds]) {
       for (const [transferId, build] of open) {
@@ -498,18 +504,32 @@ export class TransferChunks {
   }
 
   /**
-   * The records the transfer moves, for its percentComplete: counted while they are few;
-   * past countedRecordsMax, the rest is estimated from LevelDB's approximate sizes, scaled
-   * by the records counted per approximate byte so far (a count of a million keys held the
-   * first chunk of a join back 3 s).
+   * The records the transfer moves, for its percentComplete, or 0 while they are being
+   * counted: the first read starts the count and no read waits for it (counting the first
+   * 20,000 payloads held a join's first chunk back ~75 ms); the core shows no percentage
+   * until a chunk brings the total (transfers.ts). Counted while they are few; past
+   * countedRecordsMax, the rest is estimated from LevelDB's approximate sizes, scaled by
+   * the records counted per approximate byte so far. A count that fails is started again
+   * by the next read; one that breaks an invariant is not swallowed.
    */
-  private async total(transfer: TransferPlan, sublevel: Sublevel, ranges: string[]): Promise<number> {
-    let total = this.totals.get(transfer.id);
-    if (total !== undefined) return total;
-    total = await this.countOrEstimate(sublevel, ranges);
-    assert(Number.isSafeInteger(total) && total >= 0, `transfer ${transfer.id}: ${total} records in total`);
-    this.totals.set(transfer.id, total);
-    return total;
+  private totalSoFar(transfer: TransferPlan, sublevel: Sublevel, ranges: string[]): number {
+    const total = this.totals.get(transfer.id);
+    if (typeof total === 'number') return total;
+    if (total === undefined) {
+      const counting = this.countOrEstimate(sublevel, ranges).then(
+        (counted) => {
+          assert(Number.isSafeInteger(counted) && counted >= 0, `transfer ${transfer.id}: ${counted} records in total`);
+          // Kept unless forgetProgress dropped the transfer meanwhile.
+          if (this.totals.get(transfer.id) === counting) this.totals.set(transfer.id, counted);
+        },
+        (error: unknown) => {
+          if (error instanceof InvariantError) throw error;
+          if (this.totals.get(transfer.id) === counting) this.totals.delete(transfer.id);
+        },
+      );
+      this.totals.set(transfer.id, counting);
+    }
+    return 0;
   }
 
   private async countOrEstimate(sublevel: Sublevel, ranges: string[]): Promise<number> {

@@ -188,7 +188,7 @@ export type CoreInput =
   /** An admin command that reached this node's core (the shell forwards it to the coordinator). */
   | { type: 'admin'; requestId: string; command: AdminCommand }
   | { type: 'receive'; from: string; message: PeerMessage }
-  /** Source side: the shell read the chunk asked for by a read-chunk effect. */
+  /** Source side: the shell read the chunk asked for by a read-chunk effect; `totalEstimate` 0 while not counted yet. */
   | { type: 'chunk-read'; transferId: string; seq: number; chunk: ChunkData; last: boolean; totalEstimate: number }
   /** Target side: the chunk of a store-chunk effect is durable, with its `progress`. */
   | { type: 'chunk-stored'; transferId: string; seq: number }

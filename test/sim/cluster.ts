@@ -41,6 +41,8 @@ export interface SimConfig {
   core: Omit<CoreConfig, 'name'>;
   tickMs: number;
   chunkRecords: number;
+  /** A source's first chunks of each transfer say 0 records in total: it has not counted yet (transfer-chunks.ts). */
+  uncountedChunks?: number;
   ioDelayMs: readonly [number, number];
   hintReplayMs: number;
   slots: Slot[];
@@ -274,7 +276,8 @@ export class SimCluster {
         return this.io(node, () => {
           if (this.ioFails?.(node.name, 'read') === true) return this.stepNode(node, { type: 'chunk-read-failed', transferId: effect.transfer.id, seq: effect.seq });
           const read = node.storage.readChunk(effect.transfer, effect.cursor, this.config.chunkRecords);
-          this.stepNode(node, { type: 'chunk-read', transferId: effect.transfer.id, seq: effect.seq, ...read });
+          const counted = effect.seq > (this.config.uncountedChunks ?? 0);
+          this.stepNode(node, { type: 'chunk-read', transferId: effect.transfer.id, seq: effect.seq, ...read, totalEstimate: counted ? read.totalEstimate : 0 });
         });
       case 'store-chunk':
         return this.io(node, () => {

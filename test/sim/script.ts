@@ -15,6 +15,7 @@ export interface ScriptOptions {
   transferStallMs?: number;
   transferWindowChunks?: number;
   chunkRecords?: number;
+  uncountedChunks?: number;
   tickMs?: number;
 }
 
@@ -44,6 +45,7 @@ export class ScriptedCluster {
       },
       tickMs: options.tickMs ?? 10,
       chunkRecords: options.chunkRecords ?? 2,
+      uncountedChunks: options.uncountedChunks ?? 0,
       ioDelayMs: [0, 0],
       hintReplayMs: 100,
       slots,

@@ -464,6 +464,28 @@ describe('cluster core - scripted scenarios', () => {
     }
   });
 
+  it('transfer - a source that has not counted yet (an estimate of 0) leaves percentComplete at 0, not at 99', () => {
+    const slot = slotMovingToB();
+    const s = bJoiningA({ slots: [slot], chunkRecords: 1, transferWindowChunks: 1, heartbeatIntervalMs: 50, uncountedChunks: 8 }, 16);
+    const chunks = link('a', 'b', 'transfer-chunk');
+    const release = s.hold(chunks);
+    s.settle().mark();
+    while (s.deliverFirst(chunks)) s.settle().tick(10); //                    deliver a→b one chunk, tick 10
+    release();
+    s.settle().tick(100);
+    expect(s.stateOf('b', 'a')).toBe('Joined');
+    const ssr = s.sent('b', 'transfer-progress').map((sent) => sent.message).filter((report) => report.transferId.includes('/ssr/'));
+    const percents = ssr.map((report) => report.percentComplete);
+    // Reported while uncounted (8 chunks of 16, ~90 ms): 0; once counted, the share of 16.
+    const uncounted = ssr.filter((report) => !report.complete && report.records <= 8);
+    expect(uncounted.length).toBeGreaterThan(0);
+    expect(uncounted.every((report) => report.percentComplete === 0)).toBe(true);
+    expect(ssr.filter((report) => report.records > 8 && !report.complete).every((report) => report.percentComplete === Math.floor((100 * report.records) / 16))).toBe(true);
+    expect(percents).toEqual([...percents].sort((x, y) => x - y));
+    expect(percents.at(-1)).toBe(100);
+    expect(s.failures()).toEqual([]);
+  });
+
   it('transfer - progress goes to the coordinator at most once per heartbeat interval, then once at the end', () => {
     const slot = slotMovingToB();
     const s = bJoiningA({ slots: [slot], chunkRecords: 1, transferWindowChunks: 1, heartbeatIntervalMs: 50 }, 12);
