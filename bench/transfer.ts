@@ -2,16 +2,18 @@
 // ~1 KiB (200k; `--payloads 1000000` for the figure in docs/benchmarks.md), against a raw gRPC
 // bidi stream of the same bytes over loopback and against LevelDB alone writing and reading the
 // same records, and against the bare pipeline (those records read, sent over raw gRPC and
-// written synced, nothing else: the floor of any transfer on the machine), in the same run;
-// then replicated ingest (replicated.ts). Goals: the transfer at 50% or more of raw and at 80%
-// or more of LevelDB alone, replicated ingest at 40% or more of one node. Results go to
-// bench/results/transfer.json and markdown tables to stdout.
+// written synced, nothing else: the floor of any transfer on the machine) and the same with
+// each chunk signed and checked as a join's are, in the same run; then replicated ingest
+// (replicated.ts). Goals: the join at 80% or more of the bare pipeline, the transfer at 50%
+// or more of raw and at 80% or more of LevelDB alone, replicated ingest at 40% or more of one
+// node. Results go to bench/results/transfer.json and markdown tables to stdout.
 //
 // The raw baseline runs in two child processes of this same module (`node
 // dist/bench/transfer.js raw-sink | raw-source …`), so that, like the two nodes, each end
 // has a process of its own, and neither shares this process's heap of prepared payloads.
 
 import type { ChildProcess } from 'node:child_process';
+import { createPrivateKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -52,6 +54,10 @@ import {
 import type { BenchOptions } from './options.js';
 import { firstLine, runRoleIfMain, spawnRole as spawnChildRole, stopChild } from './child-role.js';
 import { passBytes, rawBytesMethod } from './raw-grpc.js';
+import { waitQuiet } from './server-process.js';
+import { assert } from '../src/lib/assert.js';
+import { type DigestAlgorithm, fastestPeerDigest, peerDigest } from '../src/peer/codec.js';
+import { SIGNATURE_BYTES, signBytes, verifyBytes, verifyingKeyOf } from '../src/peer/signing.js';
 import { machine } from './machine.js';
 import { blockRecords } from '../src/streams/block-records.js';
 import { DEFAULT_WRITE_BUFFER_BYTES, sequenceKeysOf } from '../src/storage/database.js';
@@ -459,23 +465,52 @@ async function measureStorageCeiling(options: BenchOptions, settings: TransferSe
  * writes it as one synced chained batch and acks it. No envelope, no digest, no
  * signature, no protobuf, no core, no progress: what a join does beyond this is the node's
  * own cost, and where this falls short of LevelDB alone no transfer design gets there.
+ * Both ends start settled (the source's records written and compacted first). The
+ * authenticated pipeline adds what every chunk of a join must have and nothing else: its
+ * SHA-256 signed with ed25519 by the source and checked by the sink before it is written.
  */
 interface PipelineRun extends RawRun {
   records: number;
+  /** How long the source's LevelDB took to settle (waitQuiet) after its records were written. */
+  quietAfterSeconds: number;
 }
 
-/** The sink: a fresh LevelDB; each chunk one synced chained batch, in order, acked when written. */
-async function servePipelineSink(): Promise<void> {
+/**
+ * The authenticated pipeline's chunk: an ed25519 signature of the chunk's digest (the
+ * node's peer digest, SHA-256 here) before its bytes, as every chunk of a join is signed
+ * by its source and checked by its target (docs/cluster.md, "Trust").
+ */
+function signedChunk(chunk: Buffer, key: KeyObject, digest: DigestAlgorithm): Buffer {
+  const signature = signBytes(key, peerDigest(chunk, digest));
+  assert(signature.length === SIGNATURE_BYTES, `an ed25519 signature of ${signature.length} bytes`);
+  return Buffer.concat([signature, chunk]);
+}
+
+function checkedChunk(signed: Buffer, key: KeyObject, digest: DigestAlgorithm): Buffer {
+  const chunk = signed.subarray(SIGNATURE_BYTES);
+  if (!verifyBytes(key, peerDigest(chunk, digest), signed.subarray(0, SIGNATURE_BYTES))) throw new Error('a pipeline chunk with a bad signature');
+  return chunk;
+}
+
+/**
+ * The sink: a fresh LevelDB; each chunk one synced chained batch, in order, acked when
+ * written. `--public-key`: the authenticated pipeline, each chunk's signature checked first.
+ */
+async function servePipelineSink(argv: string[]): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: { 'public-key': { type: 'string' } } });
+  const publicKey = values['public-key'] === undefined ? undefined : verifyingKeyOf(values['public-key']);
+  const digest = fastestPeerDigest();
   const dir = mkdtempSync(join(os.tmpdir(), 'tributary-bench-pipeline-sink-'));
   const level = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer', writeBufferSize: DEFAULT_WRITE_BUFFER_BYTES });
   await level.open();
   const transfer = (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
     let written = Promise.resolve();
     let received = 0;
-    call.on('data', (chunk: Buffer) => {
+    call.on('data', (data: Buffer) => {
       const number = received;
       received += 1;
       written = written.then(async () => {
+        const chunk = publicKey === undefined ? data : checkedChunk(data, publicKey, digest);
         const batch = level.batch();
         for (const [key, value] of decodePairs(chunk)) batch.put(key, value);
         await batch.write({ sync: true });
@@ -495,8 +530,17 @@ async function servePipelineSink(): Promise<void> {
 async function runPipelineSource(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
-    options: { port: { type: 'string' }, payloads: { type: 'string' }, batch: { type: 'string' }, 'chunk-bytes': { type: 'string' }, window: { type: 'string' } },
+    options: {
+      port: { type: 'string' },
+      payloads: { type: 'string' },
+      batch: { type: 'string' },
+      'chunk-bytes': { type: 'string' },
+      window: { type: 'string' },
+      'private-key': { type: 'string' },
+    },
   });
+  const privateKey = values['private-key'] === undefined ? undefined : createPrivateKey({ key: Buffer.from(values['private-key'], 'base64'), format: 'der', type: 'pkcs8' });
+  const digest = fastestPeerDigest();
   const chunkBytes = Number(values['chunk-bytes']);
   const windowChunks = Number(values.window);
   const batches = prepareBatches({ payloads: Number(values.payloads), batch: Number(values.batch) });
@@ -512,6 +556,8 @@ async function runPipelineSource(argv: string[]): Promise<void> {
       for (const { key, value } of stored.slice(at, at + 1_000)) batch.put(Buffer.from(key), Buffer.from(value));
       await batch.write();
     }
+    // Settled before it is read, as the join's source is (runJoin).
+    const quietAfterSeconds = await waitQuiet([process.pid]);
     await new Promise<void>((resolveReady, reject) =>
       rawClient.waitForReady(Date.now() + CHILD_READY_TIMEOUT_MS, (error) => (error ? reject(error) : resolveReady())),
     );
@@ -544,7 +590,8 @@ async function runPipelineSource(argv: string[]): Promise<void> {
       let pendingBytes = 0;
       const send = async () => {
         await untilAcked(chunks - windowChunks + 1);
-        call.write(encodePairs(pending));
+        const chunk = encodePairs(pending);
+        call.write(privateKey === undefined ? chunk : signedChunk(chunk, privateKey, digest));
         chunks += 1;
         pending = [];
         pendingBytes = 0;
@@ -567,7 +614,7 @@ async function runPipelineSource(argv: string[]): Promise<void> {
     const seconds = (performance.now() - started) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
     call.end();
-    run = { ...sourceRun(bytes, chunks, seconds, cpu), records };
+    run = { ...sourceRun(bytes, chunks, seconds, cpu), records, quietAfterSeconds };
   } finally {
     rawClient.close();
     await level.close();
@@ -577,9 +624,11 @@ async function runPipelineSource(argv: string[]): Promise<void> {
   process.stdout.write(`${JSON.stringify(run)}\n`);
 }
 
-async function measurePipeline(options: BenchOptions, settings: TransferSettings): Promise<PipelineRun> {
-  log('bare pipeline: LevelDB read → raw gRPC → LevelDB synced write, in two processes…');
-  const sink = spawnRole('pipeline-sink');
+/** The bare pipeline, or with `authenticated` each chunk signed by the source and checked by the sink. */
+async function measurePipeline(options: BenchOptions, settings: TransferSettings, authenticated = false): Promise<PipelineRun> {
+  log(`${authenticated ? 'authenticated' : 'bare'} pipeline: LevelDB read → raw gRPC → LevelDB synced write, in two processes…`);
+  const keys = authenticated ? generateKeyPairSync('ed25519') : undefined;
+  const sink = spawnRole('pipeline-sink', keys === undefined ? [] : ['--public-key', keys.publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64')]);
   try {
     const { port } = await firstLine<{ port: number }>(sink, 'pipeline sink');
     const source = spawnRole('pipeline-source', [
@@ -588,6 +637,7 @@ async function measurePipeline(options: BenchOptions, settings: TransferSettings
       '--batch', String(options.batch),
       '--chunk-bytes', String(settings.chunkBytes),
       '--window', String(settings.windowChunks),
+      ...(keys === undefined ? [] : ['--private-key', keys.privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64')]),
     ]);
     try {
       const sinkCpuBefore = processCpuSeconds(sink.pid);
@@ -618,6 +668,8 @@ type ProgressSample = [number, number, number];
 
 interface JoinResult {
   seconds: number;
+  /** How long the loaded source took to settle (waitQuiet) before the join started. */
+  sourceQuietAfterSeconds: number;
   bytes: number;
   payloadsMoved: number;
   payloadsOnTarget: number;
@@ -684,6 +736,11 @@ async function runJoin(options: BenchOptions, batches: ReturnType<typeof prepare
     await runBatches(batches.length, LOAD_CONCURRENCY, (index) => postBatch(source.url + path, batches[index]!.body));
     const loaded = await storedOn(source, STREAM);
     if (loaded !== options.payloads) throw new Error(`${SOURCE} holds ${loaded} payloads, ${options.payloads} were posted`);
+    // The join starts from a settled store, as the bare pipeline's source does: LevelDB
+    // compacting what it was just loaded with is the load's cost (0.5 CPU-s of a join of
+    // 200,000, 4 of one of 1,000,000), not the join's.
+    const sourceQuietAfterSeconds = await waitQuiet([source.child?.pid]);
+    log(`${SOURCE} quiet after ${sourceQuietAfterSeconds} s`);
     const target = await startClusterNode(TARGET, { join: true, execArgv: nodeFlags() });
     nodes.push(target);
 
@@ -714,6 +771,7 @@ async function runJoin(options: BenchOptions, batches: ReturnType<typeof prepare
     const percents = progress.map((sample) => sample[1]);
     return {
       seconds: round(seconds, 3),
+      sourceQuietAfterSeconds,
       bytes,
       payloadsMoved,
       payloadsOnTarget,
@@ -733,7 +791,13 @@ async function runJoin(options: BenchOptions, batches: ReturnType<typeof prepare
 
 // ---------------------------------------------------------------- results
 
-function transferTable(join: JoinResult, raw: { runs: RawRun[]; median: RawRun }, ceiling: StorageCeiling, pipeline: PipelineRun, settings: TransferSettings): string {
+function transferTable(
+  join: JoinResult,
+  raw: { runs: RawRun[]; median: RawRun },
+  ceiling: StorageCeiling,
+  pipelines: { bare: PipelineRun; authenticated: PipelineRun },
+  settings: TransferSettings,
+): string {
   const kib = settings.chunkBytes / 1024;
   const spread = raw.runs.map((run) => run.megabytesPerSecond.toFixed(1)).join(', ');
   const ceilingRow = (what: string, side: StorageCeiling['write']) =>
@@ -750,10 +814,17 @@ function transferTable(join: JoinResult, raw: { runs: RawRun[]; median: RawRun }
       `${cpuCell(join.cpuSeconds.source, join.cpuSeconds.target)} | ${(join.megabytesPerSecond / raw.median.megabytesPerSecond).toFixed(2)} |`,
     ceilingRow(`write, synced batches of ${kib} KiB (the target's side)`, ceiling.write),
     ceilingRow(`read, nextv of ${CEILING_READ_BATCH_RECORDS} (the source's side)`, ceiling.read),
-    `| bare pipeline: LevelDB read → raw gRPC → LevelDB synced write | ${pipeline.bytes.toLocaleString('en-US')} | ` +
-      `${pipeline.records.toLocaleString('en-US')} records | ${pipeline.seconds.toFixed(2)} | ${pipeline.megabytesPerSecond.toFixed(1)} | ` +
-      `${cpuCell(pipeline.cpuSeconds.source, pipeline.cpuSeconds.sink)} | ${(pipeline.megabytesPerSecond / raw.median.megabytesPerSecond).toFixed(2)} |`,
+    pipelineRow('bare pipeline: LevelDB read → raw gRPC → LevelDB synced write', pipelines.bare),
+    pipelineRow('authenticated pipeline: the same, each chunk signed and checked', pipelines.authenticated),
   ].join('\n');
+
+  function pipelineRow(what: string, pipeline: PipelineRun): string {
+    return (
+      `| ${what} | ${pipeline.bytes.toLocaleString('en-US')} | ` +
+      `${pipeline.records.toLocaleString('en-US')} records | ${pipeline.seconds.toFixed(2)} | ${pipeline.megabytesPerSecond.toFixed(1)} | ` +
+      `${cpuCell(pipeline.cpuSeconds.source, pipeline.cpuSeconds.sink)} | ${(pipeline.megabytesPerSecond / raw.median.megabytesPerSecond).toFixed(2)} |`
+    );
+  }
 }
 
 function cpuCell(source: number | undefined, target: number | undefined): string {
@@ -787,8 +858,10 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
   const raw = await runRaw(join.bytes, settings);
   const ceiling = await measureStorageCeiling(options, settings);
   const pipeline = await measurePipeline(options, settings);
+  const authenticated = await measurePipeline(options, settings, true);
   const transferRatio = round(join.megabytesPerSecond / raw.median.megabytesPerSecond, 3);
   const joinToPipeline = round(join.megabytesPerSecond / pipeline.megabytesPerSecond, 2);
+  const joinToAuthenticated = round(join.megabytesPerSecond / authenticated.megabytesPerSecond, 2);
   const storageLine = Math.min(ceiling.write.megabytesPerSecond, ceiling.read.megabytesPerSecond);
   const ceilingRatio = round(storageLine / raw.median.megabytesPerSecond, 3);
   const storageRatio = round(join.megabytesPerSecond / storageLine, 3);
@@ -823,6 +896,7 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
       ratioToRaw: transferRatio,
       storageCeiling: { ...ceiling, ratioToRaw: ceilingRatio },
       barePipeline: { ...pipeline, ratioToStorage: pipelineRatio },
+      authenticatedPipeline: { ...authenticated, ratioToBare: round(authenticated.megabytesPerSecond / pipeline.megabytesPerSecond, 2), joinToIt: joinToAuthenticated },
     },
     replicated: { headline, ...(replicated.length > 1 ? { concurrent: replicated[1] } : {}) },
     goals: {
@@ -841,10 +915,13 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
 
   const load = `load average ${report.machine.loadAverage1m.before} → ${report.machine.loadAverage1m.after}`;
   const samples = thinned(join.progress, 12).map(([ms, percent]) => `${percent}% @ ${(ms / 1000).toFixed(1)} s`).join(', ');
-  console.log(transferTable(join, raw, ceiling, pipeline, settings));
+  console.log(transferTable(join, raw, ceiling, { bare: pipeline, authenticated }, settings));
   const byThread = (cpu: CpuByClass | undefined) => (cpu === undefined ? '– (no gdb)' : THREAD_CLASSES.map((name) => `${name} ${cpu[name].toFixed(1)}`).join(', '));
   console.log(`\nThe join's CPU by thread, s: ${SOURCE} ${byThread(join.cpuSecondsByThread.source)}; ${TARGET} ${byThread(join.cpuSecondsByThread.target)}.`);
-  console.log(`The join moved ${joinToPipeline} × the bare pipeline's MB/s (goal ${JOIN_OF_PIPELINE_MIN}).`);
+  console.log(
+    `The join moved ${joinToPipeline} × the bare pipeline's MB/s (goal ${JOIN_OF_PIPELINE_MIN}), ${joinToAuthenticated} × the authenticated pipeline's ` +
+      `(the bare one with each chunk's SHA-256 signed by the source and checked by the sink, as a join's are: ${report.transfer.authenticatedPipeline.ratioToBare} × the bare one).`,
+  );
   const { plain, everyChunk, asTheNode } = ceiling.localKeys;
   const withKeys = (write: SettledWrite) => `${write.cpuSeconds.toFixed(1)} s (${write.seconds.toFixed(2)} s), ${round(write.cpuSeconds / plain.cpuSeconds, 2)} ×`;
   console.log(
