@@ -23,8 +23,9 @@ import { parseArgs } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import { ClassicLevel } from 'classic-level';
 import { CHANNEL_OPTIONS } from '../src/peer/wire.js';
-import { addNode, localNode, startClusterNode } from '../test/kit/cluster.js';
+import { addNode, startClusterNode } from '../test/kit/cluster.js';
 import { cleanup, client, type NodeProcess, sleep } from '../test/kit/node-process.js';
+import { SseClient } from '../test/kit/sse-client.js';
 import {
   expectOk,
   log,
@@ -84,8 +85,6 @@ const TARGET = 'node-2';
 const LOAD_CONCURRENCY = 4;
 /** How often node-1's transfer list is sampled during the join, for the tsr transfer's percentComplete. */
 const POLL_INTERVAL_MS = 100;
-/** How often the joining node's state is read while the bench waits for Joined. */
-const JOINED_POLL_MS = 10;
 const JOIN_TIMEOUT_MS = 180_000;
 /** Raw runs in a row (a fresh source process and connection each); the median is the figure. */
 const RAW_RUNS = 3;
@@ -698,28 +697,36 @@ function tsrProgress(actions: readonly TransferAction[]): [number, number] {
 }
 
 /**
- * Polls node-2's state every JOINED_POLL_MS until it is Joined, and node-1's transfer list
- * every POLL_INTERVAL_MS meanwhile: the join's time is not rounded up to the next sample of
- * the list (a 100 ms grid added 50 ms to a join on average, 2-3% of one of 200,000 payloads).
+ * Waits for node-2's own event saying it is Joined (its /output/cluster, followed since
+ * before the POST), polling node-1's transfer list every POLL_INTERVAL_MS meanwhile. The
+ * join's time is the event's arrival: not rounded up to a poll (a 100 ms grid added 50 ms
+ * to a join on average), and node-2 answers no request every few ms while it joins (polling
+ * its state every 10 ms cost it ~200 requests in a join of 200,000 payloads).
  */
-async function followJoin(source: NodeProcess, target: NodeProcess, started: number): Promise<{ seconds: number; progress: ProgressSample[] }> {
+async function followJoin(source: NodeProcess, events: SseClient, started: number): Promise<{ seconds: number; progress: ProgressSample[] }> {
   const progress: ProgressSample[] = [];
-  let sampledAtMs = -Infinity;
+  const joinedAt = () => {
+    const index = (events.messages as unknown as ClusterEvent[]).findIndex((event) => event.type === 'NODE_STATE_UPDATED' && event.node === TARGET && event.state === 'Joined');
+    return index < 0 ? undefined : events.arrivals[index]!;
+  };
   for (;;) {
-    const state = (await localNode(target)).state;
+    const joined = joinedAt();
+    if (joined !== undefined) return { seconds: (joined - started) / 1000, progress };
     const elapsedMs = performance.now() - started;
-    if (state === 'Joined') return { seconds: elapsedMs / 1000, progress };
-    if (elapsedMs > JOIN_TIMEOUT_MS) throw new Error(`${TARGET} not Joined after ${JOIN_TIMEOUT_MS} ms; transfers: ${JSON.stringify(await transfersTo(source, TARGET))}`);
-    if (elapsedMs - sampledAtMs >= POLL_INTERVAL_MS) {
-      sampledAtMs = elapsedMs;
-      const actions = await transfersTo(source, TARGET);
-      const [percent, bytes] = tsrProgress(actions);
-      const last = progress.at(-1);
-      if (actions.length > 0 && (last === undefined || last[1] !== percent || last[2] !== bytes)) progress.push([Math.round(elapsedMs), percent, bytes]);
+    if (elapsedMs > JOIN_TIMEOUT_MS || events.done) {
+      throw new Error(`${TARGET} not Joined after ${Math.round(elapsedMs)} ms (its events ${events.done ? 'ended' : 'go on'}); transfers: ${JSON.stringify(await transfersTo(source, TARGET))}`);
     }
-    await sleep(JOINED_POLL_MS);
+    const actions = await transfersTo(source, TARGET);
+    const [percent, bytes] = tsrProgress(actions);
+    const last = progress.at(-1);
+    if (actions.length > 0 && (last === undefined || last[1] !== percent || last[2] !== bytes)) progress.push([Math.round(elapsedMs), percent, bytes]);
+    // Back at once when the event comes, else after the interval (waitFor throws then).
+    await events.waitFor(`${TARGET} Joined`, () => joinedAt() !== undefined, POLL_INTERVAL_MS).catch(() => undefined);
   }
 }
+
+/** The events of /output/cluster this bench reads. */
+type ClusterEvent = { type: 'NODE_STATE_UPDATED'; node: string; state: string } | { type: string; node?: undefined; state?: undefined };
 
 /**
  * node-1 alone holds the payloads of a tsr stream with 2 replicas; node-2 joins, and as
@@ -747,10 +754,12 @@ async function runJoin(options: BenchOptions, batches: ReturnType<typeof prepare
     log(`${TARGET} joins; timing the transfer…`);
     const cpuBefore = [processCpuSeconds(source.child?.pid), processCpuSeconds(target.child?.pid)];
     const threadsBefore = threadTimesOf([source.child?.pid, target.child?.pid]);
+    const events = await SseClient.connect(`${target.url}/output/cluster`);
+    if (events.status !== 200) throw new Error(`GET ${TARGET} /output/cluster: HTTP ${events.status}`);
     const started = performance.now();
     phase('join-start');
     await expectOk(`POST /cluster/nodes (${TARGET})`, addNode(source, target));
-    const { seconds, progress } = await followJoin(source, target, started);
+    const { seconds, progress } = await followJoin(source, events, started).finally(() => events.close());
     phase('join-end');
     const cpuSeconds = {
       source: cpuSpent(cpuBefore[0], processCpuSeconds(source.child?.pid)),
