@@ -60,6 +60,18 @@ function bJoiningA(options: ScriptOptions, records: number): ScriptedCluster {
   return s;
 }
 
+/** b joins a, which holds `records` of one slot moving to b, its chunks delivered one at a time 10 ms apart. */
+function bJoinedChunkByChunk(options: ScriptOptions, records: number): ScriptedCluster {
+  const s = bJoiningA({ slots: [slotMovingToB()], chunkRecords: 1, transferWindowChunks: 1, heartbeatIntervalMs: 50, ...options }, records);
+  const chunks = link('a', 'b', 'transfer-chunk');
+  const release = s.hold(chunks);
+  s.settle().mark();
+  while (s.deliverFirst(chunks)) s.settle().tick(10);
+  release();
+  s.settle().tick(100);
+  return s;
+}
+
 /** A slot of one replica that moves from a to b when b joins: b becomes its only owner. */
 function slotMovingToB(): Slot {
   const partition = Array.from({ length: 16 }, (_, index) => ringOwners(['a', 'b'], { partition: index, replicas: 1 })).findIndex((owners) => owners[0] === 'b');
@@ -465,14 +477,7 @@ describe('cluster core - scripted scenarios', () => {
   });
 
   it('transfer - a source that has not counted yet (an estimate of 0) leaves percentComplete at 0, not at 99', () => {
-    const slot = slotMovingToB();
-    const s = bJoiningA({ slots: [slot], chunkRecords: 1, transferWindowChunks: 1, heartbeatIntervalMs: 50, uncountedChunks: 8 }, 16);
-    const chunks = link('a', 'b', 'transfer-chunk');
-    const release = s.hold(chunks);
-    s.settle().mark();
-    while (s.deliverFirst(chunks)) s.settle().tick(10); //                    deliver a→b one chunk, tick 10
-    release();
-    s.settle().tick(100);
+    const s = bJoinedChunkByChunk({ uncountedChunks: 8 }, 16);
     expect(s.stateOf('b', 'a')).toBe('Joined');
     const ssr = s.sent('b', 'transfer-progress').map((sent) => sent.message).filter((report) => report.transferId.includes('/ssr/'));
     const percents = ssr.map((report) => report.percentComplete);
@@ -487,14 +492,7 @@ describe('cluster core - scripted scenarios', () => {
   });
 
   it('transfer - progress goes to the coordinator at most once per heartbeat interval, then once at the end', () => {
-    const slot = slotMovingToB();
-    const s = bJoiningA({ slots: [slot], chunkRecords: 1, transferWindowChunks: 1, heartbeatIntervalMs: 50 }, 12);
-    const chunks = link('a', 'b', 'transfer-chunk');
-    const release = s.hold(chunks);
-    s.settle().mark();
-    while (s.deliverFirst(chunks)) s.settle().tick(10); //                    deliver a→b one chunk, tick 10
-    release();
-    s.settle().tick(100);
+    const s = bJoinedChunkByChunk({}, 12);
     expect(s.stateOf('b', 'a')).toBe('Joined');
     const ssr = (message: PeerMessage): boolean => message.type === 'transfer-progress' && message.transferId.includes('/ssr/');
     const reports = s.sim.node('b').effects.filter((entry) => entry.effect.type === 'send' && ssr(entry.effect.message));
