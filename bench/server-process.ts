@@ -120,8 +120,7 @@ const CLOCK_TICKS_PER_SECOND = 100;
 /**
  * User + system CPU seconds the processes have used so far, all their threads included
  * (undefined off Linux or when one is gone). On a 2-core machine the servers run out of CPU
- * first, so what a run costs in CPU says as much as its rate. (transfer.ts has a copy for
- * one process, from before this one.)
+ * first, so what a run costs in CPU says as much as its rate.
  */
 export function cpuSecondsOf(pids: ReadonlyArray<number | undefined>): number | undefined {
   let total = 0;

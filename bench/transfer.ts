@@ -55,7 +55,7 @@ import {
 import type { BenchOptions } from './options.js';
 import { firstLine, runRoleIfMain, spawnRole as spawnChildRole, stopChild } from './child-role.js';
 import { passBytes, rawBytesMethod } from './raw-grpc.js';
-import { waitQuiet } from './server-process.js';
+import { cpuSecondsOf, waitQuiet } from './server-process.js';
 import { assert } from '../src/lib/assert.js';
 import { type DigestAlgorithm, fastestPeerDigest, peerDigest } from '../src/peer/codec.js';
 import { SIGNATURE_BYTES, signBytes, verifyBytes, verifyingKeyOf } from '../src/peer/signing.js';
@@ -95,24 +95,7 @@ const PIPELINE_ANSWER_TIMEOUT_MS = 600_000;
 
 // ---------------------------------------------------------------- CPU time of a process
 
-/** Linux's clock ticks per second for /proc/<pid>/stat (USER_HZ, 100 on every common build). */
-const CLOCK_TICKS_PER_SECOND = 100;
-
-/**
- * User + system CPU seconds a child process has used so far, all its threads included
- * (LevelDB's compaction thread too); undefined off Linux. A 2-core machine runs out of
- * CPU before it runs out of loopback bandwidth, so this says what a transfer costs.
- */
-function processCpuSeconds(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return undefined;
-  }
-}
-
+/** CPU seconds between two readings of cpuSecondsOf (server-process.ts), or undefined when either is missing. */
 function cpuSpent(before: number | undefined, after: number | undefined): number | undefined {
   return before === undefined || after === undefined ? undefined : round(after - before, 2);
 }
@@ -260,9 +243,9 @@ async function runRaw(bytes: number, settings: TransferSettings): Promise<{ runs
         '--window', String(settings.windowChunks),
       ]);
       try {
-        const sinkCpuBefore = processCpuSeconds(sink.pid);
+        const sinkCpuBefore = cpuSecondsOf([sink.pid]);
         const run = await firstLine<RawRun>(source, 'raw gRPC source');
-        runs.push({ ...run, cpuSeconds: { ...run.cpuSeconds, sink: cpuSpent(sinkCpuBefore, processCpuSeconds(sink.pid)) } });
+        runs.push({ ...run, cpuSeconds: { ...run.cpuSeconds, sink: cpuSpent(sinkCpuBefore, cpuSecondsOf([sink.pid])) } });
       } finally {
         await stopChild(source);
       }
@@ -639,9 +622,9 @@ async function measurePipeline(options: BenchOptions, settings: TransferSettings
       ...(keys === undefined ? [] : ['--private-key', keys.privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64')]),
     ]);
     try {
-      const sinkCpuBefore = processCpuSeconds(sink.pid);
+      const sinkCpuBefore = cpuSecondsOf([sink.pid]);
       const run = await firstLine<PipelineRun>(source, 'pipeline source', PIPELINE_ANSWER_TIMEOUT_MS);
-      return { ...run, cpuSeconds: { ...run.cpuSeconds, sink: cpuSpent(sinkCpuBefore, processCpuSeconds(sink.pid)) } };
+      return { ...run, cpuSeconds: { ...run.cpuSeconds, sink: cpuSpent(sinkCpuBefore, cpuSecondsOf([sink.pid])) } };
     } finally {
       await stopChild(source);
     }
@@ -699,7 +682,7 @@ function tsrProgress(actions: readonly TransferAction[]): [number, number] {
 /**
  * Waits for node-2's own event saying it is Joined (its /output/cluster, followed since
  * before the POST), polling node-1's transfer list every POLL_INTERVAL_MS meanwhile. The
- * join's time is the event's arrival: not rounded up to a poll (a 100 ms grid added 50 ms
+ * join's time is the event's arrival, seen at the next poll: not rounded up to it (a 100 ms grid added 50 ms
  * to a join on average), and node-2 answers no request every few ms while it joins (polling
  * its state every 10 ms cost it ~200 requests in a join of 200,000 payloads).
  */
@@ -720,8 +703,7 @@ async function followJoin(source: NodeProcess, events: SseClient, started: numbe
     const [percent, bytes] = tsrProgress(actions);
     const last = progress.at(-1);
     if (actions.length > 0 && (last === undefined || last[1] !== percent || last[2] !== bytes)) progress.push([Math.round(elapsedMs), percent, bytes]);
-    // Back at once when the event comes, else after the interval (waitFor throws then).
-    await events.waitFor(`${TARGET} Joined`, () => joinedAt() !== undefined, POLL_INTERVAL_MS).catch(() => undefined);
+    await sleep(POLL_INTERVAL_MS);
   }
 }
 
@@ -752,7 +734,7 @@ async function runJoin(options: BenchOptions, batches: ReturnType<typeof prepare
     nodes.push(target);
 
     log(`${TARGET} joins; timing the transfer…`);
-    const cpuBefore = [processCpuSeconds(source.child?.pid), processCpuSeconds(target.child?.pid)];
+    const cpuBefore = [cpuSecondsOf([source.child?.pid]), cpuSecondsOf([target.child?.pid])];
     const threadsBefore = threadTimesOf([source.child?.pid, target.child?.pid]);
     const events = await SseClient.connect(`${target.url}/output/cluster`);
     if (events.status !== 200) throw new Error(`GET ${TARGET} /output/cluster: HTTP ${events.status}`);
@@ -762,8 +744,8 @@ async function runJoin(options: BenchOptions, batches: ReturnType<typeof prepare
     const { seconds, progress } = await followJoin(source, events, started).finally(() => events.close());
     phase('join-end');
     const cpuSeconds = {
-      source: cpuSpent(cpuBefore[0], processCpuSeconds(source.child?.pid)),
-      target: cpuSpent(cpuBefore[1], processCpuSeconds(target.child?.pid)),
+      source: cpuSpent(cpuBefore[0], cpuSecondsOf([source.child?.pid])),
+      target: cpuSpent(cpuBefore[1], cpuSecondsOf([target.child?.pid])),
     };
     const byThreadOf = (pid: number | undefined) => {
       const before = pid === undefined ? undefined : threadsBefore.get(pid);

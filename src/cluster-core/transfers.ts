@@ -310,10 +310,9 @@ export class TargetTransfers {
   }
 
   private sendProgress(transfer: IncomingTransfer, context: TransferContext, effects: CoreEffect[]): void {
-    // An estimate of 0 is a source that has not counted yet (transfer-chunks.ts, read()): the percentage waits for it.
-    const estimate = Math.max(transfer.totalEstimate, transfer.records, 1);
-    const counted = transfer.totalEstimate > 0;
-    const measured = transfer.done ? 100 : counted ? Math.min(99, Math.floor((100 * transfer.records) / estimate)) : 0;
+    // An estimate of 0 is a source that has not counted yet (transfer-chunks.ts, totalSoFar()): the percentage waits for it.
+    const estimate = Math.max(transfer.totalEstimate, transfer.records);
+    const measured = transfer.done ? 100 : transfer.totalEstimate > 0 ? Math.min(99, Math.floor((100 * transfer.records) / estimate)) : 0;
     // percentComplete only rises, also when the estimate grows or after a restart.
     transfer.percentReported = Math.max(transfer.percentReported, transfer.plan.percentComplete, measured);
     if (!transfer.done) transfer.percentReported = Math.min(transfer.percentReported, 99);
