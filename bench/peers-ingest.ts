@@ -56,7 +56,7 @@ import type { BenchOptions } from './options.js';
 import { machine } from './machine.js';
 import { runIngestFloor } from './ingest-floor.js';
 import { cpuSecondsOf, folderBytes } from './server-process.js';
-import { type CpuByClass, cpuByClassSince, THREAD_CLASSES, threadTimesOf } from './thread-cpu.js';
+import { type CpuByClass, cpuByClassSince, perItemUs, THREAD_CLASSES, threadTimesOf } from './thread-cpu.js';
 
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
 const RESULTS_PATH = join(PACKAGE_ROOT, 'bench', 'results', 'peers-ingest.json');
@@ -151,12 +151,6 @@ async function withCpu<T>(
   return [value, { servers, clients: round((clients.user + clients.system) / 1e6, 2) }, byClass];
 }
 
-/** CPU seconds by thread class as µs per payload. */
-export function perPayloadUs(byClass: CpuByClass | undefined, payloads: number): CpuByClass | undefined {
-  if (byClass === undefined) return undefined;
-  return Object.fromEntries(THREAD_CLASSES.map((name) => [name, round((byClass[name] * 1e6) / payloads, 1)])) as CpuByClass;
-}
-
 function summary(measured: Measured, payloads: number, payloadBytes: number) {
   const sorted = Float64Array.from(measured.latenciesMs).sort();
   const seconds = measured.elapsedMs / 1000;
@@ -228,7 +222,7 @@ async function runOurs(batches: readonly PreparedBatch[], nodeCount: number, rep
       storedCopies,
       bytesOnDisk,
       cpuSeconds,
-      cpuPerPayloadUsByThread: perPayloadUs(byClass, countOf(batches)),
+      cpuPerPayloadUsByThread: perItemUs(byClass, countOf(batches), 1),
       loadAverage1mBefore,
     };
   } finally {
@@ -256,7 +250,7 @@ async function runFloor(batches: readonly PreparedBatch[], processes: number, re
     storedCopies: run.storedCopies,
     bytesOnDisk: run.bytesOnDisk,
     cpuSeconds: { servers: run.cpuSeconds.servers === undefined ? undefined : round(run.cpuSeconds.servers, 2), clients: round(run.cpuSeconds.clients, 2) },
-    cpuPerPayloadUsByThread: perPayloadUs(run.cpuByClass, countOf(batches)),
+    cpuPerPayloadUsByThread: perItemUs(run.cpuByClass, countOf(batches), 1),
     loadAverage1mBefore,
   };
 }

@@ -112,3 +112,10 @@ export function cpuByClassSince(before: ReadonlyMap<number, ThreadTimes>): CpuBy
 export function threadTimesOf(pids: ReadonlyArray<number | undefined>): Map<number, ThreadTimes> {
   return new Map(pids.filter((pid): pid is number => pid !== undefined).map((pid) => [pid, threadTimes(pid)]));
 }
+
+/** CPU seconds by thread class as µs per item (payload, point), to `decimals` places. */
+export function perItemUs(byClass: CpuByClass | undefined, items: number, decimals: number): CpuByClass | undefined {
+  if (byClass === undefined) return undefined;
+  const scale = 10 ** decimals;
+  return Object.fromEntries(THREAD_CLASSES.map((name) => [name, Math.round(((byClass[name] * 1e6) / items) * scale) / scale])) as CpuByClass;
+}

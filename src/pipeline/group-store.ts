@@ -11,8 +11,12 @@ import { mapKey, orderValues } from './values.js';
 export interface Group {
   /** The key values as rows gave them, the window key as its start in epoch milliseconds. */
   readonly keyValues: readonly Value[];
-  readonly view: GroupView;
-  readonly accumulators: Accumulator[];
+  /**
+   * Made when first needed (grouping.ts, outputOf): a historical grouping fed columns needs
+   * it only for the group's row at the end, and until then its objects would be copied by
+   * every young collection of a read that holds tens of thousands of groups.
+   */
+  output: GroupOutput | undefined;
   /** The end of the group's window; Infinity without a window. */
   readonly windowEndMs: number;
   /** Input rows by their key, when the input is a table whose rows may change or go. */
@@ -27,6 +31,12 @@ export interface Group {
   emitted: OutputRow | undefined;
   /** Numbers placed from columns, not yet in the accumulators (grouping.ts, placeColumns). */
   summary: Float64Array | undefined;
+}
+
+/** What a group's row is made from: its key values by name and its aggregates' accumulators. */
+export interface GroupOutput {
+  readonly view: GroupView;
+  readonly accumulators: Accumulator[];
 }
 
 type Level = Map<unknown, unknown>;

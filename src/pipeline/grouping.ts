@@ -31,8 +31,8 @@ import { BadRequestError } from '../lib/errors.js';
 import { windowHopsMax } from '../query/index.js';
 import type { CompileOptions, Value } from '../expression/index.js';
 import { createAccumulators, planGrouping, type GroupingPlan, type SelectStep } from './grouping-plan.js';
-import { NUMBER_SUMMARY_WIDTH, summarizeNumber, summarizes, summaryAccumulator } from './aggregates.js';
-import { compareGroups, GroupIndex, WindowEnds, type Group } from './group-store.js';
+import { type Accumulator, NUMBER_SUMMARY_WIDTH, summarizeNumber, summarizes, summaryAccumulator } from './aggregates.js';
+import { compareGroups, GroupIndex, WindowEnds, type Group, type GroupOutput } from './group-store.js';
 import type { Budget, ColumnBatch, ColumnFields, ColumnView, Delta, OutputRow, RowConsumer } from './types.js';
 import { assert } from '../lib/assert.js';
 import { ByteSlab } from '../lib/byte-slab.js';
@@ -169,7 +169,7 @@ export class GroupingOperator implements RowConsumer {
         else {
           const first = firstViews[s];
           const second = secondViews[s];
-          group.accumulators[s]!.add(first === undefined ? null : viewValue(first, batch, row), second === undefined ? null : viewValue(second, batch, row));
+          this.outputOf(group).accumulators[s]!.add(first === undefined ? null : viewValue(first, batch, row), second === undefined ? null : viewValue(second, batch, row));
         }
       }
     }
@@ -267,9 +267,9 @@ export class GroupingOperator implements RowConsumer {
       member.groups.push(group);
     }
     if (!group.stale) {
-      const accumulators = group.accumulators;
+      const accumulators = this.outputOf(group).accumulators;
       for (let s = 0; s < accumulators.length; s++) {
-        (accumulators[s] as Group['accumulators'][number]).add(this.firstArguments[s] as Value, this.secondArguments[s] as Value);
+        accumulators[s]!.add(this.firstArguments[s] as Value, this.secondArguments[s] as Value);
       }
     }
     if (!group.dirty && !this.historical) {
@@ -283,17 +283,11 @@ export class GroupingOperator implements RowConsumer {
     this.budget.addGroup();
     const plan = this.plan;
     const keyValues: Value[] = this.keyScratch.slice(0, plan.plainKeys.length);
-    const keyRow: Record<string, Value> = {};
-    keyValues.forEach((value, index) => (keyRow[plan.keyNames[index] as string] = value));
     const windowed = plan.window !== undefined;
-    if (windowed) {
-      keyValues.push(windowStartMs);
-      keyRow[plan.keyNames[plan.keyNames.length - 1] as string] = isoString(windowStartMs);
-    }
+    if (windowed) keyValues.push(windowStartMs);
     const group: Group = {
       keyValues,
-      view: { keys: keyRow, aggregates: new Array<Value>(plan.slots.length).fill(null) },
-      accumulators: createAccumulators(plan),
+      output: undefined,
       windowEndMs: windowed ? windowStartMs + (plan.window?.sizeMs ?? 0) : Infinity,
       members: this.tableInput ? new Map() : undefined,
       dirty: false,
@@ -307,6 +301,19 @@ export class GroupingOperator implements RowConsumer {
     // Bounded, windows never close: nothing waits for their ends.
     if (windowed && !this.historical) this.windows.add(group.windowEndMs, group);
     return group;
+  }
+
+  /** The group's key row and accumulators, made the first time they are needed. */
+  private outputOf(group: Group): GroupOutput {
+    if (group.output !== undefined) return group.output;
+    const plan = this.plan;
+    const keyRow: Record<string, Value> = {};
+    const plainKeys = plan.plainKeys.length;
+    for (let index = 0; index < plainKeys; index++) keyRow[plan.keyNames[index] as string] = group.keyValues[index] as Value;
+    // Windowed: the last key is the window's start, named by its ISO text.
+    if (plan.window !== undefined) keyRow[plan.keyNames[plainKeys] as string] = isoString(group.keyValues[plainKeys] as number);
+    group.output = { view: { keys: keyRow, aggregates: new Array<Value>(plan.slots.length).fill(null) }, accumulators: createAccumulators(plan) };
+    return group.output;
   }
 
   /** Takes an input row of a table out of its groups, which are rebuilt when next read. */
@@ -385,36 +392,36 @@ export class GroupingOperator implements RowConsumer {
   }
 
   private outputRow(group: Group): OutputRow {
-    if (group.stale) this.rebuild(group);
-    if (group.summary !== undefined) this.foldSummary(group, group.summary);
+    const output = this.outputOf(group);
+    if (group.stale) this.rebuild(group, output.accumulators);
+    if (group.summary !== undefined) this.foldSummary(group, group.summary, output.accumulators);
     const plan = this.plan;
-    const aggregates = group.view.aggregates;
-    for (let s = 0; s < aggregates.length; s++) aggregates[s] = (group.accumulators[s] as Group['accumulators'][number]).result();
+    const aggregates = output.view.aggregates;
+    for (let s = 0; s < aggregates.length; s++) aggregates[s] = output.accumulators[s]!.result();
     const row: OutputRow = {};
-    for (let i = 0; i < plan.items.length; i++) row[plan.itemNames[i] as string] = (plan.items[i] as (view: unknown) => Value)(group.view);
+    for (let i = 0; i < plan.items.length; i++) row[plan.itemNames[i] as string] = (plan.items[i] as (view: unknown) => Value)(output.view);
     return row;
   }
 
   /** Merges what columns summarized into the group's accumulators, once. */
-  private foldSummary(group: Group, summary: Float64Array): void {
+  private foldSummary(group: Group, summary: Float64Array, accumulators: Accumulator[]): void {
     const slots = this.plan.slots;
     for (let s = 0; s < slots.length; s++) {
       const slot = slots[s]!;
       const at = s * NUMBER_SUMMARY_WIDTH;
-      if (summarizes(slot.name, slot.argCount) && summary[at]! > 0) group.accumulators[s]!.merge(summaryAccumulator(slot.name, slot.argCount, summary, at));
+      if (summarizes(slot.name, slot.argCount) && summary[at]! > 0) accumulators[s]!.merge(summaryAccumulator(slot.name, slot.argCount, summary, at));
     }
     group.summary = undefined;
   }
 
   /** Recomputes a group's aggregates from its remaining input rows after a retraction. */
-  private rebuild(group: Group): void {
-    const accumulators = group.accumulators;
+  private rebuild(group: Group, accumulators: Accumulator[]): void {
     for (const accumulator of accumulators) accumulator.reset();
     const slots = this.plan.slots;
     for (const row of group.members?.values() ?? []) {
       for (let s = 0; s < slots.length; s++) {
         const slot = slots[s] as GroupingPlan['slots'][number];
-        (accumulators[s] as Group['accumulators'][number]).add(slot.first(row), slot.second(row));
+        accumulators[s]!.add(slot.first(row), slot.second(row));
       }
     }
     group.stale = false;
