@@ -33,6 +33,7 @@ import type { CompileOptions, Value } from '../expression/index.js';
 import { createAccumulators, planGrouping, type GroupingPlan, type SelectStep } from './grouping-plan.js';
 import { type Accumulator, NUMBER_SUMMARY_WIDTH, summarizeNumber, summarizes, summaryAccumulator } from './aggregates.js';
 import { compareGroups, GroupIndex, WindowEnds, type Group, type GroupOutput } from './group-store.js';
+import type { GroupView } from './scopes.js';
 import type { Budget, ColumnBatch, ColumnFields, ColumnView, Delta, OutputRow, RowConsumer } from './types.js';
 import { assert } from '../lib/assert.js';
 import { ByteSlab } from '../lib/byte-slab.js';
@@ -59,6 +60,8 @@ export class GroupingOperator implements RowConsumer {
   private readonly cachedLeaves = new Map<Map<unknown, Group>, CachedLeaf>();
   /** Column batches: the groups' number summaries, side by side in shared slabs (not an ArrayBuffer each); made at the first. */
   private summaries: ByteSlab | undefined;
+  /** What a group without accumulators of its own is read through (summaryView). */
+  private scratchAccumulators: Accumulator[] | undefined;
   lateRows = 0;
 
   constructor(
@@ -307,13 +310,18 @@ export class GroupingOperator implements RowConsumer {
   private outputOf(group: Group): GroupOutput {
     if (group.output !== undefined) return group.output;
     const plan = this.plan;
+    group.output = { view: { keys: this.keyRowOf(group), aggregates: new Array<Value>(plan.slots.length).fill(null) }, accumulators: createAccumulators(plan) };
+    return group.output;
+  }
+
+  /** The group's key values by name; a window's start as its ISO text. */
+  private keyRowOf(group: Group): Record<string, Value> {
+    const plan = this.plan;
     const keyRow: Record<string, Value> = {};
     const plainKeys = plan.plainKeys.length;
     for (let index = 0; index < plainKeys; index++) keyRow[plan.keyNames[index] as string] = group.keyValues[index] as Value;
-    // Windowed: the last key is the window's start, named by its ISO text.
     if (plan.window !== undefined) keyRow[plan.keyNames[plainKeys] as string] = isoString(group.keyValues[plainKeys] as number);
-    group.output = { view: { keys: keyRow, aggregates: new Array<Value>(plan.slots.length).fill(null) }, accumulators: createAccumulators(plan) };
-    return group.output;
+    return keyRow;
   }
 
   /** Takes an input row of a table out of its groups, which are rebuilt when next read. */
@@ -392,15 +400,41 @@ export class GroupingOperator implements RowConsumer {
   }
 
   private outputRow(group: Group): OutputRow {
-    const output = this.outputOf(group);
+    const view = group.output === undefined ? this.summaryView(group) : this.accumulatedView(group, group.output);
+    const plan = this.plan;
+    const row: OutputRow = {};
+    for (let i = 0; i < plan.items.length; i++) row[plan.itemNames[i] as string] = (plan.items[i] as (view: unknown) => Value)(view);
+    return row;
+  }
+
+  private accumulatedView(group: Group, output: GroupOutput): GroupView {
     if (group.stale) this.rebuild(group, output.accumulators);
     if (group.summary !== undefined) this.foldSummary(group, group.summary, output.accumulators);
-    const plan = this.plan;
     const aggregates = output.view.aggregates;
     for (let s = 0; s < aggregates.length; s++) aggregates[s] = output.accumulators[s]!.result();
-    const row: OutputRow = {};
-    for (let i = 0; i < plan.items.length; i++) row[plan.itemNames[i] as string] = (plan.items[i] as (view: unknown) => Value)(output.view);
-    return row;
+    return output.view;
+  }
+
+  /**
+   * A group placed from columns alone (no accumulators of its own): its aggregates are its
+   * summary merged into the grouping's scratch accumulators, each reset first. The summary
+   * stays: a late subscriber's snapshot may read the group before the end does.
+   */
+  private summaryView(group: Group): GroupView {
+    assert(!group.stale, 'a group without accumulators is stale');
+    const slots = this.plan.slots;
+    const scratch = (this.scratchAccumulators ??= createAccumulators(this.plan));
+    const summary = group.summary;
+    const aggregates = new Array<Value>(slots.length);
+    for (let s = 0; s < slots.length; s++) {
+      const slot = slots[s]!;
+      const accumulator = scratch[s]!;
+      accumulator.reset();
+      const at = s * NUMBER_SUMMARY_WIDTH;
+      if (summary !== undefined && summarizes(slot.name, slot.argCount) && summary[at]! > 0) accumulator.merge(summaryAccumulator(slot.name, slot.argCount, summary, at));
+      aggregates[s] = accumulator.result();
+    }
+    return { keys: this.keyRowOf(group), aggregates };
   }
 
   /** Merges what columns summarized into the group's accumulators, once. */
