@@ -81,16 +81,26 @@ function walk(value: unknown, depthMax: number): number {
   while (containers.length > 0) {
     const container = containers.pop()!;
     const depth = depths.pop()!;
-    const items: unknown[] = Array.isArray(container) ? container : Object.values(container);
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i];
+    if (Array.isArray(container)) {
+      for (let i = 0; i < container.length; i++) {
+        const item: unknown = container[i];
+        if (typeof item === 'object' && item !== null) {
+          if (depth >= depthMax) return TOO_DEEP;
+          containers.push(item);
+          depths.push(depth + 1);
+        } else if (isUnsafeInteger(item)) found = UNSAFE_INTEGER;
+      }
+      continue;
+    }
+    // for-in, not Object.values: no array per object (JSON.parse makes plain objects, whose
+    // keys for-in gives as Object.keys would).
+    for (const key in container) {
+      const item: unknown = (container as Record<string, unknown>)[key];
       if (typeof item === 'object' && item !== null) {
         if (depth >= depthMax) return TOO_DEEP;
         containers.push(item);
         depths.push(depth + 1);
-      } else if (isUnsafeInteger(item)) {
-        found = UNSAFE_INTEGER;
-      }
+      } else if (isUnsafeInteger(item)) found = UNSAFE_INTEGER;
     }
   }
   return found;
