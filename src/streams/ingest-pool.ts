@@ -15,6 +15,7 @@ import type { Logger } from '../lib/log.js';
 import { TributaryError } from '../lib/errors.js';
 import type { SchemaSource } from './payload-checks.js';
 import type { PackedBatch, TsrBatch } from './tsr-batch.js';
+import { packedOf, type PackedWire } from './packed-wire.js';
 
 /** What the pool sends a worker. */
 export interface PackTask {
@@ -24,7 +25,7 @@ export interface PackTask {
 }
 
 /** A worker's answer: the packed batch, or the error packing it threw (a 400 for a bad body). */
-export type PackReply = { id: number; packed: PackedBatch } | { id: number; error: { status: number; code: string; message: string; details?: Record<string, unknown> } };
+export type PackReply = { id: number; wire: PackedWire } | { id: number; error: { status: number; code: string; message: string; details?: Record<string, unknown> } };
 
 export interface IngestPoolOptions {
   threads: number;
@@ -118,7 +119,7 @@ export class IngestPool {
       const pending = thread.packing;
       if (pending === undefined || pending.task.id !== reply.id) return;
       thread.packing = undefined;
-      if ('packed' in reply) pending.resolve(reply.packed);
+      if ('wire' in reply) pending.resolve(packedOf(reply.wire));
       else pending.reject(errorOf(reply.error));
       this.dispatch();
     });

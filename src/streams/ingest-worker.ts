@@ -7,6 +7,7 @@ import { TributaryError } from '../lib/errors.js';
 import { compilePayloadChecks, type SchemaSource } from './payload-checks.js';
 import type { PackReply, PackTask } from './ingest-pool.js';
 import { packTsrBatch, type PayloadChecks } from './tsr-batch.js';
+import { wireOf } from './packed-wire.js';
 
 // Streams whose checks a worker keeps; the least recently compiled go first.
 const STREAMS_KEPT_MAX = 256;
@@ -30,7 +31,7 @@ parentPort!.on('message', (task: PackTask) => {
     const packed = packTsrBatch(task.batch, checksOf(task.batch.stream, task.schema));
     // Each record holds the payloads of `members` (block-records.ts): one list per record.
     assert(packed.members.length === packed.records.length, `${packed.records.length} records packed with ${packed.members.length} member lists`);
-    reply = { id: task.id, packed };
+    reply = { id: task.id, wire: wireOf(packed) };
   } catch (error) {
     reply = { id: task.id, error: describe(error) };
   }

@@ -27,7 +27,7 @@ parentPort.on('message', (task) => {
   if (task.batch.text === 'die') process.exit(3);
   if (task.batch.text === 'hang') return;
   if (task.batch.text === 'bad') return parentPort.postMessage({ id: task.id, error: { status: 400, code: 'BAD_REQUEST', message: 'not JSON' } });
-  setTimeout(() => parentPort.postMessage({ id: task.id, packed: { records: [], members: [], accepted: [task.batch.receivedAt], failures: [] } }), 20);
+  setTimeout(() => parentPort.postMessage({ id: task.id, wire: { stream: '', partitions: new Int32Array(0), timestamps: new Float64Array(0), writeIds: [], values: [], memberCounts: new Int32Array(0), members: new Int32Array(0), accepted: Int32Array.of(task.batch.receivedAt), failures: [] } }), 20);
 });
 `,
 );
