@@ -160,8 +160,8 @@ function encodeBounded(sorted: readonly SortedEntry[], first: number, end: numbe
   const text = blockEncoding.fault === undefined ? encodeBlock(sorted, first, end) : blockEncoding.fault(encodeBlock(sorted, first, end));
   checkEncoded(text, sorted, first, end);
   if (text.length <= BLOCK_CHARS_MAX || end - first === 1) {
-    const members: number[] = [];
-    for (let i = first; i < end; i += 1) members.push(sorted[i]!.member);
+    const members = new Array<number>(end - first);
+    for (let i = first; i < end; i += 1) members[i - first] = sorted[i]!.member;
     out.push({ text, minTs: sorted[first]!.timestamp, members });
     return;
   }
