@@ -69,6 +69,8 @@ export interface FloorOptions {
    * least, with none of the node's other work.
    */
   blocks?: boolean;
+  /** With `blocks`, the stream's schema the payloads are checked against (default: the ingest bench's). */
+  schema?: unknown;
   /** Copies of each payload (at most `processes`; default all): partition p's on processes p, p+1, … mod `processes`. */
   replicas?: number;
   /** Worker threads that parse and make the records (0: the main thread does). */
@@ -106,6 +108,7 @@ export async function runIngestFloor(batches: ReadonlyArray<Pick<PreparedBatch, 
     const args = ['--ring-size', String(options.ringSize), '--hash-bytes', String(options.hashBytes), '--threads', String(options.threads), '--replicas', String(replicas)];
     if (options.signed === true) args.push('--signed');
     if (options.blocks === true) args.push('--blocks');
+    if (options.schema !== undefined) args.push('--schema', JSON.stringify(options.schema));
     for (let index = 0; index < options.processes; index += 1) children.push(spawnRole(THIS_FILE, 'floor-node', ['--name', `floor-${index + 1}`, ...args]));
     const addresses = await Promise.all(children.map((child, index) => firstLine<FloorAddress>(child, `floor process ${index + 1}`)));
     await Promise.all(
@@ -220,6 +223,8 @@ interface RecordShape {
   hashBytes: number;
   /** Our tsr blocks (FloorOptions.blocks), else the payloads' JSON lines. */
   blocks: boolean;
+  /** The schema blocks are checked against (FloorOptions.schema). */
+  schema: unknown;
 }
 
 /** The records of a batch's text, or why it is refused. */
@@ -236,15 +241,15 @@ function parseBatch(text: string, prefix: string, shape: RecordShape, sequence: 
   return { records: recordsOf(payloads, prefix, name, sequence, ringSize, hashBytes) };
 }
 
-/** The checks of the bench's schema, compiled as our node compiles them (payload-checks.ts). */
-let benchChecks: PayloadChecks | undefined;
+/** The checks of the shape's schema, compiled as our node compiles them (payload-checks.ts). */
+let blockChecks: PayloadChecks | undefined;
 /** Payloads one posted batch may hold (the bench's are 500), and how deep it may nest (the node's default). */
 const FLOOR_BATCH_PAYLOADS_MAX = 100_000;
 const FLOOR_JSON_DEPTH_MAX = 128;
 
 /** The batch as our ingest worker packs it, each block a record under a floor key. */
 function blockRecordsOf(text: string, prefix: string, shape: RecordShape, sequence: { next: number }): Parsed {
-  benchChecks ??= compilePayloadChecks(SCHEMA);
+  blockChecks ??= compilePayloadChecks(shape.schema);
   sequence.next += 1;
   const batch: TsrBatch = {
     text,
@@ -257,7 +262,7 @@ function blockRecordsOf(text: string, prefix: string, shape: RecordShape, sequen
   };
   let packed: PackedBatch;
   try {
-    packed = packTsrBatch(batch, benchChecks);
+    packed = packTsrBatch(batch, blockChecks);
   } catch (error) {
     return { refused: (error as Error).message };
   }
@@ -470,6 +475,7 @@ async function serveFloorNode(argv: string[]): Promise<void> {
       replicas: { type: 'string' },
       signed: { type: 'boolean' },
       blocks: { type: 'boolean' },
+      schema: { type: 'string' },
     },
   });
   const floorSigning = values.signed === true ? new FloorSigning() : undefined;
@@ -478,7 +484,8 @@ async function serveFloorNode(argv: string[]): Promise<void> {
   const ringSize = wholeNumber('--ring-size', values['ring-size'], 1);
   const hashBytes = wholeNumber('--hash-bytes', values['hash-bytes'], 1);
   const blocks = values.blocks === true;
-  const parser = batchParser(wholeNumber('--threads', values.threads ?? '0', 0), { name, ringSize, hashBytes, blocks });
+  const schema: unknown = values.schema === undefined ? SCHEMA : JSON.parse(values.schema);
+  const parser = batchParser(wholeNumber('--threads', values.threads ?? '0', 0), { name, ringSize, hashBytes, blocks, schema });
   const store = await FloorStore.open();
   const server = new grpc.Server(CHANNEL_OPTIONS);
   // By process index; this process's own entry is undefined.

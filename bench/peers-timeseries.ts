@@ -205,11 +205,16 @@ const FLOOR_HASH_BYTES = 128;
 
 type FloorIngest = IngestResult & { threads: number };
 
-/** The same bodies into the floor (one process), what it stored checked as ours is. */
-async function ingestFloor(bodies: readonly Buffer[], concurrency: number, expected: number): Promise<FloorIngest> {
+/**
+ * The same bodies into the floor (one process), what it stored checked as ours is. With
+ * `blocks`, its threads pack each batch as our ingest workers do (our packTsrBatch: the
+ * schema's checks, partitions, columns): what our stored format costs with none of the
+ * node's other work.
+ */
+async function ingestFloor(bodies: readonly Buffer[], concurrency: number, expected: number, blocks: boolean): Promise<FloorIngest> {
   const run = await runIngestFloor(
     bodies.map((body) => ({ body })),
-    { processes: 1, threads: FLOOR_THREADS, ringSize: FLOOR_RING_SIZE, hashBytes: FLOOR_HASH_BYTES, clients: concurrency },
+    { processes: 1, threads: FLOOR_THREADS, ringSize: FLOOR_RING_SIZE, hashBytes: FLOOR_HASH_BYTES, clients: concurrency, ...(blocks ? { blocks, schema: SCHEMA } : {}) },
   );
   const stored = Object.values(run.storedCopies).reduce((sum, count) => sum + count, 0);
   if (stored !== expected) throw new Error(`the floor stores ${stored} points, ${expected} were acknowledged`);
@@ -483,9 +488,11 @@ function markdown(report: any): string {
   }
   lines.push(
     `| the floor: bare Node + LevelDB, one process, ${ingest.floor.threads} parsing threads | ${n(ingest.floor.pointsPerSecond)} | ${ingest.floor.seconds} | ${ms(ingest.floor.batchLatencyMs.p50)} | ${ms(ingest.floor.batchLatencyMs.p99)} | ${Math.round(ingest.floor.bytesOnDisk / 1e6)} | ${ingest.floor.serverCpuSeconds ?? '–'} | – |`,
+    `| the floor with our tsr blocks, ${ingest.floorBlocks.threads} packing threads | ${n(ingest.floorBlocks.pointsPerSecond)} | ${ingest.floorBlocks.seconds} | ${ms(ingest.floorBlocks.batchLatencyMs.p50)} | ${ms(ingest.floorBlocks.batchLatencyMs.p99)} | ${Math.round(ingest.floorBlocks.bytesOnDisk / 1e6)} | ${ingest.floorBlocks.serverCpuSeconds ?? '–'} | – |`,
     '',
     'The floor: Node http, JSON.parse on a worker thread, each point\'s JSON text and a partition of it, one record per partition per batch, one synced ' +
-      'LevelDB batch; no Koa, schema, checks, columns or hints: a ceiling for any design on Node and LevelDB here.',
+      'LevelDB batch; no Koa, schema, checks, columns or hints: a ceiling for any design on Node and LevelDB here. With our tsr blocks: the same, ' +
+      'its threads packing each batch with our own code (packTsrBatch: the schema\'s checks, partitions, columns) instead of JSON lines.',
   );
   if (ingest.influx !== undefined) {
     lines.push(
@@ -493,10 +500,15 @@ function markdown(report: any): string {
       `Ingest ratio (ours / InfluxDB): **${ingest.ratio}** (goal ≥ ${INGEST_RATIO_MIN}). The floor / InfluxDB: ${ingest.floorRatio}.`,
     );
   }
-  lines.push('', `Ours / the floor: **${ingest.oursOfFloor}** (goal ≥ ${INGEST_OF_FLOOR_MIN}).`);
+  lines.push(
+    '',
+    `Ours / the floor: **${ingest.oursOfFloor}** (goal ≥ ${INGEST_OF_FLOOR_MIN}). The floor with our tsr blocks / the floor: ${ingest.floorBlocksOfFloor}; ` +
+      `ours / the floor with our tsr blocks: ${ingest.oursOfFloorBlocks}.`,
+  );
   const byThread = [
     ['Tributary, tsr, one node', ingest.ours.cpuPerPointUsByThread],
     ['the floor', ingest.floor.cpuPerPointUsByThread],
+    ['the floor with our tsr blocks', ingest.floorBlocks.cpuPerPointUsByThread],
   ].filter((row): row is [string, CpuByClass] => row[1] !== undefined);
   if (byThread.length > 0) {
     lines.push(
@@ -557,8 +569,11 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
     log(`  ${oursIngest.pointsPerSecond} points/s (InfluxDB meanwhile: ${oursIngest.otherCpuSeconds ?? '–'} CPU s; the bench: ${oursIngest.clientCpuSeconds} CPU s)`);
 
     log('peers-timeseries: ingest into the floor…');
-    const floorIngest = await ingestFloor(bodies.ours, options.concurrency, points.length);
+    const floorIngest = await ingestFloor(bodies.ours, options.concurrency, points.length, false);
     log(`  ${floorIngest.pointsPerSecond} points/s`);
+    log('peers-timeseries: ingest into the floor with our tsr blocks…');
+    const floorBlocksIngest = await ingestFloor(bodies.ours, options.concurrency, points.length, true);
+    log(`  ${floorBlocksIngest.pointsPerSecond} points/s`);
 
     const mismatches: string[] = [];
     const queries: QueryResult[] = [];
@@ -590,7 +605,17 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
         nodeExecArgv: nodeFlags(),
       },
       influx: { version: binary?.version, settings: binary === undefined ? undefined : INFLUX_SETTINGS, compared: influx !== undefined },
-      ingest: { ours: oursIngest, influx: influxIngest, ratio: ingestRatio, floor: floorIngest, floorRatio, oursOfFloor },
+      ingest: {
+        ours: oursIngest,
+        influx: influxIngest,
+        ratio: ingestRatio,
+        floor: floorIngest,
+        floorRatio,
+        oursOfFloor,
+        floorBlocks: floorBlocksIngest,
+        floorBlocksOfFloor: round(floorBlocksIngest.pointsPerSecond / floorIngest.pointsPerSecond, 2),
+        oursOfFloorBlocks: round(oursIngest.pointsPerSecond / floorBlocksIngest.pointsPerSecond, 2),
+      },
       queries,
       verified: influx === undefined ? 'no InfluxDB: answers not cross-checked' : 'every answer pair equal, exactly (per host and window: count, mean cpu, mean mem; per host: time, cpu, mem)',
       goals: {
