@@ -8,7 +8,7 @@ const SCHEMA = {
   topDef: { type: 'record', properties: { at: { type: 'datetime', annotations: ['urn:itrs:default-timestamp'] }, cpu: { type: 'double' }, host: { type: 'string' } } },
 };
 
-describe('a packed batch as a worker sends it', () => {
+describe('packed wire - a packed batch as a worker sends it', () => {
   it('comes back as the same records, member lists, accepted places and failures', () => {
     const payloads = Array.from({ length: 300 }, (_, i) => ({ at: new Date(Date.UTC(2024, 0, 1) + i * 997).toISOString(), cpu: i / 4, host: `h${i % 7}` }));
     // Two refused: a string where a double goes, and not a record at all.
