@@ -4,6 +4,7 @@
 // that dies.
 
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -12,6 +13,11 @@ import { until } from '../kit/cluster.js';
 import { sleep, temporaryDataDir, cleanup } from '../kit/node-process.js';
 
 const SCRIPT = join(packageRoot(), 'dist', 'scripts', 'cluster.js');
+/** The script's ports are taken from here up to the kernel's ephemeral range (Linux's default start where it cannot be read). */
+const PORTS_FROM = 20_000;
+const DEFAULT_EPHEMERAL_FIRST = 32_768;
+const READY_LINE = 'events, transfers and node exits follow';
+const READY_TIMEOUT_MS = 90_000;
 const started: ChildProcess[] = [];
 const nodePids = new Set<number>();
 
@@ -39,10 +45,17 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-/** A base port whose next `count` ports are all free. */
+/**
+ * A base port whose next `count` ports are all free, below the range the kernel hands out
+ * for port 0 and outgoing connections: the other tests' nodes (freePort) and clients live
+ * there, and one of them taking a port between this check and the script's start left the
+ * script's seed answering for another test's node (a first run never ready, once in CI).
+ */
 async function freeRange(count: number): Promise<number> {
+  const ephemeralFirst = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+  const below = Number.isInteger(ephemeralFirst) && ephemeralFirst > PORTS_FROM + count ? ephemeralFirst : DEFAULT_EPHEMERAL_FIRST;
   for (;;) {
-    const base = 20_000 + Math.floor(Math.random() * 40_000);
+    const base = PORTS_FROM + Math.floor(Math.random() * (below - PORTS_FROM - count));
     let free = true;
     for (let port = base; port < base + count && free; port += 1) free = await portFree(port);
     if (free) return base;
@@ -66,6 +79,16 @@ function runScript(args: string[]): { child: ChildProcess; output: () => string;
   return { child, output: () => output, pids };
 }
 
+/** Waits for the run's ready line; fails at once, with what it printed, when it exits first or takes too long. */
+async function ready(run: ReturnType<typeof runScript>, what: string): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (!run.output().includes(READY_LINE)) {
+    const ended = run.child.exitCode !== null || run.child.signalCode !== null;
+    if (ended || Date.now() > deadline) throw new Error(`${what}: ${ended ? 'the script exited' : `not ready after ${READY_TIMEOUT_MS} ms`}; it printed:\n${run.output().slice(-4000)}`);
+    await sleep(100);
+  }
+}
+
 async function exited(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   await new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -78,7 +101,7 @@ describe('npm run cluster - lifecycle', () => {
     const args = ['2', '--base-port', String(basePort), '--data-root', dataRoot];
 
     const first = runScript(args);
-    await until('the first run to be ready', async () => first.output().includes('events, transfers and node exits follow'), 90_000);
+    await ready(first, 'the first run');
     expect(first.output()).toContain('adding node-2…');
     await until('the KV transfer to be printed', async () => /\[transfer\] KV node-1 → node-2 done 100%/.test(first.output()), 20_000);
     const firstPids = [...first.pids().values()];
@@ -88,7 +111,7 @@ describe('npm run cluster - lifecycle', () => {
     await until('every node of the killed run to stop', async () => firstPids.every((pid) => !alive(pid)), 15_000);
 
     const second = runScript(args);
-    await until('the second run to be ready', async () => second.output().includes('events, transfers and node exits follow'), 90_000);
+    await ready(second, 'the second run');
     expect(second.output()).toContain('node-2 is already a member (Joined): not added again');
     expect(second.output()).toMatch(/^node-1 +Joined +true /m);
     const secondPids = second.pids();
@@ -100,7 +123,7 @@ describe('npm run cluster - lifecycle', () => {
     expect(alive(secondPids.get('node-1')!)).toBe(false);
 
     const fresh = runScript([...args, '--fresh']);
-    await until('the fresh run to be ready', async () => fresh.output().includes('events, transfers and node exits follow'), 90_000);
+    await ready(fresh, 'the fresh run');
     expect(fresh.output()).toContain('--fresh: removed the node folders');
     expect(fresh.output()).toContain('adding node-2…');
     const freshPids = [...fresh.pids().values()];
@@ -115,7 +138,7 @@ describe('npm run cluster - lifecycle', () => {
     const basePort = await freeRange(4);
     const args = ['2', '--base-port', String(basePort), '--data-root', dataRoot];
     const first = runScript(args);
-    await until('the first run to be ready', async () => first.output().includes('events, transfers and node exits follow'), 90_000);
+    await ready(first, 'the first run');
     const removed = await fetch(`http://127.0.0.1:${basePort}/cluster/nodes/node-2`, { method: 'DELETE' });
     expect(removed.status).toBe(200);
     const localNode = async () => ((await (await fetch(`http://127.0.0.1:${basePort + 2}/cluster/localNode`)).json()) as { node: { state: string } }).node.state;
