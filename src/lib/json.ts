@@ -78,29 +78,26 @@ function walk(value: unknown, depthMax: number): number {
   let found = PLAIN;
   const containers: object[] = [value];
   const depths: number[] = [1];
+  /** Notes an item met at `depth`, a container queued; false when it nests deeper than depthMax. */
+  const take = (item: unknown, depth: number): boolean => {
+    if (typeof item !== 'object' || item === null) {
+      if (isUnsafeInteger(item)) found = UNSAFE_INTEGER;
+      return true;
+    }
+    if (depth >= depthMax) return false;
+    containers.push(item);
+    depths.push(depth + 1);
+    return true;
+  };
   while (containers.length > 0) {
     const container = containers.pop()!;
     const depth = depths.pop()!;
     if (Array.isArray(container)) {
-      for (let i = 0; i < container.length; i++) {
-        const item: unknown = container[i];
-        if (typeof item === 'object' && item !== null) {
-          if (depth >= depthMax) return TOO_DEEP;
-          containers.push(item);
-          depths.push(depth + 1);
-        } else if (isUnsafeInteger(item)) found = UNSAFE_INTEGER;
-      }
-      continue;
-    }
-    // for-in, not Object.values: no array per object (JSON.parse makes plain objects, whose
-    // keys for-in gives as Object.keys would).
-    for (const key in container) {
-      const item: unknown = (container as Record<string, unknown>)[key];
-      if (typeof item === 'object' && item !== null) {
-        if (depth >= depthMax) return TOO_DEEP;
-        containers.push(item);
-        depths.push(depth + 1);
-      } else if (isUnsafeInteger(item)) found = UNSAFE_INTEGER;
+      for (let i = 0; i < container.length; i++) if (!take(container[i], depth)) return TOO_DEEP;
+    } else {
+      // for-in, not Object.values: no array per object (JSON.parse makes plain objects, whose
+      // keys for-in gives as Object.keys would).
+      for (const key in container) if (!take((container as Record<string, unknown>)[key], depth)) return TOO_DEEP;
     }
   }
   return found;

@@ -28,10 +28,8 @@ function checksOf(stream: string, schema: SchemaSource): PayloadChecks {
 parentPort!.on('message', (task: PackTask) => {
   let reply: PackReply;
   try {
-    const packed = packTsrBatch(task.batch, checksOf(task.batch.stream, task.schema));
-    // Each record holds the payloads of `members` (block-records.ts): one list per record.
-    assert(packed.members.length === packed.records.length, `${packed.records.length} records packed with ${packed.members.length} member lists`);
-    reply = { id: task.id, wire: wireOf(packed) };
+    // wireOf checks that each record has its member list (block-records.ts).
+    reply = { id: task.id, wire: wireOf(packTsrBatch(task.batch, checksOf(task.batch.stream, task.schema))) };
   } catch (error) {
     reply = { id: task.id, error: describe(error) };
   }

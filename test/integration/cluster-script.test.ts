@@ -79,14 +79,14 @@ function runScript(args: string[]): { child: ChildProcess; output: () => string;
   return { child, output: () => output, pids };
 }
 
-/** Waits for the run's ready line; fails at once, with what it printed, when it exits first or takes too long. */
+/** Waits for the run's ready line; fails at once when the script exits first, and says what it printed either way. */
 async function ready(run: ReturnType<typeof runScript>, what: string): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  while (!run.output().includes(READY_LINE)) {
-    const ended = run.child.exitCode !== null || run.child.signalCode !== null;
-    if (ended || Date.now() > deadline) throw new Error(`${what}: ${ended ? 'the script exited' : `not ready after ${READY_TIMEOUT_MS} ms`}; it printed:\n${run.output().slice(-4000)}`);
-    await sleep(100);
-  }
+  const ended = () => run.child.exitCode !== null || run.child.signalCode !== null;
+  const printed = () => `; it printed:\n${run.output().slice(-4000)}`;
+  await until(`${what} to be ready`, async () => run.output().includes(READY_LINE) || ended(), READY_TIMEOUT_MS).catch((error: Error) => {
+    throw new Error(`${error.message}${printed()}`);
+  });
+  if (!run.output().includes(READY_LINE)) throw new Error(`${what}: the script exited${printed()}`);
 }
 
 async function exited(child: ChildProcess): Promise<void> {
