@@ -166,10 +166,18 @@ describe.skipIf(!FOUND && !REQUIRED)('console - live view in headless Chromium',
     })();
     try {
       const added = await addNodes(nodes[0]!, [joining, queued]);
-      expect(added.status, added.text).toBe(200);
-      expect(added.json.changes.map((change: { node: string; status: string }) => `${change.node} ${change.status}`)).toEqual(['node-4 started', 'node-5 queued']);
-      // The page lists what waits behind the change in flight.
-      await page.waitForSelector('#queue li[data-queued="node-5"]', { timeout: 20_000 });
+      // node-4 held still (SIGSTOP) until the page shows the queue: its join cannot end, and
+      // node-5 leave the queue, before the page's next read of it (a join of these 10,000
+      // payloads can take less than that read's 150 ms).
+      joining.pause();
+      try {
+        expect(added.status, added.text).toBe(200);
+        expect(added.json.changes.map((change: { node: string; status: string }) => `${change.node} ${change.status}`)).toEqual(['node-4 started', 'node-5 queued']);
+        // The page lists what waits behind the change in flight.
+        await page.waitForSelector('#queue li[data-queued="node-5"]', { timeout: 20_000 });
+      } finally {
+        joining.resume();
+      }
       await page.waitForSelector('#node-rows tr[data-node="node-4"]', { timeout: 20_000 });
       await page.waitForSelector('#transfer-rows tr[data-to="node-4"] progress', { timeout: 20_000 });
       await screenshot('2-transfers-to-node-4');
