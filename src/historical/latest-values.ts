@@ -10,11 +10,15 @@
 // stops once every key of the partition has every field and no block left can hold a
 // newer payload: blocks left start no later than the next one, and end less than the
 // widest span after it. A key field of too many values (KEY_VALUES_MAX) is read to the
-// end. The answer is kept too, and every write stored here updates it, as InfluxDB keeps
-// the last values of series in memory: the same question again reads nothing. The query's
-// node keeps, per key and field, the newest of the partitions' answers.
+// end. The answer is kept too, as InfluxDB keeps the last values of series in memory: the
+// same question again reads nothing. Writes stored here wait beside a kept answer until it
+// is next asked for, then are taken newest first, and a block whose newest payload is older
+// than every key's every field is passed over unread (a dashboard asking while ingest runs
+// reads the newest blocks, not every block every write stored). The query's node keeps, per
+// key and field, the newest of the partitions' answers.
 
 import type { Value } from '../expression/index.js';
+import { assert } from '../lib/assert.js';
 import { stringifyJson } from '../lib/json.js';
 import type { SpannedBlock } from '../storage/tsr.js';
 import { type Block, blockHeader, columnValue, decodeBlock } from '../storage/tsr-block.js';
@@ -27,6 +31,11 @@ const KEY_VALUES_MAX = 10_000;
 const PARTITIONS_MAX = 4_096;
 /** Entries of kept answers, in all; past it, every kept answer is dropped. */
 const ANSWER_ENTRIES_MAX = 1_000_000;
+/** Blocks stored since a partition's answers were last asked for; past either, its answers are dropped (read again when asked). */
+const PENDING_BLOCKS_MAX = 1_024;
+const PENDING_CHARS_MAX = 1024 * 1024;
+/** Characters of such blocks over every partition; past it, every kept answer is dropped. */
+const PENDING_CHARS_TOTAL_MAX = 32 * 1024 * 1024;
 
 export interface LatestRequest {
   readonly stream: string;
@@ -87,10 +96,19 @@ function questionOf(request: LatestRequest): string {
   return `${request.key}\n${request.fields.join('\n')}`;
 }
 
-/** What is kept of one partition: key indexes by field, answers by question (key and fields). */
+/** A block stored since the partition's answers were last asked for: its text, id and newest time. */
+interface PendingBlock {
+  readonly text: string;
+  readonly writeId: string;
+  readonly maxTs: number;
+}
+
+/** What is kept of one partition: key indexes by field, answers by question (key and fields), and the blocks the answers have yet to take. */
 interface PartitionState {
   readonly indexes: Map<string, KeyIndex>;
   readonly answers: Map<string, { readonly request: LatestRequest; readonly entries: Map<unknown, LatestEntry> }>;
+  pending: PendingBlock[];
+  pendingChars: number;
 }
 
 export class LatestValues {
@@ -98,6 +116,8 @@ export class LatestValues {
   /** Writes stored and drops per partition, so that what is built meanwhile is not kept. */
   private readonly changes = new Map<string, number>();
   private answerEntries = 0;
+  /** The characters of every partition's pending blocks. */
+  private pendingChars = 0;
 
   constructor(private readonly source: LatestSource) {}
 
@@ -122,10 +142,24 @@ export class LatestValues {
     return [...entries.values()];
   }
 
-  /** The kept answer to the question of the partition, if one is kept. */
+  /** The kept answer to the question of the partition, if one is kept, with every block stored since taken. */
   private keptAt(partition: string, question: string): LatestEntry[] | undefined {
-    const kept = this.partitions.get(partition)?.answers.get(question);
+    const state = this.partitions.get(partition);
+    if (state === undefined) return undefined;
+    this.settle(state);
+    const kept = state.answers.get(question);
     return kept === undefined ? undefined : [...kept.entries.values()];
+  }
+
+  /** The partition's answers take the blocks stored since they were last asked for. */
+  private settle(state: PartitionState): void {
+    if (state.pending.length === 0) return;
+    const pending = state.pending;
+    this.clearPending(state);
+    for (const answer of state.answers.values()) {
+      this.answerEntries += takePending(answer.entries, answer.request, pending, state.indexes.get(answer.request.key));
+    }
+    if (this.answerEntries > ANSWER_ENTRIES_MAX) this.dropAnswers();
   }
 
   /** The partition read newest first, as far as the answer can change. */
@@ -172,16 +206,30 @@ export class LatestValues {
       this.changes.set(partition, (this.changes.get(partition) ?? 0) + 1);
       const state = this.partitions.get(partition);
       if (state === undefined) continue;
-      const block = decodeBlock(record.value);
-      for (const [field, index] of state.indexes) learn(index, block, field);
-      for (const answer of state.answers.values()) this.answerEntries += update(answer.entries, answer.request, block, record.writeId);
+      let maxTs: number;
+      if (state.indexes.size > 0) {
+        const block = decodeBlock(record.value);
+        for (const [field, index] of state.indexes) learn(index, block, field);
+        maxTs = block.maxTs;
+      } else maxTs = blockHeader(record.value).maxTs;
+      if (state.answers.size > 0) this.defer(state, { text: record.value, writeId: record.writeId, maxTs });
     }
+  }
+
+  /** A stored block waits for the partition's answers to be asked for; past the bounds, they are dropped instead. */
+  private defer(state: PartitionState, block: PendingBlock): void {
+    state.pending.push(block);
+    state.pendingChars += block.text.length;
+    this.pendingChars += block.text.length;
+    if (state.pending.length > PENDING_BLOCKS_MAX || state.pendingChars > PENDING_CHARS_MAX) this.dropAnswersOf(state);
+    else if (this.pendingChars > PENDING_CHARS_TOTAL_MAX) this.dropAnswers();
   }
 
   /** The partition changed otherwise (a transfer, a drop): what was kept of it is built again when next asked for. */
   forget(stream: string, partition: number): void {
     const key = partitionKey(stream, partition);
-    for (const answer of this.partitions.get(key)?.answers.values() ?? []) this.answerEntries -= answer.entries.size;
+    const state = this.partitions.get(key);
+    if (state !== undefined) this.dropAnswersOf(state);
     this.partitions.delete(key);
     this.changes.set(key, (this.changes.get(key) ?? 0) + 1);
   }
@@ -192,15 +240,28 @@ export class LatestValues {
       if (this.partitions.size >= PARTITIONS_MAX) {
         this.partitions.clear();
         this.answerEntries = 0;
+        this.pendingChars = 0;
       }
-      this.partitions.set(partition, (state = { indexes: new Map(), answers: new Map() }));
+      this.partitions.set(partition, (state = { indexes: new Map(), answers: new Map(), pending: [], pendingChars: 0 }));
     }
     return state;
   }
 
   private dropAnswers(): void {
-    for (const state of this.partitions.values()) state.answers.clear();
-    this.answerEntries = 0;
+    for (const state of this.partitions.values()) this.dropAnswersOf(state);
+    assert(this.answerEntries === 0 && this.pendingChars === 0, `${this.answerEntries} answer entries and ${this.pendingChars} pending characters left after a drop`);
+  }
+
+  private dropAnswersOf(state: PartitionState): void {
+    for (const answer of state.answers.values()) this.answerEntries -= answer.entries.size;
+    state.answers.clear();
+    this.clearPending(state);
+  }
+
+  private clearPending(state: PartitionState): void {
+    this.pendingChars -= state.pendingChars;
+    state.pending = [];
+    state.pendingChars = 0;
   }
 
   private async index(stream: string, partition: number, field: string): Promise<KeyIndex> {
@@ -218,6 +279,37 @@ export class LatestValues {
     if ((this.changes.get(key) ?? 0) === changesBefore) this.state(key).indexes.set(field, index);
     return index;
   }
+}
+
+/**
+ * Takes blocks stored since the answer was last asked for, newest first; returns how many
+ * keys they added. Once the answer holds every key the partition's index knows (and so every
+ * key of these blocks, which the index learned as they were stored) with every field, a
+ * block whose newest payload is older than the oldest of them cannot change it: it is passed
+ * over unread. Without the index (past KEY_VALUES_MAX keys), every block is read. The
+ * oldest time is found again after the 1st, 2nd, 4th, 8th… block read: a few times, however
+ * many are read (a field no payload holds keeps it at -Infinity).
+ */
+function takePending(entries: Map<unknown, LatestEntry>, request: LatestRequest, pending: readonly PendingBlock[], index: KeyIndex | undefined): number {
+  let added = 0;
+  let read = 0;
+  let oldest = oldestWhenWhole(entries, index);
+  for (let at = pending.length - 1; at >= 0; at -= 1) {
+    const block = pending[at]!;
+    if (block.maxTs < oldest) continue;
+    added += update(entries, request, decodeBlock(block.text), block.writeId);
+    read += 1;
+    if ((read & (read - 1)) === 0) oldest = oldestWhenWhole(entries, index);
+  }
+  return added;
+}
+
+/** oldestSlot of the entries when they hold every key of the index; -Infinity otherwise. */
+function oldestWhenWhole(entries: ReadonlyMap<unknown, LatestEntry>, index: KeyIndex | undefined): number {
+  const keys = index?.keys;
+  if (keys === undefined || keys.size > entries.size) return -Infinity;
+  for (const key of keys.keys()) if (!entries.has(key)) return -Infinity;
+  return oldestSlot(entries);
 }
 
 /**
@@ -256,6 +348,7 @@ function learn(index: KeyIndex, block: Block, field: string): void {
   const keys = index.keys;
   if (keys === undefined) return;
   const column = block.column(field);
+  // Strings: their own Map keys (keyOf).
   if (column?.kind === 'dictionary') for (const value of column.distinct) keys.set(value, value);
   else {
     const read = fieldReader(block, field);

@@ -302,6 +302,103 @@ describe('historical blocks - last values read newest first', () => {
     expect(valuesOf(again)).toEqual({ x: 1, y: 2 });
     expect(valuesOf(await values.latest(request))).toEqual({ x: 3, y: 2, z: 4 });
   });
+
+  it('takes the writes stored since it was asked for, older and newer, new keys, ties and missing fields, as a read of the store answers', async () => {
+    const stream = 't/c/taken-later';
+    const prng = new Prng(7);
+    const values = new LatestValues(tsr);
+    // cpu in every payload (blocks older than every key's cpu are passed over), mem in few.
+    const requests = [
+      { stream, partition: 0, key: 'host', fields: ['cpu'] },
+      { stream, partition: 0, key: 'host', fields: ['cpu', 'mem'] },
+    ];
+    const used = new Set<number>();
+    let writes = 0;
+    const store = async (count: number, round: number): Promise<StoredRecord[]> => {
+      const records: StoredRecord[] = [];
+      for (let block = 0; block < count; block += 1, writes += 1) {
+        // Mostly newer than what is kept; some from long ago, some at the same times; a new key now and then, old ones too.
+        const late = prng.int(0, 4) === 0;
+        const entries = Array.from({ length: prng.int(1, 8) }, (_, position) => ({
+          timestamp: START_MS + (late ? prng.int(0, 5) : round * 10 + prng.int(0, 2)) * 1000,
+          payload: { host: prng.int(0, 9) === 0 ? `n${writes}` : `h${prng.int(0, 2)}`, cpu: prng.int(0, 400) / 4, ...(prng.int(0, 5) === 0 ? { mem: prng.int(0, 64) } : {}) },
+          position,
+        }));
+        // writeIds in no order of the writes: a tie is won by the greater, wherever it waits.
+        let id: number;
+        do id = prng.int(0, 99_999);
+        while (used.has(id));
+        used.add(id);
+        packBlocks(entries).forEach((packed, ordinal) => records.push({ stream, partition: 0, timestamp: packed.minTs, writeId: `w${String(id).padStart(5, '0')}.${ordinal}`, value: packed.text }));
+      }
+      await database.batch(tsr.writeOperations(records), { sync: true });
+      return records;
+    };
+    // By key: which key an answer names first is no part of it (the query orders its rows).
+    const byKey = (entries: readonly LatestEntry[] | undefined) => [...(entries ?? [])].sort((a, b) => String(a.key).localeCompare(String(b.key)));
+    const fromStore = async (request: LatestRequest) => byKey(await new LatestValues(tsr).latest(request));
+    await store(5, 0);
+    for (const request of requests) expect(byKey(await values.latest(request))).toEqual(await fromStore(request));
+    for (let round = 1; round <= 30; round += 1) {
+      values.stored(await store(prng.int(1, 30), round));
+      for (const request of requests) {
+        const kept = values.kept(request);
+        expect(kept, `round ${round}`).toBeDefined();
+        expect(byKey(kept), `round ${round}, ${request.fields}`).toEqual(await fromStore(request));
+      }
+    }
+  });
+
+  it('takes a write at the time of a kept value when its writeId is greater, and a new key from a block older than every kept value', async () => {
+    const stream = 't/c/ties';
+    const block = (writeId: string, entries: Array<[number, string, number]>): StoredRecord => {
+      const [packed] = packBlocks(entries.map(([timestamp, host, cpu], position) => ({ timestamp, payload: { host, cpu }, position })));
+      return { stream, partition: 0, timestamp: packed!.minTs, writeId, value: packed!.text };
+    };
+    const values = new LatestValues(tsr);
+    const request = { stream, partition: 0, key: 'host', fields: ['cpu'] };
+    const valuesOf = (entries: readonly LatestEntry[] | undefined) => Object.fromEntries((entries ?? []).map((entry) => [entry.key, entry.slots[0]?.value]));
+    const first = block('b.0', [[START_MS + 500, 'x', 1], [START_MS + 600, 'y', 2]]);
+    await database.batch(tsr.writeOperations([first]), { sync: true });
+    expect(valuesOf(await values.latest(request))).toEqual({ x: 1, y: 2 });
+    // At x's time with a greater writeId (wins), and at y's with a smaller one (loses).
+    const ties = [block('c.0', [[START_MS + 500, 'x', 3]]), block('a.0', [[START_MS + 600, 'y', 4]])];
+    await database.batch(tsr.writeOperations(ties), { sync: true });
+    values.stored(ties);
+    expect(valuesOf(values.kept(request))).toEqual({ x: 3, y: 2 });
+    // A key only before every kept value.
+    const older = [block('d.0', [[START_MS + 100, 'z', 5]])];
+    await database.batch(tsr.writeOperations(older), { sync: true });
+    values.stored(older);
+    expect(valuesOf(values.kept(request))).toEqual({ x: 3, y: 2, z: 5 });
+    expect(valuesOf(await new LatestValues(tsr).latest(request))).toEqual({ x: 3, y: 2, z: 5 });
+  });
+
+  it('drops a kept answer that more writes wait beside than it keeps, and reads it again when asked', async () => {
+    const stream = 't/c/too-many-waiting';
+    const block = (writeId: string, timestamp: number, cpu: number): StoredRecord => {
+      const [packed] = packBlocks([{ timestamp, payload: { host: 'x', cpu }, position: 0 }]);
+      return { stream, partition: 0, timestamp: packed!.minTs, writeId, value: packed!.text };
+    };
+    const values = new LatestValues(tsr);
+    const request = { stream, partition: 0, key: 'host', fields: ['cpu'] };
+    const first = block('a.0', START_MS, 1);
+    await database.batch(tsr.writeOperations([first]), { sync: true });
+    await values.latest(request);
+    const later = Array.from({ length: 1_025 }, (_, index) => block(`b${String(index).padStart(4, '0')}.0`, START_MS + 1 + index, index));
+    await database.batch(tsr.writeOperations(later), { sync: true });
+    values.stored(later.slice(0, 1_024));
+    expect(values.kept(request)?.[0]?.slots[0]?.value).toBe(1_023);
+    values.stored(later.slice(1_024));
+    expect(values.kept(request)?.[0]?.slots[0]?.value).toBe(1_024);
+    // 1,025 blocks at once: more than wait beside an answer (1,024); it is dropped, then read from the store.
+    const more = Array.from({ length: 1_025 }, (_, index) => block(`c${String(index).padStart(4, '0')}.0`, START_MS + 2_000 + index, 2_000 + index));
+    await database.batch(tsr.writeOperations(more), { sync: true });
+    values.stored(more);
+    expect(values.kept(request)).toBeUndefined();
+    expect((await values.latest(request))[0]?.slots[0]?.value).toBe(3_024);
+    expect(values.kept(request)?.[0]?.slots[0]?.value).toBe(3_024);
+  });
 });
 
 describe('historical blocks - where each partition\'s last values come from', () => {
