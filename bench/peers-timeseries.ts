@@ -14,6 +14,9 @@
 // the bench): cpu and mem are multiples of 1/4 and 1/16, so every sum is exact in any
 // order and a mean is the same double on both sides.
 // Goals: ingest ≥ 0.9 of the floor and ≥ 1.0 × InfluxDB; each query's p50 ≤ 1.0 × InfluxDB's.
+// Then a dashboard during ingest, on both: the same points into a new stream (database)
+// alone, then into another while the latest values per host are asked every 250 ms, its
+// last answer checked against the whole stream's; reported as the ratio of the two ingests.
 // Beside the ingests, the floor (ingest-floor.ts): one bare process taking the same bodies
 // with only what any store of them built on Node and LevelDB must do, parsing on two worker
 // threads as our node does, so that the report says how far any design on these parts gets;
@@ -26,7 +29,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { cleanup, client, NodeProcess } from '../test/kit/node-process.js';
+import { cleanup, client, NodeProcess, sleep } from '../test/kit/node-process.js';
 import { SseClient } from '../test/kit/sse-client.js';
 import { Prng } from '../test/sim/prng.js';
 import { expectOk, log, nodeFlags, percentile, phase, round, runBatches, type Timing } from './ingest.js';
@@ -61,6 +64,8 @@ const INGEST_RATIO_MIN = 1;
 const INGEST_OF_FLOOR_MIN = 0.9;
 const QUERY_P50_RATIO_MAX = 1;
 const QUERY_TIMEOUT_MS = 600_000;
+/** How often the dashboard asks for the latest values while its ingest runs. */
+const DASHBOARD_INTERVAL_MS = 250;
 
 const SCHEMA = {
   version: '1',
@@ -305,14 +310,18 @@ function queryKinds(points: readonly Point[]): QueryKind[] {
   return [
     windowsQuery('windows', 'count, mean(cpu), mean(mem) per host per 1-minute window, whole range', () => whole),
     windowsQuery('narrowWindows', `the same over 1% of the range (${narrowMinutes} minute${narrowMinutes === 1 ? '' : 's'}, a different one each run)`, narrow),
-    {
-      name: 'latest',
-      label: 'the latest point per host (time, cpu, mem)',
-      range: () => undefined,
-      ours: () => `from historical ${STREAM} group by host select host, last(at) as at, last(cpu) as cpu, last(mem) as mem`,
-      influx: () => `SELECT last(cpu) AS cpu, mem FROM ${MEASUREMENT} GROUP BY host`,
-    },
+    latestKind(STREAM),
   ];
+}
+
+function latestKind(stream: string): QueryKind {
+  return {
+    name: 'latest',
+    label: 'the latest point per host (time, cpu, mem)',
+    range: () => undefined,
+    ours: () => `from historical ${stream} group by host select host, last(at) as at, last(cpu) as cpu, last(mem) as mem`,
+    influx: () => `SELECT last(cpu) AS cpu, mem FROM ${MEASUREMENT} GROUP BY host`,
+  };
 }
 
 function timeMs(value: unknown): number {
@@ -473,6 +482,90 @@ async function measure(kind: QueryKind, node: NodeProcess, influx: InfluxServer 
   };
 }
 
+// ---------------------------------------------------------------- a dashboard during ingest
+
+/** One side of the dashboard phase: where its points go, and how it is asked for the latest values. */
+interface DashboardSide {
+  pid: number | undefined;
+  other: number | undefined;
+  /** A new stream (database) of the points; what send and ask take. */
+  create(name: string): Promise<string>;
+  send(target: string, index: number): Promise<void>;
+  ask(target: string): Promise<{ queryMs: number; answer: Answer }>;
+}
+
+interface DashboardIngest {
+  /** The points into a new stream (database), nothing asked meanwhile. */
+  alone: { pointsPerSecond: number; serverCpuSeconds: number | undefined };
+  /** Into another, the latest values asked every DASHBOARD_INTERVAL_MS meanwhile. */
+  asked: { pointsPerSecond: number; serverCpuSeconds: number | undefined; questions: number; questionMs: Latency };
+  /** asked / alone, points per second. */
+  ratio: number;
+}
+
+/** The ingest alone, then with the dashboard asking; its last answer must be `expected` (the whole stream's, the same points). */
+async function dashboardIngest(side: DashboardSide, batches: number, points: number, concurrency: number, expected: Answer): Promise<DashboardIngest> {
+  const rate = (timing: IngestTiming) => Math.round(points / (timing.elapsedMs / 1000));
+  const lone = await side.create('alone');
+  const alone = await timedIngest(side.pid, side.other, batches, concurrency, (index) => side.send(lone, index), false);
+  await waitQuiet([side.pid]);
+  const target = await side.create('asked');
+  const questionMs: number[] = [];
+  let ingesting = true;
+  const dashboard = (async () => {
+    while (ingesting) {
+      const started = performance.now();
+      questionMs.push((await side.ask(target)).queryMs);
+      await sleep(Math.max(0, DASHBOARD_INTERVAL_MS - (performance.now() - started)));
+    }
+  })();
+  let asked: IngestTiming;
+  try {
+    asked = await timedIngest(side.pid, side.other, batches, concurrency, (index) => side.send(target, index), false);
+  } finally {
+    ingesting = false;
+    await dashboard;
+  }
+  const differs = difference((await side.ask(target)).answer, expected);
+  if (differs !== undefined) throw new Error(`the latest values asked after the dashboard's ingest: ${differs}`);
+  await waitQuiet([side.pid]);
+  return {
+    alone: { pointsPerSecond: rate(alone), serverCpuSeconds: alone.serverCpuSeconds },
+    asked: { pointsPerSecond: rate(asked), serverCpuSeconds: asked.serverCpuSeconds, questions: questionMs.length, questionMs: latency(questionMs) },
+    ratio: round(rate(asked) / rate(alone), 2),
+  };
+}
+
+function oursDashboard(node: NodeProcess, other: number | undefined, bodies: readonly Buffer[]): DashboardSide {
+  return {
+    pid: node.child?.pid,
+    other,
+    create: (name) => defineStream(node, `${STREAM}-${name}`),
+    send: (url, index) => post(url, bodies[index]!, 'application/json', 200),
+    ask: (url) => {
+      const kind = latestKind(url.slice(node.url.length));
+      return runOurs(node, kind.ours(undefined), kind);
+    },
+  };
+}
+
+function influxDashboard(server: InfluxServer, other: number | undefined, bodies: readonly Buffer[]): DashboardSide {
+  return {
+    pid: server.pid,
+    other,
+    create: async (name) => {
+      await influxQuery(server, undefined, `CREATE DATABASE ${DATABASE}_${name}`, 'POST');
+      return `${DATABASE}_${name}`;
+    },
+    send: (database, index) => post(`${server.url}/write?db=${database}&precision=ms`, bodies[index]!, 'text/plain; charset=utf-8', 204),
+    ask: async (database) => {
+      const started = performance.now();
+      const series = await influxQuery(server, database, latestKind(STREAM).influx(undefined));
+      return { queryMs: performance.now() - started, answer: influxAnswer(series) };
+    },
+  };
+}
+
 // ---------------------------------------------------------------- report
 
 function markdown(report: any): string {
@@ -536,6 +629,17 @@ function markdown(report: any): string {
         `${q.p50Ratio === undefined ? '–' : `**${q.p50Ratio}**`} | ${ms(q.oursSetupMs.p50)} |`,
     ),
     '',
+    `A dashboard during ingest: the points into a new stream alone, then into another while the latest values per host are asked every ${DASHBOARD_INTERVAL_MS} ms (the last answer checked):`,
+    '',
+    '| dashboard | alone, points/s | asked, points/s | asked / alone | questions | question p50 ms | question p99 ms |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...[
+      ['Tributary', report.dashboard.ours],
+      ['InfluxDB', report.dashboard.influx],
+    ]
+      .filter((row): row is [string, DashboardIngest] => row[1] !== undefined)
+      .map(([name, d]) => `| ${name} | ${n(d.alone.pointsPerSecond)} | ${n(d.asked.pointsPerSecond)} | **${d.ratio}** | ${d.asked.questions} | ${ms(d.asked.questionMs.p50)} | ${ms(d.asked.questionMs.p99)} |`),
+    '',
     `InfluxDB: ${report.influx.version ?? 'not run'}. Params: ${JSON.stringify(report.params)}. ` +
       `Machine: ${report.machine.cpus} × ${report.machine.model}, Node ${report.machine.node}, load average ${report.machine.loadAverage1m.before} → ${report.machine.loadAverage1m.after}.`,
   );
@@ -590,6 +694,21 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
     }
     if (mismatches.length > 0) throw new Error(`${mismatches.length} answers differ from InfluxDB's:\n${mismatches.slice(0, 10).join('\n')}`);
 
+    log(`peers-timeseries: a dashboard during ingest, ours: the points alone, then with the latest values asked every ${DASHBOARD_INTERVAL_MS} ms…`);
+    const latest = latestKind(STREAM);
+    const oursLatest = (await runOurs(node, latest.ours(undefined), latest)).answer;
+    const dashboard: { ours: DashboardIngest; influx: DashboardIngest | undefined } = {
+      ours: await dashboardIngest(oursDashboard(node, influx?.pid, bodies.ours), bodies.ours.length, points.length, options.concurrency, oursLatest),
+      influx: undefined,
+    };
+    log(`  ${dashboard.ours.asked.pointsPerSecond} points/s asked, ${dashboard.ours.alone.pointsPerSecond} alone (${dashboard.ours.ratio}); ${dashboard.ours.asked.questions} questions, p50 ${dashboard.ours.asked.questionMs.p50} ms`);
+    if (influx !== undefined) {
+      log('peers-timeseries: a dashboard during ingest, InfluxDB…');
+      const influxLatest = (await runInflux(influx, latest.influx(undefined))).answer;
+      dashboard.influx = await dashboardIngest(influxDashboard(influx, node.child?.pid, bodies.influx), bodies.influx.length, points.length, options.concurrency, influxLatest);
+      log(`  ${dashboard.influx.asked.pointsPerSecond} points/s asked, ${dashboard.influx.alone.pointsPerSecond} alone (${dashboard.influx.ratio}); ${dashboard.influx.asked.questions} questions, p50 ${dashboard.influx.asked.questionMs.p50} ms`);
+    }
+
     const ingestRatio = influxIngest === undefined ? undefined : round(oursIngest.pointsPerSecond / influxIngest.pointsPerSecond, 2);
     const floorRatio = influxIngest === undefined ? undefined : round(floorIngest.pointsPerSecond / influxIngest.pointsPerSecond, 2);
     const oursOfFloor = round(oursIngest.pointsPerSecond / floorIngest.pointsPerSecond, 2);
@@ -620,6 +739,7 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
         oursOfFloorBlocks: round(oursIngest.pointsPerSecond / floorBlocksIngest.pointsPerSecond, 2),
       },
       queries,
+      dashboard,
       verified: influx === undefined ? 'no InfluxDB: answers not cross-checked' : 'every answer pair equal, exactly (per host and window: count, mean cpu, mean mem; per host: time, cpu, mem)',
       goals: {
         ingestRatioMin: INGEST_RATIO_MIN,

@@ -11,11 +11,13 @@
 // newer payload: blocks left start no later than the next one, and end less than the
 // widest span after it. A key field of too many values (KEY_VALUES_MAX) is read to the
 // end. The answer is kept too, as InfluxDB keeps the last values of series in memory: the
-// same question again reads nothing. Writes stored here wait beside a kept answer until it
-// is next asked for, then are taken newest first, and a block whose newest payload is older
-// than every key's every field is passed over unread (a dashboard asking while ingest runs
-// reads the newest blocks, not every block every write stored). The query's node keeps, per
-// key and field, the newest of the partitions' answers.
+// same question again reads nothing. Blocks stored while a read runs are taken into what it
+// built before it is kept (a block taken twice changes nothing), so an answer read while
+// ingest runs is kept too. Blocks stored later wait beside a kept answer until it is next
+// asked for, then are taken newest first, and a block whose newest payload is older than
+// every key's every field is passed over unread (a dashboard asking while ingest runs reads
+// the newest blocks, not every block every write stored). The query's node keeps, per key
+// and field, the newest of the partitions' answers.
 
 import type { Value } from '../expression/index.js';
 import { assert } from '../lib/assert.js';
@@ -103,6 +105,14 @@ interface PendingBlock {
   readonly maxTs: number;
 }
 
+/** Blocks stored into a partition while a read of it runs, for what the read builds. */
+interface Capture {
+  readonly blocks: PendingBlock[];
+  chars: number;
+  /** Past PENDING_BLOCKS_MAX or PENDING_CHARS_MAX: what the read builds is used, not kept. */
+  overflowed: boolean;
+}
+
 /** What is kept of one partition: key indexes by field, answers by question (key and fields), and the blocks the answers have yet to take. */
 interface PartitionState {
   readonly indexes: Map<string, KeyIndex>;
@@ -113,8 +123,10 @@ interface PartitionState {
 
 export class LatestValues {
   private readonly partitions = new Map<string, PartitionState>();
-  /** Writes stored and drops per partition, so that what is built meanwhile is not kept. */
-  private readonly changes = new Map<string, number>();
+  /** Drops per partition (forget), so that what is built meanwhile is not kept. */
+  private readonly drops = new Map<string, number>();
+  /** The reads running per partition, each taking the blocks stored meanwhile. */
+  private readonly captures = new Map<string, Set<Capture>>();
   private answerEntries = 0;
   /** The characters of every partition's pending blocks. */
   private pendingChars = 0;
@@ -132,14 +144,39 @@ export class LatestValues {
     const question = questionOf(request);
     const kept = this.keptAt(partition, question);
     if (kept !== undefined) return kept;
-    const changesBefore = this.changes.get(partition) ?? 0;
-    const entries = await this.read(request);
-    if ((this.changes.get(partition) ?? 0) === changesBefore) {
+    const { built: entries, stored } = await this.capturing(partition, () => this.read(request));
+    if (stored !== undefined) {
+      takePending(entries, request, stored, this.partitions.get(partition)?.indexes.get(request.key));
       if (this.answerEntries + entries.size > ANSWER_ENTRIES_MAX) this.dropAnswers();
-      this.state(partition).answers.set(question, { request, entries });
+      const answers = this.state(partition).answers;
+      // Two reads of the same question at once: the later one's answer is kept.
+      this.answerEntries -= answers.get(question)?.entries.size ?? 0;
+      answers.set(question, { request, entries });
       this.answerEntries += entries.size;
     }
     return [...entries.values()];
+  }
+
+  /**
+   * Runs a read of the partition, taking the blocks stored meanwhile (from before its first
+   * await: a block stored before the read's snapshot is taken too, which changes nothing).
+   * `stored` is undefined when what the read built may not be kept: the partition was
+   * dropped meanwhile, or more blocks came than a capture keeps.
+   */
+  private async capturing<T>(partition: string, read: () => Promise<T>): Promise<{ built: T; stored: PendingBlock[] | undefined }> {
+    const capture: Capture = { blocks: [], chars: 0, overflowed: false };
+    const dropsBefore = this.drops.get(partition) ?? 0;
+    let running = this.captures.get(partition);
+    if (running === undefined) this.captures.set(partition, (running = new Set()));
+    running.add(capture);
+    try {
+      const built = await read();
+      const whole = !capture.overflowed && (this.drops.get(partition) ?? 0) === dropsBefore;
+      return { built, stored: whole ? capture.blocks : undefined };
+    } finally {
+      running.delete(capture);
+      if (running.size === 0) this.captures.delete(partition);
+    }
   }
 
   /** The kept answer to the question of the partition, if one is kept, with every block stored since taken. */
@@ -199,20 +236,22 @@ export class LatestValues {
     return entries;
   }
 
-  /** Blocks just stored here (a write, a hint, a repair): the partition's indexes learn their keys. */
+  /** Blocks just stored here (a write, a hint, a repair): the partition's indexes learn their keys, its answers and reads take them. */
   stored(records: readonly StoredRecord[]): void {
     for (const record of records) {
       const partition = partitionKey(record.stream, record.partition);
-      this.changes.set(partition, (this.changes.get(partition) ?? 0) + 1);
       const state = this.partitions.get(partition);
-      if (state === undefined) continue;
+      const captures = this.captures.get(partition);
+      if (state === undefined && captures === undefined) continue;
       let maxTs: number;
-      if (state.indexes.size > 0) {
+      if (state !== undefined && state.indexes.size > 0) {
         const block = decodeBlock(record.value);
         for (const [field, index] of state.indexes) learn(index, block, field);
         maxTs = block.maxTs;
       } else maxTs = blockHeader(record.value).maxTs;
-      if (state.answers.size > 0) this.defer(state, { text: record.value, writeId: record.writeId, maxTs });
+      const stored: PendingBlock = { text: record.value, writeId: record.writeId, maxTs };
+      if (state !== undefined && state.answers.size > 0) this.defer(state, stored);
+      for (const capture of captures ?? []) takeInto(capture, stored);
     }
   }
 
@@ -231,7 +270,7 @@ export class LatestValues {
     const state = this.partitions.get(key);
     if (state !== undefined) this.dropAnswersOf(state);
     this.partitions.delete(key);
-    this.changes.set(key, (this.changes.get(key) ?? 0) + 1);
+    this.drops.set(key, (this.drops.get(key) ?? 0) + 1);
   }
 
   private state(partition: string): PartitionState {
@@ -268,16 +307,32 @@ export class LatestValues {
     const key = partitionKey(stream, partition);
     const known = this.partitions.get(key)?.indexes.get(field);
     if (known !== undefined) return known;
-    const changesBefore = this.changes.get(key) ?? 0;
-    const index: KeyIndex = { keys: new Map(), spanMs: 0 };
-    for await (const stored of this.source.partitionBlocks(stream, partition, false)) {
-      const header = blockHeader(stored.value);
-      index.spanMs = Math.max(index.spanMs, header.maxTs - header.minTs);
-      if (index.keys !== undefined) learn(index, decodeBlock(stored.value), field);
+    const { built: index, stored } = await this.capturing(key, async () => {
+      const built: KeyIndex = { keys: new Map(), spanMs: 0 };
+      for await (const block of this.source.partitionBlocks(stream, partition, false)) {
+        const header = blockHeader(block.value);
+        built.spanMs = Math.max(built.spanMs, header.maxTs - header.minTs);
+        if (built.keys !== undefined) learn(built, decodeBlock(block.value), field);
+      }
+      return built;
+    });
+    // Without every block stored meanwhile (too many, or a drop), it is used for this read, not kept.
+    if (stored !== undefined) {
+      for (const block of stored) learn(index, decodeBlock(block.text), field);
+      this.state(key).indexes.set(field, index);
     }
-    // Something stored meanwhile may be missing from it: used for this read, not kept.
-    if ((this.changes.get(key) ?? 0) === changesBefore) this.state(key).indexes.set(field, index);
     return index;
+  }
+}
+
+/** A block stored while a read runs, for what it builds; past the bounds, the capture is spoiled and keeps nothing more. */
+function takeInto(capture: Capture, block: PendingBlock): void {
+  if (capture.overflowed) return;
+  capture.blocks.push(block);
+  capture.chars += block.text.length;
+  if (capture.blocks.length > PENDING_BLOCKS_MAX || capture.chars > PENDING_CHARS_MAX) {
+    capture.overflowed = true;
+    capture.blocks.length = 0;
   }
 }
 

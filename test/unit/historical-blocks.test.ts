@@ -374,6 +374,62 @@ describe('historical blocks - last values read newest first', () => {
     expect(valuesOf(await new LatestValues(tsr).latest(request))).toEqual({ x: 3, y: 2, z: 5 });
   });
 
+  it('keeps an answer read while writes are stored, with those writes (its key index too), and not one read while the partition is dropped', async () => {
+    const stream = 't/c/read-while-stored';
+    const block = (writeId: string, entries: Array<[number, string, number]>): StoredRecord => {
+      const [packed] = packBlocks(entries.map(([timestamp, host, cpu], position) => ({ timestamp, payload: { host, cpu }, position })));
+      return { stream, partition: 0, timestamp: packed!.minTs, writeId, value: packed!.text };
+    };
+    const request = { stream, partition: 0, key: 'host', fields: ['cpu'] };
+    const valuesOf = (entries: readonly LatestEntry[] | undefined) => Object.fromEntries((entries ?? []).map((entry) => [entry.key, entry.slots[0]?.value]));
+    await database.batch(tsr.writeOperations([block('a.0', [[START_MS + 1_000, 'x', 1], [START_MS + 1_000, 'y', 2]])]), { sync: true });
+    // A read held after its first block (its snapshot taken) while the test stores or drops:
+    // the newest-first read of the answer, or the oldest-first one of the key index.
+    const heldRead = (meanwhile: (values: LatestValues) => Promise<void>, holding = true) => {
+      let reached!: () => void;
+      const atFirst = new Promise<void>((resolve) => (reached = resolve));
+      let resume!: () => void;
+      const resumed = new Promise<void>((resolve) => (resume = resolve));
+      const values = new LatestValues({
+        async *partitionBlocks(name, partition, newestFirst) {
+          let first = newestFirst === holding;
+          for await (const stored of tsr.partitionBlocks(name, partition, newestFirst)) {
+            if (first) {
+              first = false;
+              reached();
+              await resumed;
+            }
+            yield stored;
+          }
+        },
+      });
+      const asked = values.latest(request);
+      return (async () => {
+        await atFirst;
+        await meanwhile(values);
+        resume();
+        await asked;
+        return values;
+      })();
+    };
+    const later = block('b.0', [[START_MS + 1_300, 'x', 3], [START_MS + 1_400, 'z', 4]]);
+    const stored = await heldRead(async (values) => {
+      await database.batch(tsr.writeOperations([later]), { sync: true });
+      values.stored([later]);
+    });
+    expect(valuesOf(stored.kept(request))).toEqual({ x: 3, y: 2, z: 4 });
+    const dropped = await heldRead(async (values) => values.forget(stream, 0));
+    expect(dropped.kept(request)).toBeUndefined();
+    // A new key stored while the index is built, older than every other key's value: the
+    // index has it, so the read goes on past the blocks of x and y (each of no span) to it.
+    const older = block('c.0', [[START_MS + 50, 'w', 5]]);
+    const indexed = await heldRead(async (values) => {
+      await database.batch(tsr.writeOperations([older]), { sync: true });
+      values.stored([older]);
+    }, false);
+    expect(valuesOf(indexed.kept(request))).toEqual({ x: 3, y: 2, z: 4, w: 5 });
+  });
+
   it('drops a kept answer that more writes wait beside than it keeps, and reads it again when asked', async () => {
     const stream = 't/c/too-many-waiting';
     const block = (writeId: string, timestamp: number, cpu: number): StoredRecord => {
