@@ -267,30 +267,34 @@ describe('historical blocks - last values per key as writes and drops come', () 
   });
 });
 
+/** A block of one partition of `stream`, of payloads { host, cpu } at the times given. */
+function hostBlock(stream: string, writeId: string, entries: Array<[number, string, number]>): StoredRecord {
+  const [packed] = packBlocks(entries.map(([timestamp, host, cpu], position) => ({ timestamp, payload: { host, cpu }, position })));
+  return { stream, partition: 0, timestamp: packed!.minTs, writeId, value: packed!.text };
+}
+
+/** Each key's value of the first field asked for. */
+function firstValues(entries: readonly LatestEntry[] | undefined): Record<string, unknown> {
+  return Object.fromEntries((entries ?? []).map((entry) => [entry.key, entry.slots[0]?.value]));
+}
+
 describe('historical blocks - last values read newest first', () => {
   it('reads on past a block that starts earlier but may end later than what it found', async () => {
     const stream = 't/c/overlap';
-    const block = (writeId: string, entries: Array<[number, string, number]>): StoredRecord => {
-      const [packed] = packBlocks(entries.map(([timestamp, host, cpu], position) => ({ timestamp, payload: { host, cpu }, position })));
-      return { stream, partition: 0, timestamp: packed!.minTs, writeId, value: packed!.text };
-    };
+    const block = (writeId: string, entries: Array<[number, string, number]>) => hostBlock(stream, writeId, entries);
     // Newest first by start, b comes before a; a starts earlier and ends later, with x's newest.
     const a = block('a.0', [[START_MS + 100, 'y', 1], [START_MS + 500, 'x', 2]]);
     const b = block('b.0', [[START_MS + 200, 'x', 3], [START_MS + 300, 'y', 4]]);
     await database.batch(tsr.writeOperations([a, b]), { sync: true });
     const entries = await new LatestValues(tsr).latest({ stream, partition: 0, key: 'host', fields: ['cpu'] });
-    expect(Object.fromEntries(entries.map((entry) => [entry.key, entry.slots[0]?.value]))).toEqual({ x: 2, y: 4 });
+    expect(firstValues(entries)).toEqual({ x: 2, y: 4 });
   });
 
   it('hands out answers that later writes leave as they were, while the kept answer follows the writes', async () => {
     const stream = 't/c/handed-out';
-    const block = (writeId: string, entries: Array<[number, string, number]>): StoredRecord => {
-      const [packed] = packBlocks(entries.map(([timestamp, host, cpu], position) => ({ timestamp, payload: { host, cpu }, position })));
-      return { stream, partition: 0, timestamp: packed!.minTs, writeId, value: packed!.text };
-    };
+    const block = (writeId: string, entries: Array<[number, string, number]>) => hostBlock(stream, writeId, entries);
     const values = new LatestValues(tsr);
     const request = { stream, partition: 0, key: 'host', fields: ['cpu'] };
-    const valuesOf = (entries: readonly LatestEntry[]) => Object.fromEntries(entries.map((entry) => [entry.key, entry.slots[0]?.value]));
     const first = block('a.0', [[START_MS + 100, 'x', 1], [START_MS + 200, 'y', 2]]);
     await database.batch(tsr.writeOperations([first]), { sync: true });
     const before = await values.latest(request);
@@ -298,9 +302,9 @@ describe('historical blocks - last values read newest first', () => {
     const later = block('b.0', [[START_MS + 300, 'x', 3], [START_MS + 400, 'z', 4]]);
     await database.batch(tsr.writeOperations([later]), { sync: true });
     values.stored([later]);
-    expect(valuesOf(before)).toEqual({ x: 1, y: 2 });
-    expect(valuesOf(again)).toEqual({ x: 1, y: 2 });
-    expect(valuesOf(await values.latest(request))).toEqual({ x: 3, y: 2, z: 4 });
+    expect(firstValues(before)).toEqual({ x: 1, y: 2 });
+    expect(firstValues(again)).toEqual({ x: 1, y: 2 });
+    expect(firstValues(await values.latest(request))).toEqual({ x: 3, y: 2, z: 4 });
   });
 
   it('takes the writes stored since it was asked for, older and newer, new keys, ties and missing fields, as a read of the store answers', async () => {
@@ -351,37 +355,29 @@ describe('historical blocks - last values read newest first', () => {
 
   it('takes a write at the time of a kept value when its writeId is greater, and a new key from a block older than every kept value', async () => {
     const stream = 't/c/ties';
-    const block = (writeId: string, entries: Array<[number, string, number]>): StoredRecord => {
-      const [packed] = packBlocks(entries.map(([timestamp, host, cpu], position) => ({ timestamp, payload: { host, cpu }, position })));
-      return { stream, partition: 0, timestamp: packed!.minTs, writeId, value: packed!.text };
-    };
+    const block = (writeId: string, entries: Array<[number, string, number]>) => hostBlock(stream, writeId, entries);
     const values = new LatestValues(tsr);
     const request = { stream, partition: 0, key: 'host', fields: ['cpu'] };
-    const valuesOf = (entries: readonly LatestEntry[] | undefined) => Object.fromEntries((entries ?? []).map((entry) => [entry.key, entry.slots[0]?.value]));
     const first = block('b.0', [[START_MS + 500, 'x', 1], [START_MS + 600, 'y', 2]]);
     await database.batch(tsr.writeOperations([first]), { sync: true });
-    expect(valuesOf(await values.latest(request))).toEqual({ x: 1, y: 2 });
+    expect(firstValues(await values.latest(request))).toEqual({ x: 1, y: 2 });
     // At x's time with a greater writeId (wins), and at y's with a smaller one (loses).
     const ties = [block('c.0', [[START_MS + 500, 'x', 3]]), block('a.0', [[START_MS + 600, 'y', 4]])];
     await database.batch(tsr.writeOperations(ties), { sync: true });
     values.stored(ties);
-    expect(valuesOf(values.kept(request))).toEqual({ x: 3, y: 2 });
+    expect(firstValues(values.kept(request))).toEqual({ x: 3, y: 2 });
     // A key only before every kept value.
     const older = [block('d.0', [[START_MS + 100, 'z', 5]])];
     await database.batch(tsr.writeOperations(older), { sync: true });
     values.stored(older);
-    expect(valuesOf(values.kept(request))).toEqual({ x: 3, y: 2, z: 5 });
-    expect(valuesOf(await new LatestValues(tsr).latest(request))).toEqual({ x: 3, y: 2, z: 5 });
+    expect(firstValues(values.kept(request))).toEqual({ x: 3, y: 2, z: 5 });
+    expect(firstValues(await new LatestValues(tsr).latest(request))).toEqual({ x: 3, y: 2, z: 5 });
   });
 
   it('keeps an answer read while writes are stored, with those writes (its key index too), and not one read while the partition is dropped', async () => {
     const stream = 't/c/read-while-stored';
-    const block = (writeId: string, entries: Array<[number, string, number]>): StoredRecord => {
-      const [packed] = packBlocks(entries.map(([timestamp, host, cpu], position) => ({ timestamp, payload: { host, cpu }, position })));
-      return { stream, partition: 0, timestamp: packed!.minTs, writeId, value: packed!.text };
-    };
+    const block = (writeId: string, entries: Array<[number, string, number]>) => hostBlock(stream, writeId, entries);
     const request = { stream, partition: 0, key: 'host', fields: ['cpu'] };
-    const valuesOf = (entries: readonly LatestEntry[] | undefined) => Object.fromEntries((entries ?? []).map((entry) => [entry.key, entry.slots[0]?.value]));
     await database.batch(tsr.writeOperations([block('a.0', [[START_MS + 1_000, 'x', 1], [START_MS + 1_000, 'y', 2]])]), { sync: true });
     // A read held after its first block (its snapshot taken) while the test stores or drops:
     // the newest-first read of the answer, or the oldest-first one of the key index.
@@ -417,7 +413,7 @@ describe('historical blocks - last values read newest first', () => {
       await database.batch(tsr.writeOperations([later]), { sync: true });
       values.stored([later]);
     });
-    expect(valuesOf(stored.kept(request))).toEqual({ x: 3, y: 2, z: 4 });
+    expect(firstValues(stored.kept(request))).toEqual({ x: 3, y: 2, z: 4 });
     const dropped = await heldRead(async (values) => values.forget(stream, 0));
     expect(dropped.kept(request)).toBeUndefined();
     // A new key stored while the index is built, older than every other key's value: the
@@ -427,7 +423,7 @@ describe('historical blocks - last values read newest first', () => {
       await database.batch(tsr.writeOperations([older]), { sync: true });
       values.stored([older]);
     }, false);
-    expect(valuesOf(indexed.kept(request))).toEqual({ x: 3, y: 2, z: 4, w: 5 });
+    expect(firstValues(indexed.kept(request))).toEqual({ x: 3, y: 2, z: 4, w: 5 });
   });
 
   it('drops a kept answer that more writes wait beside than it keeps, and reads it again when asked', async () => {
