@@ -224,6 +224,7 @@ function handOffParts(ports: DataPlanePorts, writes: ReturnType<typeof writePart
     digests: async (owner, repo, stream, partitions) => (core.available(owner) ? remoteDigests(owner, repo, stream, partitions) : new Map()),
     localDigest: (part) => ports.partitions.digest(part),
     holds: async (repo, stream, partition) => (await ports.partitions.keys({ repo, stream, partition })).length > 0,
+    refilling: () => repair.damaged() !== undefined,
     finalSynced: (changeId) => ports.shell.finalSynced(changeId),
     graceMs: 2 * limits.writeDeadlineMs,
     retryMs: limits.hintReplayIntervalMs,

@@ -57,6 +57,8 @@ export interface PartitionHandOffDeps {
   localDigest?(part: { repo: RepositoryName; stream: string; partition: number }): Promise<unknown>;
   /** Whether this node holds records of the partition. */
   holds(repo: RepositoryName, stream: string, partition: number): Promise<boolean>;
+  /** Whether this node's data awaits a refill (damage found at open): a leaver hands off once refilled. */
+  refilling?(): boolean;
   /** The leaving node has handed everything off: tell the core (input `final-sync-done`). */
   finalSynced(changeId: string): void;
   /** Writes accepted under the old table may still be landing: drops wait this long. */
@@ -239,6 +241,11 @@ export class PartitionHandOff {
     // The node of a leave is the one in motion, Leaving, until the change completes (membership.ts).
     assert(memberNamed(membership, this.deps.localName)?.state === 'Leaving', () => `${this.deps.localName} leaves as ${memberNamed(membership, this.deps.localName)?.state}`);
     if (uncoveredNeeds(membership).length > 0 || this.deps.hintTargets().length > 0) return;
+    // Damage took records from this node (a write-ahead log cut short) that the other owners
+    // hold: pushed before the refill brings them back, its hand-off would leave them to the
+    // next owners' anti-entropy (the chaos suite's leave-r2, seed 10). It waits for the refill,
+    // which ends without an owner that cannot answer (docs/cluster.md, "Damaged data").
+    if (this.deps.refilling?.() === true) return;
     // Follow-ups still waiting go to another member rather than hold the leave (their
     // exchanges can take seconds when an owner was down); they wait here if none takes them.
     if ((this.deps.followUpsPending?.() ?? 0) > 0 && !(await (this.deps.handOverFollowUps?.() ?? Promise.resolve(false)))) return;

@@ -81,6 +81,27 @@ describe('partition hand-off - a leaving node\'s follow-ups of failed writes', (
   });
 });
 
+describe('partition hand-off - a leaving node whose data awaits a refill', () => {
+  it('hands off only once refilled, so that what its damage took reaches the next owners', async () => {
+    let refilling = true;
+    let handedOff = 0;
+    const { handOff, finalSynced, tick, until } = started(leaving(), 'c', {
+      refilling: () => refilling,
+      handOff: async () => ((handedOff += 1), 0),
+    });
+    tick();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(handedOff).toBe(0);
+    expect(finalSynced).toEqual([]);
+    refilling = false;
+    tick();
+    await until(() => finalSynced.length > 0);
+    expect(handedOff).toBeGreaterThan(0);
+    expect(finalSynced).toEqual(['e7-leave-c']);
+    handOff.stop();
+  });
+});
+
 describe('partition hand-off - a partition dropped while a change is in flight', () => {
   it('is pushed to the owners the change gives it as well as to its owners now', async () => {
     // c joins a and b; e (not a member) once owned the partitions and drops them now.
