@@ -243,8 +243,8 @@ export class PartitionHandOff {
     if (uncoveredNeeds(membership).length > 0 || this.deps.hintTargets().length > 0) return;
     // Damage took records from this node (a write-ahead log cut short) that the other owners
     // hold: pushed before the refill brings them back, its hand-off would leave them to the
-    // next owners' anti-entropy (the chaos suite's leave-r2, seed 10). It waits for the refill,
-    // which ends without an owner that cannot answer (docs/cluster.md, "Damaged data").
+    // next owners' anti-entropy. It waits for the refill, which ends without an owner that
+    // cannot answer (docs/cluster.md, "Damaged data").
     if (this.deps.refilling?.() === true) return;
     // Follow-ups still waiting go to another member rather than hold the leave (their
     // exchanges can take seconds when an owner was down); they wait here if none takes them.
