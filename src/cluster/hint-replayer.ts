@@ -132,6 +132,7 @@ export class HintReplayer {
     const entries: HintEntry[] = [];
     if (owned.length > 0 && how === 'deliver') {
       await this.deliver(target, repository, owned);
+      await this.toOtherOwners(membership, target, repository, owned);
       entries.push(...this.forGainers(membership, target, repository, owned));
     } else if (owned.length > 0) entries.push({ target, repository, records: owned });
     for (const record of moved) {
@@ -160,6 +161,31 @@ export class HintReplayer {
       }
     }
     return entries;
+  }
+
+  /**
+   * The records also go to their partitions' other owners that answer now (not hinted: one
+   * try, a failure left to anti-entropy). They had them when the write was acknowledged, but
+   * an owner whose storage was damaged since (a write-ahead log cut short) refills from the
+   * others, and one whose copy was still this hint refills without it: once delivered here,
+   * nothing but anti-entropy would bring the record to the damaged owner (the chaos suite's
+   * leave-r2, seed 10; docs/cluster.md, "Hints"). An owner that has the record stores it again.
+   */
+  private async toOtherOwners(membership: Membership, target: string, repository: RepositoryName, records: readonly StoredRecord[]): Promise<void> {
+    const byOwner = new Map<string, StoredRecord[]>();
+    for (const record of records) {
+      for (const owner of writeOwners(membership, { partition: record.partition, replicas: this.deps.replicasOf(record.stream) })) {
+        if (owner === target || owner === this.deps.localName || !this.deps.available(owner)) continue;
+        byOwner.set(owner, [...(byOwner.get(owner) ?? []), record]);
+      }
+    }
+    for (const [owner, owned] of byOwner) {
+      try {
+        await this.deliver(owner, repository, owned);
+      } catch (error) {
+        this.deps.log.debug({ err: error, owner }, "a hinted record's copy for another owner was not delivered; anti-entropy covers it");
+      }
+    }
   }
 
   /** One WriteRecords per stream (replicas are per stream), fenced by the current epoch. */

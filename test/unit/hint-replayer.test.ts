@@ -5,7 +5,7 @@
 
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { nextOwnersOf, ownersOf, planChange } from '../../src/cluster-core/placement.js';
+import { nextOwnersOf, ownersOf, planChange, writeOwners } from '../../src/cluster-core/placement.js';
 import type { HintEntry, HintKeeper, HintStorage } from '../../src/cluster/hint-keeper.js';
 import { HintReplayer } from '../../src/cluster/hint-replayer.js';
 import type { Member, Membership, NodeState, Slot } from '../../src/protocol/cluster-types.js';
@@ -36,7 +36,7 @@ function gainedSlot(membership: Membership): { slot: Slot; gainers: string[] } {
   throw new Error('no slot of c is gained by another node');
 }
 
-function replayer(membership: Membership, hinted: Hint[], localName = 'a') {
+function replayer(membership: Membership, hinted: Hint[], localName = 'a', available: (node: string) => boolean = () => true) {
   const delivered: Array<{ to: string; writeIds: string[] }> = [];
   const kept: HintEntry[] = [];
   const hints: HintStorage = {
@@ -63,7 +63,7 @@ function replayer(membership: Membership, hinted: Hint[], localName = 'a') {
     } as unknown as HintKeeper,
     replica: { store: async () => undefined },
     membership: () => membership,
-    available: () => true,
+    available,
     replicasOf: () => 2,
     adopt: async () => undefined,
     peerDeadlineMs: 1_000,
@@ -81,7 +81,9 @@ describe('hint replayer - hints delivered during a change', () => {
     const hint: Hint = { key: 'h1', target: 'c', bytes: 10, repository: 'ssr', records: [record(slot.partition, 'w1')] };
     const { replay, delivered, kept } = replayer(membership, [hint]);
     expect(await replay.round()).toBe(1);
-    expect(delivered).toEqual([{ to: 'c', writeIds: ['w1'] }]);
+    // To c, then once to the partition's other owners that answer (not a, which replays it).
+    expect(delivered[0]).toEqual({ to: 'c', writeIds: ['w1'] });
+    expect(delivered.slice(1).map((each) => each.to).sort()).toEqual(writeOwners(membership, slot).filter((name) => name !== 'c' && name !== 'a').sort());
     expect(kept.length).toBeGreaterThan(0);
     expect(kept.map((entry) => entry.target).sort()).toEqual(gainers.filter((name) => name !== 'a').sort());
     expect(kept.every((entry) => (entry.records as StoredRecord[]).map((each) => each.writeId).join() === 'w1')).toBe(true);
@@ -101,11 +103,27 @@ describe('hint replayer - hints delivered during a change', () => {
 
   it('hints no one else once no change is in flight', async () => {
     const membership = leaving(false);
-    const slot = SLOTS.find((each) => ownersOf(membership, each).includes('b'))!;
+    const slot = SLOTS.find((each) => ownersOf(membership, each).includes('b') && !ownersOf(membership, each).includes('a'))!;
     const hint: Hint = { key: 'h1', target: 'b', bytes: 10, repository: 'ssr', records: [record(slot.partition, 'w2')] };
     const { replay, delivered, kept } = replayer(membership, [hint]);
     expect(await replay.round()).toBe(1);
-    expect(delivered).toEqual([{ to: 'b', writeIds: ['w2'] }]);
+    expect(delivered[0]).toEqual({ to: 'b', writeIds: ['w2'] });
     expect(kept).toEqual([]);
+  });
+});
+
+describe('hint replayer - the other owners of a hinted record', () => {
+  // b's copy was the hint; d's storage was damaged since, and d refilled from b before the
+  // hint reached b: delivered to b only, the record would reach d through anti-entropy alone.
+  it('gives a delivered hint once to the other owner of its partition that answers, and not to one that does not', async () => {
+    const membership = leaving(false);
+    const slot = SLOTS.find((each) => ownersOf(membership, each).includes('b') && ownersOf(membership, each).includes('d'))!;
+    for (const answers of [true, false]) {
+      const hint: Hint = { key: 'h1', target: 'b', bytes: 10, repository: 'ssr', records: [record(slot.partition, 'w4')] };
+      const { replay, delivered, kept } = replayer(membership, [hint], 'a', (node) => answers || node !== 'd');
+      expect(await replay.round()).toBe(1);
+      expect(delivered).toEqual([{ to: 'b', writeIds: ['w4'] }, ...(answers ? [{ to: 'd', writeIds: ['w4'] }] : [])]);
+      expect(kept).toEqual([]);
+    }
   });
 });
