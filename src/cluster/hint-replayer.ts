@@ -179,6 +179,7 @@ export class HintReplayer {
         byOwner.set(owner, [...(byOwner.get(owner) ?? []), record]);
       }
     }
+    assert(!byOwner.has(target) && !byOwner.has(this.deps.localName), () => `copies of hinted records planned for their target ${target} or for this node`);
     for (const [owner, owned] of byOwner) {
       try {
         await this.deliver(owner, repository, owned);
