@@ -174,12 +174,16 @@ export class HintReplayer {
   private async toOtherOwners(membership: Membership, target: string, repository: RepositoryName, records: readonly StoredRecord[]): Promise<void> {
     const byOwner = new Map<string, StoredRecord[]>();
     for (const record of records) {
-      for (const owner of writeOwners(membership, { partition: record.partition, replicas: this.deps.replicasOf(record.stream) })) {
+      const owners = writeOwners(membership, { partition: record.partition, replicas: this.deps.replicasOf(record.stream) });
+      // settle() gives only the records the target still owns.
+      assert(owners.includes(target), () => `a hinted record of partition ${record.partition} copied after its delivery to ${target}, not an owner`);
+      for (const owner of owners) {
         if (owner === target || owner === this.deps.localName || !this.deps.available(owner)) continue;
-        byOwner.set(owner, [...(byOwner.get(owner) ?? []), record]);
+        const forOwner = byOwner.get(owner);
+        if (forOwner === undefined) byOwner.set(owner, [record]);
+        else forOwner.push(record);
       }
     }
-    assert(!byOwner.has(target) && !byOwner.has(this.deps.localName), () => `copies of hinted records planned for their target ${target} or for this node`);
     for (const [owner, owned] of byOwner) {
       try {
         await this.deliver(owner, repository, owned);

@@ -105,11 +105,15 @@ interface PendingBlock {
   readonly maxTs: number;
 }
 
-/** Blocks stored into a partition while a read of it runs, for what the read builds. */
-interface Capture {
-  readonly blocks: PendingBlock[];
+/** Blocks stored since some moment, for an answer or a read to take; PENDING_BLOCKS_MAX and PENDING_CHARS_MAX bound them. */
+interface WaitingBlocks {
+  blocks: PendingBlock[];
   chars: number;
-  /** Past PENDING_BLOCKS_MAX or PENDING_CHARS_MAX: what the read builds is used, not kept. */
+}
+
+/** Blocks stored into a partition while a read of it runs, for what the read builds. */
+interface Capture extends WaitingBlocks {
+  /** Past the bounds: what the read builds is used, not kept. */
   overflowed: boolean;
 }
 
@@ -117,8 +121,7 @@ interface Capture {
 interface PartitionState {
   readonly indexes: Map<string, KeyIndex>;
   readonly answers: Map<string, { readonly request: LatestRequest; readonly entries: Map<unknown, LatestEntry> }>;
-  pending: PendingBlock[];
-  pendingChars: number;
+  readonly pending: WaitingBlocks;
 }
 
 export class LatestValues {
@@ -190,8 +193,8 @@ export class LatestValues {
 
   /** The partition's answers take the blocks stored since they were last asked for. */
   private settle(state: PartitionState): void {
-    if (state.pending.length === 0) return;
-    const pending = state.pending;
+    if (state.pending.blocks.length === 0) return;
+    const pending = state.pending.blocks;
     this.clearPending(state);
     for (const answer of state.answers.values()) {
       this.answerEntries += takePending(answer.entries, answer.request, pending, state.indexes.get(answer.request.key));
@@ -251,16 +254,19 @@ export class LatestValues {
       } else maxTs = blockHeader(record.value).maxTs;
       const stored: PendingBlock = { text: record.value, writeId: record.writeId, maxTs };
       if (state !== undefined && state.answers.size > 0) this.defer(state, stored);
-      for (const capture of captures ?? []) takeInto(capture, stored);
+      for (const capture of captures ?? []) {
+        if (!capture.overflowed && !takeInto(capture, stored)) {
+          capture.overflowed = true;
+          capture.blocks = [];
+        }
+      }
     }
   }
 
   /** A stored block waits for the partition's answers to be asked for; past the bounds, they are dropped instead. */
   private defer(state: PartitionState, block: PendingBlock): void {
-    state.pending.push(block);
-    state.pendingChars += block.text.length;
     this.pendingChars += block.text.length;
-    if (state.pending.length > PENDING_BLOCKS_MAX || state.pendingChars > PENDING_CHARS_MAX) this.dropAnswersOf(state);
+    if (!takeInto(state.pending, block)) this.dropAnswersOf(state);
     else if (this.pendingChars > PENDING_CHARS_TOTAL_MAX) this.dropAnswers();
   }
 
@@ -281,7 +287,7 @@ export class LatestValues {
         this.answerEntries = 0;
         this.pendingChars = 0;
       }
-      this.partitions.set(partition, (state = { indexes: new Map(), answers: new Map(), pending: [], pendingChars: 0 }));
+      this.partitions.set(partition, (state = { indexes: new Map(), answers: new Map(), pending: { blocks: [], chars: 0 } }));
     }
     return state;
   }
@@ -298,9 +304,9 @@ export class LatestValues {
   }
 
   private clearPending(state: PartitionState): void {
-    this.pendingChars -= state.pendingChars;
-    state.pending = [];
-    state.pendingChars = 0;
+    this.pendingChars -= state.pending.chars;
+    state.pending.blocks = [];
+    state.pending.chars = 0;
   }
 
   private async index(stream: string, partition: number, field: string): Promise<KeyIndex> {
@@ -325,15 +331,11 @@ export class LatestValues {
   }
 }
 
-/** A block stored while a read runs, for what it builds; past the bounds, the capture is spoiled and keeps nothing more. */
-function takeInto(capture: Capture, block: PendingBlock): void {
-  if (capture.overflowed) return;
-  capture.blocks.push(block);
-  capture.chars += block.text.length;
-  if (capture.blocks.length > PENDING_BLOCKS_MAX || capture.chars > PENDING_CHARS_MAX) {
-    capture.overflowed = true;
-    capture.blocks.length = 0;
-  }
+/** Adds a stored block to those waiting; false once they are past the bounds. */
+function takeInto(waiting: WaitingBlocks, block: PendingBlock): boolean {
+  waiting.blocks.push(block);
+  waiting.chars += block.text.length;
+  return waiting.blocks.length <= PENDING_BLOCKS_MAX && waiting.chars <= PENDING_CHARS_MAX;
 }
 
 /**
