@@ -5,13 +5,18 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { NODE_FLAGS_GIVEN } from '../src/cli/node-flags.js';
 
 /** A role's answer, with its start, must come within this (a role may override it). */
 export const CHILD_ANSWER_TIMEOUT_MS = 120_000;
 
-/** Starts `file` (a compiled bench) in `role`; its stdout is for answers, its stderr the bench's. */
+/**
+ * Starts `file` (a compiled bench) in `role`; its stdout is for answers, its stderr the
+ * bench's. With the V8 flags our nodes get (node-flags.ts: a 64 MiB young generation…), so
+ * that no floor or pipeline a node is measured against is slower for want of one of them.
+ */
 export function spawnRole(file: string, role: string, args: string[] = []): ChildProcess {
-  return spawn(process.execPath, [file, role, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return spawn(process.execPath, [...NODE_FLAGS_GIVEN, file, role, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
 }
 
 /** The child's first line of output, as JSON. */

@@ -13,7 +13,8 @@
 // own. What our node does beyond this is its own cost; where this falls short of a goal, no
 // design on these parts reaches it here. Two additions show what our node must do beyond it:
 // `signed` authenticates every peer write and its answer as ours does, and `blocks` stores
-// each partition's payloads as our tsr blocks, packed by our own code.
+// each partition's payloads as our tsr blocks, packed by our own code. A third, `mac`,
+// authenticates them as a design with a key per pair of peers would, in place of `signed`.
 //
 // Nothing here is used by the product. The processes listen on 127.0.0.1 only, on ports
 // they pick, and are stopped by their pids.
@@ -25,7 +26,7 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { createPublicKey, generateKeyPairSync, type KeyObject, sign, verify } from 'node:crypto';
+import { createCipheriv, createHash, createPublicKey, diffieHellman, generateKeyPairSync, type KeyObject, randomBytes, sign, timingSafeEqual, verify } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { ClassicLevel } from 'classic-level';
 import { decodePairs, encodePairs } from '../src/cluster/transfer-chunks.js';
@@ -39,7 +40,8 @@ import { compilePayloadChecks } from '../src/streams/payload-checks.js';
 import { packTsrBatch, type PackedBatch, type PayloadChecks, type TsrBatch } from '../src/streams/tsr-batch.js';
 import { blockHeader } from '../src/storage/tsr-block.js';
 import { WARMUP_BATCHES_PER_NODE } from './replicated.js';
-import { cpuSecondsOf, folderBytes, temporaryFolder } from './server-process.js';
+import { assert } from '../src/lib/assert.js';
+import { cpuSecondsOf, folderBytes, temporaryFolder, waitQuiet } from './server-process.js';
 import { type CpuByClass, cpuByClassSince, threadTimesOf } from './thread-cpu.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
@@ -63,6 +65,11 @@ export interface FloorOptions {
    */
   signed?: boolean;
   /**
+   * Authenticate them instead with a key per pair of processes (FloorMac: X25519, AES-GCM's
+   * tag): what a design whose peers agree such keys once would cost, beside `signed`.
+   */
+  mac?: boolean;
+  /**
    * Store each partition's payloads of a batch as our node does, as a tsr block, made by our
    * own pure code (tsr-batch.ts packTsrBatch: the schema's checks, each payload's partition,
    * the columns), instead of their JSON texts one per line: what our stored format costs at
@@ -73,6 +80,14 @@ export interface FloorOptions {
   schema?: unknown;
   /** Copies of each payload (at most `processes`; default all): partition p's on processes p, p+1, … mod `processes`. */
   replicas?: number;
+  /**
+   * Batches each process takes before the timed ones, `warmupConcurrency` in flight (default
+   * WARMUP_BATCHES_PER_NODE, one at a time, as our nodes get); with `quietAfterWarmup` the
+   * timed ones wait until the processes are quiet (LevelDB done compacting the warm-up's).
+   */
+  warmupBatches?: number;
+  warmupConcurrency?: number;
+  quietAfterWarmup?: boolean;
   /** Worker threads that parse and make the records (0: the main thread does). */
   threads: number;
   ringSize: number;
@@ -94,7 +109,7 @@ interface FloorAddress {
   http: number;
   grpc: number;
   folder: string;
-  /** Its ed25519 public key, raw, base64. */
+  /** Its ed25519 (signed) or X25519 (mac) public key, raw, base64. */
   publicKey: string;
 }
 
@@ -106,7 +121,9 @@ export async function runIngestFloor(batches: ReadonlyArray<Pick<PreparedBatch, 
   try {
     const replicas = Math.min(options.replicas ?? options.processes, options.processes);
     const args = ['--ring-size', String(options.ringSize), '--hash-bytes', String(options.hashBytes), '--threads', String(options.threads), '--replicas', String(replicas)];
+    assert(options.signed !== true || options.mac !== true, 'a floor either signs or MACs its peer writes');
     if (options.signed === true) args.push('--signed');
+    if (options.mac === true) args.push('--mac');
     if (options.blocks === true) args.push('--blocks');
     if (options.schema !== undefined) args.push('--schema', JSON.stringify(options.schema));
     for (let index = 0; index < options.processes; index += 1) children.push(spawnRole(THIS_FILE, 'floor-node', ['--name', `floor-${index + 1}`, ...args]));
@@ -119,9 +136,10 @@ export async function runIngestFloor(batches: ReadonlyArray<Pick<PreparedBatch, 
       }),
     );
     const url = (index: number, prefix: string) => `http://127.0.0.1:${addresses[index % addresses.length]!.http}/ingest/${prefix}`;
-    const warmUp = batches.slice(0, WARMUP_BATCHES_PER_NODE * addresses.length);
-    await runBatches(warmUp.length, 1, (index) => postBatch(url(index, WARMUP), warmUp[index]!.body));
+    const warmUp = batches.slice(0, (options.warmupBatches ?? WARMUP_BATCHES_PER_NODE) * addresses.length);
+    await runBatches(warmUp.length, options.warmupConcurrency ?? 1, (index) => postBatch(url(index, WARMUP), warmUp[index]!.body));
     const pids = children.map((child) => child.pid);
+    if (options.quietAfterWarmup === true) await waitQuiet(pids);
     const serversBefore = cpuSecondsOf(pids);
     const threadsBefore = threadTimesOf(pids);
     const clientsBefore = process.cpuUsage();
@@ -377,18 +395,30 @@ class FloorStore {
   }
 }
 
+/** How floor processes authenticate their peer writes and the answers (signed, mac). */
+interface FloorAuth {
+  /** This process's public key, raw: the other processes are told it (POST /peers). */
+  readonly publicKey: Buffer;
+  know(self: number, publicKeys: readonly string[]): void;
+  /** The write to send: a header, then the records. `recordsDigest` is made once for every recipient of the same records. */
+  seal(self: number, recipient: number, records: Uint8Array, recordsDigest: () => Buffer): Buffer;
+  /** The records of a write meant for `self`, and its answer; undefined when it does not check. */
+  open(self: number, sealed: Buffer): { records: Buffer; answer: () => Buffer } | undefined;
+  checkAnswer(recipient: number, sealed: Buffer, answer: Buffer): boolean;
+}
+
 /**
  * Peer writes signed as ours are (signing.ts): the sender's index, then an ed25519
  * signature over a digest of the recipient's key and the digest of the records, then the
  * records; the answer is the recipient's signature over the request's signature. The digest
  * is the one our node picks on this CPU (codec.ts fastestPeerDigest).
  */
-class FloorSigning {
+class FloorSigning implements FloorAuth {
   readonly publicKey: Buffer;
   private readonly privateKey: KeyObject;
   /** Every process's public key by index, once known. */
-  keys: KeyObject[] = [];
-  rawKeys: Buffer[] = [];
+  private keys: KeyObject[] = [];
+  private rawKeys: Buffer[] = [];
 
   constructor() {
     const pair = generateKeyPairSync('ed25519');
@@ -396,32 +426,26 @@ class FloorSigning {
     this.publicKey = pair.publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
   }
 
-  know(publicKeys: readonly string[]): void {
+  know(_self: number, publicKeys: readonly string[]): void {
     this.rawKeys = publicKeys.map((key) => Buffer.from(key, 'base64'));
     this.keys = this.rawKeys.map((raw) => createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, raw]), format: 'der', type: 'spki' }));
   }
 
-  /** `recordsDigest`: peerDigest(records, DIGEST), made once for every recipient of the same records (as ours does). */
-  seal(self: number, recipient: number, records: Uint8Array, recordsDigest: Buffer): Buffer {
-    const signature = sign(null, requestDigest(this.rawKeys[recipient]!, recordsDigest), this.privateKey);
+  seal(self: number, recipient: number, records: Uint8Array, recordsDigest: () => Buffer): Buffer {
+    const signature = sign(null, requestDigest(this.rawKeys[recipient]!, recordsDigest()), this.privateKey);
     return Buffer.concat([Buffer.from([self]), signature, records]);
   }
 
-  /** The records of a sealed write meant for `self`, or undefined when its signature does not check. */
-  open(self: number, sealed: Buffer): { records: Buffer; signature: Buffer } | undefined {
+  open(self: number, sealed: Buffer): { records: Buffer; answer: () => Buffer } | undefined {
     const sender = this.keys[sealed[0]!];
     const signature = sealed.subarray(1, 65);
     const records = sealed.subarray(65);
     if (sender === undefined || !verify(null, requestDigest(this.rawKeys[self]!, peerDigest(records, DIGEST)), sender, signature)) return undefined;
-    return { records, signature };
+    return { records, answer: () => sign(null, peerDigest(signature, DIGEST), this.privateKey) };
   }
 
-  answer(signature: Buffer): Buffer {
-    return sign(null, peerDigest(signature, DIGEST), this.privateKey);
-  }
-
-  checkAnswer(from: number, signature: Buffer, answer: Buffer): boolean {
-    return verify(null, peerDigest(signature, DIGEST), this.keys[from]!, answer);
+  checkAnswer(recipient: number, sealed: Buffer, answer: Buffer): boolean {
+    return verify(null, peerDigest(sealed.subarray(1, 65), DIGEST), this.keys[recipient]!, answer);
   }
 }
 
@@ -431,14 +455,84 @@ function requestDigest(recipient: Buffer, recordsDigest: Buffer): Buffer {
   return peerDigest(Buffer.concat([recipient, recordsDigest]), DIGEST);
 }
 
-/** The raw gRPC server that writes what the other floor processes send (checked when `signing`); answers its port. */
-async function servePeerWrites(server: grpc.Server, store: FloorStore, signing: { floor: FloorSigning; self: () => number } | undefined): Promise<number> {
+/**
+ * Peer writes authenticated by a key per pair of processes instead, a design our node does
+ * not have: each process makes an X25519 key pair, a pair's key is the SHA-256 of their
+ * shared secret, and a write carries AES-128-GCM's tag (GMAC: nothing encrypted) over the
+ * recipient's index and the records, after the sender's index and the tag's IV; the answer is
+ * the tag over the request's. What authenticating every write would cost with such keys once
+ * agreed (the agreement, once per pair, is not timed).
+ */
+class FloorMac implements FloorAuth {
+  readonly publicKey: Buffer;
+  private readonly privateKey: KeyObject;
+  /** Each pair's key, by the other process's index. */
+  private keys: Buffer[] = [];
+
+  constructor() {
+    const pair = generateKeyPairSync('x25519');
+    this.privateKey = pair.privateKey;
+    this.publicKey = pair.publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
+  }
+
+  know(self: number, publicKeys: readonly string[]): void {
+    this.keys = publicKeys.map((key, index) => {
+      if (index === self) return Buffer.alloc(0);
+      const publicKey = createPublicKey({ key: Buffer.concat([X25519_SPKI_PREFIX, Buffer.from(key, 'base64')]), format: 'der', type: 'spki' });
+      return createHash('sha256').update(diffieHellman({ privateKey: this.privateKey, publicKey })).digest().subarray(0, 16);
+    });
+  }
+
+  seal(self: number, recipient: number, records: Uint8Array): Buffer {
+    const iv = randomBytes(MAC_IV_BYTES);
+    return Buffer.concat([Buffer.from([self]), iv, gmac(this.keys[recipient]!, iv, recipient, records), records]);
+  }
+
+  open(self: number, sealed: Buffer): { records: Buffer; answer: () => Buffer } | undefined {
+    const from = sealed[0]!;
+    const key = this.keys[from];
+    const iv = sealed.subarray(1, 1 + MAC_IV_BYTES);
+    const tag = sealed.subarray(1 + MAC_IV_BYTES, MAC_HEADER_BYTES);
+    const records = sealed.subarray(MAC_HEADER_BYTES);
+    if (key === undefined || from === self || !timingSafeEqual(gmac(key, iv, self, records), tag)) return undefined;
+    return {
+      records,
+      answer: () => {
+        const answerIv = randomBytes(MAC_IV_BYTES);
+        return Buffer.concat([answerIv, gmac(key, answerIv, from, tag)]);
+      },
+    };
+  }
+
+  checkAnswer(recipient: number, sealed: Buffer, answer: Buffer): boolean {
+    if (answer.length !== MAC_IV_BYTES + MAC_TAG_BYTES) return false;
+    const tag = gmac(this.keys[recipient]!, answer.subarray(0, MAC_IV_BYTES), sealed[0]!, sealed.subarray(1 + MAC_IV_BYTES, MAC_HEADER_BYTES));
+    return timingSafeEqual(tag, answer.subarray(MAC_IV_BYTES));
+  }
+}
+
+const X25519_SPKI_PREFIX = Buffer.from('302a300506032b656e032100', 'hex');
+const MAC_IV_BYTES = 12;
+const MAC_TAG_BYTES = 16;
+const MAC_HEADER_BYTES = 1 + MAC_IV_BYTES + MAC_TAG_BYTES;
+
+/** AES-128-GCM's tag over `to` (the recipient's index) and the bytes, nothing encrypted. */
+function gmac(key: Buffer, iv: Uint8Array, to: number, bytes: Uint8Array): Buffer {
+  const cipher = createCipheriv('aes-128-gcm', key, iv);
+  cipher.setAAD(Buffer.from([to]));
+  cipher.setAAD(bytes);
+  cipher.final();
+  return cipher.getAuthTag();
+}
+
+/** The raw gRPC server that writes what the other floor processes send (checked with `auth`); answers its port. */
+async function servePeerWrites(server: grpc.Server, store: FloorStore, auth: { floor: FloorAuth; self: () => number } | undefined): Promise<number> {
   server.addService(FLOOR_SERVICE, {
     Write: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
-      const opened = signing === undefined ? { records: call.request, signature: undefined } : signing.floor.open(signing.self(), call.request);
-      if (opened === undefined) return callback({ code: grpc.status.UNAUTHENTICATED, details: 'bad signature' });
+      const opened = auth === undefined ? { records: call.request, answer: () => Buffer.alloc(0) } : auth.floor.open(auth.self(), call.request);
+      if (opened === undefined) return callback({ code: grpc.status.UNAUTHENTICATED, details: 'does not authenticate' });
       store.write(opened.records).then(
-        () => callback(null, opened.signature === undefined ? Buffer.alloc(0) : signing!.floor.answer(opened.signature)),
+        () => callback(null, opened.answer()),
         (error: Error) => callback(error),
       );
     },
@@ -453,7 +547,7 @@ function writeOnPeer(peer: grpc.Client, records: Uint8Array, check: (answer: Buf
   return new Promise<void>((resolveWrite, reject) =>
     peer.makeUnaryRequest(WRITE_METHOD_PATH, passBytes, passBytes, bytes, (error, answer) => {
       if (error) reject(error);
-      else if (!check(answer!)) reject(new Error('an answer whose signature does not check'));
+      else if (!check(answer!)) reject(new Error('an answer that does not authenticate'));
       else resolveWrite();
     }),
   );
@@ -474,11 +568,12 @@ async function serveFloorNode(argv: string[]): Promise<void> {
       threads: { type: 'string' },
       replicas: { type: 'string' },
       signed: { type: 'boolean' },
+      mac: { type: 'boolean' },
       blocks: { type: 'boolean' },
       schema: { type: 'string' },
     },
   });
-  const floorSigning = values.signed === true ? new FloorSigning() : undefined;
+  const floorAuth: FloorAuth | undefined = values.signed === true ? new FloorSigning() : values.mac === true ? new FloorMac() : undefined;
   const replicas = wholeNumber('--replicas', values.replicas, 1);
   const name = values.name ?? 'floor';
   const ringSize = wholeNumber('--ring-size', values['ring-size'], 1);
@@ -491,13 +586,13 @@ async function serveFloorNode(argv: string[]): Promise<void> {
   // By process index; this process's own entry is undefined.
   let peers: Array<grpc.Client | undefined> = [];
   let self = 0;
-  const grpcPort = await servePeerWrites(server, store, floorSigning === undefined ? undefined : { floor: floorSigning, self: () => self });
+  const grpcPort = await servePeerWrites(server, store, floorAuth === undefined ? undefined : { floor: floorAuth, self: () => self });
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const body = await readBody(request);
     if (request.method === 'POST' && request.url === '/peers') {
       const posted = JSON.parse(body.toString('utf8')) as FloorPeers;
       self = posted.index;
-      floorSigning?.know(posted.publicKeys);
+      floorAuth?.know(self, posted.publicKeys);
       peers = posted.ports.map((port, index) =>
         index === self ? undefined : new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), CHANNEL_OPTIONS),
       );
@@ -516,9 +611,9 @@ async function serveFloorNode(argv: string[]): Promise<void> {
         if (share.length === 0) return undefined; // no record of this batch is this process's
         const peer = peers[index];
         if (peer === undefined) return store.write(share);
-        if (floorSigning === undefined) return writeOnPeer(peer, share);
-        const sealed = floorSigning.seal(self, index, share, digestOf(share));
-        return writeOnPeer(peer, sealed, (answer) => floorSigning.checkAnswer(index, sealed.subarray(1, 65), answer));
+        if (floorAuth === undefined) return writeOnPeer(peer, share);
+        const sealed = floorAuth.seal(self, index, share, () => digestOf(share));
+        return writeOnPeer(peer, sealed, (answer) => floorAuth.checkAnswer(index, sealed, answer));
       }),
     );
     answer(response, 200, '{}');
@@ -535,7 +630,7 @@ async function serveFloorNode(argv: string[]): Promise<void> {
     server.forceShutdown();
     void store.close().finally(() => process.exit(0));
   });
-  process.stdout.write(`${JSON.stringify({ http: (http.address() as AddressInfo).port, grpc: grpcPort, folder: store.folder, publicKey: (floorSigning?.publicKey ?? Buffer.alloc(0)).toString('base64') })}\n`);
+  process.stdout.write(`${JSON.stringify({ http: (http.address() as AddressInfo).port, grpc: grpcPort, folder: store.folder, publicKey: (floorAuth?.publicKey ?? Buffer.alloc(0)).toString('base64') })}\n`);
 }
 
 if (isMainThread) runRoleIfMain(THIS_FILE, { 'floor-node': serveFloorNode });

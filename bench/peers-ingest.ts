@@ -2,7 +2,8 @@
 // payloads by `--concurrency` clients (4), into Tributary (one node; 3 nodes with replicas 2
 // and 3) and into a 3-server NATS JetStream cluster (file storage, R1 and R3), in the same run
 // on the same payloads. Each side is fresh for each setup (new processes, new data folders) and
-// gets a warm-up first.
+// gets a warm-up first. The whole plan runs `--runs` times (3), and the goals take the median
+// of the rounds' ratios: single runs of one setup move by ±10% here.
 //
 // Same work on both sides: our clients post batches of `--batch` payloads (500), one
 // request in flight each, so each client has `batch` payloads unacknowledged; JetStream
@@ -75,6 +76,7 @@ const RUN_NAMES = [
   'floor-r3',
   'floor-r3-signed',
   'floor-r3-signed-blocks',
+  'floor-r3-mac-blocks',
   'jetstream-r3',
   'jetstream-r3-sync',
 ] as const;
@@ -127,7 +129,12 @@ export interface IngestRun {
   /** Ours and the floor: the servers' CPU per acknowledged payload, µs, by thread class (thread-cpu.ts). */
   cpuPerPayloadUsByThread?: CpuByClass;
   loadAverage1mBefore: number;
+  /** Which round of the plan (runPlan): every setup runs once a round, in the same order. */
+  round: number;
 }
+
+/** A run as its setup makes it; runPlan adds its round. */
+type SetupRun = Omit<IngestRun, 'round'>;
 
 interface Measured {
   elapsedMs: number;
@@ -185,7 +192,7 @@ function perPayload(batches: readonly PreparedBatch[], batchLatenciesMs: readonl
   return latencies;
 }
 
-async function runOurs(batches: readonly PreparedBatch[], nodeCount: number, replicas: number, clients: number): Promise<IngestRun> {
+async function runOurs(batches: readonly PreparedBatch[], nodeCount: number, replicas: number, clients: number): Promise<SetupRun> {
   const loadAverage1mBefore = round(os.loadavg()[0]!, 2);
   let nodes: NodeProcess[] = [];
   try {
@@ -233,13 +240,13 @@ async function runOurs(batches: readonly PreparedBatch[], nodeCount: number, rep
 const HINTS_DELIVERED_TIMEOUT_MS = 120_000;
 
 /** The floor of the same shape as one of our runs (ingest-floor.ts), with what it stores checked as ours is. */
-async function runFloor(batches: readonly PreparedBatch[], processes: number, replicas: number, clients: number, signed = false, blocks = false): Promise<IngestRun> {
+async function runFloor(batches: readonly PreparedBatch[], processes: number, replicas: number, clients: number, auth?: 'signed' | 'mac', blocks = false): Promise<SetupRun> {
   const loadAverage1mBefore = round(os.loadavg()[0]!, 2);
-  const setup = (processes === 1 ? 'one process' : `${processes} processes, replicas ${replicas}`) + (signed ? ', signed' : '') + (blocks ? ', our tsr blocks' : '');
+  const setup = (processes === 1 ? 'one process' : `${processes} processes, replicas ${replicas}`) + (auth === 'signed' ? ', signed' : auth === 'mac' ? ', a MAC per pair' : '') + (blocks ? ', our tsr blocks' : '');
   log(`peers-ingest: the floor, ${setup}, ${clients} clients…`);
   // Parsed on each process's main thread: with three processes on two cores a hop to a
   // worker thread only adds work (ours measured the same with and without its workers).
-  const run = await runIngestFloor(batches, { processes, replicas, signed, blocks, threads: 0, ringSize: RING_SIZE, hashBytes: HASH_BYTES, clients });
+  const run = await runIngestFloor(batches, { processes, replicas, signed: auth === 'signed', mac: auth === 'mac', blocks, threads: 0, ringSize: RING_SIZE, hashBytes: HASH_BYTES, clients });
   expectCopies(`the floor, ${setup}`, run.storedCopies, replicas * countOf(batches));
   return {
     system: FLOOR_SYSTEM,
@@ -346,7 +353,7 @@ async function addStream(connection: NatsConnection, name: string, subject: stri
   });
 }
 
-async function runJetStream(binary: NatsBinary, batches: readonly PreparedBatch[], replicas: number, clients: number, window: number, syncAlways: boolean): Promise<IngestRun> {
+async function runJetStream(binary: NatsBinary, batches: readonly PreparedBatch[], replicas: number, clients: number, window: number, syncAlways: boolean): Promise<SetupRun> {
   const loadAverage1mBefore = round(os.loadavg()[0]!, 2);
   // Encoded before any timing, as our request bodies are.
   const messages = batches.flatMap((batch) => batch.payloadJsons.map((json) => Buffer.from(json, 'utf8')));
@@ -399,11 +406,11 @@ async function untilCaughtUp(cluster: NatsCluster, copies: number): Promise<Reco
 function markdown(report: { runs: IngestRun[]; goal: any; params: any; machine: ReturnType<typeof machine>; jetStream: any }): string {
   const n = (value: number) => value.toLocaleString('en-US');
   const lines = [
-    '| system | setup | at the ack | payloads/s | MB/s | p50 ack ms | p99 ack ms | stored (all copies) | on disk after, MB | server CPU s | client CPU s |',
-    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| round | system | setup | at the ack | payloads/s | MB/s | p50 ack ms | p99 ack ms | stored (all copies) | on disk after, MB | server CPU s | client CPU s |',
+    '|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...report.runs.map(
       (run) =>
-        `| ${run.system} | ${run.setup} | ${run.durableAtAck} | ${n(run.payloadsPerSecond)} | ${run.megabytesPerSecond.toFixed(1)} | ` +
+        `| ${run.round} | ${run.system} | ${run.setup} | ${run.durableAtAck} | ${n(run.payloadsPerSecond)} | ${run.megabytesPerSecond.toFixed(1)} | ` +
         `${run.ackLatencyMs.p50.toFixed(1)} | ${run.ackLatencyMs.p99.toFixed(1)} | ${n(Object.values(run.storedCopies).reduce((a, b) => a + b, 0))} | ` +
         `${Math.round(run.bytesOnDisk / 1e6)} | ${run.cpuSeconds.servers ?? '–'} | ${run.cpuSeconds.clients} |`,
     ),
@@ -425,86 +432,97 @@ function markdown(report: { runs: IngestRun[]; goal: any; params: any; machine: 
       '',
       'Server CPU per acknowledged payload, µs, by thread class (all processes of a run; thread-cpu.ts):',
       '',
-      `| system | setup | ${THREAD_CLASSES.join(' | ')} | all |`,
-      `|---|---|${THREAD_CLASSES.map(() => '---:|').join('')}---:|`,
+      `| round | system | setup | ${THREAD_CLASSES.join(' | ')} | all |`,
+      `|---:|---|---|${THREAD_CLASSES.map(() => '---:|').join('')}---:|`,
       ...byThread.map((run) => {
         const cells = THREAD_CLASSES.map((name) => run.cpuPerPayloadUsByThread![name]);
-        return `| ${run.system} | ${run.setup} | ${cells.join(' | ')} | ${round(cells.reduce((a, b) => a + b, 0), 1)} |`;
+        return `| ${run.round} | ${run.system} | ${run.setup} | ${cells.join(' | ')} | ${round(cells.reduce((a, b) => a + b, 0), 1)} |`;
       }),
     );
   }
   const goal = report.goal;
+  // A median, then each round's value when there were several.
+  const cell = (pick: (ratios: any) => number | undefined, median: number | undefined) =>
+    median === undefined ? '–' : goal.rounds.length > 1 ? `${median} (${goal.rounds.map((ratios: any) => pick(ratios) ?? '–').join(', ')})` : String(median);
   lines.push(
     '',
-    `Goals: each of ours ≥ ${goal.ofFloorMin} of the floor of its shape: one node ${goal.ofFloor.oneNode ?? '–'}, replicas 2 ${goal.ofFloor.replicas2 ?? '–'}, ` +
-      `replicas 3 ${goal.ofFloor.replicas3 ?? '–'}; server CPU at replicas 3 ≤ ${goal.cpuVsJetStreamR3Max}× JetStream R3's: ${goal.cpuVsJetStreamR3 ?? '–'}×. ` +
+    `Goals (${goal.rounds.length > 1 ? `medians of ${goal.rounds.length} rounds, each round's in brackets` : 'one round'}): each of ours ≥ ${goal.ofFloorMin} of the floor of its shape: ` +
+      `one node ${cell((r) => r.ofFloor.oneNode, goal.ofFloor.oneNode)}, replicas 2 ${cell((r) => r.ofFloor.replicas2, goal.ofFloor.replicas2)}, ` +
+      `replicas 3 ${cell((r) => r.ofFloor.replicas3, goal.ofFloor.replicas3)}; server CPU at replicas 3 ≤ ${goal.cpuVsJetStreamR3Max}× JetStream R3's: ` +
+      `${cell((r) => r.cpuVsJetStreamR3, goal.cpuVsJetStreamR3)}×. ` +
       `${goal.met === undefined ? 'Not all measured.' : goal.met ? 'Met.' : '**NOT met**.'}`,
   );
   if (goal.ofSignedFloor.replicas3 !== undefined || goal.ofSignedFloor.replicas2 !== undefined) {
     lines.push(
-      `Against the floor that signs and checks every peer write as ours must (SHA-256 or SHA-512/256, as our node picks on this CPU, and ed25519): replicas 2 ${goal.ofSignedFloor.replicas2 ?? '–'}, replicas 3 ${goal.ofSignedFloor.replicas3 ?? '–'}.`,
+      `Against the floor that signs and checks every peer write as ours must (SHA-256 or SHA-512/256, as our node picks on this CPU, and ed25519): ` +
+        `replicas 2 ${cell((r) => r.ofSignedFloor.replicas2, goal.ofSignedFloor.replicas2)}, replicas 3 ${cell((r) => r.ofSignedFloor.replicas3, goal.ofSignedFloor.replicas3)}.`,
     );
   }
   if (goal.signedBlocks.ofFloor !== undefined) {
     lines.push(
-      `The signed floor storing our tsr blocks (packed by our code: schema checks, partitions, columns) reaches ${goal.signedBlocks.ofFloor} of the bare floor at replicas 3: ` +
-        `a design that authenticates its peer writes and packs this format with this code gets no higher here. Ours is ${goal.signedBlocks.oursOfIt ?? '–'} of it.`,
+      `The signed floor storing our tsr blocks (packed by our code: schema checks, partitions, columns) reaches ${cell((r) => r.signedBlocks.ofFloor, goal.signedBlocks.ofFloor)} of the bare floor at replicas 3: ` +
+        `a design that authenticates its peer writes and packs this format with this code gets no higher here. Ours is ${cell((r) => r.signedBlocks.oursOfIt, goal.signedBlocks.oursOfIt)} of it.`,
     );
   }
-  if (goal.ratio !== undefined) lines.push(`Tributary at replicas 3 is ${goal.ratio}× JetStream R3; the floor reaches ${goal.floorRatio}×.`);
+  if (goal.macBlocks.ofFloor !== undefined) {
+    lines.push(
+      `The same floor with a key per pair of processes (X25519, AES-GCM's tag over each write and answer) in place of signatures reaches ` +
+        `${cell((r) => r.macBlocks.ofFloor, goal.macBlocks.ofFloor)} of the bare floor: where a design whose nodes agreed such keys would stand.`,
+    );
+  }
+  if (goal.ratio !== undefined) lines.push(`Tributary at replicas 3 is ${cell((r) => r.ratio, goal.ratio)}× JetStream R3; the floor reaches ${cell((r) => r.floorRatio, goal.floorRatio)}×.`);
   return lines.join('\n');
 }
 
 // ---------------------------------------------------------------- entry point
 
 /** Every run of the plan that `only` keeps and the machine allows, in order. */
-async function runPlan(batches: readonly PreparedBatch[], clients: number, window: number, binary: NatsBinary | undefined, syncAlways: boolean): Promise<IngestRun[]> {
+async function runPlan(batches: readonly PreparedBatch[], clients: number, window: number, binary: NatsBinary | undefined, syncAlways: boolean, rounds: number): Promise<IngestRun[]> {
   // Ours, the floor of the same shape and theirs alternate, so that a change of the machine's load hits all.
   const only = onlyRuns();
-  const plan: Array<[RunName, () => Promise<IngestRun>]> = [
+  const plan: Array<[RunName, () => Promise<SetupRun>]> = [
     ['ours-1', () => runOurs(batches, 1, 1, clients)],
     ['floor-1', () => runFloor(batches, 1, 1, clients)],
     ['jetstream-r1', () => runJetStream(binary!, batches, JETSTREAM_REPLICAS[0], clients, window, false)],
-    ...OUR_REPLICAS.flatMap((replicas): Array<[RunName, () => Promise<IngestRun>]> => [
+    ...OUR_REPLICAS.flatMap((replicas): Array<[RunName, () => Promise<SetupRun>]> => [
       [`ours-r${replicas}`, () => runOurs(batches, CLUSTER_NODES, replicas, clients)],
       [`floor-r${replicas}`, () => runFloor(batches, CLUSTER_NODES, replicas, clients)],
-      [`floor-r${replicas}-signed`, () => runFloor(batches, CLUSTER_NODES, replicas, clients, true)],
+      [`floor-r${replicas}-signed`, () => runFloor(batches, CLUSTER_NODES, replicas, clients, 'signed')],
     ]),
     // What our stored format and authentication cost together, at least: the signed floor storing our tsr blocks.
-    ['floor-r3-signed-blocks', () => runFloor(batches, CLUSTER_NODES, 3, clients, true, true)],
+    ['floor-r3-signed-blocks', () => runFloor(batches, CLUSTER_NODES, 3, clients, 'signed', true)],
+    // The same with a key per pair of nodes (a MAC) instead of signatures: where a design that agreed such keys would stand.
+    ['floor-r3-mac-blocks', () => runFloor(batches, CLUSTER_NODES, 3, clients, 'mac', true)],
     ['jetstream-r3', () => runJetStream(binary!, batches, JETSTREAM_REPLICAS[1], clients, window, false)],
     ['jetstream-r3-sync', () => runJetStream(binary!, batches, JETSTREAM_REPLICAS[1], clients, window, true)],
   ];
+  // Single runs of one setup move by ±10% on a shared machine, more than some of the gaps
+  // measured: the whole plan runs `rounds` times, and the goals take the median of each
+  // round's ratios (runs of one round ran minutes apart, not hours).
   const runs: IngestRun[] = [];
-  for (const [name, run] of plan) {
-    if (only !== undefined && !only.has(name)) continue;
-    if (name.startsWith('jetstream') && (binary === undefined || (name.endsWith('sync') && !syncAlways))) continue;
-    runs.push(await run());
+  for (let round = 1; round <= rounds; round += 1) {
+    for (const [name, run] of plan) {
+      if (only !== undefined && !only.has(name)) continue;
+      if (name.startsWith('jetstream') && (binary === undefined || (name.endsWith('sync') && !syncAlways))) continue;
+      runs.push({ ...(await run()), round });
+    }
   }
   return runs;
 }
 
-/** The goals, from the runs made: a ratio whose runs were not made is undefined, and so is `met` then. */
+/**
+ * The goals, from the runs made: each ratio is the median of the rounds' own (runs of one
+ * round against each other), undefined when its runs were not made, and so is `met` then.
+ * `rounds` has each round's.
+ */
 function goalOf(runs: readonly IngestRun[]) {
-  const ours = (replicas: number, nodes: number) => runs.find((run) => run.system === 'Tributary' && run.replicas === replicas && (nodes === 1) === (run.setup === 'one node'));
-  const floorOf = (replicas: number, processes: number, signed = false, blocks = false) =>
-    runs.find(
-      (run) =>
-        run.system === FLOOR_SYSTEM && run.replicas === replicas && (processes === 1) === (run.setup === 'one process') &&
-        signed === run.setup.includes('signed') && blocks === run.setup.includes('blocks'),
-    );
-  const ours3 = ours(3, CLUSTER_NODES);
-  const theirs3 = runs.find((run) => run.system === 'NATS JetStream' && run.replicas === 3 && !run.setup.includes('always'));
-  const floor = floorOf(3, CLUSTER_NODES);
-  const share = (mine: IngestRun | undefined, base: IngestRun | undefined) =>
-    mine === undefined || base === undefined ? undefined : round(mine.payloadsPerSecond / base.payloadsPerSecond, 2);
-  const ofFloor = { oneNode: share(ours(1, 1), floorOf(1, 1)), replicas2: share(ours(2, CLUSTER_NODES), floorOf(2, CLUSTER_NODES)), replicas3: share(ours3, floor) };
-  const ofSignedFloor = { replicas2: share(ours(2, CLUSTER_NODES), floorOf(2, CLUSTER_NODES, true)), replicas3: share(ours3, floorOf(3, CLUSTER_NODES, true)) };
-  // Where the goal lies for any design that signs and stores our blocks: that floor's share of the bare one.
-  const signedBlocksFloor = floorOf(3, CLUSTER_NODES, true, true);
-  const signedBlocks = { ofFloor: share(signedBlocksFloor, floor), oursOfIt: share(ours3, signedBlocksFloor) };
-  const cpuVsJetStreamR3 =
-    ours3?.cpuSeconds.servers === undefined || theirs3?.cpuSeconds.servers === undefined ? undefined : round(ours3.cpuSeconds.servers / theirs3.cpuSeconds.servers, 2);
+  const rounds = [...new Set(runs.map((run) => run.round))].sort((a, b) => a - b).map((round) => ratiosOf(runs.filter((run) => run.round === round)));
+  const median = (pick: (ratios: Ratios) => number | undefined) => medianOf(rounds.map(pick));
+  const ofFloor = { oneNode: median((r) => r.ofFloor.oneNode), replicas2: median((r) => r.ofFloor.replicas2), replicas3: median((r) => r.ofFloor.replicas3) };
+  const ofSignedFloor = { replicas2: median((r) => r.ofSignedFloor.replicas2), replicas3: median((r) => r.ofSignedFloor.replicas3) };
+  const signedBlocks = { ofFloor: median((r) => r.signedBlocks.ofFloor), oursOfIt: median((r) => r.signedBlocks.oursOfIt) };
+  const macBlocks = { ofFloor: median((r) => r.macBlocks.ofFloor) };
+  const cpuVsJetStreamR3 = median((r) => r.cpuVsJetStreamR3);
   const measured = Object.values(ofFloor).every((value) => value !== undefined) && cpuVsJetStreamR3 !== undefined;
   const met = measured ? Object.values(ofFloor).every((value) => value! >= OF_FLOOR_MIN) && cpuVsJetStreamR3 <= CPU_VS_JETSTREAM_MAX : undefined;
   return {
@@ -512,12 +530,50 @@ function goalOf(runs: readonly IngestRun[]) {
     ofFloor,
     ofSignedFloor,
     signedBlocks,
+    macBlocks,
     cpuVsJetStreamR3Max: CPU_VS_JETSTREAM_MAX,
     cpuVsJetStreamR3,
     met,
-    ratio: share(ours3, theirs3),
-    floorRatio: share(floor, theirs3),
+    ratio: median((r) => r.ratio),
+    floorRatio: median((r) => r.floorRatio),
+    rounds,
   };
+}
+
+type Ratios = ReturnType<typeof ratiosOf>;
+
+/** The median of the values there are (the mean of the middle two of an even count); undefined without any. */
+function medianOf(values: ReadonlyArray<number | undefined>): number | undefined {
+  const sorted = values.filter((value): value is number => value !== undefined).sort((a, b) => a - b);
+  if (sorted.length === 0) return undefined;
+  const middle = Math.floor(sorted.length / 2);
+  return round(sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2, 2);
+}
+
+/** The ratios of one round's runs. */
+function ratiosOf(runs: readonly IngestRun[]) {
+  const ours = (replicas: number, nodes: number) => runs.find((run) => run.system === 'Tributary' && run.replicas === replicas && (nodes === 1) === (run.setup === 'one node'));
+  const floorOf = (replicas: number, processes: number, auth?: 'signed' | 'mac', blocks = false) =>
+    runs.find(
+      (run) =>
+        run.system === FLOOR_SYSTEM && run.replicas === replicas && (processes === 1) === (run.setup === 'one process') &&
+        (auth === 'signed') === run.setup.includes('signed') && (auth === 'mac') === run.setup.includes('MAC') && blocks === run.setup.includes('blocks'),
+    );
+  const ours3 = ours(3, CLUSTER_NODES);
+  const theirs3 = runs.find((run) => run.system === 'NATS JetStream' && run.replicas === 3 && !run.setup.includes('always'));
+  const floor = floorOf(3, CLUSTER_NODES);
+  const share = (mine: IngestRun | undefined, base: IngestRun | undefined) =>
+    mine === undefined || base === undefined ? undefined : round(mine.payloadsPerSecond / base.payloadsPerSecond, 2);
+  const ofFloor = { oneNode: share(ours(1, 1), floorOf(1, 1)), replicas2: share(ours(2, CLUSTER_NODES), floorOf(2, CLUSTER_NODES)), replicas3: share(ours3, floor) };
+  const ofSignedFloor = { replicas2: share(ours(2, CLUSTER_NODES), floorOf(2, CLUSTER_NODES, 'signed')), replicas3: share(ours3, floorOf(3, CLUSTER_NODES, 'signed')) };
+  // Where the goal lies for any design that signs and stores our blocks: that floor's share of the bare one.
+  const signedBlocksFloor = floorOf(3, CLUSTER_NODES, 'signed', true);
+  const signedBlocks = { ofFloor: share(signedBlocksFloor, floor), oursOfIt: share(ours3, signedBlocksFloor) };
+  // And for a design that authenticated with a key per pair of nodes instead.
+  const macBlocks = { ofFloor: share(floorOf(3, CLUSTER_NODES, 'mac', true), floor) };
+  const cpuVsJetStreamR3 =
+    ours3?.cpuSeconds.servers === undefined || theirs3?.cpuSeconds.servers === undefined ? undefined : round(ours3.cpuSeconds.servers / theirs3.cpuSeconds.servers, 2);
+  return { ofFloor, ofSignedFloor, signedBlocks, macBlocks, cpuVsJetStreamR3, ratio: share(ours3, theirs3), floorRatio: share(floor, theirs3) };
 }
 
 function jetStreamOf(binary: NatsBinary | undefined, syncAlways: boolean, window: number) {
@@ -551,7 +607,7 @@ export async function runPeersIngestBench(options: BenchOptions): Promise<void> 
   if (binary === undefined) log('nats-server not found (apt-get install nats-server, or NATS_SERVER_BIN): measuring Tributary only.');
   else log(`JetStream: ${binary.version} at ${binary.path}; sync on every write ${syncAlways ? 'supported' : 'not supported by this version'}`);
 
-  const runs = await runPlan(batches, clients, window, binary, syncAlways);
+  const runs = await runPlan(batches, clients, window, binary, syncAlways, options.runs);
   const report = {
     date: new Date().toISOString(),
     machine: machine(loadAverageBefore),
@@ -561,6 +617,7 @@ export async function runPeersIngestBench(options: BenchOptions): Promise<void> 
       clients,
       unacknowledgedPerClient: window,
       ourBatch: options.batch,
+      rounds: options.runs,
       seed: SEED,
       policy: `ring_size ${RING_SIZE}, hash_payload.bytes ${HASH_BYTES}`,
       nodeExecArgv: nodeFlags(),

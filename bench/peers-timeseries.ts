@@ -23,6 +23,9 @@
 // and the floor with our tsr blocks, whose threads pack each batch with our own code, so
 // that it says what our stored format costs alone. Server CPU per point is given by thread
 // class (thread-cpu.ts) for ours and both floors.
+// Ours and the floors take the points in turn, first as they start, then STEADY_ROUNDS times
+// after a warm-up of every batch and a wait until quiet (the goal takes those rounds' median);
+// ours into a new stream each round after the first, whose stream the queries read.
 // Results go to bench/results/peers-timeseries.json and a markdown table to stdout.
 
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -40,6 +43,7 @@ import { runIngestFloor } from './ingest-floor.js';
 import type { BenchOptions } from './options.js';
 import { cpuSecondsOf, folderBytes, waitQuiet } from './server-process.js';
 import { type CpuByClass, cpuByClassSince, perItemUs, THREAD_CLASSES, threadTimesOf } from './thread-cpu.js';
+import { assert } from '../src/lib/assert.js';
 
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
 const RESULTS_PATH = join(PACKAGE_ROOT, 'bench', 'results', 'peers-timeseries.json');
@@ -59,6 +63,8 @@ const NARROW_FRACTION = 0.01;
 const WARMUP_RUNS = 2;
 /** Batches each side takes into a throwaway stream (database) before its ingest is timed: JIT, first files. */
 const WARMUP_BATCHES = 4;
+/** After a first round as started, ours and both floors take the points this many times more in a steady state (the ratios are their medians). */
+const STEADY_ROUNDS = 5;
 const INGEST_RATIO_MIN = 1;
 /** Ours against the floor on the same bodies (issue 37's goal): what the parts allow. */
 const INGEST_OF_FLOOR_MIN = 0.9;
@@ -180,15 +186,25 @@ async function timedIngest(
   };
 }
 
-async function ingestOurs(node: NodeProcess, other: number | undefined, bodies: readonly Buffer[], concurrency: number, expected: number): Promise<IngestTiming> {
+/**
+ * Into `stream` of the node (STREAM, which the queries read, in the first round), after a
+ * warm-up: WARMUP_BATCHES one at a time, or with `steady` every batch as the timed ones come
+ * and then until the node is quiet.
+ */
+async function ingestOurs(node: NodeProcess, other: number | undefined, bodies: readonly Buffer[], concurrency: number, expected: number, stream: string, steady: boolean): Promise<IngestTiming> {
   const api = client(node);
-  const warmup = await defineStream(node, `${STREAM}-warmup`);
-  for (const body of bodies.slice(0, WARMUP_BATCHES)) await post(warmup, body, 'application/json', 200);
-  const url = await defineStream(node, STREAM);
+  const warmup = await defineStream(node, `${stream}-warmup`);
+  if (steady) {
+    await runBatches(bodies.length, concurrency, (index) => post(warmup, bodies[index]!, 'application/json', 200));
+    await waitQuiet([node.child?.pid]);
+  } else {
+    for (const body of bodies.slice(0, WARMUP_BATCHES)) await post(warmup, body, 'application/json', 200);
+  }
+  const url = await defineStream(node, stream);
   phase('ingest-start');
   const timing = await timedIngest(node.child?.pid, other, bodies.length, concurrency, (index) => post(url, bodies[index]!, 'application/json', 200), true);
   phase('ingest-end');
-  const stored = await api.get(`/_internal/repos/tsr/${STREAM.slice('/streams/'.length)}`);
+  const stored = await api.get(`/_internal/repos/tsr/${stream.slice('/streams/'.length)}`);
   if (stored.status !== 200 || stored.json.total !== expected) throw new Error(`the node stores ${stored.json?.total ?? `? (HTTP ${stored.status})`} points, ${expected} were acknowledged`);
   return timing;
 }
@@ -214,21 +230,40 @@ const FLOOR_HASH_BYTES = 128;
 type FloorIngest = IngestResult & { threads: number };
 
 /**
- * The same bodies into the floor (one process), what it stored checked as ours is. With
+ * The same bodies into the floor (one process), what it stored checked as ours is, after
+ * the warm-up ours gets (`steady`: ingestOurs). With
  * `blocks`, its threads pack each batch as our ingest workers do (our packTsrBatch: the
  * schema's checks, partitions, columns): what our stored format costs with none of the
  * node's other work.
  */
-async function ingestFloor(bodies: readonly Buffer[], concurrency: number, expected: number, blocks: boolean): Promise<FloorIngest> {
+async function ingestFloor(bodies: readonly Buffer[], concurrency: number, expected: number, blocks: boolean, steady: boolean): Promise<FloorIngest> {
+  const warmup = steady ? { warmupBatches: bodies.length, warmupConcurrency: concurrency, quietAfterWarmup: true } : { warmupBatches: WARMUP_BATCHES };
   const run = await runIngestFloor(
     bodies.map((body) => ({ body })),
-    { processes: 1, threads: FLOOR_THREADS, ringSize: FLOOR_RING_SIZE, hashBytes: FLOOR_HASH_BYTES, clients: concurrency, ...(blocks ? { blocks, schema: SCHEMA } : {}) },
+    { processes: 1, ...warmup, threads: FLOOR_THREADS, ringSize: FLOOR_RING_SIZE, hashBytes: FLOOR_HASH_BYTES, clients: concurrency, ...(blocks ? { blocks, schema: SCHEMA } : {}) },
   );
   const stored = Object.values(run.storedCopies).reduce((sum, count) => sum + count, 0);
   if (stored !== expected) throw new Error(`the floor stores ${stored} points, ${expected} were acknowledged`);
   const servers = run.cpuSeconds.servers === undefined ? undefined : round(run.cpuSeconds.servers, 2);
   const timing = { ...run.timing, serverCpuSeconds: servers, otherCpuSeconds: undefined, clientCpuSeconds: round(run.cpuSeconds.clients, 2), cpuByClass: run.cpuByClass };
   return { ...ingestResult(timing, expected, run.bytesOnDisk), threads: FLOOR_THREADS };
+}
+
+/** One round of the ingests compared with the floor. */
+interface IngestRound {
+  round: number;
+  /** After a warm-up of every batch and a wait until quiet; else as started (WARMUP_BATCHES). */
+  steady: boolean;
+  ours: IngestResult;
+  floor: FloorIngest;
+  floorBlocks: FloorIngest;
+}
+
+/** The median (the mean of the middle two of an even count), to two decimals. */
+function medianOf(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return round(sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2, 2);
 }
 
 interface IngestResult {
@@ -572,40 +607,49 @@ function markdown(report: any): string {
   const n = (value: number | undefined) => (value === undefined ? '–' : value.toLocaleString('en-US'));
   const ms = (value: number | undefined) => (value === undefined ? '–' : value.toFixed(1));
   const ingest = report.ingest;
+  const row = (name: string, result: IngestResult, other: number | undefined | '–') =>
+    `| ${name} | ${n(result.pointsPerSecond)} | ${result.seconds} | ${ms(result.batchLatencyMs.p50)} | ${ms(result.batchLatencyMs.p99)} | ${Math.round(result.bytesOnDisk / 1e6)} | ${result.serverCpuSeconds ?? '–'} | ${other ?? '–'} |`;
   const lines = [
     '| ingest | points/s | seconds | p50 batch ms | p99 batch ms | on disk after, MB | server CPU s | the other server\'s CPU s meanwhile |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
-    `| Tributary, tsr, one node | ${n(ingest.ours.pointsPerSecond)} | ${ingest.ours.seconds} | ${ms(ingest.ours.batchLatencyMs.p50)} | ${ms(ingest.ours.batchLatencyMs.p99)} | ${Math.round(ingest.ours.bytesOnDisk / 1e6)} | ${ingest.ours.serverCpuSeconds ?? '–'} | ${ingest.ours.otherCpuSeconds ?? '–'} |`,
   ];
-  if (ingest.influx !== undefined) {
+  if (ingest.influx !== undefined) lines.push(row('InfluxDB', ingest.influx, ingest.influx.otherCpuSeconds));
+  const label = (r: IngestRound) => `round ${r.round} (${r.steady ? 'steady' : 'as started'})`;
+  for (const r of ingest.rounds as IngestRound[]) {
     lines.push(
-      `| InfluxDB | ${n(ingest.influx.pointsPerSecond)} | ${ingest.influx.seconds} | ${ms(ingest.influx.batchLatencyMs.p50)} | ${ms(ingest.influx.batchLatencyMs.p99)} | ${Math.round(ingest.influx.bytesOnDisk / 1e6)} | ${ingest.influx.serverCpuSeconds ?? '–'} | ${ingest.influx.otherCpuSeconds ?? '–'} |`,
+      row(`${label(r)}: Tributary, tsr, one node`, r.ours, r.ours.otherCpuSeconds),
+      row(`${label(r)}: the floor: bare Node + LevelDB, one process, ${r.floor.threads} parsing threads`, r.floor, '–'),
+      row(`${label(r)}: the floor with our tsr blocks, ${r.floorBlocks.threads} packing threads`, r.floorBlocks, '–'),
     );
   }
   lines.push(
-    `| the floor: bare Node + LevelDB, one process, ${ingest.floor.threads} parsing threads | ${n(ingest.floor.pointsPerSecond)} | ${ingest.floor.seconds} | ${ms(ingest.floor.batchLatencyMs.p50)} | ${ms(ingest.floor.batchLatencyMs.p99)} | ${Math.round(ingest.floor.bytesOnDisk / 1e6)} | ${ingest.floor.serverCpuSeconds ?? '–'} | – |`,
-    `| the floor with our tsr blocks, ${ingest.floorBlocks.threads} packing threads | ${n(ingest.floorBlocks.pointsPerSecond)} | ${ingest.floorBlocks.seconds} | ${ms(ingest.floorBlocks.batchLatencyMs.p50)} | ${ms(ingest.floorBlocks.batchLatencyMs.p99)} | ${Math.round(ingest.floorBlocks.bytesOnDisk / 1e6)} | ${ingest.floorBlocks.serverCpuSeconds ?? '–'} | – |`,
     '',
     'The floor: Node http, JSON.parse on a worker thread, each point\'s JSON text and a partition of it, one record per partition per batch, one synced ' +
       'LevelDB batch; no Koa, schema, checks, columns or hints: a ceiling for any design on Node and LevelDB here. With our tsr blocks: the same, ' +
-      'its threads packing each batch with our own code (packTsrBatch: the schema\'s checks, partitions, columns) instead of JSON lines.',
+      'its threads packing each batch with our own code (packTsrBatch: the schema\'s checks, partitions, columns) instead of JSON lines. ' +
+      'Ours and the floors take the points in turn: first as they start (fresh, a warm-up of a few batches), then in a steady state ' +
+      '(each first takes every batch once and is left until quiet) several times; the ratios below are the steady rounds\' medians, each round\'s in brackets.',
   );
   if (ingest.influx !== undefined) {
     lines.push(
       '',
-      `Ingest ratio (ours / InfluxDB): **${ingest.ratio}** (goal ≥ ${INGEST_RATIO_MIN}). The floor / InfluxDB: ${ingest.floorRatio}.`,
+      `Ingest ratio (ours / InfluxDB, both as started): **${ingest.ratio}** (goal ≥ ${INGEST_RATIO_MIN}). The floor / InfluxDB: ${ingest.floorRatio}.`,
     );
   }
+  const each = (pick: (round: IngestRound) => number) => (ingest.rounds as IngestRound[]).filter((r) => r.steady).map((r) => round(pick(r), 2)).join(', ');
   lines.push(
     '',
-    `Ours / the floor: **${ingest.oursOfFloor}** (goal ≥ ${INGEST_OF_FLOOR_MIN}). The floor with our tsr blocks / the floor: ${ingest.floorBlocksOfFloor}; ` +
-      `ours / the floor with our tsr blocks: ${ingest.oursOfFloorBlocks}.`,
+    `Ours / the floor, steady: **${ingest.oursOfFloor}** (${each((r) => r.ours.pointsPerSecond / r.floor.pointsPerSecond)}; goal ≥ ${INGEST_OF_FLOOR_MIN}); as started: ${ingest.oursOfFloorAsStarted}. ` +
+      `The floor with our tsr blocks / the floor: ${ingest.floorBlocksOfFloor} (${each((r) => r.floorBlocks.pointsPerSecond / r.floor.pointsPerSecond)}); ` +
+      `ours / the floor with our tsr blocks: ${ingest.oursOfFloorBlocks} (${each((r) => r.ours.pointsPerSecond / r.floorBlocks.pointsPerSecond)}).`,
   );
-  const byThread = [
-    ['Tributary, tsr, one node', ingest.ours.cpuPerPointUsByThread],
-    ['the floor', ingest.floor.cpuPerPointUsByThread],
-    ['the floor with our tsr blocks', ingest.floorBlocks.cpuPerPointUsByThread],
-  ].filter((row): row is [string, CpuByClass] => row[1] !== undefined);
+  const byThread = (ingest.rounds as IngestRound[])
+    .flatMap((r) => [
+      [`${label(r)}: Tributary, tsr, one node`, r.ours.cpuPerPointUsByThread],
+      [`${label(r)}: the floor`, r.floor.cpuPerPointUsByThread],
+      [`${label(r)}: the floor with our tsr blocks`, r.floorBlocks.cpuPerPointUsByThread],
+    ])
+    .filter((row): row is [string, CpuByClass] => row[1] !== undefined);
   if (byThread.length > 0) {
     lines.push(
       '',
@@ -671,16 +715,27 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
       log(`  ${influxIngest.pointsPerSecond} points/s (the bench: ${influxIngest.clientCpuSeconds} CPU s); waiting for InfluxDB to be quiet…`);
       log(`  quiet after ${await waitQuiet([influx.pid])} s`);
     }
-    log('peers-timeseries: ingest into Tributary…');
-    const oursIngest = ingestResult(await ingestOurs(node, influx?.pid, bodies.ours, options.concurrency, points.length), points.length, folderBytes(node.dataDir));
-    log(`  ${oursIngest.pointsPerSecond} points/s (InfluxDB meanwhile: ${oursIngest.otherCpuSeconds ?? '–'} CPU s; the bench: ${oursIngest.clientCpuSeconds} CPU s)`);
-
-    log('peers-timeseries: ingest into the floor…');
-    const floorIngest = await ingestFloor(bodies.ours, options.concurrency, points.length, false);
-    log(`  ${floorIngest.pointsPerSecond} points/s`);
-    log('peers-timeseries: ingest into the floor with our tsr blocks…');
-    const floorBlocksIngest = await ingestFloor(bodies.ours, options.concurrency, points.length, true);
-    log(`  ${floorBlocksIngest.pointsPerSecond} points/s`);
+    // Ours and the floors in turn: first as they start (the node and the floors fresh, a
+    // warm-up of WARMUP_BATCHES), then STEADY_ROUNDS times in a steady state (each first takes
+    // every batch once and is then left until quiet: what a node running for hours is), as
+    // single runs of ~1.5 s move by ±10% here; the goal takes the steady rounds' median.
+    const rounds: IngestRound[] = [];
+    for (let round = 1; round <= 1 + STEADY_ROUNDS; round += 1) {
+      const steady = round > 1;
+      const stream = round === 1 ? STREAM : `${STREAM}-round-${round}`;
+      log(`peers-timeseries: round ${round} (${steady ? 'steady' : 'as started'}): ingest into Tributary…`);
+      const ours = ingestResult(await ingestOurs(node, influx?.pid, bodies.ours, options.concurrency, points.length, stream, steady), points.length, folderBytes(node.dataDir));
+      log(`  ${ours.pointsPerSecond} points/s (InfluxDB meanwhile: ${ours.otherCpuSeconds ?? '–'} CPU s; the bench: ${ours.clientCpuSeconds} CPU s)`);
+      log('peers-timeseries: ingest into the floor…');
+      const floor = await ingestFloor(bodies.ours, options.concurrency, points.length, false, steady);
+      log(`  ${floor.pointsPerSecond} points/s`);
+      log('peers-timeseries: ingest into the floor with our tsr blocks…');
+      const floorBlocks = await ingestFloor(bodies.ours, options.concurrency, points.length, true, steady);
+      log(`  ${floorBlocks.pointsPerSecond} points/s`);
+      rounds.push({ round, steady, ours, floor, floorBlocks });
+    }
+    const [first] = rounds;
+    assert(first !== undefined && !first.steady, 'the first round is as started');
 
     const mismatches: string[] = [];
     const queries: QueryResult[] = [];
@@ -709,9 +764,12 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
       log(`  ${dashboard.influx.asked.pointsPerSecond} points/s asked, ${dashboard.influx.alone.pointsPerSecond} alone (${dashboard.influx.ratio}); ${dashboard.influx.asked.questions} questions, p50 ${dashboard.influx.asked.questionMs.p50} ms`);
     }
 
-    const ingestRatio = influxIngest === undefined ? undefined : round(oursIngest.pointsPerSecond / influxIngest.pointsPerSecond, 2);
-    const floorRatio = influxIngest === undefined ? undefined : round(floorIngest.pointsPerSecond / influxIngest.pointsPerSecond, 2);
-    const oursOfFloor = round(oursIngest.pointsPerSecond / floorIngest.pointsPerSecond, 2);
+    const steadyRounds = rounds.filter((r) => r.steady);
+    const median = (pick: (round: IngestRound) => number) => medianOf(steadyRounds.map(pick));
+    // InfluxDB's ingest ran once, as started (before the rounds): against ours and the floor's first.
+    const ingestRatio = influxIngest === undefined ? undefined : round(first!.ours.pointsPerSecond / influxIngest.pointsPerSecond, 2);
+    const floorRatio = influxIngest === undefined ? undefined : round(first!.floor.pointsPerSecond / influxIngest.pointsPerSecond, 2);
+    const oursOfFloor = median((r) => r.ours.pointsPerSecond / r.floor.pointsPerSecond);
     const report = {
       date: new Date().toISOString(),
       machine: machine(loadAverageBefore),
@@ -722,21 +780,26 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
         batch: options.batch,
         concurrency: options.concurrency,
         runs: options.runs,
+        steadyRounds: STEADY_ROUNDS,
         warmupRuns: WARMUP_RUNS,
         seed: SEED,
         nodeExecArgv: nodeFlags(),
       },
       influx: { version: binary?.version, settings: binary === undefined ? undefined : INFLUX_SETTINGS, compared: influx !== undefined },
       ingest: {
-        ours: oursIngest,
+        // The first round's: ours of it holds the stream the queries read.
+        ours: first!.ours,
         influx: influxIngest,
+        floor: first!.floor,
+        floorBlocks: first!.floorBlocks,
+        rounds,
         ratio: ingestRatio,
-        floor: floorIngest,
         floorRatio,
+        // As started, the first round's; then the steady rounds' medians.
+        oursOfFloorAsStarted: round(first!.ours.pointsPerSecond / first!.floor.pointsPerSecond, 2),
         oursOfFloor,
-        floorBlocks: floorBlocksIngest,
-        floorBlocksOfFloor: round(floorBlocksIngest.pointsPerSecond / floorIngest.pointsPerSecond, 2),
-        oursOfFloorBlocks: round(oursIngest.pointsPerSecond / floorBlocksIngest.pointsPerSecond, 2),
+        floorBlocksOfFloor: median((r) => r.floorBlocks.pointsPerSecond / r.floor.pointsPerSecond),
+        oursOfFloorBlocks: median((r) => r.ours.pointsPerSecond / r.floorBlocks.pointsPerSecond),
       },
       queries,
       dashboard,

@@ -30,8 +30,9 @@ const DEFAULTS: BenchOptions = { payloads: 200_000, batch: 500, concurrency: 1, 
 /** Where a benchmark's defaults differ (search: --concurrency is the load's). */
 const BENCH_DEFAULTS: Record<string, Partial<BenchOptions>> = {
   search: { payloads: 1_000_000, batch: 1000, concurrency: 2 },
-  // 4 clients, each with one batch of 500 (ours) or 500 publishes (JetStream) unacknowledged.
-  'peers-ingest': { concurrency: 4 },
+  // 4 clients, each with one batch of 500 (ours) or 500 publishes (JetStream) unacknowledged;
+  // --runs: rounds of the whole plan (the goals take the median of the rounds' ratios).
+  'peers-ingest': { concurrency: 4, runs: 3 },
   // 1M points in batches of 5,000 (line protocol to InfluxDB), 10 measured runs per query.
   'peers-timeseries': { payloads: 1_000_000, batch: 5000, concurrency: 4, runs: 10 },
   // Growing to 32 nodes one join at a time, twice: 20,000 payloads keep each change short.
