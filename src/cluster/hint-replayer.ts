@@ -211,12 +211,17 @@ export class HintReplayer {
     }
   }
 
-  /** Each entry straight to its target; throws (the hints stay here) when one cannot take it. */
+  /**
+   * Each entry straight to its target; throws (the hints stay here) when one cannot take it.
+   * Tried whatever this node's view of the target's availability: members do not heartbeat
+   * a node that has left, so that view stays as it was when this node left (the shell
+   * simulation found a Left node that held hints for a node it last saw Pending, and never
+   * tried it again).
+   */
   private async deliverFromLeft(entries: readonly HintEntry[]): Promise<void> {
     for (const entry of entries) {
       // Only hints for other nodes are delivered (rehome stores this node's own).
       assert(entry.target !== this.deps.localName, 'hints of a node that has left delivered to itself');
-      if (!this.deps.available(entry.target)) throw new Error(`${entry.target} is unavailable: hints of a node that has left wait for it`);
       if (entry.repository === 'KV') await this.deps.transport.call(entry.target, DEFINITION_PUSH, { records: entry.records.map(toWireRecord) }, { deadlineMs: this.deps.peerDeadlineMs });
       else await this.deliver(entry.target, entry.repository, entry.records);
     }

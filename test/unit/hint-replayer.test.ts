@@ -101,6 +101,18 @@ describe('hint replayer - hints delivered during a change', () => {
     expect(kept).toEqual([]);
   });
 
+  it('a node that has left tries its hints on a target it last saw unavailable', async () => {
+    // Members do not heartbeat a node that has left: c's view of d stays as it was when c
+    // left (d Pending, unavailable), and the shell simulation found c holding d's hint forever.
+    const membership: Membership = { epoch: 9, members: [member('a'), member('b'), member('c', 'Left'), member('d')], change: undefined };
+    const slot = SLOTS.find((each) => ownersOf(membership, each).includes('d'))!;
+    const hint: Hint = { key: 'h1', target: 'd', bytes: 10, repository: 'ssr', records: [record(slot.partition, 'w4')] };
+    const { replay, delivered, kept } = replayer(membership, [hint], 'c', (node) => node !== 'd');
+    expect(await replay.round()).toBe(1);
+    expect(delivered).toEqual([{ to: 'd', writeIds: ['w4'] }]);
+    expect(kept).toEqual([]);
+  });
+
   it('hints no one else once no change is in flight', async () => {
     const membership = leaving(false);
     const slot = SLOTS.find((each) => ownersOf(membership, each).includes('b') && !ownersOf(membership, each).includes('a'))!;
