@@ -308,6 +308,14 @@ export function percentile(sorted: ArrayLike<number>, fraction: number): number 
   return sorted[Math.max(0, Math.ceil(fraction * sorted.length) - 1)]!;
 }
 
+/** The median of the values there are (the mean of the middle two of an even count), to two decimals; undefined without any. */
+export function medianOf(values: ReadonlyArray<number | undefined>): number | undefined {
+  const sorted = values.filter((value): value is number => value !== undefined).sort((a, b) => a - b);
+  if (sorted.length === 0) return undefined;
+  const middle = Math.floor(sorted.length / 2);
+  return round(sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2, 2);
+}
+
 export function round(value: number, digits: number): number {
   const scale = 10 ** digits;
   return Math.round(value * scale) / scale;

@@ -30,6 +30,7 @@ import { startClusterNode, until } from '../test/kit/cluster.js';
 import { client, type NodeProcess, sleep } from '../test/kit/node-process.js';
 import {
   log,
+  medianOf,
   nodeFlags,
   phase,
   PAYLOAD_BYTES_AVG_RANGE,
@@ -541,14 +542,6 @@ function goalOf(runs: readonly IngestRun[]) {
 }
 
 type Ratios = ReturnType<typeof ratiosOf>;
-
-/** The median of the values there are (the mean of the middle two of an even count); undefined without any. */
-function medianOf(values: ReadonlyArray<number | undefined>): number | undefined {
-  const sorted = values.filter((value): value is number => value !== undefined).sort((a, b) => a - b);
-  if (sorted.length === 0) return undefined;
-  const middle = Math.floor(sorted.length / 2);
-  return round(sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2, 2);
-}
 
 /** The ratios of one round's runs. */
 function ratiosOf(runs: readonly IngestRun[]) {

@@ -35,7 +35,7 @@ import { performance } from 'node:perf_hooks';
 import { cleanup, client, NodeProcess, sleep } from '../test/kit/node-process.js';
 import { SseClient } from '../test/kit/sse-client.js';
 import { Prng } from '../test/sim/prng.js';
-import { expectOk, log, nodeFlags, percentile, phase, round, runBatches, type Timing } from './ingest.js';
+import { expectOk, log, medianOf, nodeFlags, percentile, phase, round, runBatches, type Timing } from './ingest.js';
 import { installDebianPackage } from './debian-package.js';
 import { findInfluxd, INFLUX_SETTINGS, influxQuery, type InfluxServer, startInfluxd } from './influxdb.js';
 import { machine } from './machine.js';
@@ -257,13 +257,6 @@ interface IngestRound {
   ours: IngestResult;
   floor: FloorIngest;
   floorBlocks: FloorIngest;
-}
-
-/** The median (the mean of the middle two of an even count), to two decimals. */
-function medianOf(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return round(sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2, 2);
 }
 
 interface IngestResult {
@@ -720,10 +713,10 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
     // every batch once and is then left until quiet: what a node running for hours is), as
     // single runs of ~1.5 s move by ±10% here; the goal takes the steady rounds' median.
     const rounds: IngestRound[] = [];
-    for (let round = 1; round <= 1 + STEADY_ROUNDS; round += 1) {
-      const steady = round > 1;
-      const stream = round === 1 ? STREAM : `${STREAM}-round-${round}`;
-      log(`peers-timeseries: round ${round} (${steady ? 'steady' : 'as started'}): ingest into Tributary…`);
+    for (let number = 1; number <= 1 + STEADY_ROUNDS; number += 1) {
+      const steady = number > 1;
+      const stream = number === 1 ? STREAM : `${STREAM}-round-${number}`;
+      log(`peers-timeseries: round ${number} (${steady ? 'steady' : 'as started'}): ingest into Tributary…`);
       const ours = ingestResult(await ingestOurs(node, influx?.pid, bodies.ours, options.concurrency, points.length, stream, steady), points.length, folderBytes(node.dataDir));
       log(`  ${ours.pointsPerSecond} points/s (InfluxDB meanwhile: ${ours.otherCpuSeconds ?? '–'} CPU s; the bench: ${ours.clientCpuSeconds} CPU s)`);
       log('peers-timeseries: ingest into the floor…');
@@ -732,7 +725,7 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
       log('peers-timeseries: ingest into the floor with our tsr blocks…');
       const floorBlocks = await ingestFloor(bodies.ours, options.concurrency, points.length, true, steady);
       log(`  ${floorBlocks.pointsPerSecond} points/s`);
-      rounds.push({ round, steady, ours, floor, floorBlocks });
+      rounds.push({ round: number, steady, ours, floor, floorBlocks });
     }
     const [first] = rounds;
     assert(first !== undefined && !first.steady, 'the first round is as started');
@@ -765,7 +758,7 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
     }
 
     const steadyRounds = rounds.filter((r) => r.steady);
-    const median = (pick: (round: IngestRound) => number) => medianOf(steadyRounds.map(pick));
+    const median = (pick: (round: IngestRound) => number) => medianOf(steadyRounds.map(pick))!;
     // InfluxDB's ingest ran once, as started (before the rounds): against ours and the floor's first.
     const ingestRatio = influxIngest === undefined ? undefined : round(first!.ours.pointsPerSecond / influxIngest.pointsPerSecond, 2);
     const floorRatio = influxIngest === undefined ? undefined : round(first!.floor.pointsPerSecond / influxIngest.pointsPerSecond, 2);
