@@ -44,6 +44,11 @@ export interface StartOptions {
 const running = new Set<NodeProcess>();
 const dataDirs = new Set<string>();
 
+/** Ports picked for one start at most: a node that cannot bind the ones picked is started on others. */
+const PORT_PICKS_MAX = 3;
+/** What a node says when a port it was given is taken (http: EADDRINUSE; the peer port: transport.ts). */
+const PORT_TAKEN = /EADDRINUSE|is the port taken/;
+
 export async function freePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const server = createServer();
@@ -82,17 +87,22 @@ export class NodeProcess {
   }
 
   static async start(options: StartOptions = {}): Promise<NodeProcess> {
-    const node = new NodeProcess(
-      options.name ?? 'node-1',
-      options.httpPort ?? (await freePort()),
-      options.peerPort ?? (await freePort()),
-      options.dataDir ?? temporaryDataDir(),
-      options,
-    );
-    running.add(node);
-    if (options.ca !== undefined) trustedCas.set(new URL(node.url).origin, options.ca);
-    await node.launch();
-    return node;
+    const picksPorts = options.httpPort === undefined && options.peerPort === undefined && options.portFlags !== false;
+    const dataDir = options.dataDir ?? temporaryDataDir();
+    for (let attempt = 1; ; attempt += 1) {
+      const node = new NodeProcess(options.name ?? 'node-1', options.httpPort ?? (await freePort()), options.peerPort ?? (await freePort()), dataDir, options);
+      running.add(node);
+      if (options.ca !== undefined) trustedCas.set(new URL(node.url).origin, options.ca);
+      try {
+        await node.launch();
+        return node;
+      } catch (error) {
+        // A port the kit picked can be taken before the node binds it (by any process's
+        // outgoing connection, or a test file running beside this one): picked again.
+        if (!picksPorts || attempt >= PORT_PICKS_MAX || !PORT_TAKEN.test(node.output)) throw error;
+        running.delete(node);
+      }
+    }
   }
 
   /** Spawns the process and waits until it answers HTTP. */
