@@ -36,8 +36,9 @@ function gainedSlot(membership: Membership): { slot: Slot; gainers: string[] } {
   throw new Error('no slot of c is gained by another node');
 }
 
-function replayer(membership: Membership, hinted: Hint[], localName = 'a', available: (node: string) => boolean = () => true) {
+function replayer(membership: Membership | (() => Membership), hinted: Hint[], localName = 'a', available: (node: string) => boolean = () => true, onCall: () => void = () => undefined) {
   const delivered: Array<{ to: string; writeIds: string[] }> = [];
+  const stored: string[] = [];
   const kept: HintEntry[] = [];
   const hints: HintStorage = {
     add: () => [],
@@ -51,6 +52,7 @@ function replayer(membership: Membership, hinted: Hint[], localName = 'a', avail
     transport: {
       call: (async (to: string, _kind: unknown, body: { records: StoredRecord[] }) => {
         delivered.push({ to, writeIds: body.records.map((record) => record.writeId) });
+        onCall();
         return {};
       }) as never,
     },
@@ -61,15 +63,15 @@ function replayer(membership: Membership, hinted: Hint[], localName = 'a', avail
         throw new Error('refused: unknown sender');
       },
     } as unknown as HintKeeper,
-    replica: { store: async () => undefined },
-    membership: () => membership,
+    replica: { store: async (_repository: unknown, records: readonly StoredRecord[]) => void stored.push(...records.map((record) => record.writeId)) },
+    membership: typeof membership === 'function' ? membership : () => membership,
     available,
     replicasOf: () => 2,
     adopt: async () => undefined,
     peerDeadlineMs: 1_000,
     intervalMs: 1_000,
   });
-  return { replay, delivered, kept };
+  return { replay, delivered, kept, stored };
 }
 
 const record = (partition: number, writeId: string): StoredRecord => ({ stream: STREAM, partition, timestamp: 1, writeId, value: '{}' });
@@ -111,6 +113,29 @@ describe('hint replayer - hints delivered during a change', () => {
     expect(await replay.round()).toBe(1);
     expect(delivered).toEqual([{ to: 'd', writeIds: ['w4'] }]);
     expect(kept).toEqual([]);
+  });
+
+  it("stores here only what this node still owns when the round's hints are rehomed", async () => {
+    // The round sorts b's hints by the table of its start: one record's partition is a's then.
+    // Delivering the next hint takes a while, and meanwhile a has left (its hand-off dropped
+    // that partition): the record goes to the partition's owners, not into a's store (the
+    // shell simulation's seed 4510 left a Left node holding it).
+    const before: Membership = { epoch: 9, members: [member('a'), member('b'), member('c'), member('d')], change: undefined };
+    const after: Membership = { epoch: 10, members: [member('a', 'Left'), member('b'), member('c'), member('d')], change: undefined };
+    const slotOf = (partition: number) => ({ partition, replicas: 2 });
+    const moved = SLOTS.find((slot) => ownersOf(before, slot).includes('a') && !ownersOf(before, slot).includes('b'))!;
+    const owned = SLOTS.find((slot) => ownersOf(before, slot).includes('b') && ownersOf(after, slot).includes('b'))!;
+    const hints: Hint[] = [
+      { key: 'h1', target: 'b', bytes: 10, repository: 'ssr', records: [record(moved.partition, 'w5')] },
+      { key: 'h2', target: 'b', bytes: 10, repository: 'ssr', records: [record(owned.partition, 'w6')] },
+    ];
+    let table = before;
+    const { replay, delivered, stored } = replayer(() => table, hints, 'a', () => true, () => (table = after));
+    expect(await replay.round()).toBe(2);
+    expect(stored).toEqual([]);
+    // Every owner by the new table gets it (c also by the hint the old table gave it: twice, harmlessly).
+    const w5 = new Set(delivered.filter((each) => each.writeIds.includes('w5')).map((each) => each.to));
+    expect([...w5].sort()).toEqual([...ownersOf(after, slotOf(moved.partition))].sort());
   });
 
   it('hints no one else once no change is in flight', async () => {
