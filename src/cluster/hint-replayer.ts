@@ -274,8 +274,9 @@ export class HintReplayer {
       if (owners.includes(local)) mine.push(record);
       else for (const owner of owners) entries.push({ target: owner, repository, records: [record] });
     }
-    // Each record is stored here or hinted for its owners, never for this node.
-    assert(entries.every((entry) => entry.target !== local) && mine.length <= records.length, `${records.length} records of this node sorted into ${mine.length} and ${entries.length} hints`);
+    // Each record is stored here or hinted for at least one owner (its hint ends after this), never for this node.
+    const placed = new Set<StoredRecord>([...mine, ...entries.map((entry) => entry.records[0] as StoredRecord)]);
+    assert(entries.every((entry) => entry.target !== local) && records.every((record) => placed.has(record)), `${records.length} records of this node sorted into ${mine.length} and ${entries.length} hints`);
     if (mine.length > 0) await this.deps.replica.store(repository, mine);
     return entries;
   }
