@@ -31,6 +31,7 @@ import * as grpc from '@grpc/grpc-js';
 import { ClassicLevel } from 'classic-level';
 import { decodePairs, encodePairs } from '../src/cluster/transfer-chunks.js';
 import { fastestPeerDigest, peerDigest } from '../src/peer/codec.js';
+import { verifyingKeyOf } from '../src/peer/signing.js';
 import { DEFAULT_WRITE_BUFFER_BYTES } from '../src/storage/database.js';
 import { CHANNEL_OPTIONS } from '../src/peer/wire.js';
 import { firstLine, runRoleIfMain, spawnRole, stopChild } from './child-role.js';
@@ -421,14 +422,12 @@ class FloorSigning implements FloorAuth {
   private rawKeys: Buffer[] = [];
 
   constructor() {
-    const pair = generateKeyPairSync('ed25519');
-    this.privateKey = pair.privateKey;
-    this.publicKey = pair.publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
+    ({ privateKey: this.privateKey, publicKey: this.publicKey } = rawKeyPair('ed25519'));
   }
 
   know(_self: number, publicKeys: readonly string[]): void {
     this.rawKeys = publicKeys.map((key) => Buffer.from(key, 'base64'));
-    this.keys = this.rawKeys.map((raw) => createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, raw]), format: 'der', type: 'spki' }));
+    this.keys = this.rawKeys.map((raw) => verifyingKeyOf(raw));
   }
 
   seal(self: number, recipient: number, records: Uint8Array, recordsDigest: () => Buffer): Buffer {
@@ -449,7 +448,11 @@ class FloorSigning implements FloorAuth {
   }
 }
 
-const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+/** A new key pair, its public key as the raw 32 bytes the other processes are told. */
+function rawKeyPair(kind: 'ed25519' | 'x25519'): { privateKey: KeyObject; publicKey: Buffer } {
+  const pair = kind === 'ed25519' ? generateKeyPairSync('ed25519') : generateKeyPairSync('x25519');
+  return { privateKey: pair.privateKey, publicKey: pair.publicKey.export({ format: 'der', type: 'spki' }).subarray(-32) };
+}
 
 function requestDigest(recipient: Buffer, recordsDigest: Buffer): Buffer {
   return peerDigest(Buffer.concat([recipient, recordsDigest]), DIGEST);
@@ -470,9 +473,7 @@ class FloorMac implements FloorAuth {
   private keys: Buffer[] = [];
 
   constructor() {
-    const pair = generateKeyPairSync('x25519');
-    this.privateKey = pair.privateKey;
-    this.publicKey = pair.publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
+    ({ privateKey: this.privateKey, publicKey: this.publicKey } = rawKeyPair('x25519'));
   }
 
   know(self: number, publicKeys: readonly string[]): void {
@@ -511,6 +512,7 @@ class FloorMac implements FloorAuth {
   }
 }
 
+/** The DER prefix of a raw X25519 public key (RFC 8410). */
 const X25519_SPKI_PREFIX = Buffer.from('302a300506032b656e032100', 'hex');
 const MAC_IV_BYTES = 12;
 const MAC_TAG_BYTES = 16;

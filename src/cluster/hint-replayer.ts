@@ -16,7 +16,7 @@ import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { Timer, Timers } from '../lib/timers.js';
 import { memberNamed } from '../cluster-core/membership.js';
 import { nextOwnersOf, ownersOf, writeOwners } from '../cluster-core/placement.js';
-import type { Membership } from '../protocol/cluster-types.js';
+import type { Membership, Slot } from '../protocol/cluster-types.js';
 import { toWireRecord } from '../replicated-definitions/definition-peers.js';
 import type { Committer, HintEntry, HintKeeper, HintStorage } from './hint-keeper.js';
 import { NOT_OWNER, STALE_EPOCH, type ReplicaStore } from './replica-writer.js';
@@ -70,6 +70,10 @@ export class HintReplayer {
   private async pass(): Promise<number> {
     let ended = 0;
     const membership = this.deps.membership();
+    // The damage took the table too (epoch 0): no partition has an owner this node knows of,
+    // and every hint would be sorted to no one and end. They wait until a member admits this
+    // node again, as its refill does (repair-service.ts).
+    if (membership.epoch === 0) return 0;
     const leaving = isLeaving(membership, this.deps.localName);
     for (const target of this.deps.hints.targets()) {
       const member = memberNamed(membership, target);
@@ -124,8 +128,7 @@ export class HintReplayer {
     const owned: StoredRecord[] = [];
     const moved: StoredRecord[] = [];
     for (const record of records) {
-      const owners = writeOwners(membership, { partition: record.partition, replicas: this.deps.replicasOf(record.stream) });
-      (owners.includes(target) ? owned : moved).push(record);
+      (writeOwners(membership, this.slotOf(record)).includes(target) ? owned : moved).push(record);
     }
     // Every record is either still the target's or moved: none is dropped (a hint ends only once an owner has it).
     assert(owned.length + moved.length === records.length, `${records.length} hinted records sorted into ${owned.length} and ${moved.length}`);
@@ -135,11 +138,8 @@ export class HintReplayer {
       await this.toOtherOwners(membership, target, repository, owned);
       entries.push(...this.forGainers(membership, target, repository, owned));
     } else if (owned.length > 0) entries.push({ target, repository, records: owned });
-    for (const record of moved) {
-      for (const owner of writeOwners(membership, { partition: record.partition, replicas: this.deps.replicasOf(record.stream) })) {
-        if (owner !== target) entries.push({ target: owner, repository, records: [record] });
-      }
-    }
+    // A moved record's owners do not include the target.
+    for (const record of moved) entries.push(...this.forOwners(membership, repository, record));
     return entries;
   }
 
@@ -153,7 +153,7 @@ export class HintReplayer {
     if (membership.change === undefined) return [];
     const entries: HintEntry[] = [];
     for (const record of records) {
-      const slot = { partition: record.partition, replicas: this.deps.replicasOf(record.stream) };
+      const slot = this.slotOf(record);
       assert(Number.isInteger(slot.replicas) && slot.replicas >= 1, () => `stream ${record.stream} keeps ${slot.replicas} copies`);
       const owners = ownersOf(membership, slot);
       for (const gainer of nextOwnersOf(membership, slot)) {
@@ -174,7 +174,7 @@ export class HintReplayer {
   private async toOtherOwners(membership: Membership, target: string, repository: RepositoryName, records: readonly StoredRecord[]): Promise<void> {
     const byOwner = new Map<string, StoredRecord[]>();
     for (const record of records) {
-      const owners = writeOwners(membership, { partition: record.partition, replicas: this.deps.replicasOf(record.stream) });
+      const owners = writeOwners(membership, this.slotOf(record));
       // settle() gives only the records the target still owns.
       assert(owners.includes(target), () => `a hinted record of partition ${record.partition} copied after its delivery to ${target}, not an owner`);
       for (const owner of owners) {
@@ -256,6 +256,22 @@ export class HintReplayer {
     throw new Error('no other node took the hints of this leaving node');
   }
 
+  /** The record's partition on the ring of its stream's copies. */
+  private slotOf(record: StoredRecord): Slot {
+    return { partition: record.partition, replicas: this.deps.replicasOf(record.stream) };
+  }
+
+  /**
+   * A hint of the record for each write owner of its partition: for a record that neither
+   * its hint's target nor this node owns any longer (the callers send it nowhere else).
+   */
+  private forOwners(membership: Membership, repository: RepositoryName, record: StoredRecord): HintEntry[] {
+    const owners = writeOwners(membership, this.slotOf(record));
+    // A hint ends once its entries are made: a record no owner took would end with it.
+    assert(owners.length > 0, () => `partition ${record.partition} of ${record.stream} has no write owner at epoch ${membership.epoch}`);
+    return owners.map((owner) => ({ target: owner, repository, records: [record] }));
+  }
+
   /**
    * Stores here the records of partitions this node still owns, by the table as it is now,
    * and returns hints for the owners of the others. The records were sorted by the table of
@@ -265,18 +281,16 @@ export class HintReplayer {
    * it), as storeHere in replica-writer.ts routes a write again.
    */
   private async storeHere(repository: RepositoryName, records: readonly StoredRecord[]): Promise<HintEntry[]> {
+    // As replica-writer's storeHere: every record placed on the ring.
+    assert(records.every((record) => Number.isInteger(record.partition) && record.partition >= 0), 'a hinted record stored here without a partition of the ring');
     const membership = this.deps.membership();
     const local = this.deps.localName;
     const mine: StoredRecord[] = [];
     const entries: HintEntry[] = [];
     for (const record of records) {
-      const owners = writeOwners(membership, { partition: record.partition, replicas: this.deps.replicasOf(record.stream) });
-      if (owners.includes(local)) mine.push(record);
-      else for (const owner of owners) entries.push({ target: owner, repository, records: [record] });
+      if (writeOwners(membership, this.slotOf(record)).includes(local)) mine.push(record);
+      else entries.push(...this.forOwners(membership, repository, record));
     }
-    // Each record is stored here or hinted for at least one owner (its hint ends after this), never for this node.
-    const placed = new Set<StoredRecord>([...mine, ...entries.map((entry) => entry.records[0] as StoredRecord)]);
-    assert(entries.every((entry) => entry.target !== local) && records.every((record) => placed.has(record)), `${records.length} records of this node sorted into ${mine.length} and ${entries.length} hints`);
     if (mine.length > 0) await this.deps.replica.store(repository, mine);
     return entries;
   }

@@ -138,6 +138,24 @@ describe('hint replayer - hints delivered during a change', () => {
     expect([...w5].sort()).toEqual([...ownersOf(after, slotOf(moved.partition))].sort());
   });
 
+  it('keeps its hints while its table is lost, and delivers them once it has one again', async () => {
+    // Damage took the table and its copy: the node knows only itself, Pending, at epoch 0, and
+    // sorted every hint to no owner, ending it (the shell simulation, seeds of 1 to 1,000).
+    const lost: Membership = { epoch: 0, members: [member('a', 'Pending')], change: undefined };
+    const found = leaving(false);
+    const slot = SLOTS.find((each) => ownersOf(found, each).includes('b') && !ownersOf(found, each).includes('a'))!;
+    const hint: Hint = { key: 'h1', target: 'b', bytes: 10, repository: 'ssr', records: [record(slot.partition, 'w7')] };
+    const hinted = [hint];
+    let table = lost;
+    const { replay, delivered } = replayer(() => table, hinted, 'a');
+    expect(await replay.round()).toBe(0);
+    expect(delivered).toEqual([]);
+    expect(hinted).toEqual([hint]);
+    table = found;
+    expect(await replay.round()).toBe(1);
+    expect(delivered[0]).toEqual({ to: 'b', writeIds: ['w7'] });
+  });
+
   it('hints no one else once no change is in flight', async () => {
     const membership = leaving(false);
     const slot = SLOTS.find((each) => ownersOf(membership, each).includes('b') && !ownersOf(membership, each).includes('a'))!;
