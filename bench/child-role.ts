@@ -12,11 +12,12 @@ export const CHILD_ANSWER_TIMEOUT_MS = 120_000;
 
 /**
  * Starts `file` (a compiled bench) in `role`; its stdout is for answers, its stderr the
- * bench's. With the V8 flags our nodes get (node-flags.ts: a 64 MiB young generation…), so
- * that no floor or pipeline a node is measured against is slower for want of one of them.
+ * bench's, its stdin the bench's to write with `stdin` (else none). With the V8 flags our
+ * nodes get (node-flags.ts: a 64 MiB young generation…), so that no floor or pipeline a node
+ * is measured against is slower for want of one of them.
  */
-export function spawnRole(file: string, role: string, args: string[] = []): ChildProcess {
-  return spawn(process.execPath, [...NODE_FLAGS_GIVEN, file, role, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+export function spawnRole(file: string, role: string, args: string[] = [], stdin: 'pipe' | 'ignore' = 'ignore'): ChildProcess {
+  return spawn(process.execPath, [...NODE_FLAGS_GIVEN, file, role, ...args], { stdio: [stdin, 'pipe', 'inherit'] });
 }
 
 /** The child's first line of output, as JSON. */

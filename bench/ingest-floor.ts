@@ -36,7 +36,8 @@ import { DEFAULT_WRITE_BUFFER_BYTES } from '../src/storage/database.js';
 import { CHANNEL_OPTIONS } from '../src/peer/wire.js';
 import { firstLine, runRoleIfMain, spawnRole, stopChild } from './child-role.js';
 import { passBytes, rawBytesMethod } from './raw-grpc.js';
-import { postBatch, type PreparedBatch, runBatches, SCHEMA, type Timing } from './ingest.js';
+import { SCHEMA, type Timing } from './ingest.js';
+import { type BodyFile, sendBatches, startSender } from './batch-sender.js';
 import { compilePayloadChecks } from '../src/streams/payload-checks.js';
 import { packTsrBatch, type PackedBatch, type PayloadChecks, type TsrBatch } from '../src/streams/tsr-batch.js';
 import { blockHeader } from '../src/storage/tsr-block.js';
@@ -116,8 +117,11 @@ interface FloorAddress {
 
 const FLOOR_SERVICE: grpc.ServiceDefinition = { Write: rawBytesMethod(WRITE_METHOD_PATH, false) };
 
-/** Starts `options.processes` floor processes, warms them up, posts every batch round robin with `clients` in flight. */
-export async function runIngestFloor(batches: ReadonlyArray<Pick<PreparedBatch, 'body'>>, options: FloorOptions): Promise<FloorRun> {
+/**
+ * Starts `options.processes` floor processes, warms them up, posts every body of `file`
+ * round robin with `clients` in flight (from a sender process: batch-sender.ts).
+ */
+export async function runIngestFloor(file: BodyFile, options: FloorOptions): Promise<FloorRun> {
   const children: ChildProcess[] = [];
   try {
     const replicas = Math.min(options.replicas ?? options.processes, options.processes);
@@ -136,16 +140,16 @@ export async function runIngestFloor(batches: ReadonlyArray<Pick<PreparedBatch, 
         if (response.status !== 200) throw new Error(`floor: POST /peers answered ${response.status} ${await response.text()}`);
       }),
     );
-    const url = (index: number, prefix: string) => `http://127.0.0.1:${addresses[index % addresses.length]!.http}/ingest/${prefix}`;
-    const warmUp = batches.slice(0, (options.warmupBatches ?? WARMUP_BATCHES_PER_NODE) * addresses.length);
-    await runBatches(warmUp.length, options.warmupConcurrency ?? 1, (index) => postBatch(url(index, WARMUP), warmUp[index]!.body));
+    const urls = (prefix: string) => addresses.map((address) => `http://127.0.0.1:${address.http}/ingest/${prefix}`);
+    const warmUp = Math.min((options.warmupBatches ?? WARMUP_BATCHES_PER_NODE) * addresses.length, file.count);
+    await sendBatches(file, { urls: urls(WARMUP), concurrency: options.warmupConcurrency ?? 1, count: warmUp });
     const pids = children.map((child) => child.pid);
     if (options.quietAfterWarmup === true) await waitQuiet(pids);
+    const sender = await startSender(file, { urls: urls(MEASURED), concurrency: options.clients });
     const serversBefore = cpuSecondsOf(pids);
     const threadsBefore = threadTimesOf(pids);
-    const clientsBefore = process.cpuUsage();
-    const timing = await runBatches(batches.length, options.clients, (index) => postBatch(url(index, MEASURED), batches[index]!.body));
-    const clients = process.cpuUsage(clientsBefore);
+    const sent = await sender.run();
+    const timing: Timing = { elapsedMs: sent.elapsedMs, latenciesMs: sent.latenciesMs };
     const serversAfter = cpuSecondsOf(pids);
     const cpuByClass = cpuByClassSince(threadsBefore);
     const storedCopies: Record<string, number> = {};
@@ -156,7 +160,7 @@ export async function runIngestFloor(batches: ReadonlyArray<Pick<PreparedBatch, 
       timing,
       cpuSeconds: {
         servers: serversBefore === undefined || serversAfter === undefined ? undefined : serversAfter - serversBefore,
-        clients: (clients.user + clients.system) / 1e6,
+        clients: sent.cpuSeconds,
       },
       cpuByClass,
       storedCopies,

@@ -48,15 +48,15 @@ import {
   type BenchPolicy,
   CLUSTER_NODES,
   defineBenchStream,
-  postRoundRobin,
   startCluster,
   stopAll,
   storedOn,
-  warmUp,
+  WARMUP_BATCHES_PER_NODE,
 } from './replicated.js';
 import type { BenchOptions } from './options.js';
 import { machine } from './machine.js';
 import { runIngestFloor } from './ingest-floor.js';
+import { BodyFile, sendBatches, startSender } from './batch-sender.js';
 import { cpuSecondsOf, folderBytes } from './server-process.js';
 import { type CpuByClass, cpuByClassSince, perItemUs, THREAD_CLASSES, threadTimesOf } from './thread-cpu.js';
 
@@ -193,12 +193,19 @@ function perPayload(batches: readonly PreparedBatch[], batchLatenciesMs: readonl
   return latencies;
 }
 
-async function runOurs(batches: readonly PreparedBatch[], nodeCount: number, replicas: number, clients: number): Promise<SetupRun> {
+/** The batches, and their bodies in a file for the sender processes that post them (batch-sender.ts). */
+interface Workload {
+  batches: readonly PreparedBatch[];
+  bodies: BodyFile;
+}
+
+async function runOurs({ batches, bodies }: Workload, nodeCount: number, replicas: number, clients: number): Promise<SetupRun> {
   const loadAverage1mBefore = round(os.loadavg()[0]!, 2);
   let nodes: NodeProcess[] = [];
   try {
     nodes = nodeCount === 1 ? [await startClusterNode('alone', { execArgv: nodeFlags() })] : await startCluster();
-    await warmUp(nodes, batches);
+    const warmUpPath = await defineBenchStream(client(nodes[0]!), 'warmup');
+    await sendBatches(bodies, { urls: nodes.map((node) => node.url + warmUpPath), concurrency: 1, count: WARMUP_BATCHES_PER_NODE * nodes.length });
     const path = await defineBenchStream(client(nodes[0]!), STREAM, policyOf(replicas));
     // A definition reaches the other nodes after its PUT answers: wait until each has it.
     await until('the stream on every node', async () => {
@@ -208,7 +215,10 @@ async function runOurs(batches: readonly PreparedBatch[], nodeCount: number, rep
     const setup = nodeCount === 1 ? 'one node' : `${nodeCount} nodes, replicas ${replicas}`;
     log(`peers-ingest: Tributary, ${setup}, ${clients} clients…`);
     phase(`tributary-${nodeCount}-${replicas}-start`);
-    const [timing, cpuSeconds, byClass] = await withCpu(nodes.map((node) => node.child?.pid), () => postRoundRobin(nodes, path, batches, clients));
+    const sender = await startSender(bodies, { urls: nodes.map((node) => node.url + path), concurrency: clients });
+    const [sent, servers, byClass] = await withCpu(nodes.map((node) => node.child?.pid), () => sender.run());
+    const timing = { elapsedMs: sent.elapsedMs, latenciesMs: sent.latenciesMs };
+    const cpuSeconds = { servers: servers.servers, clients: round(sent.cpuSeconds, 2) };
     phase(`tributary-${nodeCount}-${replicas}-end`);
     // A replica write unanswered within cluster.writeDeadlineMs was acknowledged with a
     // durable hint for that owner instead (docs/cluster.md, "When a write counts"): counted here, and
@@ -241,13 +251,13 @@ async function runOurs(batches: readonly PreparedBatch[], nodeCount: number, rep
 const HINTS_DELIVERED_TIMEOUT_MS = 120_000;
 
 /** The floor of the same shape as one of our runs (ingest-floor.ts), with what it stores checked as ours is. */
-async function runFloor(batches: readonly PreparedBatch[], processes: number, replicas: number, clients: number, auth?: 'signed' | 'mac', blocks = false): Promise<SetupRun> {
+async function runFloor({ batches, bodies }: Workload, processes: number, replicas: number, clients: number, auth?: 'signed' | 'mac', blocks = false): Promise<SetupRun> {
   const loadAverage1mBefore = round(os.loadavg()[0]!, 2);
   const setup = (processes === 1 ? 'one process' : `${processes} processes, replicas ${replicas}`) + (auth === 'signed' ? ', signed' : auth === 'mac' ? ', a MAC per pair' : '') + (blocks ? ', our tsr blocks' : '');
   log(`peers-ingest: the floor, ${setup}, ${clients} clients…`);
   // Parsed on each process's main thread: with three processes on two cores a hop to a
   // worker thread only adds work (ours measured the same with and without its workers).
-  const run = await runIngestFloor(batches, { processes, replicas, signed: auth === 'signed', mac: auth === 'mac', blocks, threads: 0, ringSize: RING_SIZE, hashBytes: HASH_BYTES, clients });
+  const run = await runIngestFloor(bodies, { processes, replicas, signed: auth === 'signed', mac: auth === 'mac', blocks, threads: 0, ringSize: RING_SIZE, hashBytes: HASH_BYTES, clients });
   expectCopies(`the floor, ${setup}`, run.storedCopies, replicas * countOf(batches));
   return {
     system: FLOOR_SYSTEM,
@@ -478,22 +488,23 @@ function markdown(report: { runs: IngestRun[]; goal: any; params: any; machine: 
 // ---------------------------------------------------------------- entry point
 
 /** Every run of the plan that `only` keeps and the machine allows, in order. */
-async function runPlan(batches: readonly PreparedBatch[], clients: number, window: number, binary: NatsBinary | undefined, syncAlways: boolean, rounds: number): Promise<IngestRun[]> {
+async function runPlan(workload: Workload, clients: number, window: number, binary: NatsBinary | undefined, syncAlways: boolean, rounds: number): Promise<IngestRun[]> {
   // Ours, the floor of the same shape and theirs alternate, so that a change of the machine's load hits all.
   const only = onlyRuns();
+  const { batches } = workload;
   const plan: Array<[RunName, () => Promise<SetupRun>]> = [
-    ['ours-1', () => runOurs(batches, 1, 1, clients)],
-    ['floor-1', () => runFloor(batches, 1, 1, clients)],
+    ['ours-1', () => runOurs(workload, 1, 1, clients)],
+    ['floor-1', () => runFloor(workload, 1, 1, clients)],
     ['jetstream-r1', () => runJetStream(binary!, batches, JETSTREAM_REPLICAS[0], clients, window, false)],
     ...OUR_REPLICAS.flatMap((replicas): Array<[RunName, () => Promise<SetupRun>]> => [
-      [`ours-r${replicas}`, () => runOurs(batches, CLUSTER_NODES, replicas, clients)],
-      [`floor-r${replicas}`, () => runFloor(batches, CLUSTER_NODES, replicas, clients)],
-      [`floor-r${replicas}-signed`, () => runFloor(batches, CLUSTER_NODES, replicas, clients, 'signed')],
+      [`ours-r${replicas}`, () => runOurs(workload, CLUSTER_NODES, replicas, clients)],
+      [`floor-r${replicas}`, () => runFloor(workload, CLUSTER_NODES, replicas, clients)],
+      [`floor-r${replicas}-signed`, () => runFloor(workload, CLUSTER_NODES, replicas, clients, 'signed')],
     ]),
     // What our stored format and authentication cost together, at least: the signed floor storing our tsr blocks.
-    ['floor-r3-signed-blocks', () => runFloor(batches, CLUSTER_NODES, 3, clients, 'signed', true)],
+    ['floor-r3-signed-blocks', () => runFloor(workload, CLUSTER_NODES, 3, clients, 'signed', true)],
     // The same with a key per pair of nodes (a MAC) instead of signatures: where a design that agreed such keys would stand.
-    ['floor-r3-mac-blocks', () => runFloor(batches, CLUSTER_NODES, 3, clients, 'mac', true)],
+    ['floor-r3-mac-blocks', () => runFloor(workload, CLUSTER_NODES, 3, clients, 'mac', true)],
     ['jetstream-r3', () => runJetStream(binary!, batches, JETSTREAM_REPLICAS[1], clients, window, false)],
     ['jetstream-r3-sync', () => runJetStream(binary!, batches, JETSTREAM_REPLICAS[1], clients, window, true)],
   ];
@@ -600,7 +611,13 @@ export async function runPeersIngestBench(options: BenchOptions): Promise<void> 
   if (binary === undefined) log('nats-server not found (apt-get install nats-server, or NATS_SERVER_BIN): measuring Tributary only.');
   else log(`JetStream: ${binary.version} at ${binary.path}; sync on every write ${syncAlways ? 'supported' : 'not supported by this version'}`);
 
-  const runs = await runPlan(batches, clients, window, binary, syncAlways, options.runs);
+  const bodies = BodyFile.write(batches.map((batch) => batch.body));
+  let runs: IngestRun[];
+  try {
+    runs = await runPlan({ batches, bodies }, clients, window, binary, syncAlways, options.runs);
+  } finally {
+    bodies.remove();
+  }
   const report = {
     date: new Date().toISOString(),
     machine: machine(loadAverageBefore),

@@ -35,11 +35,12 @@ import { performance } from 'node:perf_hooks';
 import { cleanup, client, NodeProcess, sleep } from '../test/kit/node-process.js';
 import { SseClient } from '../test/kit/sse-client.js';
 import { Prng } from '../test/sim/prng.js';
-import { expectOk, log, medianOf, nodeFlags, percentile, phase, round, runBatches, type Timing } from './ingest.js';
+import { expectOk, log, medianOf, nodeFlags, percentile, phase, round, type Timing } from './ingest.js';
 import { installDebianPackage } from './debian-package.js';
 import { findInfluxd, INFLUX_SETTINGS, influxQuery, type InfluxServer, startInfluxd } from './influxdb.js';
 import { machine } from './machine.js';
 import { runIngestFloor } from './ingest-floor.js';
+import { BodyFile, type ReadySender, sendBatches, startSender } from './batch-sender.js';
 import type { BenchOptions } from './options.js';
 import { cpuSecondsOf, folderBytes, waitQuiet } from './server-process.js';
 import { type CpuByClass, cpuByClassSince, perItemUs, THREAD_CLASSES, threadTimesOf } from './thread-cpu.js';
@@ -134,12 +135,6 @@ function makeBodies(points: readonly Point[], batch: number): Bodies {
 
 // ---------------------------------------------------------------- ingest
 
-async function post(url: string, body: Buffer, contentType: string, okStatus: number): Promise<void> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': contentType }, body });
-  const text = await response.text();
-  if (response.status !== okStatus) throw new Error(`POST ${url}: HTTP ${response.status} ${text.slice(0, 500)}`);
-}
-
 async function defineStream(node: NodeProcess, path: string): Promise<string> {
   const api = client(node);
   await expectOk(`PUT ${path}`, api.put(path, { schema: SCHEMA }));
@@ -159,29 +154,21 @@ type IngestTiming = Timing & {
   cpuByClass: CpuByClass | undefined;
 };
 
-async function timedIngest(
-  pid: number | undefined,
-  other: number | undefined,
-  count: number,
-  concurrency: number,
-  send: (index: number) => Promise<void>,
-  byThread: boolean,
-): Promise<IngestTiming> {
+async function timedIngest(pid: number | undefined, other: number | undefined, sender: ReadySender, byThread: boolean): Promise<IngestTiming> {
   const before = cpuSecondsOf([pid]);
   const otherBefore = cpuSecondsOf([other]);
   const threadsBefore = byThread ? threadTimesOf([pid]) : undefined;
-  const client = process.cpuUsage();
-  const timing = await runBatches(count, concurrency, send);
-  const clientUsed = process.cpuUsage(client);
+  const sent = await sender.run();
   const after = cpuSecondsOf([pid]);
   const otherAfter = cpuSecondsOf([other]);
   const cpuByClass = threadsBefore === undefined ? undefined : cpuByClassSince(threadsBefore);
   const spent = (from: number | undefined, to: number | undefined) => (from === undefined || to === undefined ? undefined : round(to - from, 2));
   return {
-    ...timing,
+    elapsedMs: sent.elapsedMs,
+    latenciesMs: sent.latenciesMs,
     serverCpuSeconds: spent(before, after),
     otherCpuSeconds: spent(otherBefore, otherAfter),
-    clientCpuSeconds: round((clientUsed.user + clientUsed.system) / 1e6, 2),
+    clientCpuSeconds: round(sent.cpuSeconds, 2),
     cpuByClass,
   };
 }
@@ -191,30 +178,38 @@ async function timedIngest(
  * warm-up: WARMUP_BATCHES one at a time, or with `steady` every batch as the timed ones come
  * and then until the node is quiet.
  */
-async function ingestOurs(node: NodeProcess, other: number | undefined, bodies: readonly Buffer[], concurrency: number, expected: number, stream: string, steady: boolean): Promise<IngestTiming> {
+async function ingestOurs(node: NodeProcess, other: number | undefined, bodies: BodyFile, concurrency: number, expected: number, stream: string, steady: boolean): Promise<IngestTiming> {
   const api = client(node);
   const warmup = await defineStream(node, `${stream}-warmup`);
   if (steady) {
-    await runBatches(bodies.length, concurrency, (index) => post(warmup, bodies[index]!, 'application/json', 200));
+    await sendBatches(bodies, { urls: [warmup], concurrency });
     await waitQuiet([node.child?.pid]);
   } else {
-    for (const body of bodies.slice(0, WARMUP_BATCHES)) await post(warmup, body, 'application/json', 200);
+    await sendBatches(bodies, { urls: [warmup], concurrency: 1, count: WARMUP_BATCHES });
   }
   const url = await defineStream(node, stream);
+  const sender = await startSender(bodies, { urls: [url], concurrency });
   phase('ingest-start');
-  const timing = await timedIngest(node.child?.pid, other, bodies.length, concurrency, (index) => post(url, bodies[index]!, 'application/json', 200), true);
+  const timing = await timedIngest(node.child?.pid, other, sender, true);
   phase('ingest-end');
   const stored = await api.get(`/_internal/repos/tsr/${stream.slice('/streams/'.length)}`);
   if (stored.status !== 200 || stored.json.total !== expected) throw new Error(`the node stores ${stored.json?.total ?? `? (HTTP ${stored.status})`} points, ${expected} were acknowledged`);
   return timing;
 }
 
-async function ingestInflux(server: InfluxServer, other: number | undefined, bodies: readonly Buffer[], concurrency: number, expected: number): Promise<IngestTiming> {
+/** What InfluxDB's writes take and answer. */
+const INFLUX_LINES = { contentType: 'text/plain; charset=utf-8', okStatus: 204 };
+
+function influxWriteUrl(server: InfluxServer, database: string): string {
+  return `${server.url}/write?db=${database}&precision=ms`;
+}
+
+async function ingestInflux(server: InfluxServer, other: number | undefined, bodies: BodyFile, concurrency: number, expected: number): Promise<IngestTiming> {
   await influxQuery(server, undefined, `CREATE DATABASE ${DATABASE}_warmup`, 'POST');
-  for (const body of bodies.slice(0, WARMUP_BATCHES)) await post(`${server.url}/write?db=${DATABASE}_warmup&precision=ms`, body, 'text/plain; charset=utf-8', 204);
+  await sendBatches(bodies, { urls: [influxWriteUrl(server, `${DATABASE}_warmup`)], concurrency: 1, count: WARMUP_BATCHES, ...INFLUX_LINES });
   await influxQuery(server, undefined, `CREATE DATABASE ${DATABASE}`, 'POST');
-  const url = `${server.url}/write?db=${DATABASE}&precision=ms`;
-  const timing = await timedIngest(server.pid, other, bodies.length, concurrency, (index) => post(url, bodies[index]!, 'text/plain; charset=utf-8', 204), false);
+  const sender = await startSender(bodies, { urls: [influxWriteUrl(server, DATABASE)], concurrency, ...INFLUX_LINES });
+  const timing = await timedIngest(server.pid, other, sender, false);
   const series = await influxQuery(server, DATABASE, `SELECT count(cpu) FROM ${MEASUREMENT}`);
   const stored = Number(series[0]?.values?.[0]?.[1] ?? 0);
   if (stored !== expected) throw new Error(`InfluxDB stores ${stored} points, ${expected} were acknowledged`);
@@ -236,10 +231,10 @@ type FloorIngest = IngestResult & { threads: number };
  * schema's checks, partitions, columns): what our stored format costs with none of the
  * node's other work.
  */
-async function ingestFloor(bodies: readonly Buffer[], concurrency: number, expected: number, blocks: boolean, steady: boolean): Promise<FloorIngest> {
-  const warmup = steady ? { warmupBatches: bodies.length, warmupConcurrency: concurrency, quietAfterWarmup: true } : { warmupBatches: WARMUP_BATCHES };
+async function ingestFloor(bodies: BodyFile, concurrency: number, expected: number, blocks: boolean, steady: boolean): Promise<FloorIngest> {
+  const warmup = steady ? { warmupBatches: bodies.count, warmupConcurrency: concurrency, quietAfterWarmup: true } : { warmupBatches: WARMUP_BATCHES };
   const run = await runIngestFloor(
-    bodies.map((body) => ({ body })),
+    bodies,
     { processes: 1, ...warmup, threads: FLOOR_THREADS, ringSize: FLOOR_RING_SIZE, hashBytes: FLOOR_HASH_BYTES, clients: concurrency, ...(blocks ? { blocks, schema: SCHEMA } : {}) },
   );
   const stored = Object.values(run.storedCopies).reduce((sum, count) => sum + count, 0);
@@ -518,7 +513,8 @@ interface DashboardSide {
   other: number | undefined;
   /** A new stream (database) of the points; what send and ask take. */
   create(name: string): Promise<string>;
-  send(target: string, index: number): Promise<void>;
+  /** A sender of the points into the target (batch-sender.ts), ready. */
+  sender(target: string, concurrency: number): Promise<ReadySender>;
   ask(target: string): Promise<{ queryMs: number; answer: Answer }>;
 }
 
@@ -532,12 +528,13 @@ interface DashboardIngest {
 }
 
 /** The ingest alone, then with the dashboard asking; its last answer must be `expected` (the whole stream's, the same points). */
-async function dashboardIngest(side: DashboardSide, batches: number, points: number, concurrency: number, expected: Answer): Promise<DashboardIngest> {
+async function dashboardIngest(side: DashboardSide, points: number, concurrency: number, expected: Answer): Promise<DashboardIngest> {
   const rate = (timing: IngestTiming) => Math.round(points / (timing.elapsedMs / 1000));
   const lone = await side.create('alone');
-  const alone = await timedIngest(side.pid, side.other, batches, concurrency, (index) => side.send(lone, index), false);
+  const alone = await timedIngest(side.pid, side.other, await side.sender(lone, concurrency), false);
   await waitQuiet([side.pid]);
   const target = await side.create('asked');
+  const sender = await side.sender(target, concurrency);
   const questionMs: number[] = [];
   let ingesting = true;
   const dashboard = (async () => {
@@ -549,7 +546,7 @@ async function dashboardIngest(side: DashboardSide, batches: number, points: num
   })();
   let asked: IngestTiming;
   try {
-    asked = await timedIngest(side.pid, side.other, batches, concurrency, (index) => side.send(target, index), false);
+    asked = await timedIngest(side.pid, side.other, sender, false);
   } finally {
     ingesting = false;
     await dashboard;
@@ -564,12 +561,12 @@ async function dashboardIngest(side: DashboardSide, batches: number, points: num
   };
 }
 
-function oursDashboard(node: NodeProcess, other: number | undefined, bodies: readonly Buffer[]): DashboardSide {
+function oursDashboard(node: NodeProcess, other: number | undefined, bodies: BodyFile): DashboardSide {
   return {
     pid: node.child?.pid,
     other,
     create: (name) => defineStream(node, `${STREAM}-${name}`),
-    send: (url, index) => post(url, bodies[index]!, 'application/json', 200),
+    sender: (url, concurrency) => startSender(bodies, { urls: [url], concurrency }),
     ask: (url) => {
       const kind = latestKind(url.slice(node.url.length));
       return runOurs(node, kind.ours(undefined), kind);
@@ -577,7 +574,7 @@ function oursDashboard(node: NodeProcess, other: number | undefined, bodies: rea
   };
 }
 
-function influxDashboard(server: InfluxServer, other: number | undefined, bodies: readonly Buffer[]): DashboardSide {
+function influxDashboard(server: InfluxServer, other: number | undefined, bodies: BodyFile): DashboardSide {
   return {
     pid: server.pid,
     other,
@@ -585,7 +582,7 @@ function influxDashboard(server: InfluxServer, other: number | undefined, bodies
       await influxQuery(server, undefined, `CREATE DATABASE ${DATABASE}_${name}`, 'POST');
       return `${DATABASE}_${name}`;
     },
-    send: (database, index) => post(`${server.url}/write?db=${database}&precision=ms`, bodies[index]!, 'text/plain; charset=utf-8', 204),
+    sender: (database, concurrency) => startSender(bodies, { urls: [influxWriteUrl(server, database)], concurrency, ...INFLUX_LINES }),
     ask: async (database) => {
       const started = performance.now();
       const series = await influxQuery(server, database, latestKind(STREAM).influx(undefined));
@@ -696,6 +693,8 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
 
   let node: NodeProcess | undefined;
   let influx: InfluxServer | undefined;
+  // The timed ingests' client is a sender process reading these (batch-sender.ts).
+  const files = { ours: BodyFile.write(bodies.ours), influx: BodyFile.write(bodies.influx) };
   try {
     node = await NodeProcess.start({ name: 'bench-timeseries', execArgv: nodeFlags() });
     if (binary !== undefined) influx = await startInfluxd(binary);
@@ -704,7 +703,7 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
     let influxIngest: IngestResult | undefined;
     if (influx !== undefined) {
       log('peers-timeseries: ingest into InfluxDB…');
-      influxIngest = ingestResult(await ingestInflux(influx, node.child?.pid, bodies.influx, options.concurrency, points.length), points.length, influx.bytesOnDisk());
+      influxIngest = ingestResult(await ingestInflux(influx, node.child?.pid, files.influx, options.concurrency, points.length), points.length, influx.bytesOnDisk());
       log(`  ${influxIngest.pointsPerSecond} points/s (the bench: ${influxIngest.clientCpuSeconds} CPU s); waiting for InfluxDB to be quiet…`);
       log(`  quiet after ${await waitQuiet([influx.pid])} s`);
     }
@@ -717,13 +716,13 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
       const steady = number > 1;
       const stream = number === 1 ? STREAM : `${STREAM}-round-${number}`;
       log(`peers-timeseries: round ${number} (${steady ? 'steady' : 'as started'}): ingest into Tributary…`);
-      const ours = ingestResult(await ingestOurs(node, influx?.pid, bodies.ours, options.concurrency, points.length, stream, steady), points.length, folderBytes(node.dataDir));
+      const ours = ingestResult(await ingestOurs(node, influx?.pid, files.ours, options.concurrency, points.length, stream, steady), points.length, folderBytes(node.dataDir));
       log(`  ${ours.pointsPerSecond} points/s (InfluxDB meanwhile: ${ours.otherCpuSeconds ?? '–'} CPU s; the bench: ${ours.clientCpuSeconds} CPU s)`);
       log('peers-timeseries: ingest into the floor…');
-      const floor = await ingestFloor(bodies.ours, options.concurrency, points.length, false, steady);
+      const floor = await ingestFloor(files.ours, options.concurrency, points.length, false, steady);
       log(`  ${floor.pointsPerSecond} points/s`);
       log('peers-timeseries: ingest into the floor with our tsr blocks…');
-      const floorBlocks = await ingestFloor(bodies.ours, options.concurrency, points.length, true, steady);
+      const floorBlocks = await ingestFloor(files.ours, options.concurrency, points.length, true, steady);
       log(`  ${floorBlocks.pointsPerSecond} points/s`);
       rounds.push({ round: number, steady, ours, floor, floorBlocks });
     }
@@ -746,14 +745,14 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
     const latest = latestKind(STREAM);
     const oursLatest = (await runOurs(node, latest.ours(undefined), latest)).answer;
     const dashboard: { ours: DashboardIngest; influx: DashboardIngest | undefined } = {
-      ours: await dashboardIngest(oursDashboard(node, influx?.pid, bodies.ours), bodies.ours.length, points.length, options.concurrency, oursLatest),
+      ours: await dashboardIngest(oursDashboard(node, influx?.pid, files.ours), points.length, options.concurrency, oursLatest),
       influx: undefined,
     };
     log(`  ${dashboard.ours.asked.pointsPerSecond} points/s asked, ${dashboard.ours.alone.pointsPerSecond} alone (${dashboard.ours.ratio}); ${dashboard.ours.asked.questions} questions, p50 ${dashboard.ours.asked.questionMs.p50} ms`);
     if (influx !== undefined) {
       log('peers-timeseries: a dashboard during ingest, InfluxDB…');
       const influxLatest = (await runInflux(influx, latest.influx(undefined))).answer;
-      dashboard.influx = await dashboardIngest(influxDashboard(influx, node.child?.pid, bodies.influx), bodies.influx.length, points.length, options.concurrency, influxLatest);
+      dashboard.influx = await dashboardIngest(influxDashboard(influx, node.child?.pid, files.influx), points.length, options.concurrency, influxLatest);
       log(`  ${dashboard.influx.asked.pointsPerSecond} points/s asked, ${dashboard.influx.alone.pointsPerSecond} alone (${dashboard.influx.ratio}); ${dashboard.influx.asked.questions} questions, p50 ${dashboard.influx.asked.questionMs.p50} ms`);
     }
 
@@ -816,5 +815,7 @@ export async function runPeersTimeseriesBench(options: BenchOptions): Promise<vo
     if (node !== undefined) await node.kill('SIGTERM');
     await cleanup();
     await influx?.stop();
+    files.ours.remove();
+    files.influx.remove();
   }
 }
