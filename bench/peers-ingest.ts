@@ -2,7 +2,7 @@
 // payloads by `--concurrency` clients (4), into Tributary (one node; 3 nodes with replicas 2
 // and 3) and into a 3-server NATS JetStream cluster (file storage, R1 and R3), in the same run
 // on the same payloads. Each side is fresh for each setup (new processes, new data folders) and
-// gets a warm-up first. The whole plan runs `--runs` times (3), and the goals take the median
+// gets a warm-up first (WARMUP_SHARE of the payloads, then quiet). The whole plan runs `--runs` times (3), and the goals take the median
 // of the rounds' ratios: single runs of one setup move by ±10% here.
 //
 // Same work on both sides: our clients post batches of `--batch` payloads (500), one
@@ -51,13 +51,12 @@ import {
   startCluster,
   stopAll,
   storedOn,
-  WARMUP_BATCHES_PER_NODE,
 } from './replicated.js';
 import type { BenchOptions } from './options.js';
 import { machine } from './machine.js';
 import { runIngestFloor } from './ingest-floor.js';
 import { BodyFile, sendBatches, startSender } from './batch-sender.js';
-import { cpuSecondsOf, folderBytes } from './server-process.js';
+import { cpuSecondsOf, folderBytes, waitQuiet } from './server-process.js';
 import { type CpuByClass, cpuByClassSince, perItemUs, THREAD_CLASSES, threadTimesOf } from './thread-cpu.js';
 
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
@@ -100,8 +99,6 @@ const STREAM = 'ingest';
 const SUBJECT = 'bench.ingest';
 /** The floor's row (ingest-floor.ts). */
 const FLOOR_SYSTEM = 'floor: bare Node + gRPC + LevelDB';
-/** Messages each JetStream client publishes to a warm-up stream first (as our warm-up batches). */
-const JETSTREAM_WARMUP_MESSAGES = 2_000;
 /** A publish not acknowledged in this long fails the bench (the shared machine can be slow). */
 const PUBLISH_TIMEOUT_MS = 60_000;
 /** How long followers may take to catch up after the last acknowledgement before the count. */
@@ -178,6 +175,21 @@ function countOf(batches: readonly PreparedBatch[]): number {
 
 // ---------------------------------------------------------------- ours
 
+/**
+ * The payloads each setup takes first, into a throwaway stream, at the measured concurrency,
+ * before it is left until quiet and measured: with a warm-up of 4 batches a node, ~15% of
+ * our nodes' CPU in the measured run at replicas 3 was V8 compiling (`perf`), which a node
+ * running for hours has long paid and the floors, with far less code, hardly pay. Every
+ * payload once doubled LevelDB's compaction instead (twice the data): 30% keeps most of
+ * the compiling out and adds a third.
+ */
+const WARMUP_SHARE = 0.3;
+
+/** A setup's warm-up batches in all, posted round robin over its processes. */
+function warmUpBatches(bodies: BodyFile): number {
+  return Math.ceil(bodies.count * WARMUP_SHARE);
+}
+
 function policyOf(replicas: number): BenchPolicy {
   return { replicas, ring_size: RING_SIZE, hash_payload: { bytes: HASH_BYTES } };
 }
@@ -205,7 +217,8 @@ async function runOurs({ batches, bodies }: Workload, nodeCount: number, replica
   try {
     nodes = nodeCount === 1 ? [await startClusterNode('alone', { execArgv: nodeFlags() })] : await startCluster();
     const warmUpPath = await defineBenchStream(client(nodes[0]!), 'warmup');
-    await sendBatches(bodies, { urls: nodes.map((node) => node.url + warmUpPath), concurrency: 1, count: WARMUP_BATCHES_PER_NODE * nodes.length });
+    await sendBatches(bodies, { urls: nodes.map((node) => node.url + warmUpPath), concurrency: clients, count: warmUpBatches(bodies) });
+    await waitQuiet(nodes.map((node) => node.child?.pid));
     const path = await defineBenchStream(client(nodes[0]!), STREAM, policyOf(replicas));
     // A definition reaches the other nodes after its PUT answers: wait until each has it.
     await until('the stream on every node', async () => {
@@ -257,7 +270,8 @@ async function runFloor({ batches, bodies }: Workload, processes: number, replic
   log(`peers-ingest: the floor, ${setup}, ${clients} clients…`);
   // Parsed on each process's main thread: with three processes on two cores a hop to a
   // worker thread only adds work (ours measured the same with and without its workers).
-  const run = await runIngestFloor(bodies, { processes, replicas, signed: auth === 'signed', mac: auth === 'mac', blocks, threads: 0, ringSize: RING_SIZE, hashBytes: HASH_BYTES, clients });
+  const warmUp = { warmupBatches: Math.ceil(warmUpBatches(bodies) / processes), warmupConcurrency: clients, quietAfterWarmup: true };
+  const run = await runIngestFloor(bodies, { ...warmUp, processes, replicas, signed: auth === 'signed', mac: auth === 'mac', blocks, threads: 0, ringSize: RING_SIZE, hashBytes: HASH_BYTES, clients });
   expectCopies(`the floor, ${setup}`, run.storedCopies, replicas * countOf(batches));
   return {
     system: FLOOR_SYSTEM,
@@ -374,7 +388,8 @@ async function runJetStream(binary: NatsBinary, batches: readonly PreparedBatch[
     connections = await connectClients(cluster, clients);
     const jetStreams = connections.map((connection) => connection.jetstream());
     await addStream(connections[0]!, 'warmup', 'bench.warmup', replicas);
-    await publishAll(jetStreams, 'bench.warmup', 'warmup', messages.slice(0, JETSTREAM_WARMUP_MESSAGES), window);
+    await publishAll(jetStreams, 'bench.warmup', 'warmup', messages.slice(0, Math.ceil(messages.length * WARMUP_SHARE)), window);
+    await waitQuiet(cluster.pids);
     await addStream(connections[0]!, STREAM, SUBJECT, replicas);
     const setup = `${CLUSTER_NODES} servers, R${replicas}${syncAlways ? ', sync_interval: always' : ''}`;
     log(`peers-ingest: JetStream, ${setup}, ${clients} clients…`);
