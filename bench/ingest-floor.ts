@@ -39,6 +39,7 @@ import { passBytes, rawBytesMethod } from './raw-grpc.js';
 import { SCHEMA, type Timing } from './ingest.js';
 import { type BodyFile, sendBatches, startSender } from './batch-sender.js';
 import { compilePayloadChecks } from '../src/streams/payload-checks.js';
+import { bodyTextOf } from '../src/lib/body-text.js';
 import { packTsrBatch, type PackedBatch, type PayloadChecks, type TsrBatch } from '../src/streams/tsr-batch.js';
 import { blockHeader } from '../src/storage/tsr-block.js';
 import { WARMUP_BATCHES_PER_NODE } from './replicated.js';
@@ -300,9 +301,13 @@ interface WorkerSetup extends RecordShape {
 }
 
 /** Batches parsed on worker threads in turn (as the node's ingest pool does), or on this thread. */
-function batchParser(threads: number, shape: RecordShape): { parse(text: string, prefix: string): Promise<Parsed>; close(): void } {
+/**
+ * Parses on the main thread (`threads` 0) or on worker threads, which are moved the body's
+ * bytes and decode them, as our node's ingest workers are (ingest-pool.ts).
+ */
+function batchParser(threads: number, shape: RecordShape): { parse(body: Buffer, prefix: string): Promise<Parsed>; close(): void } {
   const sequence = { next: 0 };
-  if (threads === 0) return { parse: async (text, prefix) => parseBatch(text, prefix, shape, sequence), close: () => undefined };
+  if (threads === 0) return { parse: async (body, prefix) => parseBatch(bodyTextOf(body), prefix, shape, sequence), close: () => undefined };
   const waiting = new Map<number, (parsed: Parsed) => void>();
   const workers = Array.from({ length: threads }, (_, index) => {
     const setup: WorkerSetup = { ...shape, role: 'floor-worker', name: `${shape.name}-w${index}` };
@@ -319,12 +324,14 @@ function batchParser(threads: number, shape: RecordShape): { parse(text: string,
   });
   let next = 0;
   return {
-    parse: (text, prefix) =>
+    parse: (body, prefix) =>
       new Promise<Parsed>((resolveParsed) => {
         const id = next;
         next += 1;
         waiting.set(id, resolveParsed);
-        workers[id % workers.length]!.postMessage({ id, text, prefix });
+        // A body smaller than Buffer's pool shares its buffer: that one is copied.
+        const owned = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body : new Uint8Array(body);
+        workers[id % workers.length]!.postMessage({ id, bytes: owned, prefix }, [owned.buffer as ArrayBuffer]);
       }),
     close: () => {
       for (const worker of workers) void worker.terminate();
@@ -334,8 +341,8 @@ function batchParser(threads: number, shape: RecordShape): { parse(text: string,
 
 function serveFloorWorker(setup: WorkerSetup): void {
   const sequence = { next: 0 };
-  parentPort!.on('message', ({ id, text, prefix }: { id: number; text: string; prefix: string }) => {
-    parentPort!.postMessage({ id, parsed: parseBatch(text, prefix, setup, sequence) });
+  parentPort!.on('message', ({ id, bytes, prefix }: { id: number; bytes: Uint8Array; prefix: string }) => {
+    parentPort!.postMessage({ id, parsed: parseBatch(bodyTextOf(bytes), prefix, setup, sequence) });
   });
 }
 
@@ -607,7 +614,7 @@ async function serveFloorNode(argv: string[]): Promise<void> {
     if (request.method === 'GET' && request.url === '/count') return answer(response, 200, String(await store.countMeasured(blocks)));
     const prefix = request.url === `/ingest/${MEASURED}` ? MEASURED : request.url === `/ingest/${WARMUP}` ? WARMUP : undefined;
     if (request.method !== 'POST' || prefix === undefined) return answer(response, 404, 'no such path');
-    const { records, refused } = await parser.parse(body.toString('utf8'), prefix);
+    const { records, refused } = await parser.parse(body, prefix);
     if (records === undefined) return answer(response, 400, refused ?? 'refused');
     const shares = recordsByProcess(records, Math.max(peers.length, 1), replicas);
     const digests = new Map<Uint8Array, Buffer>();

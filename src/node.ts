@@ -710,7 +710,7 @@ function httpApp(
     gate: servingGate(() => ops.refusal()),
     access: { level: config.accessLogLevel, observe: (family, method, status, seconds) => base.metrics.httpRequest(family, method, status, seconds) },
     corsOrigins: config.corsOrigins,
-    keepsText: isIngestRequest,
+    keepsBytes: isIngestRequest,
     routers: [
       opsRoutes({
         health: () => ops.health(),

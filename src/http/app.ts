@@ -13,8 +13,8 @@ export interface AppOptions {
   bodyBytesMax: number;
   /** Deepest nesting of a JSON body; deeper is a 400 before it is parsed. */
   jsonDepthMax?: number;
-  /** Requests whose body their route parses (ingest): given as `ctx.request.bodyText`. */
-  keepsText?: (ctx: Koa.Context) => boolean;
+  /** Requests whose body their route decodes and parses (ingest): given as `ctx.request.bodyBytes`. */
+  keepsBytes?: (ctx: Koa.Context) => boolean;
   routers: Router[];
   /** Error formats of interfaces mounted under their own path prefix. */
   errorRenderers?: ErrorRenderer[];
@@ -28,7 +28,7 @@ export interface AppOptions {
   gate?: Koa.Middleware;
 }
 
-export function createApp({ log, bodyBytesMax, jsonDepthMax = DEFAULT_JSON_DEPTH_MAX, routers, errorRenderers = [], access, corsOrigins = [], authentication, gate, keepsText }: AppOptions): Koa {
+export function createApp({ log, bodyBytesMax, jsonDepthMax = DEFAULT_JSON_DEPTH_MAX, routers, errorRenderers = [], access, corsOrigins = [], authentication, gate, keepsBytes }: AppOptions): Koa {
   const app = new Koa();
   app.proxy = false;
   // Errors are answered by errorMiddleware; Koa's own handler would only log them again.
@@ -41,7 +41,7 @@ export function createApp({ log, bodyBytesMax, jsonDepthMax = DEFAULT_JSON_DEPTH
   app.use(errorMiddleware(log, errorRenderers));
   if (authentication !== undefined) app.use(authentication);
   if (gate !== undefined) app.use(gate);
-  app.use(jsonBodyMiddleware(bodyBytesMax, jsonDepthMax, keepsText));
+  app.use(jsonBodyMiddleware(bodyBytesMax, jsonDepthMax, keepsBytes));
   for (const router of routers) {
     app.use(router.routes());
     app.use(router.allowedMethods());

@@ -2,25 +2,29 @@
 // payloads and packing their blocks is most of an ingest's CPU, and all of it ran on the
 // node's main thread, leaving the second core of a small machine idle. A batch whose
 // payloads nobody on the main thread needs (no tags, no live query, no contributor field:
-// ingest.ts decides) goes to a worker as the request's text and comes back as the records
-// to write; the writes, their replicas and the answer stay on the main thread.
+// ingest.ts decides) goes to a worker as the request's bytes, moved (not copied), and comes
+// back as the records to write; the writes, their replicas and the answer stay on the main
+// thread. The worker decodes the bytes too: handed over as text, a body was a string made
+// twice, on this thread and in the worker, each on fresh pages (the body of a batch of 500
+// ~1 KiB payloads is a large object to V8), ~3% of a node's CPU at replicas 3 in page faults
+// alone (`perf`).
 //
 // Bounded: at most `threads` workers, each packing one batch at a time; at most
-// `queuedBatchesMax` batches and `queuedCharsMax` characters of body text wait for one. A
-// batch that finds the queue full is packed on the main thread, as without the pool.
+// `queuedBatchesMax` batches and `queuedBytesMax` bytes of body wait for one. A batch that
+// finds the queue full is packed on the main thread, as without the pool.
 
 import { Worker } from 'node:worker_threads';
 import { assert } from '../lib/assert.js';
 import type { Logger } from '../lib/log.js';
 import { TributaryError } from '../lib/errors.js';
 import type { SchemaSource } from './payload-checks.js';
-import type { PackedBatch, TsrBatch } from './tsr-batch.js';
+import type { PackedBatch, TsrBatchBytes } from './tsr-batch.js';
 import { packedOf, type PackedWire } from './packed-wire.js';
 
 /** What the pool sends a worker. */
 export interface PackTask {
   id: number;
-  batch: TsrBatch;
+  batch: TsrBatchBytes;
   schema: SchemaSource;
 }
 
@@ -31,13 +35,13 @@ export interface IngestPoolOptions {
   threads: number;
   log: Logger;
   queuedBatchesMax?: number;
-  queuedCharsMax?: number;
+  queuedBytesMax?: number;
   /** The worker's module (tests give another). */
   workerUrl?: URL;
 }
 
 const QUEUED_BATCHES_MAX = 256;
-const QUEUED_CHARS_MAX = 256 * 1024 * 1024;
+const QUEUED_BYTES_MAX = 256 * 1024 * 1024;
 const WORKER_URL = new URL('./ingest-worker.js', import.meta.url);
 
 interface Pending {
@@ -54,40 +58,46 @@ interface Thread {
 export class IngestPool {
   private readonly threads: Thread[] = [];
   private readonly queue: Pending[] = [];
-  private queuedChars = 0;
+  private queuedBytes = 0;
   private nextId = 0;
   private closed = false;
   private readonly threadsMax: number;
   private readonly log: Logger;
   private readonly queuedBatchesMax: number;
-  private readonly queuedCharsMax: number;
+  private readonly queuedBytesMax: number;
   private readonly workerUrl: URL;
 
   constructor(options: IngestPoolOptions) {
     this.threadsMax = options.threads;
     this.log = options.log;
     this.queuedBatchesMax = options.queuedBatchesMax ?? QUEUED_BATCHES_MAX;
-    this.queuedCharsMax = options.queuedCharsMax ?? QUEUED_CHARS_MAX;
+    this.queuedBytesMax = options.queuedBytesMax ?? QUEUED_BYTES_MAX;
     this.workerUrl = options.workerUrl ?? WORKER_URL;
-    assert(this.threadsMax >= 1 && this.queuedBatchesMax >= 1 && this.queuedCharsMax >= 1, `an ingest pool of ${this.threadsMax} threads, ${this.queuedBatchesMax} batches and ${this.queuedCharsMax} characters queued`);
+    assert(this.threadsMax >= 1 && this.queuedBatchesMax >= 1 && this.queuedBytesMax >= 1, `an ingest pool of ${this.threadsMax} threads, ${this.queuedBatchesMax} batches and ${this.queuedBytesMax} bytes queued`);
   }
 
-  /** The batch packed by a worker; undefined when the queue is full or the pool closed (pack it on the main thread). */
-  pack(batch: TsrBatch, schema: SchemaSource): Promise<PackedBatch> | undefined {
-    if (this.closed || this.queue.length >= this.queuedBatchesMax || this.queuedChars + batch.text.length > this.queuedCharsMax) return undefined;
+  /**
+   * The batch packed by a worker; undefined when the queue is full or the pool closed (pack
+   * it on the main thread). The batch's bytes are moved to the worker: they must be the whole
+   * of their buffer, which the caller no longer reads.
+   */
+  pack(batch: TsrBatchBytes, schema: SchemaSource): Promise<PackedBatch> | undefined {
+    const bytes = batch.bytes;
+    assert(bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength, () => `a batch of ${bytes.byteLength} bytes in a buffer of ${bytes.buffer.byteLength}: moving it would take the rest`);
+    if (this.closed || this.queue.length >= this.queuedBatchesMax || this.queuedBytes + bytes.byteLength > this.queuedBytesMax) return undefined;
     return new Promise((resolve, reject) => {
       this.queue.push({ task: { id: this.nextId++, batch, schema }, resolve, reject });
-      this.queuedChars += batch.text.length;
+      this.queuedBytes += bytes.byteLength;
       this.dispatch();
       // The queue's bounds hold after each batch queued (dispatch only takes from it).
-      assert(this.queue.length <= this.queuedBatchesMax && this.queuedChars <= this.queuedCharsMax, `${this.queue.length} batches of ${this.queuedChars} characters queued`);
+      assert(this.queue.length <= this.queuedBatchesMax && this.queuedBytes <= this.queuedBytesMax, `${this.queue.length} batches of ${this.queuedBytes} bytes queued`);
     });
   }
 
   async close(): Promise<void> {
     this.closed = true;
     for (const pending of this.queue.splice(0)) pending.reject(new Error('the node is stopping'));
-    this.queuedChars = 0;
+    this.queuedBytes = 0;
     assert(this.queue.length === 0, `${this.queue.length} batches left queued by close`);
     await Promise.all(this.threads.splice(0).map(async (thread) => {
       thread.packing?.reject(new Error('the node is stopping'));
@@ -100,10 +110,10 @@ export class IngestPool {
       const thread = this.threads.find((candidate) => candidate.packing === undefined) ?? this.spawn();
       if (thread === undefined) return;
       const pending = this.queue.shift()!;
-      this.queuedChars -= pending.task.batch.text.length;
-      assert(this.queuedChars >= 0 && thread.packing === undefined, `${this.queuedChars} characters queued, a batch given to a busy worker`);
+      this.queuedBytes -= pending.task.batch.bytes.byteLength;
+      assert(this.queuedBytes >= 0 && thread.packing === undefined, `${this.queuedBytes} bytes queued, a batch given to a busy worker`);
       thread.packing = pending;
-      thread.worker.postMessage(pending.task);
+      thread.worker.postMessage(pending.task, [pending.task.batch.bytes.buffer as ArrayBuffer]);
     }
   }
 

@@ -6,7 +6,7 @@ import { assert } from '../lib/assert.js';
 import { TributaryError } from '../lib/errors.js';
 import { compilePayloadChecks, type SchemaSource } from './payload-checks.js';
 import type { PackReply, PackTask } from './ingest-pool.js';
-import { packTsrBatch, type PayloadChecks } from './tsr-batch.js';
+import { packTsrBatchBytes, type PayloadChecks } from './tsr-batch.js';
 import { wireOf } from './packed-wire.js';
 
 // Streams whose checks a worker keeps; the least recently compiled go first.
@@ -29,7 +29,7 @@ parentPort!.on('message', (task: PackTask) => {
   let reply: PackReply;
   try {
     // wireOf checks that each record has its member list (block-records.ts).
-    reply = { id: task.id, wire: wireOf(packTsrBatch(task.batch, checksOf(task.batch.stream, task.schema))) };
+    reply = { id: task.id, wire: wireOf(packTsrBatchBytes(task.batch, checksOf(task.batch.stream, task.schema))) };
   } catch (error) {
     reply = { id: task.id, error: describe(error) };
   }

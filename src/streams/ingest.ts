@@ -9,7 +9,7 @@ import { partitionOfCanonical } from './partitioner.js';
 import { blockRecords, type PackedRecords } from './block-records.js';
 import { canonicalJson, isPlainObject } from '../lib/json.js';
 import { ForbiddenError } from '../lib/errors.js';
-import { parseBodyText } from '../lib/body-text.js';
+import { bodyTextOf, parseBodyText } from '../lib/body-text.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { WriteIdGenerator } from '../storage/write-ids.js';
 import { checkBatchSize, checkPayload, payloadsOf } from './ingest-checks.js';
@@ -126,15 +126,16 @@ export class IngestService {
   }
 
   /**
-   * The POST's body as text: a tsr batch whose payloads no tag and no listener needs is
-   * parsed, checked and packed by a worker thread; any other is parsed here and ingested
-   * as above. Both answer alike, errors and all, in the same order for a bad body.
+   * The POST's body as bytes: a tsr batch whose payloads no tag and no listener needs is
+   * decoded, parsed, checked and packed by a worker thread; any other is decoded and parsed
+   * here and ingested as above. Both answer alike, errors and all, in the same order for a
+   * bad body.
    */
-  async ingestText(id: StreamId, text: string, idempotencyKey?: string): Promise<IngestFailures> {
+  async ingestBytes(id: StreamId, body: Uint8Array, idempotencyKey?: string): Promise<IngestFailures> {
     const stream = this.pool === undefined || id.collection === SYSTEM_COLLECTION ? undefined : await this.runtime.resolve(id).catch(() => undefined);
-    const packing = stream !== undefined && this.packsApart(stream) ? this.packApart(stream, text, idempotencyKey) : undefined;
+    const packing = stream !== undefined && this.packsApart(stream) ? this.packApart(stream, body, idempotencyKey) : undefined;
     if (stream === undefined || packing === undefined) {
-      return this.ingest(id, payloadsOf(parseBodyText(text, this.limits.jsonDepthMax)), idempotencyKey);
+      return this.ingest(id, payloadsOf(parseBodyText(bodyTextOf(body), this.limits.jsonDepthMax)), idempotencyKey);
     }
     const packed = await packing;
     this.checkStores(stream);
@@ -146,7 +147,7 @@ export class IngestService {
     // A listener that started wanting the stream's payloads while the batch was packed
     // (a live query started) gets them, parsed here: rare, and nothing is missed.
     if (written.length > 0 && this.wanted(stream)) {
-      const payloads = payloadsOf(parseBodyText(text, this.limits.jsonDepthMax));
+      const payloads = payloadsOf(parseBodyText(bodyTextOf(body), this.limits.jsonDepthMax));
       await this.deliver(stream, written.map((index) => payloads[index] as Record<string, unknown>));
     }
     return failures;
@@ -174,12 +175,16 @@ export class IngestService {
     await Promise.all([...this.subscriptions].map(({ listener }) => listener(stream, payloads)));
   }
 
-  /** The batch packed by the pool; undefined when the pool takes no more now. */
-  private packApart(stream: CompiledStream, text: string, idempotencyKey: string | undefined): Promise<PackedBatch> | undefined {
+  /**
+   * The batch packed by the pool; undefined when the pool takes no more now. The worker is
+   * handed a copy of the bytes (moved, not copied again): the body stays here for a listener
+   * that starts wanting the stream while the batch is packed.
+   */
+  private packApart(stream: CompiledStream, body: Uint8Array, idempotencyKey: string | undefined): Promise<PackedBatch> | undefined {
     const receivedAt = this.receivedAt(stream, idempotencyKey);
     assert(stream.repository === 'tsr', `a ${stream.repository} batch packed apart`);
     const batch = {
-      text,
+      bytes: new Uint8Array(body),
       jsonDepthMax: this.limits.jsonDepthMax,
       batchPayloadsMax: this.limits.batchPayloadsMax,
       stream: stream.key,

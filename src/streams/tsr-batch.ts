@@ -3,7 +3,7 @@
 // records (block-records.ts). Pure: the ingest workers run it off the node's main thread
 // (ingest-pool.ts), with the same checks and messages as ingest on the main thread.
 
-import { parseBodyText } from '../lib/body-text.js';
+import { bodyTextOf, parseBodyText } from '../lib/body-text.js';
 import { blockRecords, type PackedRecords, type WrittenPayload } from './block-records.js';
 import { checkBatchSize, checkPayload, payloadsOf } from './ingest-checks.js';
 import type { DistributionPolicy } from './policy.js';
@@ -21,6 +21,9 @@ export interface TsrBatch {
   /** The write's id, which its blocks' ids extend. */
   readonly base: string;
 }
+
+/** A batch as the ingest pool hands it to a worker: the body's bytes, decoded there. */
+export type TsrBatchBytes = Omit<TsrBatch, 'text'> & { readonly bytes: Uint8Array };
 
 /** The stream's checks, compiled from its definitions. */
 export interface PayloadChecks {
@@ -54,4 +57,9 @@ export function packTsrBatch(batch: TsrBatch, checks: PayloadChecks): PackedBatc
     accepted.push(index);
   }
   return { ...blockRecords(batch.stream, batch.policy, written, batch.base), accepted, failures };
+}
+
+/** packTsrBatch of the body's bytes, decoded first (bodyTextOf). */
+export function packTsrBatchBytes({ bytes, ...batch }: TsrBatchBytes, checks: PayloadChecks): PackedBatch {
+  return packTsrBatch({ ...batch, text: bodyTextOf(bytes) }, checks);
 }

@@ -10,32 +10,33 @@ import { pino } from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { TributaryError } from '../../src/lib/errors.js';
 import { IngestPool } from '../../src/streams/ingest-pool.js';
-import type { TsrBatch } from '../../src/streams/tsr-batch.js';
+import type { TsrBatchBytes } from '../../src/streams/tsr-batch.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'tributary-ingest-pool-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
 /**
- * A stand-in worker: answers each task after `delayMs`, packing nothing; the text 'die'
- * kills the worker, 'bad' is answered as a 400, 'hang' is never answered.
+ * A stand-in worker: answers each task after 20 ms, packing nothing; the body 'die' kills
+ * the worker, 'bad' is answered as a 400, 'hang' is never answered.
  */
 const standIn = pathToFileURL(join(folder, 'stand-in.mjs'));
 writeFileSync(
   standIn,
   `import { parentPort } from 'node:worker_threads';
 parentPort.on('message', (task) => {
-  if (task.batch.text === 'die') process.exit(3);
-  if (task.batch.text === 'hang') return;
-  if (task.batch.text === 'bad') return parentPort.postMessage({ id: task.id, error: { status: 400, code: 'BAD_REQUEST', message: 'not JSON' } });
+  const text = new TextDecoder().decode(task.batch.bytes);
+  if (text === 'die') process.exit(3);
+  if (text === 'hang') return;
+  if (text === 'bad') return parentPort.postMessage({ id: task.id, error: { status: 400, code: 'BAD_REQUEST', message: 'not JSON' } });
   setTimeout(() => parentPort.postMessage({ id: task.id, wire: { stream: '', partitions: new Int32Array(0), timestamps: new Float64Array(0), writeIds: [], values: [], memberCounts: new Int32Array(0), members: new Int32Array(0), accepted: Int32Array.of(task.batch.receivedAt), failures: [] } }), 20);
 });
 `,
 );
 
-const batch = (text: string, receivedAt = 0): TsrBatch => ({ text, jsonDepthMax: 8, batchPayloadsMax: 10, stream: 't/c/s', policy: { replicas: 1, ring_size: 8, hash_payload: { bytes: 16 } }, receivedAt, base: 'w' });
+const batch = (text: string, receivedAt = 0): TsrBatchBytes => ({ bytes: new TextEncoder().encode(text), jsonDepthMax: 8, batchPayloadsMax: 10, stream: 't/c/s', policy: { replicas: 1, ring_size: 8, hash_payload: { bytes: 16 } }, receivedAt, base: 'w' });
 const schema = { definition: {}, signature: '1' };
 const pools: IngestPool[] = [];
-const poolOf = (options: { threads: number; queuedBatchesMax?: number; queuedCharsMax?: number }) => {
+const poolOf = (options: { threads: number; queuedBatchesMax?: number; queuedBytesMax?: number }) => {
   const pool = new IngestPool({ ...options, log: pino({ level: 'silent' }), workerUrl: standIn });
   pools.push(pool);
   return pool;
@@ -54,6 +55,17 @@ describe('ingest pool', () => {
     expect(refused).toMatchObject({ status: 400, message: 'not JSON' });
   });
 
+  it("moves a batch's bytes to the worker, and refuses bytes that share their buffer", async () => {
+    const pool = poolOf({ threads: 1 });
+    const moved = batch('ok', 3);
+    const packing = pool.pack(moved, schema)!;
+    // Moved, not copied: this side's view is emptied once the worker has them.
+    expect(moved.bytes.byteLength).toBe(0);
+    expect((await packing).accepted).toEqual([3]);
+    const shared = new Uint8Array(8);
+    expect(() => pool.pack({ ...batch('ok'), bytes: shared.subarray(0, 4) }, schema)).toThrow(/moving it would take the rest/);
+  });
+
   it('a worker that dies fails its batch only; the next batch gets a new worker', async () => {
     const pool = poolOf({ threads: 1 });
     const died = pool.pack(batch('die'), schema)!;
@@ -63,14 +75,14 @@ describe('ingest pool', () => {
     expect((await pool.pack(batch('ok', 8), schema))!.accepted).toEqual([8]);
   });
 
-  it('takes no more than its queue holds, in batches and in characters: the caller packs those itself', async () => {
-    const pool = poolOf({ threads: 1, queuedBatchesMax: 2, queuedCharsMax: 10 });
+  it('takes no more than its queue holds, in batches and in bytes: the caller packs those itself', async () => {
+    const pool = poolOf({ threads: 1, queuedBatchesMax: 2, queuedBytesMax: 10 });
     const hung = pool.pack(batch('hang'), schema);
     expect(hung).toBeDefined();
     const waiting = [pool.pack(batch('ok'), schema), pool.pack(batch('ok'), schema)];
     expect(waiting.every((promise) => promise !== undefined)).toBe(true);
     expect(pool.pack(batch('ok'), schema)).toBeUndefined();
-    const other = poolOf({ threads: 1, queuedBatchesMax: 10, queuedCharsMax: 10 });
+    const other = poolOf({ threads: 1, queuedBatchesMax: 10, queuedBytesMax: 10 });
     const otherHung = other.pack(batch('hang'), schema);
     expect(other.pack(batch('x'.repeat(11)), schema)).toBeUndefined();
     const otherWaiting = other.pack(batch('x'.repeat(10)), schema);

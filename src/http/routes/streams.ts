@@ -94,10 +94,10 @@ function ingestRoutes(router: Router, { runtime, ingest }: StreamRoutesDeps): vo
     ctx.body = payload;
   });
 
-  /** The body as text when the body middleware kept it (isIngestRequest), else as parsed. */
+  /** The body as bytes when the body middleware kept them (isIngestRequest), else as parsed. */
   function ingestBody(ctx: Koa.Context) {
-    const text = ctx.request.bodyText;
-    if (text !== undefined) return ingest.ingestText(idOf(ctx), text, idempotencyKey(ctx));
+    const bytes = ctx.request.bodyBytes;
+    if (bytes !== undefined) return ingest.ingestBytes(idOf(ctx), bytes, idempotencyKey(ctx));
     return ingest.ingest(idOf(ctx), payloadsOf(ctx.request.body), idempotencyKey(ctx));
   }
 }
