@@ -7,9 +7,9 @@ import { BadRequestError } from './errors.js';
 import { parseJsonWithin } from './json.js';
 
 // Decodes whole, not chunk by chunk (the pieces of a chunked decode are joined as a rope,
-// which cost a worker's hand-off twice what a flat string does), and leaves out a leading
-// byte order mark, as raw-body's decoder did. Invalid sequences become U+FFFD, as
-// Buffer's decoding makes them.
+// which the parser then flattens, a second copy), and leaves out a leading byte order mark,
+// as raw-body's decoder did. Invalid sequences become U+FFFD, as Buffer's decoding makes
+// them.
 const UTF8 = new TextDecoder('utf-8');
 
 /** The body's bytes as one flat string, a leading byte order mark left out. */
