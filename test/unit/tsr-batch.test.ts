@@ -4,12 +4,12 @@
 
 import { describe, expect, it } from 'vitest';
 import { TributaryError } from '../../src/lib/errors.js';
-import { parseBodyText } from '../../src/lib/body-text.js';
+import { bodyTextOf, parseBodyText } from '../../src/lib/body-text.js';
 import { stringifyJson } from '../../src/lib/json.js';
 import { blockRecords } from '../../src/streams/block-records.js';
 import { checkPayload } from '../../src/streams/ingest-checks.js';
 import { compilePayloadChecks } from '../../src/streams/payload-checks.js';
-import { packTsrBatch, type TsrBatch } from '../../src/streams/tsr-batch.js';
+import { packTsrBatch, packTsrBatchBytes, type TsrBatch } from '../../src/streams/tsr-batch.js';
 import { Prng } from '../sim/prng.js';
 
 const SCHEMA = {
@@ -85,6 +85,17 @@ describe('tsr batch - packed from the request text', () => {
     expect(packed.records).toHaveLength(1);
     expect(packed.records[0]!.timestamp).toBe(Date.UTC(2024, 0, 1));
     expect(packed.records[0]!.writeId).toBe('w7.0');
+  });
+
+  it("packs a body's bytes as its text: a leading byte order mark left out, bad UTF-8 as U+FFFD", () => {
+    const text = '[{"at": "2024-01-01T00:00:00.000Z", "host": "hé", "cpu": 1.5}]';
+    const withMark = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text, 'utf8')]);
+    const bytesBatch = { jsonDepthMax: 8, batchPayloadsMax: 1_000, stream: 'demo/c/s', policy, receivedAt: RECEIVED_AT, base: 'w7', bytes: withMark };
+    expect(packTsrBatchBytes(bytesBatch, checks)).toEqual(packTsrBatch(batchOf(text), checks));
+    expect(bodyTextOf(withMark)).toBe(text);
+    expect(bodyTextOf(Buffer.from([0x5b, 0xff, 0x5d]))).toBe('[\ufffd]');
+    // A mark after the first is text, as Buffer's decoding keeps it.
+    expect(bodyTextOf(Buffer.from([0xef, 0xbb, 0xbf, 0xef, 0xbb, 0xbf, 0x31]))).toBe('\ufeff1');
   });
 
   it('refuses a bad body with the 400 the body middleware and the route give', () => {
