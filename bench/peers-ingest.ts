@@ -2,8 +2,9 @@
 // payloads by `--concurrency` clients (4), into Tributary (one node; 3 nodes with replicas 2
 // and 3) and into a 3-server NATS JetStream cluster (file storage, R1 and R3), in the same run
 // on the same payloads. Each side is fresh for each setup (new processes, new data folders) and
-// gets a warm-up first (WARMUP_SHARE of the payloads, then quiet). The whole plan runs `--runs` times (3), and the goals take the median
-// of the rounds' ratios: single runs of one setup move by ±10% here.
+// gets a warm-up first (WARMUP_SHARE of the payloads, then quiet). The whole plan runs
+// `--runs` times (3), and the goals take the median of the rounds' ratios: single runs of one
+// setup move by ±10% here. Our clients and the floors' are a sender process (batch-sender.ts).
 //
 // Same work on both sides: our clients post batches of `--batch` payloads (500), one
 // request in flight each, so each client has `batch` payloads unacknowledged; JetStream
@@ -229,9 +230,10 @@ async function runOurs({ batches, bodies }: Workload, nodeCount: number, replica
     log(`peers-ingest: Tributary, ${setup}, ${clients} clients…`);
     phase(`tributary-${nodeCount}-${replicas}-start`);
     const sender = await startSender(bodies, { urls: nodes.map((node) => node.url + path), concurrency: clients });
-    const [sent, servers, byClass] = await withCpu(nodes.map((node) => node.child?.pid), () => sender.run());
+    // withCpu's `clients` is this process's, idle while the sender posts: the sender's own is the clients'.
+    const [sent, measured, byClass] = await withCpu(nodes.map((node) => node.child?.pid), () => sender.run());
     const timing = { elapsedMs: sent.elapsedMs, latenciesMs: sent.latenciesMs };
-    const cpuSeconds = { servers: servers.servers, clients: round(sent.cpuSeconds, 2) };
+    const cpuSeconds = { servers: measured.servers, clients: round(sent.cpuSeconds, 2) };
     phase(`tributary-${nodeCount}-${replicas}-end`);
     // A replica write unanswered within cluster.writeDeadlineMs was acknowledged with a
     // durable hint for that owner instead (docs/cluster.md, "When a write counts"): counted here, and
