@@ -5,19 +5,19 @@
 // ratio of two runs moved by ±10% with it. The sender holds only the bodies, as bytes off the
 // heap, and the bench waits idle while it posts.
 
-import type { ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface, type Interface } from 'node:readline';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { assert } from '../src/lib/assert.js';
-import { runRoleIfMain, spawnRole, stopChild } from './child-role.js';
-import { runBatches, type Timing } from './ingest.js';
+import { nextLine, runRoleIfMain, spawnRole, stopChild } from './child-role.js';
+import { postBatch, runBatches, type Timing } from './ingest.js';
 import { removeFolder, temporaryFolder } from './server-process.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 const LENGTH_BYTES = 4;
+/** A sender's answer (ready, or its run done) must come within this. */
 const ANSWER_TIMEOUT_MS = 600_000;
 
 /** Request bodies written once to a file each sender reads. */
@@ -96,7 +96,7 @@ export async function startSender(file: BodyFile, options: SendOptions): Promise
   const child = spawnRole(THIS_FILE, 'send', args, 'pipe');
   const lines = createInterface({ input: child.stdout! });
   try {
-    const ready = await nextLine<{ ready: boolean }>(child, lines, 'the sender');
+    const ready = await nextLine<{ ready: boolean }>(child, lines, 'the sender', ANSWER_TIMEOUT_MS);
     assert(ready.ready, 'a sender not ready');
   } catch (error) {
     lines.close();
@@ -107,7 +107,7 @@ export async function startSender(file: BodyFile, options: SendOptions): Promise
     async run(): Promise<Sent> {
       try {
         child.stdin!.write('go\n');
-        return await nextLine<Sent>(child, lines, 'the sender');
+        return await nextLine<Sent>(child, lines, 'the sender', ANSWER_TIMEOUT_MS);
       } finally {
         lines.close();
         await stopChild(child);
@@ -119,29 +119,6 @@ export async function startSender(file: BodyFile, options: SendOptions): Promise
 /** Starts a sender and runs it at once (warm-ups: nothing is measured around it). */
 export async function sendBatches(file: BodyFile, options: SendOptions): Promise<Sent> {
   return (await startSender(file, options)).run();
-}
-
-function nextLine<T>(child: ChildProcess, lines: Interface, what: string): Promise<T> {
-  return new Promise((resolveLine, reject) => {
-    const timer = setTimeout(() => finish(new Error(`${what}: no answer after ${ANSWER_TIMEOUT_MS} ms`)), ANSWER_TIMEOUT_MS);
-    const onLine = (line: string) => {
-      try {
-        finish(undefined, JSON.parse(line) as T);
-      } catch (error) {
-        finish(new Error(`${what}: unexpected output '${line.slice(0, 200)}'`, { cause: error }));
-      }
-    };
-    const onExit = (code: number | null, signal: string | null) => finish(new Error(`${what} exited (${code ?? signal}) before answering`));
-    const finish = (error: Error | undefined, value?: T) => {
-      clearTimeout(timer);
-      lines.off('line', onLine);
-      child.off('exit', onExit);
-      if (error === undefined) resolveLine(value as T);
-      else reject(error);
-    };
-    lines.once('line', onLine);
-    child.once('exit', onExit);
-  });
 }
 
 // ---------------------------------------------------------------- the sender process
@@ -167,18 +144,12 @@ async function serveSend(argv: string[]): Promise<void> {
   const contentType = values['content-type'] ?? 'application/json';
   const bodies = readBodies(values.file ?? '').slice(first, first + count);
   assert(urls.length > 0 && bodies.length === count && concurrency >= 1, `a sender given ${urls.length} urls, ${bodies.length} of ${count} bodies, ${concurrency} in flight`);
-  const post = async (index: number): Promise<void> => {
-    const url = urls[index % urls.length]!;
-    const response = await fetch(url, { method: 'POST', headers: { 'content-type': contentType }, body: bodies[index]! });
-    const text = await response.text();
-    if (response.status !== okStatus) throw new Error(`POST ${url}: HTTP ${response.status} ${text.slice(0, 500)}`);
-  };
   console.log(JSON.stringify({ ready: true }));
   const input = createInterface({ input: process.stdin });
   await new Promise<void>((resolveGo) => input.once('line', () => resolveGo()));
   input.close();
   const before = process.cpuUsage();
-  const timing = await runBatches(count, concurrency, post);
+  const timing = await runBatches(count, concurrency, (index) => postBatch(urls[index % urls.length]!, bodies[index]!, contentType, okStatus));
   const used = process.cpuUsage(before);
   const sent: Sent = { ...timing, cpuSeconds: (used.user + used.system) / 1e6 };
   console.log(JSON.stringify(sent));

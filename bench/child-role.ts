@@ -4,7 +4,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
-import { createInterface } from 'node:readline';
+import { createInterface, type Interface } from 'node:readline';
 import { NODE_FLAGS_GIVEN } from '../src/cli/node-flags.js';
 
 /** A role's answer, with its start, must come within this (a role may override it). */
@@ -21,23 +21,36 @@ export function spawnRole(file: string, role: string, args: string[] = [], stdin
 }
 
 /** The child's first line of output, as JSON. */
-export function firstLine<T>(child: ChildProcess, what: string, timeoutMs = CHILD_ANSWER_TIMEOUT_MS): Promise<T> {
+export async function firstLine<T>(child: ChildProcess, what: string, timeoutMs = CHILD_ANSWER_TIMEOUT_MS): Promise<T> {
+  const lines = createInterface({ input: child.stdout! });
+  try {
+    return await nextLine<T>(child, lines, what, timeoutMs);
+  } finally {
+    lines.close();
+  }
+}
+
+/** The next line of `lines` (the child's stdout), as JSON; rejects when the child exits first or none comes in time. */
+export function nextLine<T>(child: ChildProcess, lines: Interface, what: string, timeoutMs = CHILD_ANSWER_TIMEOUT_MS): Promise<T> {
   return new Promise((resolveLine, reject) => {
-    const lines = createInterface({ input: child.stdout! });
-    const timer = setTimeout(() => reject(new Error(`${what}: no answer after ${timeoutMs} ms`)), timeoutMs);
-    lines.once('line', (line) => {
-      clearTimeout(timer);
-      lines.close();
+    const timer = setTimeout(() => finish(new Error(`${what}: no answer after ${timeoutMs} ms`)), timeoutMs);
+    const onLine = (line: string) => {
       try {
-        resolveLine(JSON.parse(line) as T);
+        finish(undefined, JSON.parse(line) as T);
       } catch (error) {
-        reject(new Error(`${what}: unexpected output '${line}'`, { cause: error }));
+        finish(new Error(`${what}: unexpected output '${line.slice(0, 200)}'`, { cause: error }));
       }
-    });
-    child.once('exit', (code, signal) => {
+    };
+    const onExit = (code: number | null, signal: string | null) => finish(new Error(`${what} exited (${code ?? signal}) before answering`));
+    const finish = (error: Error | undefined, value?: T) => {
       clearTimeout(timer);
-      reject(new Error(`${what} exited (${code ?? signal}) before answering`));
-    });
+      lines.off('line', onLine);
+      child.off('exit', onExit);
+      if (error === undefined) resolveLine(value as T);
+      else reject(error);
+    };
+    lines.once('line', onLine);
+    child.once('exit', onExit);
   });
 }
 

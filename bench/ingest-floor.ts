@@ -84,8 +84,8 @@ export interface FloorOptions {
   /** Copies of each payload (at most `processes`; default all): partition p's on processes p, p+1, … mod `processes`. */
   replicas?: number;
   /**
-   * Batches each process takes before the timed ones, `warmupConcurrency` in flight (default
-   * WARMUP_BATCHES_PER_NODE, one at a time, as our nodes get); with `quietAfterWarmup` the
+   * Batches the processes take before the timed ones, in all, round robin, `warmupConcurrency`
+   * in flight (default WARMUP_BATCHES_PER_NODE each, one at a time); with `quietAfterWarmup` the
    * timed ones wait until the processes are quiet (LevelDB done compacting the warm-up's).
    */
   warmupBatches?: number;
@@ -142,7 +142,7 @@ export async function runIngestFloor(file: BodyFile, options: FloorOptions): Pro
       }),
     );
     const urls = (prefix: string) => addresses.map((address) => `http://127.0.0.1:${address.http}/ingest/${prefix}`);
-    const warmUp = Math.min((options.warmupBatches ?? WARMUP_BATCHES_PER_NODE) * addresses.length, file.count);
+    const warmUp = Math.min(options.warmupBatches ?? WARMUP_BATCHES_PER_NODE * addresses.length, file.count);
     await sendBatches(file, { urls: urls(WARMUP), concurrency: options.warmupConcurrency ?? 1, count: warmUp });
     const pids = children.map((child) => child.pid);
     if (options.quietAfterWarmup === true) await waitQuiet(pids);

@@ -249,10 +249,11 @@ async function defineStream(api: Api, name: string, repository: 'tsr' | 'ssr'): 
   return path;
 }
 
-export async function postBatch(url: string, body: Buffer): Promise<void> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+/** Posts one body; an answer other than `okStatus` fails the bench. */
+export async function postBatch(url: string, body: Buffer, contentType = 'application/json', okStatus = 200): Promise<void> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': contentType }, body });
   const text = await response.text();
-  if (response.status !== 200) throw new Error(`POST ${url}: HTTP ${response.status} ${text.slice(0, 500)}`);
+  if (response.status !== okStatus) throw new Error(`POST ${url}: HTTP ${response.status} ${text.slice(0, 500)}`);
 }
 
 async function storedTotal(api: Api, repository: 'tsr' | 'ssr', name: string): Promise<number> {

@@ -272,7 +272,7 @@ async function runFloor({ batches, bodies }: Workload, processes: number, replic
   log(`peers-ingest: the floor, ${setup}, ${clients} clients…`);
   // Parsed on each process's main thread: with three processes on two cores a hop to a
   // worker thread only adds work (ours measured the same with and without its workers).
-  const warmUp = { warmupBatches: Math.ceil(warmUpBatches(bodies) / processes), warmupConcurrency: clients, quietAfterWarmup: true };
+  const warmUp = { warmupBatches: warmUpBatches(bodies), warmupConcurrency: clients, quietAfterWarmup: true };
   const run = await runIngestFloor(bodies, { ...warmUp, processes, replicas, signed: auth === 'signed', mac: auth === 'mac', blocks, threads: 0, ringSize: RING_SIZE, hashBytes: HASH_BYTES, clients });
   expectCopies(`the floor, ${setup}`, run.storedCopies, replicas * countOf(batches));
   return {
