@@ -784,6 +784,7 @@ async function runJoin(options: BenchOptions, batches: ReturnType<typeof prepare
 
 function transferTable(
   join: JoinResult,
+  emptyJoin: JoinResult,
   raw: { runs: RawRun[]; median: RawRun },
   ceiling: StorageCeiling,
   pipelines: { bare: PipelineRun; authenticated: PipelineRun },
@@ -803,6 +804,7 @@ function transferTable(
     `| join: ${SOURCE} → ${TARGET}, POST /cluster/nodes → Joined | ${join.bytes.toLocaleString('en-US')} | ` +
       `${join.payloadsMoved.toLocaleString('en-US')} | ${join.seconds.toFixed(2)} | ${join.megabytesPerSecond.toFixed(1)} | ` +
       `${cpuCell(join.cpuSeconds.source, join.cpuSeconds.target)} | ${(join.megabytesPerSecond / raw.median.megabytesPerSecond).toFixed(2)} |`,
+    `| the same join of nothing (the stream defined, empty) | – | 0 | ${emptyJoin.seconds.toFixed(2)} | – | ${cpuCell(emptyJoin.cpuSeconds.source, emptyJoin.cpuSeconds.target)} | – |`,
     ceilingRow(`write, synced batches of ${kib} KiB (the target's side)`, ceiling.write),
     ceilingRow(`read, nextv of ${CEILING_READ_BATCH_RECORDS} (the source's side)`, ceiling.read),
     pipelineRow('bare pipeline: LevelDB read → raw gRPC → LevelDB synced write', pipelines.bare),
@@ -829,6 +831,24 @@ function thinned<T>(samples: readonly T[], count: number): T[] {
   return Array.from({ length: count }, (_, index) => samples[Math.round(index * step)]!);
 }
 
+/**
+ * What the empty join says of the join in the same run. `bestOfBare`: the share of the bare
+ * pipeline's rate a join would reach if it moved its bytes as fast as the authenticated
+ * pipeline (every chunk must be signed and checked) and spent the empty join's time besides.
+ * `chunksOfAuthenticated`: the join's rate over its time less the empty join's, against the
+ * authenticated pipeline's (1 is the node adding nothing per chunk).
+ */
+function joinBound(join: JoinResult, empty: JoinResult, bare: PipelineRun, authenticated: PipelineRun) {
+  const movingSeconds = join.bytes / (authenticated.megabytesPerSecond * 1e6);
+  const bestOfBare = join.bytes / (movingSeconds + empty.seconds) / (bare.megabytesPerSecond * 1e6);
+  const chunksSeconds = Math.max(join.seconds - empty.seconds, Number.EPSILON);
+  return {
+    fixedSeconds: empty.seconds,
+    bestOfBare: round(bestOfBare, 2),
+    chunksOfAuthenticated: round(join.bytes / chunksSeconds / (authenticated.megabytesPerSecond * 1e6), 2),
+  };
+}
+
 // ---------------------------------------------------------------- entry point
 
 /** Issue 37's goal: a join at this share of the bare pipeline's rate, at least. */
@@ -846,6 +866,9 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
   const loadAverageBefore = os.loadavg()[0]!;
 
   const join = await runJoin(options, batches);
+  // The same join of a node holding the stream but none of its payloads: what a join costs
+  // before and after its chunks (the membership's steps, the final sync), in the same run.
+  const emptyJoin = await runJoin({ ...options, payloads: 0 }, []);
   const raw = await runRaw(join.bytes, settings);
   const ceiling = await measureStorageCeiling(options, settings);
   const pipeline = await measurePipeline(options, settings);
@@ -853,6 +876,7 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
   const transferRatio = round(join.megabytesPerSecond / raw.median.megabytesPerSecond, 3);
   const joinToPipeline = round(join.megabytesPerSecond / pipeline.megabytesPerSecond, 2);
   const joinToAuthenticated = round(join.megabytesPerSecond / authenticated.megabytesPerSecond, 2);
+  const bound = joinBound(join, emptyJoin, pipeline, authenticated);
   const storageLine = Math.min(ceiling.write.megabytesPerSecond, ceiling.read.megabytesPerSecond);
   const ceilingRatio = round(storageLine / raw.median.megabytesPerSecond, 3);
   const storageRatio = round(join.megabytesPerSecond / storageLine, 3);
@@ -888,6 +912,8 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
       storageCeiling: { ...ceiling, ratioToRaw: ceilingRatio },
       barePipeline: { ...pipeline, ratioToStorage: pipelineRatio },
       authenticatedPipeline: { ...authenticated, ratioToBare: round(authenticated.megabytesPerSecond / pipeline.megabytesPerSecond, 2), joinToIt: joinToAuthenticated },
+      emptyJoin: { seconds: emptyJoin.seconds, cpuSeconds: emptyJoin.cpuSeconds, cpuSecondsByThread: emptyJoin.cpuSecondsByThread },
+      joinBound: bound,
     },
     replicated: { headline, ...(replicated.length > 1 ? { concurrent: replicated[1] } : {}) },
     goals: {
@@ -906,12 +932,17 @@ export async function runTransferBench(options: BenchOptions): Promise<void> {
 
   const load = `load average ${report.machine.loadAverage1m.before} → ${report.machine.loadAverage1m.after}`;
   const samples = thinned(join.progress, 12).map(([ms, percent]) => `${percent}% @ ${(ms / 1000).toFixed(1)} s`).join(', ');
-  console.log(transferTable(join, raw, ceiling, { bare: pipeline, authenticated }, settings));
+  console.log(transferTable(join, emptyJoin, raw, ceiling, { bare: pipeline, authenticated }, settings));
   const byThread = (cpu: CpuByClass | undefined) => (cpu === undefined ? '– (no gdb)' : THREAD_CLASSES.map((name) => `${name} ${cpu[name].toFixed(1)}`).join(', '));
   console.log(`\nThe join's CPU by thread, s: ${SOURCE} ${byThread(join.cpuSecondsByThread.source)}; ${TARGET} ${byThread(join.cpuSecondsByThread.target)}.`);
   console.log(
     `The join moved ${joinToPipeline} × the bare pipeline's MB/s (goal ${JOIN_OF_PIPELINE_MIN}), ${joinToAuthenticated} × the authenticated pipeline's ` +
       `(the bare one with each chunk's SHA-256 signed by the source and checked by the sink, as a join's are: ${report.transfer.authenticatedPipeline.ratioToBare} × the bare one).`,
+  );
+  console.log(
+    `A join that moves nothing (the same two nodes, the stream defined and empty) takes ${emptyJoin.seconds.toFixed(2)} s from the POST to Joined: ` +
+      `with it, a join moving its chunks at the authenticated pipeline's rate would reach ${bound.bestOfBare} × the bare pipeline. ` +
+      `This join's chunks, its time less that, moved at ${bound.chunksOfAuthenticated} × the authenticated pipeline's rate.`,
   );
   const { plain, everyChunk, asTheNode } = ceiling.localKeys;
   const withKeys = (write: SettledWrite) => `${write.cpuSeconds.toFixed(1)} s (${write.seconds.toFixed(2)} s), ${round(write.cpuSeconds / plain.cpuSeconds, 2)} ×`;
