@@ -75,7 +75,10 @@ export interface SendOptions {
 }
 
 /** A sender's run: its timing, and the CPU seconds its process used posting. */
-export type Sent = Timing & { cpuSeconds: number };
+export interface Sent {
+  timing: Timing;
+  cpuSeconds: number;
+}
 
 /** A sender started and ready (its bodies read): run() posts them once. */
 export interface ReadySender {
@@ -151,7 +154,7 @@ async function serveSend(argv: string[]): Promise<void> {
   const before = process.cpuUsage();
   const timing = await runBatches(count, concurrency, (index) => postBatch(urls[index % urls.length]!, bodies[index]!, contentType, okStatus));
   const used = process.cpuUsage(before);
-  const sent: Sent = { ...timing, cpuSeconds: (used.user + used.system) / 1e6 };
+  const sent: Sent = { timing, cpuSeconds: (used.user + used.system) / 1e6 };
   console.log(JSON.stringify(sent));
 }
 

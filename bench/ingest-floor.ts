@@ -149,8 +149,7 @@ export async function runIngestFloor(file: BodyFile, options: FloorOptions): Pro
     const sender = await startSender(file, { urls: urls(MEASURED), concurrency: options.clients });
     const serversBefore = cpuSecondsOf(pids);
     const threadsBefore = threadTimesOf(pids);
-    const sent = await sender.run();
-    const timing: Timing = { elapsedMs: sent.elapsedMs, latenciesMs: sent.latenciesMs };
+    const { timing, cpuSeconds: clientSeconds } = await sender.run();
     const serversAfter = cpuSecondsOf(pids);
     const cpuByClass = cpuByClassSince(threadsBefore);
     const storedCopies: Record<string, number> = {};
@@ -161,7 +160,7 @@ export async function runIngestFloor(file: BodyFile, options: FloorOptions): Pro
       timing,
       cpuSeconds: {
         servers: serversBefore === undefined || serversAfter === undefined ? undefined : serversAfter - serversBefore,
-        clients: sent.cpuSeconds,
+        clients: clientSeconds,
       },
       cpuByClass,
       storedCopies,

@@ -231,9 +231,8 @@ async function runOurs({ batches, bodies }: Workload, nodeCount: number, replica
     phase(`tributary-${nodeCount}-${replicas}-start`);
     const sender = await startSender(bodies, { urls: nodes.map((node) => node.url + path), concurrency: clients });
     // withCpu's `clients` is this process's, idle while the sender posts: the sender's own is the clients'.
-    const [sent, measured, byClass] = await withCpu(nodes.map((node) => node.child?.pid), () => sender.run());
-    const timing = { elapsedMs: sent.elapsedMs, latenciesMs: sent.latenciesMs };
-    const cpuSeconds = { servers: measured.servers, clients: round(sent.cpuSeconds, 2) };
+    const [{ timing, cpuSeconds: clientSeconds }, measured, byClass] = await withCpu(nodes.map((node) => node.child?.pid), () => sender.run());
+    const cpuSeconds = { servers: measured.servers, clients: round(clientSeconds, 2) };
     phase(`tributary-${nodeCount}-${replicas}-end`);
     // A replica write unanswered within cluster.writeDeadlineMs was acknowledged with a
     // durable hint for that owner instead (docs/cluster.md, "When a write counts"): counted here, and

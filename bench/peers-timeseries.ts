@@ -158,17 +158,16 @@ async function timedIngest(pid: number | undefined, other: number | undefined, s
   const before = cpuSecondsOf([pid]);
   const otherBefore = cpuSecondsOf([other]);
   const threadsBefore = byThread ? threadTimesOf([pid]) : undefined;
-  const sent = await sender.run();
+  const { timing, cpuSeconds: clientSeconds } = await sender.run();
   const after = cpuSecondsOf([pid]);
   const otherAfter = cpuSecondsOf([other]);
   const cpuByClass = threadsBefore === undefined ? undefined : cpuByClassSince(threadsBefore);
   const spent = (from: number | undefined, to: number | undefined) => (from === undefined || to === undefined ? undefined : round(to - from, 2));
   return {
-    elapsedMs: sent.elapsedMs,
-    latenciesMs: sent.latenciesMs,
+    ...timing,
     serverCpuSeconds: spent(before, after),
     otherCpuSeconds: spent(otherBefore, otherAfter),
-    clientCpuSeconds: round(sent.cpuSeconds, 2),
+    clientCpuSeconds: round(clientSeconds, 2),
     cpuByClass,
   };
 }

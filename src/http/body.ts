@@ -7,7 +7,7 @@ import type Koa from 'koa';
 import getRawBody from 'raw-body';
 import { BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../lib/errors.js';
 import { stringifyJson } from '../lib/json.js';
-import { bodyTextOf, parseBodyText } from '../lib/body-text.js';
+import { parseBodyBytes } from '../lib/body-text.js';
 
 declare module 'koa' {
   interface Request {
@@ -33,7 +33,7 @@ export function jsonBodyMiddleware(bodyBytesMax: number, jsonDepthMax = DEFAULT_
     if (METHODS_WITH_BODY.has(ctx.method)) {
       const bytes = await readBody(ctx, bodyBytesMax);
       if (bytes !== undefined && keepsBytes(ctx)) ctx.request.bodyBytes = bytes;
-      else ctx.request.body = bytes === undefined ? undefined : parseBodyText(bodyTextOf(bytes), jsonDepthMax);
+      else ctx.request.body = bytes === undefined ? undefined : parseBodyBytes(bytes, jsonDepthMax);
     }
     await next();
   };

@@ -17,6 +17,11 @@ export function bodyTextOf(bytes: Uint8Array): string {
   return UTF8.decode(bytes);
 }
 
+/** parseBodyText of the body's bytes, decoded first (bodyTextOf). */
+export function parseBodyBytes(bytes: Uint8Array, depthMax: number): unknown {
+  return parseBodyText(bodyTextOf(bytes), depthMax);
+}
+
 /**
  * The body's value; undefined for a body of only whitespace. 400 for JSON that does not
  * parse or nests deeper than `depthMax`: no code after the parser (schema checks,

@@ -9,7 +9,7 @@ import { partitionOfCanonical } from './partitioner.js';
 import { blockRecords, type PackedRecords } from './block-records.js';
 import { canonicalJson, isPlainObject } from '../lib/json.js';
 import { ForbiddenError } from '../lib/errors.js';
-import { bodyTextOf, parseBodyText } from '../lib/body-text.js';
+import { parseBodyBytes } from '../lib/body-text.js';
 import type { RepositoryName, StoredRecord } from '../storage/repository.js';
 import type { WriteIdGenerator } from '../storage/write-ids.js';
 import { checkBatchSize, checkPayload, payloadsOf } from './ingest-checks.js';
@@ -135,7 +135,7 @@ export class IngestService {
     const stream = this.pool === undefined || id.collection === SYSTEM_COLLECTION ? undefined : await this.runtime.resolve(id).catch(() => undefined);
     const packing = stream !== undefined && this.packsApart(stream) ? this.packApart(stream, body, idempotencyKey) : undefined;
     if (stream === undefined || packing === undefined) {
-      return this.ingest(id, payloadsOf(parseBodyText(bodyTextOf(body), this.limits.jsonDepthMax)), idempotencyKey);
+      return this.ingest(id, this.payloadsOfBody(body), idempotencyKey);
     }
     const packed = await packing;
     this.checkStores(stream);
@@ -147,7 +147,7 @@ export class IngestService {
     // A listener that started wanting the stream's payloads while the batch was packed
     // (a live query started) gets them, parsed here: rare, and nothing is missed.
     if (written.length > 0 && this.wanted(stream)) {
-      const payloads = payloadsOf(parseBodyText(bodyTextOf(body), this.limits.jsonDepthMax));
+      const payloads = this.payloadsOfBody(body);
       await this.deliver(stream, written.map((index) => payloads[index] as Record<string, unknown>));
     }
     return failures;
@@ -173,6 +173,11 @@ export class IngestService {
   private async deliver(stream: CompiledStream, payloads: readonly Record<string, unknown>[]): Promise<void> {
     assert(payloads.length > 0, `nothing of ${stream.key} to deliver`);
     await Promise.all([...this.subscriptions].map(({ listener }) => listener(stream, payloads)));
+  }
+
+  /** The payloads of a POST's body, decoded and parsed on this thread. */
+  private payloadsOfBody(body: Uint8Array): readonly unknown[] {
+    return payloadsOf(parseBodyBytes(body, this.limits.jsonDepthMax));
   }
 
   /**
